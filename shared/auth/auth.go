@@ -1,0 +1,199 @@
+// Package auth is API keys: making them, storing only their hash, and
+// turning an Authorization header into the calling account.
+//
+// A key is "sk_live_" followed by 40 base62 characters from crypto/rand.
+// Only the SHA-256 of the whole key is stored; the plaintext is shown once.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"math/big"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+)
+
+// Prefix starts every key.
+const Prefix = "sk_live_"
+
+const (
+	secretLen = 40
+	base62    = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+)
+
+// ErrInvalidKey is returned for every authentication failure: missing header,
+// wrong scheme, wrong prefix, unknown or revoked key. It never says which.
+var ErrInvalidKey = &apierr.Error{Kind: apierr.Unauthenticated, Code: "invalid_api_key", Message: "Invalid API key. Pass a live key as 'Authorization: Bearer sk_live_...'."}
+
+// ErrKeyNotFound is returned by a Store that has no such key.
+var ErrKeyNotFound = errors.New("key not found")
+
+// Key is a plaintext API key. It logs as REDACTED.
+type Key string
+
+// LogValue keeps keys out of logs.
+func (Key) LogValue() slog.Value { return slog.StringValue("REDACTED") }
+
+// NewKey returns a fresh random key.
+func NewKey() (Key, error) {
+	s, err := RandomString(secretLen)
+	if err != nil {
+		return "", err
+	}
+	return Key(Prefix + s), nil
+}
+
+// RandomString returns n base62 characters from crypto/rand.
+func RandomString(n int) (string, error) {
+	b := make([]byte, n)
+	max := big.NewInt(int64(len(base62)))
+	for i := range b {
+		v, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			return "", err
+		}
+		b[i] = base62[v.Int64()]
+	}
+	return string(b), nil
+}
+
+// Hash returns the hex SHA-256 of the whole key: the only form stored.
+func Hash(key Key) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+// Record is a stored key.
+type Record struct {
+	ID      string `json:"id"`     // "key_" + the first 16 hex digits of Hash
+	Hash    string `json:"hash"`   // hex SHA-256 of the key
+	Prefix  string `json:"prefix"` // the first 12 characters, to recognise a key in a list
+	Account string `json:"account"`
+	Created int64  `json:"created"`           // Unix seconds
+	Revoked int64  `json:"revoked,omitempty"` // Unix seconds, 0 if live
+}
+
+// NewRecord returns the record for key, owned by account.
+func NewRecord(key Key, account string, now time.Time) Record {
+	h := Hash(key)
+	return Record{ID: "key_" + h[:16], Hash: h, Prefix: string(key)[:len(Prefix)+4], Account: account, Created: now.Unix()}
+}
+
+// Store keeps key records. Implementations are safe for concurrent use.
+type Store interface {
+	// PutKey stores a new key record.
+	PutKey(ctx context.Context, r Record) error
+	// KeyByHash returns the record with hash, or ErrKeyNotFound.
+	KeyByHash(ctx context.Context, hash string) (Record, error)
+	// Keys returns all key records of account ("" for every account).
+	Keys(ctx context.Context, account string) ([]Record, error)
+	// RevokeKey marks the key with id revoked at time at; ErrKeyNotFound if none.
+	RevokeKey(ctx context.Context, id string, at time.Time) (Record, error)
+}
+
+// Principal is the authenticated caller.
+type Principal struct {
+	Account string
+	KeyID   string
+}
+
+type ctxKey struct{}
+
+// WithPrincipal returns ctx carrying p.
+func WithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, ctxKey{}, p)
+}
+
+// WithAccount returns ctx carrying a principal for account (tests, internal callers).
+func WithAccount(ctx context.Context, account string) context.Context {
+	return WithPrincipal(ctx, Principal{Account: account})
+}
+
+// FromContext returns the principal in ctx, if any.
+func FromContext(ctx context.Context) (Principal, bool) {
+	p, ok := ctx.Value(ctxKey{}).(Principal)
+	return p, ok
+}
+
+// Authenticator checks bearer keys against a Store, caching hits for TTL so
+// that a warm Lambda container does not read the table on every request. A
+// revoked key stops working within TTL; misses are never cached, so a new
+// key works at once. Safe for concurrent use.
+type Authenticator struct {
+	store Store
+	ttl   time.Duration
+	now   func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	rec     Record
+	expires time.Time
+}
+
+// DefaultCacheTTL bounds how long a revoked key keeps working.
+const DefaultCacheTTL = 30 * time.Second
+
+// NewAuthenticator returns an Authenticator over store with cache ttl
+// (0: no cache).
+func NewAuthenticator(store Store, ttl time.Duration) *Authenticator {
+	return &Authenticator{store: store, ttl: ttl, now: time.Now, cache: make(map[string]cached)}
+}
+
+// maxCache bounds the cache; past it the cache is cleared (keys are few).
+const maxCache = 10000
+
+// Authenticate returns the principal for an Authorization header value, or
+// ErrInvalidKey. Other errors are store failures.
+func (a *Authenticator) Authenticate(ctx context.Context, header string) (Principal, error) {
+	scheme, tok, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return Principal{}, ErrInvalidKey
+	}
+	tok = strings.TrimSpace(tok)
+	if !strings.HasPrefix(tok, Prefix) || len(tok) < len(Prefix)+32 || len(tok) > 256 {
+		return Principal{}, ErrInvalidKey
+	}
+	h := Hash(Key(tok))
+	now := a.now()
+	if a.ttl > 0 {
+		a.mu.Lock()
+		c, hit := a.cache[h]
+		a.mu.Unlock()
+		if hit && now.Before(c.expires) {
+			return principal(c.rec)
+		}
+	}
+	rec, err := a.store.KeyByHash(ctx, h)
+	if errors.Is(err, ErrKeyNotFound) {
+		return Principal{}, ErrInvalidKey
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if a.ttl > 0 {
+		a.mu.Lock()
+		if len(a.cache) >= maxCache {
+			clear(a.cache)
+		}
+		a.cache[h] = cached{rec: rec, expires: now.Add(a.ttl)}
+		a.mu.Unlock()
+	}
+	return principal(rec)
+}
+
+func principal(r Record) (Principal, error) {
+	if r.Revoked != 0 {
+		return Principal{}, ErrInvalidKey
+	}
+	return Principal{Account: r.Account, KeyID: r.ID}, nil
+}

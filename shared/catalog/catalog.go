@@ -1,0 +1,243 @@
+// Package catalog holds the models and providers the service offers. The
+// catalog is data: a JSON file embedded in the binary (catalog.json), which an
+// operator may replace with their own file (GENWAY_CATALOG).
+//
+// A Catalog is immutable after Load and safe for concurrent use.
+package catalog
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"strings"
+)
+
+//go:embed catalog.json
+var embedded []byte
+
+// Model types.
+const (
+	TypeChat  = "chat"
+	TypeMusic = "music"
+	TypeSFX   = "sfx"
+	TypeVideo = "video"
+)
+
+// Thinking styles for reasoning models: how reasoning_effort reaches the
+// provider.
+const (
+	ThinkingEffort   = "effort"   // pass reasoning_effort through (OpenAI o-series, GPT-5)
+	ThinkingBudget   = "budget"   // a thinking token budget (Anthropic, Bedrock Claude, Gemini 2.5)
+	ThinkingAdaptive = "adaptive" // Anthropic adaptive thinking with an effort level (newer Claude)
+)
+
+// Capabilities are the chat features a model supports.
+type Capabilities struct {
+	Vision    bool `json:"vision"`
+	Reasoning bool `json:"reasoning"`
+	Streaming bool `json:"streaming"`
+}
+
+// Price is what a model costs. Job models use CreditsPerSecond (of requested
+// duration) or CreditsPerJob; chat models may set per-million-token prices.
+type Price struct {
+	CreditsPerSecond        float64 `json:"credits_per_second,omitempty"`
+	CreditsPerJob           float64 `json:"credits_per_job,omitempty"`
+	CreditsPerMillionInput  float64 `json:"credits_per_million_input_tokens,omitempty"`
+	CreditsPerMillionOutput float64 `json:"credits_per_million_output_tokens,omitempty"`
+}
+
+// JobCredits returns the whole credits a job of duration seconds costs,
+// rounded up.
+func (p *Price) JobCredits(duration int) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(math.Ceil(p.CreditsPerJob + p.CreditsPerSecond*float64(duration)))
+}
+
+// ChatCredits returns the whole credits a chat completion costs, rounded up;
+// 0 if the model has no token price.
+func (p *Price) ChatCredits(promptTokens, completionTokens int) int64 {
+	if p == nil {
+		return 0
+	}
+	c := p.CreditsPerMillionInput*float64(promptTokens)/1e6 + p.CreditsPerMillionOutput*float64(completionTokens)/1e6
+	return int64(math.Ceil(c))
+}
+
+// Model is one entry of the catalog. The JSON tags without omitempty are the
+// fields GET /v1/models shows; provider-side details are tagged "-" in the
+// listing by httpapi.
+type Model struct {
+	ID          string `json:"id"`
+	Type        string `json:"type"`
+	Provider    string `json:"provider"` // a Provider.Name
+	Upstream    string `json:"upstream"` // the model's name at the provider
+	OwnedBy     string `json:"owned_by"`
+	Created     int64  `json:"created"`
+	Description string `json:"description,omitempty"`
+	Test        bool   `json:"test,omitempty"` // a test model (synthetic provider)
+
+	// Chat models.
+	Capabilities *Capabilities `json:"capabilities,omitempty"`
+	MaxTokens    int           `json:"max_tokens,omitempty"`
+	Thinking     string        `json:"thinking,omitempty"` // ThinkingEffort, ThinkingBudget or ThinkingAdaptive
+
+	// Job models.
+	Formats         []string `json:"formats,omitempty"`
+	MaxDuration     int      `json:"max_duration,omitempty"`
+	DefaultDuration int      `json:"default_duration,omitempty"` // 0: the type's default
+	DefaultSize     string   `json:"default_size,omitempty"`     // video: WxH
+
+	Price *Price `json:"price,omitempty"`
+}
+
+// Provider is an upstream the catalog's models run on.
+type Provider struct {
+	Name        string `json:"name"`                   // e.g. "openai", "groq"
+	Kind        string `json:"kind"`                   // wire protocol: openai, anthropic, gemini, bedrock, synthetic
+	BaseURL     string `json:"base_url,omitempty"`     // default base URL
+	BaseURLEnv  string `json:"base_url_env,omitempty"` // env var overriding BaseURL
+	KeyEnv      string `json:"key_env,omitempty"`      // env var holding the API key
+	KeyOptional bool   `json:"key_optional,omitempty"` // configured by BaseURLEnv alone (Ollama, vLLM)
+	Test        bool   `json:"test,omitempty"`
+}
+
+// Catalog is the set of providers and models.
+type Catalog struct {
+	Providers []Provider `json:"providers"`
+	Models    []Model    `json:"models"`
+
+	byID       map[string]*Model
+	byProvider map[string]*Provider
+}
+
+// Default returns the embedded catalog.
+func Default() (*Catalog, error) { return Parse(embedded) }
+
+// Load returns the catalog in the file at path, or the embedded one if path
+// is empty.
+func Load(path string) (*Catalog, error) {
+	if path == "" {
+		return Default()
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load catalog: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse decodes and checks a catalog.
+func Parse(b []byte) (*Catalog, error) {
+	var c Catalog
+	if err := json.Unmarshal(b, &c); err != nil {
+		return nil, fmt.Errorf("parse catalog: %w", err)
+	}
+	c.byID = make(map[string]*Model, len(c.Models))
+	c.byProvider = make(map[string]*Provider, len(c.Providers))
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		if p.Name == "" || p.Kind == "" {
+			return nil, fmt.Errorf("parse catalog: provider %d needs name and kind", i)
+		}
+		c.byProvider[p.Name] = p
+	}
+	for i := range c.Models {
+		m := &c.Models[i]
+		if _, dup := c.byID[m.ID]; dup {
+			return nil, fmt.Errorf("parse catalog: duplicate model %q", m.ID)
+		}
+		if _, ok := c.byProvider[m.Provider]; !ok {
+			return nil, fmt.Errorf("parse catalog: model %q: unknown provider %q", m.ID, m.Provider)
+		}
+		switch m.Type {
+		case TypeChat:
+			if !strings.HasPrefix(m.ID, m.Provider+"/") {
+				return nil, fmt.Errorf("parse catalog: chat model %q must be named %s/<model>", m.ID, m.Provider)
+			}
+			if m.Capabilities == nil {
+				m.Capabilities = &Capabilities{Streaming: true}
+			}
+		case TypeMusic, TypeSFX, TypeVideo:
+			if m.MaxDuration <= 0 || m.Price == nil {
+				return nil, fmt.Errorf("parse catalog: job model %q needs max_duration and price", m.ID)
+			}
+			if m.Type != TypeVideo && len(m.Formats) == 0 {
+				return nil, fmt.Errorf("parse catalog: audio model %q needs formats", m.ID)
+			}
+		default:
+			return nil, fmt.Errorf("parse catalog: model %q: unknown type %q", m.ID, m.Type)
+		}
+		if m.Upstream == "" {
+			m.Upstream = strings.TrimPrefix(m.ID, m.Provider+"/")
+		}
+		if m.OwnedBy == "" {
+			m.OwnedBy = m.Provider
+		}
+		c.byID[m.ID] = m
+	}
+	sort.SliceStable(c.Models, func(i, j int) bool { return c.Models[i].ID < c.Models[j].ID })
+	for i := range c.Models { // re-point after sorting
+		c.byID[c.Models[i].ID] = &c.Models[i]
+	}
+	return &c, nil
+}
+
+// Model returns the model with id, and whether it exists.
+func (c *Catalog) Model(id string) (*Model, bool) {
+	m, ok := c.byID[id]
+	return m, ok
+}
+
+// Provider returns the provider named name, and whether it exists.
+func (c *Catalog) Provider(name string) (*Provider, bool) {
+	p, ok := c.byProvider[name]
+	return p, ok
+}
+
+// Configured reports, for a getenv function, whether provider p can be
+// used: the synthetic provider always (unless GENWAY_SYNTHETIC=off), others
+// when their key (or, for key-optional ones, their base URL) is set.
+func (p *Provider) Configured(getenv func(string) string) bool {
+	switch {
+	case p.Kind == "synthetic":
+		return getenv("GENWAY_SYNTHETIC") != "off"
+	case p.Kind == "bedrock":
+		return getenv("GENWAY_BEDROCK") == "on"
+	case p.KeyOptional:
+		return p.BaseURLEnv != "" && getenv(p.BaseURLEnv) != ""
+	default:
+		return p.KeyEnv != "" && getenv(p.KeyEnv) != ""
+	}
+}
+
+// BaseURLFor returns the provider's base URL, overridden by its env var.
+func (p *Provider) BaseURLFor(getenv func(string) string) string {
+	if p.BaseURLEnv != "" {
+		if v := getenv(p.BaseURLEnv); v != "" {
+			return strings.TrimRight(v, "/")
+		}
+	}
+	return strings.TrimRight(p.BaseURL, "/")
+}
+
+// List returns the models of type typ ("" for all) whose provider is
+// configured, in id order.
+func (c *Catalog) List(typ string, getenv func(string) string) []Model {
+	var out []Model
+	for _, m := range c.Models {
+		if typ != "" && m.Type != typ {
+			continue
+		}
+		if !c.byProvider[m.Provider].Configured(getenv) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}

@@ -1,0 +1,230 @@
+// Package httpapi is the HTTP edge of the service: one handler maker per
+// route, request decoding and validation, response encoding, and the single
+// place where errors become HTTP statuses and the OpenAI error envelope.
+// `genway serve` mounts every maker on one mux; each Lambda function mounts
+// its own.
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/chat"
+)
+
+// MaxBodyBytes is the largest request body accepted: the Lambda synchronous
+// payload limit.
+const MaxBodyBytes = 6 << 20
+
+// envelope is the OpenAI error body.
+type envelope struct {
+	Error errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// statusOf maps a kind to its status and OpenAI error type.
+func statusOf(k apierr.Kind) (int, string) {
+	switch k {
+	case apierr.Invalid:
+		return http.StatusBadRequest, "invalid_request_error"
+	case apierr.Unauthenticated:
+		return http.StatusUnauthorized, "authentication_error"
+	case apierr.InsufficientQuota:
+		return http.StatusPaymentRequired, "insufficient_quota"
+	case apierr.NotFound:
+		return http.StatusNotFound, "not_found_error"
+	case apierr.MethodNotAllowed:
+		return http.StatusMethodNotAllowed, "invalid_request_error"
+	case apierr.Conflict:
+		return http.StatusConflict, "invalid_request_error"
+	case apierr.TooLarge:
+		return http.StatusRequestEntityTooLarge, "invalid_request_error"
+	case apierr.UnsupportedMedia:
+		return http.StatusUnsupportedMediaType, "invalid_request_error"
+	case apierr.RateLimited:
+		return http.StatusTooManyRequests, "rate_limit_error"
+	case apierr.Upstream:
+		return http.StatusBadGateway, "api_error"
+	case apierr.UpstreamUnavailable:
+		return http.StatusServiceUnavailable, "api_error"
+	case apierr.UpstreamTimeout:
+		return http.StatusGatewayTimeout, "api_error"
+	default:
+		return http.StatusInternalServerError, "api_error"
+	}
+}
+
+// toAPIError turns any error into the client-facing *apierr.Error: coded
+// errors as they are, upstream failures by kind, anything else an internal
+// error whose message carries only the request id.
+func toAPIError(err error, requestID string) *apierr.Error {
+	if e := apierr.As(err); e != nil {
+		return e
+	}
+	var ue *chat.UpstreamError
+	if errors.As(err, &ue) {
+		switch ue.Kind {
+		case chat.UpstreamBadRequest:
+			msg := ue.Message
+			if msg == "" {
+				msg = "The upstream provider rejected the request."
+			}
+			return &apierr.Error{Kind: apierr.Invalid, Code: "upstream_invalid_request", Message: msg}
+		case chat.UpstreamRateLimited:
+			ra := ue.RetryAfter
+			if ra <= 0 {
+				ra = time.Second
+			}
+			return &apierr.Error{Kind: apierr.RateLimited, Code: "upstream_rate_limited", RetryAfter: ra,
+				Message: fmt.Sprintf("The %s provider is rate limiting requests; retry later.", ue.Provider)}
+		case chat.UpstreamUnavailable:
+			return &apierr.Error{Kind: apierr.UpstreamUnavailable, Code: "upstream_unavailable",
+				Message: fmt.Sprintf("The %s provider is unavailable.", ue.Provider)}
+		case chat.UpstreamTimeout:
+			return &apierr.Error{Kind: apierr.UpstreamTimeout, Code: "upstream_timeout",
+				Message: fmt.Sprintf("The %s provider did not answer in time.", ue.Provider)}
+		default:
+			return &apierr.Error{Kind: apierr.Upstream, Code: "upstream_error",
+				Message: fmt.Sprintf("The %s provider failed (request id %s).", ue.Provider, requestID)}
+		}
+	}
+	return &apierr.Error{Kind: apierr.Internal, Code: "internal_error",
+		Message: fmt.Sprintf("Internal error; quote request id %s when reporting it.", requestID)}
+}
+
+// errorEnvelope returns the status, headers and OpenAI envelope for err.
+func errorEnvelope(err error, requestID string) (int, envelope, *apierr.Error) {
+	e := toAPIError(err, requestID)
+	status, typ := statusOf(e.Kind)
+	body := errorBody{Message: e.Message, Type: typ}
+	if e.Param != "" {
+		p := e.Param
+		body.Param = &p
+	}
+	if e.Code != "" {
+		c := e.Code
+		body.Code = &c
+	}
+	return status, envelope{Error: body}, e
+}
+
+// writeError writes err as an OpenAI error response and logs it (5xx at
+// error level, with the cause; 4xx at info).
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	rid := RequestID(r.Context())
+	status, env, e := errorEnvelope(err, rid)
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
+	if log != nil {
+		if status >= 500 {
+			log.ErrorContext(r.Context(), "request failed", "request_id", rid, "status", status, "err", err)
+		} else {
+			log.InfoContext(r.Context(), "request refused", "request_id", rid, "status", status, "code", e.Code, "err", err)
+		}
+	}
+	writeJSON(w, status, env)
+}
+
+// writeJSON writes v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"Internal error encoding the response.","type":"api_error","param":null,"code":"internal_error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// readBody returns the request body after checking its media type and size:
+// 415 for a body that is not application/json, 413 past MaxBodyBytes.
+func readBody(r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !(len(mt) > 5 && mt[len(mt)-5:] == "+json")) {
+			return nil, &apierr.Error{Kind: apierr.UnsupportedMedia, Code: "unsupported_media_type",
+				Message: fmt.Sprintf("Content-Type must be application/json; got %q.", ct)}
+		}
+	}
+	if r.ContentLength > MaxBodyBytes {
+		return nil, tooLarge()
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return nil, &apierr.Error{Kind: apierr.Invalid, Code: "invalid_body", Message: "The request body could not be read.", Err: err}
+	}
+	if len(b) > MaxBodyBytes {
+		return nil, tooLarge()
+	}
+	return b, nil
+}
+
+func tooLarge() error {
+	return &apierr.Error{Kind: apierr.TooLarge, Code: "request_too_large",
+		Message: fmt.Sprintf("The request body is larger than %d bytes.", MaxBodyBytes)}
+}
+
+// decodeJSON reads the body (see readBody) and decodes it into v: 400
+// invalid_json for malformed JSON or a wrong type (naming the field).
+func decodeJSON(r *http.Request, v any) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return unmarshal(b, v)
+}
+
+// unmarshal decodes b into v with errors as *apierr.Error.
+func unmarshal(b []byte, v any) error {
+	if len(b) == 0 {
+		return apierr.Invalidf("", "invalid_json", "The request body is empty; send a JSON object.")
+	}
+	err := json.Unmarshal(b, v)
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &te):
+		return apierr.Invalidf(te.Field, "invalid_type", "%s must be of JSON type %s, not %s.", fieldName(te.Field), jsonType(te.Type.Kind().String()), te.Value)
+	default:
+		return &apierr.Error{Kind: apierr.Invalid, Code: "invalid_json", Message: "The request body is not valid JSON: " + err.Error()}
+	}
+}
+
+func fieldName(f string) string {
+	if f == "" {
+		return "The request body"
+	}
+	return f
+}
+
+func jsonType(goKind string) string {
+	switch goKind {
+	case "string":
+		return "string"
+	case "int", "int64", "int32", "float64", "float32", "uint", "uint64":
+		return "number"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	default:
+		return "object"
+	}
+}

@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
+)
+
+type requestIDKey struct{}
+
+// RequestID returns the request id that WithRequestID put in ctx.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// ContextWithRequestID returns ctx carrying id (the Lambda adapter uses the
+// API Gateway request id).
+func ContextWithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// WithRequestID gives every request an id, in its context and in the
+// X-Request-Id response header. An id already in the context (set by the
+// Lambda adapter) is kept; a client's own X-Request-Id is not trusted.
+func WithRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := RequestID(r.Context())
+		if id == "" {
+			s, err := auth.RandomString(24)
+			if err != nil {
+				s = "unavailable"
+			}
+			id = "req_" + s
+			r = r.WithContext(ContextWithRequestID(r.Context(), id))
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Limiter decides whether the principal may make another request.
+// Allow returns a RateLimited *apierr.Error (with RetryAfter) when not.
+type Limiter interface {
+	Allow(ctx context.Context, p auth.Principal) error
+}
+
+// Authenticated lets only requests with a valid key through, with the
+// principal in the context; lim may be nil (no rate limits).
+func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		if lim != nil {
+			if err := lim.Allow(r.Context(), p); err != nil {
+				writeError(w, r, log, err)
+				return
+			}
+		}
+		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// account returns the calling account; routes run behind Authenticated.
+func account(r *http.Request) string {
+	p, _ := auth.FromContext(r.Context())
+	return p.Account
+}
+
+// Route is one API route: a method and pattern ("/v1/jobs/{id}") and its handler.
+type Route struct {
+	Method  string
+	Pattern string
+	Handler http.Handler
+}
+
+// NewMux returns a handler serving routes, with 404 route_not_found for
+// unknown paths and 405 method_not_allowed (with Allow) for known paths
+// with another method, all in the OpenAI envelope.
+func NewMux(log *slog.Logger, routes ...Route) http.Handler {
+	mux := http.NewServeMux()
+	allowed := map[string][]string{}
+	for _, rt := range routes {
+		mux.Handle(rt.Method+" "+rt.Pattern, rt.Handler)
+		allowed[rt.Pattern] = append(allowed[rt.Pattern], rt.Method)
+	}
+	for pattern, methods := range allowed {
+		allow := strings.Join(methods, ", ")
+		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, r, log, &apierr.Error{Kind: apierr.MethodNotAllowed, Code: "method_not_allowed",
+				Message: r.Method + " is not allowed here; use " + allow + "."})
+		}))
+	}
+	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found",
+			Message: "No route " + r.Method + " " + r.URL.Path + "."})
+	}))
+	return WithRequestID(mux)
+}

@@ -1,0 +1,195 @@
+// Package jobs is the asynchronous generation domain: the Job and its state
+// machine, request validation against the catalog, the Service behind
+// POST/GET /v1/jobs, and the Worker that turns a queued job into media.
+//
+// It declares the small interfaces it needs (Store, Queue, Media, Provider);
+// adapters (localstore, dynamostore, sqsqueue, s3media, ...) implement them.
+package jobs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+)
+
+// Status is a job's place in its lifecycle.
+type Status string
+
+// The statuses. Transitions: queued -> processing -> completed | failed, and
+// queued -> failed. completed and failed are final.
+const (
+	Queued     Status = "queued"
+	Processing Status = "processing"
+	Completed  Status = "completed"
+	Failed     Status = "failed"
+)
+
+// Final reports whether s is completed or failed.
+func (s Status) Final() bool { return s == Completed || s == Failed }
+
+// CanTransition reports whether a job may move from one status to another.
+// Processing -> processing is allowed: a redelivered message takes a job over
+// after a crash (it counts as another attempt).
+func CanTransition(from, to Status) bool {
+	switch from {
+	case Queued:
+		return to == Processing || to == Failed
+	case Processing:
+		return to == Processing || to == Completed || to == Failed
+	}
+	return false
+}
+
+// Job types.
+const (
+	TypeMusic = "music"
+	TypeSFX   = "sfx"
+	TypeVideo = "video"
+)
+
+// Input is the validated request with defaults applied.
+type Input struct {
+	Prompt     string `json:"prompt"`
+	Duration   int    `json:"duration"`
+	Format     string `json:"format,omitempty"`
+	Mode       string `json:"mode,omitempty"`
+	Lyrics     string `json:"lyrics,omitempty"`
+	Category   string `json:"category,omitempty"`
+	Size       string `json:"size,omitempty"`
+	Resolution string `json:"resolution,omitempty"`
+}
+
+// Output is a finished job's media. Key is the storage key; URL is made at
+// read time (a presigned or signed link) and never stored.
+type Output struct {
+	Key         string `json:"key"`
+	ContentType string `json:"content_type"`
+	Bytes       int64  `json:"bytes"`
+	Duration    int    `json:"duration"`
+	Width       int    `json:"width,omitempty"`
+	Height      int    `json:"height,omitempty"`
+}
+
+// Error codes of a failed job.
+const (
+	CodeUpstream      = "upstream_error"
+	CodeContentPolicy = "content_policy"
+	CodeTimeout       = "timeout"
+	CodeInternal      = "internal_error"
+)
+
+// JobError is why a job failed.
+type JobError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Job is one generation job, as stored.
+type Job struct {
+	ID       string    `json:"id"`
+	Account  string    `json:"account"`
+	Type     string    `json:"type"`
+	Model    string    `json:"model"`
+	Status   Status    `json:"status"`
+	Input    Input     `json:"input"`
+	Output   *Output   `json:"output,omitempty"`
+	Error    *JobError `json:"error,omitempty"`
+	Price    int64     `json:"price"`    // credits held at create, captured on completion
+	Attempts int       `json:"attempts"` // times a worker took the job
+	Created  int64     `json:"created"`  // Unix seconds
+	Updated  int64     `json:"updated"`  // Unix seconds
+}
+
+// Idempotency ties a client's Idempotency-Key to the job it created.
+type Idempotency struct {
+	Key      string // account-scoped: account + "/" + the header value
+	BodyHash string // hex SHA-256 of the request body
+	JobID    string
+	Expires  int64 // Unix seconds; after it the key may be reused
+}
+
+// Patch is what a transition changes besides the status.
+type Patch struct {
+	Output      *Output
+	Error       *JobError
+	IncAttempts bool
+	Updated     int64
+}
+
+// Store keeps jobs. Implementations are safe for concurrent use.
+type Store interface {
+	// Create stores j (status queued) and, in the same atomic step, holds
+	// j.Price credits on j.Account and records idem if not nil. It returns
+	// ErrInsufficientCredits if the account's available credits (balance -
+	// held) are short or it has none; and for an idem key already in use and
+	// not expired, the job it created (same body hash) or
+	// ErrIdempotencyConflict. On any error nothing is written.
+	Create(ctx context.Context, j *Job, idem *Idempotency) (*Job, error)
+	// Get returns the job with id, or ErrNotFound.
+	Get(ctx context.Context, id string) (*Job, error)
+	// Transition moves job id from status from to status to, applying p,
+	// atomically and only if the job is still in from; otherwise it returns
+	// ErrConflict (wrapped, with the job's current state readable by Get).
+	Transition(ctx context.Context, id string, from, to Status, p Patch) (*Job, error)
+}
+
+// Queue delivers job ids to the worker at least once.
+type Queue interface {
+	// Enqueue schedules id for processing after delay.
+	Enqueue(ctx context.Context, id string, delay time.Duration) error
+}
+
+// Media stores outputs and makes links to them.
+type Media interface {
+	// Put stores size bytes from r under key.
+	Put(ctx context.Context, key, contentType string, r io.Reader, size int64) error
+	// URL returns an absolute link to key that works for ttl.
+	URL(ctx context.Context, key string, ttl time.Duration) (string, error)
+}
+
+// Result is generated media.
+type Result struct {
+	Data        []byte
+	ContentType string
+	Ext         string // file extension without dot: mp3, wav, mp4
+	Duration    int
+	Width       int
+	Height      int
+}
+
+// Provider generates media for a job. Implementations return a
+// *ProviderError for failures that must not be retried; any other error is
+// taken as transient and the job is retried.
+type Provider interface {
+	Generate(ctx context.Context, j *Job) (*Result, error)
+}
+
+// ProviderError is a permanent generation failure: the job fails with Code.
+type ProviderError struct {
+	Code    string // CodeUpstream, CodeContentPolicy, CodeTimeout, CodeInternal
+	Message string // shown to the client in job.error
+	Err     error
+}
+
+func (e *ProviderError) Error() string {
+	if e.Err != nil {
+		return e.Code + ": " + e.Message + ": " + e.Err.Error()
+	}
+	return e.Code + ": " + e.Message
+}
+
+// Unwrap returns the cause.
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// Errors of the jobs domain.
+var (
+	ErrNotFound            = &apierr.Error{Kind: apierr.NotFound, Code: "job_not_found", Message: "No job with that id."}
+	ErrInsufficientCredits = &apierr.Error{Kind: apierr.InsufficientQuota, Code: "insufficient_credits", Message: "The account's available credits do not cover this job."}
+	ErrIdempotencyConflict = &apierr.Error{Kind: apierr.Conflict, Code: "idempotency_key_reused", Message: "This Idempotency-Key was used with a different request body."}
+	// ErrConflict means a transition's precondition failed: the job was not
+	// in the expected status.
+	ErrConflict = errors.New("job status changed concurrently")
+)

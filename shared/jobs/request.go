@@ -1,0 +1,256 @@
+package jobs
+
+import (
+	"crypto/rand"
+	"fmt"
+	"math/big"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/catalog"
+)
+
+// CreateRequest is a decoded POST /v1/jobs body. Optional fields are
+// pointers so that a field sent for the wrong job type is seen and refused.
+type CreateRequest struct {
+	Type       string
+	Model      string
+	Prompt     string
+	Duration   *int
+	Format     *string
+	Mode       *string
+	Lyrics     *string
+	Category   *string
+	Size       *string
+	Resolution *string
+}
+
+// Limits of the request.
+const (
+	MaxPromptChars = 4000
+	MaxLyricsChars = 10000
+	MaxDimension   = 4096
+	MinDimension   = 16
+)
+
+var (
+	sizeRE       = regexp.MustCompile(`^[1-9][0-9]{1,4}x[1-9][0-9]{1,4}$`)
+	resolutionRE = regexp.MustCompile(`^[1-9][0-9]{2,3}p$`)
+)
+
+// defaultDuration is the seed's default per type, in seconds.
+func defaultDuration(typ string) int {
+	switch typ {
+	case TypeMusic:
+		return 30
+	default:
+		return 5
+	}
+}
+
+// Validate checks req against the catalog and returns the model and the
+// input with defaults applied, or an *apierr.Error naming the field.
+func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, error) {
+	var in Input
+	switch req.Type {
+	case TypeMusic, TypeSFX, TypeVideo:
+	case "":
+		return nil, in, apierr.Invalidf("type", "missing_field", "type is required: one of music, sfx, video.")
+	default:
+		return nil, in, apierr.Invalidf("type", "invalid_value", "type must be one of music, sfx, video; got %q.", req.Type)
+	}
+	if req.Model == "" {
+		return nil, in, apierr.Invalidf("model", "missing_field", "model is required; see GET /v1/models?type=%s.", req.Type)
+	}
+	m, ok := cat.Model(req.Model)
+	if !ok {
+		return nil, in, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("The model %q does not exist; see GET /v1/models?type=%s.", req.Model, req.Type)}
+	}
+	if m.Type != req.Type {
+		return nil, in, apierr.Invalidf("model", "model_type_mismatch", "The model %q makes %s, not %s.", m.ID, m.Type, req.Type)
+	}
+	if strings.TrimSpace(req.Prompt) == "" {
+		return nil, in, apierr.Invalidf("prompt", "missing_field", "prompt is required and must not be empty.")
+	}
+	if n := utf8.RuneCountInString(req.Prompt); n > MaxPromptChars {
+		return nil, in, apierr.Invalidf("prompt", "invalid_value", "prompt has %d characters; the limit is %d.", n, MaxPromptChars)
+	}
+	in.Prompt = req.Prompt
+
+	// Fields of other job types are refused, not dropped.
+	foreign := []struct {
+		name string
+		set  bool
+		only string
+	}{
+		{"format", req.Format != nil, "audio"},
+		{"mode", req.Mode != nil, TypeMusic},
+		{"lyrics", req.Lyrics != nil, TypeMusic},
+		{"category", req.Category != nil, TypeSFX},
+		{"size", req.Size != nil, TypeVideo},
+		{"resolution", req.Resolution != nil, TypeVideo},
+	}
+	for _, f := range foreign {
+		allowed := f.only == req.Type || (f.only == "audio" && req.Type != TypeVideo)
+		if f.set && !allowed {
+			what := f.only + " jobs"
+			return nil, in, apierr.Invalidf(f.name, "invalid_value", "%s applies only to %s, not %s.", f.name, what, req.Type)
+		}
+	}
+
+	in.Duration = m.DefaultDuration
+	if in.Duration == 0 {
+		in.Duration = min(defaultDuration(req.Type), m.MaxDuration)
+	}
+	if req.Duration != nil {
+		d := *req.Duration
+		if d <= 0 || d > m.MaxDuration {
+			return nil, in, apierr.Invalidf("duration", "invalid_value", "duration must be an integer from 1 to %d seconds for %s; got %d.", m.MaxDuration, m.ID, d)
+		}
+		in.Duration = d
+	}
+
+	switch req.Type {
+	case TypeMusic, TypeSFX:
+		in.Format = "mp3"
+		if req.Format != nil {
+			in.Format = *req.Format
+		}
+		if !contains(m.Formats, in.Format) {
+			return nil, in, apierr.Invalidf("format", "invalid_value", "format must be one of %s for %s; got %q.", strings.Join(m.Formats, ", "), m.ID, in.Format)
+		}
+	}
+	switch req.Type {
+	case TypeMusic:
+		in.Mode = "DESCRIPTION"
+		if req.Mode != nil {
+			in.Mode = *req.Mode
+		}
+		if in.Mode != "DESCRIPTION" && in.Mode != "LYRICS" {
+			return nil, in, apierr.Invalidf("mode", "invalid_value", "mode must be DESCRIPTION or LYRICS (case-sensitive); got %q.", in.Mode)
+		}
+		if req.Lyrics != nil {
+			in.Lyrics = *req.Lyrics
+		}
+		if in.Mode == "LYRICS" && strings.TrimSpace(in.Lyrics) == "" {
+			return nil, in, apierr.Invalidf("lyrics", "missing_field", "lyrics are required when mode is LYRICS.")
+		}
+		if in.Mode != "LYRICS" && req.Lyrics != nil {
+			return nil, in, apierr.Invalidf("lyrics", "invalid_value", "lyrics apply only when mode is LYRICS.")
+		}
+		if n := utf8.RuneCountInString(in.Lyrics); n > MaxLyricsChars {
+			return nil, in, apierr.Invalidf("lyrics", "invalid_value", "lyrics have %d characters; the limit is %d.", n, MaxLyricsChars)
+		}
+	case TypeSFX:
+		if req.Category != nil {
+			c := strings.TrimSpace(*req.Category)
+			if c == "" || len(c) > 100 {
+				return nil, in, apierr.Invalidf("category", "invalid_value", "category must be a non-empty hint of at most 100 characters.")
+			}
+			in.Category = c
+		}
+	case TypeVideo:
+		w, h, err := videoSize(m, req)
+		if err != nil {
+			return nil, in, err
+		}
+		in.Size = fmt.Sprintf("%dx%d", w, h)
+		if req.Resolution != nil {
+			in.Resolution = *req.Resolution
+		}
+	}
+	return m, in, nil
+}
+
+// videoSize resolves size and resolution: size wins; resolution alone gives
+// a 16:9 frame of that height; both must agree on the height.
+func videoSize(m *catalog.Model, req *CreateRequest) (int, int, error) {
+	var rh int
+	if req.Resolution != nil {
+		r := *req.Resolution
+		if !resolutionRE.MatchString(r) {
+			return 0, 0, apierr.Invalidf("resolution", "invalid_value", "resolution must look like 720p; got %q.", r)
+		}
+		rh, _ = strconv.Atoi(strings.TrimSuffix(r, "p"))
+		if rh < MinDimension || rh > MaxDimension {
+			return 0, 0, apierr.Invalidf("resolution", "invalid_value", "resolution must be from %dp to %dp; got %q.", MinDimension, MaxDimension, r)
+		}
+	}
+	if req.Size != nil {
+		s := *req.Size
+		if !sizeRE.MatchString(s) {
+			return 0, 0, apierr.Invalidf("size", "invalid_value", "size must be <width>x<height>, e.g. 1280x720; got %q.", s)
+		}
+		ws, hs, _ := strings.Cut(s, "x")
+		w, _ := strconv.Atoi(ws)
+		h, _ := strconv.Atoi(hs)
+		if w < MinDimension || h < MinDimension || w > MaxDimension || h > MaxDimension {
+			return 0, 0, apierr.Invalidf("size", "invalid_value", "size must be from %dx%d to %dx%d; got %q.", MinDimension, MinDimension, MaxDimension, MaxDimension, s)
+		}
+		if rh != 0 && rh != h {
+			return 0, 0, apierr.Invalidf("resolution", "invalid_value", "resolution %q disagrees with size %q.", *req.Resolution, s)
+		}
+		return w, h, nil
+	}
+	if rh != 0 {
+		w := (rh*16/9 + 1) &^ 1
+		return min(w, MaxDimension), rh, nil
+	}
+	def := m.DefaultSize
+	if def == "" {
+		def = "640x360"
+	}
+	ws, hs, _ := strings.Cut(def, "x")
+	w, _ := strconv.Atoi(ws)
+	h, _ := strconv.Atoi(hs)
+	return w, h, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+const idAlphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+// idSuffixLen gives 20*log2(36) = 103 bits.
+const idSuffixLen = 20
+
+// NewID returns a fresh id job_<type>_<20 random [a-z0-9]>.
+func NewID(typ string) (string, error) {
+	b := make([]byte, idSuffixLen)
+	max := big.NewInt(int64(len(idAlphabet)))
+	for i := range b {
+		v, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			return "", fmt.Errorf("new job id: %w", err)
+		}
+		b[i] = idAlphabet[v.Int64()]
+	}
+	return "job_" + typ + "_" + string(b), nil
+}
+
+// ValidID reports whether id has the shape of a job id.
+func ValidID(id string) bool {
+	typ, suffix, ok := strings.Cut(strings.TrimPrefix(id, "job_"), "_")
+	if !ok || !strings.HasPrefix(id, "job_") || (typ != TypeMusic && typ != TypeSFX && typ != TypeVideo) {
+		return false
+	}
+	if len(suffix) < idSuffixLen || len(suffix) > 64 {
+		return false
+	}
+	for i := 0; i < len(suffix); i++ {
+		if !strings.ContainsRune(idAlphabet, rune(suffix[i])) {
+			return false
+		}
+	}
+	return true
+}

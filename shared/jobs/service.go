@@ -1,0 +1,126 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/genway/genway/shared/catalog"
+)
+
+// IdempotencyTTL is how long an Idempotency-Key maps to its job.
+const IdempotencyTTL = 24 * time.Hour
+
+// DefaultLinkTTL is how long an output link made at read time works.
+const DefaultLinkTTL = time.Hour
+
+// Service is the jobs API: create and read. Safe for concurrent use.
+type Service struct {
+	Store   Store
+	Queue   Queue
+	Media   Media
+	Catalog *catalog.Catalog
+	Log     *slog.Logger
+	LinkTTL time.Duration    // 0: DefaultLinkTTL
+	Now     func() time.Time // nil: time.Now
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// Create validates req, holds the price on account and stores and enqueues
+// the job. With a non-empty idemKey, a retry with the same key and body
+// (bodyHash) returns the job the first call created; another body is
+// ErrIdempotencyConflict. Errors are *apierr.Error for client faults.
+func (s *Service) Create(ctx context.Context, account string, req *CreateRequest, idemKey, bodyHash string) (*Job, error) {
+	m, in, err := Validate(s.Catalog, req)
+	if err != nil {
+		return nil, err
+	}
+	id, err := NewID(req.Type)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now().Unix()
+	j := &Job{
+		ID: id, Account: account, Type: req.Type, Model: m.ID, Status: Queued, Input: in,
+		Price: m.Price.JobCredits(in.Duration), Created: now, Updated: now,
+	}
+	var idem *Idempotency
+	if idemKey != "" {
+		idem = &Idempotency{Key: account + "/" + idemKey, BodyHash: bodyHash, JobID: id, Expires: now + int64(IdempotencyTTL/time.Second)}
+	}
+	got, err := s.Store.Create(ctx, j, idem)
+	if err != nil {
+		return nil, fmt.Errorf("create job: %w", err)
+	}
+	if got.ID != j.ID { // an idempotent replay: already enqueued by the first call
+		return got, nil
+	}
+	if err := s.enqueue(ctx, j.ID); err != nil {
+		// The job must not sit queued forever with no message: fail it, which
+		// releases the hold through the change feed.
+		s.Log.Error("enqueue failed; failing job", "job_id", j.ID, "err", err)
+		fctx := context.WithoutCancel(ctx)
+		if _, ferr := s.Store.Transition(fctx, j.ID, Queued, Failed, Patch{
+			Error: &JobError{Code: CodeInternal, Message: "The job could not be queued; no credits were charged."}, Updated: s.now().Unix(),
+		}); ferr != nil {
+			s.Log.Error("failing unqueued job", "job_id", j.ID, "err", ferr)
+		}
+		return nil, fmt.Errorf("enqueue job %s: %w", j.ID, err)
+	}
+	return got, nil
+}
+
+func (s *Service) enqueue(ctx context.Context, id string) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = s.Queue.Enqueue(ctx, id, 0); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(time.Duration(50<<attempt) * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// Get returns account's job id, or ErrNotFound if it does not exist, is
+// malformed, or belongs to another account.
+func (s *Service) Get(ctx context.Context, account, id string) (*Job, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	j, err := s.Store.Get(ctx, id)
+	if errors.Is(err, ErrNotFound) || (err == nil && j.Account != account) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// Link returns a fresh link to a completed job's output ("" if none).
+func (s *Service) Link(ctx context.Context, j *Job) (string, error) {
+	if j.Output == nil || j.Output.Key == "" {
+		return "", nil
+	}
+	ttl := s.LinkTTL
+	if ttl == 0 {
+		ttl = DefaultLinkTTL
+	}
+	u, err := s.Media.URL(ctx, j.Output.Key, ttl)
+	if err != nil {
+		return "", fmt.Errorf("link job %s output: %w", j.ID, err)
+	}
+	return u, nil
+}
