@@ -64,6 +64,20 @@ func RandomString(n int) (string, error) {
 	return string(b), nil
 }
 
+// ValidKey reports whether s has the shape of a key: Prefix and at least 32
+// base62 characters (at most 200).
+func ValidKey(s string) bool {
+	if !strings.HasPrefix(s, Prefix) || len(s) < len(Prefix)+32 || len(s) > len(Prefix)+200 {
+		return false
+	}
+	for i := len(Prefix); i < len(s); i++ {
+		if !strings.ContainsRune(base62, rune(s[i])) {
+			return false
+		}
+	}
+	return true
+}
+
 // Hash returns the hex SHA-256 of the whole key: the only form stored.
 func Hash(key Key) string {
 	sum := sha256.Sum256([]byte(key))
@@ -160,7 +174,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 		return Principal{}, ErrInvalidKey
 	}
 	tok = strings.TrimSpace(tok)
-	if !strings.HasPrefix(tok, Prefix) || len(tok) < len(Prefix)+32 || len(tok) > 256 {
+	if !ValidKey(tok) {
 		return Principal{}, ErrInvalidKey
 	}
 	h := Hash(Key(tok))

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The whole test suite, with its set-up: checks (and, where it can, installs)
+# the tools the tests use, then vets and tests every package.
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh ./shared/jobs/...   just these packages
+#
+# Tools: moto_server (Python moto[server]) for the AWS adapter tests,
+# cfn-lint for the template, ffprobe (Debian package ffmpeg) to check media.
+# In CI (CI set) a missing tool is an error; elsewhere the tests that need it
+# skip with a message.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_go() {
+  if ! command -v go >/dev/null 2>&1; then
+    echo "scripts/test.sh: Go is not installed; get Go 1.24 or newer from https://go.dev/dl/" >&2
+    exit 1
+  fi
+}
+
+install_ffprobe() {
+  command -v ffprobe >/dev/null 2>&1 && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "scripts/test.sh: installing ffmpeg (for ffprobe) with apt-get..." >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg) >/tmp/genway-ffmpeg-install.log 2>&1 \
+      || echo "scripts/test.sh: apt-get install ffmpeg failed (see /tmp/genway-ffmpeg-install.log)" >&2
+  fi
+  command -v ffprobe >/dev/null 2>&1 || echo "scripts/test.sh: ffprobe not found; install ffmpeg to check media with it" >&2
+}
+
+install_python_tool() { # $1 command, $2 pip package
+  command -v "$1" >/dev/null 2>&1 && return 0
+  if command -v pip3 >/dev/null 2>&1 || command -v pip >/dev/null 2>&1; then
+    echo "scripts/test.sh: installing $2 with pip..." >&2
+    (pip3 install -q "$2" || pip install -q "$2") >/tmp/genway-pip-install.log 2>&1 \
+      || echo "scripts/test.sh: pip install $2 failed (see /tmp/genway-pip-install.log)" >&2
+  fi
+  command -v "$1" >/dev/null 2>&1 || echo "scripts/test.sh: $1 not found; pip install '$2'" >&2
+}
+
+need_go
+install_ffprobe
+install_python_tool moto_server 'moto[server]'
+install_python_tool cfn-lint cfn-lint
+
+if [ -n "${CI:-}" ]; then
+  missing=""
+  for t in moto_server cfn-lint ffprobe; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
+  if [ -n "$missing" ]; then
+    echo "scripts/test.sh: CI needs these tools and they could not be installed:$missing" >&2
+    exit 1
+  fi
+fi
+
+pkgs=("$@")
+[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+
+echo "== go vet" >&2
+go vet "${pkgs[@]}"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') 2>/dev/null || true)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2; echo "$unformatted" >&2; exit 1
+fi
+echo "== go test" >&2
+# -p 2: two cores; moto-backed packages start their own moto_server each.
+go test -count=1 -p 2 -timeout 20m "${pkgs[@]}"

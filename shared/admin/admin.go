@@ -1,0 +1,164 @@
+// Package admin is the operator's side of the service: making and revoking
+// API keys, granting credits and reading balances and the ledger. The
+// genway CLI uses a Service directly on a store it can open, or, when
+// `genway serve` holds the embedded store, a Client that talks to the
+// server's Handler over a unix socket in the data directory — so an operator
+// can add a key without stopping the service.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
+)
+
+// Store is what the operator commands need from a backend.
+type Store interface {
+	auth.Store
+	credits.Store
+	// ResolveKey finds a key by id, id prefix or key prefix; ambiguous or
+	// unknown input is auth.ErrKeyNotFound.
+	ResolveKey(ctx context.Context, idOrPrefix string) (auth.Record, error)
+	// SetRateLimit sets the account's requests per minute per key (0: the
+	// default, negative: unlimited).
+	SetRateLimit(ctx context.Context, account string, rpm int) error
+}
+
+// Operator is the set of operator commands; Service and Client implement it.
+type Operator interface {
+	CreateKey(ctx context.Context, account string, credits int64) (auth.Key, auth.Record, error)
+	ImportKey(ctx context.Context, account string, key auth.Key) (auth.Record, error)
+	Keys(ctx context.Context, account string) ([]auth.Record, error)
+	RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record, error)
+	Grant(ctx context.Context, account string, amount int64) (credits.Account, error)
+	Account(ctx context.Context, account string) (credits.Account, error)
+	Ledger(ctx context.Context, account string) ([]credits.Entry, error)
+	SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error)
+}
+
+var accountRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
+
+// ErrBadAccount is returned for an account name that is not 1-64 of
+// letters, digits and _.@- (starting with a letter or digit).
+var ErrBadAccount = apierr.Invalidf("account", "invalid_value", "account must be 1-64 letters, digits or _.@- and start with a letter or digit")
+
+// Service runs operator commands on a Store.
+type Service struct {
+	Store Store
+	Now   func() time.Time // nil: time.Now
+}
+
+var _ Operator = (*Service)(nil)
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// CreateKey makes a new key for account, creating the account (with credits
+// added, if > 0). The plaintext key is returned once and never stored.
+func (s *Service) CreateKey(ctx context.Context, account string, amount int64) (auth.Key, auth.Record, error) {
+	if !accountRE.MatchString(account) {
+		return "", auth.Record{}, ErrBadAccount
+	}
+	if amount < 0 {
+		return "", auth.Record{}, apierr.Invalidf("credits", "invalid_value", "credits must not be negative")
+	}
+	key, err := auth.NewKey()
+	if err != nil {
+		return "", auth.Record{}, err
+	}
+	rec, err := s.ImportKey(ctx, account, key)
+	if err != nil {
+		return "", auth.Record{}, err
+	}
+	if _, err := s.Store.Grant(ctx, account, amount, s.now().Unix()); err != nil {
+		return "", auth.Record{}, fmt.Errorf("create key: account %s: %w", account, err)
+	}
+	return key, rec, nil
+}
+
+// ImportKey stores a key chosen by the caller (GENWAY_DEV_KEY), if it is not
+// stored yet, and makes sure the account exists.
+func (s *Service) ImportKey(ctx context.Context, account string, key auth.Key) (auth.Record, error) {
+	if !accountRE.MatchString(account) {
+		return auth.Record{}, ErrBadAccount
+	}
+	if !auth.ValidKey(string(key)) {
+		return auth.Record{}, apierr.Invalidf("key", "invalid_value", "a key must be %s followed by at least 32 characters", auth.Prefix)
+	}
+	if rec, err := s.Store.KeyByHash(ctx, auth.Hash(key)); err == nil {
+		if rec.Account != account {
+			return auth.Record{}, apierr.Invalidf("key", "invalid_value", "that key belongs to another account")
+		}
+		return rec, nil
+	} else if !errors.Is(err, auth.ErrKeyNotFound) {
+		return auth.Record{}, err
+	}
+	rec := auth.NewRecord(key, account, s.now())
+	if err := s.Store.PutKey(ctx, rec); err != nil {
+		return auth.Record{}, fmt.Errorf("store key: %w", err)
+	}
+	if _, err := s.Store.Account(ctx, account); errors.Is(err, credits.ErrAccountNotFound) {
+		if _, err := s.Store.Grant(ctx, account, 0, s.now().Unix()); err != nil {
+			return auth.Record{}, fmt.Errorf("create account %s: %w", account, err)
+		}
+	} else if err != nil {
+		return auth.Record{}, err
+	}
+	return rec, nil
+}
+
+// Keys lists the keys of account ("" for all).
+func (s *Service) Keys(ctx context.Context, account string) ([]auth.Record, error) {
+	return s.Store.Keys(ctx, account)
+}
+
+// RevokeKey revokes the key with the given id or prefix.
+func (s *Service) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record, error) {
+	rec, err := s.Store.ResolveKey(ctx, idOrPrefix)
+	if err != nil {
+		return auth.Record{}, err
+	}
+	return s.Store.RevokeKey(ctx, rec.ID, s.now())
+}
+
+// Grant adds amount credits to account (creating it).
+func (s *Service) Grant(ctx context.Context, account string, amount int64) (credits.Account, error) {
+	if !accountRE.MatchString(account) {
+		return credits.Account{}, ErrBadAccount
+	}
+	if amount <= 0 {
+		return credits.Account{}, apierr.Invalidf("amount", "invalid_value", "amount must be a positive number of credits")
+	}
+	return s.Store.Grant(ctx, account, amount, s.now().Unix())
+}
+
+// Account returns the account's position.
+func (s *Service) Account(ctx context.Context, account string) (credits.Account, error) {
+	return s.Store.Account(ctx, account)
+}
+
+// Ledger returns the account's ledger, oldest first.
+func (s *Service) Ledger(ctx context.Context, account string) ([]credits.Entry, error) {
+	return s.Store.Ledger(ctx, account)
+}
+
+// SetRateLimit sets the account's per-key rate limit.
+func (s *Service) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {
+	if _, err := s.Store.Account(ctx, account); err != nil {
+		return credits.Account{}, err
+	}
+	if err := s.Store.SetRateLimit(ctx, account, rpm); err != nil {
+		return credits.Account{}, err
+	}
+	return s.Store.Account(ctx, account)
+}

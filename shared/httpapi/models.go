@@ -1,0 +1,73 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/catalog"
+)
+
+// modelView is a Model record of GET /v1/models: the OpenAI list fields plus
+// ours. Provider-side details (upstream name, base URLs) are not shown.
+type modelView struct {
+	ID           string                `json:"id"`
+	Object       string                `json:"object"`
+	Created      int64                 `json:"created"`
+	OwnedBy      string                `json:"owned_by"`
+	Type         string                `json:"type"`
+	Description  string                `json:"description,omitempty"`
+	Test         bool                  `json:"test,omitempty"`
+	Capabilities *catalog.Capabilities `json:"capabilities,omitempty"`
+	MaxTokens    int                   `json:"max_tokens,omitempty"`
+	Formats      []string              `json:"formats,omitempty"`
+	MaxDuration  int                   `json:"max_duration,omitempty"`
+	Price        *catalog.Price        `json:"price,omitempty"`
+}
+
+func viewModel(m *catalog.Model) modelView {
+	return modelView{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Type: m.Type,
+		Description: m.Description, Test: m.Test, Capabilities: m.Capabilities, MaxTokens: m.MaxTokens,
+		Formats: m.Formats, MaxDuration: m.MaxDuration, Price: m.Price}
+}
+
+// ListModels serves GET /v1/models: the models whose provider is configured
+// (getenv decides), optionally filtered by ?type=.
+func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		typ := r.URL.Query().Get("type")
+		switch typ {
+		case "", catalog.TypeChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo:
+		default:
+			writeError(w, r, log, apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video; got %q.", typ))
+			return
+		}
+		models := cat.List(typ, getenv)
+		data := make([]modelView, 0, len(models))
+		for i := range models {
+			data = append(data, viewModel(&models[i]))
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Object string      `json:"object"`
+			Data   []modelView `json:"data"`
+		}{"list", data})
+	})
+}
+
+// GetModel serves GET /v1/models/{id...} (ids may contain slashes).
+func GetModel(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		m, ok := cat.Model(id)
+		if ok {
+			p, _ := cat.Provider(m.Provider)
+			ok = p.Configured(getenv)
+		}
+		if !ok {
+			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
+				Message: "The model " + id + " does not exist or is not configured."})
+			return
+		}
+		writeJSON(w, http.StatusOK, viewModel(m))
+	})
+}

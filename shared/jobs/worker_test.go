@@ -1,0 +1,197 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/catalog"
+)
+
+// memStore is a hand-written in-memory Store for worker and service tests.
+type memStore struct {
+	mu          sync.Mutex
+	jobs        map[string]Job
+	completions int // transitions into Completed
+}
+
+func newMemStore(js ...Job) *memStore {
+	s := &memStore{jobs: map[string]Job{}}
+	for _, j := range js {
+		s.jobs[j.ID] = j
+	}
+	return s
+}
+
+func (s *memStore) Create(ctx context.Context, j *Job, idem *Idempotency) (*Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.jobs[j.ID] = *j
+	c := *j
+	return &c, nil
+}
+
+func (s *memStore) Get(ctx context.Context, id string) (*Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	return &j, nil
+}
+
+func (s *memStore) Transition(ctx context.Context, id string, from, to Status, p Patch) (*Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil, ErrNotFound
+	}
+	if j.Status != from || !CanTransition(from, to) {
+		return nil, fmt.Errorf("transition %s %s->%s (is %s): %w", id, from, to, j.Status, ErrConflict)
+	}
+	j.Status = to
+	if to == Completed {
+		s.completions++
+	}
+	if p.Output != nil {
+		j.Output = p.Output
+	}
+	if p.Error != nil {
+		j.Error = p.Error
+	}
+	if p.IncAttempts {
+		j.Attempts++
+	}
+	s.jobs[id] = j
+	return &j, nil
+}
+
+type memMedia struct {
+	mu   sync.Mutex
+	puts map[string]int
+}
+
+func (m *memMedia) Put(ctx context.Context, key, ct string, r io.Reader, size int64) error {
+	b, err := io.ReadAll(r)
+	if err != nil || int64(len(b)) != size {
+		return fmt.Errorf("short put: %v", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.puts == nil {
+		m.puts = map[string]int{}
+	}
+	m.puts[key]++
+	return nil
+}
+
+func (m *memMedia) URL(ctx context.Context, key string, ttl time.Duration) (string, error) {
+	return "http://127.0.0.1/" + key, nil
+}
+
+// providerFunc adapts a function to Provider.
+type providerFunc func(ctx context.Context, j *Job) (*Result, error)
+
+func (f providerFunc) Generate(ctx context.Context, j *Job) (*Result, error) { return f(ctx, j) }
+
+func TestWorkerProcess(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
+		return &Result{Data: []byte("ID3data"), ContentType: "audio/mpeg", Ext: "mp3", Duration: j.Input.Duration}, nil
+	})
+	permanent := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
+		return nil, &ProviderError{Code: CodeContentPolicy, Message: "refused"}
+	})
+	transient := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
+		return nil, errors.New("connection reset")
+	})
+	base := Job{ID: "job_sfx_aaaaaaaaaaaaaaaaaaaa", Account: "a", Type: TypeSFX, Model: "synthetic-sfx", Status: Queued, Input: Input{Prompt: "p", Duration: 2, Format: "mp3"}}
+	with := func(st Status, attempts int) Job { j := base; j.Status, j.Attempts = st, attempts; return j }
+	tests := []struct {
+		name         string
+		job          *Job // nil: the store has no job
+		provider     Provider
+		wantErr      bool
+		wantStatus   Status
+		wantAttempts int
+		wantCode     string
+		wantPuts     int
+	}{
+		{"queued completes", ptr(with(Queued, 0)), ok, false, Completed, 1, "", 1},
+		{"redelivered while processing completes", ptr(with(Processing, 1)), ok, false, Completed, 2, "", 1},
+		{"duplicate after completion does nothing", ptr(with(Completed, 1)), ok, false, Completed, 1, "", 0},
+		{"duplicate after failure does nothing", ptr(with(Failed, 1)), ok, false, Failed, 1, "", 0},
+		{"permanent provider error fails", ptr(with(Queued, 0)), permanent, false, Failed, 1, CodeContentPolicy, 0},
+		{"transient error retries", ptr(with(Queued, 0)), transient, true, Processing, 1, "", 0},
+		{"attempts exhausted fails", ptr(with(Processing, DefaultMaxAttempts)), ok, false, Failed, DefaultMaxAttempts, CodeInternal, 0},
+		{"unknown job is dropped", nil, ok, false, "", 0, "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newMemStore()
+			if tt.job != nil {
+				st = newMemStore(*tt.job)
+			}
+			m := &memMedia{}
+			w := &Worker{Store: st, Media: m, Catalog: cat, Providers: map[string]Provider{"synthetic": tt.provider},
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			err := w.Process(context.Background(), base.ID)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Process = %v; want error %v", err, tt.wantErr)
+			}
+			if tt.job == nil {
+				return
+			}
+			j, _ := st.Get(context.Background(), base.ID)
+			if j.Status != tt.wantStatus || j.Attempts != tt.wantAttempts {
+				t.Errorf("job = %s after %d attempts; want %s after %d", j.Status, j.Attempts, tt.wantStatus, tt.wantAttempts)
+			}
+			if tt.wantCode != "" && (j.Error == nil || j.Error.Code != tt.wantCode) {
+				t.Errorf("job error = %+v; want code %s", j.Error, tt.wantCode)
+			}
+			if tt.wantStatus == Completed && tt.wantPuts > 0 && (j.Output == nil || j.Output.Bytes != 7 || j.Output.Key == "") {
+				t.Errorf("output = %+v; want 7 bytes under a key", j.Output)
+			}
+			if got := len(m.puts); got != tt.wantPuts {
+				t.Errorf("media puts = %d; want %d", got, tt.wantPuts)
+			}
+		})
+	}
+}
+
+// TestWorkerConcurrentDuplicates delivers the same job to many workers at
+// once: it completes exactly once.
+func TestWorkerConcurrentDuplicates(t *testing.T) {
+	cat, _ := catalog.Default()
+	st := newMemStore(Job{ID: "job_sfx_bbbbbbbbbbbbbbbbbbbb", Account: "a", Type: TypeSFX, Model: "synthetic-sfx", Status: Queued, Input: Input{Prompt: "p", Duration: 1, Format: "mp3"}})
+	p := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
+		return &Result{Data: []byte("x"), ContentType: "audio/mpeg", Ext: "mp3", Duration: 1}, nil
+	})
+	w := &Worker{Store: st, Media: &memMedia{}, Catalog: cat, Providers: map[string]Provider{"synthetic": p}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.Process(context.Background(), "job_sfx_bbbbbbbbbbbbbbbbbbbb")
+		}()
+	}
+	wg.Wait()
+	j, _ := st.Get(context.Background(), "job_sfx_bbbbbbbbbbbbbbbbbbbb")
+	if j.Status != Completed || j.Output == nil {
+		t.Fatalf("job = %+v; want completed with output", j)
+	}
+	if st.completions != 1 {
+		t.Errorf("job completed %d times; want once", st.completions)
+	}
+}
