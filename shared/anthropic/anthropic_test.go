@@ -1,0 +1,606 @@
+package anthropic
+
+// The fake upstream below speaks the Messages API as documented:
+//   - request shape, headers and error bodies: https://docs.anthropic.com/en/api/messages,
+//     https://docs.anthropic.com/en/api/errors
+//   - SSE fixtures (testdata/stream_basic.sse, stream_thinking.sse and the
+//     error event): the examples of https://docs.anthropic.com/en/docs/build-with-claude/streaming
+//     ("Basic streaming request", "Streaming request with extended thinking",
+//     "Error events"); stream_max_tokens_cached.sse follows the web search
+//     example's usage shape (cumulative message_delta usage with input_tokens).
+//   - thinking: https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+//     ({"type":"enabled","budget_tokens":N}, temperature not allowed) and the
+//     adaptive thinking / effort pages ({"type":"adaptive"} with
+//     output_config.effort, https://platform.claude.com/docs/en/build-with-claude/effort).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+)
+
+// upstream is a fake Messages API. It records the last request and answers
+// with status, headers and body.
+type upstream struct {
+	t      *testing.T
+	srv    *httptest.Server
+	mu     sync.Mutex
+	reqs   []recorded
+	status int
+	header http.Header
+	body   []byte
+}
+
+type recorded struct {
+	method, path string
+	header       http.Header
+	body         map[string]any
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{t: t, status: http.StatusOK}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		if err := json.Unmarshal(b, &body); err != nil {
+			t.Errorf("request body %q is not JSON: %v", b, err)
+		}
+		u.mu.Lock()
+		u.reqs = append(u.reqs, recorded{r.Method, r.URL.Path, r.Header.Clone(), body})
+		status, header, resp := u.status, u.header, u.body
+		u.mu.Unlock()
+		for k, v := range header {
+			w.Header()[k] = v
+		}
+		if w.Header().Get("Content-Type") == "" {
+			if stream, _ := body["stream"].(bool); stream && status == http.StatusOK {
+				w.Header().Set("Content-Type", "text/event-stream")
+			} else {
+				w.Header().Set("Content-Type", "application/json")
+			}
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write(resp)
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstream) respond(status int, body []byte, header http.Header) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.status, u.body, u.header = status, body, header
+}
+
+func (u *upstream) last() recorded {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.reqs) == 0 {
+		u.t.Fatal("no request reached the upstream")
+	}
+	return u.reqs[len(u.reqs)-1]
+}
+
+func (u *upstream) provider() *Provider {
+	return New(Config{Name: "anthropic", BaseURL: u.srv.URL + "/", APIKey: "sk-test", HTTPClient: u.srv.Client()})
+}
+
+func fixture(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// jsonValue decodes s, for comparing with a recorded request body.
+func jsonValue(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatalf("bad test JSON %s: %v", s, err)
+	}
+	return v
+}
+
+var (
+	sonnet = &catalog.Model{ID: "anthropic/claude-sonnet-4-5", Upstream: "claude-sonnet-4-5", MaxTokens: 64000, Thinking: catalog.ThinkingBudget}
+	opus   = &catalog.Model{ID: "anthropic/claude-opus-4-6", Upstream: "claude-opus-4-6", MaxTokens: 128000, Thinking: catalog.ThinkingAdaptive}
+	small  = &catalog.Model{ID: "anthropic/small", Upstream: "small", MaxTokens: 4096}
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func user(s string) chat.Message {
+	return chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Text: s}}}
+}
+
+func TestRequestShape(t *testing.T) {
+	tests := []struct {
+		name string
+		req  *chat.Request
+		want string // the JSON body the upstream must receive (stream omitted)
+	}{
+		{
+			name: "system collected, roles merged, default max_tokens capped",
+			req: &chat.Request{Model: sonnet, Messages: []chat.Message{
+				{Role: chat.RoleSystem, Parts: []chat.Part{{Text: "Be brief."}}},
+				user("Hello"),
+				user("Are you there?"),
+				{Role: chat.RoleSystem, Parts: []chat.Part{{Text: "Answer in French."}}},
+				{Role: chat.RoleAssistant, Parts: []chat.Part{{Text: "Oui."}}},
+				user("Merci"),
+			}},
+			want: `{"model":"claude-sonnet-4-5","max_tokens":8192,"system":"Be brief.\n\nAnswer in French.","messages":[
+				{"role":"user","content":[{"type":"text","text":"Hello"},{"type":"text","text":"Are you there?"}]},
+				{"role":"assistant","content":[{"type":"text","text":"Oui."}]},
+				{"role":"user","content":[{"type":"text","text":"Merci"}]}]}`,
+		},
+		{
+			name: "model maximum below the default cap",
+			req:  &chat.Request{Model: small, Messages: []chat.Message{user("hi")}},
+			want: `{"model":"small","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`,
+		},
+		{
+			name: "sampling parameters",
+			req: &chat.Request{Model: sonnet, Messages: []chat.Message{user("hi")}, MaxTokens: 100,
+				Temperature: ptr(0.5), TopP: ptr(0.9), Stop: []string{"\n\nHuman:", "END"}},
+			want: `{"model":"claude-sonnet-4-5","max_tokens":100,"temperature":0.5,"top_p":0.9,"stop_sequences":["\n\nHuman:","END"],
+				"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`,
+		},
+		{
+			name: "images from bytes and URL",
+			req: &chat.Request{Model: sonnet, MaxTokens: 50, Messages: []chat.Message{{Role: chat.RoleUser, Parts: []chat.Part{
+				{Text: "What is in these images?"},
+				{Image: &chat.Image{MediaType: "image/png", Data: []byte("\x89PNG")}},
+				{Image: &chat.Image{URL: "https://upload.wikimedia.org/a.jpg"}},
+				{Text: ""},
+			}}}},
+			want: `{"model":"claude-sonnet-4-5","max_tokens":50,"messages":[{"role":"user","content":[
+				{"type":"text","text":"What is in these images?"},
+				{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="}},
+				{"type":"image","source":{"type":"url","url":"https://upload.wikimedia.org/a.jpg"}}]}]}`,
+		},
+		{
+			name: "budget thinking, low: default max_tokens kept, temperature dropped",
+			req: &chat.Request{Model: sonnet, ReasoningEffort: "low", Temperature: ptr(0.2), TopP: ptr(0.5),
+				Messages: []chat.Message{user("27*453?")}},
+			want: `{"model":"claude-sonnet-4-5","max_tokens":8192,"thinking":{"type":"enabled","budget_tokens":1024},
+				"messages":[{"role":"user","content":[{"type":"text","text":"27*453?"}]}]}`,
+		},
+		{
+			name: "budget thinking, high: max_tokens raised above the budget",
+			req:  &chat.Request{Model: sonnet, ReasoningEffort: "high", Messages: []chat.Message{user("27*453?")}},
+			want: `{"model":"claude-sonnet-4-5","max_tokens":24576,"thinking":{"type":"enabled","budget_tokens":16384},
+				"messages":[{"role":"user","content":[{"type":"text","text":"27*453?"}]}]}`,
+		},
+		{
+			name: "budget thinking, medium with a small max_tokens",
+			req:  &chat.Request{Model: sonnet, ReasoningEffort: "medium", MaxTokens: 300, Messages: []chat.Message{user("x")}},
+			want: `{"model":"claude-sonnet-4-5","max_tokens":4396,"thinking":{"type":"enabled","budget_tokens":4096},
+				"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
+		},
+		{
+			name: "adaptive thinking with effort",
+			req: &chat.Request{Model: opus, ReasoningEffort: "medium", Temperature: ptr(1.0),
+				Messages: []chat.Message{user("x")}},
+			want: `{"model":"claude-opus-4-6","max_tokens":8192,"thinking":{"type":"adaptive"},"output_config":{"effort":"medium"},
+				"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
+		},
+		{
+			name: "effort ignored for a model without thinking",
+			req:  &chat.Request{Model: small, ReasoningEffort: "high", Messages: []chat.Message{user("x")}},
+			want: `{"model":"small","max_tokens":4096,"messages":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`,
+		},
+	}
+	u := newUpstream(t)
+	u.respond(http.StatusOK, fixture(t, "message.json"), nil)
+	p := u.provider()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := p.Complete(context.Background(), tt.req); err != nil {
+				t.Fatalf("Complete() error %v", err)
+			}
+			got := u.last()
+			if want := jsonValue(t, tt.want); !reflect.DeepEqual(got.body, want) {
+				gb, _ := json.Marshal(got.body)
+				t.Errorf("request body = %s; want %s", gb, tt.want)
+			}
+		})
+	}
+}
+
+func TestRequestHeaders(t *testing.T) {
+	u := newUpstream(t)
+	p := u.provider()
+	tests := []struct {
+		name   string
+		stream bool
+		body   string
+		accept string
+	}{
+		{"complete", false, "message.json", "application/json"},
+		{"stream", true, "stream_basic.sse", "text/event-stream"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u.respond(http.StatusOK, fixture(t, tt.body), nil)
+			req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("Hello")}}
+			var err error
+			if tt.stream {
+				_, err = p.Stream(context.Background(), req, func(chat.Delta) error { return nil })
+			} else {
+				_, err = p.Complete(context.Background(), req)
+			}
+			if err != nil {
+				t.Fatalf("error %v", err)
+			}
+			got := u.last()
+			checks := map[string]string{
+				"method": got.method, "path": got.path,
+				"x-api-key": got.header.Get("X-Api-Key"), "anthropic-version": got.header.Get("Anthropic-Version"),
+				"content-type": got.header.Get("Content-Type"), "accept": got.header.Get("Accept"),
+			}
+			want := map[string]string{"method": "POST", "path": "/v1/messages", "x-api-key": "sk-test",
+				"anthropic-version": "2023-06-01", "content-type": "application/json", "accept": tt.accept}
+			if !reflect.DeepEqual(checks, want) {
+				t.Errorf("request = %v; want %v", checks, want)
+			}
+			if s, _ := got.body["stream"].(bool); s != tt.stream {
+				t.Errorf("body stream = %v; want %v", got.body["stream"], tt.stream)
+			}
+		})
+	}
+}
+
+func TestRequestWithoutMessages(t *testing.T) {
+	u := newUpstream(t)
+	_, err := u.provider().Complete(context.Background(), &chat.Request{Model: sonnet,
+		Messages: []chat.Message{{Role: chat.RoleSystem, Parts: []chat.Part{{Text: "only system"}}}}})
+	var ue *chat.UpstreamError
+	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamBadRequest {
+		t.Fatalf("Complete(system only) = %v; want UpstreamBadRequest", err)
+	}
+	if len(u.reqs) != 0 {
+		t.Errorf("upstream got %d requests; want 0", len(u.reqs))
+	}
+}
+
+func TestComplete(t *testing.T) {
+	tests := []struct {
+		file string
+		want chat.Response
+	}{
+		{"message.json", chat.Response{Content: "Hi! My name is Claude.", FinishReason: "stop",
+			Usage: chat.Usage{PromptTokens: 2095, CompletionTokens: 503, TotalTokens: 2598}}},
+		{"message_thinking.json", chat.Response{Content: "Based on my analysis...", Reasoning: "Let me analyze this step by step...",
+			FinishReason: "content_filter", Usage: chat.Usage{PromptTokens: 60, CompletionTokens: 300, TotalTokens: 360}}},
+	}
+	u := newUpstream(t)
+	p := u.provider()
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			u.respond(http.StatusOK, fixture(t, tt.file), nil)
+			got, err := p.Complete(context.Background(), &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}})
+			if err != nil {
+				t.Fatalf("Complete() error %v", err)
+			}
+			if !reflect.DeepEqual(*got, tt.want) {
+				t.Errorf("Complete() = %+v; want %+v", *got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStream(t *testing.T) {
+	tests := []struct {
+		file       string
+		wantDeltas []chat.Delta
+		want       *chat.Response
+		wantKind   chat.UpstreamKind // when want is nil
+	}{
+		{
+			file:       "stream_basic.sse",
+			wantDeltas: []chat.Delta{{Content: "Hello"}, {Content: "!"}},
+			want: &chat.Response{Content: "Hello!", FinishReason: "stop",
+				Usage: chat.Usage{PromptTokens: 25, CompletionTokens: 15, TotalTokens: 40}},
+		},
+		{
+			file: "stream_thinking.sse",
+			wantDeltas: []chat.Delta{
+				{Reasoning: "Let me solve this step by step:\n\n1. First break down 27 * 453"},
+				{Reasoning: "\n2. 453 = 400 + 50 + 3"},
+				{Content: "27 * 453 = 12,231"},
+			},
+			want: &chat.Response{Content: "27 * 453 = 12,231", Reasoning: "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3",
+				FinishReason: "stop"},
+		},
+		{
+			file:       "stream_max_tokens_cached.sse",
+			wantDeltas: []chat.Delta{{Content: "I'll check"}},
+			want: &chat.Response{Content: "I'll check", FinishReason: "length",
+				Usage: chat.Usage{PromptTokens: 10682, CompletionTokens: 510, TotalTokens: 11192}},
+		},
+		{file: "stream_overloaded.sse", wantDeltas: []chat.Delta{{Content: "Okay"}}, wantKind: chat.UpstreamUnavailable},
+		{file: "stream_truncated.sse", wantDeltas: []chat.Delta{{Content: "Okay"}}, wantKind: chat.UpstreamFailed},
+	}
+	u := newUpstream(t)
+	p := u.provider()
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			u.respond(http.StatusOK, fixture(t, tt.file), nil)
+			var deltas []chat.Delta
+			got, err := p.Stream(context.Background(), &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}},
+				func(d chat.Delta) error { deltas = append(deltas, d); return nil })
+			if !reflect.DeepEqual(deltas, tt.wantDeltas) {
+				t.Errorf("deltas = %q; want %q", deltas, tt.wantDeltas)
+			}
+			if tt.want == nil {
+				var ue *chat.UpstreamError
+				if !errors.As(err, &ue) || ue.Kind != tt.wantKind {
+					t.Fatalf("Stream() error = %v; want kind %v", err, tt.wantKind)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Stream() error %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Stream() = %+v; want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name       string
+		status     int
+		header     http.Header
+		body       string
+		wantKind   chat.UpstreamKind
+		wantMsg    string
+		wantRetry  time.Duration
+		wantStatus int
+	}{
+		{"invalid request", 400, nil, `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: Field required"}}`,
+			chat.UpstreamBadRequest, "max_tokens: Field required", 0, 400},
+		{"not found", 404, nil, `{"type":"error","error":{"type":"not_found_error","message":"model: claude-nope"}}`,
+			chat.UpstreamBadRequest, "model: claude-nope", 0, 404},
+		{"too large", 413, nil, `{"type":"error","error":{"type":"request_too_large","message":"Request exceeds the maximum allowed number of bytes."}}`,
+			chat.UpstreamBadRequest, "Request exceeds the maximum allowed number of bytes.", 0, 413},
+		{"rate limited", 429, http.Header{"Retry-After": {"17"}}, `{"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}}`,
+			chat.UpstreamRateLimited, "Number of request tokens has exceeded your per-minute rate limit", 17 * time.Second, 429},
+		{"overloaded", 529, nil, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`,
+			chat.UpstreamUnavailable, "Overloaded", 0, 529},
+		{"unavailable", 503, nil, `upstream connect error`, chat.UpstreamUnavailable, "", 0, 503},
+		{"api error", 500, nil, `{"type":"error","error":{"type":"api_error","message":"Internal server error"}}`,
+			chat.UpstreamFailed, "Internal server error", 0, 500},
+		{"bad key", 401, nil, `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}`,
+			chat.UpstreamFailed, "invalid x-api-key", 0, 401},
+		{"forbidden", 403, nil, `{"type":"error","error":{"type":"permission_error","message":"no access"}}`,
+			chat.UpstreamFailed, "no access", 0, 403},
+		{"garbage gateway", 502, nil, `<html>Bad Gateway</html>`, chat.UpstreamFailed, "", 0, 502},
+	}
+	u := newUpstream(t)
+	p := u.provider()
+	for _, tt := range tests {
+		for _, stream := range []bool{false, true} {
+			name := tt.name
+			if stream {
+				name += "/stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				u.respond(tt.status, []byte(tt.body), tt.header)
+				req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}
+				var err error
+				if stream {
+					_, err = p.Stream(context.Background(), req, func(chat.Delta) error {
+						t.Error("emit called for an error response")
+						return nil
+					})
+				} else {
+					_, err = p.Complete(context.Background(), req)
+				}
+				var ue *chat.UpstreamError
+				if !errors.As(err, &ue) {
+					t.Fatalf("error = %v; want *chat.UpstreamError", err)
+				}
+				got := [4]any{ue.Kind, ue.Message, ue.RetryAfter, ue.Status}
+				want := [4]any{tt.wantKind, tt.wantMsg, tt.wantRetry, tt.wantStatus}
+				if got != want || ue.Provider != "anthropic" {
+					t.Errorf("error = %+v; want kind/message/retry/status %v from anthropic", ue, want)
+				}
+			})
+		}
+	}
+}
+
+func TestGarbageSuccess(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream bool
+		body   string
+	}{
+		{"not json", false, "<html>hello</html>"},
+		{"error object in 200", false, `{"type":"error","error":{"type":"api_error","message":"boom"}}`},
+		{"stream not sse", true, "<html>hello</html>"},
+		{"stream bad json", true, "event: message_start\ndata: {nope\n\n"},
+		{"stream empty", true, ""},
+	}
+	u := newUpstream(t)
+	p := u.provider()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u.respond(http.StatusOK, []byte(tt.body), http.Header{"Content-Type": {"text/plain"}})
+			req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}
+			var err error
+			if tt.stream {
+				_, err = p.Stream(context.Background(), req, func(chat.Delta) error { return nil })
+			} else {
+				_, err = p.Complete(context.Background(), req)
+			}
+			var ue *chat.UpstreamError
+			if !errors.As(err, &ue) || ue.Kind != chat.UpstreamFailed {
+				t.Errorf("error = %v; want UpstreamFailed", err)
+			}
+		})
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want time.Duration
+	}{
+		{"", 0}, {"0", 0}, {"30", 30 * time.Second}, {"soon", 0}, {"-5", 0},
+		{"Wed, 01 Jan 2025 12:01:00 GMT", time.Minute},
+		{"Wed, 01 Jan 2025 11:00:00 GMT", 0},
+	}
+	for _, tt := range tests {
+		if got := retryAfter(tt.in, now); got != tt.want {
+			t.Errorf("retryAfter(%q) = %v; want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+// blockingUpstream sends the first events of a stream, then holds the
+// response open until the client goes away, and reports that on gone.
+func blockingUpstream(t *testing.T) (srv *httptest.Server, gone <-chan struct{}) {
+	ch := make(chan struct{})
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":3}}}\n\n"+
+			"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"first\"}}\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(ch)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, ch
+}
+
+// waitGone waits, bounded, for the upstream to see its request cancelled.
+func waitGone(t *testing.T, gone <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream request was not cancelled")
+	}
+}
+
+func TestStreamCancel(t *testing.T) {
+	emitErr := errors.New("client went away")
+	tests := []struct {
+		name    string
+		cancel  bool // cancel ctx in emit; otherwise emit fails
+		wantErr error
+	}{
+		{"context cancelled", true, context.Canceled},
+		{"emit fails", false, emitErr},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, gone := blockingUpstream(t)
+			p := New(Config{BaseURL: srv.URL, APIKey: "k", HTTPClient: srv.Client()})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var deltas []chat.Delta
+			_, err := p.Stream(ctx, &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}, func(d chat.Delta) error {
+				deltas = append(deltas, d)
+				if tt.cancel {
+					cancel()
+					return nil
+				}
+				return emitErr
+			})
+			if !errors.Is(err, tt.wantErr) {
+				t.Errorf("Stream() error = %v; want %v", err, tt.wantErr)
+			}
+			if want := []chat.Delta{{Content: "first"}}; !reflect.DeepEqual(deltas, want) {
+				t.Errorf("deltas = %q; want %q", deltas, want)
+			}
+			waitGone(t, gone)
+		})
+	}
+}
+
+func TestStreamDeadline(t *testing.T) {
+	srv, gone := blockingUpstream(t)
+	p := New(Config{BaseURL: srv.URL, APIKey: "k", HTTPClient: srv.Client()})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := p.Stream(ctx, &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}, func(chat.Delta) error { return nil })
+	var ue *chat.UpstreamError
+	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamTimeout {
+		t.Errorf("Stream() past the deadline = %v; want UpstreamTimeout", err)
+	}
+	waitGone(t, gone)
+}
+
+func TestConnectionRefused(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close()
+	p := New(Config{BaseURL: url, APIKey: "k"})
+	_, err := p.Complete(context.Background(), &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}})
+	var ue *chat.UpstreamError
+	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamFailed {
+		t.Errorf("Complete() on a closed port = %v; want UpstreamFailed", err)
+	}
+}
+
+// FuzzReadStream feeds arbitrary bytes to the stream parser: it must not
+// panic, must report failures as *chat.UpstreamError, and on success the
+// emitted deltas must add up to the returned content.
+func FuzzReadStream(f *testing.F) {
+	for _, name := range []string{"stream_basic.sse", "stream_thinking.sse", "stream_overloaded.sse", "stream_truncated.sse"} {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	p := New(Config{})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var content, reasoning strings.Builder
+		got, err := p.readStream(context.Background(), strings.NewReader(string(in)), func(d chat.Delta) error {
+			if d.Content == "" && d.Reasoning == "" {
+				t.Error("empty delta emitted")
+			}
+			content.WriteString(d.Content)
+			reasoning.WriteString(d.Reasoning)
+			return nil
+		})
+		if err != nil {
+			var ue *chat.UpstreamError
+			if !errors.As(err, &ue) {
+				t.Fatalf("readStream error %v is not an UpstreamError", err)
+			}
+			return
+		}
+		if got.Content != content.String() || got.Reasoning != reasoning.String() {
+			t.Errorf("response %q/%q != emitted %q/%q", got.Content, got.Reasoning, content.String(), reasoning.String())
+		}
+		switch got.FinishReason {
+		case chat.FinishStop, chat.FinishLength, chat.FinishContentFilter:
+		default:
+			t.Errorf("finish reason %q", got.FinishReason)
+		}
+	})
+}

@@ -1,0 +1,417 @@
+// Package gemini is the chat.Provider for the Gemini API's native
+// generateContent and streamGenerateContent?alt=sse methods
+// (POST {base}/v1beta/models/{model}:generateContent), spoken with plain
+// net/http: systemInstruction, contents with roles user and model, inline
+// image bytes, generationConfig with thinkingConfig, thought parts as
+// reasoning.
+//
+// Gemini needs image bytes: Provider implements NeedsImageBytes, and the
+// gateway fetches image URLs before calling it.
+//
+// A Provider is safe for concurrent use.
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/sse"
+)
+
+// DefaultBaseURL is the Gemini API's base URL.
+const DefaultBaseURL = "https://generativelanguage.googleapis.com"
+
+// maxErrorBody bounds how much of an error response is read.
+const maxErrorBody = 64 << 10
+
+// thinkingBudgets maps reasoning_effort to thinkingBudget for models with
+// catalog.ThinkingBudget.
+var thinkingBudgets = map[string]int{"low": 1024, "medium": 8192, "high": 24576}
+
+// Config configures a Provider.
+type Config struct {
+	Name       string       // the provider's catalog name, for errors; "gemini" if empty
+	BaseURL    string       // DefaultBaseURL if empty; "/v1beta/models/..." is appended
+	APIKey     string       // sent as x-goog-api-key
+	HTTPClient *http.Client // http.DefaultClient if nil; should have no overall Timeout (streams are long)
+}
+
+// Provider talks to the Gemini API.
+type Provider struct {
+	name   string
+	base   string
+	apiKey string
+	client *http.Client
+}
+
+var _ chat.Provider = (*Provider)(nil)
+
+// New returns a Provider for cfg.
+func New(cfg Config) *Provider {
+	p := &Provider{name: cfg.Name, apiKey: cfg.APIKey, client: cfg.HTTPClient, base: strings.TrimRight(cfg.BaseURL, "/")}
+	if p.name == "" {
+		p.name = "gemini"
+	}
+	if p.base == "" {
+		p.base = DefaultBaseURL
+	}
+	if p.client == nil {
+		p.client = http.DefaultClient
+	}
+	return p
+}
+
+// NeedsImageBytes reports that Gemini takes images as inline bytes only: the
+// gateway must fetch image URLs into Image.Data before calling the Provider.
+func (p *Provider) NeedsImageBytes() bool { return true }
+
+// Complete calls generateContent. Every upstream failure is a
+// *chat.UpstreamError; a cancelled ctx returns an error wrapping ctx.Err().
+func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
+	resp, err := p.do(ctx, req, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var g generateResponse
+	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil {
+		return nil, p.readFailure(ctx, "decode response", err)
+	}
+	if g.Error != nil {
+		return nil, p.apiError(g.Error.Code, nil, g.Error)
+	}
+	var st state
+	if err := st.add(&g, nil); err != nil {
+		return nil, err
+	}
+	return p.finish(&st)
+}
+
+// Stream calls streamGenerateContent?alt=sse and calls emit for each text or
+// thought part as it arrives. Each event is a whole GenerateContentResponse;
+// the stream ends at EOF, and a stream without a finishReason (or block
+// reason) is a truncated one: a *chat.UpstreamError. If emit fails, Stream
+// returns its error unchanged. Returning closes the response body, which
+// cancels the upstream request.
+func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+	resp, err := p.do(ctx, req, true)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return p.readStream(ctx, resp.Body, emit)
+}
+
+// readStream parses a streamGenerateContent SSE body.
+func (p *Provider) readStream(ctx context.Context, body io.Reader, emit func(chat.Delta) error) (*chat.Response, error) {
+	var st state
+	r := sse.NewReader(body)
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return p.finish(&st)
+		}
+		if err != nil {
+			return nil, p.readFailure(ctx, "read stream", err)
+		}
+		var g generateResponse
+		if err := json.Unmarshal([]byte(ev.Data), &g); err != nil {
+			return nil, p.readFailure(ctx, "decode event", err)
+		}
+		if g.Error != nil { // an error in the middle of the stream
+			return nil, p.apiError(g.Error.Code, nil, g.Error)
+		}
+		if err := st.add(&g, emit); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// state accumulates a response from one or more GenerateContentResponses.
+type state struct {
+	content, reasoning strings.Builder
+	finish             string // Gemini's finishReason, or "BLOCKED:" + blockReason
+	usage              *usageMetadata
+}
+
+// add folds g into st, calling emit (if not nil) for each non-empty part.
+func (st *state) add(g *generateResponse, emit func(chat.Delta) error) error {
+	if g.UsageMetadata != nil {
+		st.usage = g.UsageMetadata // cumulative: the last one counts
+	}
+	if g.PromptFeedback != nil && g.PromptFeedback.BlockReason != "" {
+		st.finish = "BLOCKED:" + g.PromptFeedback.BlockReason
+	}
+	if len(g.Candidates) == 0 {
+		return nil
+	}
+	c := g.Candidates[0]
+	if c.FinishReason != "" {
+		st.finish = c.FinishReason
+	}
+	if c.Content == nil {
+		return nil
+	}
+	for _, part := range c.Content.Parts {
+		if part.Text == "" {
+			continue // functionCall, executableCode, signatures-only parts...
+		}
+		var d chat.Delta
+		if part.Thought {
+			d.Reasoning = part.Text
+			st.reasoning.WriteString(part.Text)
+		} else {
+			d.Content = part.Text
+			st.content.WriteString(part.Text)
+		}
+		if emit != nil {
+			if err := emit(d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finish returns the Response of a complete st.
+//
+// Usage: prompt_tokens is promptTokenCount; completion_tokens is
+// candidatesTokenCount + thoughtsTokenCount, as OpenAI counts reasoning
+// tokens in completion_tokens (and Google bills thoughts as output);
+// total_tokens is their sum.
+func (p *Provider) finish(st *state) (*chat.Response, error) {
+	if st.finish == "" {
+		return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed,
+			Message: "response ended without a finishReason", Err: io.ErrUnexpectedEOF}
+	}
+	out := &chat.Response{FinishReason: finishReason(st.finish), Content: st.content.String(), Reasoning: st.reasoning.String()}
+	if u := st.usage; u != nil {
+		out.Usage = chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+	}
+	return out, nil
+}
+
+// finishReason maps a finishReason (or a prompt block) to an OpenAI
+// finish_reason.
+func finishReason(s string) string {
+	if strings.HasPrefix(s, "BLOCKED:") {
+		return chat.FinishContentFilter
+	}
+	switch s {
+	case "MAX_TOKENS":
+		return chat.FinishLength
+	case "SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY":
+		return chat.FinishContentFilter
+	default: // STOP, LANGUAGE, OTHER, MALFORMED_FUNCTION_CALL, FINISH_REASON_UNSPECIFIED
+		return chat.FinishStop
+	}
+}
+
+// do sends the request and returns a 2xx response; any other outcome is an
+// error.
+func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*http.Response, error) {
+	body, err := buildRequest(req)
+	if err != nil {
+		return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamBadRequest, Message: err.Error(), Err: err}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode request: %w", p.name, err)
+	}
+	model := ""
+	if req.Model != nil {
+		model = req.Model.Upstream
+	}
+	u := p.base + "/v1beta/models/" + url.PathEscape(model) + ":generateContent"
+	if stream {
+		u = p.base + "/v1beta/models/" + url.PathEscape(model) + ":streamGenerateContent?alt=sse"
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
+	}
+	hr.Header.Set("x-goog-api-key", p.apiKey)
+	hr.Header.Set("Content-Type", "application/json")
+	resp, err := p.client.Do(hr)
+	if err != nil {
+		return nil, p.readFailure(ctx, "send request", err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	eb, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var e errorBody
+	_ = json.Unmarshal(eb, &e)
+	if e.Error == nil {
+		e.Error = &apiError{Message: ""}
+	}
+	ue := p.apiError(resp.StatusCode, resp.Header, e.Error)
+	ue.Err = fmt.Errorf("status %d: %s", resp.StatusCode, truncate(string(eb), 512))
+	return nil, ue
+}
+
+// readFailure classifies a transport or decoding failure: ctx's own error if
+// ctx is done (a cancelled request is not an upstream failure; a deadline is
+// UpstreamTimeout), else UpstreamFailed.
+func (p *Provider) readFailure(ctx context.Context, what string, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamTimeout, Message: "upstream timed out", Err: err}
+		}
+		return fmt.Errorf("%s: %s: %w", p.name, what, ctxErr)
+	}
+	return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Message: what + " failed", Err: err}
+}
+
+// apiError maps an HTTP status (or the error's own code, for errors inside
+// a 200 response) and a google.rpc.Status-style error to an UpstreamError.
+func (p *Provider) apiError(status int, header http.Header, ae *apiError) *chat.UpstreamError {
+	if status == 0 || status == http.StatusOK {
+		status = ae.Code
+	}
+	e := &chat.UpstreamError{Provider: p.name, Status: status, Message: ae.Message,
+		Err: fmt.Errorf("%d %s: %s", ae.Code, ae.Status, ae.Message)}
+	switch {
+	case ae.hasReason("API_KEY_INVALID"):
+		// Gemini answers a bad key with 400 INVALID_ARGUMENT: our fault, not
+		// the client's.
+		e.Kind = chat.UpstreamFailed
+	case status == http.StatusBadRequest || status == http.StatusNotFound ||
+		status == http.StatusRequestEntityTooLarge || status == http.StatusUnprocessableEntity:
+		e.Kind = chat.UpstreamBadRequest
+		if e.Message == "" {
+			e.Message = http.StatusText(status)
+		}
+	case status == http.StatusTooManyRequests:
+		e.Kind = chat.UpstreamRateLimited
+		e.RetryAfter = retryAfter(header, ae)
+	case status == http.StatusServiceUnavailable:
+		e.Kind = chat.UpstreamUnavailable
+	case status == http.StatusGatewayTimeout:
+		e.Kind = chat.UpstreamTimeout
+	default: // 401/403 (our key), 500, other
+		e.Kind = chat.UpstreamFailed
+	}
+	return e
+}
+
+// retryAfter returns the wait a 429 asks for: the Retry-After header
+// (seconds), or the retryDelay of a google.rpc.RetryInfo detail ("30s").
+func retryAfter(h http.Header, ae *apiError) time.Duration {
+	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	for _, d := range ae.Details {
+		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") && d.RetryDelay != "" {
+			if v, err := time.ParseDuration(d.RetryDelay); err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// buildRequest translates req to a generateContent body.
+func buildRequest(req *chat.Request) (*generateRequest, error) {
+	model := req.Model
+	if model == nil {
+		model = &catalog.Model{}
+	}
+	body := &generateRequest{}
+	var system []part
+	for _, m := range req.Messages {
+		if m.Role == chat.RoleSystem {
+			if t := m.Text(); t != "" {
+				system = append(system, part{Text: t})
+			}
+			continue
+		}
+		parts, err := contentParts(m.Parts)
+		if err != nil {
+			return nil, err
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		role := "user"
+		if m.Role == chat.RoleAssistant {
+			role = "model"
+		}
+		if n := len(body.Contents); n > 0 && body.Contents[n-1].Role == role {
+			body.Contents[n-1].Parts = append(body.Contents[n-1].Parts, parts...)
+			continue
+		}
+		body.Contents = append(body.Contents, content{Role: role, Parts: parts})
+	}
+	if len(body.Contents) == 0 {
+		return nil, errors.New("at least one user or assistant message with content is required")
+	}
+	if len(system) > 0 {
+		body.SystemInstruction = &content{Parts: system}
+	}
+
+	gc := &generationConfig{Temperature: req.Temperature, TopP: req.TopP, StopSequences: req.Stop, Seed: req.Seed}
+	if req.MaxTokens > 0 {
+		gc.MaxOutputTokens = req.MaxTokens
+	}
+	if req.ReasoningEffort != "" && model.Thinking == catalog.ThinkingBudget {
+		budget, ok := thinkingBudgets[req.ReasoningEffort]
+		if !ok {
+			budget = thinkingBudgets["medium"]
+		}
+		gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: budget, IncludeThoughts: true}
+		// maxOutputTokens counts thoughts too: a limit at or below the
+		// budget is room for the answer on top of it.
+		if gc.MaxOutputTokens > 0 && gc.MaxOutputTokens <= budget {
+			gc.MaxOutputTokens += budget
+			if model.MaxTokens > 0 && gc.MaxOutputTokens > model.MaxTokens {
+				gc.MaxOutputTokens = model.MaxTokens
+			}
+		}
+	}
+	if gc.Temperature != nil || gc.TopP != nil || len(gc.StopSequences) > 0 || gc.Seed != nil ||
+		gc.MaxOutputTokens > 0 || gc.ThinkingConfig != nil {
+		body.GenerationConfig = gc
+	}
+	return body, nil
+}
+
+// contentParts translates message parts; empty text parts are dropped.
+func contentParts(parts []chat.Part) ([]part, error) {
+	var out []part
+	for _, p := range parts {
+		switch {
+		case p.Image == nil:
+			if p.Text != "" {
+				out = append(out, part{Text: p.Text})
+			}
+		case len(p.Image.Data) > 0:
+			out = append(out, part{InlineData: &blob{MimeType: p.Image.MediaType, Data: base64.StdEncoding.EncodeToString(p.Image.Data)}})
+		default:
+			// The gateway fetches URLs for providers that NeedsImageBytes.
+			return nil, errors.New("image URLs are not supported by this model's provider; send the image as a data URI")
+		}
+	}
+	return out, nil
+}

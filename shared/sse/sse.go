@@ -1,0 +1,182 @@
+// Package sse reads server-sent event streams (the text/event-stream format
+// of the WHATWG HTML standard, section 9.2 "Server-sent events") as sent by
+// upstream model APIs: Anthropic's Messages API, Gemini's
+// streamGenerateContent?alt=sse, OpenAI's chat completions.
+//
+// A Reader is not safe for concurrent use; it is meant to be owned by the
+// goroutine that reads one upstream response body.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// DefaultMaxEventSize is the largest event (the sum of its field lines) a
+// Reader made by NewReader accepts.
+const DefaultMaxEventSize = 4 << 20
+
+// ErrTooLarge is returned by Next when an event, or a single line, exceeds
+// the Reader's maximum event size.
+var ErrTooLarge = errors.New("sse: event too large")
+
+// Event is one dispatched event: its type (the last "event:" field, "" if
+// none was sent) and its data (the "data:" fields joined with "\n").
+type Event struct {
+	Name string
+	Data string
+}
+
+// Reader reads events from a stream. Lines may end in LF, CRLF or CR;
+// comment lines (starting with ':') and the "id" and "retry" fields are
+// skipped; a blank line dispatches the event being built if it has data.
+type Reader struct {
+	br  *bufio.Reader
+	max int
+
+	line   []byte // the current line, reused
+	data   []byte // the data buffer of the event being built
+	name   string
+	hasDat bool // a data field was seen for the event being built
+	skipLF bool // the previous line ended in CR: a following LF is part of it
+	err    error
+}
+
+// NewReader returns a Reader of r that accepts events of up to
+// DefaultMaxEventSize bytes.
+func NewReader(r io.Reader) *Reader { return NewReaderSize(r, DefaultMaxEventSize) }
+
+// NewReaderSize returns a Reader of r that accepts events of up to max bytes
+// (the sum of the lengths of an event's field lines; comment lines are not
+// counted, but no single line may exceed max); max <= 0 means
+// DefaultMaxEventSize.
+func NewReaderSize(r io.Reader, max int) *Reader {
+	if max <= 0 {
+		max = DefaultMaxEventSize
+	}
+	return &Reader{br: bufio.NewReaderSize(r, 4096), max: max}
+}
+
+// Next returns the next event. It returns io.EOF when the stream ends; an
+// event whose final blank line is missing at the end of the stream is still
+// returned if it has data (upstreams do not always send the last blank
+// line). Other errors are the underlying reader's, or ErrTooLarge; after an
+// error, Next keeps returning it.
+func (r *Reader) Next() (Event, error) {
+	if r.err != nil {
+		return Event{}, r.err
+	}
+	size := 0
+	for {
+		line, err := r.readLine(r.max - size)
+		if err != nil {
+			if err == io.EOF && len(line) > 0 {
+				r.field(line)
+			}
+			if err == io.EOF && r.hasDat {
+				r.err = io.EOF
+				return r.dispatch(), nil
+			}
+			r.err = err
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if r.hasDat {
+				return r.dispatch(), nil
+			}
+			r.name = "" // an event without data is not dispatched
+			size = 0
+			continue
+		}
+		if line[0] != ':' { // comments (heartbeats) are not kept: no limit
+			size += len(line)
+		}
+		r.field(line)
+	}
+}
+
+// dispatch returns the event being built and resets the builder.
+func (r *Reader) dispatch() Event {
+	ev := Event{Name: r.name, Data: string(r.data)}
+	r.name, r.data, r.hasDat = "", r.data[:0], false
+	return ev
+}
+
+// field processes one non-empty line.
+func (r *Reader) field(line []byte) {
+	if line[0] == ':' {
+		return // comment
+	}
+	name, value := line, []byte(nil)
+	if i := bytes.IndexByte(line, ':'); i >= 0 {
+		name, value = line[:i], line[i+1:]
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+	}
+	switch string(name) {
+	case "event":
+		r.name = string(value)
+	case "data":
+		if r.hasDat {
+			r.data = append(r.data, '\n')
+		}
+		r.data = append(r.data, value...)
+		r.hasDat = true
+	}
+	// "id", "retry" and unknown fields are ignored.
+}
+
+// readLine returns the next line without its terminator. It returns
+// ErrTooLarge if the line is longer than limit bytes, and io.EOF (with the
+// unterminated rest, possibly empty) at the end of the stream.
+func (r *Reader) readLine(limit int) ([]byte, error) {
+	r.line = r.line[:0]
+	if r.skipLF {
+		r.skipLF = false
+		b, err := r.br.ReadByte()
+		if err == io.EOF {
+			return r.line, io.EOF
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sse: read: %w", err)
+		}
+		if b != '\n' {
+			_ = r.br.UnreadByte()
+		}
+	}
+	for {
+		buf, err := r.br.Peek(1)
+		if err != nil {
+			if err == io.EOF {
+				return r.line, io.EOF
+			}
+			return nil, fmt.Errorf("sse: read: %w", err)
+		}
+		buf, _ = r.br.Peek(r.br.Buffered())
+		i := bytes.IndexAny(buf, "\r\n")
+		n := i
+		if i < 0 {
+			n = len(buf)
+		}
+		if len(r.line)+n > limit {
+			return nil, ErrTooLarge
+		}
+		r.line = append(r.line, buf[:n]...)
+		if i < 0 {
+			_, _ = r.br.Discard(n)
+			continue
+		}
+		cr := buf[i] == '\r'
+		_, _ = r.br.Discard(i + 1)
+		if cr {
+			// Do not wait for the next byte: the line is complete now, and a
+			// following LF is skipped on the next call.
+			r.skipLF = true
+		}
+		return r.line, nil
+	}
+}
