@@ -2,7 +2,10 @@
 // and response types, the Provider interface each upstream family implements
 // (packages openai, anthropic, gemini, bedrock, synthetic), and the errors a
 // provider returns so that the HTTP edge can map upstream failures to
-// 400 / 429 / 502 / 503 / 504.
+// 400 / 429 / 502 / 503 / 504; and the Gateway, which validates a request
+// (Params, the OpenAI wire shape) against the catalog, fetches images for
+// providers that need bytes (ImageFetcher, with SSRF protection), runs it
+// on the model's provider and records usage (UsageRecorder).
 package chat
 
 import (

@@ -1,0 +1,357 @@
+package chat
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/catalog"
+)
+
+// UsageRecorder records what a completion used, per account. The gateway
+// calls it after each successful completion (streamed or not) with the
+// tokens the upstream reported and the credits the model's catalog price
+// makes of them (0 for unpriced models). Implementations are safe for
+// concurrent use; an error is logged, it does not fail the completion the
+// client already has.
+type UsageRecorder interface {
+	RecordChatUsage(ctx context.Context, account, model string, u Usage, credits int64) error
+}
+
+// Config is what a Gateway needs. Catalog is required; the other fields may
+// be zero.
+type Config struct {
+	Catalog *catalog.Catalog
+	// Providers are the configured upstreams by catalog provider name
+	// (see package upstreams). A model whose provider is missing answers
+	// 503 upstream_unavailable.
+	Providers map[string]Provider
+	// Images fetches image URLs for providers that need bytes; nil means
+	// NewImageFetcher(ImageFetcherConfig{}) (public addresses only).
+	Images *ImageFetcher
+	// MaxImageBytes caps a data URI image; 0 means DefaultMaxImageBytes.
+	MaxImageBytes int
+	Usage         UsageRecorder // nil: usage is not recorded
+	Log           *slog.Logger  // nil: discard
+	// Timeout bounds one completion, streamed or not; 0 means 10 minutes.
+	Timeout time.Duration
+}
+
+// Gateway applies the chat completion rules of API.md in front of the
+// providers: it validates a request against the catalog, fetches images for
+// providers that need bytes, calls the provider and records usage. A
+// Gateway is safe for concurrent use.
+type Gateway struct {
+	cat       *catalog.Catalog
+	providers map[string]Provider
+	images    *ImageFetcher
+	maxImage  int
+	usage     UsageRecorder
+	log       *slog.Logger
+	timeout   time.Duration
+}
+
+// NewGateway returns a Gateway for cfg.
+func NewGateway(cfg Config) *Gateway {
+	g := &Gateway{
+		cat:       cfg.Catalog,
+		providers: cfg.Providers,
+		images:    cfg.Images,
+		maxImage:  cfg.MaxImageBytes,
+		usage:     cfg.Usage,
+		log:       cfg.Log,
+		timeout:   cfg.Timeout,
+	}
+	if g.images == nil {
+		g.images = NewImageFetcher(ImageFetcherConfig{})
+	}
+	if g.maxImage <= 0 {
+		g.maxImage = DefaultMaxImageBytes
+	}
+	if g.log == nil {
+		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if g.timeout <= 0 {
+		g.timeout = 10 * time.Minute
+	}
+	return g
+}
+
+// Call is a validated request bound to the provider that will serve it.
+type Call struct {
+	Request  *Request
+	Stream   bool // the client asked for an SSE stream
+	provider Provider
+}
+
+// Prepare validates p and returns the Call to run. Every failure is an
+// *apierr.Error: Invalid (400) with Param naming the field, NotFound (404,
+// model_not_found) or UpstreamUnavailable (503, the model's provider is not
+// configured). For providers that need image bytes, Prepare fetches image
+// URLs (a failed fetch is a 400 on that URL).
+func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
+	if p.Model == "" {
+		return nil, apierr.Invalidf("model", "missing_field", "model is required")
+	}
+	m, ok := g.cat.Model(p.Model)
+	if !ok {
+		return nil, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("The model %q does not exist. GET /v1/models lists the models.", p.Model)}
+	}
+	if m.Type != catalog.TypeChat {
+		return nil, apierr.Invalidf("model", "model_type_mismatch", "model %q is a %s model, not a chat model", m.ID, m.Type)
+	}
+	req := &Request{Model: m, Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed}
+	var err error
+	if req.MaxTokens, err = maxTokens(p, m); err != nil {
+		return nil, err
+	}
+	if p.ReasoningEffort != nil {
+		switch e := *p.ReasoningEffort; e {
+		case "low", "medium", "high":
+			if m.Capabilities != nil && m.Capabilities.Reasoning {
+				req.ReasoningEffort = e
+			}
+		default:
+			return nil, apierr.Invalidf("reasoning_effort", "invalid_value", "reasoning_effort must be low, medium or high, not %q", e)
+		}
+	}
+	if t := p.Temperature; t != nil && (*t < 0 || *t > 2) {
+		return nil, apierr.Invalidf("temperature", "invalid_value", "temperature must be between 0 and 2")
+	}
+	if t := p.TopP; t != nil && (*t < 0 || *t > 1) {
+		return nil, apierr.Invalidf("top_p", "invalid_value", "top_p must be between 0 and 1")
+	}
+	if req.Stop, err = stops(p.Stop); err != nil {
+		return nil, err
+	}
+	var fetches []pendingFetch
+	if req.Messages, fetches, err = g.messages(p.Messages, m); err != nil {
+		return nil, err
+	}
+	prov, ok := g.providers[m.Provider]
+	if !ok || prov == nil {
+		return nil, &apierr.Error{Kind: apierr.UpstreamUnavailable, Code: "upstream_unavailable",
+			Message: fmt.Sprintf("The provider %q of model %q is not configured on this server.", m.Provider, m.ID)}
+	}
+	if nb, ok := prov.(ImageBytesNeeder); ok && nb.NeedsImageBytes() {
+		for _, f := range fetches {
+			mt, data, err := g.images.Fetch(ctx, f.img.URL)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, fmt.Errorf("fetch image: %w", ctx.Err())
+				}
+				return nil, &apierr.Error{Kind: apierr.Invalid, Code: "invalid_image_url", Param: f.param, Message: err.Error()}
+			}
+			f.img.URL, f.img.MediaType, f.img.Data = "", mt, data
+		}
+	}
+	return &Call{Request: req, Stream: p.Stream, provider: prov}, nil
+}
+
+// pendingFetch is an image URL to fetch if the provider needs bytes.
+type pendingFetch struct {
+	img   *Image
+	param string
+}
+
+func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []pendingFetch, error) {
+	if len(in) == 0 {
+		return nil, nil, apierr.Invalidf("messages", "missing_field", "messages must be a non-empty array")
+	}
+	vision := m.Capabilities != nil && m.Capabilities.Vision
+	out := make([]Message, len(in))
+	var fetches []pendingFetch
+	for i, pm := range in {
+		at := fmt.Sprintf("messages[%d]", i)
+		switch pm.Role {
+		case RoleSystem, RoleUser, RoleAssistant:
+			out[i].Role = pm.Role
+		case "developer":
+			out[i].Role = RoleSystem
+		case "":
+			return nil, nil, apierr.Invalidf(at+".role", "missing_field", "role is required")
+		default:
+			return nil, nil, apierr.Invalidf(at+".role", "invalid_value", "role must be system, developer, user or assistant, not %q", pm.Role)
+		}
+		content := bytes.TrimSpace(pm.Content)
+		if len(content) == 0 || bytes.Equal(content, []byte("null")) {
+			return nil, nil, apierr.Invalidf(at+".content", "missing_field", "content is required")
+		}
+		switch content[0] {
+		case '"':
+			var s string
+			if err := json.Unmarshal(content, &s); err != nil {
+				return nil, nil, apierr.Invalidf(at+".content", "invalid_value", "content is not a valid string")
+			}
+			out[i].Parts = []Part{{Text: s}}
+			continue
+		case '[':
+		default:
+			return nil, nil, apierr.Invalidf(at+".content", "invalid_value", "content must be a string or an array of content parts")
+		}
+		var raw []json.RawMessage
+		if err := json.Unmarshal(content, &raw); err != nil {
+			return nil, nil, apierr.Invalidf(at+".content", "invalid_value", "content must be a string or an array of content parts")
+		}
+		if len(raw) == 0 {
+			return nil, nil, apierr.Invalidf(at+".content", "invalid_value", "content must not be an empty array")
+		}
+		out[i].Parts = make([]Part, len(raw))
+		for j, r := range raw {
+			pat := fmt.Sprintf("%s.content[%d]", at, j)
+			var pp ParamsPart
+			if err := json.Unmarshal(r, &pp); err != nil {
+				return nil, nil, apierr.Invalidf(pat, "invalid_value", "content part must be an object with type text or image_url")
+			}
+			switch pp.Type {
+			case "text":
+				if pp.Text == nil {
+					return nil, nil, apierr.Invalidf(pat+".text", "missing_field", "text is required in a text part")
+				}
+				out[i].Parts[j].Text = *pp.Text
+			case "image_url":
+				if out[i].Role != RoleUser {
+					return nil, nil, apierr.Invalidf(pat+".type", "invalid_value", "image parts are only allowed in user messages")
+				}
+				if !vision {
+					return nil, nil, apierr.Invalidf(pat, "model_not_vision_capable", "model %q does not accept image input", m.ID)
+				}
+				uat := pat + ".image_url.url"
+				if pp.ImageURL == nil || pp.ImageURL.URL == "" {
+					return nil, nil, apierr.Invalidf(uat, "missing_field", "image_url.url is required in an image part")
+				}
+				img, reason := g.image(pp.ImageURL.URL)
+				if reason != "" {
+					return nil, nil, apierr.Invalidf(uat, "invalid_image_url", "%s", reason)
+				}
+				out[i].Parts[j].Image = img
+				if img.URL != "" {
+					fetches = append(fetches, pendingFetch{img: img, param: uat})
+				}
+			case "":
+				return nil, nil, apierr.Invalidf(pat+".type", "missing_field", "type is required in a content part")
+			default:
+				return nil, nil, apierr.Invalidf(pat+".type", "invalid_value", "content part type must be text or image_url, not %q", pp.Type)
+			}
+		}
+	}
+	return out, fetches, nil
+}
+
+// image validates an image URL: a data URI is decoded, an http(s) URL kept.
+func (g *Gateway) image(u string) (*Image, string) {
+	if checkImageURL(u) {
+		return &Image{URL: u}, ""
+	}
+	mt, data, reason := parseDataURI(u, g.maxImage)
+	if reason != "" {
+		return nil, reason
+	}
+	return &Image{MediaType: mt, Data: data}, ""
+}
+
+// maxTokens applies the max_tokens / max_completion_tokens alias rule and
+// caps the value at the model's limit.
+func maxTokens(p *Params, m *catalog.Model) (int, error) {
+	a, err := positiveInt("max_tokens", p.MaxTokens)
+	if err != nil {
+		return 0, err
+	}
+	b, err := positiveInt("max_completion_tokens", p.MaxCompletionTokens)
+	if err != nil {
+		return 0, err
+	}
+	if a != 0 && b != 0 && a != b {
+		return 0, apierr.Invalidf("max_completion_tokens", "invalid_value",
+			"max_tokens (%d) and max_completion_tokens (%d) are aliases; set one, or both to the same value", a, b)
+	}
+	n := max(a, b)
+	if m.MaxTokens > 0 && n > m.MaxTokens {
+		n = m.MaxTokens // an upper bound above the model's own is the model's
+	}
+	return n, nil
+}
+
+// positiveInt parses an optional JSON integer field; absent or null is 0.
+func positiveInt(param string, raw json.RawMessage) (int, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 32)
+	if err != nil || n <= 0 {
+		return 0, apierr.Invalidf(param, "invalid_value", "%s must be a positive integer", param)
+	}
+	return int(n), nil
+}
+
+// stops decodes stop: a string or an array of at most 4 strings.
+func stops(raw json.RawMessage) ([]string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var one string
+	if err := json.Unmarshal(raw, &one); err == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil || len(many) > 4 {
+		return nil, apierr.Invalidf("stop", "invalid_value", "stop must be a string or an array of at most 4 strings")
+	}
+	return many, nil
+}
+
+// Complete runs c without streaming and records usage for account.
+func (g *Gateway) Complete(ctx context.Context, account string, c *Call) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	resp, err := c.provider.Complete(ctx, c.Request)
+	if err != nil {
+		return nil, fmt.Errorf("complete %s: %w", c.Request.Model.ID, err)
+	}
+	g.record(ctx, account, c, resp)
+	return resp, nil
+}
+
+// Stream runs c, calling emit for each delta as the upstream produces it,
+// and records usage for account once the stream has finished. The returned
+// Response carries FinishReason and Usage.
+func (g *Gateway) Stream(ctx context.Context, account string, c *Call, emit func(Delta) error) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	resp, err := c.provider.Stream(ctx, c.Request, emit)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", c.Request.Model.ID, err)
+	}
+	g.record(ctx, account, c, resp)
+	return resp, nil
+}
+
+func (g *Gateway) record(ctx context.Context, account string, c *Call, resp *Response) {
+	if resp.FinishReason == "" {
+		resp.FinishReason = FinishStop
+	}
+	if resp.Usage.TotalTokens == 0 {
+		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	}
+	if g.usage == nil {
+		return
+	}
+	m := c.Request.Model
+	credits := m.Price.ChatCredits(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	// The client may already be gone; the usage happened regardless.
+	if err := g.usage.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, credits); err != nil {
+		g.log.ErrorContext(ctx, "record chat usage", "account", account, "model", m.ID, "err", err)
+	}
+}

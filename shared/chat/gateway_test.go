@@ -1,0 +1,388 @@
+package chat_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+)
+
+// fakeProvider records the requests it gets; Fn, if set, answers.
+type fakeProvider struct {
+	needsBytes bool
+	mu         sync.Mutex
+	got        []*chat.Request
+	resp       chat.Response
+	err        error
+}
+
+func (f *fakeProvider) NeedsImageBytes() bool { return f.needsBytes }
+
+func (f *fakeProvider) Complete(_ context.Context, req *chat.Request) (*chat.Response, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.got = append(f.got, req)
+	if f.err != nil {
+		return nil, f.err
+	}
+	r := f.resp
+	return &r, nil
+}
+
+func (f *fakeProvider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+	resp, err := f.Complete(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := emit(chat.Delta{Content: resp.Content}); err != nil {
+		return nil, err
+	}
+	return &chat.Response{FinishReason: resp.FinishReason, Usage: resp.Usage}, nil
+}
+
+func pngBytes(t testing.TB, w, h int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, w, h))
+	img.Set(0, 0, color.RGBA{R: 255, A: 255})
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func dataURI(mediaType string, b []byte) string {
+	return "data:" + mediaType + ";base64," + base64.StdEncoding.EncodeToString(b)
+}
+
+func mustCatalog(t testing.TB) *catalog.Catalog {
+	t.Helper()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+func params(t *testing.T, body string) *chat.Params {
+	t.Helper()
+	var p chat.Params
+	if err := json.Unmarshal([]byte(body), &p); err != nil {
+		t.Fatalf("test body %s: %v", body, err)
+	}
+	return &p
+}
+
+func TestPrepareErrors(t *testing.T) {
+	cat := mustCatalog(t)
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{
+		"synthetic": &fakeProvider{}, "openai": &fakeProvider{},
+	}})
+	png1 := dataURI("image/png", pngBytes(t, 2, 2))
+	tests := []struct {
+		name, body string
+		kind       apierr.Kind
+		code       string
+		param      string
+	}{
+		{"no model", `{"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "missing_field", "model"},
+		{"unknown model", `{"model":"nope/x","messages":[{"role":"user","content":"hi"}]}`, apierr.NotFound, "model_not_found", "model"},
+		{"job model", `{"model":"synthetic-music","messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "model_type_mismatch", "model"},
+		{"not configured", `{"model":"anthropic/claude-haiku-4-5","messages":[{"role":"user","content":"hi"}]}`, apierr.UpstreamUnavailable, "upstream_unavailable", ""},
+		{"no messages", `{"model":"synthetic/echo"}`, apierr.Invalid, "missing_field", "messages"},
+		{"empty messages", `{"model":"synthetic/echo","messages":[]}`, apierr.Invalid, "missing_field", "messages"},
+		{"bad role", `{"model":"synthetic/echo","messages":[{"role":"tool","content":"hi"}]}`, apierr.Invalid, "invalid_value", "messages[0].role"},
+		{"no role", `{"model":"synthetic/echo","messages":[{"content":"hi"}]}`, apierr.Invalid, "missing_field", "messages[0].role"},
+		{"no content", `{"model":"synthetic/echo","messages":[{"role":"user","content":"a"},{"role":"user"}]}`, apierr.Invalid, "missing_field", "messages[1].content"},
+		{"null content", `{"model":"synthetic/echo","messages":[{"role":"user","content":null}]}`, apierr.Invalid, "missing_field", "messages[0].content"},
+		{"number content", `{"model":"synthetic/echo","messages":[{"role":"user","content":3}]}`, apierr.Invalid, "invalid_value", "messages[0].content"},
+		{"empty parts", `{"model":"synthetic/echo","messages":[{"role":"user","content":[]}]}`, apierr.Invalid, "invalid_value", "messages[0].content"},
+		{"part type", `{"model":"synthetic/echo","messages":[{"role":"user","content":[{"type":"audio"}]}]}`, apierr.Invalid, "invalid_value", "messages[0].content[0].type"},
+		{"part no type", `{"model":"synthetic/echo","messages":[{"role":"user","content":[{"text":"x"}]}]}`, apierr.Invalid, "missing_field", "messages[0].content[0].type"},
+		{"part not object", `{"model":"synthetic/echo","messages":[{"role":"user","content":["x"]}]}`, apierr.Invalid, "invalid_value", "messages[0].content[0]"},
+		{"text part no text", `{"model":"synthetic/echo","messages":[{"role":"user","content":[{"type":"text"}]}]}`, apierr.Invalid, "missing_field", "messages[0].content[0].text"},
+		{"image on text model", `{"model":"synthetic/echo","messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"` + png1 + `"}}]}]}`, apierr.Invalid, "model_not_vision_capable", "messages[0].content[1]"},
+		{"image in assistant", `{"model":"synthetic/thinker","messages":[{"role":"assistant","content":[{"type":"image_url","image_url":{"url":"` + png1 + `"}}]}]}`, apierr.Invalid, "invalid_value", "messages[0].content[0].type"},
+		{"image no url", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"image_url","image_url":{}}]}]}`, apierr.Invalid, "missing_field", "messages[0].content[0].image_url.url"},
+		{"image ftp", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x/a.png"}}]}]}`, apierr.Invalid, "invalid_image_url", "messages[0].content[0].image_url.url"},
+		{"data uri svg", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"data:image/svg+xml;base64,PHN2Zz4="}}]}]}`, apierr.Invalid, "invalid_image_url", "messages[0].content[1].image_url.url"},
+		{"data uri bad base64", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,!!!!"}}]}]}`, apierr.Invalid, "invalid_image_url", "messages[0].content[0].image_url.url"},
+		{"data uri not base64", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`, apierr.Invalid, "invalid_image_url", "messages[0].content[0].image_url.url"},
+		{"data uri not an image", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGVsbG8gd29ybGQ="}}]}]}`, apierr.Invalid, "invalid_image_url", "messages[0].content[0].image_url.url"},
+		{"max_tokens zero", `{"model":"synthetic/echo","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_tokens"},
+		{"max_tokens negative", `{"model":"synthetic/echo","max_tokens":-3,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_tokens"},
+		{"max_tokens fraction", `{"model":"synthetic/echo","max_tokens":1.5,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_tokens"},
+		{"max_tokens string", `{"model":"synthetic/echo","max_tokens":"10","messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_tokens"},
+		{"max_completion_tokens zero", `{"model":"synthetic/echo","max_completion_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_completion_tokens"},
+		{"alias conflict", `{"model":"synthetic/echo","max_tokens":5,"max_completion_tokens":6,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_completion_tokens"},
+		{"effort empty", `{"model":"synthetic/thinker","reasoning_effort":"","messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "reasoning_effort"},
+		{"effort unknown", `{"model":"synthetic/echo","reasoning_effort":"max","messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "reasoning_effort"},
+		{"temperature", `{"model":"synthetic/echo","temperature":3,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "temperature"},
+		{"top_p", `{"model":"synthetic/echo","top_p":-1,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "top_p"},
+		{"stop", `{"model":"synthetic/echo","stop":["a","b","c","d","e"],"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "stop"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := gw.Prepare(context.Background(), params(t, tt.body))
+			e := apierr.As(err)
+			if e == nil {
+				t.Fatalf("Prepare(%s) = %v; want *apierr.Error", tt.body, err)
+			}
+			if e.Kind != tt.kind || e.Code != tt.code || e.Param != tt.param {
+				t.Errorf("Prepare(%s) = kind %d code %q param %q; want kind %d code %q param %q",
+					tt.body, e.Kind, e.Code, e.Param, tt.kind, tt.code, tt.param)
+			}
+		})
+	}
+}
+
+func TestPrepare(t *testing.T) {
+	cat := mustCatalog(t)
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{
+		"synthetic": &fakeProvider{}, "openai": &fakeProvider{},
+	}})
+	pngData := pngBytes(t, 3, 2)
+	tests := []struct {
+		name  string
+		body  string
+		check func(t *testing.T, c *chat.Call)
+	}{
+		{"developer is system", `{"model":"synthetic/echo","messages":[{"role":"developer","content":"be brief"},{"role":"user","content":"hi"}]}`,
+			func(t *testing.T, c *chat.Call) {
+				if got := c.Request.Messages[0].Role; got != chat.RoleSystem {
+					t.Errorf("Messages[0].Role = %q; want %q", got, chat.RoleSystem)
+				}
+			}},
+		{"alias same value", `{"model":"synthetic/echo","max_tokens":7,"max_completion_tokens":7,"messages":[{"role":"user","content":"hi"}]}`,
+			func(t *testing.T, c *chat.Call) {
+				if c.Request.MaxTokens != 7 {
+					t.Errorf("MaxTokens = %d; want 7", c.Request.MaxTokens)
+				}
+			}},
+		{"max_completion_tokens alone", `{"model":"synthetic/echo","max_completion_tokens":9,"messages":[{"role":"user","content":"hi"}]}`,
+			func(t *testing.T, c *chat.Call) {
+				if c.Request.MaxTokens != 9 {
+					t.Errorf("MaxTokens = %d; want 9", c.Request.MaxTokens)
+				}
+			}},
+		{"max_tokens capped at model", `{"model":"synthetic/echo","max_tokens":1000000,"messages":[{"role":"user","content":"hi"}]}`,
+			func(t *testing.T, c *chat.Call) {
+				if c.Request.MaxTokens != 4096 {
+					t.Errorf("MaxTokens = %d; want 4096", c.Request.MaxTokens)
+				}
+			}},
+		{"effort dropped without reasoning", `{"model":"synthetic/echo","reasoning_effort":"high","messages":[{"role":"user","content":"hi"}]}`,
+			func(t *testing.T, c *chat.Call) {
+				if c.Request.ReasoningEffort != "" {
+					t.Errorf("ReasoningEffort = %q; want empty", c.Request.ReasoningEffort)
+				}
+			}},
+		{"effort kept with reasoning", `{"model":"synthetic/thinker","reasoning_effort":"medium","messages":[{"role":"user","content":"hi"}]}`,
+			func(t *testing.T, c *chat.Call) {
+				if c.Request.ReasoningEffort != "medium" {
+					t.Errorf("ReasoningEffort = %q; want medium", c.Request.ReasoningEffort)
+				}
+			}},
+		{"stop string", `{"model":"synthetic/echo","stop":"END","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
+			func(t *testing.T, c *chat.Call) {
+				if len(c.Request.Stop) != 1 || c.Request.Stop[0] != "END" || !c.Stream {
+					t.Errorf("Stop, Stream = %q, %v; want [END], true", c.Request.Stop, c.Stream)
+				}
+			}},
+		{"parts and data URI", `{"model":"openai/gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"what"},{"type":"image_url","image_url":{"url":"` + dataURI("image/jpeg", pngData) + `","detail":"low"}},{"type":"image_url","image_url":{"url":"https://example.com/a.png"}}]}]}`,
+			func(t *testing.T, c *chat.Call) {
+				parts := c.Request.Messages[0].Parts
+				if len(parts) != 3 || parts[0].Text != "what" {
+					t.Fatalf("Parts = %+v; want text then two images", parts)
+				}
+				// Mislabelled data is forgiven: the sniffed type wins.
+				if img := parts[1].Image; img == nil || img.MediaType != "image/png" || !bytes.Equal(img.Data, pngData) {
+					t.Errorf("Parts[1].Image = %+v; want png bytes", img)
+				}
+				// openai takes URLs: not fetched.
+				if img := parts[2].Image; img == nil || img.URL != "https://example.com/a.png" || img.Data != nil {
+					t.Errorf("Parts[2].Image = %+v; want the URL untouched", img)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := gw.Prepare(context.Background(), params(t, tt.body))
+			if err != nil {
+				t.Fatalf("Prepare(%s) = %v; want nil error", tt.body, err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+// allowLoopback lets tests fetch from httptest servers.
+func allowLoopback(a netip.Addr) bool { return a.IsLoopback() }
+
+func TestPrepareFetchesForByteProviders(t *testing.T) {
+	pngData := pngBytes(t, 4, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/a.png":
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(pngData)
+		case "/big":
+			w.Write(bytes.Repeat(pngData, 100))
+		case "/text":
+			w.Write([]byte("hello there"))
+		case "/redirect":
+			http.Redirect(w, r, "/a.png", http.StatusFound)
+		case "/redirect-v6": // the dial check refuses ::1 before connecting
+			_, port, _ := strings.Cut(r.Host, ":")
+			http.Redirect(w, r, "http://[::1]:"+port+"/a.png", http.StatusFound)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	cat := mustCatalog(t)
+	prov := &fakeProvider{needsBytes: true}
+	body := func(u string) string {
+		return `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"` + u + `"}}]}]}`
+	}
+	tests := []struct {
+		name    string
+		allow   func(netip.Addr) bool
+		url     string
+		wantErr string // substring of the message; "" for success
+	}{
+		{"fetched", allowLoopback, srv.URL + "/a.png", ""},
+		{"redirect followed", allowLoopback, srv.URL + "/redirect", ""},
+		{"loopback refused by default", nil, srv.URL + "/a.png", "may not be fetched"},
+		{"names checked at dial time", nil, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/a.png", "may not be fetched"},
+		{"redirect hop checked", func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }, srv.URL + "/redirect-v6", "may not be fetched"},
+		{"too big", allowLoopback, srv.URL + "/big", "larger than"},
+		{"not an image", allowLoopback, srv.URL + "/text", "not a png"},
+		{"404", allowLoopback, srv.URL + "/missing", "HTTP 404"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": prov},
+				Images: chat.NewImageFetcher(chat.ImageFetcherConfig{Allow: tt.allow, MaxBytes: len(pngData) * 10})})
+			c, err := gw.Prepare(context.Background(), params(t, body(tt.url)))
+			if tt.wantErr != "" {
+				e := apierr.As(err)
+				if e == nil || e.Param != "messages[0].content[1].image_url.url" || !strings.Contains(e.Message, tt.wantErr) {
+					t.Fatalf("Prepare(%s) = %v; want a 400 on the URL containing %q", tt.url, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Prepare(%s) = %v; want nil", tt.url, err)
+			}
+			img := c.Request.Messages[0].Parts[1].Image
+			if img.URL != "" || img.MediaType != "image/png" || !bytes.Equal(img.Data, pngData) {
+				t.Errorf("Prepare(%s) image = %s %q %d bytes; want fetched png bytes", tt.url, img.URL, img.MediaType, len(img.Data))
+			}
+		})
+	}
+}
+
+func TestPublicAddr(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"8.8.8.8", true},
+		{"2606:4700:4700::1111", true},
+		{"127.0.0.1", false},
+		{"::1", false},
+		{"10.1.2.3", false},
+		{"172.16.0.1", false},
+		{"192.168.1.1", false},
+		{"169.254.169.254", false},
+		{"fe80::1", false},
+		{"fd00:ec2::254", false},
+		{"0.0.0.0", false},
+		{"::", false},
+		{"::ffff:127.0.0.1", false},
+		{"::ffff:10.0.0.1", false},
+		{"100.64.0.1", false},
+		{"224.0.0.1", false},
+		{"255.255.255.255", false},
+		{"64:ff9b::a00:1", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			if got := chat.PublicAddr(netip.MustParseAddr(tt.addr)); got != tt.want {
+				t.Errorf("PublicAddr(%q) = %v; want %v", tt.addr, got, tt.want)
+			}
+		})
+	}
+}
+
+// recorder is a UsageRecorder fake.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+	err   error
+}
+
+func (r *recorder) RecordChatUsage(_ context.Context, account, model string, u chat.Usage, credits int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, account+" "+model+" "+strings.TrimSpace(strings.Join([]string{
+		itoa(u.PromptTokens), itoa(u.CompletionTokens), itoa(u.TotalTokens), itoa(int(credits))}, " ")))
+	return r.err
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestCompleteAndStreamRecordUsage(t *testing.T) {
+	cat := mustCatalog(t)
+	rec := &recorder{}
+	prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 3, CompletionTokens: 2}}}
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": prov}, Usage: rec})
+	c, err := gw.Prepare(context.Background(), params(t, `{"model":"synthetic/echo","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := gw.Complete(context.Background(), "acct", c)
+	if err != nil {
+		t.Fatalf("Complete = %v", err)
+	}
+	if resp.FinishReason != chat.FinishStop || resp.Usage.TotalTokens != 5 {
+		t.Errorf("Complete = finish %q total %d; want stop, 5 (filled in)", resp.FinishReason, resp.Usage.TotalTokens)
+	}
+	var deltas []string
+	if _, err := gw.Stream(context.Background(), "acct", c, func(d chat.Delta) error { deltas = append(deltas, d.Content); return nil }); err != nil {
+		t.Fatalf("Stream = %v", err)
+	}
+	if len(deltas) != 1 || deltas[0] != "ok" {
+		t.Errorf("Stream deltas = %q; want [ok]", deltas)
+	}
+	want := []string{"acct synthetic/echo 3 2 5 0", "acct synthetic/echo 3 2 5 0"}
+	if strings.Join(rec.calls, "|") != strings.Join(want, "|") {
+		t.Errorf("RecordChatUsage calls = %q; want %q", rec.calls, want)
+	}
+
+	// A failing provider records nothing and its error comes through.
+	prov.err = &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamRateLimited}
+	_, err = gw.Complete(context.Background(), "acct", c)
+	var ue *chat.UpstreamError
+	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamRateLimited {
+		t.Errorf("Complete with failing provider = %v; want the UpstreamError", err)
+	}
+	if len(rec.calls) != 2 {
+		t.Errorf("RecordChatUsage calls after failure = %d; want 2", len(rec.calls))
+	}
+}

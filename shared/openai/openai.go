@@ -1,0 +1,469 @@
+// Package openai is the chat provider for the OpenAI Chat Completions API
+// (POST {base}/chat/completions) and for every server that speaks it: Groq,
+// Together, DeepSeek, Mistral, OpenRouter, Ollama, vLLM, each a Provider
+// with its own name and base URL.
+//
+// It uses plain net/http. Requests send max_completion_tokens, send
+// reasoning_effort only to models whose catalog thinking style is "effort",
+// and ask streams for stream_options.include_usage so that usage is the
+// upstream's own. Image parts go out as image_url: URLs as given, bytes as
+// data URIs.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/sse"
+)
+
+// DefaultBaseURL is OpenAI's API.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// maxBody caps a non-streamed response body and a streamed event.
+const maxBody = 16 << 20
+
+// Config configures a Provider.
+type Config struct {
+	Name       string       // the catalog provider name, used in errors; default "openai"
+	BaseURL    string       // up to and including /v1; default DefaultBaseURL
+	APIKey     string       // sent as a bearer token if set (Ollama needs none)
+	HTTPClient *http.Client // default http.DefaultClient
+}
+
+// Provider talks to one OpenAI-compatible server. It is safe for concurrent
+// use.
+type Provider struct {
+	name     string
+	endpoint string
+	key      string
+	client   *http.Client
+}
+
+var _ chat.Provider = (*Provider)(nil)
+
+// New returns a Provider for cfg.
+func New(cfg Config) *Provider {
+	p := &Provider{name: cfg.Name, key: cfg.APIKey, client: cfg.HTTPClient}
+	if p.name == "" {
+		p.name = "openai"
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	p.endpoint = base + "/chat/completions"
+	if p.client == nil {
+		p.client = http.DefaultClient
+	}
+	return p
+}
+
+// Complete sends a non-streamed request.
+func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
+	resp, err := p.do(ctx, req, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, p.transportError(ctx, err)
+	}
+	var wr wireResponse
+	if err := json.Unmarshal(b, &wr); err != nil {
+		return nil, p.garbage(fmt.Errorf("decode response: %w", err))
+	}
+	if wr.Error != nil {
+		return nil, p.garbage(fmt.Errorf("error in a 200 response: %s", wr.Error.Message))
+	}
+	if len(wr.Choices) == 0 {
+		return nil, p.garbage(errors.New("response has no choices"))
+	}
+	c := wr.Choices[0]
+	out := &chat.Response{
+		Content:      c.Message.Content,
+		Reasoning:    c.Message.ReasoningContent + c.Message.Reasoning,
+		FinishReason: finishReason(c.FinishReason),
+	}
+	if out.Content == "" {
+		out.Content = c.Message.Refusal
+	}
+	if wr.Usage != nil {
+		out.Usage = wr.Usage.usage()
+	}
+	return out, nil
+}
+
+// Stream sends a streamed request and emits each delta as its event
+// arrives.
+func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+	resp, err := p.do(ctx, req, true)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out, err := decodeStream(resp.Body, emit)
+	if err != nil {
+		var ue *chat.UpstreamError
+		var ee *emitError
+		switch {
+		case errors.As(err, &ee):
+			return nil, ee.err
+		case errors.As(err, &ue):
+			ue.Provider = p.name
+			return nil, ue
+		}
+		return nil, p.transportError(ctx, err)
+	}
+	return out, nil
+}
+
+// do sends req and returns a 200 response; any other status is an
+// *chat.UpstreamError.
+func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*http.Response, error) {
+	body, err := json.Marshal(wireRequestFor(req, stream))
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode request: %w", p.name, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	} else {
+		hr.Header.Set("Accept", "application/json")
+	}
+	if p.key != "" {
+		hr.Header.Set("Authorization", "Bearer "+p.key)
+	}
+	resp, err := p.client.Do(hr)
+	if err != nil {
+		return nil, p.transportError(ctx, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return nil, statusError(p.name, resp, b)
+	}
+	return resp, nil
+}
+
+// transportError classifies a failure to talk to the upstream. A cancelled
+// ctx (the client went away) is returned as ctx's error, not as an
+// upstream failure.
+func (p *Provider) transportError(ctx context.Context, err error) error {
+	if ctx.Err() == context.Canceled {
+		return fmt.Errorf("%s: %w", p.name, ctx.Err())
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamTimeout, Message: "no answer in time", Err: err}
+	}
+	return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Message: "request failed", Err: err}
+}
+
+func (p *Provider) garbage(err error) error {
+	return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Status: http.StatusOK, Message: "malformed response", Err: err}
+}
+
+// statusError maps a non-200 upstream response to an *chat.UpstreamError.
+func statusError(provider string, resp *http.Response, body []byte) *chat.UpstreamError {
+	msg := errorMessage(body)
+	e := &chat.UpstreamError{Provider: provider, Status: resp.StatusCode, Message: msg,
+		Err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)}
+	switch s := resp.StatusCode; {
+	case s == 400 || s == 404 || s == 413 || s == 422:
+		e.Kind = chat.UpstreamBadRequest
+		if e.Message == "" {
+			e.Message = fmt.Sprintf("The %s provider rejected the request (HTTP %d).", provider, s)
+		}
+	case s == 429:
+		e.Kind = chat.UpstreamRateLimited
+		e.RetryAfter = retryAfter(resp.Header, time.Now())
+	case s == 408 || s == 504:
+		e.Kind = chat.UpstreamTimeout
+	case s == 503:
+		e.Kind = chat.UpstreamUnavailable
+	default: // 401/403 (our credentials), other 4xx, 5xx
+		e.Kind = chat.UpstreamFailed
+	}
+	return e
+}
+
+// errorMessage extracts the message of an error body: OpenAI's
+// {"error": {"message": ...}}, or the {"error": "..."}, {"message": ...} and
+// {"detail": ...} shapes of compatible servers.
+func errorMessage(body []byte) string {
+	var v struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	var obj struct {
+		Message string `json:"message"`
+	}
+	var s string
+	switch {
+	case json.Unmarshal(v.Error, &obj) == nil && obj.Message != "":
+		return obj.Message
+	case json.Unmarshal(v.Error, &s) == nil && s != "":
+		return s
+	case v.Message != "":
+		return v.Message
+	case json.Unmarshal(v.Detail, &s) == nil && s != "":
+		return s
+	}
+	return ""
+}
+
+// retryAfter reads Retry-After (seconds or an HTTP date) or OpenAI's
+// retry-after-ms; 0 if absent.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
+		return time.Duration(ms * float64(time.Millisecond))
+	}
+	v := h.Get("Retry-After")
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// finishReason maps the upstream's finish reason to ours.
+func finishReason(s string) string {
+	switch s {
+	case "length":
+		return chat.FinishLength
+	case "content_filter":
+		return chat.FinishContentFilter
+	default: // stop, tool_calls, function_call, eos...
+		return chat.FinishStop
+	}
+}
+
+// emitError marks an error returned by emit, so Stream returns it as is.
+type emitError struct{ err error }
+
+func (e *emitError) Error() string { return e.err.Error() }
+
+// decodeStream reads an OpenAI chat completion chunk stream from r, calling
+// emit for each non-empty delta. It returns the finish reason and usage. A
+// stream that ends before [DONE] and before any finish_reason, or that
+// carries an error event or a malformed chunk, is an *chat.UpstreamError
+// (Provider unset); a read failure is returned as it is; an emit failure is
+// an *emitError.
+func decodeStream(r io.Reader, emit func(chat.Delta) error) (*chat.Response, error) {
+	sr := sse.NewReaderSize(r, maxBody)
+	out := &chat.Response{}
+	for {
+		ev, err := sr.Next()
+		if err == io.EOF {
+			if out.FinishReason == "" {
+				return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
+					Message: "stream ended early", Err: io.ErrUnexpectedEOF}
+			}
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		data := strings.TrimSpace(ev.Data)
+		if data == "[DONE]" {
+			if out.FinishReason == "" {
+				out.FinishReason = chat.FinishStop
+			}
+			return out, nil
+		}
+		if ev.Name == "error" {
+			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
+				Message: "error event", Err: fmt.Errorf("error event: %s", errorMessageOr(data))}
+		}
+		var c wireChunk
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
+				Message: "malformed stream chunk", Err: fmt.Errorf("decode chunk: %w", err)}
+		}
+		if len(c.Error) > 0 && string(c.Error) != "null" {
+			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
+				Message: "error in stream", Err: fmt.Errorf("error in stream: %s", errorMessageOr(data))}
+		}
+		if c.Usage != nil {
+			out.Usage = c.Usage.usage()
+		}
+		for _, ch := range c.Choices {
+			if ch.Index != 0 {
+				continue // n > 1 is not offered; keep the first choice
+			}
+			d := chat.Delta{Content: ch.Delta.Content + ch.Delta.Refusal, Reasoning: ch.Delta.ReasoningContent + ch.Delta.Reasoning}
+			if d.Content != "" || d.Reasoning != "" {
+				if err := emit(d); err != nil {
+					return nil, &emitError{err}
+				}
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				out.FinishReason = finishReason(*ch.FinishReason)
+			}
+		}
+	}
+}
+
+func errorMessageOr(data string) string {
+	if m := errorMessage([]byte(data)); m != "" {
+		return m
+	}
+	if len(data) > 200 {
+		data = data[:200]
+	}
+	return data
+}
+
+// wireRequest is the request body of POST /chat/completions.
+type wireRequest struct {
+	Model               string         `json:"model"`
+	Messages            []wireMessage  `json:"messages"`
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	TopP                *float64       `json:"top_p,omitempty"`
+	Stop                []string       `json:"stop,omitempty"`
+	Seed                *int64         `json:"seed,omitempty"`
+	Stream              bool           `json:"stream,omitempty"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// wireMessage's Content is a string, or []wirePart when there are images.
+type wireMessage struct {
+	Role    string `json:"role"`
+	Content any    `json:"content"`
+}
+
+type wirePart struct {
+	Type     string        `json:"type"`
+	Text     *string       `json:"text,omitempty"`
+	ImageURL *wireImageURL `json:"image_url,omitempty"`
+}
+
+type wireImageURL struct {
+	URL string `json:"url"`
+}
+
+func wireRequestFor(req *chat.Request, stream bool) *wireRequest {
+	w := &wireRequest{
+		Model:               req.Model.Upstream,
+		Messages:            make([]wireMessage, len(req.Messages)),
+		MaxCompletionTokens: req.MaxTokens,
+		Temperature:         req.Temperature,
+		TopP:                req.TopP,
+		Stop:                req.Stop,
+		Seed:                req.Seed,
+	}
+	if req.Model.Thinking == catalog.ThinkingEffort {
+		w.ReasoningEffort = req.ReasoningEffort
+	}
+	if stream {
+		w.Stream = true
+		w.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	for i, m := range req.Messages {
+		w.Messages[i].Role = m.Role
+		if !hasImage(m) {
+			w.Messages[i].Content = m.Text()
+			continue
+		}
+		parts := make([]wirePart, len(m.Parts))
+		for j, pt := range m.Parts {
+			if pt.Image == nil {
+				t := pt.Text
+				parts[j] = wirePart{Type: "text", Text: &t}
+				continue
+			}
+			u := pt.Image.URL
+			if pt.Image.Data != nil {
+				u = "data:" + pt.Image.MediaType + ";base64," + base64.StdEncoding.EncodeToString(pt.Image.Data)
+			}
+			parts[j] = wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: u}}
+		}
+		w.Messages[i].Content = parts
+	}
+	return w
+}
+
+func hasImage(m chat.Message) bool {
+	for _, p := range m.Parts {
+		if p.Image != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// wireResponse is a non-streamed response body.
+type wireResponse struct {
+	Choices []struct {
+		Message      wireMessageOut `json:"message"`
+		FinishReason string         `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage     `json:"usage"`
+	Error *wireErrorBody `json:"error"`
+}
+
+type wireMessageOut struct {
+	Content          string `json:"content"`
+	Refusal          string `json:"refusal"`
+	ReasoningContent string `json:"reasoning_content"` // DeepSeek, vLLM
+	Reasoning        string `json:"reasoning"`         // OpenRouter, newer vLLM, Ollama
+}
+
+type wireErrorBody struct {
+	Message string `json:"message"`
+}
+
+// wireChunk is one streamed chunk.
+type wireChunk struct {
+	Choices []struct {
+		Index        int            `json:"index"`
+		Delta        wireMessageOut `json:"delta"`
+		FinishReason *string        `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type wireUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+func (u *wireUsage) usage() chat.Usage {
+	t := u.TotalTokens
+	if t == 0 {
+		t = u.PromptTokens + u.CompletionTokens
+	}
+	return chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: t}
+}

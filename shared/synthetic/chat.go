@@ -1,0 +1,192 @@
+// Package synthetic is the built-in test provider: it generates without
+// calling anyone, deterministically, so that a fresh checkout, the tests and
+// the benchmarks run the whole pipeline with no credentials and no cost.
+//
+// Chat is its chat provider (models synthetic/echo and synthetic/thinker).
+package synthetic
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	_ "image/gif" // DecodeConfig of gif images
+	_ "image/jpeg"
+	_ "image/png"
+	"strings"
+
+	"github.com/genway/genway/shared/chat"
+)
+
+// ImageTokens is what one input image counts for in prompt_tokens.
+const ImageTokens = 85
+
+// defaultMaxTokens caps a completion when neither the request nor the
+// model says.
+const defaultMaxTokens = 4096
+
+// Chat is the synthetic chat provider. A last user message beginning with
+// FailPrefix makes it fail with a 502-kind *chat.UpstreamError: before any
+// output for Complete, after the first content delta for Stream. Its answer is "You said: " and the
+// words of the last user message, then one sentence per image of that
+// message describing it (media type, pixel size, bytes). With a reasoning
+// effort it first reasons (1, 2 or 3 sentences for low, medium, high).
+//
+// Tokens are whitespace-separated words, for the prompt and the completion
+// alike, plus ImageTokens per image; so usage is honest and predictable.
+// Streams send each word as its own delta (with its leading space). Chat is
+// safe for concurrent use.
+type Chat struct{}
+
+var (
+	_ chat.Provider         = (*Chat)(nil)
+	_ chat.ImageBytesNeeder = (*Chat)(nil)
+)
+
+// NewChat returns the synthetic chat provider.
+func NewChat() *Chat { return &Chat{} }
+
+// NeedsImageBytes reports true: Chat describes images from their bytes, so
+// the gateway fetches image URLs for it.
+func (*Chat) NeedsImageBytes() bool { return true }
+
+// Complete returns the whole answer.
+func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
+	p := plan(req)
+	if p.fail {
+		return nil, failure()
+	}
+	resp := &chat.Response{FinishReason: p.finish, Usage: p.usage}
+	resp.Reasoning = strings.Join(p.reasoning, " ")
+	resp.Content = strings.Join(p.content, " ")
+	return resp, ctx.Err()
+}
+
+// Stream emits the reasoning words, then the content words, one delta each.
+// It stops with ctx's error when ctx is done.
+func (c *Chat) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+	p := plan(req)
+	for i, w := range p.reasoning {
+		if i > 0 {
+			w = " " + w
+		}
+		if err := send(ctx, emit, chat.Delta{Reasoning: w}); err != nil {
+			return nil, err
+		}
+	}
+	for i, w := range p.content {
+		if i > 0 {
+			w = " " + w
+		}
+		if err := send(ctx, emit, chat.Delta{Content: w}); err != nil {
+			return nil, err
+		}
+		if p.fail {
+			return nil, failure()
+		}
+	}
+	if p.fail { // no content at all: fail anyway
+		return nil, failure()
+	}
+	return &chat.Response{FinishReason: p.finish, Usage: p.usage}, nil
+}
+
+func send(ctx context.Context, emit func(chat.Delta) error, d chat.Delta) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return emit(d)
+}
+
+func failure() error {
+	return &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamFailed, Status: 502,
+		Message: "synthetic failure requested by a message starting with " + FailPrefix}
+}
+
+// answer is a planned completion.
+type answer struct {
+	reasoning, content []string // words, within the token budget
+	finish             string
+	usage              chat.Usage
+	fail               bool
+}
+
+// plan computes the deterministic answer to req.
+func plan(req *chat.Request) answer {
+	var a answer
+	var last *chat.Message
+	for i := range req.Messages {
+		m := &req.Messages[i]
+		for _, p := range m.Parts {
+			if p.Image != nil {
+				a.usage.PromptTokens += ImageTokens
+			} else {
+				a.usage.PromptTokens += len(strings.Fields(p.Text))
+			}
+		}
+		if m.Role == chat.RoleUser {
+			last = m
+		}
+	}
+	var text string
+	var images []*chat.Image
+	if last != nil {
+		text = last.Text()
+		for _, p := range last.Parts {
+			if p.Image != nil {
+				images = append(images, p.Image)
+			}
+		}
+	}
+	a.fail = strings.HasPrefix(strings.TrimSpace(text), FailPrefix)
+
+	words := strings.Fields(text)
+	var reasoning []string
+	if n := map[string]int{"low": 1, "medium": 2, "high": 3}[req.ReasoningEffort]; n > 0 {
+		sentences := []string{
+			fmt.Sprintf("The last message has %d words and %d images.", len(words), len(images)),
+			fmt.Sprintf("The conversation has %d messages.", len(req.Messages)),
+			"The answer repeats the message and describes each image.",
+		}
+		reasoning = strings.Fields(strings.Join(sentences[:n], " "))
+	}
+	content := []string{"You", "said:"}
+	if len(words) == 0 {
+		content = []string{"You", "said", "nothing."}
+	}
+	content = append(content, words...)
+	for i, img := range images {
+		content = append(content, strings.Fields(describe(i+1, img))...)
+	}
+
+	budget := req.MaxTokens
+	if budget <= 0 && req.Model != nil {
+		budget = req.Model.MaxTokens
+	}
+	if budget <= 0 {
+		budget = defaultMaxTokens
+	}
+	a.finish = chat.FinishStop
+	if len(reasoning)+len(content) > budget {
+		a.finish = chat.FinishLength
+		if len(reasoning) > budget {
+			reasoning = reasoning[:budget]
+		}
+		content = content[:budget-len(reasoning)]
+	}
+	a.reasoning, a.content = reasoning, content
+	a.usage.CompletionTokens = len(reasoning) + len(content)
+	a.usage.TotalTokens = a.usage.PromptTokens + a.usage.CompletionTokens
+	return a
+}
+
+// describe returns a sentence about image n.
+func describe(n int, img *chat.Image) string {
+	if img.Data == nil {
+		return fmt.Sprintf("Image %d is a link to %s.", n, img.URL)
+	}
+	if cfg, _, err := image.DecodeConfig(bytes.NewReader(img.Data)); err == nil {
+		return fmt.Sprintf("Image %d is %s, %dx%d pixels, %d bytes.", n, img.MediaType, cfg.Width, cfg.Height, len(img.Data))
+	}
+	return fmt.Sprintf("Image %d is %s, %d bytes.", n, img.MediaType, len(img.Data))
+}

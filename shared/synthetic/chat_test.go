@@ -1,0 +1,184 @@
+package synthetic
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image"
+	"image/png"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+)
+
+func model(t *testing.T, id string) *catalog.Model {
+	t.Helper()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := cat.Model(id)
+	if !ok {
+		t.Fatalf("catalog has no %s", id)
+	}
+	return m
+}
+
+func user(text string) chat.Message {
+	return chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Text: text}}}
+}
+
+func TestChatComplete(t *testing.T) {
+	var pngBuf bytes.Buffer
+	if err := png.Encode(&pngBuf, image.NewGray(image.Rect(0, 0, 4, 3))); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name          string
+		req           chat.Request
+		wantContent   string
+		wantReasoning string
+		wantFinish    string
+		wantUsage     chat.Usage
+	}{
+		{
+			name:        "echo",
+			req:         chat.Request{Model: model(t, "synthetic/echo"), Messages: []chat.Message{{Role: chat.RoleSystem, Parts: []chat.Part{{Text: "be kind"}}}, user("hello   there world")}},
+			wantContent: "You said: hello there world", wantFinish: chat.FinishStop,
+			wantUsage: chat.Usage{PromptTokens: 5, CompletionTokens: 5, TotalTokens: 10},
+		},
+		{
+			name:        "empty",
+			req:         chat.Request{Model: model(t, "synthetic/echo"), Messages: []chat.Message{user("  ")}},
+			wantContent: "You said nothing.", wantFinish: chat.FinishStop,
+			wantUsage: chat.Usage{PromptTokens: 0, CompletionTokens: 3, TotalTokens: 3},
+		},
+		{
+			name:        "max tokens",
+			req:         chat.Request{Model: model(t, "synthetic/echo"), MaxTokens: 3, Messages: []chat.Message{user("one two three four")}},
+			wantContent: "You said: one", wantFinish: chat.FinishLength,
+			wantUsage: chat.Usage{PromptTokens: 4, CompletionTokens: 3, TotalTokens: 7},
+		},
+		{
+			name:          "reasoning low",
+			req:           chat.Request{Model: model(t, "synthetic/thinker"), ReasoningEffort: "low", Messages: []chat.Message{user("hi")}},
+			wantReasoning: "The last message has 1 words and 0 images.",
+			wantContent:   "You said: hi", wantFinish: chat.FinishStop,
+			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 9 + 3, TotalTokens: 13},
+		},
+		{
+			name:          "reasoning high",
+			req:           chat.Request{Model: model(t, "synthetic/thinker"), ReasoningEffort: "high", Messages: []chat.Message{user("hi")}},
+			wantReasoning: "The last message has 1 words and 0 images. The conversation has 1 messages. The answer repeats the message and describes each image.",
+			wantContent:   "You said: hi", wantFinish: chat.FinishStop,
+			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 9 + 5 + 9 + 3, TotalTokens: 27},
+		},
+		{
+			name:          "reasoning counts toward max tokens",
+			req:           chat.Request{Model: model(t, "synthetic/thinker"), ReasoningEffort: "low", MaxTokens: 10, Messages: []chat.Message{user("hi")}},
+			wantReasoning: "The last message has 1 words and 0 images.",
+			wantContent:   "You", wantFinish: chat.FinishLength,
+			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 10, TotalTokens: 11},
+		},
+		{
+			name: "vision",
+			req: chat.Request{Model: model(t, "synthetic/thinker"), Messages: []chat.Message{{Role: chat.RoleUser, Parts: []chat.Part{
+				{Text: "what is this"},
+				{Image: &chat.Image{MediaType: "image/png", Data: pngBuf.Bytes()}},
+				{Image: &chat.Image{MediaType: "image/webp", Data: []byte("RIFF\x00\x00\x00\x00WEBPVP8 ")}},
+			}}}},
+			wantContent: "You said: what is this Image 1 is image/png, 4x3 pixels, " + strconv.Itoa(pngBuf.Len()) + " bytes. Image 2 is image/webp, 16 bytes.",
+			wantFinish:  chat.FinishStop,
+			wantUsage:   chat.Usage{PromptTokens: 3 + 2*ImageTokens, CompletionTokens: 19, TotalTokens: 3 + 2*ImageTokens + 19},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := NewChat().Complete(context.Background(), &tt.req)
+			if err != nil {
+				t.Fatalf("Complete = %v", err)
+			}
+			if resp.Content != tt.wantContent || resp.Reasoning != tt.wantReasoning || resp.FinishReason != tt.wantFinish || resp.Usage != tt.wantUsage {
+				t.Errorf("Complete = %q / %q / %s / %+v; want %q / %q / %s / %+v", resp.Content, resp.Reasoning, resp.FinishReason, resp.Usage,
+					tt.wantContent, tt.wantReasoning, tt.wantFinish, tt.wantUsage)
+			}
+
+			// The stream says the same, a word per delta, reasoning first.
+			var content, reasoning strings.Builder
+			deltas, contentStarted := 0, false
+			sresp, err := NewChat().Stream(context.Background(), &tt.req, func(d chat.Delta) error {
+				deltas++
+				if (d.Content == "") == (d.Reasoning == "") {
+					t.Errorf("delta %+v; want exactly one of content or reasoning", d)
+				}
+				if d.Reasoning != "" && contentStarted {
+					t.Errorf("reasoning delta %q after content", d.Reasoning)
+				}
+				if d.Content != "" {
+					contentStarted = true
+				}
+				if w := strings.Fields(d.Content + d.Reasoning); len(w) != 1 {
+					t.Errorf("delta %+v has %d words; want 1", d, len(w))
+				}
+				content.WriteString(d.Content)
+				reasoning.WriteString(d.Reasoning)
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("Stream = %v", err)
+			}
+			if content.String() != tt.wantContent || reasoning.String() != tt.wantReasoning || sresp.FinishReason != tt.wantFinish || sresp.Usage != tt.wantUsage {
+				t.Errorf("Stream = %q / %q / %s / %+v; want %q / %q / %s / %+v", content.String(), reasoning.String(), sresp.FinishReason, sresp.Usage,
+					tt.wantContent, tt.wantReasoning, tt.wantFinish, tt.wantUsage)
+			}
+			if deltas != tt.wantUsage.CompletionTokens {
+				t.Errorf("Stream sent %d deltas; want one per completion token, %d", deltas, tt.wantUsage.CompletionTokens)
+			}
+		})
+	}
+}
+
+func TestChatFail(t *testing.T) {
+	req := &chat.Request{Model: model(t, "synthetic/echo"), Messages: []chat.Message{user("fail: please")}}
+	_, err := NewChat().Complete(context.Background(), req)
+	var ue *chat.UpstreamError
+	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamFailed || ue.Status != 502 {
+		t.Fatalf("Complete(fail:) = %v; want a 502 UpstreamFailed", err)
+	}
+	var got []string
+	_, err = NewChat().Stream(context.Background(), req, func(d chat.Delta) error {
+		got = append(got, d.Content)
+		return nil
+	})
+	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamFailed {
+		t.Fatalf("Stream(fail:) = %v; want UpstreamFailed", err)
+	}
+	if len(got) != 1 || got[0] != "You" {
+		t.Errorf("Stream(fail:) deltas before the failure = %q; want [You]", got)
+	}
+}
+
+func TestChatStreamStops(t *testing.T) {
+	req := &chat.Request{Model: model(t, "synthetic/echo"), Messages: []chat.Message{user("a b c d e")}}
+	stop := errors.New("client gone")
+	n := 0
+	_, err := NewChat().Stream(context.Background(), req, func(chat.Delta) error {
+		n++
+		if n == 2 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || n != 2 {
+		t.Errorf("Stream with failing emit = %v after %d deltas; want %v after 2", err, n, stop)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = NewChat().Stream(ctx, req, func(chat.Delta) error { return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Stream with cancelled ctx = %v; want context.Canceled", err)
+	}
+}

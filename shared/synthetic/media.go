@@ -1,0 +1,86 @@
+package synthetic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+
+	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/media"
+)
+
+// FailPrefix makes a synthetic job or chat request fail on purpose, so that
+// failure paths can be exercised end to end.
+const FailPrefix = "fail:"
+
+// Media is the synthetic job provider: it synthesises real, playable media
+// of the requested duration, format and size, deterministically from the
+// prompt (package media does the synthesis). A prompt beginning with
+// FailPrefix fails the job with error code upstream_error. Safe for
+// concurrent use.
+type Media struct{}
+
+var _ jobs.Provider = Media{}
+
+// Generate implements jobs.Provider.
+func (Media) Generate(ctx context.Context, j *jobs.Job) (*jobs.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	in := j.Input
+	if strings.HasPrefix(strings.TrimSpace(in.Prompt), FailPrefix) {
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The synthetic provider failed this job on request (prompt starts with \"fail:\")."}
+	}
+	seed := Seed(j.Type, in.Prompt, in.Lyrics, in.Category)
+	res := &jobs.Result{Duration: in.Duration}
+	var err error
+	switch j.Type {
+	case jobs.TypeMusic, jobs.TypeSFX:
+		kind := media.Music
+		if j.Type == jobs.TypeSFX {
+			kind = media.SFX
+		}
+		res.Data, res.ContentType, err = media.Audio(kind, seed, in.Duration, in.Format)
+		res.Ext = in.Format
+	case jobs.TypeVideo:
+		w, h, perr := parseSize(in.Size)
+		if perr != nil {
+			return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "invalid video size", Err: perr}
+		}
+		res.Data, err = media.Video(seed, in.Duration, w, h)
+		res.ContentType, res.Ext, res.Width, res.Height = media.ContentTypeMP4, "mp4", w, h
+	default:
+		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: fmt.Sprintf("unknown job type %q", j.Type)}
+	}
+	if errors.Is(err, media.ErrInvalidArgument) {
+		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The synthetic provider cannot make media with these parameters.", Err: err}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("synthesise %s: %w", j.Type, err)
+	}
+	return res, nil
+}
+
+// Seed derives the synthesis seed from the job's text, so the same request
+// always yields the same media.
+func Seed(parts ...string) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+func parseSize(s string) (int, int, error) {
+	ws, hs, ok := strings.Cut(s, "x")
+	w, err1 := strconv.Atoi(ws)
+	h, err2 := strconv.Atoi(hs)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("bad size %q", s)
+	}
+	return w, h, nil
+}

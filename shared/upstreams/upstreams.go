@@ -1,0 +1,90 @@
+// Package upstreams builds the chat providers the catalog names and the
+// environment configures: one chat.Provider per configured catalog
+// provider, of the package for its kind (synthetic, openai, anthropic,
+// gemini, bedrock). It is wiring, used by cmd/genway and functions/chat.
+package upstreams
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+
+	"github.com/genway/genway/shared/anthropic"
+	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/bedrock"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/gemini"
+	"github.com/genway/genway/shared/openai"
+	"github.com/genway/genway/shared/synthetic"
+)
+
+// NewHTTPClient returns the client the HTTP providers share when New is
+// given none: no overall timeout (streams last minutes; the gateway bounds
+// each completion), bounded dial, TLS and header waits, and enough idle
+// connections per host for a busy gateway (the net/http default of 2 would
+// make most requests open a new connection).
+func NewHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 5 * time.Minute, // a non-streamed reasoning answer comes with its headers
+		ExpectContinueTimeout: time.Second,
+		MaxIdleConns:          512,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+	}}
+}
+
+// New returns the configured providers by catalog provider name. A
+// provider is configured as catalog.Provider.Configured says (its key, or
+// for key-optional ones its base URL env var; GENWAY_BEDROCK=on for
+// Bedrock; the synthetic provider unless GENWAY_SYNTHETIC=off); its base
+// URL is the catalog's, overridden by its env var. httpClient may be nil
+// (NewHTTPClient). Bedrock loads the AWS configuration (awsenv.LoadConfig:
+// the default credential chain, AWS_REGION) only when it is configured; an
+// error doing so, or a provider of unknown kind, is returned.
+func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]chat.Provider, error) {
+	if httpClient == nil {
+		httpClient = NewHTTPClient()
+	}
+	out := make(map[string]chat.Provider)
+	for i := range cat.Providers {
+		p := &cat.Providers[i]
+		if !p.Configured(getenv) {
+			continue
+		}
+		key := ""
+		if p.KeyEnv != "" {
+			key = getenv(p.KeyEnv)
+		}
+		base := p.BaseURLFor(getenv)
+		switch p.Kind {
+		case "synthetic":
+			out[p.Name] = synthetic.NewChat()
+		case "openai":
+			out[p.Name] = openai.New(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient})
+		case "anthropic":
+			out[p.Name] = anthropic.New(anthropic.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient})
+		case "gemini":
+			out[p.Name] = gemini.New(gemini.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient})
+		case "bedrock":
+			// Loading the configuration reads env and files, no network:
+			// credentials are fetched lazily on the first call.
+			cfg, err := awsenv.LoadConfig(context.Background(), getenv)
+			if err != nil {
+				return nil, fmt.Errorf("provider %s: %w", p.Name, err)
+			}
+			out[p.Name] = bedrock.New(bedrockruntime.NewFromConfig(cfg))
+		default:
+			return nil, fmt.Errorf("provider %s: unknown kind %q", p.Name, p.Kind)
+		}
+	}
+	return out, nil
+}

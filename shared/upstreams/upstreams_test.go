@@ -1,0 +1,103 @@
+package upstreams
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+)
+
+// isolate keeps the AWS SDK away from the machine's own configuration.
+func isolate(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_PROFILE": "", "AWS_CA_BUNDLE": "", "AWS_ENDPOINT_URL": "", "AWS_REGION": "", "AWS_DEFAULT_REGION": "",
+		"AWS_CONFIG_FILE": filepath.Join(dir, "config"), "AWS_SHARED_CREDENTIALS_FILE": filepath.Join(dir, "credentials"),
+		"AWS_ACCESS_KEY_ID": "AKIDTEST", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_EC2_METADATA_DISABLED": "true",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+func TestNew(t *testing.T) {
+	isolate(t)
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    string // provider=type, sorted
+		wantErr string
+	}{
+		{"defaults", nil, "synthetic=*synthetic.Chat", ""},
+		{"synthetic off", map[string]string{"GENWAY_SYNTHETIC": "off"}, "", ""},
+		{"keys", map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k", "GROQ_API_KEY": "k", "OLLAMA_BASE_URL": "http://127.0.0.1:1/v1"},
+			"anthropic=*anthropic.Provider groq=*openai.Provider ollama=*openai.Provider openai=*openai.Provider gemini=*gemini.Provider synthetic=*synthetic.Chat", ""},
+		{"bedrock", map[string]string{"GENWAY_BEDROCK": "on", "AWS_REGION": "us-east-1"}, "bedrock=*bedrock.Provider synthetic=*synthetic.Chat", ""},
+		{"bedrock without region", map[string]string{"GENWAY_BEDROCK": "on"}, "", "no region"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			provs, err := New(cat, func(k string) string { return tt.env[k] }, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("New = %v; want error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New = %v", err)
+			}
+			var got []string
+			for name, p := range provs {
+				got = append(got, fmt.Sprintf("%s=%T", name, p))
+			}
+			want := strings.Fields(tt.want)
+			sort.Strings(got)
+			sort.Strings(want)
+			if strings.Join(got, " ") != strings.Join(want, " ") {
+				t.Errorf("New(%v) = %v; want %v", tt.env, got, want)
+			}
+		})
+	}
+}
+
+// TestNewBaseURLAndKey: an OpenAI-compatible provider talks to the base URL
+// of its env var, with its key.
+func TestNewBaseURLAndKey(t *testing.T) {
+	var gotAuth, gotPath string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotPath = r.Header.Get("Authorization"), r.URL.Path
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	defer srv.Close()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"GROQ_API_KEY": "gsk_test", "GROQ_BASE_URL": srv.URL + "/openai/v1/"}
+	provs, err := New(cat, func(k string) string { return env[k] }, srv.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := cat.Model("groq/llama-3.3-70b-versatile")
+	resp, err := provs["groq"].Complete(context.Background(), &chat.Request{Model: m, Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "x"}}}}})
+	if err != nil {
+		t.Fatalf("Complete = %v", err)
+	}
+	if resp.Content != "hi" || gotAuth != "Bearer gsk_test" || gotPath != "/openai/v1/chat/completions" {
+		t.Errorf("Complete = %q via %s with %q; want hi via /openai/v1/chat/completions with Bearer gsk_test", resp.Content, gotPath, gotAuth)
+	}
+}
