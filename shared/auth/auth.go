@@ -12,7 +12,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
-	"math/big"
 	"strings"
 	"sync"
 	"time"
@@ -50,18 +49,22 @@ func NewKey() (Key, error) {
 	return Key(Prefix + s), nil
 }
 
-// RandomString returns n base62 characters from crypto/rand.
+// RandomString returns n base62 characters from crypto/rand, uniformly
+// distributed (bytes >= 248 are rejected so that byte % 62 is unbiased).
 func RandomString(n int) (string, error) {
-	b := make([]byte, n)
-	max := big.NewInt(int64(len(base62)))
-	for i := range b {
-		v, err := rand.Int(rand.Reader, max)
-		if err != nil {
+	out := make([]byte, 0, n)
+	buf := make([]byte, n+n/4+8)
+	for len(out) < n {
+		if _, err := rand.Read(buf); err != nil {
 			return "", err
 		}
-		b[i] = base62[v.Int64()]
+		for _, b := range buf {
+			if b < 248 && len(out) < n {
+				out = append(out, base62[b%62])
+			}
+		}
 	}
-	return string(b), nil
+	return string(out), nil
 }
 
 // ValidKey reports whether s has the shape of a key: Prefix and at least 32

@@ -1,0 +1,137 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+type memKeys struct {
+	mu    sync.Mutex
+	recs  map[string]Record
+	reads int
+}
+
+func (m *memKeys) PutKey(ctx context.Context, r Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs[r.Hash] = r
+	return nil
+}
+
+func (m *memKeys) KeyByHash(ctx context.Context, hash string) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	r, ok := m.recs[hash]
+	if !ok {
+		return Record{}, ErrKeyNotFound
+	}
+	return r, nil
+}
+
+func (m *memKeys) Keys(ctx context.Context, account string) ([]Record, error) { return nil, nil }
+
+func (m *memKeys) RevokeKey(ctx context.Context, id string, at time.Time) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for h, r := range m.recs {
+		if r.ID == id {
+			r.Revoked = at.Unix()
+			m.recs[h] = r
+			return r, nil
+		}
+	}
+	return Record{}, ErrKeyNotFound
+}
+
+func TestNewKey(t *testing.T) {
+	seen := map[Key]bool{}
+	for i := 0; i < 200; i++ {
+		k, err := NewKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ValidKey(string(k)) || len(k) != len(Prefix)+secretLen || seen[k] {
+			t.Fatalf("NewKey() = %q; want a fresh valid key", k)
+		}
+		seen[k] = true
+	}
+	if got := Key("sk_live_x").LogValue().String(); got != "REDACTED" {
+		t.Errorf("LogValue = %q; want REDACTED", got)
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	live, _ := NewKey()
+	revoked, _ := NewKey()
+	now := time.Unix(1_700_000_000, 0)
+	store := &memKeys{recs: map[string]Record{}}
+	store.PutKey(context.Background(), NewRecord(live, "acme", now))
+	rr := NewRecord(revoked, "acme", now)
+	rr.Revoked = now.Unix()
+	store.PutKey(context.Background(), rr)
+	tests := []struct {
+		header string
+		want   string // account, "" for ErrInvalidKey
+	}{
+		{"Bearer " + string(live), "acme"},
+		{"bearer " + string(live), "acme"},
+		{"Bearer " + string(revoked), ""},
+		{"", ""},
+		{string(live), ""},
+		{"Basic " + string(live), ""},
+		{"Bearer sk_test_" + strings.Repeat("a", 40), ""},
+		{"Bearer " + Prefix + strings.Repeat("a", 40), ""},
+		{"Bearer " + Prefix + "short", ""},
+		{"Bearer " + Prefix + strings.Repeat("!", 40), ""},
+	}
+	a := NewAuthenticator(store, 0)
+	for _, tt := range tests {
+		p, err := a.Authenticate(context.Background(), tt.header)
+		if tt.want == "" {
+			if !errors.Is(err, ErrInvalidKey) {
+				t.Errorf("Authenticate(%q) = %v, %v; want ErrInvalidKey", tt.header, p, err)
+			}
+			continue
+		}
+		if err != nil || p.Account != tt.want {
+			t.Errorf("Authenticate(%q) = %+v, %v; want account %s", tt.header, p, err, tt.want)
+		}
+	}
+}
+
+// TestAuthenticateCacheAndRevocation checks that hits are cached for the
+// TTL and that a revoked key stops working once the TTL has passed.
+func TestAuthenticateCacheAndRevocation(t *testing.T) {
+	key, _ := NewKey()
+	now := time.Unix(1_700_000_000, 0)
+	store := &memKeys{recs: map[string]Record{}}
+	rec := NewRecord(key, "acme", now)
+	store.PutKey(context.Background(), rec)
+	a := NewAuthenticator(store, 30*time.Second)
+	a.now = func() time.Time { return now }
+	h := "Bearer " + string(key)
+	for i := 0; i < 5; i++ {
+		if _, err := a.Authenticate(context.Background(), h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if store.reads != 1 {
+		t.Errorf("store reads = %d; want 1 (cached)", store.reads)
+	}
+	store.RevokeKey(context.Background(), rec.ID, now)
+	now = now.Add(31 * time.Second)
+	if _, err := a.Authenticate(context.Background(), h); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("revoked key after TTL: %v; want ErrInvalidKey", err)
+	}
+}
+
+func BenchmarkRandomString(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		RandomString(24)
+	}
+}
