@@ -1,0 +1,301 @@
+package localstore
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
+)
+
+// crashEnv names the store file the helper process works on.
+const crashEnv = "GENWAY_LOCALSTORE_CRASH_DB"
+
+const (
+	crashAccount = "acct-crash"
+	crashGrant   = 1_000_000
+	crashJobs    = 20_000 // the child's loop bound; it is killed long before
+	crashKillAt  = 300    // jobs created before the SIGKILL
+)
+
+// crashProcess is the child's worker: it takes the job and finishes it,
+// failing one in four (by the last character of the id).
+func crashProcess(s *Store) func(ctx context.Context, id string) error {
+	return func(ctx context.Context, id string) error {
+		j, err := s.Get(ctx, id)
+		if err != nil {
+			return err
+		}
+		if j.Status.Final() {
+			return nil
+		}
+		if j, err = s.Transition(ctx, id, j.Status, jobs.Processing, jobs.Patch{IncAttempts: true}); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond) // "generating": leaves jobs in processing for the kill to find
+		to, p := jobs.Completed, jobs.Patch{Output: &jobs.Output{Key: "jobs/" + id + ".mp3"}}
+		if c := id[len(id)-1]; c >= '0' && c <= '8' { // 9 of 36 id characters
+			to, p = jobs.Failed, jobs.Patch{Error: &jobs.JobError{Code: jobs.CodeUpstream, Message: "no"}}
+		}
+		_, err = s.Transition(ctx, id, jobs.Processing, to, p)
+		return err
+	}
+}
+
+// TestHelperProcess is the child of TestCrash: it creates jobs, processes
+// them and settles credits all at once, printing progress, until killed.
+func TestHelperProcess(t *testing.T) {
+	path := os.Getenv(crashEnv)
+	if path == "" {
+		t.Skip("helper process for TestCrash")
+	}
+	if err := crashChild(path); err != nil {
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		os.Exit(2)
+	}
+	os.Exit(0)
+}
+
+func crashChild(path string) error {
+	ctx := context.Background()
+	s, err := Open(path)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Grant(ctx, crashAccount, crashGrant, 1); err != nil {
+		return err
+	}
+	go s.Consume(ctx, 4, time.Minute, crashProcess(s))
+	go s.Feed(ctx, func(ctx context.Context, c credits.Change) error { return credits.Apply(ctx, s, c) })
+	// Creators run concurrently, as HTTP handlers do, so that the kill finds
+	// some of them mid-create.
+	const creators = 4
+	var mu sync.Mutex
+	n := 0
+	errs := make(chan error, creators)
+	for range creators {
+		go func() {
+			for i := range crashJobs / creators {
+				id, err := jobs.NewID(jobs.TypeSFX)
+				if err != nil {
+					errs <- err
+					return
+				}
+				j := &jobs.Job{ID: id, Account: crashAccount, Type: jobs.TypeSFX, Price: int64(i%5+1) * 10, Created: 1, Updated: 1}
+				idem := &jobs.Idempotency{Key: crashAccount + "/" + id, BodyHash: "h", Expires: time.Now().Unix() + 3600}
+				if _, err := s.Create(ctx, j, idem); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.Enqueue(ctx, id, 0); err != nil { // as jobs.Service does
+					errs <- err
+					return
+				}
+				mu.Lock()
+				n++
+				fmt.Printf("created %d\n", n)
+				mu.Unlock()
+			}
+			errs <- nil
+		}()
+	}
+	for range creators {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestCrash SIGKILLs a process in the middle of creating, processing and
+// settling jobs, and checks that the file it leaves is consistent and that
+// the survivors finish exactly once.
+func TestCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	created := 0
+	for created < crashKillAt && sc.Scan() {
+		fmt.Sscanf(sc.Text(), "created %d", &created)
+	}
+	// A random extra moment, so the kill lands anywhere in an operation.
+	time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	werr := cmd.Wait()
+	if created < crashKillAt {
+		t.Fatalf("child stopped after %d jobs (%v): %s", created, werr, stderr.String())
+	}
+
+	s := openAt(t, path)
+	ctx := context.Background()
+	js, err := s.allJobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[jobs.Status]int{}
+	for _, j := range js {
+		counts[j.Status]++
+	}
+	t.Logf("after SIGKILL at %d jobs printed: %d stored: %v", created, len(js), counts)
+	if len(js) < created {
+		t.Errorf("stored jobs = %d; want at least the %d the child reported", len(js), created)
+	}
+	checkConsistent(t, s, false)
+	if t.Failed() {
+		return
+	}
+
+	// The feed catches up: every final job is settled.
+	runUntil(t, s, false, func() bool {
+		p, err := s.pendingChanges(1)
+		return err == nil && len(p) == 0
+	})
+	checkConsistent(t, s, true)
+	if t.Failed() {
+		return
+	}
+
+	// Queued and processing jobs finish, and are charged once.
+	runUntil(t, s, true, func() bool {
+		js, err := s.allJobs()
+		if err != nil {
+			return false
+		}
+		for _, j := range js {
+			if !j.Status.Final() {
+				return false
+			}
+		}
+		p, err := s.pendingChanges(1)
+		m, merr := s.messages()
+		return err == nil && len(p) == 0 && merr == nil && len(m) == 0
+	})
+	checkConsistent(t, s, true)
+	if a, err := s.Account(ctx, crashAccount); err != nil || a.Held != 0 {
+		t.Errorf("Account after recovery = %+v, %v; want nothing held", a, err)
+	}
+}
+
+// runUntil runs the feed (and with work, the consumer) until done reports
+// true, for at most a minute.
+func runUntil(t *testing.T, s *Store, work bool, done func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 2)
+	go func() {
+		stopped <- s.Feed(ctx, func(ctx context.Context, c credits.Change) error { return credits.Apply(ctx, s, c) })
+	}()
+	n := 1
+	if work {
+		n = 2
+		go func() { stopped <- s.Consume(ctx, 4, time.Minute, crashProcess(s)) }()
+	}
+	ok := false
+	for range 6000 {
+		if ok = done(); ok {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	for range n {
+		if err := <-stopped; err != nil {
+			t.Errorf("background loop: %v", err)
+		}
+	}
+	if !ok {
+		t.Fatalf("recovery did not finish within a minute")
+	}
+}
+
+// checkConsistent checks the invariants a crash must not break: every job
+// holds its price until settled; settled jobs are final and settled the
+// right way, exactly once; the account adds up; every unfinished job has a
+// queue message. With settled, every final job must be settled.
+func checkConsistent(t *testing.T, s *Store, settled bool) {
+	t.Helper()
+	ctx := context.Background()
+	js, err := s.allJobs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := s.Ledger(ctx, crashAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := s.messages()
+	if err != nil {
+		t.Fatalf("queue: %v", err)
+	}
+	entries := make(map[string]credits.Entry)
+	var granted int64
+	for _, e := range ledger {
+		if e.Kind == credits.Grant {
+			granted += e.Amount
+			continue
+		}
+		if _, dup := entries[e.JobID]; dup {
+			t.Errorf("job %s settled twice", e.JobID)
+		}
+		entries[e.JobID] = e
+	}
+	var held, captured int64
+	for _, j := range js {
+		e, ok := entries[j.ID]
+		switch {
+		case ok:
+			want := map[jobs.Status]string{jobs.Completed: credits.Capture, jobs.Failed: credits.Release}[j.Status]
+			if e.Kind != want || e.Amount != j.Price {
+				t.Errorf("job %s (%s, price %d) settled as %s %d; want %q %d", j.ID, j.Status, j.Price, e.Kind, e.Amount, want, j.Price)
+			}
+			if e.Kind == credits.Capture {
+				captured += e.Amount
+			}
+		case settled && j.Status.Final():
+			t.Errorf("final job %s (%s) not settled after the feed caught up", j.ID, j.Status)
+			held += j.Price
+		default:
+			held += j.Price
+		}
+		if _, ok := msgs[j.ID]; !ok && !j.Status.Final() {
+			t.Errorf("%s job %s has no queue message", j.Status, j.ID)
+		}
+	}
+	if len(entries) > len(js) {
+		t.Errorf("%d settlements for %d jobs", len(entries), len(js))
+	}
+	a, err := s.Account(ctx, crashAccount)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if granted != crashGrant || a.Held != held || a.Balance != granted-captured || a.Available != a.Balance-a.Held {
+		t.Errorf("Account = %+v; want balance %d (granted %d - captured %d), held %d, available = balance - held", a, granted-captured, granted, captured, held)
+	}
+	if a.Available < 0 {
+		t.Errorf("Account %s overdrawn: %+v", crashAccount, a)
+	}
+}

@@ -1,0 +1,201 @@
+package localstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/genway/genway/shared/credits"
+)
+
+func ledgerPrefix(account string) []byte { return []byte(account + "\x00") }
+
+func putEntry(tx *bolt.Tx, e credits.Entry) error {
+	sb := tx.Bucket([]byte(bucketLedgerSeq))
+	seq, err := sb.NextSequence()
+	if err != nil {
+		return err
+	}
+	if err := sb.Put(append(ledgerPrefix(e.Account), u64(seq)...), []byte(e.ID)); err != nil {
+		return err
+	}
+	return putJSON(tx.Bucket([]byte(bucketLedger)), []byte(e.ID), e)
+}
+
+func validAccount(id string) error {
+	if id == "" || strings.ContainsRune(id, 0) {
+		return fmt.Errorf("invalid account id %q", id)
+	}
+	return nil
+}
+
+// Settle writes e and applies it to its account in one transaction, only if
+// no entry with e.ID exists; otherwise it returns credits.ErrAlreadySettled
+// and changes nothing. A Capture takes e.Amount from the balance and the
+// held credits; a Release returns it from held to available. It returns
+// credits.ErrAccountNotFound for an unknown account.
+func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
+	if e.ID == "" || (e.Kind != credits.Capture && e.Kind != credits.Release) || e.Amount < 0 {
+		return fmt.Errorf("settle %q: need an id, kind capture or release and a non-negative amount", e.ID)
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(bucketLedger)).Get([]byte(e.ID)) != nil {
+			return refuse(credits.ErrAlreadySettled)
+		}
+		ab := tx.Bucket([]byte(bucketAccounts))
+		var a credits.Account
+		ok, err := getJSON(ab, []byte(e.Account), &a)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return refuse(credits.ErrAccountNotFound)
+		}
+		a.Held -= e.Amount
+		if e.Kind == credits.Capture {
+			a.Balance -= e.Amount
+		}
+		a.Available = a.Balance - a.Held
+		if err := putJSON(ab, []byte(a.ID), a); err != nil {
+			return err
+		}
+		return putEntry(tx, e)
+	})
+	if err != nil {
+		return fmt.Errorf("settle %s on %s: %w", e.ID, e.Account, err)
+	}
+	return nil
+}
+
+// Account returns the account id, or credits.ErrAccountNotFound.
+func (s *Store) Account(ctx context.Context, id string) (credits.Account, error) {
+	var a credits.Account
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		ok, err = getJSON(tx.Bucket([]byte(bucketAccounts)), []byte(id), &a)
+		return err
+	})
+	if err != nil {
+		return credits.Account{}, fmt.Errorf("get account %s: %w", id, err)
+	}
+	if !ok {
+		return credits.Account{}, credits.ErrAccountNotFound
+	}
+	return a, nil
+}
+
+// Grant adds amount (which may be negative, or 0 to just create the
+// account) to account id's balance, creating the account if needed, and
+// records a Grant ledger entry when amount is not 0. It returns the new
+// position.
+func (s *Store) Grant(ctx context.Context, id string, amount int64, at int64) (credits.Account, error) {
+	if err := validAccount(id); err != nil {
+		return credits.Account{}, fmt.Errorf("grant: %w", err)
+	}
+	var a credits.Account
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		ab := tx.Bucket([]byte(bucketAccounts))
+		a = credits.Account{}
+		ok, err := getJSON(ab, []byte(id), &a)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			a = credits.Account{ID: id, Created: at}
+		}
+		a.Balance += amount
+		a.Available = a.Balance - a.Held
+		if err := putJSON(ab, []byte(id), a); err != nil {
+			return err
+		}
+		if amount == 0 {
+			return nil
+		}
+		var r [12]byte
+		if _, err := rand.Read(r[:]); err != nil {
+			return err
+		}
+		return putEntry(tx, credits.Entry{ID: "grant:" + hex.EncodeToString(r[:]), Account: id, Kind: credits.Grant, Amount: amount, At: at})
+	})
+	if err != nil {
+		return credits.Account{}, fmt.Errorf("grant %d to %s: %w", amount, id, err)
+	}
+	return a, nil
+}
+
+// Ledger returns account's entries, oldest first (none for an unknown
+// account).
+func (s *Store) Ledger(ctx context.Context, account string) ([]credits.Entry, error) {
+	var out []credits.Entry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		lb := tx.Bucket([]byte(bucketLedger))
+		p := ledgerPrefix(account)
+		c := tx.Bucket([]byte(bucketLedgerSeq)).Cursor()
+		for k, id := c.Seek(p); k != nil && len(k) == len(p)+8 && string(k[:len(p)]) == string(p); k, id = c.Next() {
+			var e credits.Entry
+			ok, err := getJSON(lb, id, &e)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("ledger index points at missing entry %s", id)
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger of %s: %w", account, err)
+	}
+	return out, nil
+}
+
+// SetRateLimit sets account's requests per minute per key (0: the service
+// default; negative: unlimited). It returns credits.ErrAccountNotFound for
+// an unknown account.
+func (s *Store) SetRateLimit(ctx context.Context, account string, rpm int) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		ab := tx.Bucket([]byte(bucketAccounts))
+		var a credits.Account
+		ok, err := getJSON(ab, []byte(account), &a)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return credits.ErrAccountNotFound
+		}
+		a.RateLimit = rpm
+		return putJSON(ab, []byte(account), a)
+	})
+	if err != nil {
+		return fmt.Errorf("set rate limit of %s: %w", account, err)
+	}
+	return nil
+}
+
+// Accounts returns every account, by id.
+func (s *Store) Accounts(ctx context.Context) ([]credits.Account, error) {
+	var out []credits.Account
+	err := s.db.View(func(tx *bolt.Tx) error {
+		ab := tx.Bucket([]byte(bucketAccounts))
+		return ab.ForEach(func(k, _ []byte) error {
+			var a credits.Account
+			if _, err := getJSON(ab, k, &a); err != nil {
+				return err
+			}
+			out = append(out, a)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}

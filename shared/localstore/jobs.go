@@ -1,0 +1,174 @@
+package localstore
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
+)
+
+// Create stores j as queued and, in the same transaction, holds j.Price on
+// j.Account, records idem (if not nil) and puts the job's queue message
+// (visible at once), so no queued job is ever without a message. A later
+// Enqueue of the same id is a no-op. It returns jobs.ErrInsufficientCredits
+// if the account does not exist or its available credits are short, and for
+// a live idem key the job that key created (same body hash) or
+// jobs.ErrIdempotencyConflict. On any error nothing is written.
+func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency) (*jobs.Job, error) {
+	if j == nil || j.ID == "" || j.Account == "" {
+		return nil, fmt.Errorf("create job: missing id or account")
+	}
+	if j.Price < 0 {
+		return nil, fmt.Errorf("create job %s: negative price %d", j.ID, j.Price)
+	}
+	nj := *j
+	nj.Status = jobs.Queued
+	now := s.now()
+	var got *jobs.Job
+	err := s.update(func(tx *bolt.Tx) error {
+		got = nil
+		jb := tx.Bucket([]byte(bucketJobs))
+		ib := tx.Bucket([]byte(bucketIdem))
+		if idem != nil {
+			var rec jobs.Idempotency
+			ok, err := getJSON(ib, []byte(idem.Key), &rec)
+			if err != nil {
+				return err
+			}
+			if ok && rec.Expires > now.Unix() {
+				if rec.BodyHash != idem.BodyHash {
+					return refuse(jobs.ErrIdempotencyConflict)
+				}
+				var prev jobs.Job
+				ok, err := getJSON(jb, []byte(rec.JobID), &prev)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("idempotency key points at missing job %s", rec.JobID)
+				}
+				got = &prev
+				return nil
+			}
+		}
+		if jb.Get([]byte(nj.ID)) != nil {
+			return fmt.Errorf("job id %s already exists", nj.ID)
+		}
+		ab := tx.Bucket([]byte(bucketAccounts))
+		var a credits.Account
+		ok, err := getJSON(ab, []byte(nj.Account), &a)
+		if err != nil {
+			return err
+		}
+		if !ok || a.Available < nj.Price {
+			return refuse(jobs.ErrInsufficientCredits)
+		}
+		a.Held += nj.Price
+		a.Available -= nj.Price
+		if err := putJSON(ab, []byte(a.ID), a); err != nil {
+			return err
+		}
+		if err := putJSON(jb, []byte(nj.ID), nj); err != nil {
+			return err
+		}
+		if idem != nil {
+			rec := *idem
+			rec.JobID = nj.ID
+			if err := putJSON(ib, []byte(rec.Key), rec); err != nil {
+				return err
+			}
+		}
+		if err := enqueueTx(tx, nj.ID, now); err != nil {
+			return err
+		}
+		got = &nj
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create job %s: %w", j.ID, err)
+	}
+	if got.ID == nj.ID {
+		signal(s.queueWake)
+	}
+	return got, nil
+}
+
+// Get returns the job with id, or jobs.ErrNotFound.
+func (s *Store) Get(ctx context.Context, id string) (*jobs.Job, error) {
+	var j jobs.Job
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		ok, err = getJSON(tx.Bucket([]byte(bucketJobs)), []byte(id), &j)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	if !ok {
+		return nil, jobs.ErrNotFound
+	}
+	return &j, nil
+}
+
+// Transition moves job id from status from to status to and applies p, in
+// one transaction and only if the job is in from and jobs.CanTransition
+// allows it; otherwise it returns an error wrapping jobs.ErrConflict
+// (jobs.ErrNotFound if there is no such job). When the status changes, a
+// change record is appended to the feed in the same transaction.
+func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status, p jobs.Patch) (*jobs.Job, error) {
+	if !jobs.CanTransition(from, to) {
+		return nil, fmt.Errorf("transition job %s %s->%s: not allowed: %w", id, from, to, jobs.ErrConflict)
+	}
+	var j jobs.Job
+	err := s.update(func(tx *bolt.Tx) error {
+		jb := tx.Bucket([]byte(bucketJobs))
+		j = jobs.Job{}
+		ok, err := getJSON(jb, []byte(id), &j)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return refuse(jobs.ErrNotFound)
+		}
+		if j.Status != from {
+			return refuse(fmt.Errorf("status is %s: %w", j.Status, jobs.ErrConflict))
+		}
+		j.Status = to
+		if p.Output != nil {
+			j.Output = p.Output
+		}
+		if p.Error != nil {
+			j.Error = p.Error
+		}
+		if p.IncAttempts {
+			j.Attempts++
+		}
+		if p.Updated != 0 {
+			j.Updated = p.Updated
+		}
+		if err := putJSON(jb, []byte(id), j); err != nil {
+			return err
+		}
+		if from == to {
+			return nil
+		}
+		at := p.Updated
+		if at == 0 {
+			at = s.now().Unix()
+		}
+		return appendChange(tx, credits.Change{
+			JobID: j.ID, Account: j.Account, OldStatus: string(from), NewStatus: string(to), Price: j.Price, At: at,
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("transition job %s %s->%s: %w", id, from, to, err)
+	}
+	if from != to {
+		signal(s.feedWake)
+	}
+	return &j, nil
+}

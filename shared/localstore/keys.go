@@ -1,0 +1,162 @@
+package localstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/genway/genway/shared/auth"
+)
+
+// ErrAmbiguousKey is returned by ResolveKey when a prefix matches more than
+// one key.
+var ErrAmbiguousKey = errors.New("key prefix matches more than one key")
+
+// minPrefixChars is how many characters ResolveKey needs after "key_" or
+// "sk_live_", so that a bare scheme prefix never selects a key.
+const minPrefixChars = 4
+
+// PutKey stores a new key record. It fails if a key with the same hash or
+// id exists.
+func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
+	if r.ID == "" || r.Hash == "" || r.Account == "" {
+		return fmt.Errorf("put key: missing id, hash or account")
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		kb, ib := tx.Bucket([]byte(bucketKeys)), tx.Bucket([]byte(bucketKeyIDs))
+		if kb.Get([]byte(r.Hash)) != nil || ib.Get([]byte(r.ID)) != nil {
+			return errors.New("key exists")
+		}
+		if err := ib.Put([]byte(r.ID), []byte(r.Hash)); err != nil {
+			return err
+		}
+		return putJSON(kb, []byte(r.Hash), r)
+	})
+	if err != nil {
+		return fmt.Errorf("put key %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// KeyByHash returns the record with hash, or auth.ErrKeyNotFound.
+func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Record, error) {
+	var r auth.Record
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		ok, err = getJSON(tx.Bucket([]byte(bucketKeys)), []byte(hash), &r)
+		return err
+	})
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("get key by hash: %w", err)
+	}
+	if !ok {
+		return auth.Record{}, auth.ErrKeyNotFound
+	}
+	return r, nil
+}
+
+// Keys returns the key records of account ("" for all), oldest first.
+func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error) {
+	var out []auth.Record
+	err := s.db.View(func(tx *bolt.Tx) error {
+		kb := tx.Bucket([]byte(bucketKeys))
+		return kb.ForEach(func(k, _ []byte) error {
+			var r auth.Record
+			if _, err := getJSON(kb, k, &r); err != nil {
+				return err
+			}
+			if account == "" || r.Account == account {
+				out = append(out, r)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Created != out[j].Created {
+			return out[i].Created < out[j].Created
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// RevokeKey marks the key with id revoked at at (a key already revoked
+// keeps its first revocation time) and returns it; auth.ErrKeyNotFound if
+// there is no such key.
+func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (auth.Record, error) {
+	var r auth.Record
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		kb := tx.Bucket([]byte(bucketKeys))
+		hash := tx.Bucket([]byte(bucketKeyIDs)).Get([]byte(id))
+		if hash == nil {
+			return auth.ErrKeyNotFound
+		}
+		ok, err := getJSON(kb, hash, &r)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("key id index points at missing key")
+		}
+		if r.Revoked != 0 {
+			return nil
+		}
+		r.Revoked = at.Unix()
+		return putJSON(kb, hash, r)
+	})
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("revoke key %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ResolveKey finds the one key an operator means by s: a key id, a
+// plaintext key, or a unique prefix of a key id ("key_3f2a...") or of a
+// key's shown prefix ("sk_live_AbCd"), with at least four characters after
+// "key_" or "sk_live_". It returns auth.ErrKeyNotFound if nothing matches
+// and ErrAmbiguousKey if several keys do.
+func (s *Store) ResolveKey(ctx context.Context, idOrPrefix string) (auth.Record, error) {
+	q := strings.TrimSpace(idOrPrefix)
+	switch {
+	case strings.HasPrefix(q, auth.Prefix) && len(q) > len(auth.Prefix)+minPrefixChars:
+		// Longer than any shown prefix: a whole key.
+		r, err := s.KeyByHash(ctx, auth.Hash(auth.Key(q)))
+		if err != nil {
+			return auth.Record{}, fmt.Errorf("resolve key: %w", err)
+		}
+		return r, nil
+	case strings.HasPrefix(q, auth.Prefix) && len(q) >= len(auth.Prefix)+minPrefixChars,
+		strings.HasPrefix(q, "key_") && len(q) >= len("key_")+minPrefixChars:
+	default:
+		return auth.Record{}, fmt.Errorf("resolve key %q: need a key id, a key or a prefix with %d characters after the scheme: %w", q, minPrefixChars, auth.ErrKeyNotFound)
+	}
+	all, err := s.Keys(ctx, "")
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("resolve key: %w", err)
+	}
+	var hits []auth.Record
+	for _, r := range all {
+		if r.ID == q {
+			return r, nil
+		}
+		if strings.HasPrefix(r.ID, q) || strings.HasPrefix(r.Prefix, q) {
+			hits = append(hits, r)
+		}
+	}
+	switch len(hits) {
+	case 0:
+		return auth.Record{}, fmt.Errorf("resolve key %q: %w", q, auth.ErrKeyNotFound)
+	case 1:
+		return hits[0], nil
+	}
+	return auth.Record{}, fmt.Errorf("resolve key %q: %d keys match: %w", q, len(hits), ErrAmbiguousKey)
+}
