@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/dynamostore"
+	"github.com/genway/genway/shared/dynamostream"
+	"github.com/genway/genway/shared/lambdaevents"
+	"github.com/genway/genway/shared/s3media"
+	"github.com/genway/genway/shared/sqsqueue"
+)
+
+// queueVisibility is the jobs queue's visibility timeout for `genway aws
+// init`: six times the worker function's 120-second timeout, as in
+// template.yaml.
+const queueVisibility = 720
+
+// openAWS opens the AWS backend (real AWS, or moto via AWS_ENDPOINT_URL) and
+// emulates the Lambda event source mappings in-process: an SQS long-poll
+// loop feeds events.SQSEvent to the worker's handler and a DynamoDB Streams
+// reader feeds events.DynamoDBEvent to the credits handler, the same
+// handlers the deployed functions run. log may be nil.
+func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) (*backend, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cfg, err := awsenv.LoadConfig(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	names := awsenv.FromEnv(getenv)
+	ddb := dynamodb.NewFromConfig(cfg)
+	sqsClient := sqs.NewFromConfig(cfg)
+	s3Client := s3media.NewClient(cfg)
+	streams := dynamodbstreams.NewFromConfig(cfg)
+	store := dynamostore.New(ddb, names.JobsTable, names.AccountsTable)
+	be := &backend{store: store, jobs: store, counter: store, close: func() error { return nil },
+		media: s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket)}
+	// The queue and stream are resolved lazily: the operator commands need
+	// neither, and must work before `genway aws init` made them.
+	be.consume = func(ctx context.Context, process func(context.Context, string) error) error {
+		url, err := names.QueueURL(ctx, sqsClient)
+		if err != nil {
+			return fmt.Errorf("jobs queue (run genway aws init?): %w", err)
+		}
+		handler := lambdaevents.SQS(process, log)
+		return sqsqueue.New(sqsClient, url).Poll(ctx, 10, func(ctx context.Context, msgs []sqsqueue.Message) []string {
+			resp, _ := handler(ctx, sqsEvent(msgs))
+			failed := make([]string, 0, len(resp.BatchItemFailures))
+			for _, f := range resp.BatchItemFailures {
+				failed = append(failed, f.ItemIdentifier)
+			}
+			return failed
+		})
+	}
+	be.settle = func(ctx context.Context) error {
+		arn, err := dynamostore.StreamARN(ctx, ddb, names.JobsTable)
+		if err != nil {
+			return fmt.Errorf("jobs table stream (run genway aws init?): %w", err)
+		}
+		handler := lambdaevents.Credits(store, dynamostore.ChangeFromImages, log)
+		p := dynamostream.Poller{Interval: 200 * time.Millisecond, Log: log}
+		return p.Poll(ctx, streams, arn, func(ctx context.Context, recs []dynamostream.Record) error {
+			resp, _ := handler(ctx, dynamoDBEvent(recs))
+			if n := len(resp.BatchItemFailures); n > 0 {
+				return fmt.Errorf("%d stream records failed to settle, from sequence %s", n, resp.BatchItemFailures[0].ItemIdentifier)
+			}
+			return nil
+		})
+	}
+	// The queue for jobs-create: resolved on first use.
+	be.queue = &lazyQueue{resolve: func(ctx context.Context) (*sqsqueue.Queue, error) {
+		url, err := names.QueueURL(ctx, sqsClient)
+		if err != nil {
+			return nil, err
+		}
+		return sqsqueue.New(sqsClient, url), nil
+	}}
+	return be, nil
+}
+
+// lazyQueue resolves the queue URL on first Enqueue. Safe for concurrent use.
+type lazyQueue struct {
+	resolve func(ctx context.Context) (*sqsqueue.Queue, error)
+	mu      sync.Mutex
+	q       *sqsqueue.Queue
+}
+
+// Enqueue implements jobs.Queue.
+func (l *lazyQueue) Enqueue(ctx context.Context, id string, delay time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.q == nil {
+		q, err := l.resolve(ctx)
+		if err != nil {
+			return fmt.Errorf("jobs queue: %w", err)
+		}
+		l.q = q
+	}
+	return l.q.Enqueue(ctx, id, delay)
+}
+
+// sqsEvent builds the event Lambda's SQS event source mapping would send.
+func sqsEvent(msgs []sqsqueue.Message) events.SQSEvent {
+	ev := events.SQSEvent{Records: make([]events.SQSMessage, len(msgs))}
+	for i, m := range msgs {
+		attrs := map[string]string{}
+		for k, v := range m.Attributes {
+			attrs[k] = v
+		}
+		attrs["ApproximateReceiveCount"] = strconv.Itoa(m.ReceiveCount)
+		ev.Records[i] = events.SQSMessage{MessageId: m.MessageID, ReceiptHandle: m.ReceiptHandle, Body: m.Body,
+			Md5OfBody: m.MD5OfBody, Attributes: attrs, EventSource: "aws:sqs"}
+	}
+	return ev
+}
+
+// dynamoDBEvent builds the event Lambda's DynamoDB stream mapping would send.
+func dynamoDBEvent(recs []dynamostream.Record) events.DynamoDBEvent {
+	ev := events.DynamoDBEvent{Records: make([]events.DynamoDBEventRecord, len(recs))}
+	for i, r := range recs {
+		ev.Records[i] = events.DynamoDBEventRecord{
+			EventID: r.EventID, EventName: r.EventName, EventSource: r.EventSource, EventVersion: r.EventVersion, AWSRegion: r.AWSRegion,
+			Change: events.DynamoDBStreamRecord{
+				SequenceNumber: r.SequenceNumber, StreamViewType: r.StreamViewType,
+				Keys:     eventImage(dynamostream.ToDynamoDB(r.Keys)),
+				OldImage: eventImage(dynamostream.ToDynamoDB(r.OldImage)),
+				NewImage: eventImage(dynamostream.ToDynamoDB(r.NewImage)),
+			},
+		}
+	}
+	return ev
+}
+
+func eventImage(m map[string]ddbtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]events.DynamoDBAttributeValue, len(m))
+	for k, v := range m {
+		out[k] = eventValue(v)
+	}
+	return out
+}
+
+func eventValue(v ddbtypes.AttributeValue) events.DynamoDBAttributeValue {
+	switch v := v.(type) {
+	case *ddbtypes.AttributeValueMemberS:
+		return events.NewStringAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberN:
+		return events.NewNumberAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberB:
+		return events.NewBinaryAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberBOOL:
+		return events.NewBooleanAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberNULL:
+		return events.NewNullAttribute()
+	case *ddbtypes.AttributeValueMemberSS:
+		return events.NewStringSetAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberNS:
+		return events.NewNumberSetAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberBS:
+		return events.NewBinarySetAttribute(v.Value)
+	case *ddbtypes.AttributeValueMemberL:
+		l := make([]events.DynamoDBAttributeValue, len(v.Value))
+		for i, e := range v.Value {
+			l[i] = eventValue(e)
+		}
+		return events.NewListAttribute(l)
+	case *ddbtypes.AttributeValueMemberM:
+		return events.NewMapAttribute(eventImage(v.Value))
+	}
+	return events.NewNullAttribute()
+}
+
+// awsCmd runs `genway aws init`: create the tables, queues and bucket that
+// the functions and GENWAY_BACKEND=aws use, idempotently, with the names
+// from the same environment variables the functions read.
+func awsCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) != 1 || args[0] != "init" {
+		return usageError("usage: genway aws init")
+	}
+	cfg, err := awsenv.LoadConfig(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	names := awsenv.FromEnv(getenv)
+	ddb := dynamodb.NewFromConfig(cfg)
+	if err := dynamostore.CreateTables(ctx, ddb, names.JobsTable, names.AccountsTable); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "tables %s, %s: ready\n", names.JobsTable, names.AccountsTable)
+	url, err := sqsqueue.CreateQueues(ctx, sqs.NewFromConfig(cfg), names.JobsQueue, names.JobsDLQ, queueVisibility)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "queue %s (dead letters: %s): ready\n", url, names.JobsDLQ)
+	if err := s3media.CreateBucket(ctx, s3media.NewClient(cfg), names.MediaBucket); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "bucket %s: ready\n", names.MediaBucket)
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/localmedia"
+	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/ratelimit"
+)
+
+// workerVisibility is how long a local worker owns a job before another may
+// take it over; generations here take seconds.
+const workerVisibility = 10 * time.Minute
+
+// openEmbedded opens the embedded backend in dir, creating it.
+func openEmbedded(dir, baseURL string, workers int) (*backend, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	dbPath, mediaDir, secretPath, sock := embeddedPaths(dir)
+	st, err := localstore.OpenTimeout(dbPath, 500*time.Millisecond)
+	if errors.Is(err, localstore.ErrLocked) {
+		return nil, fmt.Errorf("%s is in use by another genway serve; stop it or use another GENWAY_DATA_DIR", dbPath)
+	}
+	if err != nil {
+		return nil, err
+	}
+	secret, err := localmedia.LoadOrCreateSecret(secretPath)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	m := localmedia.New(mediaDir, baseURL, secret)
+	return &backend{
+		store: st, jobs: st, queue: st, media: m, files: m.Handler(), counter: ratelimit.NewMemory(),
+		consume: func(ctx context.Context, process func(context.Context, string) error) error {
+			return st.Consume(ctx, workers, workerVisibility, process)
+		},
+		settle: func(ctx context.Context) error {
+			return st.Feed(ctx, func(ctx context.Context, c credits.Change) error { return credits.Apply(ctx, st, c) })
+		},
+		adminSocket: sock,
+		close:       st.Close,
+	}, nil
+}
+
+// openOperator returns the operator commands for the configured backend.
+// For the embedded backend it opens the store directly, or, if `genway
+// serve` holds it, talks to the server over its admin socket.
+func openOperator(ctx context.Context, getenv func(string) string) (admin.Operator, func() error, error) {
+	if getenv("GENWAY_BACKEND") == "aws" {
+		be, err := openAWS(ctx, getenv, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &admin.Service{Store: be.store}, be.close, nil
+	}
+	dir := dataDir(getenv)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("data dir: %w", err)
+	}
+	dbPath, _, _, sock := embeddedPaths(dir)
+	st, err := localstore.OpenTimeout(dbPath, 300*time.Millisecond)
+	if err == nil {
+		return &admin.Service{Store: st}, st.Close, nil
+	}
+	if !errors.Is(err, localstore.ErrLocked) {
+		return nil, nil, err
+	}
+	c, derr := admin.Dial(ctx, sock)
+	if derr != nil {
+		return nil, nil, fmt.Errorf("%s is locked by a running genway serve, and its admin socket does not answer: %w", dbPath, derr)
+	}
+	return c, func() error { return nil }, nil
+}

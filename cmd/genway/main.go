@@ -1,0 +1,85 @@
+// Command genway runs the Genway service locally and administers it.
+//
+//	genway serve                                  run the API on GENWAY_ADDR (default 127.0.0.1:8080)
+//	genway keys create --account NAME [--credits N]
+//	genway keys list [--account NAME]
+//	genway keys revoke KEY_PREFIX_OR_ID
+//	genway credits grant --account NAME --amount N
+//	genway credits show --account NAME
+//	genway credits ledger --account NAME
+//	genway credits limit --account NAME --rpm N
+//
+// With GENWAY_BACKEND=embedded (the default) everything lives in
+// GENWAY_DATA_DIR (default ./.genway); the operator commands work while
+// `genway serve` runs on the same directory. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "genway:", err)
+		var ue usageError
+		if errors.As(err, &ue) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// usageError is a command-line mistake; main exits 2 for it.
+type usageError string
+
+func (e usageError) Error() string { return string(e) + " (see genway help)" }
+
+const usage = `genway: the Genway generation gateway
+
+Usage:
+  genway serve                                    run the API (GENWAY_ADDR, default 127.0.0.1:8080)
+  genway keys create --account NAME [--credits N] make a key; the key alone is the last line of output
+  genway keys list [--account NAME]               list keys (prefixes and ids, never secrets)
+  genway keys revoke KEY_PREFIX_OR_ID             revoke a key
+  genway credits grant --account NAME --amount N  add credits
+  genway credits show --account NAME             balance, held, available
+  genway credits ledger --account NAME           the account's ledger
+  genway credits limit --account NAME --rpm N    per-key requests per minute (0 default, -1 unlimited)
+  genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)
+
+Environment: GENWAY_DATA_DIR (./.genway), GENWAY_BACKEND (embedded|aws), GENWAY_DEV_KEY,
+GENWAY_DEV_CREDITS (1000), GENWAY_CATALOG (a catalog JSON file), provider keys such as
+OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY and their *_BASE_URL overrides.
+`
+
+// run is the whole program: args without the program name, getenv for the
+// environment, and the two output streams.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError("no command")
+	}
+	switch args[0] {
+	case "serve":
+		return serve(ctx, args[1:], getenv, stdout, stderr)
+	case "keys":
+		return keysCmd(ctx, args[1:], getenv, stdout)
+	case "credits":
+		return creditsCmd(ctx, args[1:], getenv, stdout)
+	case "aws":
+		return awsCmd(ctx, args[1:], getenv, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return usageError(fmt.Sprintf("unknown command %q", args[0]))
+}

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/genway/genway/shared/admin"
+)
+
+// withOperator opens the operator backend, runs fn and closes it.
+func withOperator(ctx context.Context, getenv func(string) string, fn func(admin.Operator) error) error {
+	op, closeFn, err := openOperator(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	return fn(op)
+}
+
+// newFlags returns a flag set that reports mistakes as usage errors.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return usageError(fmt.Sprintf("%s: %v", fs.Name(), err))
+	}
+	return nil
+}
+
+func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError("keys needs a subcommand: create, list or revoke")
+	}
+	switch args[0] {
+	case "create":
+		fs := newFlags("keys create")
+		account := fs.String("account", "", "account that owns the key")
+		amount := fs.Int64("credits", 0, "credits to add to the account")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if *account == "" {
+			return usageError("keys create needs --account NAME")
+		}
+		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			key, rec, err := op.CreateKey(ctx, *account, *amount)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "created %s (%s...) for account %s; credits added: %d. The key is shown once:\n%s\n", rec.ID, rec.Prefix, rec.Account, *amount, key)
+			return nil
+		})
+	case "list":
+		fs := newFlags("keys list")
+		account := fs.String("account", "", "only this account's keys")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			recs, err := op.Keys(ctx, *account)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tPREFIX\tACCOUNT\tCREATED\tSTATUS")
+			for _, r := range recs {
+				status := "live"
+				if r.Revoked != 0 {
+					status = "revoked " + time.Unix(r.Revoked, 0).UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\n", r.ID, r.Prefix, r.Account, time.Unix(r.Created, 0).UTC().Format(time.RFC3339), status)
+			}
+			return tw.Flush()
+		})
+	case "revoke":
+		if len(args) != 2 {
+			return usageError("keys revoke needs one KEY_PREFIX_OR_ID")
+		}
+		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			rec, err := op.RevokeKey(ctx, args[1])
+			if err != nil {
+				return fmt.Errorf("revoke %s: %w", args[1], err)
+			}
+			fmt.Fprintf(stdout, "revoked %s (%s...) of account %s\n", rec.ID, rec.Prefix, rec.Account)
+			return nil
+		})
+	}
+	return usageError(fmt.Sprintf("unknown keys subcommand %q", args[0]))
+}
+
+func creditsCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError("credits needs a subcommand: grant, show, ledger or limit")
+	}
+	fs := newFlags("credits " + args[0])
+	account := fs.String("account", "", "the account")
+	amount := fs.Int64("amount", 0, "credits to grant")
+	rpm := fs.Int("rpm", 0, "requests per minute per key (0 default, -1 unlimited)")
+	if err := parse(fs, args[1:]); err != nil {
+		return err
+	}
+	if *account == "" {
+		return usageError("credits " + args[0] + " needs --account NAME")
+	}
+	show := func(op admin.Operator) error {
+		a, err := op.Account(ctx, *account)
+		if err != nil {
+			return fmt.Errorf("account %s: %w", *account, err)
+		}
+		limit := "default"
+		switch {
+		case a.RateLimit < 0:
+			limit = "unlimited"
+		case a.RateLimit > 0:
+			limit = fmt.Sprintf("%d/min per key", a.RateLimit)
+		}
+		fmt.Fprintf(stdout, "account %s: balance %d, held %d, available %d, rate limit %s\n", a.ID, a.Balance, a.Held, a.Available, limit)
+		return nil
+	}
+	switch args[0] {
+	case "grant":
+		if *amount <= 0 {
+			return usageError("credits grant needs --amount N (a positive integer)")
+		}
+		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			if _, err := op.Grant(ctx, *account, *amount); err != nil {
+				return err
+			}
+			return show(op)
+		})
+	case "show":
+		return withOperator(ctx, getenv, show)
+	case "limit":
+		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			if _, err := op.SetRateLimit(ctx, *account, *rpm); err != nil {
+				return err
+			}
+			return show(op)
+		})
+	case "ledger":
+		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			entries, err := op.Ledger(ctx, *account)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "AT\tKIND\tAMOUNT\tJOB\tID")
+			for _, e := range entries {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", time.Unix(e.At, 0).UTC().Format(time.RFC3339), e.Kind, e.Amount, e.JobID, e.ID)
+			}
+			return tw.Flush()
+		})
+	}
+	return usageError(fmt.Sprintf("unknown credits subcommand %q", args[0]))
+}

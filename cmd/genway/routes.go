@@ -1,0 +1,47 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/jobs"
+)
+
+// apiDeps are what the local server's routes need.
+type apiDeps struct {
+	cat     *catalog.Catalog
+	getenv  func(string) string
+	log     *slog.Logger
+	auth    *auth.Authenticator
+	limiter httpapi.Limiter
+	jobs    *jobs.Service
+	gw      *chat.Gateway
+	credits httpapi.AccountReader
+	files   http.Handler // signed local media links; nil if none
+}
+
+// apiHandler mounts every route on one mux: the same handler makers that
+// the Lambda functions mount one each.
+func apiHandler(d apiDeps) http.Handler {
+	authed := func(h http.Handler) http.Handler { return httpapi.Authenticated(d.auth, d.limiter, d.log, h) }
+	routes := []httpapi.Route{
+		{Method: "GET", Pattern: "/v1/models", Handler: authed(httpapi.ListModels(d.cat, d.getenv, d.log))},
+		{Method: "GET", Pattern: "/v1/models/{id...}", Handler: authed(httpapi.GetModel(d.cat, d.getenv, d.log))},
+		{Method: "POST", Pattern: "/v1/chat/completions", Handler: authed(httpapi.ChatCompletions(d.gw, d.log))},
+		{Method: "POST", Pattern: "/v1/jobs", Handler: authed(httpapi.CreateJob(d.jobs, d.log))},
+		{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: authed(httpapi.GetJob(d.jobs, d.log))},
+		{Method: "GET", Pattern: "/v1/credits", Handler: authed(httpapi.GetCredits(d.credits, d.log))},
+		{Method: "GET", Pattern: "/healthz", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/plain")
+			w.Write([]byte("ok\n"))
+		})},
+	}
+	if d.files != nil {
+		routes = append(routes, httpapi.Route{Method: "GET", Pattern: "/files/{key...}", Handler: d.files})
+	}
+	return httpapi.NewMux(d.log, routes...)
+}

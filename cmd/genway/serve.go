@@ -1,0 +1,278 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/ratelimit"
+	"github.com/genway/genway/shared/synthetic"
+	"github.com/genway/genway/shared/upstreams"
+)
+
+// backend is one way of keeping state: the embedded store or AWS.
+type backend struct {
+	store admin.Store // jobs are separate: see jobs
+	jobs  jobs.Store
+	queue jobs.Queue
+	media jobs.Media
+	// files serves local media links; nil when media has its own URLs.
+	files http.Handler
+	// consume runs the worker loop until ctx ends; settle runs the job
+	// change feed into credits settlement until ctx ends.
+	consume func(ctx context.Context, process func(ctx context.Context, id string) error) error
+	settle  func(ctx context.Context) error
+	// counter counts requests for the rate limiter.
+	counter ratelimit.Counter
+	// adminSocket is where the embedded backend serves operator commands.
+	adminSocket string
+	close       func() error
+}
+
+// serveConfig is the environment of `genway serve`.
+type serveConfig struct {
+	addr       string
+	dataDir    string
+	devKey     string
+	devCredits int64
+	publicURL  string
+	workers    int
+	rateLimit  int
+}
+
+func loadServeConfig(getenv func(string) string) (serveConfig, error) {
+	c := serveConfig{addr: getenv("GENWAY_ADDR"), dataDir: dataDir(getenv), devKey: getenv("GENWAY_DEV_KEY"),
+		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2}
+	if c.addr == "" {
+		c.addr = "127.0.0.1:8080"
+	}
+	if v := getenv("GENWAY_DEV_CREDITS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return c, fmt.Errorf("GENWAY_DEV_CREDITS must be a non-negative integer, got %q", v)
+		}
+		c.devCredits = n
+	}
+	if v := getenv("GENWAY_WORKERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return c, fmt.Errorf("GENWAY_WORKERS must be 1-64, got %q", v)
+		}
+		c.workers = n
+	}
+	if v := getenv("GENWAY_RATE_LIMIT"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n == 0 {
+			return c, fmt.Errorf("GENWAY_RATE_LIMIT must be requests per minute per key (or -1 for none), got %q", v)
+		}
+		c.rateLimit = n
+	}
+	if c.devKey != "" && !auth.ValidKey(c.devKey) {
+		return c, fmt.Errorf("GENWAY_DEV_KEY must be %s followed by at least 32 letters and digits", auth.Prefix)
+	}
+	return c, nil
+}
+
+func dataDir(getenv func(string) string) string {
+	if d := getenv("GENWAY_DATA_DIR"); d != "" {
+		return d
+	}
+	return ".genway"
+}
+
+// serve runs the API until ctx is done.
+func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		return usageError("serve takes no arguments; configure it with GENWAY_* variables")
+	}
+	cfg, err := loadServeConfig(getenv)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+	}
+	defer ln.Close()
+	baseURL := cfg.publicURL
+	if baseURL == "" {
+		baseURL = "http://" + ln.Addr().String()
+	}
+
+	var be *backend
+	switch b := getenv("GENWAY_BACKEND"); b {
+	case "", "embedded":
+		be, err = openEmbedded(cfg.dataDir, baseURL, cfg.workers)
+	case "aws":
+		be, err = openAWS(ctx, getenv, log)
+	default:
+		err = fmt.Errorf("GENWAY_BACKEND must be embedded or aws, got %q", b)
+	}
+	if err != nil {
+		return err
+	}
+	defer be.close()
+
+	op := &admin.Service{Store: be.store}
+	if err := ensureDevAccount(ctx, op, cfg, stdout); err != nil {
+		return err
+	}
+
+	providers, err := upstreams.New(cat, getenv, &http.Client{})
+	if err != nil {
+		return fmt.Errorf("chat providers: %w", err)
+	}
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log})
+	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log}
+	worker := &jobs.Worker{Store: be.jobs, Media: be.media, Catalog: cat, Log: log,
+		Providers: map[string]jobs.Provider{"synthetic": synthetic.Media{}}}
+	if getenv("GENWAY_SYNTHETIC") == "off" {
+		delete(worker.Providers, "synthetic")
+	}
+	authn := auth.NewAuthenticator(be.store, 5*time.Second)
+
+	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
+	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, credits: be.store, files: be.files})
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	goRun := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && !errors.Is(err, context.Canceled) {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+	}
+	var asrv *http.Server
+	if be.adminSocket != "" {
+		sock, err := listenAdmin(be.adminSocket)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(be.adminSocket)
+		asrv = &http.Server{Handler: admin.Handler(op, log), ReadHeaderTimeout: 10 * time.Second}
+		goRun("admin socket", func() error { return ignoreClosed(asrv.Serve(sock)) })
+	}
+	goRun("worker", func() error { return be.consume(ctx, worker.Process) })
+	goRun("credits feed", func() error { return be.settle(ctx) })
+	goRun("http", func() error { return ignoreClosed(srv.Serve(ln)) })
+	fmt.Fprintf(stdout, "genway: serving on %s/v1 (backend %s, data %s)\n", baseURL, backendName(getenv), cfg.dataDir)
+	log.Info("serving", "addr", ln.Addr().String(), "backend", backendName(getenv))
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	// Stop taking requests, let in-flight ones finish, then stop the
+	// background loops; the store is closed (deferred) after all of them.
+	shutdownCtx, done := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer done()
+	srv.Shutdown(shutdownCtx)
+	if asrv != nil {
+		asrv.Shutdown(shutdownCtx)
+	}
+	cancel()
+	wg.Wait()
+	return err
+}
+
+func backendName(getenv func(string) string) string {
+	if b := getenv("GENWAY_BACKEND"); b != "" {
+		return b
+	}
+	return "embedded"
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// listenAdmin listens on the unix socket at path, replacing a stale socket
+// left by a killed server (the embedded store's file lock guarantees no
+// other server is live on this data directory).
+func listenAdmin(path string) (net.Listener, error) {
+	os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket: %w", err)
+	}
+	return ln, nil
+}
+
+// ensureDevAccount makes the dev account on first start (with
+// GENWAY_DEV_CREDITS credits and no rate limit) and its key: GENWAY_DEV_KEY
+// if set, else a new key printed once.
+func ensureDevAccount(ctx context.Context, op *admin.Service, cfg serveConfig, stdout io.Writer) error {
+	const dev = "dev"
+	_, err := op.Account(ctx, dev)
+	first := errors.Is(err, credits.ErrAccountNotFound)
+	if err != nil && !first {
+		return fmt.Errorf("dev account: %w", err)
+	}
+	if cfg.devKey != "" {
+		if _, err := op.ImportKey(ctx, dev, auth.Key(cfg.devKey)); err != nil {
+			return fmt.Errorf("GENWAY_DEV_KEY: %w", err)
+		}
+	}
+	if !first {
+		if cfg.devKey == "" {
+			fmt.Fprintln(stdout, "genway: dev account exists; its key was printed on first start (set GENWAY_DEV_KEY, or make one with: genway keys create --account dev)")
+		} else {
+			fmt.Fprintln(stdout, "genway: dev key from GENWAY_DEV_KEY")
+		}
+		return nil
+	}
+	if _, err := op.Store.Grant(ctx, dev, cfg.devCredits, time.Now().Unix()); err != nil {
+		return fmt.Errorf("dev account: %w", err)
+	}
+	if err := op.Store.SetRateLimit(ctx, dev, -1); err != nil {
+		return fmt.Errorf("dev account: %w", err)
+	}
+	if cfg.devKey != "" {
+		fmt.Fprintf(stdout, "genway: dev account created with %d credits; key from GENWAY_DEV_KEY\n", cfg.devCredits)
+		return nil
+	}
+	key, _, err := op.CreateKey(ctx, dev, 0)
+	if err != nil {
+		return fmt.Errorf("dev key: %w", err)
+	}
+	fmt.Fprintf(stdout, "genway: dev account created with %d credits. Its API key (shown once):\n%s\n", cfg.devCredits, key)
+	return nil
+}
+
+// embeddedPaths are the files of the embedded backend in a data directory.
+func embeddedPaths(dir string) (db, mediaDir, secret, socket string) {
+	return filepath.Join(dir, "genway.db"), filepath.Join(dir, "media"), filepath.Join(dir, "signing.key"), filepath.Join(dir, "admin.sock")
+}
