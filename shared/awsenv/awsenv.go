@@ -1,0 +1,102 @@
+// Package awsenv is the one place that reads the AWS resource names and the
+// AWS configuration from the environment, for the Lambda functions and for
+// `genway serve` / `genway aws init` with GENWAY_BACKEND=aws. The functions
+// and the local server read the same variables, so one env file configures
+// both.
+package awsenv
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+)
+
+// The variables and their defaults.
+const (
+	EnvJobsTable     = "GENWAY_JOBS_TABLE"
+	EnvAccountsTable = "GENWAY_ACCOUNTS_TABLE"
+	EnvJobsQueueURL  = "GENWAY_JOBS_QUEUE_URL"
+	EnvJobsQueue     = "GENWAY_JOBS_QUEUE"
+	EnvJobsDLQ       = "GENWAY_JOBS_DLQ"
+	EnvMediaBucket   = "GENWAY_MEDIA_BUCKET"
+
+	DefaultJobsTable     = "genway-jobs"
+	DefaultAccountsTable = "genway-accounts"
+	DefaultJobsQueue     = "genway-jobs"
+	DefaultJobsDLQ       = "genway-jobs-dlq"
+	DefaultMediaBucket   = "genway-media"
+)
+
+// Names are the AWS resources Genway uses.
+type Names struct {
+	JobsTable     string
+	AccountsTable string
+	JobsQueue     string // queue name
+	JobsQueueURL  string // if set, used as is (no GetQueueUrl)
+	JobsDLQ       string // dead-letter queue name
+	MediaBucket   string
+}
+
+// FromEnv reads Names through getenv, with defaults for unset variables.
+func FromEnv(getenv func(string) string) Names {
+	get := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	return Names{
+		JobsTable:     get(EnvJobsTable, DefaultJobsTable),
+		AccountsTable: get(EnvAccountsTable, DefaultAccountsTable),
+		JobsQueue:     get(EnvJobsQueue, DefaultJobsQueue),
+		JobsQueueURL:  getenv(EnvJobsQueueURL),
+		JobsDLQ:       get(EnvJobsDLQ, DefaultJobsDLQ),
+		MediaBucket:   get(EnvMediaBucket, DefaultMediaBucket),
+	}
+}
+
+// QueueURLGetter is the SQS call QueueURL needs; *sqs.Client implements it.
+type QueueURLGetter interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+}
+
+// QueueURL returns n.JobsQueueURL if set, else the URL of the queue named
+// n.JobsQueue (one GetQueueUrl call: do it once, at start-up).
+func (n Names) QueueURL(ctx context.Context, client QueueURLGetter) (string, error) {
+	if n.JobsQueueURL != "" {
+		return n.JobsQueueURL, nil
+	}
+	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(n.JobsQueue)})
+	if err != nil {
+		return "", fmt.Errorf("get URL of queue %s: %w", n.JobsQueue, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// LoadConfig returns the SDK's default configuration (environment, shared
+// files, then the Lambda role), with AWS_REGION and AWS_ENDPOINT_URL taken
+// from getenv when getenv has them, so that a caller's own environment
+// (tests, `genway serve` flags) wins over the process's. With
+// AWS_ENDPOINT_URL (moto, LocalStack) every client talks to that endpoint;
+// build S3 clients with s3media.NewClient, which then addresses buckets by
+// path.
+func LoadConfig(ctx context.Context, getenv func(string) string) (aws.Config, error) {
+	var opts []func(*config.LoadOptions) error
+	if r := getenv("AWS_REGION"); r != "" {
+		opts = append(opts, config.WithRegion(r))
+	}
+	if e := getenv("AWS_ENDPOINT_URL"); e != "" {
+		opts = append(opts, config.WithBaseEndpoint(e))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("load AWS config: %w", err)
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, fmt.Errorf("load AWS config: no region (set AWS_REGION)")
+	}
+	return cfg, nil
+}

@@ -1,0 +1,88 @@
+package awsenv
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/genway/genway/shared/mototest"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestFromEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want Names
+	}{
+		{"defaults", nil, Names{JobsTable: "genway-jobs", AccountsTable: "genway-accounts", JobsQueue: "genway-jobs", JobsDLQ: "genway-jobs-dlq", MediaBucket: "genway-media"}},
+		{"overrides", map[string]string{
+			EnvJobsTable: "j", EnvAccountsTable: "a", EnvJobsQueue: "q", EnvJobsQueueURL: "http://x/q", EnvJobsDLQ: "d", EnvMediaBucket: "b",
+		}, Names{JobsTable: "j", AccountsTable: "a", JobsQueue: "q", JobsQueueURL: "http://x/q", JobsDLQ: "d", MediaBucket: "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FromEnv(env(tt.env)); got != tt.want {
+				t.Errorf("FromEnv(%v) = %+v; want %+v", tt.env, got, tt.want)
+			}
+		})
+	}
+}
+
+// isolate keeps the SDK away from the machine's AWS configuration.
+func isolate(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	for _, k := range []string{"AWS_PROFILE", "AWS_CA_BUNDLE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL"} {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+}
+
+func TestLoadConfigAndQueueURL(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	if _, err := LoadConfig(ctx, env(nil)); err == nil {
+		t.Errorf("LoadConfig(no region) = nil error; want one")
+	}
+	endpoint := mototest.Start(t)
+	cfg, err := LoadConfig(ctx, env(map[string]string{"AWS_REGION": "eu-west-1", "AWS_ENDPOINT_URL": endpoint}))
+	if err != nil {
+		t.Fatalf("LoadConfig = %v", err)
+	}
+	if cfg.Region != "eu-west-1" || aws.ToString(cfg.BaseEndpoint) != endpoint {
+		t.Errorf("LoadConfig = region %q endpoint %q; want eu-west-1, %s", cfg.Region, aws.ToString(cfg.BaseEndpoint), endpoint)
+	}
+	client := sqs.NewFromConfig(cfg)
+	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("genway-jobs")})
+	if err != nil {
+		t.Fatalf("CreateQueue = %v", err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+		ok   bool
+	}{
+		{"by name", nil, aws.ToString(created.QueueUrl), true},
+		{"URL wins", map[string]string{EnvJobsQueueURL: "http://127.0.0.1:1/q", EnvJobsQueue: "nope"}, "http://127.0.0.1:1/q", true},
+		{"unknown name", map[string]string{EnvJobsQueue: "nope"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := FromEnv(env(tt.env)).QueueURL(ctx, client)
+			if got != tt.want || (err == nil) != tt.ok {
+				t.Errorf("QueueURL(%v) = %q, %v; want %q, ok %v", tt.env, got, err, tt.want, tt.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,299 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
+)
+
+// accountItem is an account as stored (pk "acct#<id>", sk "account").
+type accountItem struct {
+	PK        string `json:"pk"`
+	Balance   int64  `json:"balance"`
+	Held      int64  `json:"held"`
+	Available int64  `json:"available"`
+	RateLimit int    `json:"rate_limit"`
+	Created   int64  `json:"created"`
+}
+
+func (a accountItem) account() credits.Account {
+	return credits.Account{
+		ID: strings.TrimPrefix(a.PK, acctPrefix), Balance: a.Balance, Held: a.Held,
+		Available: a.Available, RateLimit: a.RateLimit, Created: a.Created,
+	}
+}
+
+// ledgerItem is a ledger entry as stored (pk "acct#<account>", sk
+// "ledger#<entry id>"). Seq (Unix nanoseconds at write) orders the ledger:
+// entry ids are not ordered, and At has only second resolution.
+type ledgerItem struct {
+	PK     string `json:"pk"`
+	SK     string `json:"sk"`
+	Kind   string `json:"kind"`
+	Amount int64  `json:"amount"`
+	JobID  string `json:"job_id,omitempty"`
+	At     int64  `json:"at"`
+	Seq    int64  `json:"seq"`
+}
+
+func newLedgerItem(e credits.Entry) ledgerItem {
+	return ledgerItem{
+		PK: acctPrefix + e.Account, SK: ledgerPrefix + e.ID, Kind: e.Kind, Amount: e.Amount,
+		JobID: e.JobID, At: e.At, Seq: time.Now().UnixNano(),
+	}
+}
+
+func (l ledgerItem) entry() credits.Entry {
+	return credits.Entry{
+		ID: strings.TrimPrefix(l.SK, ledgerPrefix), Account: strings.TrimPrefix(l.PK, acctPrefix),
+		Kind: l.Kind, Amount: l.Amount, JobID: l.JobID, At: l.At,
+	}
+}
+
+// Settle implements credits.Store: capture (balance -= amount, held -=
+// amount) or release (held -= amount, available += amount), exactly once per
+// entry id. It returns credits.ErrAccountNotFound if the account does not
+// exist, and an error for any other kind.
+func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
+	if e.ID == "" || e.Account == "" || e.Amount < 0 {
+		return fmt.Errorf("settle %q: need an id, an account and a non-negative amount", e.ID)
+	}
+	var update string
+	switch e.Kind {
+	case credits.Capture:
+		update = "SET balance = balance - :a, held = held - :a"
+	case credits.Release:
+		update = "SET held = held - :a, available = available + :a"
+	default:
+		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
+	}
+	item, err := marshalMap(newLedgerItem(e))
+	if err != nil {
+		return fmt.Errorf("settle %s: encode: %w", e.ID, err)
+	}
+	items := []types.TransactWriteItem{
+		{Put: &types.Put{
+			TableName:           aws.String(s.accounts),
+			Item:                item,
+			ConditionExpression: aws.String("attribute_not_exists(sk)"),
+		}},
+		{Update: &types.Update{
+			TableName:                 aws.String(s.accounts),
+			Key:                       acctKey(e.Account),
+			ConditionExpression:       aws.String("attribute_exists(pk)"),
+			UpdateExpression:          aws.String(update),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(e.Amount)},
+		}},
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return nil
+		}
+		reasons, ok := cancellation(err)
+		switch {
+		case !ok:
+		case failed(reasons, 0):
+			return credits.ErrAlreadySettled
+		case failed(reasons, 1):
+			return fmt.Errorf("settle %s: account %s: %w", e.ID, e.Account, credits.ErrAccountNotFound)
+		case conflicted(reasons) && attempt+1 < maxTxAttempts:
+			if err := backoff(ctx, attempt); err != nil {
+				return fmt.Errorf("settle %s: %w", e.ID, err)
+			}
+			continue
+		}
+		return fmt.Errorf("settle %s: %w", e.ID, err)
+	}
+}
+
+// Account implements credits.Store.
+func (s *Store) Account(ctx context.Context, id string) (credits.Account, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.accounts), Key: acctKey(id), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return credits.Account{}, fmt.Errorf("get account %s: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return credits.Account{}, credits.ErrAccountNotFound
+	}
+	var a accountItem
+	if err := unmarshalMap(out.Item, &a); err != nil {
+		return credits.Account{}, fmt.Errorf("get account %s: decode: %w", id, err)
+	}
+	return a.account(), nil
+}
+
+// Grant implements credits.Store: one transaction adds amount (negative to
+// debit; 0 only creates the account) to balance and available, creating the
+// account at zero if needed, and writes a "grant:<random>" ledger entry
+// unless amount is 0. The position returned is read right after
+// (a strongly consistent read), so it may include concurrent changes.
+func (s *Store) Grant(ctx context.Context, id string, amount int64, at int64) (credits.Account, error) {
+	if id == "" {
+		return credits.Account{}, errors.New("grant: empty account id")
+	}
+	items := []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName: aws.String(s.accounts),
+			Key:       acctKey(id),
+			UpdateExpression: aws.String("SET balance = if_not_exists(balance, :zero) + :a, " +
+				"available = if_not_exists(available, :zero) + :a, held = if_not_exists(held, :zero), " +
+				"created = if_not_exists(created, :at)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(amount), ":zero": num(0), ":at": num(at)},
+		}},
+	}
+	if amount != 0 { // a zero grant only creates the account
+		suffix, err := auth.RandomString(16)
+		if err != nil {
+			return credits.Account{}, fmt.Errorf("grant %s: %w", id, err)
+		}
+		item, err := marshalMap(newLedgerItem(credits.Entry{ID: "grant:" + suffix, Account: id, Kind: credits.Grant, Amount: amount, At: at}))
+		if err != nil {
+			return credits.Account{}, fmt.Errorf("grant %s: encode: %w", id, err)
+		}
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName:           aws.String(s.accounts),
+			Item:                item,
+			ConditionExpression: aws.String("attribute_not_exists(sk)"),
+		}})
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			break
+		}
+		if reasons, ok := cancellation(err); ok && conflicted(reasons) && attempt+1 < maxTxAttempts {
+			if err := backoff(ctx, attempt); err != nil {
+				return credits.Account{}, fmt.Errorf("grant %s: %w", id, err)
+			}
+			continue
+		}
+		return credits.Account{}, fmt.Errorf("grant %s: %w", id, err)
+	}
+	a, err := s.Account(ctx, id)
+	if err != nil {
+		return credits.Account{}, fmt.Errorf("grant %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// Ledger implements credits.Store: one Query of the account's partition,
+// in the order the entries were written (by the writer's clock, in
+// nanoseconds). An unknown account has no entries.
+func (s *Store) Ledger(ctx context.Context, account string) ([]credits.Entry, error) {
+	var items []ledgerItem
+	var start map[string]types.AttributeValue
+	for {
+		out, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(s.accounts),
+			KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :l)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(acctPrefix + account), ":l": str(ledgerPrefix),
+			},
+			ConsistentRead:    aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("ledger %s: %w", account, err)
+		}
+		for _, m := range out.Items {
+			var l ledgerItem
+			if err := unmarshalMap(m, &l); err != nil {
+				return nil, fmt.Errorf("ledger %s: decode: %w", account, err)
+			}
+			items = append(items, l)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	sort.SliceStable(items, func(i, j int) bool { return items[i].Seq < items[j].Seq })
+	entries := make([]credits.Entry, len(items))
+	for i, l := range items {
+		entries[i] = l.entry()
+	}
+	return entries, nil
+}
+
+// Accounts returns every account, ordered by id. It Scans the accounts
+// table (operator use only).
+func (s *Store) Accounts(ctx context.Context) ([]credits.Account, error) {
+	var out []credits.Account
+	err := s.scan(ctx, "sk = :sk", map[string]types.AttributeValue{":sk": str(skAccount)}, func(m map[string]types.AttributeValue) error {
+		var a accountItem
+		if err := unmarshalMap(m, &a); err != nil {
+			return err
+		}
+		out = append(out, a.account())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list accounts: %w", err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// SetRateLimit sets account's requests per minute per key (0: the service
+// default, negative: unlimited). It returns credits.ErrAccountNotFound for an
+// unknown account.
+func (s *Store) SetRateLimit(ctx context.Context, account string, rpm int) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.accounts),
+		Key:                       acctKey(account),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		UpdateExpression:          aws.String("SET rate_limit = :r"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":r": num(int64(rpm))},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return credits.ErrAccountNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("set rate limit of %s: %w", account, err)
+	}
+	return nil
+}
+
+// scan runs a filtered, strongly consistent Scan of the accounts table,
+// calling fn for each item, page by page.
+func (s *Store) scan(ctx context.Context, filter string, vals map[string]types.AttributeValue, fn func(map[string]types.AttributeValue) error) error {
+	var start map[string]types.AttributeValue
+	for {
+		out, err := s.db.Scan(ctx, &dynamodb.ScanInput{
+			TableName:                 aws.String(s.accounts),
+			FilterExpression:          aws.String(filter),
+			ExpressionAttributeValues: vals,
+			ConsistentRead:            aws.Bool(true),
+			ExclusiveStartKey:         start,
+		})
+		if err != nil {
+			return err
+		}
+		for _, m := range out.Items {
+			if err := fn(m); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// timeNow is the ledger time of entries the Store dates itself.
+func timeNow() int64 { return time.Now().Unix() }

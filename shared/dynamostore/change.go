@@ -1,0 +1,51 @@
+package dynamostore
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/genway/genway/shared/credits"
+)
+
+// ChangeFromImages turns a jobs-table stream record's images into a
+// credits.Change. It reports false for records that are not a job's status
+// change: idempotency items, removals (no new image), items without an id or
+// status, and modifications that left the status as it was (moto, and a
+// Transition that only bumps attempts, emit those). An insert is a change
+// from "" to the new status. oldImage may be nil.
+func ChangeFromImages(oldImage, newImage map[string]types.AttributeValue) (credits.Change, bool) {
+	id := stringAttr(newImage, "id")
+	status := stringAttr(newImage, "status")
+	if id == "" || status == "" || strings.HasPrefix(id, idemPrefix) {
+		return credits.Change{}, false
+	}
+	old := stringAttr(oldImage, "status")
+	if old == status {
+		return credits.Change{}, false
+	}
+	return credits.Change{
+		JobID: id, Account: stringAttr(newImage, "account"), OldStatus: old, NewStatus: status,
+		Price: numberAttr(newImage, "price"), At: numberAttr(newImage, "updated"),
+	}, true
+}
+
+func stringAttr(m map[string]types.AttributeValue, name string) string {
+	if v, ok := m[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// numberAttr returns the integer attribute name, 0 if absent or not an
+// integer.
+func numberAttr(m map[string]types.AttributeValue, name string) int64 {
+	if v, ok := m[name].(*types.AttributeValueMemberN); ok {
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if err == nil {
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,51 @@
+package dynamostore
+
+import (
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/genway/genway/shared/credits"
+)
+
+func TestChangeFromImages(t *testing.T) {
+	job := func(status string, extra ...string) map[string]types.AttributeValue {
+		m := map[string]types.AttributeValue{
+			"id": str("job_1"), "account": str("acct1"), "price": num(30), "updated": num(99),
+			"input": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"prompt": str("p")}},
+		}
+		if status != "" {
+			m["status"] = str(status)
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			m[extra[i]] = str(extra[i+1])
+		}
+		return m
+	}
+	idem := map[string]types.AttributeValue{"id": str("idem#acct1/k"), "job_id": str("job_1"), "expires": num(5)}
+	tests := []struct {
+		name     string
+		old, new map[string]types.AttributeValue
+		want     credits.Change
+		ok       bool
+	}{
+		{"completed", job("processing"), job("completed"), credits.Change{JobID: "job_1", Account: "acct1", OldStatus: "processing", NewStatus: "completed", Price: 30, At: 99}, true},
+		{"failed from queued", job("queued"), job("failed"), credits.Change{JobID: "job_1", Account: "acct1", OldStatus: "queued", NewStatus: "failed", Price: 30, At: 99}, true},
+		{"insert", nil, job("queued"), credits.Change{JobID: "job_1", Account: "acct1", NewStatus: "queued", Price: 30, At: 99}, true},
+		{"no-op modify", job("completed"), job("completed"), credits.Change{}, false},
+		{"attempts only", job("processing"), job("processing", "attempts", "2"), credits.Change{}, false},
+		{"remove", job("completed"), nil, credits.Change{}, false},
+		{"idempotency insert", nil, idem, credits.Change{}, false},
+		{"idempotency modify", idem, idem, credits.Change{}, false},
+		{"no status", nil, job(""), credits.Change{}, false},
+		{"bad price", job("processing"), job("completed", "price", "x"), credits.Change{JobID: "job_1", Account: "acct1", OldStatus: "processing", NewStatus: "completed", At: 99}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := ChangeFromImages(tt.old, tt.new)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("ChangeFromImages(%s) = %+v, %v; want %+v, %v", tt.name, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

@@ -1,0 +1,397 @@
+// Package dynamostore keeps jobs, API keys, accounts and the credit ledger
+// in two DynamoDB tables. It implements jobs.Store, auth.Store,
+// credits.Store and credits.UsageStore, and ratelimit's Counter.
+//
+// # Layout
+//
+// The jobs table has the partition key "id" (S), a stream with
+// NEW_AND_OLD_IMAGES (the credits function settles from it) and TTL on the
+// attribute "expires". It holds two kinds of item:
+//
+//	id = <job id>                      a job: account, type, model, status, input (M),
+//	                                   output (M), error (M), price, attempts, created, updated
+//	id = "idem#" + <account>/<key>     an Idempotency-Key: body_hash, job_id, expires (TTL)
+//
+// Keeping the idempotency item in the jobs table lets Create write the job,
+// the hold and the key in one TransactWriteItems over two tables, and the
+// idempotency items expire by TTL. Their stream records are ignored by
+// ChangeFromImages.
+//
+// The accounts table has the partition key "pk" (S) and sort key "sk" (S),
+// TTL on "expires" (for the rate-limit counters):
+//
+//	pk = "acct#" + id,  sk = "account"             balance, held, available, rate_limit, created
+//	pk = "acct#" + id,  sk = "ledger#" + entry id  a ledger entry: kind, amount, job_id, at, seq
+//	pk = "key#" + hash, sk = "key"                 an API key record: id, hash, prefix, account,
+//	                                               created, revoked
+//	pk = "keyid#" + id, sk = "key"                 the key id -> hash pointer, for RevokeKey
+//	pk = "acct#" + id,  sk = "usage#<day>#<model>" chat usage: requests, prompt_tokens,
+//	                                               completion_tokens, credits (ADD counters)
+//	pk = "rate#" + counter, sk = "rate"            a rate-limit counter: n, expires (TTL)
+//
+// available = balance - held is stored, not computed, so that holding a
+// price is a single conditional update (available >= price). A ledger entry
+// lives in the account's partition: Ledger is one Query, and the entry's key
+// ("ledger#job:<job id>") is what makes Settle exactly-once.
+//
+// Listing keys (Keys, ResolveKey) and accounts (Accounts) Scans the accounts
+// table with a filter. That is acceptable for the operator CLI, which is the
+// only caller; the request path reads keys with GetItem (KeyByHash).
+//
+// # Atomicity
+//
+// Create is one TransactWriteItems: Put the idempotency item
+// (attribute_not_exists(id) OR expires < now), Put the job
+// (attribute_not_exists(id)), Update the account (available >= price: held +=
+// price, available -= price). The cancellation reasons say which condition
+// failed. Transition is one UpdateItem conditioned on the current status.
+// Settle is one TransactWriteItems: Put the ledger entry
+// (attribute_not_exists(sk)) and Update the account.
+//
+// A Store is safe for concurrent use.
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
+)
+
+// API is the part of the DynamoDB client the Store uses; *dynamodb.Client
+// implements it.
+type API interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// Store is the DynamoDB implementation of jobs.Store, auth.Store and
+// credits.Store.
+type Store struct {
+	db       API
+	jobs     string
+	accounts string
+}
+
+var (
+	_ jobs.Store    = (*Store)(nil)
+	_ auth.Store    = (*Store)(nil)
+	_ credits.Store = (*Store)(nil)
+)
+
+// New returns a Store over the tables jobsTable and accountsTable (see the
+// package doc for their layout; CreateTables makes them).
+func New(db API, jobsTable, accountsTable string) *Store {
+	return &Store{db: db, jobs: jobsTable, accounts: accountsTable}
+}
+
+// Item key prefixes.
+const (
+	idemPrefix    = "idem#"
+	acctPrefix    = "acct#"
+	ledgerPrefix  = "ledger#"
+	keyPrefix     = "key#"
+	keyIDPrefix   = "keyid#"
+	skAccount     = "account"
+	skKey         = "key"
+	maxTxAttempts = 6 // bounded retries of TransactionConflict cancellations
+)
+
+// encode/decode use the domain types' json tags as attribute names, so the
+// stored item reads like the API's JSON.
+func encodeOpts(o *attributevalue.EncoderOptions) { o.TagKey = "json" }
+func decodeOpts(o *attributevalue.DecoderOptions) { o.TagKey = "json" }
+
+func marshalMap(v any) (map[string]types.AttributeValue, error) {
+	return attributevalue.MarshalMapWithOptions(v, encodeOpts)
+}
+
+func marshal(v any) (types.AttributeValue, error) {
+	return attributevalue.MarshalWithOptions(v, encodeOpts)
+}
+
+func unmarshalMap(m map[string]types.AttributeValue, v any) error {
+	return attributevalue.UnmarshalMapWithOptions(m, v, decodeOpts)
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: fmt.Sprint(n)}
+}
+
+func acctKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(acctPrefix + id), "sk": str(skAccount)}
+}
+
+// Create implements jobs.Store.
+func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency) (*jobs.Job, error) {
+	if j == nil || j.ID == "" || j.Account == "" || strings.HasPrefix(j.ID, idemPrefix) {
+		return nil, fmt.Errorf("create job: missing or invalid id or account")
+	}
+	if j.Price < 0 {
+		return nil, fmt.Errorf("create job %s: negative price %d", j.ID, j.Price)
+	}
+	nj := *j
+	nj.Status = jobs.Queued
+	now := nj.Created // the caller's clock, so that expiry follows it
+	if now == 0 {
+		now = time.Now().Unix()
+	}
+	item, err := marshalMap(&nj)
+	if err != nil {
+		return nil, fmt.Errorf("create job %s: encode: %w", j.ID, err)
+	}
+	// The idempotency item goes first: if a store reports only the first
+	// failed condition, a replay is still recognised as one (and not as a
+	// 402 because the first call's hold used up the credits).
+	var items []types.TransactWriteItem
+	if idem != nil {
+		items = append(items, types.TransactWriteItem{Put: &types.Put{
+			TableName: aws.String(s.jobs),
+			Item: map[string]types.AttributeValue{
+				"id": str(idemPrefix + idem.Key), "body_hash": str(idem.BodyHash),
+				"job_id": str(j.ID), "expires": num(idem.Expires),
+			},
+			ConditionExpression:                 aws.String("attribute_not_exists(id) OR expires <= :now"),
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":now": num(now)},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}})
+	}
+	items = append(items,
+		types.TransactWriteItem{Put: &types.Put{
+			TableName:           aws.String(s.jobs),
+			Item:                item,
+			ConditionExpression: aws.String("attribute_not_exists(id)"),
+		}},
+		types.TransactWriteItem{Update: &types.Update{
+			TableName:                 aws.String(s.accounts),
+			Key:                       acctKey(j.Account),
+			ConditionExpression:       aws.String("available >= :p"),
+			UpdateExpression:          aws.String("SET held = held + :p, available = available - :p"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": num(j.Price)},
+		}},
+	)
+	idemAt, jobAt, acctAt := -1, 0, 1
+	if idem != nil {
+		idemAt, jobAt, acctAt = 0, 1, 2
+	}
+	for attempt := 0; ; attempt++ {
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			return &nj, nil
+		}
+		reasons, ok := cancellation(err)
+		if !ok {
+			return nil, fmt.Errorf("create job %s: %w", j.ID, err)
+		}
+		switch {
+		case idemAt >= 0 && failed(reasons, idemAt):
+			return s.replay(ctx, idem, reasons[idemAt].Item)
+		case failed(reasons, acctAt):
+			return nil, jobs.ErrInsufficientCredits
+		case failed(reasons, jobAt):
+			return nil, fmt.Errorf("create job %s: id already exists", j.ID)
+		case conflicted(reasons) && attempt+1 < maxTxAttempts:
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, fmt.Errorf("create job %s: %w", j.ID, err)
+			}
+			continue
+		}
+		return nil, fmt.Errorf("create job %s: %w", j.ID, err)
+	}
+}
+
+// replay resolves an Idempotency-Key already in use: the job it made if the
+// body is the same, else ErrIdempotencyConflict. old is the idempotency item
+// returned with the cancellation, if the store returned it.
+func (s *Store) replay(ctx context.Context, idem *jobs.Idempotency, old map[string]types.AttributeValue) (*jobs.Job, error) {
+	if len(old) == 0 {
+		out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName:      aws.String(s.jobs),
+			Key:            map[string]types.AttributeValue{"id": str(idemPrefix + idem.Key)},
+			ConsistentRead: aws.Bool(true),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("create job: read idempotency key: %w", err)
+		}
+		old = out.Item
+	}
+	var rec struct {
+		BodyHash string `json:"body_hash"`
+		JobID    string `json:"job_id"`
+	}
+	if err := unmarshalMap(old, &rec); err != nil {
+		return nil, fmt.Errorf("create job: decode idempotency key: %w", err)
+	}
+	if rec.JobID == "" {
+		// Deleted (TTL) between the write and the read: the key is free
+		// again, but this call lost its chance; let the client retry.
+		return nil, fmt.Errorf("create job: idempotency key %q changed concurrently: %w", idem.Key, jobs.ErrConflict)
+	}
+	if rec.BodyHash != idem.BodyHash {
+		return nil, jobs.ErrIdempotencyConflict
+	}
+	j, err := s.Get(ctx, rec.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("create job: idempotent replay of %s: %w", rec.JobID, err)
+	}
+	return j, nil
+}
+
+// Get implements jobs.Store.
+func (s *Store) Get(ctx context.Context, id string) (*jobs.Job, error) {
+	if id == "" || strings.HasPrefix(id, idemPrefix) {
+		return nil, jobs.ErrNotFound
+	}
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(s.jobs),
+		Key:            map[string]types.AttributeValue{"id": str(id)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return nil, jobs.ErrNotFound
+	}
+	return decodeJob(out.Item)
+}
+
+func decodeJob(item map[string]types.AttributeValue) (*jobs.Job, error) {
+	var j jobs.Job
+	if err := unmarshalMap(item, &j); err != nil {
+		return nil, fmt.Errorf("decode job: %w", err)
+	}
+	return &j, nil
+}
+
+// Transition implements jobs.Store. A from -> to pair that jobs.CanTransition
+// refuses is an error wrapping jobs.ErrConflict and writes nothing.
+func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status, p jobs.Patch) (*jobs.Job, error) {
+	if !jobs.CanTransition(from, to) {
+		return nil, fmt.Errorf("transition job %s: %s -> %s is not allowed: %w", id, from, to, jobs.ErrConflict)
+	}
+	if id == "" || strings.HasPrefix(id, idemPrefix) {
+		return nil, jobs.ErrNotFound
+	}
+	set := []string{"#s = :to"}
+	vals := map[string]types.AttributeValue{":from": str(string(from)), ":to": str(string(to))}
+	if p.Updated != 0 {
+		set = append(set, "updated = :u")
+		vals[":u"] = num(p.Updated)
+	}
+	if p.Output != nil {
+		v, err := marshal(p.Output)
+		if err != nil {
+			return nil, fmt.Errorf("transition job %s: encode output: %w", id, err)
+		}
+		set = append(set, "#o = :o")
+		vals[":o"] = v
+	}
+	if p.Error != nil {
+		v, err := marshal(p.Error)
+		if err != nil {
+			return nil, fmt.Errorf("transition job %s: encode error: %w", id, err)
+		}
+		set = append(set, "#e = :e")
+		vals[":e"] = v
+	}
+	if p.IncAttempts {
+		set = append(set, "attempts = if_not_exists(attempts, :zero) + :one")
+		vals[":zero"], vals[":one"] = num(0), num(1)
+	}
+	names := map[string]string{"#s": "status"}
+	if p.Output != nil {
+		names["#o"] = "output"
+	}
+	if p.Error != nil {
+		names["#e"] = "error"
+	}
+	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.jobs),
+		Key:                                 map[string]types.AttributeValue{"id": str(id)},
+		ConditionExpression:                 aws.String("#s = :from"),
+		UpdateExpression:                    aws.String("SET " + strings.Join(set, ", ")),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		old := ccf.Item
+		if len(old) == 0 { // no such item (or a store that does not return it)
+			cur, gerr := s.Get(ctx, id)
+			if errors.Is(gerr, jobs.ErrNotFound) {
+				return nil, jobs.ErrNotFound
+			}
+			if gerr != nil {
+				return nil, fmt.Errorf("transition job %s: %w (and reading it: %v)", id, jobs.ErrConflict, gerr)
+			}
+			return nil, fmt.Errorf("transition job %s %s -> %s: status is %s: %w", id, from, to, cur.Status, jobs.ErrConflict)
+		}
+		cur, _ := decodeJob(old)
+		var status jobs.Status
+		if cur != nil {
+			status = cur.Status
+		}
+		return nil, fmt.Errorf("transition job %s %s -> %s: status is %s: %w", id, from, to, status, jobs.ErrConflict)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transition job %s: %w", id, err)
+	}
+	return decodeJob(out.Attributes)
+}
+
+// cancellation returns the per-item reasons of a cancelled transaction.
+func cancellation(err error) ([]types.CancellationReason, bool) {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return nil, false
+	}
+	return tce.CancellationReasons, true
+}
+
+// failed reports whether item i of a cancelled transaction failed its
+// condition.
+func failed(reasons []types.CancellationReason, i int) bool {
+	return i < len(reasons) && aws.ToString(reasons[i].Code) == "ConditionalCheckFailed"
+}
+
+// conflicted reports whether a cancelled transaction collided with another
+// one in flight (worth retrying).
+func conflicted(reasons []types.CancellationReason) bool {
+	for _, r := range reasons {
+		if aws.ToString(r.Code) == "TransactionConflict" {
+			return true
+		}
+	}
+	return false
+}
+
+// backoff sleeps before retry attempt+1 (20ms, 40ms, ... ) or until ctx ends.
+func backoff(ctx context.Context, attempt int) error {
+	t := time.NewTimer(time.Duration(20<<attempt) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

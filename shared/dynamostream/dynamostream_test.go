@@ -1,0 +1,118 @@
+package dynamostream_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/dynamostore"
+	"github.com/genway/genway/shared/dynamostream"
+	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/mototest"
+)
+
+// TestPollSeesCompletion drives a job to completed through dynamostore and
+// checks that the poller delivers the MODIFY record, that ChangeFromImages
+// reads it, and that a failed batch is delivered again.
+func TestPollSeesCompletion(t *testing.T) {
+	endpoint := mototest.Start(t)
+	cfg := mototest.Config(endpoint)
+	db := dynamodb.NewFromConfig(cfg)
+	ctx := context.Background()
+	if err := dynamostore.CreateTables(ctx, db, "jobs", "accounts"); err != nil {
+		t.Fatal(err)
+	}
+	arn, err := dynamostore.StreamARN(ctx, db, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dynamostore.New(db, "jobs", "accounts")
+	if _, err := s.Grant(ctx, "acct1", 100, 1); err != nil {
+		t.Fatal(err)
+	}
+	j := &jobs.Job{ID: "job_1", Account: "acct1", Type: jobs.TypeSFX, Model: "m", Input: jobs.Input{Prompt: "p", Duration: 5}, Price: 25, Created: 10, Updated: 10}
+	if _, err := s.Create(ctx, j, &jobs.Idempotency{Key: "acct1/k", BodyHash: "h", Expires: 100}); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		from, to jobs.Status
+		p        jobs.Patch
+	}{
+		{jobs.Queued, jobs.Processing, jobs.Patch{IncAttempts: true, Updated: 11}},
+		{jobs.Processing, jobs.Processing, jobs.Patch{IncAttempts: true, Updated: 12}}, // a retake: no status change
+		{jobs.Processing, jobs.Completed, jobs.Patch{Output: &jobs.Output{Key: "k"}, Updated: 13}},
+	}
+	for _, st := range steps {
+		if _, err := s.Transition(ctx, "job_1", st.from, st.to, st.p); err != nil {
+			t.Fatalf("Transition(%s -> %s) = %v", st.from, st.to, err)
+		}
+	}
+
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var changes []credits.Change
+	var names []string
+	calls := 0
+	failedOnce := false
+	var firstIDs, retryIDs []string
+	p := dynamostream.Poller{Interval: 50 * time.Millisecond}
+	err = p.Poll(pctx, dynamodbstreams.NewFromConfig(cfg), arn, func(_ context.Context, recs []dynamostream.Record) error {
+		calls++
+		ids := make([]string, len(recs))
+		for i, r := range recs {
+			ids[i] = r.EventID
+		}
+		if !failedOnce {
+			failedOnce, firstIDs = true, ids
+			return errors.New("simulated crash")
+		}
+		if retryIDs == nil {
+			retryIDs = ids
+		}
+		for _, r := range recs {
+			if r.SequenceNumber == "" || r.EventID == "" {
+				t.Errorf("record %+v; want a sequence number and event id", r)
+			}
+			names = append(names, r.EventName)
+			if c, ok := dynamostore.ChangeFromImages(dynamostream.ToDynamoDB(r.OldImage), dynamostream.ToDynamoDB(r.NewImage)); ok {
+				changes = append(changes, c)
+				if c.NewStatus == string(jobs.Completed) {
+					cancel()
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil || pctx.Err() == context.DeadlineExceeded {
+		t.Fatalf("Poll = %v (ctx %v) after %d calls, records %v; want the completion", err, pctx.Err(), calls, names)
+	}
+	if len(firstIDs) == 0 || len(retryIDs) < len(firstIDs) || retryIDs[0] != firstIDs[0] {
+		t.Errorf("batch after a failure starts with %v; want the failed batch %v again", retryIDs, firstIDs)
+	}
+	want := []credits.Change{
+		{JobID: "job_1", Account: "acct1", OldStatus: "", NewStatus: "queued", Price: 25, At: 10},
+		{JobID: "job_1", Account: "acct1", OldStatus: "queued", NewStatus: "processing", Price: 25, At: 11},
+		{JobID: "job_1", Account: "acct1", OldStatus: "processing", NewStatus: "completed", Price: 25, At: 13},
+	}
+	if len(changes) != len(want) {
+		t.Fatalf("changes = %+v (records %v); want %+v", changes, names, want)
+	}
+	for i := range want {
+		if changes[i] != want[i] {
+			t.Errorf("change %d = %+v; want %+v", i, changes[i], want[i])
+		}
+	}
+	t.Logf("records: %v", names)
+	// Settling from the stream is what the credits handler does.
+	if err := credits.Apply(ctx, s, changes[2]); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.Account(ctx, "acct1"); a.Balance != 75 || a.Held != 0 || a.Available != 75 {
+		t.Errorf("Account after capture = %+v; want balance 75, held 0", a)
+	}
+}

@@ -1,0 +1,101 @@
+package s3media
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/genway/genway/shared/mototest"
+)
+
+func TestMedia(t *testing.T) {
+	endpoint := mototest.Start(t)
+	client := NewClient(mototest.Config(endpoint))
+	ctx := context.Background()
+	for range 2 { // idempotent
+		if err := CreateBucket(ctx, client, "media"); err != nil {
+			t.Fatalf("CreateBucket = %v", err)
+		}
+	}
+
+	t.Run("bucket is private, encrypted, expiring", func(t *testing.T) {
+		pab, err := client.GetPublicAccessBlock(ctx, &s3.GetPublicAccessBlockInput{Bucket: aws.String("media")})
+		if err != nil || !aws.ToBool(pab.PublicAccessBlockConfiguration.BlockPublicAcls) || !aws.ToBool(pab.PublicAccessBlockConfiguration.RestrictPublicBuckets) {
+			t.Errorf("GetPublicAccessBlock = %+v, %v; want all blocked", pab, err)
+		}
+		enc, err := client.GetBucketEncryption(ctx, &s3.GetBucketEncryptionInput{Bucket: aws.String("media")})
+		if err != nil || len(enc.ServerSideEncryptionConfiguration.Rules) != 1 ||
+			enc.ServerSideEncryptionConfiguration.Rules[0].ApplyServerSideEncryptionByDefault.SSEAlgorithm != types.ServerSideEncryptionAes256 {
+			t.Errorf("GetBucketEncryption = %+v, %v; want AES256", enc, err)
+		}
+		lc, err := client.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: aws.String("media")})
+		if err != nil || len(lc.Rules) != 1 || aws.ToInt32(lc.Rules[0].Expiration.Days) != ExpiryDays {
+			t.Errorf("GetBucketLifecycleConfiguration = %+v, %v; want one %d-day expiry", lc, err, ExpiryDays)
+		}
+	})
+
+	m := New(client, nil, "media")
+	tests := []struct {
+		name, key, ct string
+		body          io.Reader
+		data          []byte
+	}{
+		{"seekable", "jobs/job_1.mp3", "audio/mpeg", nil, []byte("ID3\x04fake mp3 bytes")},
+		{"stream", "jobs/job_2.wav", "audio/wav", nil, bytes.Repeat([]byte("RIFF"), 5000)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r io.Reader = bytes.NewReader(tt.data)
+			if tt.name == "stream" {
+				r = io.MultiReader(bytes.NewReader(tt.data)) // not a Seeker
+			}
+			if err := m.Put(ctx, tt.key, tt.ct, r, int64(len(tt.data))); err != nil {
+				t.Fatalf("Put(%q) = %v", tt.key, err)
+			}
+			head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("media"), Key: aws.String(tt.key)})
+			if err != nil || head.ServerSideEncryption != types.ServerSideEncryptionAes256 || aws.ToString(head.ContentType) != tt.ct {
+				t.Errorf("HeadObject(%q) = %+v, %v; want AES256 and %s", tt.key, head, err, tt.ct)
+			}
+			link, err := m.URL(ctx, tt.key, 10*time.Minute)
+			if err != nil {
+				t.Fatalf("URL(%q) = %v", tt.key, err)
+			}
+			u, err := url.Parse(link)
+			if err != nil || !u.IsAbs() || u.Query().Get("X-Amz-Expires") != "600" || u.Query().Get("X-Amz-Signature") == "" {
+				t.Errorf("URL(%q) = %q; want an absolute presigned URL expiring in 600 s", tt.key, link)
+			}
+			// moto does not check presigned signatures; this shows the link
+			// addresses the object, not that the signature is valid.
+			resp, err := http.Get(link)
+			if err != nil {
+				t.Fatalf("GET %s: %v", link, err)
+			}
+			defer resp.Body.Close()
+			got, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(got, tt.data) || resp.Header.Get("Content-Type") != tt.ct {
+				t.Errorf("GET %s = %d %q, %d bytes; want 200 %s, %d bytes", link, resp.StatusCode, resp.Header.Get("Content-Type"), len(got), tt.ct, len(tt.data))
+			}
+		})
+	}
+
+	t.Run("short stream", func(t *testing.T) {
+		if err := m.Put(ctx, "short", "audio/mpeg", io.MultiReader(strings.NewReader("abc")), 10); err == nil {
+			t.Errorf("Put(3 bytes, size 10) = nil; want an error")
+		}
+	})
+
+	t.Run("bad ttl", func(t *testing.T) {
+		if u, err := m.URL(ctx, "jobs/job_1.mp3", 0); err == nil {
+			t.Errorf("URL(ttl 0) = %q, nil; want an error", u)
+		}
+	})
+}
