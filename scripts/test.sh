@@ -11,6 +11,9 @@
 # skip with a message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# CGO_ENABLED=0 everywhere: the Lambda bootstraps that the functions tests
+# build are CGO_ENABLED=0, so they share the build cache with the tests.
+export CGO_ENABLED=0
 
 need_go() {
   if ! command -v go >/dev/null 2>&1; then

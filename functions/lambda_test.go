@@ -1,0 +1,368 @@
+package functions_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/dynamostore"
+	"github.com/genway/genway/shared/mototest"
+	"github.com/genway/genway/shared/s3media"
+	"github.com/genway/genway/shared/sqsqueue"
+)
+
+// Names of the test's AWS resources, given to the functions as Lambda
+// would through the template's environment.
+const (
+	testJobsTable     = "genway-test-jobs"
+	testAccountsTable = "genway-test-accounts"
+	testQueue         = "genway-test-jobs"
+	testDLQ           = "genway-test-jobs-dlq"
+	testBucket        = "genway-test-media"
+	testAccount       = "acct_lambda"
+	testCredits       = 1000
+)
+
+// readEvent returns events/<name> with each old -> new replacement made.
+func readEvent(t testing.TB, name string, replace ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "events", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []byte(strings.NewReplacer(replace...).Replace(string(b)))
+}
+
+// eventKey is the placeholder key in events/*.json.
+const eventKey = "Bearer sk_live_REPLACE0WITH0YOUR0KEY000000000000000000000"
+
+// eventJobID is the placeholder job id in events/*.json.
+const eventJobID = "job_music_00000000000000000000"
+
+// proxyResponse decodes a buffered function's API Gateway proxy response.
+func proxyResponse(t *testing.T, res *result) events.APIGatewayProxyResponse {
+	t.Helper()
+	if res.kind != "response" {
+		t.Fatalf("function reported an error: %s", res.body)
+	}
+	var r events.APIGatewayProxyResponse
+	if err := json.Unmarshal(res.body, &r); err != nil {
+		t.Fatalf("response %q is not an API Gateway proxy response: %v", res.body, err)
+	}
+	return r
+}
+
+// env is the function environment for the moto endpoint.
+func env(endpoint, queueURL string, extra ...string) map[string]string {
+	m := map[string]string{
+		"AWS_ENDPOINT_URL":      endpoint,
+		"GENWAY_JOBS_TABLE":     testJobsTable,
+		"GENWAY_ACCOUNTS_TABLE": testAccountsTable,
+		"GENWAY_JOBS_QUEUE_URL": queueURL,
+		"GENWAY_MEDIA_BUCKET":   testBucket,
+		"GENWAY_SYNTHETIC":      "on",
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		m[extra[i]] = extra[i+1]
+	}
+	return m
+}
+
+// TestFunctions builds every function's bootstrap, runs each against a
+// Runtime API server in this test with moto behind it, and drives a job
+// from creation to settlement with the events in events/.
+func TestFunctions(t *testing.T) {
+	bootstraps := buildAll(t)
+	endpoint := mototest.Start(t)
+	ctx := context.Background()
+	cfg := mototest.Config(endpoint)
+	ddb := dynamodb.NewFromConfig(cfg)
+	if err := dynamostore.CreateTables(ctx, ddb, testJobsTable, testAccountsTable); err != nil {
+		t.Fatal(err)
+	}
+	sqsClient := sqs.NewFromConfig(cfg)
+	queueURL, err := sqsqueue.CreateQueues(ctx, sqsClient, testQueue, testDLQ, 720)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s3media.CreateBucket(ctx, s3media.NewClient(cfg), testBucket); err != nil {
+		t.Fatal(err)
+	}
+	store := dynamostore.New(ddb, testJobsTable, testAccountsTable)
+	if _, err := store.Grant(ctx, testAccount, testCredits, time.Now().Unix()); err != nil {
+		t.Fatal(err)
+	}
+	key, err := auth.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutKey(ctx, auth.NewRecord(key, testAccount, time.Now())); err != nil {
+		t.Fatal(err)
+	}
+	withKey := []string{eventKey, "Bearer " + string(key)}
+
+	// run starts the named function and invokes it once with payload.
+	run := func(t *testing.T, name string, payload []byte, extra ...string) *result {
+		t.Helper()
+		api := newRuntimeAPI(t)
+		p := start(t, bootstraps[name], api, env(endpoint, queueURL, extra...))
+		d, err := p.initTime(api)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: init (process start to first /next) %v", name, d.Round(time.Microsecond))
+		res, err := api.invoke(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+
+	t.Run("models", func(t *testing.T) {
+		r := proxyResponse(t, run(t, "models", readEvent(t, "models.json", withKey...)))
+		var list struct {
+			Object string `json:"object"`
+			Data   []struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(r.Body), &list); r.StatusCode != 200 || err != nil || list.Object != "list" || len(list.Data) == 0 {
+			t.Fatalf("GET /v1/models = %d %s; want 200 and a non-empty list", r.StatusCode, r.Body)
+		}
+		if id := r.MultiValueHeaders["X-Request-Id"]; len(id) != 1 || id[0] != "8f3a2b1c-0d4e-4f5a-9b6c-7d8e9f0a1b2c" {
+			t.Errorf("X-Request-Id = %v; want the API Gateway request id", id)
+		}
+	})
+
+	t.Run("models without a key", func(t *testing.T) {
+		r := proxyResponse(t, run(t, "models", readEvent(t, "models.json")))
+		if r.StatusCode != http.StatusUnauthorized || !strings.Contains(r.Body, "invalid_api_key") {
+			t.Errorf("GET /v1/models with the placeholder key = %d %s; want 401 invalid_api_key", r.StatusCode, r.Body)
+		}
+	})
+
+	type jobView struct {
+		ID     string `json:"id"`
+		Status string `json:"status"`
+		Output *struct {
+			URL string `json:"url"`
+		} `json:"output"`
+	}
+	var job jobView
+	ok := t.Run("jobs-create", func(t *testing.T) {
+		r := proxyResponse(t, run(t, "jobs-create", readEvent(t, "jobs-create.json", withKey...)))
+		if err := json.Unmarshal([]byte(r.Body), &job); err != nil || r.StatusCode/100 != 2 || job.Status != "queued" || job.ID == "" {
+			t.Fatalf("POST /v1/jobs = %d %s; want 2xx and a queued job", r.StatusCode, r.Body)
+		}
+	})
+	if !ok {
+		t.FailNow()
+	}
+
+	t.Run("jobs-get queued", func(t *testing.T) {
+		r := proxyResponse(t, run(t, "jobs-get", readEvent(t, "jobs-get.json", append(withKey, eventJobID, job.ID)...)))
+		var got jobView
+		if err := json.Unmarshal([]byte(r.Body), &got); err != nil || r.StatusCode != 200 || got.ID != job.ID || got.Status != "queued" {
+			t.Errorf("GET /v1/jobs/%s = %d %s; want 200, queued", job.ID, r.StatusCode, r.Body)
+		}
+	})
+
+	ok = t.Run("worker", func(t *testing.T) {
+		// The message jobs-create sent, as the SQS event source would deliver it.
+		out, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
+		if err != nil || len(out.Messages) != 1 {
+			t.Fatalf("ReceiveMessage = %v, %v; want the job's message", out, err)
+		}
+		var ev events.SQSEvent
+		if err := json.Unmarshal(readEvent(t, "worker.json"), &ev); err != nil {
+			t.Fatal(err)
+		}
+		ev.Records[0].MessageId = aws.ToString(out.Messages[0].MessageId)
+		ev.Records[0].Body = aws.ToString(out.Messages[0].Body)
+		malformed := ev.Records[0]
+		malformed.MessageId, malformed.Body = "malformed-1", "{not json"
+		ev.Records = append(ev.Records, malformed)
+		payload, _ := json.Marshal(ev)
+		res := run(t, "worker", payload)
+		var resp events.SQSEventResponse
+		if err := json.Unmarshal(res.body, &resp); res.kind != "response" || err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("worker = %s %s; want no batch item failures (the malformed message is dropped)", res.kind, res.body)
+		}
+		r := proxyResponse(t, run(t, "jobs-get", readEvent(t, "jobs-get.json", append(withKey, eventJobID, job.ID)...)))
+		var got jobView
+		if err := json.Unmarshal([]byte(r.Body), &got); err != nil || got.Status != "completed" || got.Output == nil || !strings.Contains(got.Output.URL, testBucket) {
+			t.Fatalf("GET /v1/jobs/%s after the worker = %d %s; want completed with a presigned link", job.ID, r.StatusCode, r.Body)
+		}
+	})
+	if !ok {
+		t.FailNow()
+	}
+
+	t.Run("credits", func(t *testing.T) {
+		j, err := store.Get(ctx, job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before, err := store.Account(ctx, testAccount)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if before.Held != j.Price || j.Price <= 0 {
+			t.Fatalf("before settlement: held %d, price %d; want the price held", before.Held, j.Price)
+		}
+		payload := readEvent(t, "credits.json", eventJobID, job.ID, `"account": {
+            "S": "dev"
+          }`, `"account": {"S": "`+testAccount+`"}`, `"price": {
+            "N": "10"
+          }`, fmt.Sprintf(`"price": {"N": "%d"}`, j.Price))
+		// The same record twice: the second delivery must change nothing.
+		for i := 0; i < 2; i++ {
+			res := run(t, "credits", payload)
+			var resp events.DynamoDBEventResponse
+			if err := json.Unmarshal(res.body, &resp); res.kind != "response" || err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("credits (delivery %d) = %s %s; want no batch item failures", i+1, res.kind, res.body)
+			}
+		}
+		r := proxyResponse(t, run(t, "credits-api", readEvent(t, "credits-api.json", withKey...)))
+		var c struct {
+			Balance, Held, Available int64
+		}
+		json.Unmarshal([]byte(r.Body), &c)
+		if r.StatusCode != 200 || c.Balance != testCredits-j.Price || c.Held != 0 || c.Available != testCredits-j.Price {
+			t.Errorf("GET /v1/credits = %d %s; want balance %d, held 0 (captured once)", r.StatusCode, r.Body, testCredits-j.Price)
+		}
+	})
+
+	t.Run("chat synthetic stream", func(t *testing.T) {
+		res := run(t, "chat", readEvent(t, "chat.json", withKey...))
+		checkStreamEnvelope(t, res)
+		prelude, body, _ := splitStream(res.body)
+		var p struct {
+			StatusCode        int                 `json:"statusCode"`
+			MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
+		}
+		if err := json.Unmarshal(prelude, &p); err != nil || p.StatusCode != 200 {
+			t.Fatalf("prelude %q: status %d, %v; want 200", prelude, p.StatusCode, err)
+		}
+		if ct := p.MultiValueHeaders["Content-Type"]; len(ct) != 1 || !strings.HasPrefix(ct[0], "text/event-stream") {
+			t.Errorf("prelude Content-Type = %v; want text/event-stream", ct)
+		}
+		data := sseData(string(body))
+		contents := 0
+		for _, d := range data {
+			if strings.Contains(d, `"content":"`) {
+				contents++
+			}
+		}
+		if contents < 2 || len(data) == 0 || data[len(data)-1] != "[DONE]" {
+			t.Errorf("stream body = %q; want several content chunks and data: [DONE] last", body)
+		}
+	})
+
+	t.Run("chat stream arrives in pieces", func(t *testing.T) {
+		// An OpenAI-compatible upstream that sends its first content delta
+		// and then waits until that delta has reached the Runtime API
+		// before sending the rest: a function that buffered its response
+		// could never let it finish.
+		delivered := make(chan struct{})
+		var deliveredOnce sync.Once
+		released := make(chan bool, 1)
+		upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "text/event-stream")
+			send := func(s string) { io.WriteString(w, "data: "+s+"\n\n"); w.(http.Flusher).Flush() }
+			chunk := func(delta string) string {
+				return `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":` + delta + `,"finish_reason":null}]}`
+			}
+			send(chunk(`{"role":"assistant","content":""}`))
+			send(chunk(`{"content":"FIRSTPIECE"}`))
+			select {
+			case <-delivered:
+				released <- true
+			case <-time.After(20 * time.Second):
+				released <- false
+			case <-r.Context().Done():
+				return
+			}
+			send(chunk(`{"content":" SECONDPIECE"}`))
+			send(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}`)
+			send(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`)
+			send("[DONE]")
+		}))
+		defer upstream.Close()
+
+		api := newRuntimeAPI(t)
+		api.onChunk = func(id string, sofar []byte) {
+			if strings.Contains(string(sofar), "FIRSTPIECE") {
+				deliveredOnce.Do(func() { close(delivered) })
+			}
+		}
+		start(t, bootstraps["chat"], api, env(endpoint, queueURL,
+			"OPENAI_API_KEY", "sk-test-upstream", "OPENAI_BASE_URL", upstream.URL+"/v1"))
+		payload := readEvent(t, "chat.json", append(withKey, `synthetic/echo`, `openai/gpt-4o-mini`)...)
+		res, err := api.invoke(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkStreamEnvelope(t, res)
+		if !<-released {
+			t.Fatalf("the first content chunk did not reach the Runtime API before the upstream finished; body %q", res.body)
+		}
+		first, second := -1, -1
+		for i, c := range res.chunks {
+			if first < 0 && strings.Contains(string(c.data), "FIRSTPIECE") {
+				first = i
+			}
+			if strings.Contains(string(c.data), "SECONDPIECE") {
+				second = i
+			}
+		}
+		if first < 0 || second <= first {
+			t.Errorf("chunk reads: FIRSTPIECE in read %d, SECONDPIECE in read %d of %d; want it in an earlier read", first, second, len(res.chunks))
+		}
+		_, body, _ := splitStream(res.body)
+		if data := sseData(string(body)); len(data) == 0 || data[len(data)-1] != "[DONE]" {
+			t.Errorf("stream body = %q; want it to end with data: [DONE]", body)
+		}
+	})
+}
+
+// checkStreamEnvelope checks the Runtime API side of a streamed response:
+// posted in chunks with the API Gateway integration content type, a JSON
+// prelude and the 8-NUL separator.
+func checkStreamEnvelope(t *testing.T, res *result) {
+	t.Helper()
+	if res.kind != "response" {
+		t.Fatalf("chat reported an error: %s", res.body)
+	}
+	if res.contentType != "application/vnd.awslambda.http-integration-response" {
+		t.Errorf("Content-Type = %q; want application/vnd.awslambda.http-integration-response", res.contentType)
+	}
+	if !res.chunked {
+		t.Errorf("response was not sent with chunked transfer encoding")
+	}
+	if res.mode != "" && res.mode != "streaming" {
+		t.Errorf("Lambda-Runtime-Function-Response-Mode = %q; want streaming or absent", res.mode)
+	}
+	if _, _, ok := splitStream(res.body); !ok {
+		t.Fatalf("no prelude separator (8 NUL bytes) in %q", res.body)
+	}
+	if e := res.trailer.Get("Lambda-Runtime-Function-Error-Type"); e != "" {
+		t.Errorf("stream ended with error trailer %s: %s", e, res.trailer.Get("Lambda-Runtime-Function-Error-Body"))
+	}
+}

@@ -1,0 +1,534 @@
+// Package functions_test checks the deployment: template.yaml's invariants,
+// cfn-lint, and each function's bootstrap run against a Lambda Runtime API
+// server (lambda_test.go). The functions themselves are package main, one
+// directory each.
+package functions_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// repoRoot is where template.yaml is, relative to this package.
+const repoRoot = ".."
+
+// loadTemplate parses a CloudFormation YAML template into plain maps and
+// slices. Short-form intrinsics become their long form: !Ref X is
+// {"Ref": "X"}, !GetAtt A.B is {"Fn::GetAtt": ["A", "B"]}, !Sub s is
+// {"Fn::Sub": s}, and so on.
+func loadTemplate(t testing.TB, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	v, err := cfnValue(&doc)
+	if err != nil {
+		t.Fatalf("parse %s: %v", path, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		t.Fatalf("%s is not a mapping", path)
+	}
+	return m
+}
+
+func cfnValue(n *yaml.Node) (any, error) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return cfnValue(n.Content[0])
+	case yaml.AliasNode:
+		return cfnValue(n.Alias)
+	}
+	var v any
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			val, err := cfnValue(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			m[n.Content[i].Value] = val
+		}
+		v = m
+	case yaml.SequenceNode:
+		s := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			val, err := cfnValue(c)
+			if err != nil {
+				return nil, err
+			}
+			s = append(s, val)
+		}
+		v = s
+	case yaml.ScalarNode:
+		if strings.HasPrefix(n.Tag, "!!") || n.Tag == "" {
+			var x any
+			if err := n.Decode(&x); err != nil {
+				return nil, fmt.Errorf("line %d: %w", n.Line, err)
+			}
+			return x, nil
+		}
+		v = n.Value
+	}
+	if !strings.HasPrefix(n.Tag, "!") || strings.HasPrefix(n.Tag, "!!") {
+		return v, nil
+	}
+	name := strings.TrimPrefix(n.Tag, "!")
+	switch name {
+	case "Ref", "Condition":
+		return map[string]any{name: v}, nil
+	case "GetAtt":
+		if s, ok := v.(string); ok {
+			res, attr, _ := strings.Cut(s, ".")
+			v = []any{res, attr}
+		}
+	}
+	return map[string]any{"Fn::" + name: v}, nil
+}
+
+// Small accessors over the parsed tree.
+func mapAt(v any, path ...string) map[string]any {
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func numAt(v any, path ...string) (float64, bool) {
+	for _, p := range path {
+		m, _ := v.(map[string]any)
+		v = m[p]
+	}
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	}
+	return 0, false
+}
+
+func resourcesOfType(tpl map[string]any, typ string) []string {
+	var names []string
+	for name, r := range mapAt(tpl, "Resources") {
+		if mapAt(r)["Type"] == typ {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// refName returns X for {"Ref": X} or {"Fn::GetAtt": [X, ...]}.
+func refName(v any) string {
+	m, _ := v.(map[string]any)
+	if s, ok := m["Ref"].(string); ok {
+		return s
+	}
+	if l, ok := m["Fn::GetAtt"].([]any); ok && len(l) > 0 {
+		s, _ := l[0].(string)
+		return s
+	}
+	return ""
+}
+
+// functionProp returns a function's property, falling back to Globals.
+func functionProp(tpl map[string]any, fn, prop string) any {
+	if v, ok := mapAt(tpl, "Resources", fn, "Properties")[prop]; ok {
+		return v
+	}
+	return mapAt(tpl, "Globals", "Function")[prop]
+}
+
+// dataWildcard reports whether an IAM action grants a wildcard on a data
+// service.
+func dataWildcard(action string) bool {
+	if action == "*" {
+		return true
+	}
+	svc, op, ok := strings.Cut(action, ":")
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(svc) {
+	case "dynamodb", "sqs", "s3":
+		return strings.ContainsAny(op, "*?")
+	}
+	return false
+}
+
+// allowedPolicyTemplates are the SAM policy templates whose expansion has
+// no wildcard action on data (checked against SAM's
+// policy_templates.json). SQSSendMessagePolicy is not here: it grants
+// sqs:SendMessage*; S3ReadPolicy / S3WritePolicy / S3CrudPolicy grant more
+// than a presign or a put needs; write inline statements instead.
+var allowedPolicyTemplates = map[string]bool{
+	"DynamoDBCrudPolicy":  true,
+	"DynamoDBReadPolicy":  true,
+	"DynamoDBWritePolicy": true,
+}
+
+// statements walks v for IAM statements (maps with Effect and Action),
+// descending into Fn::If branches.
+func statements(v any, visit func(st map[string]any)) {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["Effect"]; ok {
+			if _, ok := x["Action"]; ok {
+				visit(x)
+				return
+			}
+		}
+		for _, c := range x {
+			statements(c, visit)
+		}
+	case []any:
+		for _, c := range x {
+			statements(c, visit)
+		}
+	}
+}
+
+func actions(st map[string]any) []string {
+	switch a := st["Action"].(type) {
+	case string:
+		return []string{a}
+	case []any:
+		var out []string
+		for _, x := range a {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// checkTemplate returns every broken invariant of tpl; root is where
+// CodeUri paths are relative to.
+func checkTemplate(tpl map[string]any, root string) []string {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	g := mapAt(tpl, "Globals", "Function")
+	if g["Runtime"] != "provided.al2023" || g["Handler"] != "bootstrap" {
+		bad("Globals: Runtime %v, Handler %v; want provided.al2023, bootstrap", g["Runtime"], g["Handler"])
+	}
+	if a, _ := g["Architectures"].([]any); len(a) != 1 || a[0] != "arm64" {
+		bad("Globals: Architectures %v; want [arm64]", g["Architectures"])
+	}
+
+	apis := resourcesOfType(tpl, "AWS::Serverless::Api")
+	if len(apis) != 1 {
+		bad("want exactly one AWS::Serverless::Api, got %v", apis)
+	}
+	for _, api := range apis {
+		if got := mapAt(tpl, "Resources", api, "Properties", "EndpointConfiguration")["Type"]; got != "REGIONAL" {
+			bad("%s: EndpointConfiguration.Type = %v; want REGIONAL (edge cuts silent streams after 30 s)", api, got)
+		}
+	}
+
+	functions := resourcesOfType(tpl, "AWS::Serverless::Function")
+	routes := map[string]string{} // "POST /v1/chat/completions" -> function
+	var streamed []string
+	var worker, creditsFn, queue string
+	for _, fn := range functions {
+		props := mapAt(tpl, "Resources", fn, "Properties")
+		if b := mapAt(tpl, "Resources", fn, "Metadata")["BuildMethod"]; b != "go1.x" {
+			bad("%s: Metadata.BuildMethod = %v; want go1.x", fn, b)
+		}
+		uri, _ := props["CodeUri"].(string)
+		if uri == "" {
+			bad("%s: no CodeUri", fn)
+		} else if _, err := os.Stat(filepath.Join(root, uri, "main.go")); err != nil {
+			bad("%s: CodeUri %s has no main.go: %v", fn, uri, err)
+		}
+		for name, ev := range mapAt(props, "Events") {
+			evp := mapAt(ev, "Properties")
+			switch mapAt(ev)["Type"] {
+			case "Api":
+				route := fmt.Sprint(strings.ToUpper(fmt.Sprint(evp["Method"])), " ", evp["Path"])
+				routes[route] = fn
+				if len(apis) == 1 && refName(evp["RestApiId"]) != apis[0] {
+					bad("%s.%s: RestApiId %v; want %s (else SAM makes an implicit edge-optimized API)", fn, name, evp["RestApiId"], apis[0])
+				}
+				if mode, ok := evp["ResponseTransferMode"]; ok {
+					if mode != "RESPONSE_STREAM" {
+						bad("%s.%s: ResponseTransferMode = %v; want RESPONSE_STREAM (SAM ignores other values)", fn, name, mode)
+					} else {
+						streamed = append(streamed, route)
+					}
+				}
+			case "SQS":
+				worker, queue = fn, refName(evp["Queue"])
+				if !contains(evp["FunctionResponseTypes"], "ReportBatchItemFailures") {
+					bad("%s.%s: no ReportBatchItemFailures", fn, name)
+				}
+				if _, ok := numAt(evp, "ScalingConfig", "MaximumConcurrency"); !ok {
+					bad("%s.%s: no ScalingConfig.MaximumConcurrency", fn, name)
+				}
+			case "DynamoDB":
+				creditsFn = fn
+				if !contains(evp["FunctionResponseTypes"], "ReportBatchItemFailures") {
+					bad("%s.%s: no ReportBatchItemFailures", fn, name)
+				}
+				if evp["BisectBatchOnFunctionError"] != true {
+					bad("%s.%s: BisectBatchOnFunctionError is not true", fn, name)
+				}
+				if _, ok := numAt(evp, "MaximumRetryAttempts"); !ok {
+					bad("%s.%s: no MaximumRetryAttempts (default retries until the record expires)", fn, name)
+				}
+				if refName(mapAt(evp, "DestinationConfig", "OnFailure")["Destination"]) == "" {
+					bad("%s.%s: no DestinationConfig.OnFailure.Destination", fn, name)
+				}
+				checkFilter(evp, func(msg string) { bad("%s.%s: %s", fn, name, msg) })
+			}
+		}
+		statements(props["Policies"], func(st map[string]any) {
+			for _, a := range actions(st) {
+				if dataWildcard(a) {
+					bad("%s: IAM action %q is a wildcard on data", fn, a)
+				}
+			}
+		})
+		if ps, ok := props["Policies"].([]any); ok {
+			for _, p := range ps {
+				for k := range mapAt(p) {
+					if strings.HasSuffix(k, "Policy") && !allowedPolicyTemplates[k] {
+						bad("%s: SAM policy template %s grants more than it should; use an inline statement", fn, k)
+					}
+				}
+			}
+		}
+	}
+	for _, typ := range []string{"AWS::IAM::Role", "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"} {
+		for _, r := range resourcesOfType(tpl, typ) {
+			statements(mapAt(tpl, "Resources", r, "Properties"), func(st map[string]any) {
+				for _, a := range actions(st) {
+					if dataWildcard(a) {
+						bad("%s: IAM action %q is a wildcard on data", r, a)
+					}
+				}
+			})
+		}
+	}
+
+	for _, route := range []string{"POST /v1/chat/completions", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/credits"} {
+		if routes[route] == "" {
+			bad("no function serves %s", route)
+		}
+	}
+	if strings.Join(streamed, ",") != "POST /v1/chat/completions" {
+		bad("streamed routes = %v; want exactly [POST /v1/chat/completions]", streamed)
+	}
+
+	if worker == "" || queue == "" {
+		bad("no worker function on an SQS queue")
+	} else {
+		timeout, _ := numAt(functionProp(tpl, worker, "Timeout"))
+		vis, ok := numAt(tpl, "Resources", queue, "Properties", "VisibilityTimeout")
+		if !ok || timeout == 0 || vis < 6*timeout {
+			bad("%s: VisibilityTimeout %v < 6 x worker Timeout %v", queue, vis, timeout)
+		}
+		redrive := mapAt(tpl, "Resources", queue, "Properties", "RedrivePolicy")
+		if n, _ := numAt(redrive, "maxReceiveCount"); n != 5 {
+			bad("%s: RedrivePolicy.maxReceiveCount = %v; want 5", queue, redrive["maxReceiveCount"])
+		}
+		if dlq := refName(redrive["deadLetterTargetArn"]); mapAt(tpl, "Resources", dlq)["Type"] != "AWS::SQS::Queue" {
+			bad("%s: dead-letter queue %q is not a queue of this template", queue, dlq)
+		}
+	}
+	if creditsFn == "" {
+		bad("no credits function on the jobs table stream")
+	}
+
+	for _, table := range resourcesOfType(tpl, "AWS::DynamoDB::Table") {
+		p := mapAt(tpl, "Resources", table, "Properties")
+		if p["BillingMode"] != "PAY_PER_REQUEST" {
+			bad("%s: BillingMode %v; want PAY_PER_REQUEST", table, p["BillingMode"])
+		}
+		if mapAt(p, "PointInTimeRecoverySpecification")["PointInTimeRecoveryEnabled"] != true {
+			bad("%s: point-in-time recovery is off", table)
+		}
+		if ttl := mapAt(p, "TimeToLiveSpecification"); ttl["AttributeName"] != "expires" || ttl["Enabled"] != true {
+			bad("%s: TTL on %v enabled=%v; want expires, true", table, ttl["AttributeName"], ttl["Enabled"])
+		}
+	}
+	for _, b := range resourcesOfType(tpl, "AWS::S3::Bucket") {
+		p := mapAt(tpl, "Resources", b, "Properties")
+		pab := mapAt(p, "PublicAccessBlockConfiguration")
+		for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+			if pab[k] != true {
+				bad("%s: PublicAccessBlockConfiguration.%s is not true", b, k)
+			}
+		}
+		if len(mapAt(p, "BucketEncryption")) == 0 || len(mapAt(p, "LifecycleConfiguration")) == 0 {
+			bad("%s: needs BucketEncryption and a LifecycleConfiguration", b)
+		}
+	}
+	base, _ := mapAt(tpl, "Outputs", "BaseURL", "Value")["Fn::Sub"].(string)
+	if !strings.HasPrefix(base, "https://${Api}.execute-api.${AWS::Region}.amazonaws.com/") || !strings.HasSuffix(base, "/v1") {
+		bad("Outputs.BaseURL = %q; want https://${Api}.execute-api.${AWS::Region}.amazonaws.com/<stage>/v1", base)
+	}
+	return problems
+}
+
+// checkFilter wants a filter that passes only transitions into completed or
+// failed.
+func checkFilter(evp map[string]any, bad func(string)) {
+	filters, _ := mapAt(evp, "FilterCriteria")["Filters"].([]any)
+	if len(filters) == 0 {
+		bad("no FilterCriteria")
+		return
+	}
+	for _, f := range filters {
+		pattern, _ := mapAt(f)["Pattern"].(string)
+		var p struct {
+			Dynamodb struct {
+				NewImage struct {
+					Status struct {
+						S []any `json:"S"`
+					} `json:"status"`
+				} `json:"NewImage"`
+			} `json:"dynamodb"`
+		}
+		if err := json.Unmarshal([]byte(pattern), &p); err != nil {
+			bad(fmt.Sprintf("FilterCriteria pattern %q: %v", pattern, err))
+			continue
+		}
+		got := fmt.Sprint(p.Dynamodb.NewImage.Status.S)
+		if got != "[completed failed]" {
+			bad(fmt.Sprintf("FilterCriteria passes NewImage.status %s; want [completed failed]", got))
+		}
+	}
+}
+
+func contains(v any, s string) bool {
+	l, _ := v.([]any)
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestTemplateInvariants(t *testing.T) {
+	tpl := loadTemplate(t, filepath.Join(repoRoot, "template.yaml"))
+	for _, p := range checkTemplate(tpl, repoRoot) {
+		t.Error(p)
+	}
+}
+
+// TestTemplateCheckFails breaks each invariant in a copy of the template and
+// expects checkTemplate to say so: the check above can fail.
+func TestTemplateCheckFails(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(tpl map[string]any)
+		want   string
+	}{
+		{"STREAM instead of RESPONSE_STREAM", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "ChatFunction", "Properties", "Events", "Completions", "Properties")["ResponseTransferMode"] = "STREAM"
+		}, "want RESPONSE_STREAM"},
+		{"edge-optimized API", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "Api", "Properties", "EndpointConfiguration")["Type"] = "EDGE"
+		}, "want REGIONAL"},
+		{"missing CodeUri directory", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "ModelsFunction", "Properties")["CodeUri"] = "functions/nope/"
+		}, "has no main.go"},
+		{"short visibility timeout", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "JobsQueue", "Properties")["VisibilityTimeout"] = 300
+		}, "< 6 x worker Timeout"},
+		{"maxReceiveCount", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "JobsQueue", "Properties", "RedrivePolicy")["maxReceiveCount"] = 3
+		}, "want 5"},
+		{"wildcard s3 action", func(tpl map[string]any) {
+			p := mapAt(tpl, "Resources", "WorkerFunction", "Properties")
+			p["Policies"] = append(p["Policies"].([]any), map[string]any{"Statement": []any{map[string]any{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}}})
+		}, `"s3:*" is a wildcard`},
+		{"SQSSendMessagePolicy", func(tpl map[string]any) {
+			p := mapAt(tpl, "Resources", "JobsCreateFunction", "Properties")
+			p["Policies"] = append(p["Policies"].([]any), map[string]any{"SQSSendMessagePolicy": map[string]any{"QueueName": "q"}})
+		}, "SQSSendMessagePolicy"},
+		{"no stream filter", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "CreditsFunction", "Properties", "Events", "JobsStream", "Properties"), "FilterCriteria")
+		}, "no FilterCriteria"},
+		{"filter passes processing", func(tpl map[string]any) {
+			f := mapAt(tpl, "Resources", "CreditsFunction", "Properties", "Events", "JobsStream", "Properties", "FilterCriteria")["Filters"].([]any)
+			f[0] = map[string]any{"Pattern": `{"dynamodb":{"NewImage":{"status":{"S":["processing"]}}}}`}
+		}, "want [completed failed]"},
+		{"provisioned table", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "JobsTable", "Properties")["BillingMode"] = "PROVISIONED"
+		}, "want PAY_PER_REQUEST"},
+		{"public bucket", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "MediaBucket", "Properties", "PublicAccessBlockConfiguration")["BlockPublicPolicy"] = false
+		}, "BlockPublicPolicy is not true"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tpl := loadTemplate(t, filepath.Join(repoRoot, "template.yaml"))
+			tt.mutate(tpl)
+			problems := checkTemplate(tpl, repoRoot)
+			if !strings.Contains(strings.Join(problems, "\n"), tt.want) {
+				t.Errorf("checkTemplate(broken) = %q; want a problem containing %q", problems, tt.want)
+			}
+		})
+	}
+}
+
+func TestCFNLint(t *testing.T) {
+	bin, err := exec.LookPath("cfn-lint")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("cfn-lint is not installed (pip install cfn-lint); CI must lint template.yaml: %v", err)
+		}
+		t.Skipf("cfn-lint not installed; skipping (pip install cfn-lint): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "template.yaml")
+	cmd.Dir = repoRoot
+	// Nothing of this machine's AWS configuration reaches cfn-lint (it
+	// loads boto3 for the SAM transform).
+	cmd.Env = append(withoutAWS(os.Environ()), "AWS_REGION=us-east-1", "AWS_DEFAULT_REGION=us-east-1",
+		"AWS_CONFIG_FILE="+os.DevNull, "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull)
+	out, err := cmd.CombinedOutput()
+	if err != nil || len(strings.TrimSpace(string(out))) > 0 {
+		t.Errorf("cfn-lint template.yaml = %v\n%s", err, out)
+	}
+}
+
+// withoutAWS returns env without AWS_* variables (AWS_PROFILE, AWS_CA_BUNDLE,
+// credentials, endpoints).
+func withoutAWS(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "AWS_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
