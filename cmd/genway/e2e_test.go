@@ -275,7 +275,13 @@ func rank(status string) int {
 
 func download(t *testing.T, url string) []byte {
 	t.Helper()
-	if !strings.HasPrefix(url, "http://127.0.0.1:") {
+	return downloadFrom(t, url, "http://127.0.0.1:")
+}
+
+// downloadFrom fetches url, which must start with prefix (an absolute link).
+func downloadFrom(t *testing.T, url, prefix string) []byte {
+	t.Helper()
+	if !strings.HasPrefix(url, prefix) {
 		t.Fatalf("output url %q is not an absolute local link", url)
 	}
 	resp, err := http.Get(url)

@@ -7,6 +7,7 @@
 //	genway credits grant --account NAME --amount N
 //	genway credits show --account NAME
 //	genway credits ledger --account NAME
+//	genway credits usage --account NAME [--from YYYY-MM-DD] [--to YYYY-MM-DD]
 //	genway credits limit --account NAME --rpm N
 //
 // With GENWAY_BACKEND=embedded (the default) everything lives in
@@ -53,6 +54,7 @@ Usage:
   genway credits grant --account NAME --amount N  add credits
   genway credits show --account NAME             balance, held, available
   genway credits ledger --account NAME           the account's ledger
+  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens per day and model
   genway credits limit --account NAME --rpm N    per-key requests per minute (0 default, -1 unlimited)
   genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)
 

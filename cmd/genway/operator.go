@@ -98,7 +98,10 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 
 func creditsCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError("credits needs a subcommand: grant, show, ledger or limit")
+		return usageError("credits needs a subcommand: grant, show, ledger, usage or limit")
+	}
+	if args[0] == "usage" {
+		return usageCmd(ctx, args[1:], getenv, stdout)
 	}
 	fs := newFlags("credits " + args[0])
 	account := fs.String("account", "", "the account")

@@ -75,13 +75,11 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 		}
 		c.workers = n
 	}
-	if v := getenv("GENWAY_RATE_LIMIT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n == 0 {
-			return c, fmt.Errorf("GENWAY_RATE_LIMIT must be requests per minute per key (or -1 for none), got %q", v)
-		}
-		c.rateLimit = n
+	rl, err := ratelimit.FromEnv(getenv)
+	if err != nil {
+		return c, err
 	}
+	c.rateLimit = rl
 	if c.devKey != "" && !auth.ValidKey(c.devKey) {
 		return c, fmt.Errorf("GENWAY_DEV_KEY must be %s followed by at least 32 letters and digits", auth.Prefix)
 	}
@@ -142,7 +140,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: chat.StoreRecorder{Store: be.store}})
 	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log}
 	worker := &jobs.Worker{Store: be.jobs, Media: be.media, Catalog: cat, Log: log,
 		Providers: map[string]jobs.Provider{"synthetic": synthetic.Media{}}}

@@ -42,7 +42,11 @@ func run(ctx context.Context, getenv func(string) string) error {
 	names := awsenv.FromEnv(getenv)
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
 	authn := auth.NewAuthenticator(store, auth.DefaultCacheTTL)
-	limits := ratelimit.New(store, store, 0)
+	perMinute, err := ratelimit.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	limits := ratelimit.New(store, store, perMinute)
 	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
 	if err != nil {
 		return err
@@ -51,7 +55,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: chat.StoreRecorder{Store: store}})
 	var h http.Handler = httpapi.Authenticated(authn, limits, log, httpapi.ChatCompletions(gw, log))
 	h = httpapi.NewMux(log, httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: h})
 	lambda.StartWithOptions(lambdahttp.Stream(h), lambda.WithContext(ctx))

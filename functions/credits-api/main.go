@@ -37,7 +37,11 @@ func run(ctx context.Context, getenv func(string) string) error {
 	names := awsenv.FromEnv(getenv)
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
 	authn := auth.NewAuthenticator(store, auth.DefaultCacheTTL)
-	limits := ratelimit.New(store, store, 0)
+	perMinute, err := ratelimit.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	limits := ratelimit.New(store, store, perMinute)
 	var h http.Handler = httpapi.GetCredits(store, log)
 	h = httpapi.NewMux(log, httpapi.Route{Method: "GET", Pattern: "/v1/credits", Handler: httpapi.Authenticated(authn, limits, log, h)})
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))

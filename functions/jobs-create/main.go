@@ -21,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdahttp"
 	"github.com/genway/genway/shared/ratelimit"
+	"github.com/genway/genway/shared/s3media"
 	"github.com/genway/genway/shared/sqsqueue"
 )
 
@@ -41,7 +42,11 @@ func run(ctx context.Context, getenv func(string) string) error {
 	names := awsenv.FromEnv(getenv)
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
 	authn := auth.NewAuthenticator(store, auth.DefaultCacheTTL)
-	limits := ratelimit.New(store, store, 0)
+	perMinute, err := ratelimit.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	limits := ratelimit.New(store, store, perMinute)
 	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
 	if err != nil {
 		return err
@@ -51,7 +56,11 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	svc := &jobs.Service{Store: store, Queue: sqsqueue.New(sqsClient, queueURL), Catalog: cat, Log: log}
+	// Media only signs links: an idempotent replay of a completed job
+	// answers with its output link.
+	s3Client := s3media.NewClient(cfg)
+	media := s3media.New(s3Client, nil, names.MediaBucket)
+	svc := &jobs.Service{Store: store, Queue: sqsqueue.New(sqsClient, queueURL), Media: media, Catalog: cat, Log: log}
 	var h http.Handler = httpapi.Authenticated(authn, limits, log, httpapi.CreateJob(svc, log))
 	h = httpapi.NewMux(log, httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: h})
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))

@@ -40,7 +40,11 @@ func run(ctx context.Context, getenv func(string) string) error {
 	names := awsenv.FromEnv(getenv)
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
 	authn := auth.NewAuthenticator(store, auth.DefaultCacheTTL)
-	limits := ratelimit.New(store, store, 0)
+	perMinute, err := ratelimit.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	limits := ratelimit.New(store, store, perMinute)
 	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
 	if err != nil {
 		return err

@@ -1,9 +1,9 @@
 // Package admin is the operator's side of the service: making and revoking
-// API keys, granting credits and reading balances and the ledger. The
-// genway CLI uses a Service directly on a store it can open, or, when
-// `genway serve` holds the embedded store, a Client that talks to the
-// server's Handler over a unix socket in the data directory — so an operator
-// can add a key without stopping the service.
+// API keys, granting credits and reading balances, the ledger and chat
+// usage. The genway CLI uses a Service directly on a store it can open, or,
+// when `genway serve` holds the embedded store, a Client that talks to the
+// server's Handler over a unix socket in the data directory — so an
+// operator can add a key without stopping the service.
 package admin
 
 import (
@@ -22,6 +22,7 @@ import (
 type Store interface {
 	auth.Store
 	credits.Store
+	credits.UsageStore
 	// ResolveKey finds a key by id, id prefix or key prefix; ambiguous or
 	// unknown input is auth.ErrKeyNotFound.
 	ResolveKey(ctx context.Context, idOrPrefix string) (auth.Record, error)
@@ -40,6 +41,7 @@ type Operator interface {
 	Account(ctx context.Context, account string) (credits.Account, error)
 	Ledger(ctx context.Context, account string) ([]credits.Entry, error)
 	SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error)
+	Usage(ctx context.Context, account, from, to string) ([]credits.Usage, error)
 }
 
 var accountRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
@@ -161,4 +163,26 @@ func (s *Service) SetRateLimit(ctx context.Context, account string, rpm int) (cr
 		return credits.Account{}, err
 	}
 	return s.Store.Account(ctx, account)
+}
+
+// Usage returns the account's chat usage per day and model from day from to
+// day to (YYYY-MM-DD, inclusive; "" for no bound). Malformed days are an
+// *apierr.Error (Invalid); an unknown account is credits.ErrAccountNotFound.
+func (s *Service) Usage(ctx context.Context, account, from, to string) ([]credits.Usage, error) {
+	for _, d := range []struct{ param, day string }{{"from", from}, {"to", to}} {
+		if d.day != "" && credits.CheckDay(d.day) != nil {
+			return nil, apierr.Invalidf(d.param, "invalid_value", "%s must be a day as YYYY-MM-DD, not %q", d.param, d.day)
+		}
+	}
+	if from != "" && to != "" && from > to {
+		return nil, apierr.Invalidf("from", "invalid_value", "from (%s) is after to (%s)", from, to)
+	}
+	if _, err := s.Store.Account(ctx, account); err != nil {
+		return nil, err
+	}
+	u, err := s.Store.Usage(ctx, account, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("usage of %s: %w", account, err)
+	}
+	return u, nil
 }

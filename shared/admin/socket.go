@@ -81,6 +81,9 @@ func Handler(op Operator, log *slog.Logger) http.Handler {
 	})
 	handle("GET /credits", func(r *http.Request) (any, error) { return op.Account(r.Context(), q(r, "account")) })
 	handle("GET /ledger", func(r *http.Request) (any, error) { return op.Ledger(r.Context(), q(r, "account")) })
+	handle("GET /usage", func(r *http.Request) (any, error) {
+		return op.Usage(r.Context(), q(r, "account"), q(r, "from"), q(r, "to"))
+	})
 	handle("POST /ratelimit", func(r *http.Request) (any, error) {
 		n, err := strconv.Atoi(q(r, "rpm"))
 		if err != nil {
@@ -228,5 +231,12 @@ func (c *Client) Ledger(ctx context.Context, account string) ([]credits.Entry, e
 func (c *Client) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {
 	var out credits.Account
 	err := c.call(ctx, "POST", "/ratelimit", url.Values{"account": {account}, "rpm": {strconv.Itoa(rpm)}}, nil, &out)
+	return out, err
+}
+
+// Usage implements Operator.
+func (c *Client) Usage(ctx context.Context, account, from, to string) ([]credits.Usage, error) {
+	var out []credits.Usage
+	err := c.call(ctx, "GET", "/usage", url.Values{"account": {account}, "from": {from}, "to": {to}}, nil, &out)
 	return out, err
 }

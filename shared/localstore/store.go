@@ -1,6 +1,6 @@
 // Package localstore is the embedded, persistent store behind `genway
-// serve`: jobs, idempotency keys, API keys, accounts, the credit ledger, a
-// durable job queue and the job change feed, all in one bbolt file.
+// serve`: jobs, idempotency keys, API keys, accounts, the credit ledger, chat
+// usage, a durable job queue and the job change feed, all in one bbolt file.
 //
 // Crash safety: every operation is one bbolt read-write transaction, and
 // bbolt commits are atomic and durable (the meta page is written and fsynced
@@ -33,10 +33,11 @@ import (
 
 // Interfaces the Store implements.
 var (
-	_ jobs.Store    = (*Store)(nil)
-	_ jobs.Queue    = (*Store)(nil)
-	_ auth.Store    = (*Store)(nil)
-	_ credits.Store = (*Store)(nil)
+	_ jobs.Store         = (*Store)(nil)
+	_ jobs.Queue         = (*Store)(nil)
+	_ auth.Store         = (*Store)(nil)
+	_ credits.Store      = (*Store)(nil)
+	_ credits.UsageStore = (*Store)(nil)
 )
 
 // ErrLocked is returned by Open when another process (or another Store in
@@ -59,6 +60,7 @@ const (
 	bucketQueueVis  = "queue_vis"   // visible-at (ns) ++ job id -> nil
 	bucketChanges   = "changes"     // seq -> change
 	bucketMeta      = "meta"        // feed cursor
+	bucketUsage     = "usage"       // account \x00 day \x00 model -> credits.Usage
 )
 
 // Options tune OpenWith.
@@ -143,6 +145,7 @@ func (s *Store) init() error {
 		for _, name := range []string{
 			bucketJobs, bucketIdem, bucketAccounts, bucketLedger, bucketLedgerSeq,
 			bucketKeys, bucketKeyIDs, bucketQueue, bucketQueueVis, bucketChanges, bucketMeta,
+			bucketUsage,
 		} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -146,4 +147,18 @@ func (m *Memory) Incr(ctx context.Context, key string, expires time.Time) (int64
 	c.expires = expires
 	m.counts[key] = c
 	return c.n, nil
+}
+
+// FromEnv returns the default limit from GENWAY_RATE_LIMIT (requests per
+// minute per key; -1 for none), or DefaultPerMinute when it is unset.
+func FromEnv(getenv func(string) string) (int, error) {
+	v := getenv("GENWAY_RATE_LIMIT")
+	if v == "" {
+		return DefaultPerMinute, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n == 0 || n < -1 {
+		return 0, fmt.Errorf("GENWAY_RATE_LIMIT must be requests per minute per key (or -1 for none), got %q", v)
+	}
+	return n, nil
 }

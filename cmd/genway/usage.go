@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/credits"
+)
+
+// usageCmd is `genway credits usage --account NAME [--from DAY] [--to
+// DAY]`: the account's chat usage per UTC day and model, with totals. args
+// are the arguments after "usage".
+func usageCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := newFlags("credits usage")
+	account := fs.String("account", "", "the account")
+	from := fs.String("from", "", "first day, YYYY-MM-DD (UTC)")
+	to := fs.String("to", "", "last day, YYYY-MM-DD (UTC)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *account == "" || fs.NArg() != 0 {
+		return usageError("credits usage needs --account NAME [--from YYYY-MM-DD] [--to YYYY-MM-DD]")
+	}
+	for _, d := range []string{*from, *to} {
+		if d != "" && credits.CheckDay(d) != nil {
+			return usageError(fmt.Sprintf("credits usage: %q is not a day (YYYY-MM-DD)", d))
+		}
+	}
+	return withOperator(ctx, getenv, func(op admin.Operator) error {
+		us, err := op.Usage(ctx, *account, *from, *to)
+		if err != nil {
+			return fmt.Errorf("usage of %s: %w", *account, err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "DAY\tMODEL\tREQUESTS\tPROMPT_TOKENS\tCOMPLETION_TOKENS\tCREDITS")
+		var total credits.Usage
+		for _, u := range us {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", u.Day, u.Model, u.Requests, u.PromptTokens, u.CompletionTokens, u.Credits)
+			total.Requests += u.Requests
+			total.PromptTokens += u.PromptTokens
+			total.CompletionTokens += u.CompletionTokens
+			total.Credits += u.Credits
+		}
+		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\n", total.Requests, total.PromptTokens, total.CompletionTokens, total.Credits)
+		return tw.Flush()
+	})
+}

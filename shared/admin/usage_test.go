@@ -1,0 +1,100 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/localstore"
+)
+
+// operators returns a Service on a fresh embedded store and a Client
+// talking to that Service's Handler over a unix socket.
+func operators(t *testing.T) (*localstore.Store, map[string]admin.Operator) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "admin") // short: a socket path is at most ~100 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	st, err := localstore.Open(filepath.Join(dir, "genway.db"))
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc := &admin.Service{Store: st, Now: func() time.Time { return time.Unix(1_700_000_000, 0) }}
+	sock := filepath.Join(dir, "admin.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatalf("listen %s: %v", sock, err)
+	}
+	srv := &http.Server{Handler: admin.Handler(svc, slog.New(slog.DiscardHandler))}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	c, err := admin.Dial(context.Background(), sock)
+	if err != nil {
+		t.Fatalf("Dial(%q) = %v", sock, err)
+	}
+	return st, map[string]admin.Operator{"service": svc, "client": c}
+}
+
+func TestUsage(t *testing.T) {
+	ctx := context.Background()
+	st, ops := operators(t)
+	if _, err := st.Grant(ctx, "acct1", 100, 1); err != nil {
+		t.Fatalf("Grant = %v", err)
+	}
+	for _, r := range []struct {
+		model, day string
+		credits    int64
+	}{{"m1", "2025-03-01", 0}, {"m2", "2025-03-01", 2}, {"m1", "2025-03-02", 0}, {"m1", "2025-03-02", 3}} {
+		if err := st.AddUsage(ctx, "acct1", r.model, r.day, 10, 20, r.credits); err != nil {
+			t.Fatalf("AddUsage = %v", err)
+		}
+	}
+	u := func(day, model string, n, c int64) credits.Usage {
+		return credits.Usage{Account: "acct1", Day: day, Model: model, Requests: n, PromptTokens: 10 * n, CompletionTokens: 20 * n, Credits: c}
+	}
+	tests := []struct {
+		name              string
+		account, from, to string
+		want              []credits.Usage
+		wantErr           error // nil: no error; errAny: some error
+	}{
+		{"all", "acct1", "", "", []credits.Usage{u("2025-03-01", "m1", 1, 0), u("2025-03-01", "m2", 1, 2), u("2025-03-02", "m1", 2, 3)}, nil},
+		{"one day", "acct1", "2025-03-02", "2025-03-02", []credits.Usage{u("2025-03-02", "m1", 2, 3)}, nil},
+		{"until", "acct1", "", "2025-03-01", []credits.Usage{u("2025-03-01", "m1", 1, 0), u("2025-03-01", "m2", 1, 2)}, nil},
+		{"none", "acct1", "2025-04-01", "", nil, nil},
+		{"bad from", "acct1", "March", "", nil, errAny},
+		{"bad to", "acct1", "", "2025-02-30", nil, errAny},
+		{"from after to", "acct1", "2025-03-02", "2025-03-01", nil, errAny},
+		{"unknown account", "nobody", "", "", nil, credits.ErrAccountNotFound},
+	}
+	for name, op := range ops {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				got, err := op.Usage(ctx, tt.account, tt.from, tt.to)
+				switch {
+				case tt.wantErr == nil && err != nil,
+					tt.wantErr == errAny && err == nil,
+					tt.wantErr != nil && tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
+					t.Fatalf("Usage(%q, %q, %q) = %v; want %v", tt.account, tt.from, tt.to, err, tt.wantErr)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+					t.Errorf("Usage(%q, %q, %q) = %+v; want %+v", tt.account, tt.from, tt.to, got, tt.want)
+				}
+			})
+		}
+	}
+}
+
+var errAny = errors.New("any error")

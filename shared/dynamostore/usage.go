@@ -1,0 +1,158 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
+)
+
+// usagePrefix starts a usage item's sort key: "usage#<day>#<model>" in the
+// account's partition, so that a day range is one Query.
+const usagePrefix = "usage#"
+
+var _ credits.UsageStore = (*Store)(nil)
+
+// usageItem is a usage counter as stored.
+type usageItem struct {
+	PK               string `json:"pk"`
+	SK               string `json:"sk"`
+	Day              string `json:"day"`
+	Model            string `json:"model"`
+	Requests         int64  `json:"requests"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	Credits          int64  `json:"credits"`
+}
+
+// AddUsage implements credits.UsageStore: an UpdateItem ADD of the
+// counters, or, when amount > 0, one transaction of that update, the
+// account debit (conditioned on the account existing) and the Chat ledger
+// entry.
+func (s *Store) AddUsage(ctx context.Context, account, model, day string, promptTokens, completionTokens int, amount int64) error {
+	if err := credits.CheckUsage(account, model, day, promptTokens, completionTokens, amount); err != nil {
+		return err
+	}
+	usage := types.Update{
+		TableName: aws.String(s.accounts),
+		Key:       map[string]types.AttributeValue{"pk": str(acctPrefix + account), "sk": str(usagePrefix + day + "#" + model)},
+		UpdateExpression: aws.String("SET #d = :day, #m = :model " +
+			"ADD requests :one, prompt_tokens :p, completion_tokens :c, credits :cr"),
+		ExpressionAttributeNames: map[string]string{"#d": "day", "#m": "model"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":day": str(day), ":model": str(model), ":one": num(1),
+			":p": num(int64(promptTokens)), ":c": num(int64(completionTokens)), ":cr": num(amount),
+		},
+	}
+	if amount == 0 {
+		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: usage.TableName, Key: usage.Key, UpdateExpression: usage.UpdateExpression,
+			ExpressionAttributeNames: usage.ExpressionAttributeNames, ExpressionAttributeValues: usage.ExpressionAttributeValues,
+		})
+		if err != nil {
+			return fmt.Errorf("add usage of %s: %w", account, err)
+		}
+		return nil
+	}
+	id, err := credits.NewChatEntryID()
+	if err != nil {
+		return fmt.Errorf("add usage of %s: %w", account, err)
+	}
+	entry, err := marshalMap(newLedgerItem(credits.Entry{ID: id, Account: account, Kind: credits.Chat, Amount: amount, At: timeNow()}))
+	if err != nil {
+		return fmt.Errorf("add usage of %s: encode: %w", account, err)
+	}
+	items := []types.TransactWriteItem{
+		{Update: &usage},
+		{Update: &types.Update{
+			TableName:                 aws.String(s.accounts),
+			Key:                       acctKey(account),
+			ConditionExpression:       aws.String("attribute_exists(pk)"),
+			UpdateExpression:          aws.String("SET balance = balance - :a, available = available - :a"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(amount)},
+		}},
+		{Put: &types.Put{TableName: aws.String(s.accounts), Item: entry, ConditionExpression: aws.String("attribute_not_exists(sk)")}},
+	}
+	for attempt := 0; ; attempt++ {
+		// A fresh token per attempt: DynamoDB would answer a reused token
+		// with the first attempt's outcome.
+		token, err := auth.RandomString(32)
+		if err != nil {
+			return fmt.Errorf("add usage of %s: %w", account, err)
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(token)})
+		if err == nil {
+			return nil
+		}
+		reasons, ok := cancellation(err)
+		switch {
+		case !ok:
+		case failed(reasons, 1):
+			return fmt.Errorf("add usage of %s: %w", account, credits.ErrAccountNotFound)
+		case failed(reasons, 2):
+			return nil // the entry (random id) exists: this charge was written before
+		case conflicted(reasons) && attempt+1 < maxTxAttempts:
+			if err := backoff(ctx, attempt); err != nil {
+				return fmt.Errorf("add usage of %s: %w", account, err)
+			}
+			continue
+		}
+		return fmt.Errorf("add usage of %s: %w", account, err)
+	}
+}
+
+// Usage implements credits.UsageStore with one Query of the account's
+// partition over the sort-key range of the days.
+func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]credits.Usage, error) {
+	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
+		return nil, fmt.Errorf("usage of %s: %w", account, err)
+	}
+	// '#' < '$': "usage#<day>$" sorts after every "usage#<day>#<model>".
+	lo, hi := usagePrefix+fromDay, "usage$"
+	if toDay != "" {
+		hi = usagePrefix + toDay + "$"
+	}
+	var out []credits.Usage
+	var start map[string]types.AttributeValue
+	for {
+		page, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(s.accounts),
+			KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(acctPrefix + account), ":lo": str(lo), ":hi": str(hi),
+			},
+			ConsistentRead:    aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("usage of %s: %w", account, err)
+		}
+		for _, m := range page.Items {
+			var u usageItem
+			if err := unmarshalMap(m, &u); err != nil {
+				return nil, fmt.Errorf("usage of %s: decode: %w", account, err)
+			}
+			out = append(out, credits.Usage{
+				Account: account, Day: u.Day, Model: u.Model, Requests: u.Requests,
+				PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Credits: u.Credits,
+			})
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = page.LastEvaluatedKey
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Day != out[j].Day {
+			return out[i].Day < out[j].Day
+		}
+		return out[i].Model < out[j].Model
+	})
+	return out, nil
+}

@@ -1,0 +1,142 @@
+package dynamostore
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/mototest"
+	"github.com/genway/genway/shared/storetest"
+)
+
+// TestUsageContract runs the usage contract that localstore also meets, on
+// one pair of tables (the subtests use fresh accounts), through
+// mototest.Serialize: moto does not isolate concurrent writes.
+func TestUsageContract(t *testing.T) {
+	endpoint := mototest.Serialize(t, mototest.Start(t))
+	client := dynamodb.NewFromConfig(mototest.Config(endpoint))
+	if err := CreateTables(context.Background(), client, "jobs", "accounts"); err != nil {
+		t.Fatalf("CreateTables = %v", err)
+	}
+	s := New(client, "jobs", "accounts")
+	storetest.RunUsage(t, func(t *testing.T) storetest.UsageBackend { return s })
+
+	t.Run("Layout", func(t *testing.T) {
+		ctx := context.Background()
+		if err := s.AddUsage(ctx, "acct-layout", "synthetic-chat", "2025-03-01", 3, 4, 0); err != nil {
+			t.Fatalf("AddUsage = %v", err)
+		}
+		key := map[string]types.AttributeValue{"pk": str("acct#acct-layout"), "sk": str("usage#2025-03-01#synthetic-chat")}
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("accounts"), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatalf("GetItem(%v) = %v", key, err)
+		}
+		var u usageItem
+		if err := unmarshalMap(out.Item, &u); err != nil {
+			t.Fatalf("decode %v: %v", out.Item, err)
+		}
+		want := usageItem{PK: "acct#acct-layout", SK: "usage#2025-03-01#synthetic-chat", Day: "2025-03-01", Model: "synthetic-chat",
+			Requests: 1, PromptTokens: 3, CompletionTokens: 4}
+		if u != want {
+			t.Errorf("usage item = %+v; want %+v", u, want)
+		}
+	})
+}
+
+// usageTxDB answers TransactWriteItems with canned results and records the
+// client request tokens; other calls fail.
+type usageTxDB struct {
+	results []error // in order; nil = success
+	tokens  []string
+}
+
+var errUsageFake = errors.New("usageTxDB: unexpected call")
+
+func (f *usageTxDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	f.tokens = append(f.tokens, aws.ToString(in.ClientRequestToken))
+	if len(f.tokens) > len(f.results) {
+		return nil, errUsageFake
+	}
+	return &dynamodb.TransactWriteItemsOutput{}, f.results[len(f.tokens)-1]
+}
+
+func (f *usageTxDB) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, errUsageFake
+}
+
+func (f *usageTxDB) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, errUsageFake
+}
+
+func (f *usageTxDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, errUsageFake
+}
+
+func (f *usageTxDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return nil, errUsageFake
+}
+
+func (f *usageTxDB) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return nil, errUsageFake
+}
+
+// usageCanceled is a TransactionCanceledException with one reason per code
+// ("" for None): usage, account, ledger.
+func usageCanceled(codes ...string) error {
+	e := &types.TransactionCanceledException{Message: aws.String("Transaction cancelled")}
+	for _, c := range codes {
+		if c == "" {
+			c = "None"
+		}
+		e.CancellationReasons = append(e.CancellationReasons, types.CancellationReason{Code: aws.String(c)})
+	}
+	return e
+}
+
+// TestAddUsageCancellations checks how a priced AddUsage reads the reasons
+// DynamoDB gives (moto never reports TransactionConflict), and that each
+// attempt carries its own client request token.
+func TestAddUsageCancellations(t *testing.T) {
+	conflict := usageCanceled("TransactionConflict", "", "")
+	tests := []struct {
+		name    string
+		results []error
+		wantErr error // nil: success; errUsageFake: any error
+		calls   int
+	}{
+		{"success", []error{nil}, nil, 1},
+		{"unknown account", []error{usageCanceled("", "ConditionalCheckFailed", "")}, credits.ErrAccountNotFound, 1},
+		{"ledger entry already written", []error{usageCanceled("", "", "ConditionalCheckFailed")}, nil, 1},
+		{"conflict then success", []error{conflict, conflict, nil}, nil, 3},
+		{"conflict every time", []error{conflict, conflict, conflict, conflict, conflict, conflict}, errUsageFake, maxTxAttempts},
+		{"other error", []error{errors.New("throttled")}, errUsageFake, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &usageTxDB{results: tt.results}
+			err := New(f, "jobs", "accounts").AddUsage(context.Background(), "acct1", "priced-chat", "2025-03-01", 10, 20, 2)
+			switch {
+			case tt.wantErr == nil && err != nil,
+				tt.wantErr == errUsageFake && err == nil,
+				tt.wantErr != nil && tt.wantErr != errUsageFake && !errors.Is(err, tt.wantErr):
+				t.Errorf("AddUsage = %v; want %v", err, tt.wantErr)
+			}
+			if len(f.tokens) != tt.calls {
+				t.Fatalf("TransactWriteItems calls = %d; want %d", len(f.tokens), tt.calls)
+			}
+			seen := map[string]bool{}
+			for _, tok := range f.tokens {
+				if tok == "" || len(tok) > 36 || seen[tok] {
+					t.Errorf("ClientRequestTokens = %q; want distinct, 1-36 characters", f.tokens)
+					break
+				}
+				seen[tok] = true
+			}
+		})
+	}
+}
