@@ -23,9 +23,6 @@ type Store interface {
 	auth.Store
 	credits.Store
 	credits.UsageStore
-	// ResolveKey finds a key by id, id prefix or key prefix; ambiguous or
-	// unknown input is auth.ErrKeyNotFound.
-	ResolveKey(ctx context.Context, idOrPrefix string) (auth.Record, error)
 	// SetRateLimit sets the account's requests per minute per key (0: the
 	// default, negative: unlimited).
 	SetRateLimit(ctx context.Context, account string, rpm int) error
@@ -126,7 +123,7 @@ func (s *Service) Keys(ctx context.Context, account string) ([]auth.Record, erro
 
 // RevokeKey revokes the key with the given id or prefix.
 func (s *Service) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record, error) {
-	rec, err := s.Store.ResolveKey(ctx, idOrPrefix)
+	rec, err := auth.Resolve(ctx, s.Store, idOrPrefix)
 	if err != nil {
 		return auth.Record{}, err
 	}

@@ -34,7 +34,7 @@
 // lives in the account's partition: Ledger is one Query, and the entry's key
 // ("ledger#job:<job id>") is what makes Settle exactly-once.
 //
-// Listing keys (Keys, ResolveKey) and accounts (Accounts) Scans the accounts
+// Listing keys (Keys, and so auth.Resolve) and accounts (Accounts) Scans the accounts
 // table with a filter. That is acceptable for the operator CLI, which is the
 // only caller; the request path reads keys with GetItem (KeyByHash).
 //

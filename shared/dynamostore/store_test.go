@@ -198,12 +198,12 @@ func TestStore(t *testing.T) {
 			t.Errorf("Keys(acct2) = %+v, %v; want r2", got, err)
 		}
 		for _, q := range []string{r1.ID, r1.ID[:10], r1.Prefix, string(k1)} {
-			if got, err := s.ResolveKey(ctx, q); err != nil || got.ID != r1.ID {
-				t.Errorf("ResolveKey(%q) = %+v, %v; want %s", q, got, err, r1.ID)
+			if got, err := auth.Resolve(ctx, s, q); err != nil || got.ID != r1.ID {
+				t.Errorf("Resolve(%q) = %+v, %v; want %s", q, got, err, r1.ID)
 			}
 		}
-		if _, err := s.ResolveKey(ctx, "key_"); !errors.Is(err, auth.ErrKeyNotFound) {
-			t.Errorf("ResolveKey(%q) = %v; want ErrKeyNotFound", "key_", err)
+		if _, err := auth.Resolve(ctx, s, "key_"); !errors.Is(err, auth.ErrKeyNotFound) {
+			t.Errorf("Resolve(%q) = %v; want ErrKeyNotFound", "key_", err)
 		}
 		rv, err := s.RevokeKey(ctx, r1.ID, time.Unix(30, 0))
 		if err != nil || rv.Revoked != 30 {

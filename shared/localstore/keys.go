@@ -5,21 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/genway/genway/shared/auth"
 )
-
-// ErrAmbiguousKey is returned by ResolveKey when a prefix matches more than
-// one key.
-var ErrAmbiguousKey = errors.New("key prefix matches more than one key")
-
-// minPrefixChars is how many characters ResolveKey needs after "key_" or
-// "sk_live_", so that a bare scheme prefix never selects a key.
-const minPrefixChars = 4
 
 // PutKey stores a new key record. It fails if a key with the same hash or
 // id exists.
@@ -117,46 +108,4 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (auth.Re
 		return auth.Record{}, fmt.Errorf("revoke key %s: %w", id, err)
 	}
 	return r, nil
-}
-
-// ResolveKey finds the one key an operator means by s: a key id, a
-// plaintext key, or a unique prefix of a key id ("key_3f2a...") or of a
-// key's shown prefix ("sk_live_AbCd"), with at least four characters after
-// "key_" or "sk_live_". It returns auth.ErrKeyNotFound if nothing matches
-// and ErrAmbiguousKey if several keys do.
-func (s *Store) ResolveKey(ctx context.Context, idOrPrefix string) (auth.Record, error) {
-	q := strings.TrimSpace(idOrPrefix)
-	switch {
-	case strings.HasPrefix(q, auth.Prefix) && len(q) > len(auth.Prefix)+minPrefixChars:
-		// Longer than any shown prefix: a whole key.
-		r, err := s.KeyByHash(ctx, auth.Hash(auth.Key(q)))
-		if err != nil {
-			return auth.Record{}, fmt.Errorf("resolve key: %w", err)
-		}
-		return r, nil
-	case strings.HasPrefix(q, auth.Prefix) && len(q) >= len(auth.Prefix)+minPrefixChars,
-		strings.HasPrefix(q, "key_") && len(q) >= len("key_")+minPrefixChars:
-	default:
-		return auth.Record{}, fmt.Errorf("resolve key %q: need a key id, a key or a prefix with %d characters after the scheme: %w", q, minPrefixChars, auth.ErrKeyNotFound)
-	}
-	all, err := s.Keys(ctx, "")
-	if err != nil {
-		return auth.Record{}, fmt.Errorf("resolve key: %w", err)
-	}
-	var hits []auth.Record
-	for _, r := range all {
-		if r.ID == q {
-			return r, nil
-		}
-		if strings.HasPrefix(r.ID, q) || strings.HasPrefix(r.Prefix, q) {
-			hits = append(hits, r)
-		}
-	}
-	switch len(hits) {
-	case 0:
-		return auth.Record{}, fmt.Errorf("resolve key %q: %w", q, auth.ErrKeyNotFound)
-	case 1:
-		return hits[0], nil
-	}
-	return auth.Record{}, fmt.Errorf("resolve key %q: %d keys match: %w", q, len(hits), ErrAmbiguousKey)
 }

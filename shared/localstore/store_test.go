@@ -154,7 +154,7 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 }
 
-func TestResolveKey(t *testing.T) {
+func TestResolve(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
 	now := time.Unix(1700000000, 0)
@@ -184,7 +184,7 @@ func TestResolveKey(t *testing.T) {
 		{string(keys[1]), recs[1].ID, nil},
 		{"sk_live_WxYz", recs[2].ID, nil},
 		{"  sk_live_WxYz  ", recs[2].ID, nil},
-		{"sk_live_AbCd", "", ErrAmbiguousKey},
+		{"sk_live_AbCd", "", auth.ErrAmbiguousKey},
 		{"sk_live_AbC", "", auth.ErrKeyNotFound},
 		{"sk_live_AbCe", "", auth.ErrKeyNotFound},
 		{"key_", "", auth.ErrKeyNotFound},
@@ -202,15 +202,15 @@ func TestResolveKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := s.ResolveKey(ctx, tt.in)
+			got, err := auth.Resolve(ctx, s, tt.in)
 			if tt.wantErr != nil {
 				if !errors.Is(err, tt.wantErr) {
-					t.Errorf("ResolveKey(%q) = %+v, %v; want %v", tt.in, got, err, tt.wantErr)
+					t.Errorf("Resolve(%q) = %+v, %v; want %v", tt.in, got, err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil || got.ID != tt.want {
-				t.Errorf("ResolveKey(%q) = %+v, %v; want %s", tt.in, got, err, tt.want)
+				t.Errorf("Resolve(%q) = %+v, %v; want %s", tt.in, got, err, tt.want)
 			}
 		})
 	}
