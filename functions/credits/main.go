@@ -6,13 +6,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/lambdaevents"
 )
@@ -26,13 +24,10 @@ func main() {
 
 // run builds the dependencies once per container, then serves invocations.
 func run(ctx context.Context, getenv func(string) string) error {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	cfg, err := awsenv.LoadConfig(ctx, getenv)
+	b, err := wire.Load(ctx, getenv)
 	if err != nil {
 		return err
 	}
-	names := awsenv.FromEnv(getenv)
-	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
-	lambda.StartWithOptions(lambdaevents.Credits(store, dynamostore.ChangeFromImages, log), lambda.WithContext(ctx))
+	lambda.StartWithOptions(lambdaevents.Credits(b.Store, dynamostore.ChangeFromImages, b.Log), lambda.WithContext(ctx))
 	return nil
 }

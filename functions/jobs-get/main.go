@@ -5,22 +5,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/genway/genway/shared/auth"
-	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdahttp"
-	"github.com/genway/genway/shared/ratelimit"
-	"github.com/genway/genway/shared/s3media"
 )
 
 func main() {
@@ -32,26 +25,19 @@ func main() {
 
 // run builds the dependencies once per container, then serves invocations.
 func run(ctx context.Context, getenv func(string) string) error {
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	cfg, err := awsenv.LoadConfig(ctx, getenv)
+	b, err := wire.Load(ctx, getenv)
 	if err != nil {
 		return err
 	}
-	names := awsenv.FromEnv(getenv)
-	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
-	authn := auth.NewAuthenticator(store, auth.DefaultCacheTTL)
-	perMinute, err := ratelimit.FromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	limits := ratelimit.New(store, store, perMinute)
 	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
 	if err != nil {
 		return err
 	}
-	svc := &jobs.Service{Store: store, Media: s3media.New(s3media.NewClient(cfg), nil, names.MediaBucket), Catalog: cat, Log: log}
-	var h http.Handler = httpapi.Authenticated(authn, limits, log, httpapi.GetJob(svc, log))
-	h = httpapi.NewMux(log, httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: h})
+	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log}
+	h, err := b.API(getenv, httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: httpapi.GetJob(svc, b.Log)})
+	if err != nil {
+		return err
+	}
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))
 	return nil
 }

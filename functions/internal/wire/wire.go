@@ -1,0 +1,67 @@
+// Package wire builds what the deployed functions share, once per
+// container: the JSON logger, the AWS config, the resource names, the
+// DynamoDB store, the S3 media adapter, and for the API functions the
+// authentication and rate limiting in front of their routes. It is the
+// mains' wiring, kept in one place; the domain and adapters never import it.
+package wire
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/dynamostore"
+	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/ratelimit"
+	"github.com/genway/genway/shared/s3media"
+)
+
+// Base is what every function starts from.
+type Base struct {
+	Log   *slog.Logger
+	AWS   aws.Config
+	Names awsenv.Names
+	Store *dynamostore.Store
+}
+
+// Load builds the Base from the environment (see awsenv).
+func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
+	cfg, err := awsenv.LoadConfig(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	names := awsenv.FromEnv(getenv)
+	return &Base{
+		Log:   slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		AWS:   cfg,
+		Names: names,
+		Store: dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable),
+	}, nil
+}
+
+// Media returns the S3 adapter for job outputs.
+func (b *Base) Media() *s3media.Media {
+	return s3media.New(s3media.NewClient(b.AWS), nil, b.Names.MediaBucket)
+}
+
+// API mounts routes on one mux, each behind key authentication (with the
+// per-container key cache) and the per-key rate limit (GENWAY_RATE_LIMIT
+// default, account overrides), as `genway serve` mounts them.
+func (b *Base) API(getenv func(string) string, routes ...httpapi.Route) (http.Handler, error) {
+	perMinute, err := ratelimit.FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	authn := auth.NewAuthenticator(b.Store, auth.DefaultCacheTTL)
+	limits := ratelimit.New(b.Store, b.Store, perMinute)
+	for i := range routes {
+		routes[i].Handler = httpapi.Authenticated(authn, limits, b.Log, routes[i].Handler)
+	}
+	return httpapi.NewMux(b.Log, routes...), nil
+}
