@@ -11,10 +11,12 @@ import (
 	"github.com/genway/genway/shared/catalog"
 )
 
-// DefaultMaxAttempts is how many times a worker takes a job before failing
-// it; it matches the queue's maxReceiveCount, so a job is marked failed
-// before its message would go to the dead-letter queue.
-const DefaultMaxAttempts = 5
+// DefaultMaxAttempts is how many times a worker tries a job. It is one less
+// than the queue's maxReceiveCount (5): the fifth delivery of a message finds
+// the attempts spent and fails the job (no charge), so a job whose attempts
+// all crashed the worker is still marked failed before its message goes to
+// the dead-letter queue, never left processing forever.
+const DefaultMaxAttempts = 4
 
 // Worker turns queued jobs into media. Process is idempotent: a message
 // delivered twice, or redelivered after a crash, never completes a job twice

@@ -27,7 +27,8 @@ import (
 const MaxDelay = 15 * time.Minute
 
 // MaxReceiveCount is how many receives move a message to the dead-letter
-// queue (jobs.DefaultMaxAttempts matches it).
+// queue. jobs.DefaultMaxAttempts is one less, so the last delivery fails the
+// job instead of trying again.
 const MaxReceiveCount = 5
 
 // API is the part of the SQS client a Queue uses; *sqs.Client implements it.
