@@ -136,7 +136,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 
-	providers, err := upstreams.New(cat, getenv, &http.Client{})
+	providers, err := upstreams.New(cat, getenv, nil) // nil: a transport pooled for many concurrent upstream requests
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}

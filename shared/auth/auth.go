@@ -52,19 +52,32 @@ func NewKey() (Key, error) {
 // RandomString returns n base62 characters from crypto/rand, uniformly
 // distributed (bytes >= 248 are rejected so that byte % 62 is unbiased).
 func RandomString(n int) (string, error) {
-	out := make([]byte, 0, n)
-	buf := make([]byte, n+n/4+8)
-	for len(out) < n {
-		if _, err := rand.Read(buf); err != nil {
-			return "", err
+	var buf [64]byte
+	b, err := AppendRandom(buf[:0], n)
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// AppendRandom appends n random base62 characters to dst, as RandomString
+// makes them, without allocating when dst has room.
+func AppendRandom(dst []byte, n int) ([]byte, error) {
+	var buf [64]byte
+	want := len(dst) + n
+	for len(dst) < want {
+		need := want - len(dst)
+		k := min(need+need/4+8, len(buf))
+		if _, err := rand.Read(buf[:k]); err != nil {
+			return dst, err
 		}
-		for _, b := range buf {
-			if b < 248 && len(out) < n {
-				out = append(out, base62[b%62])
+		for _, b := range buf[:k] {
+			if b < 248 && len(dst) < want {
+				dst = append(dst, base62[b%62])
 			}
 		}
 	}
-	return string(out), nil
+	return dst, nil
 }
 
 // ValidKey reports whether s has the shape of a key: Prefix and at least 32
@@ -74,7 +87,7 @@ func ValidKey(s string) bool {
 		return false
 	}
 	for i := len(Prefix); i < len(s); i++ {
-		if !strings.ContainsRune(base62, rune(s[i])) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z') {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
@@ -169,61 +170,64 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 	out := make([]Message, len(in))
 	var fetches []pendingFetch
 	for i, pm := range in {
-		at := fmt.Sprintf("messages[%d]", i)
+		// Parameter paths (messages[i].content...) are formatted only for errors.
+		at := func(field string) string { return fmt.Sprintf("messages[%d]%s", i, field) }
 		switch pm.Role {
 		case RoleSystem, RoleUser, RoleAssistant:
 			out[i].Role = pm.Role
 		case "developer":
 			out[i].Role = RoleSystem
 		case "":
-			return nil, nil, apierr.Invalidf(at+".role", "missing_field", "role is required")
+			return nil, nil, apierr.Invalidf(at(".role"), "missing_field", "role is required")
 		default:
-			return nil, nil, apierr.Invalidf(at+".role", "invalid_value", "role must be system, developer, user or assistant, not %q", pm.Role)
+			return nil, nil, apierr.Invalidf(at(".role"), "invalid_value", "role must be system, developer, user or assistant, not %q", pm.Role)
 		}
 		content := bytes.TrimSpace(pm.Content)
 		if len(content) == 0 || bytes.Equal(content, []byte("null")) {
-			return nil, nil, apierr.Invalidf(at+".content", "missing_field", "content is required")
+			return nil, nil, apierr.Invalidf(at(".content"), "missing_field", "content is required")
 		}
 		switch content[0] {
 		case '"':
-			var s string
-			if err := json.Unmarshal(content, &s); err != nil {
-				return nil, nil, apierr.Invalidf(at+".content", "invalid_value", "content is not a valid string")
+			s, ok := plainString(content)
+			if !ok {
+				if err := json.Unmarshal(content, &s); err != nil {
+					return nil, nil, apierr.Invalidf(at(".content"), "invalid_value", "content is not a valid string")
+				}
 			}
 			out[i].Parts = []Part{{Text: s}}
 			continue
 		case '[':
 		default:
-			return nil, nil, apierr.Invalidf(at+".content", "invalid_value", "content must be a string or an array of content parts")
+			return nil, nil, apierr.Invalidf(at(".content"), "invalid_value", "content must be a string or an array of content parts")
 		}
 		var raw []json.RawMessage
 		if err := json.Unmarshal(content, &raw); err != nil {
-			return nil, nil, apierr.Invalidf(at+".content", "invalid_value", "content must be a string or an array of content parts")
+			return nil, nil, apierr.Invalidf(at(".content"), "invalid_value", "content must be a string or an array of content parts")
 		}
 		if len(raw) == 0 {
-			return nil, nil, apierr.Invalidf(at+".content", "invalid_value", "content must not be an empty array")
+			return nil, nil, apierr.Invalidf(at(".content"), "invalid_value", "content must not be an empty array")
 		}
 		out[i].Parts = make([]Part, len(raw))
 		for j, r := range raw {
-			pat := fmt.Sprintf("%s.content[%d]", at, j)
+			pat := func(field string) string { return fmt.Sprintf("messages[%d].content[%d]%s", i, j, field) }
 			var pp ParamsPart
 			if err := json.Unmarshal(r, &pp); err != nil {
-				return nil, nil, apierr.Invalidf(pat, "invalid_value", "content part must be an object with type text or image_url")
+				return nil, nil, apierr.Invalidf(pat(""), "invalid_value", "content part must be an object with type text or image_url")
 			}
 			switch pp.Type {
 			case "text":
 				if pp.Text == nil {
-					return nil, nil, apierr.Invalidf(pat+".text", "missing_field", "text is required in a text part")
+					return nil, nil, apierr.Invalidf(pat(".text"), "missing_field", "text is required in a text part")
 				}
 				out[i].Parts[j].Text = *pp.Text
 			case "image_url":
 				if out[i].Role != RoleUser {
-					return nil, nil, apierr.Invalidf(pat+".type", "invalid_value", "image parts are only allowed in user messages")
+					return nil, nil, apierr.Invalidf(pat(".type"), "invalid_value", "image parts are only allowed in user messages")
 				}
 				if !vision {
-					return nil, nil, apierr.Invalidf(pat, "model_not_vision_capable", "model %q does not accept image input", m.ID)
+					return nil, nil, apierr.Invalidf(pat(""), "model_not_vision_capable", "model %q does not accept image input", m.ID)
 				}
-				uat := pat + ".image_url.url"
+				uat := pat(".image_url.url")
 				if pp.ImageURL == nil || pp.ImageURL.URL == "" {
 					return nil, nil, apierr.Invalidf(uat, "missing_field", "image_url.url is required in an image part")
 				}
@@ -236,13 +240,33 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 					fetches = append(fetches, pendingFetch{img: img, param: uat})
 				}
 			case "":
-				return nil, nil, apierr.Invalidf(pat+".type", "missing_field", "type is required in a content part")
+				return nil, nil, apierr.Invalidf(pat(".type"), "missing_field", "type is required in a content part")
 			default:
-				return nil, nil, apierr.Invalidf(pat+".type", "invalid_value", "content part type must be text or image_url, not %q", pp.Type)
+				return nil, nil, apierr.Invalidf(pat(".type"), "invalid_value", "content part type must be text or image_url, not %q", pp.Type)
 			}
 		}
 	}
 	return out, fetches, nil
+}
+
+// plainString returns the value of raw, a JSON string as the decoder of
+// the request body delimited it, when it needs no unescaping: no escapes
+// and valid UTF-8 (which json.Unmarshal would change to U+FFFD), the
+// common case; it reports false otherwise.
+func plainString(raw []byte) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	for _, c := range in {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }
 
 // image validates an image URL: a data URI is decoded, an http(s) URL kept.

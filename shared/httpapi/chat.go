@@ -7,8 +7,11 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/genway/genway/shared/chat"
 )
@@ -63,7 +66,12 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := r.Context()
 		var p chat.Params
-		if err := decodeJSON(r, &p); err != nil {
+		body, err := readBody(r)
+		if err == nil && !parseParams(body, &p) {
+			p = chat.Params{}
+			err = unmarshal(body, &p) // the error for the client, or what parseParams leaves to it
+		}
+		if err != nil {
 			writeError(w, r, log, err)
 			return
 		}
@@ -82,14 +90,20 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 			writeChatError(w, r, log, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, completion{
+		c := completion{
 			ID: meta.ID, Object: "chat.completion", Created: meta.Created, Model: meta.Model,
 			Choices: []completionChoice{{
 				Message:      completionMessage{Role: chat.RoleAssistant, Content: resp.Content, ReasoningContent: resp.Reasoning},
 				FinishReason: resp.FinishReason,
 			}},
 			Usage: resp.Usage,
-		})
+		}
+		b := appendCompletion(make([]byte, 0, 256+len(resp.Content)+len(resp.Reasoning)), &c)
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		h.Set("Content-Length", strconv.Itoa(len(b)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(b)
 	})
 }
 
@@ -104,23 +118,16 @@ func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, er
 }
 
 // streamChat runs a streamed call. The gateway's Stream runs on this
-// goroutine and writes each delta itself (emit); a second goroutine writes
-// heartbeats during silences. mu serialises their writes.
+// goroutine and writes each delta itself (emit); heartbeats are written by
+// a timer callback (time.AfterFunc, so no goroutine waits while the stream
+// is busy) that fires after a silence. mu serialises their writes.
 func streamChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, gw *chat.Gateway, call *chat.Call, meta chunkMeta, heartbeat time.Duration) {
 	ctx := r.Context()
-	s := &sseStream{w: w, rc: http.NewResponseController(w), meta: meta, last: time.Now()}
-	var wg sync.WaitGroup
-	done := make(chan struct{})
-	if heartbeat > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.heartbeats(done, heartbeat)
-		}()
-	}
+	s := &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512)}
+	s.prefix = appendChunkPrefix(make([]byte, 0, 128), &meta)
+	s.startHeartbeats(heartbeat)
 	resp, err := gw.Stream(ctx, account(r), call, s.delta)
-	close(done)
-	wg.Wait() // no writes from the heartbeat goroutine after this
+	s.stopHeartbeats() // no heartbeat writes after this
 
 	rid := RequestID(ctx)
 	switch {
@@ -141,15 +148,18 @@ func streamChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, gw *ch
 
 // sseStream writes the chunks of one streamed completion.
 type sseStream struct {
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	meta chunkMeta
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	prefix []byte // "data: " and the chunk JSON up to the delta's fields
 
-	mu      sync.Mutex
-	started bool      // headers and the role chunk are written
-	last    time.Time // of the last write (or the start of the request)
-	err     error     // the first write error: the client is gone
-	buf     []byte
+	mu        sync.Mutex
+	started   bool          // headers and the role chunk are written
+	last      time.Time     // of the last write (or the start of the request)
+	err       error         // the first write error: the client is gone
+	buf       []byte        // the event being written, reused
+	heartbeat time.Duration // 0: no heartbeats
+	timer     *time.Timer   // fires heartbeat; nil without heartbeats
+	stopped   bool          // no more heartbeats
 }
 
 // start writes the headers and the role chunk; s.mu is held.
@@ -163,82 +173,85 @@ func (s *sseStream) start() {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)
-	empty := ""
-	s.chunk(chunkDelta{Role: chat.RoleAssistant, Content: &empty}, nil, nil)
+	s.buf = appendChunkEvent(s.buf[:0], s.prefix, chunkDelta{Role: chat.RoleAssistant, Content: new(string)}, nil, nil)
+	s.raw(s.buf)
 }
 
-// delta is the emit function given to the gateway.
+// delta is the emit function given to the gateway: each delta is written
+// and flushed at once, as its own event.
 func (s *sseStream) delta(d chat.Delta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
+	s.buf = s.buf[:0]
 	if d.Reasoning != "" {
-		s.chunk(chunkDelta{ReasoningContent: d.Reasoning}, nil, nil)
+		s.buf = appendChunkEvent(s.buf, s.prefix, chunkDelta{ReasoningContent: d.Reasoning}, nil, nil)
 	}
 	if d.Content != "" {
-		c := d.Content
-		s.chunk(chunkDelta{Content: &c}, nil, nil)
+		s.buf = appendChunkEvent(s.buf, s.prefix, chunkDelta{Content: &d.Content}, nil, nil)
 	}
+	s.raw(s.buf)
 	s.flushLocked()
 	return s.err
 }
 
-// finish writes the final chunk and [DONE].
+// finish writes the final chunk and [DONE]. It does not flush: the handler
+// returns right after, and net/http (or the Lambda adapter) then sends
+// them with the end of the response in one write.
 func (s *sseStream) finish(resp *chat.Response) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
-	fr := resp.FinishReason
-	u := resp.Usage
-	s.chunk(chunkDelta{}, &fr, &u)
-	s.writeLocked([]byte("[DONE]"))
+	s.buf = appendChunkEvent(s.buf[:0], s.prefix, chunkDelta{}, &resp.FinishReason, &resp.Usage)
+	s.buf = append(s.buf, "data: [DONE]\n\n"...)
+	s.raw(s.buf)
+}
+
+// startHeartbeats arms the heartbeat timer for d (d <= 0: none).
+func (s *sseStream) startHeartbeats(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.heartbeat = d
+	s.timer = time.AfterFunc(d, s.beat)
+}
+
+// stopHeartbeats stops the timer; once it returns, beat writes nothing.
+func (s *sseStream) stopHeartbeats() {
+	if s.timer == nil {
+		return
+	}
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.timer.Stop()
+}
+
+// beat runs when the timer fires: it writes ": keep-alive" if nothing was
+// written for the heartbeat interval, and re-arms the timer for the end of
+// the current silence. The timer is not reset on every write: it is
+// checked lazily, once per interval at most.
+func (s *sseStream) beat() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	if since := time.Since(s.last); since < s.heartbeat {
+		s.timer.Reset(s.heartbeat - since)
+		return
+	}
+	s.start()
+	s.raw([]byte(": keep-alive\n\n"))
 	s.flushLocked()
-}
-
-// heartbeats writes ": keep-alive" whenever nothing was written for d,
-// until done is closed.
-func (s *sseStream) heartbeats(done <-chan struct{}, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		if since := time.Since(s.last); since < d {
-			t.Reset(d - since)
-		} else {
-			s.start()
-			s.raw([]byte(": keep-alive\n\n"))
-			s.flushLocked()
-			t.Reset(d)
-		}
-		s.mu.Unlock()
-	}
-}
-
-// chunk writes one chat.completion.chunk event; s.mu is held.
-func (s *sseStream) chunk(d chunkDelta, finish *string, u *chat.Usage) {
-	b, err := json.Marshal(chunk{
-		chunkMeta: s.meta, Object: "chat.completion.chunk",
-		Choices: []chunkChoice{{Delta: d, FinishReason: finish}},
-		Usage:   u,
-	})
-	if err == nil {
-		s.writeLocked(b)
-	}
+	s.timer.Reset(s.heartbeat)
 }
 
 func (s *sseStream) write(data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.writeLocked(data)
-}
-
-// writeLocked writes "data: <data>\n\n"; s.mu is held.
-func (s *sseStream) writeLocked(data []byte) {
 	s.buf = append(s.buf[:0], "data: "...)
 	s.buf = append(s.buf, data...)
 	s.buf = append(s.buf, '\n', '\n')
@@ -315,4 +328,578 @@ type completionMessage struct {
 	Role             string `json:"role"`
 	Content          string `json:"content"`
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+}
+
+// The chunks and the completion are encoded by hand, appending to a reused
+// buffer: encoding/json's reflection and allocations were a measurable
+// share of the gateway's cost per streamed delta. The output is byte for
+// byte what json.Marshal gives for the chunk and completion types above
+// (chat_json_test.go checks it, including a fuzz test of appendJSONString).
+
+// appendChunkPrefix appends `data: {"id":...,"created":...,"model":...,
+// "object":"chat.completion.chunk","choices":[{"index":0,"delta":{`: what
+// every chunk event of one completion starts with.
+func appendChunkPrefix(b []byte, m *chunkMeta) []byte {
+	b = append(b, `data: {"id":`...)
+	b = appendJSONString(b, m.ID)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, m.Created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, m.Model)
+	return append(b, `,"object":"chat.completion.chunk","choices":[{"index":0,"delta":{`...)
+}
+
+// appendChunkEvent appends one chunk event, "data: <chunk JSON>\n\n", where
+// prefix is appendChunkPrefix's.
+func appendChunkEvent(b, prefix []byte, d chunkDelta, finish *string, u *chat.Usage) []byte {
+	b = append(b, prefix...)
+	comma := false
+	if d.Role != "" {
+		b = append(b, `"role":`...)
+		b = appendJSONString(b, d.Role)
+		comma = true
+	}
+	if d.Content != nil {
+		if comma {
+			b = append(b, ',')
+		}
+		b = append(b, `"content":`...)
+		b = appendJSONString(b, *d.Content)
+		comma = true
+	}
+	if d.ReasoningContent != "" {
+		if comma {
+			b = append(b, ',')
+		}
+		b = append(b, `"reasoning_content":`...)
+		b = appendJSONString(b, d.ReasoningContent)
+	}
+	b = append(b, `},"finish_reason":`...)
+	if finish == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, *finish)
+	}
+	b = append(b, "}]"...)
+	if u != nil {
+		b = append(b, `,"usage":`...)
+		b = appendUsage(b, u)
+	}
+	return append(b, "}\n\n"...)
+}
+
+// appendCompletion appends the JSON of c and a newline, as writeJSON
+// writes it.
+func appendCompletion(b []byte, c *completion) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, c.ID)
+	b = append(b, `,"object":`...)
+	b = appendJSONString(b, c.Object)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, c.Created, 10)
+	b = append(b, `,"model":`...)
+	b = appendJSONString(b, c.Model)
+	b = append(b, `,"choices":`...)
+	if c.Choices == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range c.Choices {
+			ch := &c.Choices[i]
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(ch.Index), 10)
+			b = append(b, `,"message":{"role":`...)
+			b = appendJSONString(b, ch.Message.Role)
+			b = append(b, `,"content":`...)
+			b = appendJSONString(b, ch.Message.Content)
+			if ch.Message.ReasoningContent != "" {
+				b = append(b, `,"reasoning_content":`...)
+				b = appendJSONString(b, ch.Message.ReasoningContent)
+			}
+			b = append(b, `},"finish_reason":`...)
+			b = appendJSONString(b, ch.FinishReason)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"usage":`...)
+	b = appendUsage(b, &c.Usage)
+	return append(b, "}\n"...)
+}
+
+func appendUsage(b []byte, u *chat.Usage) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string exactly as encoding/json
+// writes it: quotes, backslashes and control characters escaped (\b \f \n
+// \r \t, others as \u00XX), <, > and & as \u003c \u003e \u0026 (HTML-safe),
+// U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// parseParams decodes a request body into p (which must be zero) as
+// json.Unmarshal would, without reflection, for the requests clients
+// usually send; it reports false for anything it does not handle itself
+// (a key that matches a field only case-insensitively or through escapes,
+// a duplicate field, a type mismatch, a string that needs escapes other
+// than the simple ones, a number that does not parse, deep nesting,
+// malformed JSON), and the caller then decodes with encoding/json, which
+// makes the same value or the error the client gets (chat_json_test.go
+// fuzzes the two against each other). Raw fields (content, max_tokens,
+// stop) alias body.
+func parseParams(body []byte, p *chat.Params) bool {
+	s := paramsScanner{b: body}
+	if !s.params(p) {
+		return false
+	}
+	s.ws()
+	return s.i == len(s.b)
+}
+
+// paramsScanner is parseParams' parser: each method returns false when the
+// input is malformed or not handled.
+type paramsScanner struct {
+	b     []byte
+	i     int
+	depth int
+}
+
+func (s *paramsScanner) ws() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+func (s *paramsScanner) eat(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *paramsScanner) literal(lit string) bool {
+	s.ws()
+	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// fields parses an object. known lists the field names it handles,
+// separated by spaces; field(n) parses the value of the n-th (from 0),
+// once: a duplicate is not handled. Other values are skipped. A key with
+// an escape or a non-ASCII byte, or one that equals a known name only
+// case-insensitively, is not handled (encoding/json would match it).
+func (s *paramsScanner) fields(known string, field func(n int) bool) bool {
+	if !s.eat('{') {
+		return false
+	}
+	if s.eat('}') {
+		return true
+	}
+	var seen uint32
+	for {
+		if !s.eat('"') {
+			return false
+		}
+		start := s.i
+		for s.i < len(s.b) && s.b[s.i] != '"' {
+			if c := s.b[s.i]; c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+				return false
+			}
+			s.i++
+		}
+		if s.i == len(s.b) {
+			return false
+		}
+		key := s.b[start:s.i]
+		s.i++
+		if !s.eat(':') {
+			return false
+		}
+		n := -1
+		for i, rest := 0, known; rest != "" && n < 0; i++ {
+			var k string
+			k, rest, _ = strings.Cut(rest, " ")
+			switch {
+			case string(key) == k:
+				n = i
+			case len(key) == len(k) && strings.EqualFold(string(key), k):
+				return false
+			}
+		}
+		switch {
+		case n < 0:
+			if !s.skip() {
+				return false
+			}
+		case seen&(1<<n) != 0:
+			return false
+		default:
+			seen |= 1 << n
+			if !field(n) {
+				return false
+			}
+		}
+		if s.eat(',') {
+			continue
+		}
+		return s.eat('}')
+	}
+}
+
+func (s *paramsScanner) params(p *chat.Params) bool {
+	const known = "model messages stream stream_options max_tokens max_completion_tokens reasoning_effort temperature top_p stop seed"
+	return s.fields(known, func(n int) bool {
+		switch n {
+		case 0:
+			return s.literal("null") || s.str(&p.Model)
+		case 1:
+			return s.messages(p)
+		case 2:
+			switch {
+			case s.literal("true"):
+				p.Stream = true
+			case s.literal("false"), s.literal("null"):
+			default:
+				return false
+			}
+			return true
+		case 3:
+			if s.literal("null") {
+				return true
+			}
+			p.StreamOptions = &chat.StreamOptions{}
+			return s.fields("include_usage", func(int) bool {
+				switch {
+				case s.literal("true"):
+					p.StreamOptions.IncludeUsage = true
+				case s.literal("false"), s.literal("null"):
+				default:
+					return false
+				}
+				return true
+			})
+		case 4:
+			return s.raw(&p.MaxTokens)
+		case 5:
+			return s.raw(&p.MaxCompletionTokens)
+		case 6:
+			if s.literal("null") {
+				return true
+			}
+			p.ReasoningEffort = new(string)
+			return s.str(p.ReasoningEffort)
+		case 7, 8:
+			if s.literal("null") {
+				return true
+			}
+			s.ws()
+			start := s.i
+			if !s.number() {
+				return false
+			}
+			f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+			if err != nil {
+				return false
+			}
+			if n == 7 {
+				p.Temperature = &f
+			} else {
+				p.TopP = &f
+			}
+			return true
+		case 9:
+			return s.raw(&p.Stop)
+		default: // seed
+			if s.literal("null") {
+				return true
+			}
+			s.ws()
+			start := s.i
+			if !s.number() {
+				return false
+			}
+			v, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
+			if err != nil {
+				return false
+			}
+			p.Seed = &v
+			return true
+		}
+	})
+}
+
+func (s *paramsScanner) messages(p *chat.Params) bool {
+	if s.literal("null") {
+		return true
+	}
+	if !s.eat('[') {
+		return false
+	}
+	p.Messages = make([]chat.ParamsMessage, 0, 4)
+	if s.eat(']') {
+		return true
+	}
+	for {
+		p.Messages = append(p.Messages, chat.ParamsMessage{})
+		m := &p.Messages[len(p.Messages)-1]
+		if !s.literal("null") && !s.fields("role content", func(n int) bool {
+			if n == 0 {
+				return s.literal("null") || s.str(&m.Role)
+			}
+			return s.raw(&m.Content)
+		}) {
+			return false
+		}
+		if s.eat(',') {
+			continue
+		}
+		return s.eat(']')
+	}
+}
+
+// raw sets *dst to the next value's bytes, as json.RawMessage keeps them.
+func (s *paramsScanner) raw(dst *json.RawMessage) bool {
+	s.ws()
+	start := s.i
+	if !s.skip() {
+		return false
+	}
+	*dst = s.b[start:s.i:s.i]
+	return true
+}
+
+// str parses a string without escapes other than \" \\ \/ \n \r \t, and
+// valid UTF-8 (encoding/json would change invalid bytes to U+FFFD).
+func (s *paramsScanner) str(dst *string) bool {
+	if !s.eat('"') {
+		return false
+	}
+	start, escaped := s.i, false
+	for s.i < len(s.b) {
+		switch c := s.b[s.i]; {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			if !utf8.Valid(v) {
+				return false
+			}
+			if !escaped {
+				*dst = string(v)
+				return true
+			}
+			out := make([]byte, 0, len(v))
+			for j := 0; j < len(v); j++ {
+				if v[j] != '\\' {
+					out = append(out, v[j])
+					continue
+				}
+				j++
+				switch v[j] {
+				case 'n':
+					out = append(out, '\n')
+				case 'r':
+					out = append(out, '\r')
+				case 't':
+					out = append(out, '\t')
+				default: // '"', '\\', '/'
+					out = append(out, v[j])
+				}
+			}
+			*dst = string(out)
+			return true
+		case c == '\\':
+			if s.i+1 >= len(s.b) {
+				return false
+			}
+			switch s.b[s.i+1] {
+			case '"', '\\', '/', 'n', 'r', 't':
+				escaped = true
+				s.i += 2
+			default:
+				return false
+			}
+		case c < 0x20:
+			return false
+		default:
+			s.i++
+		}
+	}
+	return false
+}
+
+// skip validates and skips any value.
+func (s *paramsScanner) skip() bool {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; {
+	case c == '{':
+		if s.depth++; s.depth > 64 {
+			return false
+		}
+		ok := s.fields("", nil)
+		s.depth--
+		return ok
+	case c == '[':
+		if s.depth++; s.depth > 64 {
+			return false
+		}
+		s.i++
+		ok := s.eat(']')
+		for !ok {
+			if !s.skip() {
+				break
+			}
+			if s.eat(',') {
+				continue
+			}
+			ok = s.eat(']')
+			break
+		}
+		s.depth--
+		return ok
+	case c == '"':
+		s.i++
+		for s.i < len(s.b) {
+			switch c := s.b[s.i]; {
+			case c == '"':
+				s.i++
+				return true
+			case c < 0x20:
+				return false
+			case c == '\\':
+				if s.i+1 >= len(s.b) {
+					return false
+				}
+				switch s.b[s.i+1] {
+				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+					s.i += 2
+				case 'u':
+					if len(s.b)-s.i < 6 {
+						return false
+					}
+					for _, h := range s.b[s.i+2 : s.i+6] {
+						if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+							return false
+						}
+					}
+					s.i += 6
+				default:
+					return false
+				}
+			default:
+				s.i++
+			}
+		}
+		return false
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	default:
+		return s.number()
+	}
+}
+
+// number skips a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *paramsScanner) number() bool {
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	start := s.i
+	if n := digits(); n == 0 || (n > 1 && s.b[start] == '0') {
+		return false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
+			s.i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -31,11 +31,12 @@ func WithRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := RequestID(r.Context())
 		if id == "" {
-			s, err := auth.RandomString(24)
+			var buf [32]byte
+			b, err := auth.AppendRandom(append(buf[:0], "req_"...), 24)
+			id = string(b)
 			if err != nil {
-				s = "unavailable"
+				id = "req_unavailable"
 			}
-			id = "req_" + s
 			r = r.WithContext(ContextWithRequestID(r.Context(), id))
 		}
 		w.Header().Set("X-Request-Id", id)

@@ -60,14 +60,41 @@ func NewReaderSize(r io.Reader, max int) *Reader {
 	return &Reader{br: bufio.NewReaderSize(r, 4096), max: max}
 }
 
+// keepBuffer is the largest line or data buffer Reset keeps.
+const keepBuffer = 64 << 10
+
+// Reset makes r read a new stream from src, as NewReaderSize(src, max)
+// would, but reusing r's buffers: a server reading many streams can keep
+// Readers (in a sync.Pool) instead of allocating a buffer per stream.
+func (r *Reader) Reset(src io.Reader) {
+	r.br.Reset(src)
+	r.line, r.data = r.line[:0], r.data[:0]
+	if cap(r.line) > keepBuffer || cap(r.data) > keepBuffer {
+		r.line, r.data = nil, nil // do not keep a huge event's buffers
+	}
+	r.name, r.hasDat, r.skipLF, r.err = "", false, false, nil
+}
+
 // Next returns the next event. It returns io.EOF when the stream ends; an
 // event whose final blank line is missing at the end of the stream is still
 // returned if it has data (upstreams do not always send the last blank
 // line). Other errors are the underlying reader's, or ErrTooLarge; after an
 // error, Next keeps returning it.
 func (r *Reader) Next() (Event, error) {
+	name, data, err := r.NextBytes()
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{Name: name, Data: string(data)}, nil
+}
+
+// NextBytes is Next without copying the event's data: data is the
+// Reader's own buffer, valid only until the next call of Next or
+// NextBytes. A decoder that parses each event at once saves a copy per
+// event.
+func (r *Reader) NextBytes() (name string, data []byte, err error) {
 	if r.err != nil {
-		return Event{}, r.err
+		return "", nil, r.err
 	}
 	size := 0
 	for {
@@ -78,14 +105,16 @@ func (r *Reader) Next() (Event, error) {
 			}
 			if err == io.EOF && r.hasDat {
 				r.err = io.EOF
-				return r.dispatch(), nil
+				name, data = r.dispatch()
+				return name, data, nil
 			}
 			r.err = err
-			return Event{}, err
+			return "", nil, err
 		}
 		if len(line) == 0 {
 			if r.hasDat {
-				return r.dispatch(), nil
+				name, data = r.dispatch()
+				return name, data, nil
 			}
 			r.name = "" // an event without data is not dispatched
 			size = 0
@@ -98,11 +127,12 @@ func (r *Reader) Next() (Event, error) {
 	}
 }
 
-// dispatch returns the event being built and resets the builder.
-func (r *Reader) dispatch() Event {
-	ev := Event{Name: r.name, Data: string(r.data)}
+// dispatch returns the event being built and resets the builder; data
+// stays valid until the builder is next written to.
+func (r *Reader) dispatch() (name string, data []byte) {
+	name, data = r.name, r.data
 	r.name, r.data, r.hasDat = "", r.data[:0], false
-	return ev
+	return name, data
 }
 
 // field processes one non-empty line.
