@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -258,7 +257,7 @@ func (p *Provider) statusError(resp *http.Response, body []byte) error {
 		}
 	case code == http.StatusTooManyRequests:
 		e.Kind = chat.UpstreamRateLimited
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+		e.RetryAfter = chat.RetryAfter(resp.Header, time.Now())
 	case code == 529 || code == http.StatusServiceUnavailable:
 		e.Kind = chat.UpstreamUnavailable
 	case code == http.StatusGatewayTimeout:
@@ -289,21 +288,6 @@ func (p *Provider) eventError(ed *errorDetail) error {
 		e.Kind = chat.UpstreamFailed
 	}
 	return e
-}
-
-// retryAfter parses a Retry-After header (seconds or an HTTP date); 0 if
-// absent or invalid.
-func retryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now).Round(time.Second)
-	}
-	return 0
 }
 
 func truncate(s string, n int) string {

@@ -461,23 +461,6 @@ func TestGarbageSuccess(t *testing.T) {
 	}
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
-	tests := []struct {
-		in   string
-		want time.Duration
-	}{
-		{"", 0}, {"0", 0}, {"30", 30 * time.Second}, {"soon", 0}, {"-5", 0},
-		{"Wed, 01 Jan 2025 12:01:00 GMT", time.Minute},
-		{"Wed, 01 Jan 2025 11:00:00 GMT", 0},
-	}
-	for _, tt := range tests {
-		if got := retryAfter(tt.in, now); got != tt.want {
-			t.Errorf("retryAfter(%q) = %v; want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
 // blockingUpstream sends the first events of a stream, then holds the
 // response open until the client goes away, and reports that on gone.
 func blockingUpstream(t *testing.T) (srv *httptest.Server, gone <-chan struct{}) {

@@ -21,7 +21,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -310,10 +309,10 @@ func (p *Provider) apiError(status int, header http.Header, ae *apiError) *chat.
 }
 
 // retryAfter returns the wait a 429 asks for: the Retry-After header
-// (seconds), or the retryDelay of a google.rpc.RetryInfo detail ("30s").
+// (see chat.RetryAfter), or the retryDelay of a google.rpc.RetryInfo detail ("30s").
 func retryAfter(h http.Header, ae *apiError) time.Duration {
-	if s, err := strconv.Atoi(strings.TrimSpace(h.Get("Retry-After"))); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if d := chat.RetryAfter(h, time.Now()); d > 0 {
+		return d
 	}
 	for _, d := range ae.Details {
 		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") && d.RetryDelay != "" {

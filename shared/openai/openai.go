@@ -206,7 +206,7 @@ func statusError(provider string, resp *http.Response, body []byte) *chat.Upstre
 		}
 	case s == 429:
 		e.Kind = chat.UpstreamRateLimited
-		e.RetryAfter = retryAfter(resp.Header, time.Now())
+		e.RetryAfter = chat.RetryAfter(resp.Header, time.Now())
 	case s == 408 || s == 504:
 		e.Kind = chat.UpstreamTimeout
 	case s == 503:
@@ -244,22 +244,6 @@ func errorMessage(body []byte) string {
 		return s
 	}
 	return ""
-}
-
-// retryAfter reads Retry-After (seconds or an HTTP date) or OpenAI's
-// retry-after-ms; 0 if absent.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if ms, err := strconv.ParseFloat(h.Get("Retry-After-Ms"), 64); err == nil && ms > 0 {
-		return time.Duration(ms * float64(time.Millisecond))
-	}
-	v := h.Get("Retry-After")
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }
 
 // finishReason maps the upstream's finish reason to ours.

@@ -360,15 +360,6 @@ func TestTimeoutAndCancel(t *testing.T) {
 	}
 }
 
-func TestRetryAfterDate(t *testing.T) {
-	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	h := http.Header{}
-	h.Set("Retry-After", now.Add(30*time.Second).Format(http.TimeFormat))
-	if got := retryAfter(h, now); got != 30*time.Second {
-		t.Errorf("retryAfter(date) = %v; want 30s", got)
-	}
-}
-
 // FuzzDecodeStream feeds arbitrary bytes to the stream decoder: it must not
 // panic or loop, must emit only non-empty deltas, and on success must have
 // a finish reason. The seed corpus is testdata/fuzz/FuzzDecodeStream.
