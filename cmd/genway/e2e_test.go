@@ -70,7 +70,7 @@ func testEnv(dir string, extra map[string]string) func(string) string {
 }
 
 // startServer runs `genway serve` in-process on a free port over dir.
-func startServer(t *testing.T, dir string, extra map[string]string) *server {
+func startServer(t testing.TB, dir string, extra map[string]string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lineWriter{lines: make(chan string, 100)}
