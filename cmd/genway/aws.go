@@ -48,7 +48,7 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	s3Client := s3media.NewClient(cfg)
 	streams := dynamodbstreams.NewFromConfig(cfg)
 	store := dynamostore.New(ddb, names.JobsTable, names.AccountsTable)
-	be := &backend{store: store, jobs: store, counter: store, close: func() error { return nil },
+	be := &backend{store: store, jobs: store, counter: store, close: func() error { return nil }, lease: 2 * time.Minute,
 		media: s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket)}
 	// The queue and stream are resolved lazily: the operator commands need
 	// neither, and must work before `genway aws init` made them.

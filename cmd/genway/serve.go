@@ -37,6 +37,9 @@ type backend struct {
 	// change feed into credits settlement until ctx ends.
 	consume func(ctx context.Context, process func(ctx context.Context, id string) error) error
 	settle  func(ctx context.Context) error
+	// lease is the worker's jobs.Worker.Lease: 0 where one worker holds a
+	// message at a time, the worker timeout where deliveries can overlap.
+	lease time.Duration
 	// counter counts requests for the rate limiter.
 	counter ratelimit.Counter
 	// adminSocket is where the embedded backend serves operator commands.
@@ -142,7 +145,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: chat.StoreRecorder{Store: be.store}})
 	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log}
-	worker := &jobs.Worker{Store: be.jobs, Media: be.media, Catalog: cat, Log: log,
+	worker := &jobs.Worker{Store: be.jobs, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: map[string]jobs.Provider{"synthetic": synthetic.Media{}}}
 	if getenv("GENWAY_SYNTHETIC") == "off" {
 		delete(worker.Providers, "synthetic")

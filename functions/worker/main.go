@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -33,7 +34,9 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	w := &jobs.Worker{Store: b.Store, Media: b.Media(), Providers: map[string]jobs.Provider{}, Catalog: cat, Log: b.Log}
+	// Lease: the function's timeout (template.yaml), so that an SQS duplicate
+	// never generates a job that a live invocation is still generating.
+	w := &jobs.Worker{Store: b.Store, Media: b.Media(), Providers: map[string]jobs.Provider{}, Catalog: cat, Log: b.Log, Lease: 2 * time.Minute}
 	if getenv("GENWAY_SYNTHETIC") != "off" {
 		w.Providers["synthetic"] = synthetic.Media{}
 	}

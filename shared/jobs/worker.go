@@ -30,7 +30,17 @@ type Worker struct {
 	Log         *slog.Logger
 	MaxAttempts int              // 0: DefaultMaxAttempts
 	Now         func() time.Time // nil: time.Now
+	// Lease is how long a worker owns a job it started: a duplicate
+	// delivery of a job that another worker started less than Lease ago is
+	// sent back for later (ErrBusy) instead of being generated twice. Set it
+	// to the worker's timeout where deliveries can overlap (SQS); 0 (the
+	// embedded queue, which hands a job to one worker at a time) takes a
+	// processing job over at once.
+	Lease time.Duration
 }
+
+// ErrBusy is returned by Process for a job another worker is still running.
+var ErrBusy = errors.New("job is being processed by another worker")
 
 func (w *Worker) now() int64 {
 	if w.Now != nil {
@@ -58,6 +68,9 @@ func (w *Worker) Process(ctx context.Context, id string) error {
 	max := w.MaxAttempts
 	if max == 0 {
 		max = DefaultMaxAttempts
+	}
+	if j.Status == Processing && w.Lease > 0 && w.now() < j.Updated+int64(w.Lease/time.Second) {
+		return fmt.Errorf("process %s: %w (attempt %d started at %d)", id, ErrBusy, j.Attempts, j.Updated)
 	}
 	if j.Attempts >= max {
 		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: fmt.Sprintf("Generation did not finish after %d attempts; no credits were charged.", j.Attempts)})

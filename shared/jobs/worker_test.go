@@ -117,6 +117,11 @@ func TestWorkerProcess(t *testing.T) {
 	})
 	base := Job{ID: "job_sfx_aaaaaaaaaaaaaaaaaaaa", Account: "a", Type: TypeSFX, Model: "synthetic-sfx", Status: Queued, Input: Input{Prompt: "p", Duration: 2, Format: "mp3"}}
 	with := func(st Status, attempts int) Job { j := base; j.Status, j.Attempts = st, attempts; return j }
+	withUpdated := func(st Status, attempts int, updated int64) Job {
+		j := with(st, attempts)
+		j.Updated = updated
+		return j
+	}
 	tests := []struct {
 		name         string
 		job          *Job // nil: the store has no job
@@ -135,6 +140,8 @@ func TestWorkerProcess(t *testing.T) {
 		{"transient error retries", ptr(with(Queued, 0)), transient, true, Processing, 1, "", 0},
 		{"attempts exhausted fails", ptr(with(Processing, DefaultMaxAttempts)), ok, false, Failed, DefaultMaxAttempts, CodeInternal, 0},
 		{"unknown job is dropped", nil, ok, false, "", 0, "", 0},
+		{"processing job within its lease is left alone", ptr(withUpdated(Processing, 1, 990)), ok, true, Processing, 1, "", 0},
+		{"processing job past its lease is taken over", ptr(withUpdated(Processing, 1, 800)), ok, false, Completed, 2, "", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,7 +151,7 @@ func TestWorkerProcess(t *testing.T) {
 			}
 			m := &memMedia{}
 			w := &Worker{Store: st, Media: m, Catalog: cat, Providers: map[string]Provider{"synthetic": tt.provider},
-				Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Lease: 2 * time.Minute, Now: func() time.Time { return time.Unix(1000, 0) }}
 			err := w.Process(context.Background(), base.ID)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("Process = %v; want error %v", err, tt.wantErr)
