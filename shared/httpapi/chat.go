@@ -8,12 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/jsonscan"
 )
 
 // DefaultChatHeartbeat is how long a stream may stay silent before the
@@ -508,161 +508,57 @@ func appendJSONString(b []byte, s string) []byte {
 // fuzzes the two against each other). Raw fields (content, max_tokens,
 // stop) alias body.
 func parseParams(body []byte, p *chat.Params) bool {
-	s := paramsScanner{b: body}
+	s := paramsScanner{jsonscan.Scanner{Buf: body, SimpleEscapes: true}}
 	if !s.params(p) {
 		return false
 	}
-	s.ws()
-	return s.i == len(s.b)
+	s.WS()
+	return s.Pos == len(s.Buf)
 }
 
 // paramsScanner is parseParams' parser: each method returns false when the
 // input is malformed or not handled.
 type paramsScanner struct {
-	b     []byte
-	i     int
-	depth int
-}
-
-func (s *paramsScanner) ws() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
-		s.i++
-	}
-}
-
-func (s *paramsScanner) eat(c byte) bool {
-	s.ws()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-func (s *paramsScanner) literal(lit string) bool {
-	s.ws()
-	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-		s.i += len(lit)
-		return true
-	}
-	return false
-}
-
-// fields parses an object. known lists the field names it handles,
-// separated by spaces; field(n) parses the value of the n-th (from 0),
-// once: a duplicate is not handled. Other values are skipped. A key with
-// an escape or a non-ASCII byte, or one that equals a known name only
-// case-insensitively, is not handled (encoding/json would match it).
-func (s *paramsScanner) fields(known string, field func(n int) bool) bool {
-	if !s.eat('{') {
-		return false
-	}
-	if s.eat('}') {
-		return true
-	}
-	var seen uint32
-	for {
-		if !s.eat('"') {
-			return false
-		}
-		start := s.i
-		for s.i < len(s.b) && s.b[s.i] != '"' {
-			if c := s.b[s.i]; c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-				return false
-			}
-			s.i++
-		}
-		if s.i == len(s.b) {
-			return false
-		}
-		key := s.b[start:s.i]
-		s.i++
-		if !s.eat(':') {
-			return false
-		}
-		n := -1
-		for i, rest := 0, known; rest != "" && n < 0; i++ {
-			var k string
-			k, rest, _ = strings.Cut(rest, " ")
-			switch {
-			case string(key) == k:
-				n = i
-			case len(key) == len(k) && strings.EqualFold(string(key), k):
-				return false
-			}
-		}
-		switch {
-		case n < 0:
-			if !s.skip() {
-				return false
-			}
-		case seen&(1<<n) != 0:
-			return false
-		default:
-			seen |= 1 << n
-			if !field(n) {
-				return false
-			}
-		}
-		if s.eat(',') {
-			continue
-		}
-		return s.eat('}')
-	}
+	jsonscan.Scanner
 }
 
 func (s *paramsScanner) params(p *chat.Params) bool {
 	const known = "model messages stream stream_options max_tokens max_completion_tokens reasoning_effort temperature top_p stop seed"
-	return s.fields(known, func(n int) bool {
+	return s.Fields(known, func(n int) bool {
 		switch n {
 		case 0:
-			return s.literal("null") || s.str(&p.Model)
+			return s.Null() || s.str(&p.Model)
 		case 1:
 			return s.messages(p)
 		case 2:
-			switch {
-			case s.literal("true"):
-				p.Stream = true
-			case s.literal("false"), s.literal("null"):
-			default:
-				return false
-			}
-			return true
+			return s.boolean(&p.Stream)
 		case 3:
-			if s.literal("null") {
+			if s.Null() {
 				return true
 			}
 			p.StreamOptions = &chat.StreamOptions{}
-			return s.fields("include_usage", func(int) bool {
-				switch {
-				case s.literal("true"):
-					p.StreamOptions.IncludeUsage = true
-				case s.literal("false"), s.literal("null"):
-				default:
-					return false
-				}
-				return true
+			return s.Fields("include_usage", func(int) bool {
+				return s.boolean(&p.StreamOptions.IncludeUsage)
 			})
 		case 4:
 			return s.raw(&p.MaxTokens)
 		case 5:
 			return s.raw(&p.MaxCompletionTokens)
 		case 6:
-			if s.literal("null") {
+			if s.Null() {
 				return true
 			}
 			p.ReasoningEffort = new(string)
 			return s.str(p.ReasoningEffort)
 		case 7, 8:
-			if s.literal("null") {
+			if s.Null() {
 				return true
 			}
-			s.ws()
-			start := s.i
-			if !s.number() {
+			b, ok := s.Number()
+			if !ok {
 				return false
 			}
-			f, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
+			f, err := strconv.ParseFloat(string(b), 64)
 			if err != nil {
 				return false
 			}
@@ -675,231 +571,76 @@ func (s *paramsScanner) params(p *chat.Params) bool {
 		case 9:
 			return s.raw(&p.Stop)
 		default: // seed
-			if s.literal("null") {
+			if s.Null() {
 				return true
 			}
-			s.ws()
-			start := s.i
-			if !s.number() {
-				return false
+			v, ok := s.Integer(64)
+			if ok {
+				p.Seed = &v
 			}
-			v, err := strconv.ParseInt(string(s.b[start:s.i]), 10, 64)
-			if err != nil {
-				return false
-			}
-			p.Seed = &v
-			return true
+			return ok
 		}
 	})
 }
 
 func (s *paramsScanner) messages(p *chat.Params) bool {
-	if s.literal("null") {
+	if s.Null() {
 		return true
 	}
-	if !s.eat('[') {
+	if !s.Eat('[') {
 		return false
 	}
 	p.Messages = make([]chat.ParamsMessage, 0, 4)
-	if s.eat(']') {
+	if s.Eat(']') {
 		return true
 	}
 	for {
 		p.Messages = append(p.Messages, chat.ParamsMessage{})
 		m := &p.Messages[len(p.Messages)-1]
-		if !s.literal("null") && !s.fields("role content", func(n int) bool {
+		if !s.Null() && !s.Fields("role content", func(n int) bool {
 			if n == 0 {
-				return s.literal("null") || s.str(&m.Role)
+				return s.Null() || s.str(&m.Role)
 			}
 			return s.raw(&m.Content)
 		}) {
 			return false
 		}
-		if s.eat(',') {
+		if s.Eat(',') {
 			continue
 		}
-		return s.eat(']')
+		return s.Eat(']')
 	}
+}
+
+// boolean parses true or false into *dst; null leaves it as it is.
+func (s *paramsScanner) boolean(dst *bool) bool {
+	switch {
+	case s.Literal("true"):
+		*dst = true
+	case s.Literal("false"), s.Null():
+	default:
+		return false
+	}
+	return true
 }
 
 // raw sets *dst to the next value's bytes, as json.RawMessage keeps them.
 func (s *paramsScanner) raw(dst *json.RawMessage) bool {
-	s.ws()
-	start := s.i
-	if !s.skip() {
+	s.WS()
+	start := s.Pos
+	if !s.Skip() {
 		return false
 	}
-	*dst = s.b[start:s.i:s.i]
+	*dst = s.Buf[start:s.Pos:s.Pos]
 	return true
 }
 
-// str parses a string without escapes other than \" \\ \/ \n \r \t, and
-// valid UTF-8 (encoding/json would change invalid bytes to U+FFFD).
+// str parses a string into *dst (see jsonscan.Scanner.String: with
+// SimpleEscapes, only \" \\ \/ \n \r \t escapes, and valid UTF-8).
 func (s *paramsScanner) str(dst *string) bool {
-	if !s.eat('"') {
-		return false
+	v, ok := s.String()
+	if ok {
+		*dst = v
 	}
-	start, escaped := s.i, false
-	for s.i < len(s.b) {
-		switch c := s.b[s.i]; {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			if !utf8.Valid(v) {
-				return false
-			}
-			if !escaped {
-				*dst = string(v)
-				return true
-			}
-			out := make([]byte, 0, len(v))
-			for j := 0; j < len(v); j++ {
-				if v[j] != '\\' {
-					out = append(out, v[j])
-					continue
-				}
-				j++
-				switch v[j] {
-				case 'n':
-					out = append(out, '\n')
-				case 'r':
-					out = append(out, '\r')
-				case 't':
-					out = append(out, '\t')
-				default: // '"', '\\', '/'
-					out = append(out, v[j])
-				}
-			}
-			*dst = string(out)
-			return true
-		case c == '\\':
-			if s.i+1 >= len(s.b) {
-				return false
-			}
-			switch s.b[s.i+1] {
-			case '"', '\\', '/', 'n', 'r', 't':
-				escaped = true
-				s.i += 2
-			default:
-				return false
-			}
-		case c < 0x20:
-			return false
-		default:
-			s.i++
-		}
-	}
-	return false
-}
-
-// skip validates and skips any value.
-func (s *paramsScanner) skip() bool {
-	s.ws()
-	if s.i >= len(s.b) {
-		return false
-	}
-	switch c := s.b[s.i]; {
-	case c == '{':
-		if s.depth++; s.depth > 64 {
-			return false
-		}
-		ok := s.fields("", nil)
-		s.depth--
-		return ok
-	case c == '[':
-		if s.depth++; s.depth > 64 {
-			return false
-		}
-		s.i++
-		ok := s.eat(']')
-		for !ok {
-			if !s.skip() {
-				break
-			}
-			if s.eat(',') {
-				continue
-			}
-			ok = s.eat(']')
-			break
-		}
-		s.depth--
-		return ok
-	case c == '"':
-		s.i++
-		for s.i < len(s.b) {
-			switch c := s.b[s.i]; {
-			case c == '"':
-				s.i++
-				return true
-			case c < 0x20:
-				return false
-			case c == '\\':
-				if s.i+1 >= len(s.b) {
-					return false
-				}
-				switch s.b[s.i+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-					s.i += 2
-				case 'u':
-					if len(s.b)-s.i < 6 {
-						return false
-					}
-					for _, h := range s.b[s.i+2 : s.i+6] {
-						if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-							return false
-						}
-					}
-					s.i += 6
-				default:
-					return false
-				}
-			default:
-				s.i++
-			}
-		}
-		return false
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	default:
-		return s.number()
-	}
-}
-
-// number skips a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *paramsScanner) number() bool {
-	digits := func() int {
-		n := 0
-		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
-			s.i++
-			n++
-		}
-		return n
-	}
-	if s.i < len(s.b) && s.b[s.i] == '-' {
-		s.i++
-	}
-	start := s.i
-	if n := digits(); n == 0 || (n > 1 && s.b[start] == '0') {
-		return false
-	}
-	if s.i < len(s.b) && s.b[s.i] == '.' {
-		s.i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
-		s.i++
-		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
-			s.i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return true
+	return ok
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/jsonscan"
 )
 
 // chunkSamples are chunks as OpenAI-compatible servers send them, and
@@ -47,9 +48,9 @@ func TestDecodeChunk(t *testing.T) {
 	for _, tt := range chunkSamples {
 		t.Run(tt.data, func(t *testing.T) {
 			var got, want wireChunk
-			p := wireParser{b: []byte(tt.data)}
+			p := wireParser{jsonscan.Scanner{Buf: []byte(tt.data)}}
 			fast := p.chunk(&got)
-			if p.ws(); p.i != len(p.b) {
+			if p.WS(); p.Pos != len(p.Buf) {
 				fast = false
 			}
 			if fast != tt.fast {
@@ -118,9 +119,9 @@ func TestDecodeResponse(t *testing.T) {
 	for _, tt := range responseSamples {
 		t.Run(tt.data, func(t *testing.T) {
 			var got, want wireResponse
-			p := wireParser{b: []byte(tt.data)}
+			p := wireParser{jsonscan.Scanner{Buf: []byte(tt.data)}}
 			fast := p.response(&got)
-			if p.ws(); p.i != len(p.b) {
+			if p.WS(); p.Pos != len(p.Buf) {
 				fast = false
 			}
 			if fast != tt.fast {

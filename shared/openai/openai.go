@@ -20,15 +20,13 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/jsonscan"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -477,10 +475,10 @@ func (u *wireUsage) usage() chat.Usage {
 // decodeResponse decodes a non-streamed response body into r (which must
 // be zero), as json.Unmarshal(data, r) would: see decodeChunk.
 func decodeResponse(data []byte, r *wireResponse) error {
-	p := wireParser{b: data}
+	p := wireParser{jsonscan.Scanner{Buf: data}}
 	if p.response(r) {
-		p.ws()
-		if p.i == len(p.b) {
+		p.WS()
+		if p.Pos == len(p.Buf) {
 			return nil
 		}
 	}
@@ -499,10 +497,10 @@ func decodeResponse(data []byte, r *wireResponse) error {
 // results and errors are exactly encoding/json's (chunk_test.go fuzzes the
 // two against each other).
 func decodeChunk(data []byte, c *wireChunk) error {
-	p := wireParser{b: data}
+	p := wireParser{jsonscan.Scanner{Buf: data}}
 	if p.chunk(c) {
-		p.ws()
-		if p.i == len(p.b) {
+		p.WS()
+		if p.Pos == len(p.Buf) {
 			return nil
 		}
 	}
@@ -514,137 +512,22 @@ func decodeChunk(data []byte, c *wireChunk) error {
 // returns false when the input is malformed or not handled, and the
 // caller falls back to encoding/json.
 type wireParser struct {
-	b     []byte
-	i     int
-	depth int
-}
-
-func (p *wireParser) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-// eat skips white space and then c, reporting whether c was there.
-func (p *wireParser) eat(c byte) bool {
-	p.ws()
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// null consumes a null literal if one is next.
-func (p *wireParser) null() bool {
-	p.ws()
-	if len(p.b)-p.i >= 4 && string(p.b[p.i:p.i+4]) == "null" {
-		p.i += 4
-		return true
-	}
-	return false
-}
-
-// fields parses an object. known lists the field names it handles,
-// separated by spaces; for the key that is the n-th of them (from 0),
-// field(n) parses the value; other values are skipped. A key with an
-// escape or a non-ASCII byte, or one that equals a known name only
-// case-insensitively, is not handled: encoding/json would match it.
-func (p *wireParser) fields(known string, field func(n int) bool) bool {
-	if !p.eat('{') {
-		return false
-	}
-	if p.eat('}') {
-		return true
-	}
-	for {
-		if !p.eat('"') {
-			return false
-		}
-		start := p.i
-		for p.i < len(p.b) && p.b[p.i] != '"' {
-			if c := p.b[p.i]; c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-				return false
-			}
-			p.i++
-		}
-		if p.i == len(p.b) {
-			return false
-		}
-		key := p.b[start:p.i]
-		p.i++
-		if !p.eat(':') {
-			return false
-		}
-		n := -1
-		for i, rest := 0, known; rest != "" && n < 0; i++ {
-			var k string
-			k, rest, _ = strings.Cut(rest, " ")
-			switch {
-			case string(key) == k:
-				n = i
-			case asciiEqualFold(key, k):
-				return false
-			}
-		}
-		if n >= 0 {
-			if !field(n) {
-				return false
-			}
-		} else if !p.skip() {
-			return false
-		}
-		if p.eat(',') {
-			continue
-		}
-		return p.eat('}')
-	}
-}
-
-// asciiEqualFold reports whether the ASCII strings a and b are equal
-// ignoring case.
-func asciiEqualFold(a []byte, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
-	return true
+	jsonscan.Scanner
 }
 
 func (p *wireParser) chunk(c *wireChunk) bool {
-	var seen [3]bool
-	return p.fields("choices usage error", func(n int) bool {
-		if seen[n] {
-			return false // a duplicate merges in encoding/json: leave it to it
-		}
-		seen[n] = true
+	return p.Fields("choices usage error", func(n int) bool {
 		switch n {
 		case 0:
 			return p.choices(c)
 		case 1:
-			if p.null() {
+			if p.Null() {
 				return true
 			}
 			c.Usage = new(wireUsage)
 			return p.usage(c.Usage)
 		default: // "error": only null is handled here
-			if !p.null() {
+			if !p.Null() {
 				return false
 			}
 			c.Error = json.RawMessage("null")
@@ -654,14 +537,14 @@ func (p *wireParser) chunk(c *wireChunk) bool {
 }
 
 func (p *wireParser) choices(c *wireChunk) bool {
-	if p.null() {
+	if p.Null() {
 		return true
 	}
-	if !p.eat('[') {
+	if !p.Eat('[') {
 		return false
 	}
 	c.Choices = make([]wireChoice, 0, 1)
-	if p.eat(']') {
+	if p.Eat(']') {
 		return true
 	}
 	for {
@@ -669,33 +552,28 @@ func (p *wireParser) choices(c *wireChunk) bool {
 		if !p.choice(&c.Choices[len(c.Choices)-1]) {
 			return false
 		}
-		if p.eat(',') {
+		if p.Eat(',') {
 			continue
 		}
-		return p.eat(']')
+		return p.Eat(']')
 	}
 }
 
 func (p *wireParser) choice(ch *wireChoice) bool {
-	if p.null() {
+	if p.Null() {
 		return true
 	}
-	var seen [3]bool
-	return p.fields("index delta finish_reason", func(n int) bool {
-		if seen[n] {
-			return false
-		}
-		seen[n] = true
+	return p.Fields("index delta finish_reason", func(n int) bool {
 		switch n {
 		case 0:
 			return p.integer(&ch.Index)
 		case 1:
 			return p.message(&ch.Delta)
 		default:
-			if p.null() {
+			if p.Null() {
 				return true
 			}
-			s, ok := p.str()
+			s, ok := p.String()
 			ch.FinishReason = &s
 			return ok
 		}
@@ -704,19 +582,14 @@ func (p *wireParser) choice(ch *wireChoice) bool {
 
 // message parses a delta (streamed) or message (not streamed).
 func (p *wireParser) message(d *wireMessageOut) bool {
-	if p.null() {
+	if p.Null() {
 		return true
 	}
-	var seen [4]bool
-	return p.fields("content refusal reasoning_content reasoning", func(n int) bool {
-		if seen[n] {
-			return false
-		}
-		seen[n] = true
-		if p.null() {
+	return p.Fields("content refusal reasoning_content reasoning", func(n int) bool {
+		if p.Null() {
 			return true
 		}
-		s, ok := p.str()
+		s, ok := p.String()
 		switch n {
 		case 0:
 			d.Content = s
@@ -732,22 +605,17 @@ func (p *wireParser) message(d *wireMessageOut) bool {
 }
 
 func (p *wireParser) response(r *wireResponse) bool {
-	var seen [3]bool
-	return p.fields("choices usage error", func(n int) bool {
-		if seen[n] {
-			return false
-		}
-		seen[n] = true
+	return p.Fields("choices usage error", func(n int) bool {
 		switch n {
 		case 0:
-			if p.null() {
+			if p.Null() {
 				return true
 			}
-			if !p.eat('[') {
+			if !p.Eat('[') {
 				return false
 			}
 			r.Choices = make([]wireResponseChoice, 0, 1)
-			if p.eat(']') {
+			if p.Eat(']') {
 				return true
 			}
 			for {
@@ -755,52 +623,42 @@ func (p *wireParser) response(r *wireResponse) bool {
 				if !p.responseChoice(&r.Choices[len(r.Choices)-1]) {
 					return false
 				}
-				if p.eat(',') {
+				if p.Eat(',') {
 					continue
 				}
-				return p.eat(']')
+				return p.Eat(']')
 			}
 		case 1:
-			if p.null() {
+			if p.Null() {
 				return true
 			}
 			r.Usage = new(wireUsage)
 			return p.usage(r.Usage)
 		default: // "error": only null is handled here
-			return p.null()
+			return p.Null()
 		}
 	})
 }
 
 func (p *wireParser) responseChoice(ch *wireResponseChoice) bool {
-	if p.null() {
+	if p.Null() {
 		return true
 	}
-	var seen [2]bool
-	return p.fields("message finish_reason", func(n int) bool {
-		if seen[n] {
-			return false
-		}
-		seen[n] = true
+	return p.Fields("message finish_reason", func(n int) bool {
 		if n == 0 {
 			return p.message(&ch.Message)
 		}
-		if p.null() {
+		if p.Null() {
 			return true
 		}
-		s, ok := p.str()
+		s, ok := p.String()
 		ch.FinishReason = s
 		return ok
 	})
 }
 
 func (p *wireParser) usage(u *wireUsage) bool {
-	var seen [3]bool
-	return p.fields("prompt_tokens completion_tokens total_tokens", func(n int) bool {
-		if seen[n] {
-			return false
-		}
-		seen[n] = true
+	return p.Fields("prompt_tokens completion_tokens total_tokens", func(n int) bool {
 		switch n {
 		case 0:
 			return p.integer(&u.PromptTokens)
@@ -815,258 +673,12 @@ func (p *wireParser) usage(u *wireUsage) bool {
 // integer parses an integer (or null, which leaves *dst as it is); a
 // number with a fraction or an exponent is not handled.
 func (p *wireParser) integer(dst *int) bool {
-	if p.null() {
+	if p.Null() {
 		return true
 	}
-	start := p.i
-	if p.i < len(p.b) && p.b[p.i] == '-' {
-		p.i++
+	n, ok := p.Integer(0)
+	if ok {
+		*dst = int(n)
 	}
-	digits := p.i
-	for p.i < len(p.b) && '0' <= p.b[p.i] && p.b[p.i] <= '9' {
-		p.i++
-	}
-	if p.i == digits || (p.b[digits] == '0' && p.i-digits > 1) {
-		return false
-	}
-	if p.i < len(p.b) && (p.b[p.i] == '.' || p.b[p.i] == 'e' || p.b[p.i] == 'E') {
-		return false
-	}
-	n, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 0)
-	if err != nil {
-		return false
-	}
-	*dst = int(n)
-	return true
-}
-
-// str parses a string value. Escapes are decoded; a lone surrogate or
-// invalid UTF-8 (which encoding/json replaces with U+FFFD) is not handled.
-func (p *wireParser) str() (string, bool) {
-	if !p.eat('"') {
-		return "", false
-	}
-	start := p.i
-	ascii := true
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			s := p.b[start:p.i]
-			p.i++
-			if !ascii && !utf8.Valid(s) {
-				return "", false
-			}
-			return string(s), true
-		case c == '\\':
-			return p.escapedStr(start)
-		case c < 0x20:
-			return "", false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-		p.i++
-	}
-	return "", false
-}
-
-// escapedStr finishes a string that starts at start and has an escape at p.i.
-func (p *wireParser) escapedStr(start int) (string, bool) {
-	out := make([]byte, 0, p.i-start+16)
-	out = append(out, p.b[start:p.i]...)
-	for p.i < len(p.b) {
-		c := p.b[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			if !utf8.Valid(out) {
-				return "", false
-			}
-			return string(out), true
-		case c < 0x20:
-			return "", false
-		case c != '\\':
-			out = append(out, c)
-			p.i++
-			continue
-		}
-		if p.i+1 >= len(p.b) {
-			return "", false
-		}
-		e := p.b[p.i+1]
-		p.i += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return "", false
-			}
-			if utf16.IsSurrogate(r) {
-				if r >= 0xDC00 || p.i+1 >= len(p.b) || p.b[p.i] != '\\' || p.b[p.i+1] != 'u' {
-					return "", false
-				}
-				p.i += 2
-				r2, ok := p.hex4()
-				if !ok {
-					return "", false
-				}
-				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
-					return "", false
-				}
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			return "", false
-		}
-	}
-	return "", false
-}
-
-func (p *wireParser) hex4() (rune, bool) {
-	if len(p.b)-p.i < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.b[p.i : p.i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		case 'A' <= c && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, false
-		}
-		r = r<<4 | rune(c)
-	}
-	p.i += 4
-	return r, true
-}
-
-// skip validates and skips any value.
-func (p *wireParser) skip() bool {
-	p.ws()
-	if p.i >= len(p.b) {
-		return false
-	}
-	switch c := p.b[p.i]; {
-	case c == '{':
-		if p.depth++; p.depth > 64 {
-			return false
-		}
-		ok := p.fields("", nil)
-		p.depth--
-		return ok
-	case c == '[':
-		if p.depth++; p.depth > 64 {
-			return false
-		}
-		defer func() { p.depth-- }()
-		p.i++
-		if p.eat(']') {
-			return true
-		}
-		for {
-			if !p.skip() {
-				return false
-			}
-			if p.eat(',') {
-				continue
-			}
-			return p.eat(']')
-		}
-	case c == '"':
-		p.i++
-		for p.i < len(p.b) {
-			switch c := p.b[p.i]; {
-			case c == '"':
-				p.i++
-				return true
-			case c < 0x20:
-				return false
-			case c == '\\':
-				if p.i+1 >= len(p.b) {
-					return false
-				}
-				switch p.b[p.i+1] {
-				case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-					p.i += 2
-				case 'u':
-					p.i += 2
-					if _, ok := p.hex4(); !ok {
-						return false
-					}
-				default:
-					return false
-				}
-			default:
-				p.i++
-			}
-		}
-		return false
-	case c == 't':
-		return p.literal("true")
-	case c == 'f':
-		return p.literal("false")
-	case c == 'n':
-		return p.literal("null")
-	default:
-		return p.number()
-	}
-}
-
-func (p *wireParser) literal(s string) bool {
-	if len(p.b)-p.i >= len(s) && string(p.b[p.i:p.i+len(s)]) == s {
-		p.i += len(s)
-		return true
-	}
-	return false
-}
-
-// number skips a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (p *wireParser) number() bool {
-	digits := func() int {
-		n := 0
-		for p.i < len(p.b) && '0' <= p.b[p.i] && p.b[p.i] <= '9' {
-			p.i++
-			n++
-		}
-		return n
-	}
-	if p.i < len(p.b) && p.b[p.i] == '-' {
-		p.i++
-	}
-	start := p.i
-	if n := digits(); n == 0 || (n > 1 && p.b[start] == '0') {
-		return false
-	}
-	if p.i < len(p.b) && p.b[p.i] == '.' {
-		p.i++
-		if digits() == 0 {
-			return false
-		}
-	}
-	if p.i < len(p.b) && (p.b[p.i] == 'e' || p.b[p.i] == 'E') {
-		p.i++
-		if p.i < len(p.b) && (p.b[p.i] == '+' || p.b[p.i] == '-') {
-			p.i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return true
+	return ok
 }
