@@ -13,19 +13,22 @@ import (
 	"github.com/genway/genway/shared/jobs"
 )
 
-// fakeDB answers TransactWriteItems and GetItem with canned results; other
-// calls fail. It reproduces DynamoDB behaviour moto lacks
-// (TransactionConflict) and checks how cancellation reasons are read.
+// fakeDB answers TransactWriteItems and GetItem with canned results and
+// records each transaction's client request token; other calls fail. It
+// reproduces DynamoDB behaviour moto lacks (TransactionConflict) and checks
+// how cancellation reasons are read.
 type fakeDB struct {
-	tx    []error // TransactWriteItems results, in order; nil = success
-	calls int
-	item  map[string]types.AttributeValue // what GetItem returns
+	tx     []error // TransactWriteItems results, in order; nil = success
+	calls  int
+	tokens []string                        // ClientRequestToken of each TransactWriteItems
+	item   map[string]types.AttributeValue // what GetItem returns
 }
 
 var errFake = errors.New("fakeDB: unexpected call")
 
-func (f *fakeDB) TransactWriteItems(context.Context, *dynamodb.TransactWriteItemsInput, ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+func (f *fakeDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	f.calls++
+	f.tokens = append(f.tokens, aws.ToString(in.ClientRequestToken))
 	if f.calls > len(f.tx) {
 		return nil, errFake
 	}

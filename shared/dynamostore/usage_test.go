@@ -48,82 +48,32 @@ func TestUsageContract(t *testing.T) {
 	})
 }
 
-// usageTxDB answers TransactWriteItems with canned results and records the
-// client request tokens; other calls fail.
-type usageTxDB struct {
-	results []error // in order; nil = success
-	tokens  []string
-}
-
-var errUsageFake = errors.New("usageTxDB: unexpected call")
-
-func (f *usageTxDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
-	f.tokens = append(f.tokens, aws.ToString(in.ClientRequestToken))
-	if len(f.tokens) > len(f.results) {
-		return nil, errUsageFake
-	}
-	return &dynamodb.TransactWriteItemsOutput{}, f.results[len(f.tokens)-1]
-}
-
-func (f *usageTxDB) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return nil, errUsageFake
-}
-
-func (f *usageTxDB) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return nil, errUsageFake
-}
-
-func (f *usageTxDB) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return nil, errUsageFake
-}
-
-func (f *usageTxDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return nil, errUsageFake
-}
-
-func (f *usageTxDB) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	return nil, errUsageFake
-}
-
-// usageCanceled is a TransactionCanceledException with one reason per code
-// ("" for None): usage, account, ledger.
-func usageCanceled(codes ...string) error {
-	e := &types.TransactionCanceledException{Message: aws.String("Transaction cancelled")}
-	for _, c := range codes {
-		if c == "" {
-			c = "None"
-		}
-		e.CancellationReasons = append(e.CancellationReasons, types.CancellationReason{Code: aws.String(c)})
-	}
-	return e
-}
-
 // TestAddUsageCancellations checks how a priced AddUsage reads the reasons
 // DynamoDB gives (moto never reports TransactionConflict), and that each
 // attempt carries its own client request token.
 func TestAddUsageCancellations(t *testing.T) {
-	conflict := usageCanceled("TransactionConflict", "", "")
+	conflict := canceled("TransactionConflict", "", "")
 	tests := []struct {
 		name    string
 		results []error
-		wantErr error // nil: success; errUsageFake: any error
+		wantErr error // nil: success; errFake: any error
 		calls   int
 	}{
 		{"success", []error{nil}, nil, 1},
-		{"unknown account", []error{usageCanceled("", "ConditionalCheckFailed", "")}, credits.ErrAccountNotFound, 1},
-		{"ledger entry already written", []error{usageCanceled("", "", "ConditionalCheckFailed")}, nil, 1},
+		{"unknown account", []error{canceled("", "ConditionalCheckFailed", "")}, credits.ErrAccountNotFound, 1},
+		{"ledger entry already written", []error{canceled("", "", "ConditionalCheckFailed")}, nil, 1},
 		{"conflict then success", []error{conflict, conflict, nil}, nil, 3},
-		{"conflict every time", []error{conflict, conflict, conflict, conflict, conflict, conflict}, errUsageFake, maxTxAttempts},
-		{"other error", []error{errors.New("throttled")}, errUsageFake, 1},
+		{"conflict every time", []error{conflict, conflict, conflict, conflict, conflict, conflict}, errFake, maxTxAttempts},
+		{"other error", []error{errors.New("throttled")}, errFake, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &usageTxDB{results: tt.results}
+			f := &fakeDB{tx: tt.results}
 			err := New(f, "jobs", "accounts").AddUsage(context.Background(), "acct1", "priced-chat", "2025-03-01", 10, 20, 2)
 			switch {
 			case tt.wantErr == nil && err != nil,
-				tt.wantErr == errUsageFake && err == nil,
-				tt.wantErr != nil && tt.wantErr != errUsageFake && !errors.Is(err, tt.wantErr):
+				tt.wantErr == errFake && err == nil,
+				tt.wantErr != nil && tt.wantErr != errFake && !errors.Is(err, tt.wantErr):
 				t.Errorf("AddUsage = %v; want %v", err, tt.wantErr)
 			}
 			if len(f.tokens) != tt.calls {
