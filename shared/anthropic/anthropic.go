@@ -125,6 +125,9 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, emit func(cha
 	out := &chat.Response{FinishReason: chat.FinishStop}
 	var content, reasoning strings.Builder
 	r := sse.NewReader(body)
+	batch := chat.NewBatch(emit) // deltas read together are written together
+	r.OnWait(batch.Flush)
+	emit = batch.Emit
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {

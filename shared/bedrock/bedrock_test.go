@@ -371,7 +371,7 @@ func TestStream(t *testing.T) {
 			got, err := p.Stream(context.Background(), &chat.Request{Model: claude, Messages: []chat.Message{user("x")}},
 				func(d chat.Delta) error { deltas = append(deltas, d); return nil })
 			if !reflect.DeepEqual(deltas, tt.wantDeltas) {
-				t.Errorf("deltas = %q; want %q", deltas, tt.wantDeltas)
+				t.Errorf("deltas = %+v; want %+v", deltas, tt.wantDeltas)
 			}
 			if tt.want == nil {
 				var ue *chat.UpstreamError
@@ -483,7 +483,7 @@ func TestStreamCancel(t *testing.T) {
 				t.Errorf("Stream() error = %v; want %v", err, tt.wantErr)
 			}
 			if want := []chat.Delta{{Content: "first"}}; !reflect.DeepEqual(deltas, want) {
-				t.Errorf("deltas = %q; want %q", deltas, want)
+				t.Errorf("deltas = %+v; want %+v", deltas, want)
 			}
 			select {
 			case <-gone:

@@ -96,6 +96,13 @@ type Response struct {
 type Delta struct {
 	Content   string
 	Reasoning string
+	// More says that the provider already has more of the answer in hand
+	// and will call emit again before it waits for the upstream or
+	// returns: the writer may hold this delta back and send it with the
+	// next ones, instead of flushing it on its own. A Delta without More
+	// (possibly empty: then it only means "flush now") ends the batch.
+	// See Batch.
+	More bool
 }
 
 // Provider is one upstream family. Implementations are safe for concurrent

@@ -117,6 +117,9 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat
 func (p *Provider) readStream(ctx context.Context, body io.Reader, emit func(chat.Delta) error) (*chat.Response, error) {
 	var st state
 	r := sse.NewReader(body)
+	batch := chat.NewBatch(emit) // deltas read together are written together
+	r.OnWait(batch.Flush)
+	emit = batch.Emit
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {

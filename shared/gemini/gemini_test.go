@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
@@ -331,9 +332,9 @@ func TestStream(t *testing.T) {
 			u.respond(http.StatusOK, fixture(t, tt.file), nil)
 			var deltas []chat.Delta
 			got, err := p.Stream(context.Background(), &chat.Request{Model: flash, Messages: []chat.Message{user("x")}},
-				func(d chat.Delta) error { deltas = append(deltas, d); return nil })
+				func(d chat.Delta) error { deltas = appendDelta(deltas, d); return nil })
 			if !reflect.DeepEqual(deltas, tt.wantDeltas) {
-				t.Errorf("deltas = %q; want %q", deltas, tt.wantDeltas)
+				t.Errorf("deltas = %+v; want %+v", deltas, tt.wantDeltas)
 			}
 			if tt.want == nil {
 				var ue *chat.UpstreamError
@@ -493,7 +494,10 @@ func TestStreamCancel(t *testing.T) {
 			defer cancel()
 			var deltas []chat.Delta
 			_, err := p.Stream(ctx, &chat.Request{Model: flash, Messages: []chat.Message{user("x")}}, func(d chat.Delta) error {
-				deltas = append(deltas, d)
+				if d.Content == "" && d.Reasoning == "" {
+					return nil // a flush: the upstream is about to be waited for
+				}
+				deltas = appendDelta(deltas, d)
 				if tt.cancel {
 					cancel()
 					return nil
@@ -504,7 +508,7 @@ func TestStreamCancel(t *testing.T) {
 				t.Errorf("Stream() error = %v; want %v", err, tt.wantErr)
 			}
 			if want := []chat.Delta{{Content: "first"}}; !reflect.DeepEqual(deltas, want) {
-				t.Errorf("deltas = %q; want %q", deltas, want)
+				t.Errorf("deltas = %+v; want %+v", deltas, want)
 			}
 			waitGone(t, gone)
 		})
@@ -526,7 +530,8 @@ func TestStreamDeadline(t *testing.T) {
 
 // FuzzReadStream feeds arbitrary bytes to the stream parser: it must not
 // panic, must report failures as *chat.UpstreamError, and on success the
-// emitted deltas must add up to the returned content.
+// emitted deltas must add up to the returned content. It reads the input
+// in small pieces, so that deltas are batched and flushed in between.
 func FuzzReadStream(f *testing.F) {
 	for _, name := range []string{"stream_text.sse", "stream_thinking.sse", "stream_blocked.sse", "stream_error.sse"} {
 		b, err := os.ReadFile("testdata/" + name)
@@ -538,10 +543,12 @@ func FuzzReadStream(f *testing.F) {
 	p := New(Config{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var content, reasoning strings.Builder
-		got, err := p.readStream(context.Background(), strings.NewReader(string(in)), func(d chat.Delta) error {
-			if d.Content == "" && d.Reasoning == "" {
-				t.Error("empty delta emitted")
+		held := false // a delta with More was emitted and not yet flushed
+		got, err := p.readStream(context.Background(), iotest.HalfReader(strings.NewReader(string(in))), func(d chat.Delta) error {
+			if d.Content == "" && d.Reasoning == "" && (d.More || !held) {
+				t.Error("empty delta emitted that is not a flush of held deltas")
 			}
+			held = d.More
 			content.WriteString(d.Content)
 			reasoning.WriteString(d.Reasoning)
 			return nil
@@ -560,4 +567,14 @@ func FuzzReadStream(f *testing.F) {
 			t.Errorf("usage %+v does not add up", u)
 		}
 	})
+}
+
+// appendDelta appends d to ds as a client sees it: its text, not how it
+// was batched (flushes, which carry no text, and More are left out).
+func appendDelta(ds []chat.Delta, d chat.Delta) []chat.Delta {
+	if d.Content == "" && d.Reasoning == "" {
+		return ds
+	}
+	d.More = false
+	return append(ds, d)
 }

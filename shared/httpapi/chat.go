@@ -178,7 +178,9 @@ func (s *sseStream) start() {
 }
 
 // delta is the emit function given to the gateway: each delta is written
-// and flushed at once, as its own event.
+// as its own event and flushed at once, unless the provider says more are
+// already in hand (d.More): then it is flushed with them, at the next delta
+// without More, which the provider emits before it waits for the upstream.
 func (s *sseStream) delta(d chat.Delta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -190,8 +192,12 @@ func (s *sseStream) delta(d chat.Delta) error {
 	if d.Content != "" {
 		s.buf = appendChunkEvent(s.buf, s.prefix, chunkDelta{Content: &d.Content}, nil, nil)
 	}
-	s.raw(s.buf)
-	s.flushLocked()
+	if len(s.buf) > 0 {
+		s.raw(s.buf)
+	}
+	if !d.More {
+		s.flushLocked()
+	}
 	return s.err
 }
 

@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -645,5 +646,64 @@ func TestChatHeartbeatThenFailure(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], `"role":"assistant"`) ||
 		!jsonContains(t, strings.TrimPrefix(lines[1], "data: "), `{"error":{"type":"api_error","code":"upstream_error"}}`) {
 		t.Errorf("stream = %q; want the role chunk then one upstream_error event", lines)
+	}
+}
+
+// flushRecorder records what a handler flushes, write by write.
+type flushRecorder struct {
+	*httptest.ResponseRecorder
+	flushes []string      // the body written since the previous flush, per flush
+	flushed chan struct{} // gets a value at each flush
+	at      int
+}
+
+func (f *flushRecorder) Flush() {
+	b := f.Body.String()
+	f.flushes = append(f.flushes, b[f.at:])
+	f.at = len(b)
+	f.ResponseRecorder.Flush()
+	f.flushed <- struct{}{}
+}
+
+// TestChatStreamBatches: deltas that the upstream sends in one write reach
+// the client in one flush, and the gateway flushes before it waits for the
+// upstream's next write (which the upstream sends only after that flush).
+// The final chunk and [DONE] go with the end of the response.
+func TestChatStreamBatches(t *testing.T) {
+	rec := &flushRecorder{ResponseRecorder: httptest.NewRecorder(), flushed: make(chan struct{}, 10)}
+	up := httptest.NewServer(&fakeUpstream{handler: func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, batch := range [][]string{{"a ", "b "}, {"c ", "d "}} {
+			io.WriteString(w, chunkLine(batch[0])+chunkLine(batch[1]))
+			w.(http.Flusher).Flush()
+			select {
+			case <-rec.flushed:
+			case <-time.After(guard):
+				return // the gateway did not flush the batch: fails below
+			}
+		}
+		io.WriteString(w, finishLines)
+	}})
+	defer up.Close()
+	h := ChatCompletions(openaiGateway(t, up.URL, 0), nil)
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+		strings.NewReader(`{"model":"openai/gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"x"}]}`))
+	h.ServeHTTP(rec, req.WithContext(auth.WithPrincipal(req.Context(), auth.Principal{Account: "acct"})))
+
+	var got []string
+	for _, f := range rec.flushes {
+		var words []string
+		for _, w := range []string{"a", "b", "c", "d", "[DONE]"} {
+			if strings.Contains(f, `"content":"`+w+` "`) || (w == "[DONE]" && strings.Contains(f, w)) {
+				words = append(words, w)
+			}
+		}
+		got = append(got, strings.Join(words, "+"))
+	}
+	if want := []string{"a+b", "c+d"}; !slices.Equal(got, want) {
+		t.Errorf("flushes carry %q; want %q (body %q)", got, want, rec.Body.String())
+	}
+	if !strings.HasSuffix(rec.Body.String(), "data: [DONE]\n\n") {
+		t.Errorf("body ends %q; want [DONE]", rec.Body.String())
 	}
 }

@@ -183,7 +183,7 @@ func TestStreamReusesReader(t *testing.T) {
 	} {
 		up.body = tt.body
 		var got []chat.Delta
-		_, err := p.Stream(context.Background(), req, func(d chat.Delta) error { got = append(got, d); return nil })
+		_, err := p.Stream(context.Background(), req, func(d chat.Delta) error { got = appendDelta(got, d); return nil })
 		if (err == nil) != tt.ok || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("Stream(%.30q...) = %+v, %v; want %+v, ok %v", tt.body, got, err, tt.want, tt.ok)
 		}

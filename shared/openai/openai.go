@@ -110,7 +110,8 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 }
 
 // Stream sends a streamed request and emits each delta as its event
-// arrives.
+// arrives; deltas that arrive in one read are emitted as one batch (see
+// chat.Batch).
 func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
 	resp, err := p.do(ctx, req, true)
 	if err != nil {
@@ -123,7 +124,9 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat
 	} else {
 		sr.Reset(resp.Body)
 	}
-	out, err := decodeEvents(sr, emit)
+	batch := chat.NewBatch(emit) // deltas read together are written together
+	sr.OnWait(batch.Flush)
+	out, err := decodeEvents(sr, batch.Emit)
 	sr.Reset(nil) // no reference to the body from the pool
 	p.readers.Put(sr)
 	if err != nil {

@@ -43,6 +43,7 @@ type Reader struct {
 	hasDat bool // a data field was seen for the event being built
 	skipLF bool // the previous line ended in CR: a following LF is part of it
 	err    error
+	onWait func() // called before a read that may block; nil: none
 }
 
 // NewReader returns a Reader of r that accepts events of up to
@@ -72,7 +73,22 @@ func (r *Reader) Reset(src io.Reader) {
 	if cap(r.line) > keepBuffer || cap(r.data) > keepBuffer {
 		r.line, r.data = nil, nil // do not keep a huge event's buffers
 	}
-	r.name, r.hasDat, r.skipLF, r.err = "", false, false, nil
+	r.name, r.hasDat, r.skipLF, r.err, r.onWait = "", false, false, nil, nil
+}
+
+// OnWait sets f to be called each time the Reader is about to read from
+// its source with nothing left in its buffer, that is just before it may
+// wait for the network; nil removes it. A proxy that passes on at once
+// what arrives together flushes its output there (see chat.Batch). Reset
+// removes it too.
+func (r *Reader) OnWait(f func()) { r.onWait = f }
+
+// fill is called before a read of the buffered reader that may have to
+// read the source.
+func (r *Reader) fill() {
+	if r.onWait != nil && r.br.Buffered() == 0 {
+		r.onWait()
+	}
 }
 
 // Next returns the next event. It returns io.EOF when the stream ends; an
@@ -167,6 +183,7 @@ func (r *Reader) readLine(limit int) ([]byte, error) {
 	r.line = r.line[:0]
 	if r.skipLF {
 		r.skipLF = false
+		r.fill()
 		b, err := r.br.ReadByte()
 		if err == io.EOF {
 			return r.line, io.EOF
@@ -179,6 +196,7 @@ func (r *Reader) readLine(limit int) ([]byte, error) {
 		}
 	}
 	for {
+		r.fill()
 		buf, err := r.br.Peek(1)
 		if err != nil {
 			if err == io.EOF {

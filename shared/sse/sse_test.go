@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -259,5 +260,55 @@ func BenchmarkNext(b *testing.B) {
 				break
 			}
 		}
+	}
+}
+
+// pieces returns its strings one per Read.
+type pieces struct{ s []string }
+
+func (p *pieces) Read(b []byte) (int, error) {
+	if len(p.s) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, p.s[0])
+	if p.s[0] = p.s[0][n:]; p.s[0] == "" {
+		p.s = p.s[1:]
+	}
+	return n, nil
+}
+
+// TestOnWait: the hook runs before every read of the source, once the
+// events already read are consumed, and never while a complete event is
+// in the buffer.
+func TestOnWait(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want string
+	}{
+		{"one read", []string{"data: a\n\ndata: b\n\n"}, "wait a b wait"},
+		{"two reads", []string{"data: a\n\ndata: b\n\n", "data: c\n\n"}, "wait a b wait c wait"},
+		{"event split across reads", []string{"data: a\n\ndata: ", "b\n\n"}, "wait a wait b wait"},
+		{"CR line end then LF in the next read", []string{"data: a\r\r", "\ndata: b\r\r"}, "wait a wait b wait"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			r := NewReader(&pieces{s: slices.Clone(tt.in)})
+			r.OnWait(func() { got = append(got, "wait") })
+			for range 10 {
+				ev, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("Next() = %v", err)
+				}
+				got = append(got, ev.Data)
+			}
+			if s := strings.Join(got, " "); s != tt.want {
+				t.Errorf("events and waits = %q; want %q", s, tt.want)
+			}
+		})
 	}
 }
