@@ -21,6 +21,7 @@ import (
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/dynamostore"
+	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mototest"
 	"github.com/genway/genway/shared/s3media"
 	"github.com/genway/genway/shared/sqsqueue"
@@ -248,6 +249,44 @@ func TestFunctions(t *testing.T) {
 		json.Unmarshal([]byte(r.Body), &c)
 		if r.StatusCode != 200 || c.Balance != testCredits-j.Price || c.Held != 0 || c.Available != testCredits-j.Price {
 			t.Errorf("GET /v1/credits = %d %s; want balance %d, held 0 (captured once)", r.StatusCode, r.Body, testCredits-j.Price)
+		}
+	})
+
+	t.Run("jobs-sweeper", func(t *testing.T) {
+		// A job stored with its hold ten minutes ago whose message was
+		// never sent: jobs-create died between the two.
+		id, err := jobs.NewID(jobs.TypeSFX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := time.Now().Add(-10 * time.Minute).Unix()
+		lost := &jobs.Job{ID: id, Account: testAccount, Type: jobs.TypeSFX, Model: "synthetic-sfx", Status: jobs.Queued,
+			Input: jobs.Input{Prompt: "pop", Duration: 1, Format: "mp3"}, Price: 1, Created: created, Updated: created}
+		if _, err := store.Create(ctx, lost, nil); err != nil {
+			t.Fatal(err)
+		}
+		sweep := func() jobs.SweepResult {
+			t.Helper()
+			res := run(t, "jobs-sweeper", readEvent(t, "jobs-sweeper.json"), "GENWAY_SWEEP_AFTER", "2m")
+			var got jobs.SweepResult
+			if err := json.Unmarshal(res.body, &got); res.kind != "response" || err != nil {
+				t.Fatalf("jobs-sweeper = %s %s; want a sweep result", res.kind, res.body)
+			}
+			return got
+		}
+		if got, want := sweep(), (jobs.SweepResult{Found: 1, Requeued: 1}); got != want {
+			t.Fatalf("jobs-sweeper (first run) = %+v; want %+v", got, want)
+		}
+		out, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+		if err != nil || len(out.Messages) != 1 {
+			t.Fatalf("ReceiveMessage = %v, %v; want the swept job's message", out, err)
+		}
+		if got, err := sqsqueue.JobID(aws.ToString(out.Messages[0].Body)); err != nil || got != id {
+			t.Errorf("swept message is for %q, %v; want %s", got, err, id)
+		}
+		// The job's message was just sent: the next run leaves it alone.
+		if got, want := sweep(), (jobs.SweepResult{}); got != want {
+			t.Errorf("jobs-sweeper (second run) = %+v; want %+v", got, want)
 		}
 	})
 

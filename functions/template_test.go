@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/genway/genway/shared/dynamostore"
+	"github.com/genway/genway/shared/jobs"
 )
 
 // repoRoot is where template.yaml is, relative to this package.
@@ -253,7 +256,7 @@ func checkTemplate(tpl map[string]any, root string) []string {
 	functions := resourcesOfType(tpl, "AWS::Serverless::Function")
 	routes := map[string]string{} // "POST /v1/chat/completions" -> function
 	var streamed []string
-	var worker, creditsFn, queue string
+	var worker, creditsFn, queue, jobsTable, sweeper string
 	for _, fn := range functions {
 		props := mapAt(tpl, "Resources", fn, "Properties")
 		if b := mapAt(tpl, "Resources", fn, "Metadata")["BuildMethod"]; b != "go1.x" {
@@ -289,8 +292,14 @@ func checkTemplate(tpl map[string]any, root string) []string {
 				if _, ok := numAt(evp, "ScalingConfig", "MaximumConcurrency"); !ok {
 					bad("%s.%s: no ScalingConfig.MaximumConcurrency", fn, name)
 				}
+			case "Schedule":
+				sweeper = fn
+				if evp["Schedule"] != "rate(1 minute)" {
+					bad("%s.%s: Schedule %v; want rate(1 minute)", fn, name, evp["Schedule"])
+				}
 			case "DynamoDB":
 				creditsFn = fn
+				jobsTable = refName(evp["Stream"])
 				if !contains(evp["FunctionResponseTypes"], "ReportBatchItemFailures") {
 					bad("%s.%s: no ReportBatchItemFailures", fn, name)
 				}
@@ -363,6 +372,12 @@ func checkTemplate(tpl map[string]any, root string) []string {
 	if creditsFn == "" {
 		bad("no credits function on the jobs table stream")
 	}
+	checkQueuedIndex(tpl, jobsTable, bad)
+	if sweeper == "" {
+		bad("no scheduled sweeper function (jobs left queued without a message would wait forever)")
+	} else {
+		checkSweeper(tpl, sweeper, jobsTable, queue, bad)
+	}
 
 	for _, table := range resourcesOfType(tpl, "AWS::DynamoDB::Table") {
 		p := mapAt(tpl, "Resources", table, "Properties")
@@ -393,6 +408,91 @@ func checkTemplate(tpl map[string]any, root string) []string {
 		bad("Outputs.BaseURL = %q; want https://${Api}.execute-api.${AWS::Region}.amazonaws.com/<stage>/v1", base)
 	}
 	return problems
+}
+
+// checkQueuedIndex wants the jobs table's sparse index of queued jobs as
+// dynamostore defines it.
+func checkQueuedIndex(tpl map[string]any, table string, bad func(string, ...any)) {
+	p := mapAt(tpl, "Resources", table, "Properties")
+	types := map[string]any{}
+	defs, _ := p["AttributeDefinitions"].([]any)
+	for _, d := range defs {
+		types[fmt.Sprint(mapAt(d)["AttributeName"])] = mapAt(d)["AttributeType"]
+	}
+	gsis, _ := p["GlobalSecondaryIndexes"].([]any)
+	for _, g := range gsis {
+		if mapAt(g)["IndexName"] != dynamostore.QueuedIndex {
+			continue
+		}
+		keys, _ := mapAt(g)["KeySchema"].([]any)
+		var got []string
+		for _, k := range keys {
+			got = append(got, fmt.Sprint(mapAt(k)["AttributeName"], " ", mapAt(k)["KeyType"]))
+		}
+		want := []string{dynamostore.QueuedShardAttribute + " HASH", dynamostore.QueuedAtAttribute + " RANGE"}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			bad("%s: queued index keys %v; want %v", table, got, want)
+		}
+		if types[dynamostore.QueuedShardAttribute] != "S" || types[dynamostore.QueuedAtAttribute] != "N" {
+			bad("%s: queued index attribute types %v, %v; want S, N", table, types[dynamostore.QueuedShardAttribute], types[dynamostore.QueuedAtAttribute])
+		}
+		if pt := mapAt(g, "Projection")["ProjectionType"]; pt != "KEYS_ONLY" {
+			bad("%s: queued index projection %v; want KEYS_ONLY", table, pt)
+		}
+		return
+	}
+	bad("%s (the jobs table): no %q queued index (GlobalSecondaryIndexes)", table, dynamostore.QueuedIndex)
+}
+
+// checkSweeper wants the sweeper to have only what it uses: Query on the
+// queued index (not the table), GetItem and UpdateItem on the jobs table,
+// SendMessage on the jobs queue, all in inline statements.
+func checkSweeper(tpl map[string]any, fn, table, queue string, bad func(string, ...any)) {
+	props := mapAt(tpl, "Resources", fn, "Properties")
+	vars := mapAt(props, "Environment", "Variables")
+	if v, ok := vars["GENWAY_SWEEP_AFTER"].(string); !ok {
+		bad("%s: GENWAY_SWEEP_AFTER is not set", fn)
+	} else if _, err := jobs.ParseSweepAfter(v); err != nil {
+		bad("%s: GENWAY_SWEEP_AFTER: %v", fn, err)
+	}
+	ps, _ := props["Policies"].([]any)
+	for _, p := range ps {
+		for k := range mapAt(p) {
+			if k != "Statement" {
+				bad("%s: policy %s; want inline statements only (least privilege)", fn, k)
+			}
+		}
+	}
+	allowed := map[string]bool{"dynamodb:Query": true, "dynamodb:GetItem": true, "dynamodb:UpdateItem": true, "sqs:SendMessage": true}
+	granted := map[string]bool{}
+	index := "${" + table + ".Arn}/index/" + dynamostore.QueuedIndex
+	statements(props["Policies"], func(st map[string]any) {
+		res, _ := st["Resource"].(map[string]any)
+		for _, a := range actions(st) {
+			granted[a] = true
+			if !allowed[a] {
+				bad("%s: action %s; the sweeper needs only %v", fn, a, []string{"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "sqs:SendMessage"})
+				continue
+			}
+			var ok bool
+			switch a {
+			case "dynamodb:Query":
+				ok = res["Fn::Sub"] == index
+			case "sqs:SendMessage":
+				ok = refName(res) == queue
+			default:
+				ok = refName(res) == table
+			}
+			if !ok {
+				bad("%s: %s on %v; want it on %s", fn, a, st["Resource"], map[bool]string{true: index, false: table}[a == "dynamodb:Query"])
+			}
+		}
+	})
+	for _, a := range []string{"dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage"} {
+		if !granted[a] {
+			bad("%s: no %s", fn, a)
+		}
+	}
 }
 
 // checkFilter wants a filter that passes only transitions into completed or
@@ -483,6 +583,34 @@ func TestTemplateCheckFails(t *testing.T) {
 		{"provisioned table", func(tpl map[string]any) {
 			mapAt(tpl, "Resources", "JobsTable", "Properties")["BillingMode"] = "PROVISIONED"
 		}, "want PAY_PER_REQUEST"},
+		{"no queued index", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "JobsTable", "Properties"), "GlobalSecondaryIndexes")
+		}, `no "queued" queued index`},
+		{"queued index keyed on a constant attribute only", func(tpl map[string]any) {
+			g := mapAt(tpl, "Resources", "JobsTable", "Properties")["GlobalSecondaryIndexes"].([]any)
+			mapAt(g[0])["KeySchema"] = []any{map[string]any{"AttributeName": "status", "KeyType": "HASH"}}
+		}, "queued index keys"},
+		{"no sweeper", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties"), "Events")
+		}, "no scheduled sweeper"},
+		{"sweeper every hour", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties", "Events", "Sweep", "Properties")["Schedule"] = "rate(1 hour)"
+		}, "want rate(1 minute)"},
+		{"sweeper queries the table", func(tpl map[string]any) {
+			st := mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties")["Policies"].([]any)[0]
+			mapAt(st)["Statement"].([]any)[0].(map[string]any)["Resource"] = map[string]any{"Fn::GetAtt": []any{"JobsTable", "Arn"}}
+		}, "dynamodb:Query on"},
+		{"sweeper scans", func(tpl map[string]any) {
+			st := mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties")["Policies"].([]any)[0]
+			mapAt(st)["Statement"].([]any)[1].(map[string]any)["Action"] = []any{"dynamodb:UpdateItem", "dynamodb:Scan"}
+		}, "action dynamodb:Scan"},
+		{"sweeper with a CRUD policy", func(tpl map[string]any) {
+			p := mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties")
+			p["Policies"] = append(p["Policies"].([]any), map[string]any{"DynamoDBCrudPolicy": map[string]any{"TableName": map[string]any{"Ref": "JobsTable"}}})
+		}, "inline statements only"},
+		{"sweeper threshold not a duration", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties", "Environment", "Variables")["GENWAY_SWEEP_AFTER"] = "2"
+		}, "GENWAY_SWEEP_AFTER"},
 		{"public bucket", func(tpl map[string]any) {
 			mapAt(tpl, "Resources", "MediaBucket", "Properties", "PublicAccessBlockConfiguration")["BlockPublicPolicy"] = false
 		}, "BlockPublicPolicy is not true"},

@@ -19,6 +19,7 @@ import (
 	"github.com/genway/genway/shared/awsenv"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/dynamostream"
+	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdaevents"
 	"github.com/genway/genway/shared/s3media"
 	"github.com/genway/genway/shared/sqsqueue"
@@ -29,14 +30,24 @@ import (
 // template.yaml.
 const queueVisibility = 720
 
+// sweepEvery is how often local AWS mode sweeps jobs left queued, as the
+// template's schedule runs the jobs-sweeper function: rate(1 minute).
+const sweepEvery = time.Minute
+
 // openAWS opens the AWS backend (real AWS, or moto via AWS_ENDPOINT_URL) and
-// emulates the Lambda event source mappings in-process: an SQS long-poll
-// loop feeds events.SQSEvent to the worker's handler and a DynamoDB Streams
-// reader feeds events.DynamoDBEvent to the credits handler, the same
-// handlers the deployed functions run. log may be nil.
+// emulates the Lambda event sources in-process: an SQS long-poll loop feeds
+// events.SQSEvent to the worker's handler, a DynamoDB Streams reader feeds
+// events.DynamoDBEvent to the credits handler (the same handlers the
+// deployed functions run), and while the worker runs, jobs.Service.Sweep
+// runs every sweepEvery with GENWAY_SWEEP_AFTER, as the scheduled
+// jobs-sweeper function does. log may be nil.
 func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) (*backend, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	sweepAfter, err := jobs.ParseSweepAfter(getenv("GENWAY_SWEEP_AFTER"))
+	if err != nil {
+		return nil, fmt.Errorf("GENWAY_SWEEP_AFTER: %w", err)
 	}
 	cfg, err := awsenv.LoadConfig(ctx, getenv)
 	if err != nil {
@@ -57,6 +68,14 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 		if err != nil {
 			return fmt.Errorf("jobs queue (run genway aws init?): %w", err)
 		}
+		sweeper := &jobs.Service{Store: store, Queue: sqsqueue.New(sqsClient, url), Sweeps: store, Log: log}
+		sctx, stopSweep := context.WithCancel(ctx)
+		swept := make(chan struct{})
+		go func() {
+			defer close(swept)
+			sweepLoop(sctx, sweeper, sweepEvery, sweepAfter, log)
+		}()
+		defer func() { stopSweep(); <-swept }()
 		handler := lambdaevents.SQS(process, log)
 		return sqsqueue.New(sqsClient, url).Poll(ctx, 10, func(ctx context.Context, msgs []sqsqueue.Message) []string {
 			resp, _ := handler(ctx, sqsEvent(msgs))
@@ -91,6 +110,29 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 		return sqsqueue.New(sqsClient, url), nil
 	}}
 	return be, nil
+}
+
+// sweepLoop runs svc.Sweep(after) at once and then every interval until ctx
+// ends. A failed sweep is logged; the next one tries again.
+func sweepLoop(ctx context.Context, svc *jobs.Service, every, after time.Duration, log *slog.Logger) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		res, err := svc.Sweep(ctx, after)
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			log.Warn("sweep of queued jobs", "found", res.Found, "requeued", res.Requeued, "failed", res.Failed, "err", err)
+		} else if res != (jobs.SweepResult{}) {
+			log.Info("sweep of queued jobs", "found", res.Found, "requeued", res.Requeued, "failed", res.Failed, "skipped", res.Skipped)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // lazyQueue resolves the queue URL on first Enqueue. Safe for concurrent use.

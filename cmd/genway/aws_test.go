@@ -2,12 +2,22 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/dynamostore"
+	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mototest"
+	"github.com/genway/genway/shared/sqsqueue"
 )
 
 // TestAWSBackend runs the quick start of the AWS-backed local mode against
@@ -44,6 +54,42 @@ func TestAWSBackend(t *testing.T) {
 		if err := run(t.Context(), []string{"aws", "init"}, testEnv(dir, env), &out, io.Discard); err != nil {
 			t.Fatalf("aws init (run %d): %v\n%s", i+1, err, out.String())
 		}
+	}
+	// The crash between storing a job and sending its message, before the
+	// server starts: "lost" was stored with its hold and never sent;
+	// "dup" was stored and sent, and its message is still in the queue
+	// when the sweep sends another. The server's first sweep re-sends
+	// both (GENWAY_SWEEP_AFTER 1m; they are ten minutes old).
+	env["GENWAY_SWEEP_AFTER"] = "1m"
+	cfg := mototest.Config(endpoint)
+	store := dynamostore.New(dynamodb.NewFromConfig(cfg), awsenv.DefaultJobsTable, awsenv.DefaultAccountsTable)
+	ctx := t.Context()
+	if _, err := store.Grant(ctx, "crash", 100, time.Now().Unix()); err != nil {
+		t.Fatal(err)
+	}
+	stuck := map[string]int64{} // id -> price
+	for i, price := range []int64{2, 3} {
+		id, err := jobs.NewID(jobs.TypeSFX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := time.Now().Add(-10 * time.Minute).Unix()
+		j := &jobs.Job{ID: id, Account: "crash", Type: jobs.TypeSFX, Model: "synthetic-sfx", Status: jobs.Queued,
+			Input: jobs.Input{Prompt: "pop", Duration: 1, Format: "mp3"}, Price: price, Created: created, Updated: created}
+		if _, err := store.Create(ctx, j, nil); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			sqsClient := sqs.NewFromConfig(cfg)
+			url, err := awsenv.FromEnv(func(string) string { return "" }).QueueURL(ctx, sqsClient)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sqsqueue.New(sqsClient, url).Enqueue(ctx, id, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stuck[id] = price
 	}
 	s := startServer(t, dir, env)
 
@@ -90,6 +136,42 @@ func TestAWSBackend(t *testing.T) {
 		t.Errorf("credits = %+v; want balance %d, nothing held (settled through the stream)", cr, 500-spent)
 	}
 
+	// The swept jobs ran once each and were charged once each.
+	for id := range stuck {
+		var j *jobs.Job
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			var err error
+			if j, err = store.Get(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if j.Status.Final() {
+				break
+			}
+		}
+		if j.Status != jobs.Completed || j.Attempts != 1 {
+			t.Errorf("swept job %s = %s after %d attempts; want completed after 1", id, j.Status, j.Attempts)
+		}
+	}
+	var a credits.Account
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if a, _ = store.Account(ctx, "crash"); a.Held == 0 {
+			break
+		}
+	}
+	l, err := store.Ledger(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	captured := map[string]int64{}
+	for _, e := range l {
+		if e.Kind == credits.Capture {
+			captured[e.JobID] += e.Amount
+		}
+	}
+	if a.Balance != 95 || a.Held != 0 || len(captured) != 2 || captured[firstKey(stuck, 2)] != 2 || captured[firstKey(stuck, 3)] != 3 {
+		t.Errorf("crash account %+v, captures %v; want balance 95, nothing held, one capture per swept job", a, captured)
+	}
+
 	// Operator commands on the AWS backend, while serving.
 	out.Reset()
 	if err := run(t.Context(), []string{"keys", "create", "--account", "acme", "--credits", "7"}, testEnv(dir, env), &out, io.Discard); err != nil {
@@ -114,4 +196,57 @@ func TestAWSBackend(t *testing.T) {
 func downloadAny(t *testing.T, url string) []byte {
 	t.Helper()
 	return downloadFrom(t, url, "http://127.0.0.1:")
+}
+
+// firstKey returns the key of m whose value is v ("" if none).
+func firstKey(m map[string]int64, v int64) string {
+	for k, x := range m {
+		if x == v {
+			return k
+		}
+	}
+	return ""
+}
+
+// sweepStoreFunc is a jobs.SweepStore whose QueuedBefore reports each call.
+type sweepStoreFunc struct{ listed chan<- time.Time }
+
+func (f sweepStoreFunc) QueuedBefore(ctx context.Context, t time.Time, limit int) ([]string, error) {
+	select {
+	case f.listed <- t:
+	default:
+	}
+	return nil, nil
+}
+
+func (f sweepStoreFunc) MarkSwept(context.Context, string, time.Time) (int, error) {
+	return 0, jobs.ErrNotFound
+}
+
+// TestSweepLoop: local AWS mode sweeps at start (not a minute later) with
+// the configured threshold, and the loop ends with its context.
+func TestSweepLoop(t *testing.T) {
+	listed := make(chan time.Time, 1)
+	now := time.Unix(10_000, 0)
+	svc := &jobs.Service{Sweeps: sweepStoreFunc{listed}, Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sweepLoop(ctx, svc, time.Hour, 90*time.Second, svc.Log)
+	}()
+	select {
+	case before := <-listed:
+		if want := now.Add(-90 * time.Second); !before.Equal(want) {
+			t.Errorf("first sweep lists jobs queued before %v; want %v", before, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no sweep at start within 30 s")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("sweepLoop did not return within 30 s of its context ending")
+	}
 }

@@ -9,8 +9,19 @@
 // attribute "expires". It holds two kinds of item:
 //
 //	id = <job id>                      a job: account, type, model, status, input (M),
-//	                                   output (M), error (M), price, attempts, created, updated
+//	                                   output (M), error (M), price, attempts, created, updated;
+//	                                   while queued also queued_shard, queued_at; sweeps
 //	id = "idem#" + <account>/<key>     an Idempotency-Key: body_hash, job_id, expires (TTL)
+//
+// The global secondary index "queued" (QueuedIndex, KEYS_ONLY) is sparse:
+// partition key queued_shard = "queued#0".."queued#15" (from the job id, so
+// a high create rate spreads over 16 index partitions), sort key queued_at =
+// Unix seconds of the job's last message. Create sets both; the Transition
+// out of queued REMOVEs them in the same conditional update, so the index
+// only ever holds queued jobs. QueuedBefore queries it for jobs whose
+// message may have been lost (the job write and the SQS send are not one
+// transaction) and MarkSwept moves queued_at on and counts sweeps; see
+// jobs.Service.Sweep.
 //
 // Keeping the idempotency item in the jobs table lets Create write the job,
 // the hold and the key in one TransactWriteItems over two tables, and the
@@ -85,6 +96,9 @@ type Store struct {
 	db       API
 	jobs     string
 	accounts string
+	// queryPage is the Limit of one Query of QueuedIndex; 0:
+	// defaultQueryPage (tests set it to exercise paging).
+	queryPage int
 }
 
 var (
@@ -156,6 +170,9 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 	if err != nil {
 		return nil, fmt.Errorf("create job %s: encode: %w", j.ID, err)
 	}
+	// Into the sparse index of queued jobs, until Transition moves it out.
+	item[QueuedShardAttribute] = str(queuedShard(j.ID))
+	item[QueuedAtAttribute] = num(now)
 	// The idempotency item goes first: if a store reports only the first
 	// failed condition, a replay is still recognised as one (and not as a
 	// 402 because the first call's hold used up the credits).
@@ -322,11 +339,17 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	if p.Error != nil {
 		names["#e"] = "error"
 	}
+	update := "SET " + strings.Join(set, ", ")
+	if from == jobs.Queued {
+		// Out of queued, out of the sparse index, in the same write.
+		update += " REMOVE #qs, #qa"
+		names["#qs"], names["#qa"] = QueuedShardAttribute, QueuedAtAttribute
+	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.jobs),
 		Key:                                 map[string]types.AttributeValue{"id": str(id)},
 		ConditionExpression:                 aws.String("#s = :from"),
-		UpdateExpression:                    aws.String("SET " + strings.Join(set, ", ")),
+		UpdateExpression:                    aws.String(update),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           vals,
 		ReturnValues:                        types.ReturnValueAllNew,

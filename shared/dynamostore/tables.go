@@ -18,17 +18,23 @@ const TTLAttribute = "expires"
 const tableWait = 2 * time.Minute
 
 // CreateTables creates the jobs and accounts tables (on-demand; the jobs
-// table with a NEW_AND_OLD_IMAGES stream) and enables TTL on both. It is
-// idempotent: existing tables are kept as they are, and it returns once both
-// are ACTIVE. It is for `genway aws init` and tests; deployments create the
+// table with a NEW_AND_OLD_IMAGES stream and QueuedIndex) and enables TTL on
+// both. It is idempotent: existing tables are kept as they are (a jobs table
+// without QueuedIndex gets it), and it returns once both tables and the
+// index are ACTIVE. It is for `genway aws init` and tests; deployments create the
 // tables with the SAM template.
 func CreateTables(ctx context.Context, client *dynamodb.Client, jobsTable, accountsTable string) error {
 	tables := []*dynamodb.CreateTableInput{
 		{
-			TableName:            aws.String(jobsTable),
-			BillingMode:          types.BillingModePayPerRequest,
-			AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS}},
-			KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+			TableName:   aws.String(jobsTable),
+			BillingMode: types.BillingModePayPerRequest,
+			AttributeDefinitions: []types.AttributeDefinition{
+				{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String(QueuedShardAttribute), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String(QueuedAtAttribute), AttributeType: types.ScalarAttributeTypeN},
+			},
+			KeySchema:              []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
+			GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{queuedIndex()},
 			StreamSpecification: &types.StreamSpecification{
 				StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages,
 			},
@@ -61,6 +67,73 @@ func CreateTables(ctx context.Context, client *dynamodb.Client, jobsTable, accou
 		}
 		if err := enableTTL(ctx, client, name); err != nil {
 			return err
+		}
+	}
+	return ensureQueuedIndex(ctx, client, jobsTable)
+}
+
+// queuedIndex is QueuedIndex's definition.
+func queuedIndex() types.GlobalSecondaryIndex {
+	return types.GlobalSecondaryIndex{
+		IndexName: aws.String(QueuedIndex),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(QueuedShardAttribute), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(QueuedAtAttribute), KeyType: types.KeyTypeRange},
+		},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+	}
+}
+
+// ensureQueuedIndex adds QueuedIndex to a jobs table made before it
+// existed, and waits (up to tableWait) until it is ACTIVE. Jobs created
+// before the index have no index keys and are never swept.
+func ensureQueuedIndex(ctx context.Context, client *dynamodb.Client, table string) error {
+	status := func() (types.IndexStatus, bool, error) {
+		d, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			return "", false, fmt.Errorf("describe table %s: %w", table, err)
+		}
+		for _, g := range d.Table.GlobalSecondaryIndexes {
+			if aws.ToString(g.IndexName) == QueuedIndex {
+				return g.IndexStatus, true, nil
+			}
+		}
+		return "", false, nil
+	}
+	st, ok, err := status()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		_, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
+			TableName: aws.String(table),
+			AttributeDefinitions: []types.AttributeDefinition{
+				{AttributeName: aws.String(QueuedShardAttribute), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String(QueuedAtAttribute), AttributeType: types.ScalarAttributeTypeN},
+			},
+			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+				IndexName: queuedIndex().IndexName, KeySchema: queuedIndex().KeySchema, Projection: queuedIndex().Projection,
+			}}},
+		})
+		if err != nil {
+			return fmt.Errorf("add index %s to table %s: %w", QueuedIndex, table, err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, tableWait)
+	defer cancel()
+	for delay := 100 * time.Millisecond; st != types.IndexStatusActive; delay = min(2*delay, 2*time.Second) {
+		if st, _, err = status(); err != nil {
+			return err
+		}
+		if st == types.IndexStatusActive || st == "" { // "": a store that reports no status
+			return nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-wctx.Done():
+			t.Stop()
+			return fmt.Errorf("wait for index %s of table %s: %w", QueuedIndex, table, wctx.Err())
+		case <-t.C:
 		}
 	}
 	return nil

@@ -16,7 +16,8 @@ const IdempotencyTTL = 24 * time.Hour
 // DefaultLinkTTL is how long an output link made at read time works.
 const DefaultLinkTTL = time.Hour
 
-// Service is the jobs API: create and read. Safe for concurrent use.
+// Service is the jobs API: create and read, and Sweep for stores that need
+// it. Safe for concurrent use.
 type Service struct {
 	Store   Store
 	Queue   Queue
@@ -25,6 +26,11 @@ type Service struct {
 	Log     *slog.Logger
 	LinkTTL time.Duration    // 0: DefaultLinkTTL
 	Now     func() time.Time // nil: time.Now
+	// Sweeps lists jobs left queued, for Sweep; nil where the store writes
+	// the job and its message in one transaction (no Sweep needed).
+	Sweeps     SweepStore
+	SweepLimit int // jobs per Sweep; 0: DefaultSweepLimit
+	MaxSweeps  int // re-sends before Sweep fails a job; 0: DefaultMaxSweeps
 }
 
 func (s *Service) now() time.Time {
@@ -60,7 +66,10 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	if err != nil {
 		return nil, fmt.Errorf("create job: %w", err)
 	}
-	if got.ID != j.ID { // an idempotent replay: already enqueued by the first call
+	if got.ID != j.ID {
+		// An idempotent replay: the first call enqueued the job, or died
+		// before it could and Sweep sends the message; a second send here
+		// would only add a duplicate.
 		return got, nil
 	}
 	if err := s.enqueue(ctx, j.ID); err != nil {

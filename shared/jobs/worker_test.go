@@ -69,6 +69,9 @@ func (s *memStore) Transition(ctx context.Context, id string, from, to Status, p
 	if p.IncAttempts {
 		j.Attempts++
 	}
+	if p.Updated != 0 {
+		j.Updated = p.Updated
+	}
 	s.jobs[id] = j
 	return &j, nil
 }

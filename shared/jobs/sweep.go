@@ -1,0 +1,131 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sweep defaults.
+const (
+	// DefaultSweepAfter is how long a job may wait queued, with no new
+	// message, before Sweep sends its message again.
+	DefaultSweepAfter = 2 * time.Minute
+	// DefaultSweepLimit bounds the jobs one Sweep handles; the rest wait for
+	// the next run.
+	DefaultSweepLimit = 100
+	// DefaultMaxSweeps is how many times Sweep re-sends a job's message.
+	// Sweep fails a job it finds still queued after that many (no charge;
+	// about an hour with DefaultSweepAfter), so nothing is retried forever.
+	DefaultMaxSweeps = 30
+)
+
+// SweepStore finds jobs left queued without a message: a store whose job
+// write and queue send are not one transaction (DynamoDB and SQS) loses the
+// message when the writer dies between the two. Implementations are safe
+// for concurrent use.
+type SweepStore interface {
+	// QueuedBefore returns the ids of up to limit jobs that are queued and
+	// whose message was last sent (at creation, or by MarkSwept) before t.
+	// It may be eventually consistent: a job that just left queued can
+	// still be listed (MarkSwept then says so).
+	QueuedBefore(ctx context.Context, t time.Time, limit int) ([]string, error)
+	// MarkSwept records that job id's message is sent again at t (so
+	// QueuedBefore lists it again only after t), if the job is still
+	// queued, and returns how many times it has been swept, this time
+	// included. It returns an error wrapping ErrConflict if the job is no
+	// longer queued, and ErrNotFound if there is no such job.
+	MarkSwept(ctx context.Context, id string, at time.Time) (int, error)
+}
+
+// SweepResult counts what one Sweep did.
+type SweepResult struct {
+	Found    int `json:"found"`    // jobs listed as queued too long
+	Requeued int `json:"requeued"` // messages sent again
+	Failed   int `json:"failed"`   // jobs given up on: failed, hold released
+	Skipped  int `json:"skipped"`  // jobs that had left queued in the meantime
+}
+
+// ParseSweepAfter parses a sweep threshold such as GENWAY_SWEEP_AFTER: a
+// positive Go duration ("90s", "2m"); "" is DefaultSweepAfter.
+func ParseSweepAfter(s string) (time.Duration, error) {
+	if s == "" {
+		return DefaultSweepAfter, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("sweep threshold must be a positive duration such as 2m, got %q", s)
+	}
+	return d, nil
+}
+
+// Sweep sends the message of every job that has been queued for longer
+// than olderThan since its last message again (up to SweepLimit jobs per
+// call), so that a job whose creator died between storing it and enqueueing
+// it still runs. The worker tolerates the duplicate this makes when the
+// first message was only slow. A job still queued after MaxSweeps re-sends
+// is failed with CodeInternal instead, which releases its hold. It needs
+// s.Sweeps. Per-job errors do not stop the sweep: they are joined into the
+// returned error, next to the counts of what was done.
+func (s *Service) Sweep(ctx context.Context, olderThan time.Duration) (SweepResult, error) {
+	var res SweepResult
+	if s.Sweeps == nil {
+		return res, errors.New("sweep: the service has no SweepStore")
+	}
+	if olderThan <= 0 {
+		return res, fmt.Errorf("sweep: threshold %v is not positive", olderThan)
+	}
+	limit, maxSweeps := s.SweepLimit, s.MaxSweeps
+	if limit <= 0 {
+		limit = DefaultSweepLimit
+	}
+	if maxSweeps <= 0 {
+		maxSweeps = DefaultMaxSweeps
+	}
+	now := s.now()
+	ids, err := s.Sweeps.QueuedBefore(ctx, now.Add(-olderThan), limit)
+	if err != nil {
+		return res, fmt.Errorf("sweep: list queued jobs: %w", err)
+	}
+	res.Found = len(ids)
+	var errs []error
+	for _, id := range ids {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, fmt.Errorf("sweep: %w", err))
+			break
+		}
+		n, err := s.Sweeps.MarkSwept(ctx, id, now)
+		if errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound) {
+			res.Skipped++
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep job %s: %w", id, err))
+			continue
+		}
+		if n > maxSweeps {
+			_, err := s.Store.Transition(ctx, id, Queued, Failed, Patch{
+				Error:   &JobError{Code: CodeInternal, Message: fmt.Sprintf("The job could not be started after %d attempts to queue it; no credits were charged.", n)},
+				Updated: now.Unix(),
+			})
+			switch {
+			case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
+				res.Skipped++
+			case err != nil:
+				errs = append(errs, fmt.Errorf("sweep job %s: give up: %w", id, err))
+			default:
+				res.Failed++
+				s.Log.Warn("queued job never started; failed it", "job_id", id, "sweeps", n-1)
+			}
+			continue
+		}
+		if err := s.Queue.Enqueue(ctx, id, 0); err != nil {
+			errs = append(errs, fmt.Errorf("sweep job %s: %w", id, err))
+			continue
+		}
+		res.Requeued++
+		s.Log.Info("re-enqueued queued job", "job_id", id, "sweep", n)
+	}
+	return res, errors.Join(errs...)
+}
