@@ -56,11 +56,12 @@ type serveConfig struct {
 	publicURL  string
 	workers    int
 	rateLimit  int
+	usageFlush time.Duration // how often buffered chat usage is written
 }
 
 func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	c := serveConfig{addr: getenv("GENWAY_ADDR"), dataDir: dataDir(getenv), devKey: getenv("GENWAY_DEV_KEY"),
-		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2}
+		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush}
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 	}
@@ -77,6 +78,13 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 			return c, fmt.Errorf("GENWAY_WORKERS must be 1-64, got %q", v)
 		}
 		c.workers = n
+	}
+	if v := getenv("GENWAY_USAGE_FLUSH"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("GENWAY_USAGE_FLUSH must be a positive duration such as 1s or 500ms, got %q", v)
+		}
+		c.usageFlush = d
 	}
 	rl, err := ratelimit.FromEnv(getenv)
 	if err != nil {
@@ -143,7 +151,19 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: chat.StoreRecorder{Store: be.store}})
+	// Chat usage is summed in memory and written every cfg.usageFlush, off
+	// the request path; it is closed (its last sums written) after the
+	// HTTP server has shut down, before the store closes.
+	usage := chat.NewBufferedRecorder(be.store, cfg.usageFlush, log)
+	defer func() {
+		// On an early return, stop its goroutine: with a done context,
+		// Close makes one flush attempt at most. After the Close below,
+		// this one has nothing left to do.
+		done, stop := context.WithCancel(context.Background())
+		stop()
+		usage.Close(done)
+	}()
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage})
 	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log}
 	worker := &jobs.Worker{Store: be.jobs, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: map[string]jobs.Provider{"synthetic": synthetic.Media{}}}
@@ -196,6 +216,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	srv.Shutdown(shutdownCtx)
 	if asrv != nil {
 		asrv.Shutdown(shutdownCtx)
+	}
+	// Its own deadline: a slow shutdown of the server must not cost the
+	// last usage sums their chance to be written.
+	usageCtx, usageDone := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer usageDone()
+	if uerr := usage.Close(usageCtx); uerr != nil {
+		log.Error("chat usage not written at shutdown", "err", uerr)
+		err = errors.Join(err, uerr)
 	}
 	cancel()
 	wg.Wait()

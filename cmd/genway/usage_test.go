@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/localstore"
 )
 
@@ -21,8 +24,9 @@ func TestUsageCmd(t *testing.T) {
 	if _, err := st.Grant(ctx, "acct1", 100, 1); err != nil {
 		t.Fatalf("Grant = %v", err)
 	}
-	for _, day := range []string{"2025-03-01", "2025-03-02", "2025-03-02"} {
-		if err := st.AddUsage(ctx, "acct1", "synthetic-chat", day, 10, 5, 1); err != nil {
+	for i, day := range []string{"2025-03-01", "2025-03-02", "2025-03-02"} {
+		u := credits.Usage{Account: "acct1", Day: day, Model: "synthetic-chat", Requests: 1, PromptTokens: 10, CompletionTokens: 5, Credits: 1}
+		if err := st.AddUsage(ctx, fmt.Sprint("id", i), u); err != nil {
 			t.Fatalf("AddUsage = %v", err)
 		}
 	}
@@ -74,5 +78,106 @@ func TestUsageCmd(t *testing.T) {
 	}
 	if err := usageCmd(ctx, []string{"--account", "nobody"}, getenv, &bytes.Buffer{}); err == nil {
 		t.Errorf("usageCmd(--account nobody) = nil; want an error")
+	}
+}
+
+// TestServeRecordsChatUsage runs chat completions through genway serve and
+// reads the dev account's usage with the usage command: with a short
+// GENWAY_USAGE_FLUSH it is written while the server runs; with an hour it
+// is written when the server shuts down.
+func TestServeRecordsChatUsage(t *testing.T) {
+	tests := []struct {
+		name  string
+		flush string
+		// whileServing: the usage appears before the server stops.
+		whileServing bool
+	}{
+		{"flushed while serving", "20ms", true},
+		{"flushed at shutdown", "1h", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			getenv := testEnv(dir, nil)
+			// 3 requests of "hello world": 2 prompt and 4 completion tokens each.
+			const want = "total 3 6 12 0"
+			// The server stops when this subtest ends.
+			t.Run("serve", func(t *testing.T) {
+				s := startServer(t, dir, map[string]string{"GENWAY_USAGE_FLUSH": tt.flush})
+				for _, stream := range []bool{false, true, false} {
+					body := map[string]any{"model": "synthetic/echo", "stream": stream,
+						"messages": []map[string]string{{"role": "user", "content": "hello world"}}}
+					if code, _ := s.do(t, "POST", "/v1/chat/completions", body, nil, nil); code != 200 {
+						t.Fatalf("POST /v1/chat/completions (stream %v) = %d; want 200", stream, code)
+					}
+				}
+				if !tt.whileServing {
+					return
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					got := usageTotal(t, getenv)
+					if got == want {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("usage total after 10 s = %q; want %q", got, want)
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			})
+			if got := usageTotal(t, getenv); got != want {
+				t.Errorf("usage total after shutdown = %q; want %q", got, want)
+			}
+		})
+	}
+}
+
+// usageTotal returns the whitespace-collapsed total line of the dev
+// account's usage.
+func usageTotal(t *testing.T, getenv func(string) string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := usageCmd(context.Background(), []string{"--account", "dev"}, getenv, &out); err != nil {
+		t.Fatalf("usageCmd(--account dev) = %v", err)
+	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "total" {
+			return strings.Join(f, " ")
+		}
+	}
+	t.Fatalf("usageCmd(--account dev) output =\n%s\nwant a total line", out.String())
+	return ""
+}
+
+func TestServeConfigUsageFlush(t *testing.T) {
+	tests := []struct {
+		value   string
+		want    time.Duration
+		wantErr bool
+	}{
+		{"", time.Second, false},
+		{"250ms", 250 * time.Millisecond, false},
+		{"2m", 2 * time.Minute, false},
+		{"0s", 0, true},
+		{"-1s", 0, true},
+		{"1", 0, true},
+		{"soon", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			c, err := loadServeConfig(func(k string) string {
+				if k == "GENWAY_USAGE_FLUSH" {
+					return tt.value
+				}
+				return ""
+			})
+			if (err != nil) != tt.wantErr || (err == nil && c.usageFlush != tt.want) {
+				t.Errorf("loadServeConfig(GENWAY_USAGE_FLUSH=%q) = %v, %v; want %v, error %v", tt.value, c.usageFlush, err, tt.want, tt.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "GENWAY_USAGE_FLUSH") {
+				t.Errorf("loadServeConfig(GENWAY_USAGE_FLUSH=%q) = %v; want an error naming the variable", tt.value, err)
+			}
+		})
 	}
 }

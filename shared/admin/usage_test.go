@@ -57,7 +57,12 @@ func TestUsage(t *testing.T) {
 		model, day string
 		credits    int64
 	}{{"m1", "2025-03-01", 0}, {"m2", "2025-03-01", 2}, {"m1", "2025-03-02", 0}, {"m1", "2025-03-02", 3}} {
-		if err := st.AddUsage(ctx, "acct1", r.model, r.day, 10, 20, r.credits); err != nil {
+		id, err := credits.NewUsageID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := credits.Usage{Account: "acct1", Day: r.day, Model: r.model, Requests: 1, PromptTokens: 10, CompletionTokens: 20, Credits: r.credits}
+		if err := st.AddUsage(ctx, id, u); err != nil {
 			t.Fatalf("AddUsage = %v", err)
 		}
 	}

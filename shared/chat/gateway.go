@@ -15,12 +15,13 @@ import (
 	"github.com/genway/genway/shared/catalog"
 )
 
-// UsageRecorder records what a completion used, per account. The gateway
-// calls it after each successful completion (streamed or not) with the
-// tokens the upstream reported and the credits the model's catalog price
-// makes of them (0 for unpriced models). Implementations are safe for
+// UsageRecorder records what a completion used, per account. The gateway's
+// RecordUsage calls it after each successful completion (streamed or not)
+// with the tokens the upstream reported and the credits the model's catalog
+// price makes of them (0 for unpriced models). Implementations are safe for
 // concurrent use; an error is logged, it does not fail the completion the
-// client already has.
+// client already has. StoreRecorder writes each completion at once;
+// BufferedRecorder sums them in memory and writes periodically.
 type UsageRecorder interface {
 	RecordChatUsage(ctx context.Context, account, model string, u Usage, credits int64) error
 }
@@ -46,7 +47,8 @@ type Config struct {
 
 // Gateway applies the chat completion rules of API.md in front of the
 // providers: it validates a request against the catalog, fetches images for
-// providers that need bytes, calls the provider and records usage. A
+// providers that need bytes, calls the provider and, when its caller says
+// the response is delivered (RecordUsage), records usage. A
 // Gateway is safe for concurrent use.
 type Gateway struct {
 	cat       *catalog.Catalog
@@ -336,45 +338,65 @@ func stops(raw json.RawMessage) ([]string, error) {
 	return many, nil
 }
 
-// Complete runs c without streaming and records usage for account.
-func (g *Gateway) Complete(ctx context.Context, account string, c *Call) (*Response, error) {
+// Complete runs c without streaming. It does not record usage: the caller
+// calls RecordUsage once the client has the response.
+func (g *Gateway) Complete(ctx context.Context, c *Call) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	resp, err := c.provider.Complete(ctx, c.Request)
 	if err != nil {
 		return nil, fmt.Errorf("complete %s: %w", c.Request.Model.ID, err)
 	}
-	g.record(ctx, account, c, resp)
+	normalize(resp)
 	return resp, nil
 }
 
-// Stream runs c, calling emit for each delta as the upstream produces it,
-// and records usage for account once the stream has finished. The returned
-// Response carries FinishReason and Usage.
-func (g *Gateway) Stream(ctx context.Context, account string, c *Call, emit func(Delta) error) (*Response, error) {
+// Stream runs c, calling emit for each delta as the upstream produces it.
+// The returned Response carries FinishReason and Usage. It does not record
+// usage: the caller calls RecordUsage once the client has the end of the
+// stream.
+func (g *Gateway) Stream(ctx context.Context, c *Call, emit func(Delta) error) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	resp, err := c.provider.Stream(ctx, c.Request, emit)
 	if err != nil {
 		return nil, fmt.Errorf("stream %s: %w", c.Request.Model.ID, err)
 	}
-	g.record(ctx, account, c, resp)
+	normalize(resp)
 	return resp, nil
 }
 
-func (g *Gateway) record(ctx context.Context, account string, c *Call, resp *Response) {
+// normalize fills in what a provider may leave out: the finish reason
+// (stop) and the total tokens.
+func normalize(resp *Response) {
 	if resp.FinishReason == "" {
 		resp.FinishReason = FinishStop
 	}
 	if resp.Usage.TotalTokens == 0 {
 		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
 	}
+}
+
+// RecordsUsage reports whether the gateway has a UsageRecorder, that is
+// whether RecordUsage does anything: a handler that would flush its
+// response only so that the client need not wait for the recorder can skip
+// the flush when it does not.
+func (g *Gateway) RecordsUsage() bool { return g.usage != nil }
+
+// RecordUsage records the usage of resp, the answer Complete or Stream gave
+// for c, for account: its tokens and the credits the model's catalog price
+// makes of them (0 for unpriced models). The HTTP handler calls it after
+// the response is written and flushed, so that the client does not wait
+// for the recorder. It runs even if ctx is cancelled (the client may be
+// gone; the usage happened regardless), and a recorder error is logged, not
+// returned: the client already has its answer. Without a UsageRecorder it
+// does nothing.
+func (g *Gateway) RecordUsage(ctx context.Context, account string, c *Call, resp *Response) {
 	if g.usage == nil {
 		return
 	}
 	m := c.Request.Model
 	credits := m.Price.ChatCredits(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
-	// The client may already be gone; the usage happened regardless.
 	if err := g.usage.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, credits); err != nil {
 		g.log.ErrorContext(ctx, "record chat usage", "account", account, "model", m.ID, "err", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -332,14 +333,16 @@ func TestPublicAddr(t *testing.T) {
 
 // recorder is a UsageRecorder fake.
 type recorder struct {
-	mu    sync.Mutex
-	calls []string
-	err   error
+	mu     sync.Mutex
+	calls  []string
+	ctxErr error // of the last call's context
+	err    error
 }
 
-func (r *recorder) RecordChatUsage(_ context.Context, account, model string, u chat.Usage, credits int64) error {
+func (r *recorder) RecordChatUsage(ctx context.Context, account, model string, u chat.Usage, credits int64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.ctxErr = ctx.Err()
 	r.calls = append(r.calls, account+" "+model+" "+strings.TrimSpace(strings.Join([]string{
 		itoa(u.PromptTokens), itoa(u.CompletionTokens), itoa(u.TotalTokens), itoa(int(credits))}, " ")))
 	return r.err
@@ -347,7 +350,7 @@ func (r *recorder) RecordChatUsage(_ context.Context, account, model string, u c
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-func TestCompleteAndStreamRecordUsage(t *testing.T) {
+func TestCompleteAndStreamDoNotRecord(t *testing.T) {
 	cat := mustCatalog(t)
 	rec := &recorder{}
 	prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 3, CompletionTokens: 2}}}
@@ -356,7 +359,7 @@ func TestCompleteAndStreamRecordUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := gw.Complete(context.Background(), "acct", c)
+	resp, err := gw.Complete(context.Background(), c)
 	if err != nil {
 		t.Fatalf("Complete = %v", err)
 	}
@@ -364,25 +367,94 @@ func TestCompleteAndStreamRecordUsage(t *testing.T) {
 		t.Errorf("Complete = finish %q total %d; want stop, 5 (filled in)", resp.FinishReason, resp.Usage.TotalTokens)
 	}
 	var deltas []string
-	if _, err := gw.Stream(context.Background(), "acct", c, func(d chat.Delta) error { deltas = append(deltas, d.Content); return nil }); err != nil {
+	resp, err = gw.Stream(context.Background(), c, func(d chat.Delta) error { deltas = append(deltas, d.Content); return nil })
+	if err != nil {
 		t.Fatalf("Stream = %v", err)
 	}
 	if len(deltas) != 1 || deltas[0] != "ok" {
 		t.Errorf("Stream deltas = %q; want [ok]", deltas)
 	}
-	want := []string{"acct synthetic/echo 3 2 5 0", "acct synthetic/echo 3 2 5 0"}
-	if strings.Join(rec.calls, "|") != strings.Join(want, "|") {
-		t.Errorf("RecordChatUsage calls = %q; want %q", rec.calls, want)
+	if resp.FinishReason != chat.FinishStop || resp.Usage.TotalTokens != 5 {
+		t.Errorf("Stream = finish %q total %d; want stop, 5 (filled in)", resp.FinishReason, resp.Usage.TotalTokens)
+	}
+	// Recording is the caller's, once the client has the response.
+	if len(rec.calls) != 0 {
+		t.Errorf("RecordChatUsage calls = %q; want none", rec.calls)
 	}
 
-	// A failing provider records nothing and its error comes through.
+	// A failing provider's error comes through.
 	prov.err = &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamRateLimited}
-	_, err = gw.Complete(context.Background(), "acct", c)
+	_, err = gw.Complete(context.Background(), c)
 	var ue *chat.UpstreamError
 	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamRateLimited {
 		t.Errorf("Complete with failing provider = %v; want the UpstreamError", err)
 	}
-	if len(rec.calls) != 2 {
-		t.Errorf("RecordChatUsage calls after failure = %d; want 2", len(rec.calls))
+}
+
+// pricedCatalog has an unpriced model and models priced per million input
+// and output tokens.
+const pricedCatalog = `{
+  "providers": [{"name": "synthetic", "kind": "synthetic"}],
+  "models": [
+    {"id": "synthetic/free", "type": "chat", "provider": "synthetic"},
+    {"id": "synthetic/priced", "type": "chat", "provider": "synthetic",
+     "price": {"credits_per_million_input_tokens": 1000000, "credits_per_million_output_tokens": 2000000}},
+    {"id": "synthetic/cheap", "type": "chat", "provider": "synthetic",
+     "price": {"credits_per_million_input_tokens": 1, "credits_per_million_output_tokens": 1}}
+  ]
+}`
+
+func TestRecordUsage(t *testing.T) {
+	cat, err := catalog.Parse([]byte(pricedCatalog))
+	if err != nil {
+		t.Fatalf("Parse = %v", err)
+	}
+	tests := []struct {
+		name  string
+		model string
+		usage chat.Usage
+		err   error // the recorder's
+		want  string
+	}{
+		{"unpriced", "synthetic/free", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/free 3 2 5 0"},
+		{"priced", "synthetic/priced", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/priced 3 2 5 7"},
+		{"rounded up", "synthetic/cheap", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/cheap 3 2 5 1"},
+		{"no tokens", "synthetic/cheap", chat.Usage{}, nil, "acct synthetic/cheap 0 0 0 0"},
+		{"recorder error is logged", "synthetic/priced", chat.Usage{PromptTokens: 1, TotalTokens: 1}, errors.New("store down"), "acct synthetic/priced 1 0 1 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{err: tt.err}
+			var logged bytes.Buffer
+			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}, Usage: rec,
+				Log: slog.New(slog.NewTextHandler(&logged, nil))})
+			c, err := gw.Prepare(context.Background(), params(t, `{"model":"`+tt.model+`","messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !gw.RecordsUsage() {
+				t.Errorf("RecordsUsage() = false with a recorder; want true")
+			}
+			// A cancelled context (the client went away) still records.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			gw.RecordUsage(ctx, "acct", c, &chat.Response{Usage: tt.usage})
+			if len(rec.calls) != 1 || rec.calls[0] != tt.want || rec.ctxErr != nil {
+				t.Errorf("RecordUsage: RecordChatUsage calls = %q (context error %v); want [%q] (none)", rec.calls, rec.ctxErr, tt.want)
+			}
+			if got := strings.Contains(logged.String(), "record chat usage"); got != (tt.err != nil) {
+				t.Errorf("RecordUsage logged %q; want an error logged %v", logged.String(), tt.err != nil)
+			}
+		})
+	}
+	// Without a recorder, RecordUsage does nothing.
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}})
+	c, err := gw.Prepare(context.Background(), params(t, `{"model":"synthetic/priced","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw.RecordUsage(context.Background(), "acct", c, &chat.Response{Usage: chat.Usage{PromptTokens: 1}})
+	if gw.RecordsUsage() {
+		t.Errorf("RecordsUsage() = true without a recorder; want false")
 	}
 }

@@ -10,15 +10,18 @@ import (
 	"time"
 )
 
-// Chat is the ledger kind of a priced chat completion: balance -= amount
-// and available -= amount (nothing was held). Its entry ID is "chat:<random>".
+// Chat is the ledger kind of priced chat usage: balance -= amount and
+// available -= amount (nothing was held). Its entry ID is ChatEntryID of the
+// AddUsage id, "chat:<id>".
 const Chat = "chat"
 
 // DayLayout is the time layout of a usage day: YYYY-MM-DD, in UTC.
 const DayLayout = "2006-01-02"
 
 // Usage is what an account used of one chat model on one UTC day: the sums
-// of every completion recorded for that (account, day, model).
+// of every completion recorded for that (account, day, model). Given to
+// UsageStore.AddUsage, it is the increment: Requests completions with these
+// token and credit sums.
 type Usage struct {
 	Account          string `json:"account"`
 	Day              string `json:"day"` // YYYY-MM-DD, UTC
@@ -32,18 +35,27 @@ type Usage struct {
 // UsageStore records chat usage per account, day and model, and charges
 // priced completions. Implementations are safe for concurrent use.
 type UsageStore interface {
-	// AddUsage adds one request with its tokens and credits to the
-	// (account, day, model) usage, as atomic increments. If credits > 0
-	// it also debits the account (balance -= credits, available -=
-	// credits) and writes a Chat ledger entry, in the same atomic step.
+	// AddUsage adds u.Requests (>= 1) requests and u's tokens and credits
+	// to the (u.Account, u.Day, u.Model) usage, as atomic increments. If
+	// u.Credits > 0 it also debits the account (balance -= credits,
+	// available -= credits) and writes a Chat ledger entry with ID
+	// ChatEntryID(id), all in the same atomic step; that entry marks id
+	// as applied, so a second call with the same id adds nothing, charges
+	// nothing and returns nil (whatever its u): a caller that did not
+	// learn the outcome of a call (a timeout, a lost answer) retries it
+	// with the same id without charging twice. With u.Credits == 0 there
+	// is no marker and each call adds again, even with an id used before:
+	// such usage is statistics, and a retry after an ambiguous failure may
+	// count it twice.
+	//
 	// The debit is unconditional: the tokens are already spent, so a
 	// completion is charged even if it takes available below zero (by at
 	// most its own price, if callers refuse new priced completions while
 	// available <= 0). With credits > 0 an unknown account is
 	// ErrAccountNotFound and nothing is written; with credits == 0 the
-	// account is not checked. A day that is not YYYY-MM-DD, an empty
-	// account or model, or a negative count is an error.
-	AddUsage(ctx context.Context, account, model, day string, promptTokens, completionTokens int, credits int64) error
+	// account is not checked. Arguments CheckUsage refuses are an error
+	// wrapping ErrInvalidUsage, and nothing is written.
+	AddUsage(ctx context.Context, id string, u Usage) error
 	// Usage returns the account's usage from fromDay to toDay inclusive
 	// ("" for no bound on that side), ordered by day, then model. An
 	// unknown account has none.
@@ -68,19 +80,31 @@ func CheckDay(day string) error {
 	return nil
 }
 
+// ErrInvalidUsage is wrapped by CheckUsage (and so by UsageStore.AddUsage)
+// for arguments no store accepts: retrying them cannot succeed.
+var ErrInvalidUsage = errors.New("invalid usage")
+
 // CheckUsage validates the arguments of UsageStore.AddUsage; stores call it
-// first. Account and model must be non-empty and free of NUL bytes.
-func CheckUsage(account, model, day string, promptTokens, completionTokens int, credits int64) error {
+// first. Account and model must be non-empty and free of NUL bytes, the day
+// YYYY-MM-DD, Requests at least 1, the other counts non-negative, and id,
+// free of NUL bytes, non-empty when u.Credits > 0 (it is the charge's
+// idempotency key). Every error wraps ErrInvalidUsage, and ErrBadDay for a
+// malformed day.
+func CheckUsage(id string, u Usage) error {
 	switch {
-	case account == "" || strings.ContainsRune(account, 0):
-		return fmt.Errorf("add usage: invalid account %q", account)
-	case model == "" || strings.ContainsRune(model, 0):
-		return fmt.Errorf("add usage: invalid model %q", model)
-	case promptTokens < 0 || completionTokens < 0 || credits < 0:
-		return fmt.Errorf("add usage: negative count (prompt %d, completion %d, credits %d)", promptTokens, completionTokens, credits)
+	case u.Account == "" || strings.ContainsRune(u.Account, 0):
+		return fmt.Errorf("add usage: %w: account %q", ErrInvalidUsage, u.Account)
+	case u.Model == "" || strings.ContainsRune(u.Model, 0):
+		return fmt.Errorf("add usage: %w: model %q", ErrInvalidUsage, u.Model)
+	case u.Requests < 1:
+		return fmt.Errorf("add usage: %w: %d requests, want at least 1", ErrInvalidUsage, u.Requests)
+	case u.PromptTokens < 0 || u.CompletionTokens < 0 || u.Credits < 0:
+		return fmt.Errorf("add usage: %w: negative count (prompt %d, completion %d, credits %d)", ErrInvalidUsage, u.PromptTokens, u.CompletionTokens, u.Credits)
+	case strings.ContainsRune(id, 0) || (id == "" && u.Credits > 0):
+		return fmt.Errorf("add usage: %w: id %q (charging credits needs a non-empty id)", ErrInvalidUsage, id)
 	}
-	if err := CheckDay(day); err != nil {
-		return fmt.Errorf("add usage: %w", err)
+	if err := CheckDay(u.Day); err != nil {
+		return fmt.Errorf("add usage: %w: %w", ErrInvalidUsage, err)
 	}
 	return nil
 }
@@ -102,12 +126,16 @@ func CheckDayRange(fromDay, toDay string) error {
 	return nil
 }
 
-// NewChatEntryID returns a fresh ledger entry id for a Chat entry:
-// "chat:" and 24 random hex digits.
-func NewChatEntryID() (string, error) {
+// NewUsageID returns a fresh id for UsageStore.AddUsage: 24 random hex
+// digits.
+func NewUsageID() (string, error) {
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("chat entry id: %w", err)
+		return "", fmt.Errorf("usage id: %w", err)
 	}
-	return "chat:" + hex.EncodeToString(b[:]), nil
+	return hex.EncodeToString(b[:]), nil
 }
+
+// ChatEntryID returns the ID of the Chat ledger entry that AddUsage writes
+// for id: "chat:" and id.
+func ChatEntryID(id string) string { return Chat + ":" + id }

@@ -32,50 +32,48 @@ type usageItem struct {
 }
 
 // AddUsage implements credits.UsageStore: an UpdateItem ADD of the
-// counters, or, when amount > 0, one transaction of that update, the
+// counters, or, when u.Credits > 0, one transaction of that update, the
 // account debit (conditioned on the account existing) and the Chat ledger
-// entry.
-func (s *Store) AddUsage(ctx context.Context, account, model, day string, promptTokens, completionTokens int, amount int64) error {
-	if err := credits.CheckUsage(account, model, day, promptTokens, completionTokens, amount); err != nil {
+// entry ChatEntryID(id), put with attribute_not_exists: if that condition
+// fails, id was applied before and AddUsage returns nil, the transaction
+// having written nothing.
+func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error {
+	if err := credits.CheckUsage(id, u); err != nil {
 		return err
 	}
 	usage := types.Update{
 		TableName: aws.String(s.accounts),
-		Key:       map[string]types.AttributeValue{"pk": str(acctPrefix + account), "sk": str(usagePrefix + day + "#" + model)},
+		Key:       map[string]types.AttributeValue{"pk": str(acctPrefix + u.Account), "sk": str(usagePrefix + u.Day + "#" + u.Model)},
 		UpdateExpression: aws.String("SET #d = :day, #m = :model " +
-			"ADD requests :one, prompt_tokens :p, completion_tokens :c, credits :cr"),
+			"ADD requests :n, prompt_tokens :p, completion_tokens :c, credits :cr"),
 		ExpressionAttributeNames: map[string]string{"#d": "day", "#m": "model"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":day": str(day), ":model": str(model), ":one": num(1),
-			":p": num(int64(promptTokens)), ":c": num(int64(completionTokens)), ":cr": num(amount),
+			":day": str(u.Day), ":model": str(u.Model), ":n": num(u.Requests),
+			":p": num(u.PromptTokens), ":c": num(u.CompletionTokens), ":cr": num(u.Credits),
 		},
 	}
-	if amount == 0 {
+	if u.Credits == 0 {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: usage.TableName, Key: usage.Key, UpdateExpression: usage.UpdateExpression,
 			ExpressionAttributeNames: usage.ExpressionAttributeNames, ExpressionAttributeValues: usage.ExpressionAttributeValues,
 		})
 		if err != nil {
-			return fmt.Errorf("add usage of %s: %w", account, err)
+			return fmt.Errorf("add usage of %s: %w", u.Account, err)
 		}
 		return nil
 	}
-	id, err := credits.NewChatEntryID()
+	entry, err := marshalMap(newLedgerItem(credits.Entry{ID: credits.ChatEntryID(id), Account: u.Account, Kind: credits.Chat, Amount: u.Credits, At: timeNow()}))
 	if err != nil {
-		return fmt.Errorf("add usage of %s: %w", account, err)
-	}
-	entry, err := marshalMap(newLedgerItem(credits.Entry{ID: id, Account: account, Kind: credits.Chat, Amount: amount, At: timeNow()}))
-	if err != nil {
-		return fmt.Errorf("add usage of %s: encode: %w", account, err)
+		return fmt.Errorf("add usage of %s: encode: %w", u.Account, err)
 	}
 	items := []types.TransactWriteItem{
 		{Update: &usage},
 		{Update: &types.Update{
 			TableName:                 aws.String(s.accounts),
-			Key:                       acctKey(account),
+			Key:                       acctKey(u.Account),
 			ConditionExpression:       aws.String("attribute_exists(pk)"),
 			UpdateExpression:          aws.String("SET balance = balance - :a, available = available - :a"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(amount)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(u.Credits)},
 		}},
 		{Put: &types.Put{TableName: aws.String(s.accounts), Item: entry, ConditionExpression: aws.String("attribute_not_exists(sk)")}},
 	}
@@ -84,7 +82,7 @@ func (s *Store) AddUsage(ctx context.Context, account, model, day string, prompt
 		// with the first attempt's outcome.
 		token, err := auth.RandomString(32)
 		if err != nil {
-			return fmt.Errorf("add usage of %s: %w", account, err)
+			return fmt.Errorf("add usage of %s: %w", u.Account, err)
 		}
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(token)})
 		if err == nil {
@@ -93,17 +91,17 @@ func (s *Store) AddUsage(ctx context.Context, account, model, day string, prompt
 		reasons, ok := cancellation(err)
 		switch {
 		case !ok:
-		case failed(reasons, 1):
-			return fmt.Errorf("add usage of %s: %w", account, credits.ErrAccountNotFound)
 		case failed(reasons, 2):
-			return nil // the entry (random id) exists: this charge was written before
+			return nil // the entry exists: id was applied before
+		case failed(reasons, 1):
+			return fmt.Errorf("add usage of %s: %w", u.Account, credits.ErrAccountNotFound)
 		case conflicted(reasons) && attempt+1 < maxTxAttempts:
 			if err := backoff(ctx, attempt); err != nil {
-				return fmt.Errorf("add usage of %s: %w", account, err)
+				return fmt.Errorf("add usage of %s: %w", u.Account, err)
 			}
 			continue
 		}
-		return fmt.Errorf("add usage of %s: %w", account, err)
+		return fmt.Errorf("add usage of %s: %w", u.Account, err)
 	}
 }
 

@@ -28,7 +28,7 @@ func TestUsageContract(t *testing.T) {
 
 	t.Run("Layout", func(t *testing.T) {
 		ctx := context.Background()
-		if err := s.AddUsage(ctx, "acct-layout", "synthetic-chat", "2025-03-01", 3, 4, 0); err != nil {
+		if err := s.AddUsage(ctx, "", credits.Usage{Account: "acct-layout", Day: "2025-03-01", Model: "synthetic-chat", Requests: 2, PromptTokens: 3, CompletionTokens: 4}); err != nil {
 			t.Fatalf("AddUsage = %v", err)
 		}
 		key := map[string]types.AttributeValue{"pk": str("acct#acct-layout"), "sk": str("usage#2025-03-01#synthetic-chat")}
@@ -41,7 +41,7 @@ func TestUsageContract(t *testing.T) {
 			t.Fatalf("decode %v: %v", out.Item, err)
 		}
 		want := usageItem{PK: "acct#acct-layout", SK: "usage#2025-03-01#synthetic-chat", Day: "2025-03-01", Model: "synthetic-chat",
-			Requests: 1, PromptTokens: 3, CompletionTokens: 4}
+			Requests: 2, PromptTokens: 3, CompletionTokens: 4}
 		if u != want {
 			t.Errorf("usage item = %+v; want %+v", u, want)
 		}
@@ -62,6 +62,10 @@ func TestAddUsageCancellations(t *testing.T) {
 		{"success", []error{nil}, nil, 1},
 		{"unknown account", []error{canceled("", "ConditionalCheckFailed", "")}, credits.ErrAccountNotFound, 1},
 		{"ledger entry already written", []error{canceled("", "", "ConditionalCheckFailed")}, nil, 1},
+		// The entry is the marker of an applied id: it wins over the
+		// account check.
+		{"entry written and account check failed", []error{canceled("", "ConditionalCheckFailed", "ConditionalCheckFailed")}, nil, 1},
+		{"conflict then entry written", []error{conflict, canceled("", "", "ConditionalCheckFailed")}, nil, 2},
 		{"conflict then success", []error{conflict, conflict, nil}, nil, 3},
 		{"conflict every time", []error{conflict, conflict, conflict, conflict, conflict, conflict}, errFake, maxTxAttempts},
 		{"other error", []error{errors.New("throttled")}, errFake, 1},
@@ -69,7 +73,8 @@ func TestAddUsageCancellations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeDB{tx: tt.results}
-			err := New(f, "jobs", "accounts").AddUsage(context.Background(), "acct1", "priced-chat", "2025-03-01", 10, 20, 2)
+			err := New(f, "jobs", "accounts").AddUsage(context.Background(), "id1",
+				credits.Usage{Account: "acct1", Day: "2025-03-01", Model: "priced-chat", Requests: 1, PromptTokens: 10, CompletionTokens: 20, Credits: 2})
 			switch {
 			case tt.wantErr == nil && err != nil,
 				tt.wantErr == errFake && err == nil,

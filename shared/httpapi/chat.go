@@ -55,6 +55,12 @@ func ChatHeartbeat(d time.Duration) ChatOption {
 // the stream, without [DONE]. When the client goes away, the upstream
 // request is cancelled (it runs under the request's context) and nothing
 // more is written.
+//
+// Usage is recorded (chat.Gateway.RecordUsage) after the response, or the
+// stream's final chunk and [DONE], is written and flushed: the client has
+// its whole answer before the usage recorder runs. (A gateway without a
+// recorder gets no such flush: the end of the response goes out with the
+// handler's return.)
 func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg := chatConfig{heartbeat: DefaultChatHeartbeat}
 	for _, o := range opts {
@@ -85,7 +91,7 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 			streamChat(w, r, log, gw, call, meta, cfg.heartbeat)
 			return
 		}
-		resp, err := gw.Complete(ctx, account(r), call)
+		resp, err := gw.Complete(ctx, call)
 		if err != nil {
 			writeChatError(w, r, log, err)
 			return
@@ -104,6 +110,11 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 		h.Set("Content-Length", strconv.Itoa(len(b)))
 		w.WriteHeader(http.StatusOK)
 		w.Write(b)
+		if gw.RecordsUsage() {
+			// The client has the whole answer before usage is recorded.
+			http.NewResponseController(w).Flush()
+			gw.RecordUsage(ctx, account(r), call, resp)
+		}
 	})
 }
 
@@ -126,7 +137,7 @@ func streamChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, gw *ch
 	s := &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512)}
 	s.prefix = appendChunkPrefix(make([]byte, 0, 128), &meta)
 	s.startHeartbeats(heartbeat)
-	resp, err := gw.Stream(ctx, account(r), call, s.delta)
+	resp, err := gw.Stream(ctx, call, s.delta)
 	s.stopHeartbeats() // no heartbeat writes after this
 
 	rid := RequestID(ctx)
@@ -142,7 +153,8 @@ func streamChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, gw *ch
 		s.write(b)
 		s.flush()
 	default:
-		s.finish(resp)
+		s.finish(resp, gw.RecordsUsage())
+		gw.RecordUsage(ctx, account(r), call, resp)
 	}
 }
 
@@ -201,16 +213,20 @@ func (s *sseStream) delta(d chat.Delta) error {
 	return s.err
 }
 
-// finish writes the final chunk and [DONE]. It does not flush: the handler
-// returns right after, and net/http (or the Lambda adapter) then sends
-// them with the end of the response in one write.
-func (s *sseStream) finish(resp *chat.Response) {
+// finish writes the final chunk and [DONE]. With flush, it flushes them,
+// so that the client has the whole stream before the handler records usage;
+// without, net/http (or the Lambda adapter) sends them with the end of the
+// response, in one write, when the handler returns right after.
+func (s *sseStream) finish(resp *chat.Response, flush bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
 	s.buf = appendChunkEvent(s.buf[:0], s.prefix, chunkDelta{}, &resp.FinishReason, &resp.Usage)
 	s.buf = append(s.buf, "data: [DONE]\n\n"...)
 	s.raw(s.buf)
+	if flush {
+		s.flushLocked()
+	}
 }
 
 // startHeartbeats arms the heartbeat timer for d (d <= 0: none).

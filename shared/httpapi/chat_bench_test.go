@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/localstore"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/upstreams"
 )
@@ -254,8 +256,10 @@ func (s *benchStore) Account(ctx context.Context, id string) (credits.Account, e
 // in-memory counter and an account limit far above the benchmark's rate
 // (so every request is counted but none refused), ChatCompletions on a
 // chat.Gateway whose providers upstreams.New builds from the environment
-// (OPENAI_BASE_URL pointing at the fake upstream), a JSON logger, and a
-// real net/http server on 127.0.0.1.
+// (OPENAI_BASE_URL pointing at the fake upstream) and which records usage
+// as serve does, through a chat.BufferedRecorder (1 s flushes) into a real
+// localstore in b.TempDir(), a JSON logger, and a real net/http server on
+// 127.0.0.1.
 func benchGatewayServer(b *testing.B, upstreamURL string) *httptest.Server {
 	b.Helper()
 	st := &benchStore{keys: map[string]auth.Record{}, acct: credits.Account{ID: "bench", Balance: 1000, Available: 1000, RateLimit: 1 << 30}}
@@ -272,7 +276,22 @@ func benchGatewayServer(b *testing.B, upstreamURL string) *httptest.Server {
 		b.Fatalf("upstreams.New configured %v; want openai", slices.Collect(maps.Keys(providers)))
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log})
+	usageStore, err := localstore.Open(filepath.Join(b.TempDir(), "genway.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	usage := chat.NewBufferedRecorder(usageStore, chat.DefaultUsageFlush, log)
+	b.Cleanup(func() { // after srv.Close (cleanups run last first)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := usage.Close(ctx); err != nil {
+			b.Error(err)
+		}
+		if err := usageStore.Close(); err != nil {
+			b.Error(err)
+		}
+	})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage})
 	authn := auth.NewAuthenticator(st, 5*time.Second)
 	limiter := ratelimit.New(ratelimit.NewMemory(), st, 0)
 	h := NewMux(log, Route{Method: http.MethodPost, Pattern: "/v1/chat/completions",

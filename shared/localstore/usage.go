@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -18,25 +19,24 @@ func usageKey(account, day, model string) []byte {
 }
 
 // AddUsage implements credits.UsageStore in one transaction: the usage
-// increment and, when credits > 0, the account debit and its Chat ledger
-// entry commit together or not at all.
-func (s *Store) AddUsage(ctx context.Context, account, model, day string, promptTokens, completionTokens int, amount int64) error {
-	if err := credits.CheckUsage(account, model, day, promptTokens, completionTokens, amount); err != nil {
+// increment and, when u.Credits > 0, the account debit and its Chat ledger
+// entry commit together or not at all. The entry is looked up first, in the
+// same transaction: if it exists, id was applied before and nothing is
+// written.
+func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error {
+	if err := credits.CheckUsage(id, u); err != nil {
 		return err
 	}
-	var entryID string
-	if amount > 0 {
-		var err error
-		if entryID, err = credits.NewChatEntryID(); err != nil {
-			return fmt.Errorf("add usage for %s: %w", account, err)
-		}
-	}
+	entryID := credits.ChatEntryID(id)
 	at := s.now().Unix()
 	err := s.update(func(tx *bolt.Tx) error {
 		var a credits.Account
 		ab := tx.Bucket([]byte(bucketAccounts))
-		if amount > 0 {
-			ok, err := getJSON(ab, []byte(account), &a)
+		if u.Credits > 0 {
+			if tx.Bucket([]byte(bucketLedger)).Get([]byte(entryID)) != nil {
+				return refuse(errApplied)
+			}
+			ok, err := getJSON(ab, []byte(u.Account), &a)
 			if err != nil {
 				return err
 			}
@@ -45,34 +45,40 @@ func (s *Store) AddUsage(ctx context.Context, account, model, day string, prompt
 			}
 		}
 		ub := tx.Bucket([]byte(bucketUsage))
-		k := usageKey(account, day, model)
-		u := credits.Usage{}
-		if _, err := getJSON(ub, k, &u); err != nil {
+		k := usageKey(u.Account, u.Day, u.Model)
+		sum := credits.Usage{}
+		if _, err := getJSON(ub, k, &sum); err != nil {
 			return err
 		}
-		u.Account, u.Day, u.Model = account, day, model
-		u.Requests++
-		u.PromptTokens += int64(promptTokens)
-		u.CompletionTokens += int64(completionTokens)
-		u.Credits += amount
-		if err := putJSON(ub, k, u); err != nil {
+		sum.Account, sum.Day, sum.Model = u.Account, u.Day, u.Model
+		sum.Requests += u.Requests
+		sum.PromptTokens += u.PromptTokens
+		sum.CompletionTokens += u.CompletionTokens
+		sum.Credits += u.Credits
+		if err := putJSON(ub, k, sum); err != nil {
 			return err
 		}
-		if amount == 0 {
+		if u.Credits == 0 {
 			return nil
 		}
-		a.Balance -= amount
+		a.Balance -= u.Credits
 		a.Available = a.Balance - a.Held
-		if err := putJSON(ab, []byte(account), a); err != nil {
+		if err := putJSON(ab, []byte(u.Account), a); err != nil {
 			return err
 		}
-		return putEntry(tx, credits.Entry{ID: entryID, Account: account, Kind: credits.Chat, Amount: amount, At: at})
+		return putEntry(tx, credits.Entry{ID: entryID, Account: u.Account, Kind: credits.Chat, Amount: u.Credits, At: at})
 	})
+	if errors.Is(err, errApplied) {
+		return nil
+	}
 	if err != nil {
-		return fmt.Errorf("add usage of %s for %s on %s: %w", model, account, day, err)
+		return fmt.Errorf("add usage of %s for %s on %s: %w", u.Model, u.Account, u.Day, err)
 	}
 	return nil
 }
+
+// errApplied is the refusal of an AddUsage whose id was applied before.
+var errApplied = errors.New("usage already applied")
 
 // Usage implements credits.UsageStore.
 func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]credits.Usage, error) {

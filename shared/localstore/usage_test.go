@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/storetest"
 )
 
@@ -31,7 +32,7 @@ func TestUsageSurvivesReopen(t *testing.T) {
 	if _, err := s.Grant(ctx, "acct1", 10, 1); err != nil {
 		t.Fatalf("Grant = %v", err)
 	}
-	if err := s.AddUsage(ctx, "acct1", "priced-chat", "2025-03-01", 5, 6, 3); err != nil {
+	if err := s.AddUsage(ctx, "id1", credits.Usage{Account: "acct1", Day: "2025-03-01", Model: "priced-chat", Requests: 1, PromptTokens: 5, CompletionTokens: 6, Credits: 3}); err != nil {
 		t.Fatalf("AddUsage = %v", err)
 	}
 	if err := s.Close(); err != nil {

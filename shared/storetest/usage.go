@@ -18,9 +18,10 @@ type UsageBackend interface {
 }
 
 // RunUsage runs the contract of credits.UsageStore: exact sums per account,
-// day and model, day ranges, concurrent increments, and the charge of
-// priced completions (debit and Chat ledger entry, atomically with the
-// usage). newBackend returns the backend for one subtest (it may return the
+// day and model (of single and multi-request increments), day ranges,
+// concurrent increments, the charge of priced usage (debit and Chat ledger
+// entry, atomically with the usage) and its idempotency (an id applied once
+// with credits is not applied again; without credits it is). newBackend returns the backend for one subtest (it may return the
 // same one every time).
 func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 	tests := []struct {
@@ -29,7 +30,11 @@ func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 	}{
 		{"Sums", testUsageSums},
 		{"Ranges", testUsageRanges},
+		{"Requests", testUsageRequests},
 		{"Charge", testUsageCharge},
+		{"ChargeOnce", testUsageChargeOnce},
+		{"ChargeOnceConcurrent", testUsageChargeOnceConcurrent},
+		{"UnpricedRepeats", testUsageUnpricedRepeats},
 		{"UnknownAccount", testUsageUnknownAccount},
 		{"Invalid", testUsageInvalid},
 		{"Concurrent", testUsageConcurrent},
@@ -41,20 +46,57 @@ func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 	}
 }
 
-// record is one AddUsage call.
+// record is one AddUsage call of one request.
 type record struct {
 	model, day         string
-	prompt, completion int
+	prompt, completion int64
 	credits            int64
 }
 
+// usage is r as the increment of acct's usage.
+func (r record) usage(acct string) credits.Usage {
+	return credits.Usage{Account: acct, Day: r.day, Model: r.model, Requests: 1, PromptTokens: r.prompt, CompletionTokens: r.completion, Credits: r.credits}
+}
+
+// newID returns a fresh AddUsage id.
+func newID(t *testing.T) string {
+	t.Helper()
+	id, err := credits.NewUsageID()
+	if err != nil {
+		t.Fatalf("NewUsageID() = %v", err)
+	}
+	return id
+}
+
+// addAll adds each record with a fresh id.
 func addAll(t *testing.T, b UsageBackend, acct string, rs []record) {
 	t.Helper()
 	for _, r := range rs {
-		if err := b.AddUsage(context.Background(), acct, r.model, r.day, r.prompt, r.completion, r.credits); err != nil {
-			t.Fatalf("AddUsage(%q, %+v) = %v; want nil", acct, r, err)
+		add(t, b, newID(t), r.usage(acct))
+	}
+}
+
+func add(t *testing.T, b UsageBackend, id string, u credits.Usage) {
+	t.Helper()
+	if err := b.AddUsage(context.Background(), id, u); err != nil {
+		t.Fatalf("AddUsage(%q, %+v) = %v; want nil", id, u, err)
+	}
+}
+
+// chatEntries returns the account's Chat ledger entries.
+func chatEntries(t *testing.T, b UsageBackend, acct string) []credits.Entry {
+	t.Helper()
+	l, err := b.Ledger(context.Background(), acct)
+	if err != nil {
+		t.Fatalf("Ledger(%q) = %v", acct, err)
+	}
+	var out []credits.Entry
+	for _, e := range l {
+		if e.Kind == credits.Chat {
+			out = append(out, e)
 		}
 	}
+	return out
 }
 
 func wantUsage(t *testing.T, b UsageBackend, acct, from, to string, want []credits.Usage) {
@@ -157,7 +199,7 @@ func testUsageCharge(t *testing.T, b UsageBackend) {
 	}
 	for i, want := range []int64{4, 70} {
 		e := l[i+1]
-		if e.Kind != credits.Chat || e.Amount != want || e.Account != acct || e.JobID != "" || !strings.HasPrefix(e.ID, "chat:") || e.At == 0 {
+		if e.Kind != credits.Chat || e.Amount != want || e.Account != acct || e.JobID != "" || !strings.HasPrefix(e.ID, credits.Chat+":") || e.At == 0 {
 			t.Errorf("Ledger(%q)[%d] = %+v; want a chat entry of %d with id chat:...", acct, i+1, e, want)
 		}
 	}
@@ -166,10 +208,97 @@ func testUsageCharge(t *testing.T, b UsageBackend) {
 	}
 }
 
+// testUsageRequests adds increments of several requests: Requests is
+// added as given, not counted as one.
+func testUsageRequests(t *testing.T, b UsageBackend) {
+	acct := newAccount(t, b, 100)
+	day, model := "2025-03-01", "priced-chat"
+	add(t, b, newID(t), credits.Usage{Account: acct, Day: day, Model: model, Requests: 3, PromptTokens: 30, CompletionTokens: 12})
+	add(t, b, newID(t), credits.Usage{Account: acct, Day: day, Model: model, Requests: 1, PromptTokens: 1, CompletionTokens: 1})
+	add(t, b, newID(t), credits.Usage{Account: acct, Day: day, Model: model, Requests: 5, PromptTokens: 50, CompletionTokens: 20, Credits: 7})
+	wantUsage(t, b, acct, "", "", []credits.Usage{
+		{Account: acct, Day: day, Model: model, Requests: 9, PromptTokens: 81, CompletionTokens: 33, Credits: 7},
+	})
+	wantAccount(t, b, acct, 93, 0)
+	if l := chatEntries(t, b, acct); len(l) != 1 || l[0].Amount != 7 {
+		t.Errorf("Ledger(%q) chat entries = %+v; want one of 7", acct, l)
+	}
+}
+
+// testUsageChargeOnce applies the same priced id twice (an ambiguous
+// failure retried), even with other values the second time: the usage is
+// counted and the account charged once, with one entry chat:<id>.
+func testUsageChargeOnce(t *testing.T, b UsageBackend) {
+	acct := newAccount(t, b, 100)
+	id := newID(t)
+	u := credits.Usage{Account: acct, Day: "2025-03-01", Model: "priced-chat", Requests: 2, PromptTokens: 20, CompletionTokens: 10, Credits: 6}
+	add(t, b, id, u)
+	add(t, b, id, u)
+	u2 := u
+	u2.Requests, u2.Credits = 1, 50
+	add(t, b, id, u2)
+	wantUsage(t, b, acct, "", "", []credits.Usage{u})
+	wantAccount(t, b, acct, 94, 0)
+	l := chatEntries(t, b, acct)
+	if len(l) != 1 || l[0].ID != credits.ChatEntryID(id) || l[0].Amount != 6 {
+		t.Errorf("Ledger(%q) chat entries = %+v; want one of 6 with id %q", acct, l, credits.ChatEntryID(id))
+	}
+	// Another id is another charge.
+	add(t, b, newID(t), u)
+	wantAccount(t, b, acct, 88, 0)
+}
+
+// testUsageChargeOnceConcurrent applies one priced id from 8 goroutines at
+// once: exactly one applies.
+func testUsageChargeOnceConcurrent(t *testing.T, b UsageBackend) {
+	const goroutines = 8
+	acct := newAccount(t, b, 100)
+	id := newID(t)
+	u := credits.Usage{Account: acct, Day: "2025-03-01", Model: "priced-chat", Requests: 4, PromptTokens: 40, CompletionTokens: 8, Credits: 5}
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines)
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- b.AddUsage(context.Background(), id, u)
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("AddUsage(%q, %+v) = %v; want nil", id, u, err)
+		}
+	}
+	wantUsage(t, b, acct, "", "", []credits.Usage{u})
+	wantAccount(t, b, acct, 95, 0)
+	if l := chatEntries(t, b, acct); len(l) != 1 {
+		t.Errorf("Ledger(%q) chat entries = %+v; want one", acct, l)
+	}
+}
+
+// testUsageUnpricedRepeats applies the same id twice without credits:
+// there is no marker, so both add (documented: unpriced usage is
+// statistics), and no ledger entry is written.
+func testUsageUnpricedRepeats(t *testing.T, b UsageBackend) {
+	acct := newAccount(t, b, 10)
+	id := newID(t)
+	u := credits.Usage{Account: acct, Day: "2025-03-01", Model: "synthetic-chat", Requests: 2, PromptTokens: 5, CompletionTokens: 3}
+	add(t, b, id, u)
+	add(t, b, id, u)
+	add(t, b, "", u) // no id is fine without credits
+	wantUsage(t, b, acct, "", "", []credits.Usage{{Account: acct, Day: u.Day, Model: u.Model, Requests: 6, PromptTokens: 15, CompletionTokens: 9}})
+	wantAccount(t, b, acct, 10, 0)
+	if l := chatEntries(t, b, acct); len(l) != 0 {
+		t.Errorf("Ledger(%q) chat entries = %+v; want none", acct, l)
+	}
+}
+
 func testUsageUnknownAccount(t *testing.T, b UsageBackend) {
 	ctx := context.Background()
 	acct := "acct-test-nobody-" + randomSuffix(t)
-	if err := b.AddUsage(ctx, acct, "priced-chat", "2025-03-01", 10, 10, 3); !errors.Is(err, credits.ErrAccountNotFound) {
+	if err := b.AddUsage(ctx, newID(t), record{"priced-chat", "2025-03-01", 10, 10, 3}.usage(acct)); !errors.Is(err, credits.ErrAccountNotFound) {
 		t.Errorf("AddUsage(%q, priced) = %v; want ErrAccountNotFound", acct, err)
 	}
 	wantUsage(t, b, acct, "", "", nil)
@@ -184,24 +313,28 @@ func testUsageUnknownAccount(t *testing.T, b UsageBackend) {
 func testUsageInvalid(t *testing.T, b UsageBackend) {
 	ctx := context.Background()
 	acct := newAccount(t, b, 10)
+	ok := credits.Usage{Account: acct, Day: "2025-03-01", Model: "m", Requests: 1, Credits: 1}
+	with := func(f func(u *credits.Usage)) credits.Usage { u := ok; f(&u); return u }
 	tests := []struct {
-		name           string
-		account, model string
-		r              record
+		name string
+		id   string
+		u    credits.Usage
 	}{
-		{"empty account", "", "m", record{day: "2025-03-01"}},
-		{"empty model", acct, "", record{day: "2025-03-01"}},
-		{"empty day", acct, "m", record{}},
-		{"bad day", acct, "m", record{day: "2025-13-01"}},
-		{"day with time", acct, "m", record{day: "2025-03-01T00"}},
-		{"negative prompt", acct, "m", record{day: "2025-03-01", prompt: -1}},
-		{"negative completion", acct, "m", record{day: "2025-03-01", completion: -1}},
-		{"negative credits", acct, "m", record{day: "2025-03-01", credits: -5}},
+		{"empty account", "id1", with(func(u *credits.Usage) { u.Account = "" })},
+		{"empty model", "id1", with(func(u *credits.Usage) { u.Model = "" })},
+		{"empty day", "id1", with(func(u *credits.Usage) { u.Day = "" })},
+		{"bad day", "id1", with(func(u *credits.Usage) { u.Day = "2025-13-01" })},
+		{"day with time", "id1", with(func(u *credits.Usage) { u.Day = "2025-03-01T00" })},
+		{"no requests", "id1", with(func(u *credits.Usage) { u.Requests = 0 })},
+		{"negative prompt", "id1", with(func(u *credits.Usage) { u.PromptTokens = -1 })},
+		{"negative completion", "id1", with(func(u *credits.Usage) { u.CompletionTokens = -1 })},
+		{"negative credits", "id1", with(func(u *credits.Usage) { u.Credits = -5 })},
+		{"priced without id", "", ok},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := b.AddUsage(ctx, tt.account, tt.model, tt.r.day, tt.r.prompt, tt.r.completion, tt.r.credits); err == nil {
-				t.Errorf("AddUsage(%q, %q, %q, %d, %d, %d) = nil; want an error", tt.account, tt.model, tt.r.day, tt.r.prompt, tt.r.completion, tt.r.credits)
+			if err := b.AddUsage(ctx, tt.id, tt.u); !errors.Is(err, credits.ErrInvalidUsage) {
+				t.Errorf("AddUsage(%q, %+v) = %v; want ErrInvalidUsage", tt.id, tt.u, err)
 			}
 		})
 	}
@@ -231,6 +364,12 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 			}
 		}
 	}
+	var idOf [goroutines][each]string
+	for g := range goroutines {
+		for i := range each {
+			idOf[g][i] = newID(t)
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines*each)
 	for g := range goroutines {
@@ -238,7 +377,8 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if err := b.AddUsage(ctx, acct, models[g%2], "2025-03-01", g+1, i+1, int64(i%2*(g+1))); err != nil {
+				u := record{models[g%2], "2025-03-01", int64(g + 1), int64(i + 1), int64(i % 2 * (g + 1))}.usage(acct)
+				if err := b.AddUsage(ctx, idOf[g][i], u); err != nil {
 					errs <- fmt.Errorf("goroutine %d record %d: %w", g, i, err)
 				}
 			}

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/synthetic"
+)
+
+// blockingRecorder is a UsageRecorder that, when called, waits (at most
+// 10 s) for the test to say it has read the whole response: if the
+// response was not delivered before the recorder ran, the wait times out,
+// and delivered is false.
+type blockingRecorder struct {
+	called chan struct{} // closed at the first call
+	read   chan struct{} // closed by the test once it has the response
+
+	mu        sync.Mutex
+	calls     []string
+	delivered bool
+}
+
+func (r *blockingRecorder) RecordChatUsage(_ context.Context, account, model string, u chat.Usage, credits int64) error {
+	r.mu.Lock()
+	r.calls = append(r.calls, fmt.Sprintf("%s %s %d %d %d", account, model, u.PromptTokens, u.CompletionTokens, credits))
+	first := len(r.calls) == 1
+	r.mu.Unlock()
+	if first {
+		close(r.called)
+	}
+	select {
+	case <-r.read:
+		r.mu.Lock()
+		r.delivered = true
+		r.mu.Unlock()
+	case <-time.After(10 * time.Second):
+	}
+	return nil
+}
+
+// TestChatRecordsUsageAfterResponse checks that usage is recorded only once
+// the client has the whole response: the JSON completion, or the stream up
+// to data: [DONE], while the handler has not returned yet.
+func TestChatRecordsUsageAfterResponse(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream bool
+		want   []string // in the response
+	}{
+		{"complete", false, []string{`"content":"You said: hello world"`, `"usage":{"prompt_tokens":2,"completion_tokens":4,"total_tokens":6}}`}},
+		{"stream", true, []string{`"content":" world"`, `"usage":{"prompt_tokens":2,"completion_tokens":4,"total_tokens":6}}`, "data: [DONE]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &blockingRecorder{called: make(chan struct{}), read: make(chan struct{})}
+			gw := chat.NewGateway(chat.Config{Catalog: testCatalog(t), Providers: map[string]chat.Provider{"synthetic": synthetic.NewChat()}, Usage: rec})
+			srv := chatServer(t, gw)
+			body := fmt.Sprintf(`{"model":"synthetic/echo","stream":%v,"messages":[{"role":"user","content":"hello world"}]}`, tt.stream)
+			resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatalf("POST = %v", err)
+			}
+			defer resp.Body.Close()
+			var once sync.Once
+			readAll := func() { once.Do(func() { close(rec.read) }) }
+			defer readAll() // on failure, do not keep the handler waiting
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST status = %d; want 200", resp.StatusCode)
+			}
+			var got string
+			if tt.stream {
+				sc := bufio.NewScanner(resp.Body)
+				for sc.Scan() {
+					got += sc.Text() + "\n"
+					if sc.Text() == "data: [DONE]" {
+						break
+					}
+				}
+			} else {
+				b, err := io.ReadAll(resp.Body) // Content-Length bytes: not the end of the handler
+				if err != nil {
+					t.Fatalf("read body = %v", err)
+				}
+				got = string(b)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Fatalf("response = %q; want it to contain %q", got, w)
+				}
+			}
+			readAll()
+			select {
+			case <-rec.called:
+			case <-time.After(10 * time.Second):
+				t.Fatal("usage not recorded within 10 s of reading the response")
+			}
+			// Wait for the handler, so that the recorder has returned.
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			srv.Close()
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if want := "acct synthetic/echo 2 4 0"; len(rec.calls) != 1 || rec.calls[0] != want {
+				t.Errorf("RecordChatUsage calls = %q; want [%q]", rec.calls, want)
+			}
+			if !rec.delivered {
+				t.Errorf("usage was recorded before the client had the whole response")
+			}
+		})
+	}
+}
