@@ -78,7 +78,7 @@ func (l *Limiter) Allow(ctx context.Context, p auth.Principal) error {
 	}
 	start := now.Truncate(Window)
 	end := start.Add(Window)
-	n, err := l.counter.Incr(ctx, fmt.Sprintf("%s#%d", p.KeyID, start.Unix()), end.Add(Window))
+	n, err := l.counter.Incr(ctx, p.KeyID+"#"+strconv.FormatInt(start.Unix(), 10), end.Add(Window))
 	if err != nil {
 		return fmt.Errorf("rate limit: %w", err)
 	}
