@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/jsonscan"
@@ -110,7 +109,7 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 		h.Set("Content-Length", strconv.Itoa(len(b)))
 		w.WriteHeader(http.StatusOK)
 		w.Write(b)
-		if gw.RecordsUsage() {
+		if gw.UsageWaits() {
 			// The client has the whole answer before usage is recorded.
 			http.NewResponseController(w).Flush()
 			gw.RecordUsage(ctx, account(r), call, resp)
@@ -153,7 +152,7 @@ func streamChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, gw *ch
 		s.write(b)
 		s.flush()
 	default:
-		s.finish(resp, gw.RecordsUsage())
+		s.finish(resp, gw.UsageWaits())
 		gw.RecordUsage(ctx, account(r), call, resp)
 	}
 }
@@ -356,18 +355,18 @@ type completionMessage struct {
 // buffer: encoding/json's reflection and allocations were a measurable
 // share of the gateway's cost per streamed delta. The output is byte for
 // byte what json.Marshal gives for the chunk and completion types above
-// (chat_json_test.go checks it, including a fuzz test of appendJSONString).
+// (chat_json_test.go checks it; jsonscan fuzzes AppendString).
 
 // appendChunkPrefix appends `data: {"id":...,"created":...,"model":...,
 // "object":"chat.completion.chunk","choices":[{"index":0,"delta":{`: what
 // every chunk event of one completion starts with.
 func appendChunkPrefix(b []byte, m *chunkMeta) []byte {
 	b = append(b, `data: {"id":`...)
-	b = appendJSONString(b, m.ID)
+	b = jsonscan.AppendString(b, m.ID)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, m.Created, 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, m.Model)
+	b = jsonscan.AppendString(b, m.Model)
 	return append(b, `,"object":"chat.completion.chunk","choices":[{"index":0,"delta":{`...)
 }
 
@@ -378,7 +377,7 @@ func appendChunkEvent(b, prefix []byte, d chunkDelta, finish *string, u *chat.Us
 	comma := false
 	if d.Role != "" {
 		b = append(b, `"role":`...)
-		b = appendJSONString(b, d.Role)
+		b = jsonscan.AppendString(b, d.Role)
 		comma = true
 	}
 	if d.Content != nil {
@@ -386,7 +385,7 @@ func appendChunkEvent(b, prefix []byte, d chunkDelta, finish *string, u *chat.Us
 			b = append(b, ',')
 		}
 		b = append(b, `"content":`...)
-		b = appendJSONString(b, *d.Content)
+		b = jsonscan.AppendString(b, *d.Content)
 		comma = true
 	}
 	if d.ReasoningContent != "" {
@@ -394,13 +393,13 @@ func appendChunkEvent(b, prefix []byte, d chunkDelta, finish *string, u *chat.Us
 			b = append(b, ',')
 		}
 		b = append(b, `"reasoning_content":`...)
-		b = appendJSONString(b, d.ReasoningContent)
+		b = jsonscan.AppendString(b, d.ReasoningContent)
 	}
 	b = append(b, `},"finish_reason":`...)
 	if finish == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendJSONString(b, *finish)
+		b = jsonscan.AppendString(b, *finish)
 	}
 	b = append(b, "}]"...)
 	if u != nil {
@@ -414,13 +413,13 @@ func appendChunkEvent(b, prefix []byte, d chunkDelta, finish *string, u *chat.Us
 // writes it.
 func appendCompletion(b []byte, c *completion) []byte {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, c.ID)
+	b = jsonscan.AppendString(b, c.ID)
 	b = append(b, `,"object":`...)
-	b = appendJSONString(b, c.Object)
+	b = jsonscan.AppendString(b, c.Object)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, c.Created, 10)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, c.Model)
+	b = jsonscan.AppendString(b, c.Model)
 	b = append(b, `,"choices":`...)
 	if c.Choices == nil {
 		b = append(b, "null"...)
@@ -434,15 +433,15 @@ func appendCompletion(b []byte, c *completion) []byte {
 			b = append(b, `{"index":`...)
 			b = strconv.AppendInt(b, int64(ch.Index), 10)
 			b = append(b, `,"message":{"role":`...)
-			b = appendJSONString(b, ch.Message.Role)
+			b = jsonscan.AppendString(b, ch.Message.Role)
 			b = append(b, `,"content":`...)
-			b = appendJSONString(b, ch.Message.Content)
+			b = jsonscan.AppendString(b, ch.Message.Content)
 			if ch.Message.ReasoningContent != "" {
 				b = append(b, `,"reasoning_content":`...)
-				b = appendJSONString(b, ch.Message.ReasoningContent)
+				b = jsonscan.AppendString(b, ch.Message.ReasoningContent)
 			}
 			b = append(b, `},"finish_reason":`...)
-			b = appendJSONString(b, ch.FinishReason)
+			b = jsonscan.AppendString(b, ch.FinishReason)
 			b = append(b, '}')
 		}
 		b = append(b, ']')
@@ -460,63 +459,6 @@ func appendUsage(b []byte, u *chat.Usage) []byte {
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
 	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string exactly as encoding/json
-// writes it: quotes, backslashes and control characters escaped (\b \f \n
-// \r \t, others as \u00XX), <, > and & as \u003c \u003e \u0026 (HTML-safe),
-// U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as \ufffd.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // parseParams decodes a request body into p (which must be zero) as

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
@@ -9,52 +8,6 @@ import (
 
 	"github.com/genway/genway/shared/chat"
 )
-
-// jsonStrings are strings that exercise every escaping rule of
-// encoding/json.
-var jsonStrings = []string{
-	"",
-	"hello",
-	" w2",
-	`quote " backslash \ slash /`,
-	"newline \n return \r tab \t backspace \b formfeed \f",
-	"controls \x00 \x01 \x1f \x7f",
-	"html <script>alert('x')</script> & co",
-	"unicode é ü 日本語 🙂",
-	"separators \u2028 and \u2029",
-	"invalid \xff utf-8 \xc3",
-	"truncated \xe2\x82",
-	"surrogate half \xed\xa0\x80",
-}
-
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range jsonStrings {
-		t.Run(s, func(t *testing.T) {
-			want, err := json.Marshal(s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := appendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
-				t.Errorf("appendJSONString(%q) = %s; want %s", s, got[1:], want)
-			}
-		})
-	}
-}
-
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range jsonStrings {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := appendJSONString(nil, s); !bytes.Equal(got, want) {
-			t.Errorf("appendJSONString(%q) = %s; want %s", s, got, want)
-		}
-	})
-}
 
 func TestAppendChunkEvent(t *testing.T) {
 	empty, content, reasoning, stop := "", "Hello <b>\"world\"</b>\n", "think \u2028 hard", "stop"

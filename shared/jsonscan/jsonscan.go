@@ -4,6 +4,9 @@
 // back to encoding/json whenever a method reports false, so a scanner
 // that reports true must have read exactly what encoding/json would (the
 // callers' fuzz tests check this against encoding/json).
+//
+// It also has the appenders that hand-written encoders build on
+// (AppendString, AppendFloat): their output is byte for byte encoding/json's.
 package jsonscan
 
 import (

@@ -13,7 +13,6 @@ package openai
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/jsonscan"
 	"github.com/genway/genway/shared/sse"
@@ -147,10 +145,12 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat
 // do sends req and returns a 200 response; any other status is an
 // *chat.UpstreamError.
 func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*http.Response, error) {
-	body, err := json.Marshal(wireRequestFor(req, stream))
-	if err != nil {
+	if err := checkRequest(req); err != nil {
 		return nil, fmt.Errorf("%s: encode request: %w", p.name, err)
 	}
+	// Not pooled: the transport may still read the body (or call GetBody
+	// for a retry) after Do returns.
+	body := appendRequest(make([]byte, 0, requestSize(req)), req, stream)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
@@ -337,90 +337,6 @@ func errorMessageOr(data string) string {
 		data = data[:200]
 	}
 	return data
-}
-
-// wireRequest is the request body of POST /chat/completions.
-type wireRequest struct {
-	Model               string         `json:"model"`
-	Messages            []wireMessage  `json:"messages"`
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	TopP                *float64       `json:"top_p,omitempty"`
-	Stop                []string       `json:"stop,omitempty"`
-	Seed                *int64         `json:"seed,omitempty"`
-	Stream              bool           `json:"stream,omitempty"`
-	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
-}
-
-type streamOptions struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-// wireMessage's Content is a string, or []wirePart when there are images.
-type wireMessage struct {
-	Role    string `json:"role"`
-	Content any    `json:"content"`
-}
-
-type wirePart struct {
-	Type     string        `json:"type"`
-	Text     *string       `json:"text,omitempty"`
-	ImageURL *wireImageURL `json:"image_url,omitempty"`
-}
-
-type wireImageURL struct {
-	URL string `json:"url"`
-}
-
-func wireRequestFor(req *chat.Request, stream bool) *wireRequest {
-	w := &wireRequest{
-		Model:               req.Model.Upstream,
-		Messages:            make([]wireMessage, len(req.Messages)),
-		MaxCompletionTokens: req.MaxTokens,
-		Temperature:         req.Temperature,
-		TopP:                req.TopP,
-		Stop:                req.Stop,
-		Seed:                req.Seed,
-	}
-	if req.Model.Thinking == catalog.ThinkingEffort {
-		w.ReasoningEffort = req.ReasoningEffort
-	}
-	if stream {
-		w.Stream = true
-		w.StreamOptions = &streamOptions{IncludeUsage: true}
-	}
-	for i, m := range req.Messages {
-		w.Messages[i].Role = m.Role
-		if !hasImage(m) {
-			w.Messages[i].Content = m.Text()
-			continue
-		}
-		parts := make([]wirePart, len(m.Parts))
-		for j, pt := range m.Parts {
-			if pt.Image == nil {
-				t := pt.Text
-				parts[j] = wirePart{Type: "text", Text: &t}
-				continue
-			}
-			u := pt.Image.URL
-			if pt.Image.Data != nil {
-				u = "data:" + pt.Image.MediaType + ";base64," + base64.StdEncoding.EncodeToString(pt.Image.Data)
-			}
-			parts[j] = wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: u}}
-		}
-		w.Messages[i].Content = parts
-	}
-	return w
-}
-
-func hasImage(m chat.Message) bool {
-	for _, p := range m.Parts {
-		if p.Image != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // wireResponse is a non-streamed response body.
