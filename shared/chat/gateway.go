@@ -26,6 +26,12 @@ type UsageRecorder interface {
 	RecordChatUsage(ctx context.Context, account, model string, u Usage, credits int64) error
 }
 
+// InMemoryRecorder is implemented by a UsageRecorder whose RecordChatUsage
+// only adds to memory and never waits on a store (BufferedRecorder).
+type InMemoryRecorder interface {
+	InMemory() bool
+}
+
 // Config is what a Gateway needs. Catalog is required; the other fields may
 // be zero.
 type Config struct {
@@ -377,11 +383,18 @@ func normalize(resp *Response) {
 	}
 }
 
-// RecordsUsage reports whether the gateway has a UsageRecorder, that is
-// whether RecordUsage does anything: a handler that would flush its
-// response only so that the client need not wait for the recorder can skip
-// the flush when it does not.
-func (g *Gateway) RecordsUsage() bool { return g.usage != nil }
+// UsageWaits reports whether RecordUsage may wait on a store: the gateway
+// has a UsageRecorder and it is not one that only adds to memory (see
+// InMemoryRecorder). A handler flushes its response before RecordUsage
+// when it does, so that the client need not wait for the write, and skips
+// that flush (which costs a write of its own) when it does not.
+func (g *Gateway) UsageWaits() bool {
+	if g.usage == nil {
+		return false
+	}
+	m, ok := g.usage.(InMemoryRecorder)
+	return !ok || !m.InMemory()
+}
 
 // RecordUsage records the usage of resp, the answer Complete or Stream gave
 // for c, for account: its tokens and the credits the model's catalog price

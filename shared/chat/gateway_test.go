@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
@@ -432,8 +433,8 @@ func TestRecordUsage(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !gw.RecordsUsage() {
-				t.Errorf("RecordsUsage() = false with a recorder; want true")
+			if !gw.UsageWaits() {
+				t.Errorf("UsageWaits() = false with a recorder that writes at once; want true")
 			}
 			// A cancelled context (the client went away) still records.
 			ctx, cancel := context.WithCancel(context.Background())
@@ -454,7 +455,14 @@ func TestRecordUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	gw.RecordUsage(context.Background(), "acct", c, &chat.Response{Usage: chat.Usage{PromptTokens: 1}})
-	if gw.RecordsUsage() {
-		t.Errorf("RecordsUsage() = true without a recorder; want false")
+	if gw.UsageWaits() {
+		t.Errorf("UsageWaits() = true without a recorder; want false")
+	}
+	// A BufferedRecorder only adds to memory: nothing to wait for.
+	br := chat.NewBufferedRecorder(nil, time.Hour, nil)
+	defer br.Close(context.Background())
+	gw = chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}, Usage: br})
+	if gw.UsageWaits() {
+		t.Errorf("UsageWaits() = true with a BufferedRecorder; want false")
 	}
 }

@@ -379,3 +379,8 @@ func list(ps []pendingUsage) string {
 	}
 	return b.String()
 }
+
+// InMemory implements InMemoryRecorder: RecordChatUsage adds to memory (a
+// BufferedRecorder that is closed writes to its store directly, but only
+// requests that outlive shutdown see that).
+func (r *BufferedRecorder) InMemory() bool { return true }
