@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/upstreams"
+)
+
+// benchConcurrency is the number of concurrent client connections.
+const benchConcurrency = 32
+
+// benchChunk is one content chunk of the fake upstream's stream.
+func benchChunk(content string) string {
+	return `data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"` + content + `"},"finish_reason":null}]}` + "\n\n"
+}
+
+// benchUpstream is a fake OpenAI server on loopback answering every request
+// at once with a fixed completion, or a fixed stream of a role chunk, five
+// content chunks, a finish chunk, a usage chunk and [DONE], as OpenAI sends
+// them with stream_options.include_usage.
+func benchUpstream(b *testing.B) *httptest.Server {
+	b.Helper()
+	complete := []byte(`{"id":"chatcmpl-b","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"w1 w2 w3 w4 w5"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}`)
+	var sb strings.Builder
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n")
+	for _, w := range []string{"w1", " w2", " w3", " w4", " w5"} {
+		sb.WriteString(benchChunk(w))
+	}
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}` + "\n\n")
+	sb.WriteString("data: [DONE]\n\n")
+	stream := []byte(sb.String())
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(stream)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(complete)
+	}))
+}
+
+// benchResult is one measured phase.
+type benchResult struct {
+	rps      float64
+	p50, p99 time.Duration // latency (non-stream) or time to first content (stream)
+	cpu      time.Duration // process CPU time (user + system) per request
+}
+
+// cpuTime returns the CPU time this process has used. It measures the
+// cost of a request without counting other processes, which on a shared
+// machine skew requests per second and latency (compare runs made under
+// similar load: an idle machine lets the Go scheduler spin, which adds
+// CPU time).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadClient sends benchmark requests to one URL over its own pool of
+// keep-alive connections.
+type loadClient struct {
+	url, body string
+	key       string // API key sent as a bearer token
+	stream    bool
+	tr        *http.Transport
+	client    *http.Client
+}
+
+func newLoadClient(url, key, body string, stream bool, conns int) *loadClient {
+	tr := &http.Transport{MaxIdleConns: 2 * conns, MaxIdleConnsPerHost: 2 * conns}
+	return &loadClient{url: url, key: key, body: body, stream: stream, tr: tr, client: &http.Client{Transport: tr}}
+}
+
+// one sends a request and returns when it was answered (non-stream) or
+// when the first content delta arrived (stream; the rest is drained).
+func (c *loadClient) one() (time.Time, error) {
+	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(c.body))
+	if err != nil {
+		return time.Time{}, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return time.Time{}, &httpStatusError{resp.StatusCode}
+	}
+	if !c.stream {
+		_, err := io.Copy(io.Discard, resp.Body)
+		return time.Now(), err
+	}
+	var first time.Time
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if first.IsZero() && strings.Contains(sc.Text(), `"content":"w1"`) {
+			first = time.Now()
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return time.Time{}, err
+	}
+	if first.IsZero() {
+		return time.Time{}, errors.New("stream without the first content delta")
+	}
+	return first, nil
+}
+
+// warm opens conns connections.
+func (c *loadClient) warm(conns int) {
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.one() }()
+	}
+	wg.Wait()
+}
+
+// run sends n requests over conns connections. With interval 0 it is a
+// closed loop: each connection sends its next request as soon as the last
+// is answered, so the phase runs at the target's saturation rate and
+// latency is mostly queueing (Little's law: conns / rate). With interval
+// > 0 it is an open loop: requests are sent on a fixed schedule, one every
+// interval across all connections (a free connection takes the next slot),
+// so the target is not saturated and latency is its own work. Latency is
+// measured from the actual send: a late timer wake-up of the sender is not
+// the target's.
+func (c *loadClient) run(b *testing.B, n, conns int, interval time.Duration) benchResult {
+	b.Helper()
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	start, cpu0 := time.Now(), cpuTime()
+	for range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if interval > 0 {
+					time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+				}
+				sent := time.Now()
+				done, err := c.one()
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				lat[i] = done.Sub(sent)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d requests to %s failed", f, n, c.url)
+	}
+	slices.Sort(lat)
+	return benchResult{
+		rps: float64(n) / elapsed.Seconds(),
+		p50: lat[n/2],
+		p99: lat[min(n-1, n*99/100)],
+		cpu: cpu / time.Duration(n),
+	}
+}
+
+// median returns the median of xs (xs is sorted in place).
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+type httpStatusError struct{ status int }
+
+func (e *httpStatusError) Error() string { return http.StatusText(e.status) }
+
+// benchRounds is how many times each saturation phase runs, alternating
+// targets, so that a slow spell of a shared machine hits all of them
+// rather than one.
+const benchRounds = 5
+
+// BenchmarkChatGateway measures, in one run, a fake OpenAI upstream on
+// loopback alone ("direct"), the same upstream through `genway serve`
+// ("gateway": the real serve, started in-process by startServer on the
+// embedded store, its chat usage recorded as always, the upstream
+// configured by OPENAI_BASE_URL, a rate limit per key high enough to count
+// every request and refuse none) and, for comparison, behind
+// httputil.ReverseProxy over the same upstream transport ("proxy"), at 32
+// concurrent connections.
+//
+// Throughput: benchRounds rounds of b.N requests to each target in turn, as
+// fast as 32 connections go (closed loop). It reports each target's median
+// requests per second and the median over rounds of the gateway's rate as
+// a share of the direct rate measured in the same round. At saturation the
+// p50 latency is queueing (32 / rate), so it is reported
+// (saturated-*-p50) but it is not the gateway's cost.
+//
+// Added latency: the same 32 connections sending on a fixed schedule
+// (open loop) at half the gateway's measured rate, first to the upstream,
+// then through the gateway; added-p50 is the difference of the p50s, each
+// measured over b.N requests.
+//
+// For a stream, latency is the time to the first content delta. CPU time
+// per request of the whole process (load generator, gateway and fake
+// upstream) is reported too: it is less sensitive than rates to other load
+// on the machine.
+//
+//	go test ./cmd/genway -run '^$' -bench ChatGateway -benchtime 4000x
+func BenchmarkChatGateway(b *testing.B) {
+	up := benchUpstream(b)
+	defer up.Close()
+	srv := startServer(b, b.TempDir(), map[string]string{
+		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
+		"GENWAY_RATE_LIMIT": "1000000000",
+	})
+	u, err := url.Parse(up.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = upstreams.NewHTTPClient().Transport
+	rp.FlushInterval = -1 // flush each write, as a streaming proxy must
+	proxy := httptest.NewServer(rp)
+	defer proxy.Close()
+	for _, mode := range []struct {
+		name   string
+		stream bool
+	}{{"nonstream", false}, {"stream-ttfb", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			body := `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hello there"}],"max_tokens":16`
+			if mode.stream {
+				body += `,"stream":true`
+			}
+			body += "}"
+			upBody := strings.Replace(body, "openai/gpt-4o-mini", "gpt-4o-mini", 1)
+			n := max(b.N, 200)
+			direct := newLoadClient(up.URL+"/v1/chat/completions", "k", upBody, mode.stream, benchConcurrency)
+			via := newLoadClient(srv.base+"/v1/chat/completions", srv.key, body, mode.stream, benchConcurrency)
+			floor := newLoadClient(proxy.URL+"/v1/chat/completions", "k", upBody, mode.stream, benchConcurrency)
+			defer direct.tr.CloseIdleConnections()
+			defer via.tr.CloseIdleConnections()
+			defer floor.tr.CloseIdleConnections()
+			for _, c := range []*loadClient{direct, via, floor} {
+				c.warm(benchConcurrency)
+			}
+			b.ResetTimer()
+			var dRPS, gRPS, pRPS, share, dCPU, gCPU, pCPU []float64
+			var dSat, gSat benchResult
+			for range benchRounds {
+				d := direct.run(b, n, benchConcurrency, 0)
+				g := via.run(b, n, benchConcurrency, 0)
+				p := floor.run(b, n, benchConcurrency, 0)
+				dRPS, gRPS, pRPS = append(dRPS, d.rps), append(gRPS, g.rps), append(pRPS, p.rps)
+				share = append(share, 100*g.rps/d.rps)
+				dCPU, gCPU, pCPU = append(dCPU, float64(d.cpu.Microseconds())), append(gCPU, float64(g.cpu.Microseconds())), append(pCPU, float64(p.cpu.Microseconds()))
+				dSat, gSat = d, g
+			}
+			gwRate := median(slices.Clone(gRPS))
+			interval := time.Duration(float64(time.Second) / (gwRate / 2))
+			dPaced := direct.run(b, n, benchConcurrency, interval)
+			gPaced := via.run(b, n, benchConcurrency, interval)
+			b.StopTimer()
+			b.ReportMetric(0, "ns/op") // the metrics below are what matter
+			b.ReportMetric(median(dRPS), "direct-req/s")
+			b.ReportMetric(gwRate, "gateway-req/s")
+			b.ReportMetric(median(pRPS), "proxy-req/s")
+			b.ReportMetric(median(share), "gateway-%-of-direct")
+			b.ReportMetric(median(dCPU), "direct-cpu-µs/req")
+			b.ReportMetric(median(gCPU), "gateway-cpu-µs/req")
+			b.ReportMetric(median(pCPU), "proxy-cpu-µs/req")
+			b.ReportMetric(float64(dSat.p50.Microseconds()), "saturated-direct-p50-µs")
+			b.ReportMetric(float64(gSat.p50.Microseconds()), "saturated-gateway-p50-µs")
+			b.ReportMetric(float64(time.Second/interval), "paced-req/s")
+			b.ReportMetric(float64(dPaced.p50.Microseconds()), "paced-direct-p50-µs")
+			b.ReportMetric(float64(gPaced.p50.Microseconds()), "paced-gateway-p50-µs")
+			b.ReportMetric(float64(dPaced.p99.Microseconds()), "paced-direct-p99-µs")
+			b.ReportMetric(float64(gPaced.p99.Microseconds()), "paced-gateway-p99-µs")
+			b.ReportMetric(float64((gPaced.p50 - dPaced.p50).Microseconds()), "added-p50-µs")
+		})
+	}
+}
