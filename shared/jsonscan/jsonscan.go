@@ -11,7 +11,6 @@ package jsonscan
 
 import (
 	"strconv"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -110,15 +109,21 @@ func (s *Scanner) Fields(known string, field func(n int) bool) bool {
 			return false
 		}
 		n := -1
-		for i, rest := 0, known; rest != "" && n < 0; i++ {
-			var k string
-			k, rest, _ = strings.Cut(rest, " ")
-			switch {
-			case string(key) == k:
-				n = i
-			case len(key) == len(k) && asciiEqualFold(key, k):
-				return false
+		for i, j := 0, 0; j < len(known); i++ { // the i-th word of known is known[j:end]
+			end := j
+			for end < len(known) && known[end] != ' ' {
+				end++
 			}
+			if end-j == len(key) {
+				if string(key) == known[j:end] {
+					n = i
+					break
+				}
+				if asciiEqualFold(key, known[j:end]) {
+					return false
+				}
+			}
+			j = end + 1
 		}
 		switch {
 		case n < 0:
