@@ -112,8 +112,8 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 		if gw.UsageWaits() {
 			// The client has the whole answer before usage is recorded.
 			http.NewResponseController(w).Flush()
-			gw.RecordUsage(ctx, account(r), call, resp)
 		}
+		gw.RecordUsage(ctx, account(r), call, resp)
 	})
 }
 

@@ -117,3 +117,50 @@ func TestChatRecordsUsageAfterResponse(t *testing.T) {
 		})
 	}
 }
+
+// memRecorder is an in-memory UsageRecorder (chat.InMemoryRecorder), like
+// serve's BufferedRecorder: the handler records with it without flushing
+// first.
+type memRecorder struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (r *memRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, int64) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls++
+	return nil
+}
+
+func (r *memRecorder) InMemory() bool { return true }
+
+// TestChatRecordsUsageInMemory: with a recorder that needs no flush first,
+// every completion, streamed or not, is still recorded once.
+func TestChatRecordsUsageInMemory(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
+			rec := &memRecorder{}
+			gw := chat.NewGateway(chat.Config{Catalog: testCatalog(t), Providers: map[string]chat.Provider{"synthetic": synthetic.NewChat()}, Usage: rec})
+			if gw.UsageWaits() {
+				t.Fatalf("UsageWaits() = true with an in-memory recorder; want false")
+			}
+			srv := chatServer(t, gw)
+			body := fmt.Sprintf(`{"model":"synthetic/echo","stream":%v,"messages":[{"role":"user","content":"hello world"}]}`, stream)
+			resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatalf("POST = %v", err)
+			}
+			io.Copy(io.Discard, resp.Body) // the handler has returned once the body ends
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("POST status = %d; want 200", resp.StatusCode)
+			}
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			if rec.calls != 1 {
+				t.Errorf("RecordChatUsage calls = %d; want 1", rec.calls)
+			}
+		})
+	}
+}
