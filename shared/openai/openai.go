@@ -277,6 +277,7 @@ func decodeStream(r io.Reader, emit func(chat.Delta) error) (*chat.Response, err
 // decodeEvents is decodeStream on the events of sr.
 func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, error) {
 	out := &chat.Response{}
+	var c wireChunk
 	for {
 		name, raw, err := sr.NextBytes()
 		if err == io.EOF {
@@ -300,7 +301,7 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
 				Message: "error event", Err: fmt.Errorf("error event: %s", errorMessageOr(string(data)))}
 		}
-		var c wireChunk
+		c.Choices, c.Usage, c.Error = c.Choices[:0], nil, nil // reuse the choices' array
 		if err := decodeChunk(data, &c); err != nil {
 			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
 				Message: "malformed stream chunk", Err: fmt.Errorf("decode chunk: %w", err)}
@@ -462,7 +463,11 @@ func (p *wireParser) choices(c *wireChunk) bool {
 	if !p.Eat('[') {
 		return false
 	}
-	c.Choices = make([]wireChoice, 0, 1)
+	if c.Choices == nil {
+		c.Choices = make([]wireChoice, 0, 1)
+	} else {
+		c.Choices = c.Choices[:0] // decodeEvents reuses c from event to event
+	}
 	if p.Eat(']') {
 		return true
 	}
