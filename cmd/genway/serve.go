@@ -163,7 +163,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stop()
 		usage.Close(done)
 	}()
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store})
 	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log}
 	worker := &jobs.Worker{Store: be.jobs, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: map[string]jobs.Provider{"synthetic": synthetic.Media{}}}

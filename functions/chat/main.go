@@ -43,7 +43,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// Usage is written synchronously, after the response is flushed: a
 	// Lambda may be frozen or killed right after an invocation, so nothing
 	// may wait in memory (chat.BufferedRecorder is for genway serve).
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store})
 	h, err := b.API(getenv, httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: httpapi.ChatCompletions(gw, b.Log)})
 	if err != nil {
 		return err

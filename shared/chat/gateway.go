@@ -32,6 +32,14 @@ type InMemoryRecorder interface {
 	InMemory() bool
 }
 
+// UnwrittenCreditsRecorder is implemented by a UsageRecorder that holds
+// charges before writing them (BufferedRecorder): UnwrittenCredits is what
+// it has recorded for account that the store does not show yet. Admit
+// counts it against the account's available credits.
+type UnwrittenCreditsRecorder interface {
+	UnwrittenCredits(account string) int64
+}
+
 // Config is what a Gateway needs. Catalog is required; the other fields may
 // be zero.
 type Config struct {
@@ -46,14 +54,18 @@ type Config struct {
 	// MaxImageBytes caps a data URI image; 0 means DefaultMaxImageBytes.
 	MaxImageBytes int
 	Usage         UsageRecorder // nil: usage is not recorded
-	Log           *slog.Logger  // nil: discard
+	// Balances is read by Admit for priced models, to refuse an account
+	// with no credits left; nil: Admit admits every call.
+	Balances Balances
+	Log      *slog.Logger // nil: discard
 	// Timeout bounds one completion, streamed or not; 0 means 10 minutes.
 	Timeout time.Duration
 }
 
 // Gateway applies the chat completion rules of API.md in front of the
 // providers: it validates a request against the catalog, fetches images for
-// providers that need bytes, calls the provider and, when its caller says
+// providers that need bytes, refuses a priced model to an account with no
+// credits left (Admit), calls the provider and, when its caller says
 // the response is delivered (RecordUsage), records usage. A
 // Gateway is safe for concurrent use.
 type Gateway struct {
@@ -62,6 +74,7 @@ type Gateway struct {
 	images    *ImageFetcher
 	maxImage  int
 	usage     UsageRecorder
+	balances  Balances
 	log       *slog.Logger
 	timeout   time.Duration
 }
@@ -74,6 +87,7 @@ func NewGateway(cfg Config) *Gateway {
 		images:    cfg.Images,
 		maxImage:  cfg.MaxImageBytes,
 		usage:     cfg.Usage,
+		balances:  cfg.Balances,
 		log:       cfg.Log,
 		timeout:   cfg.Timeout,
 	}

@@ -116,9 +116,10 @@ type BufferedRecorder struct {
 	now   func() time.Time
 	newID func() (string, error)
 
-	mu     sync.Mutex
-	sums   map[usageKey]credits.Usage // since the last flush
-	closed bool                       // RecordChatUsage writes through
+	mu      sync.Mutex
+	sums    map[usageKey]credits.Usage // since the last flush
+	pending map[string]int64           // credits recorded and not yet written, by account
+	closed  bool                       // RecordChatUsage writes through
 
 	flushMu sync.Mutex                // one flush at a time
 	failed  map[usageKey]pendingUsage // sums to retry with their ids; under flushMu
@@ -152,7 +153,7 @@ func newBufferedRecorder(store UsageStore, log *slog.Logger) *BufferedRecorder {
 	}
 	return &BufferedRecorder{
 		store: store, log: log, now: time.Now, newID: credits.NewUsageID,
-		sums: map[usageKey]credits.Usage{}, failed: map[usageKey]pendingUsage{},
+		sums: map[usageKey]credits.Usage{}, pending: map[string]int64{}, failed: map[usageKey]pendingUsage{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -191,8 +192,20 @@ func (r *BufferedRecorder) RecordChatUsage(ctx context.Context, account, model s
 		return StoreRecorder{Store: r.store, Now: r.now}.RecordChatUsage(ctx, account, model, u, amount)
 	}
 	r.addLocked(inc)
+	if amount > 0 {
+		r.pending[account] += amount
+	}
 	r.mu.Unlock()
 	return nil
+}
+
+// UnwrittenCredits implements UnwrittenCreditsRecorder: the credits of
+// account's completions recorded since the last successful write, which
+// the store's balance does not show yet.
+func (r *BufferedRecorder) UnwrittenCredits(account string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending[account]
 }
 
 // addLocked adds inc to its key's sum; r.mu is held.
@@ -275,6 +288,16 @@ func (r *BufferedRecorder) writeAll(ctx context.Context, timeout time.Duration, 
 	wg.Wait()
 	var failures int
 	var first error
+	r.mu.Lock()
+	for i, p := range ps {
+		if errs[i] == nil || errors.Is(errs[i], credits.ErrInvalidUsage) || errors.Is(errs[i], credits.ErrAccountNotFound) {
+			// Written (the store's balance shows it now) or never will be.
+			if r.pending[p.u.Account] -= p.u.Credits; r.pending[p.u.Account] <= 0 {
+				delete(r.pending, p.u.Account)
+			}
+		}
+	}
+	r.mu.Unlock()
 	for i, p := range ps {
 		k := usageKey{p.u.Account, p.u.Day, p.u.Model}
 		err := errs[i]

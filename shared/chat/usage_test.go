@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -431,5 +432,54 @@ func TestBufferedRecorderConcurrent(t *testing.T) {
 	const n = goroutines * each
 	if wantPrompt := int64(10*n + n/2); requests != n || prompt != wantPrompt || credit != n || charged != n {
 		t.Errorf("store: %d requests, %d prompt tokens, %d credits, %d charged; want %d, %d, %d, %d", requests, prompt, credit, charged, n, wantPrompt, n, n)
+	}
+}
+
+// TestBufferedRecorderUnwrittenCredits: credits count as unwritten from
+// RecordChatUsage until a write of them succeeds (or is refused for good),
+// across failed writes and retries.
+func TestBufferedRecorderUnwrittenCredits(t *testing.T) {
+	gone := outcome{err: fmt.Errorf("add usage: %w", credits.ErrAccountNotFound)}
+	tests := []struct {
+		name   string
+		script []outcome
+		want   []int64 // UnwrittenCredits("a1") after recording 3 x 2 credits, then after each of 3 flushes
+	}{
+		{"written at the first flush", nil, []int64{6, 0, 0, 0}},
+		{"write lost once", []outcome{{err: errDown}}, []int64{6, 6, 0, 0}},
+		{"applied, answer lost, then retried", []outcome{{apply: true, err: errDown}}, []int64{6, 6, 0, 0}},
+		{"failing twice", []outcome{{err: errDown}, {err: errDown}}, []int64{6, 6, 6, 0}},
+		{"refused for good", []outcome{gone}, []int64{6, 0, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, _ := testRecorder(t, newFakeStore(tt.script...))
+			record(t, r, "a1", "m1", 3, 2)
+			got := []int64{r.UnwrittenCredits("a1")}
+			for range 3 {
+				r.flush(context.Background(), time.Minute)
+				got = append(got, r.UnwrittenCredits("a1"))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("UnwrittenCredits(a1) = %v; want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBufferedRecorderUnwrittenCreditsPerAccount: unpriced completions and
+// other accounts' credits do not count.
+func TestBufferedRecorderUnwrittenCreditsPerAccount(t *testing.T) {
+	r, _ := testRecorder(t, newFakeStore())
+	record(t, r, "a1", "m1", 3, 2)
+	record(t, r, "a2", "m1", 1, 5)
+	record(t, r, "a1", "free", 4, 0)
+	for _, tt := range []struct {
+		account string
+		want    int64
+	}{{"a1", 6}, {"a2", 5}, {"a3", 0}} {
+		if got := r.UnwrittenCredits(tt.account); got != tt.want {
+			t.Errorf("UnwrittenCredits(%q) = %d; want %d", tt.account, got, tt.want)
+		}
 	}
 }

@@ -47,6 +47,9 @@ func ChatHeartbeat(d time.Duration) ChatOption {
 // or message.reasoning_content, the field DeepSeek and vLLM use, which
 // OpenAI clients ignore.
 //
+// A priced model is refused with 402 insufficient_credits, before any
+// upstream call, while the account has no credits left (chat.Gateway.Admit).
+//
 // Errors before the stream starts are ordinary JSON error responses. The
 // response is committed (200 and the role chunk) at the first upstream
 // delta, or at the first heartbeat if the upstream stays silent that long;
@@ -81,6 +84,9 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 			return
 		}
 		call, err := gw.Prepare(ctx, &p)
+		if err == nil {
+			err = gw.Admit(ctx, account(r), call) // 402 before any upstream call
+		}
 		if err != nil {
 			writeChatError(w, r, log, err)
 			return
