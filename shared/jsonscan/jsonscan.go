@@ -94,14 +94,9 @@ func (s *Scanner) Fields(known string, field func(n int) bool) bool {
 			return false
 		}
 		start := s.Pos
-		for s.Pos < len(s.Buf) && s.Buf[s.Pos] != '"' {
-			if c := s.Buf[s.Pos]; c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
-				return false
-			}
-			s.Pos++
-		}
-		if s.Pos == len(s.Buf) {
-			return false
+		s.plain()
+		if s.Pos == len(s.Buf) || s.Buf[s.Pos] != '"' {
+			return false // the end, or an escape, control or non-ASCII byte in a key
 		}
 		key := s.Buf[start:s.Pos]
 		s.Pos++
@@ -177,6 +172,9 @@ func (s *Scanner) String() (string, bool) {
 	start := s.Pos
 	ascii := true
 	for s.Pos < len(s.Buf) {
+		if s.plain(); s.Pos == len(s.Buf) {
+			break
+		}
 		c := s.Buf[s.Pos]
 		switch {
 		case c == '"':
@@ -331,6 +329,9 @@ func (s *Scanner) Skip() bool {
 	case c == '"':
 		s.Pos++
 		for s.Pos < len(s.Buf) {
+			if s.plain(); s.Pos == len(s.Buf) {
+				break
+			}
 			switch c := s.Buf[s.Pos]; {
 			case c == '"':
 				s.Pos++
@@ -437,4 +438,33 @@ func (s *Scanner) Integer(bitSize int) (int64, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// plainBytes[c] is 1 for a byte a JSON string holds as it is and that
+// needs no further look: ASCII from space on, except " and \. A constant,
+// so the lookup needs no bounds check and no mutable state.
+const plainBytes = "" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x01\x01\x00\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" +
+	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" +
+	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" +
+	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x00\x01\x01\x01" +
+	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" +
+	"\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01\x01" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00" +
+	"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+
+// plain advances Pos over plain string bytes (plainBytes), stopping at a
+// quote, a backslash, a control or non-ASCII byte, or the end.
+func (s *Scanner) plain() {
+	for s.Pos < len(s.Buf) && plainBytes[s.Buf[s.Pos]] != 0 {
+		s.Pos++
+	}
 }

@@ -354,3 +354,16 @@ func leftToEncodingJSON(data []byte) bool {
 		}
 	}
 }
+
+// TestPlainBytes checks the table against its definition, byte by byte.
+func TestPlainBytes(t *testing.T) {
+	if len(plainBytes) != 256 {
+		t.Fatalf("len(plainBytes) = %d; want 256", len(plainBytes))
+	}
+	for c := 0; c < 256; c++ {
+		want := c >= 0x20 && c < 0x80 && c != '"' && c != '\\'
+		if got := plainBytes[c] != 0; got != want {
+			t.Errorf("plainBytes[%#x] = %v; want %v", c, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -310,5 +311,20 @@ func TestOnWait(t *testing.T) {
 				t.Errorf("events and waits = %q; want %q", s, tt.want)
 			}
 		})
+	}
+}
+
+func TestLineEnd(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"", -1}, {"abc", -1}, {"\n", 0}, {"\r", 0}, {"ab\ncd", 2}, {"ab\rcd", 2},
+		{"ab\r\ncd", 2}, {"ab\n\rcd", 2}, {"a\rb\nc", 1}, {"ab\ncd\r", 2},
+	}
+	for _, tt := range tests {
+		if got, want := lineEnd([]byte(tt.in)), bytes.IndexAny([]byte(tt.in), "\r\n"); got != tt.want || got != want {
+			t.Errorf("lineEnd(%q) = %d; want %d (bytes.IndexAny %d)", tt.in, got, tt.want, want)
+		}
 	}
 }
