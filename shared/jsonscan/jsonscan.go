@@ -38,14 +38,17 @@ type Scanner struct {
 
 // WS skips JSON white space.
 func (s *Scanner) WS() {
-	for s.Pos < len(s.Buf) {
-		switch s.Buf[s.Pos] {
+	buf, i := s.Buf, s.Pos // locals: the loop keeps them in registers
+	for i < len(buf) {
+		switch buf[i] {
 		case ' ', '\t', '\n', '\r':
-			s.Pos++
+			i++
 		default:
+			s.Pos = i
 			return
 		}
 	}
+	s.Pos = i
 }
 
 // Eat skips white space and then c, reporting whether c was there.
@@ -464,7 +467,9 @@ const plainBytes = "" +
 // plain advances Pos over plain string bytes (plainBytes), stopping at a
 // quote, a backslash, a control or non-ASCII byte, or the end.
 func (s *Scanner) plain() {
-	for s.Pos < len(s.Buf) && plainBytes[s.Buf[s.Pos]] != 0 {
-		s.Pos++
+	buf, i := s.Buf, s.Pos // locals: the loop keeps them in registers
+	for i < len(buf) && plainBytes[buf[i]] != 0 {
+		i++
 	}
+	s.Pos = i
 }
