@@ -27,6 +27,7 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/openai"
 	"github.com/genway/genway/shared/synthetic"
+	"github.com/genway/genway/shared/upstreams"
 )
 
 // guard bounds every wait in these tests: reaching it is a failure (a
@@ -369,10 +370,15 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.handler(w, r)
 }
 
+// openaiGateway is a gateway whose openai provider talks to upstreamURL
+// through the HTTP client serve and the chat Lambda use (an h1.Transport),
+// so that streaming, cancellation and errors are tested over it.
 func openaiGateway(t testing.TB, upstreamURL string, timeout time.Duration) *chat.Gateway {
 	t.Helper()
+	hc := upstreams.NewHTTPClient()
+	t.Cleanup(hc.CloseIdleConnections)
 	return chat.NewGateway(chat.Config{Catalog: testCatalog(t), Timeout: timeout, Providers: map[string]chat.Provider{
-		"openai": openai.New(openai.Config{Name: "openai", BaseURL: upstreamURL, APIKey: "k"}),
+		"openai": openai.New(openai.Config{Name: "openai", BaseURL: upstreamURL, APIKey: "k", HTTPClient: hc}),
 	}})
 }
 
