@@ -87,7 +87,7 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	defer resp.Body.Close()
 	var m messageResponse
 	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
-		return nil, p.readFailure(ctx, "decode response", err)
+		return nil, chat.TransportError(ctx, p.name, "decode response", err)
 	}
 	if m.Type == "error" {
 		return nil, p.eventError(m.Error)
@@ -135,11 +135,11 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, emit func(cha
 				Message: "stream ended before message_stop", Err: io.ErrUnexpectedEOF}
 		}
 		if err != nil {
-			return nil, p.readFailure(ctx, "read stream", err)
+			return nil, chat.TransportError(ctx, p.name, "read stream", err)
 		}
 		var se streamEvent
 		if err := json.Unmarshal([]byte(ev.Data), &se); err != nil {
-			return nil, p.readFailure(ctx, "decode event "+ev.Name, err)
+			return nil, chat.TransportError(ctx, p.name, "decode event "+ev.Name, err)
 		}
 		typ := se.Type
 		if typ == "" {
@@ -221,7 +221,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	}
 	resp, err := p.client.Do(hr)
 	if err != nil {
-		return nil, p.readFailure(ctx, "send request", err)
+		return nil, chat.TransportError(ctx, p.name, "send request", err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
@@ -231,19 +231,6 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	return nil, p.statusError(resp, eb)
 }
 
-// readFailure classifies a transport or decoding failure: ctx's own error if
-// ctx is done (a cancelled request is not an upstream failure; a deadline is
-// UpstreamTimeout), else UpstreamFailed.
-func (p *Provider) readFailure(ctx context.Context, what string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamTimeout, Message: "upstream timed out", Err: err}
-		}
-		return fmt.Errorf("%s: %s: %w", p.name, what, ctxErr)
-	}
-	return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Message: what + " failed", Err: err}
-}
-
 // statusError maps a non-2xx response to an UpstreamError.
 func (p *Provider) statusError(resp *http.Response, body []byte) error {
 	var eb errorBody
@@ -251,22 +238,14 @@ func (p *Provider) statusError(resp *http.Response, body []byte) error {
 	msg := eb.Error.Message
 	e := &chat.UpstreamError{Provider: p.name, Status: resp.StatusCode, Message: msg,
 		Err: fmt.Errorf("status %d: %s: %s", resp.StatusCode, eb.Error.Type, truncate(string(body), 512))}
-	switch code := resp.StatusCode; {
-	case code == http.StatusBadRequest || code == http.StatusNotFound ||
-		code == http.StatusRequestEntityTooLarge || code == http.StatusUnprocessableEntity:
-		e.Kind = chat.UpstreamBadRequest
+	e.Kind = chat.StatusKind(resp.StatusCode)
+	switch e.Kind {
+	case chat.UpstreamBadRequest:
 		if e.Message == "" {
-			e.Message = http.StatusText(code)
+			e.Message = http.StatusText(resp.StatusCode)
 		}
-	case code == http.StatusTooManyRequests:
-		e.Kind = chat.UpstreamRateLimited
+	case chat.UpstreamRateLimited:
 		e.RetryAfter = chat.RetryAfter(resp.Header, time.Now())
-	case code == 529 || code == http.StatusServiceUnavailable:
-		e.Kind = chat.UpstreamUnavailable
-	case code == http.StatusGatewayTimeout:
-		e.Kind = chat.UpstreamTimeout
-	default: // 401/403 (our key is wrong), other 4xx and 5xx
-		e.Kind = chat.UpstreamFailed
 	}
 	return e
 }

@@ -86,7 +86,7 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	defer resp.Body.Close()
 	var g generateResponse
 	if err := json.NewDecoder(resp.Body).Decode(&g); err != nil {
-		return nil, p.readFailure(ctx, "decode response", err)
+		return nil, chat.TransportError(ctx, p.name, "decode response", err)
 	}
 	if g.Error != nil {
 		return nil, p.apiError(g.Error.Code, nil, g.Error)
@@ -126,11 +126,11 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, emit func(cha
 			return p.finish(&st)
 		}
 		if err != nil {
-			return nil, p.readFailure(ctx, "read stream", err)
+			return nil, chat.TransportError(ctx, p.name, "read stream", err)
 		}
 		var g generateResponse
 		if err := json.Unmarshal([]byte(ev.Data), &g); err != nil {
-			return nil, p.readFailure(ctx, "decode event", err)
+			return nil, chat.TransportError(ctx, p.name, "decode event", err)
 		}
 		if g.Error != nil { // an error in the middle of the stream
 			return nil, p.apiError(g.Error.Code, nil, g.Error)
@@ -249,7 +249,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := p.client.Do(hr)
 	if err != nil {
-		return nil, p.readFailure(ctx, "send request", err)
+		return nil, chat.TransportError(ctx, p.name, "send request", err)
 	}
 	if resp.StatusCode/100 == 2 {
 		return resp, nil
@@ -266,19 +266,6 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	return nil, ue
 }
 
-// readFailure classifies a transport or decoding failure: ctx's own error if
-// ctx is done (a cancelled request is not an upstream failure; a deadline is
-// UpstreamTimeout), else UpstreamFailed.
-func (p *Provider) readFailure(ctx context.Context, what string, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
-		if errors.Is(ctxErr, context.DeadlineExceeded) {
-			return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamTimeout, Message: "upstream timed out", Err: err}
-		}
-		return fmt.Errorf("%s: %s: %w", p.name, what, ctxErr)
-	}
-	return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Message: what + " failed", Err: err}
-}
-
 // apiError maps an HTTP status (or the error's own code, for errors inside
 // a 200 response) and a google.rpc.Status-style error to an UpstreamError.
 func (p *Provider) apiError(status int, header http.Header, ae *apiError) *chat.UpstreamError {
@@ -287,26 +274,16 @@ func (p *Provider) apiError(status int, header http.Header, ae *apiError) *chat.
 	}
 	e := &chat.UpstreamError{Provider: p.name, Status: status, Message: ae.Message,
 		Err: fmt.Errorf("%d %s: %s", ae.Code, ae.Status, ae.Message)}
+	e.Kind = chat.StatusKind(status)
 	switch {
 	case ae.hasReason("API_KEY_INVALID"):
 		// Gemini answers a bad key with 400 INVALID_ARGUMENT: our fault, not
 		// the client's.
 		e.Kind = chat.UpstreamFailed
-	case status == http.StatusBadRequest || status == http.StatusNotFound ||
-		status == http.StatusRequestEntityTooLarge || status == http.StatusUnprocessableEntity:
-		e.Kind = chat.UpstreamBadRequest
-		if e.Message == "" {
-			e.Message = http.StatusText(status)
-		}
-	case status == http.StatusTooManyRequests:
-		e.Kind = chat.UpstreamRateLimited
+	case e.Kind == chat.UpstreamBadRequest && e.Message == "":
+		e.Message = http.StatusText(status)
+	case e.Kind == chat.UpstreamRateLimited:
 		e.RetryAfter = retryAfter(header, ae)
-	case status == http.StatusServiceUnavailable:
-		e.Kind = chat.UpstreamUnavailable
-	case status == http.StatusGatewayTimeout:
-		e.Kind = chat.UpstreamTimeout
-	default: // 401/403 (our key), 500, other
-		e.Kind = chat.UpstreamFailed
 	}
 	return e
 }

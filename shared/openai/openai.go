@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -80,7 +79,7 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
-		return nil, p.transportError(ctx, err)
+		return nil, chat.TransportError(ctx, p.name, "read response", err)
 	}
 	var wr wireResponse
 	if err := decodeResponse(b, &wr); err != nil {
@@ -137,7 +136,7 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat
 			ue.Provider = p.name
 			return nil, ue
 		}
-		return nil, p.transportError(ctx, err)
+		return nil, chat.TransportError(ctx, p.name, "read stream", err)
 	}
 	return out, nil
 }
@@ -166,7 +165,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	}
 	resp, err := p.client.Do(hr)
 	if err != nil {
-		return nil, p.transportError(ctx, err)
+		return nil, chat.TransportError(ctx, p.name, "send request", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -174,20 +173,6 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 		return nil, statusError(p.name, resp, b)
 	}
 	return resp, nil
-}
-
-// transportError classifies a failure to talk to the upstream. A cancelled
-// ctx (the client went away) is returned as ctx's error, not as an
-// upstream failure.
-func (p *Provider) transportError(ctx context.Context, err error) error {
-	if ctx.Err() == context.Canceled {
-		return fmt.Errorf("%s: %w", p.name, ctx.Err())
-	}
-	var ne net.Error
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamTimeout, Message: "no answer in time", Err: err}
-	}
-	return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Message: "request failed", Err: err}
 }
 
 func (p *Provider) garbage(err error) error {
@@ -199,21 +184,14 @@ func statusError(provider string, resp *http.Response, body []byte) *chat.Upstre
 	msg := errorMessage(body)
 	e := &chat.UpstreamError{Provider: provider, Status: resp.StatusCode, Message: msg,
 		Err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)}
-	switch s := resp.StatusCode; {
-	case s == 400 || s == 404 || s == 413 || s == 422:
-		e.Kind = chat.UpstreamBadRequest
+	e.Kind = chat.StatusKind(resp.StatusCode)
+	switch e.Kind {
+	case chat.UpstreamBadRequest:
 		if e.Message == "" {
-			e.Message = fmt.Sprintf("The %s provider rejected the request (HTTP %d).", provider, s)
+			e.Message = fmt.Sprintf("The %s provider rejected the request (HTTP %d).", provider, resp.StatusCode)
 		}
-	case s == 429:
-		e.Kind = chat.UpstreamRateLimited
+	case chat.UpstreamRateLimited:
 		e.RetryAfter = chat.RetryAfter(resp.Header, time.Now())
-	case s == 408 || s == 504:
-		e.Kind = chat.UpstreamTimeout
-	case s == 503:
-		e.Kind = chat.UpstreamUnavailable
-	default: // 401/403 (our credentials), other 4xx, 5xx
-		e.Kind = chat.UpstreamFailed
 	}
 	return e
 }
