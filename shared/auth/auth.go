@@ -6,12 +6,14 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -122,7 +124,8 @@ type Store interface {
 	PutKey(ctx context.Context, r Record) error
 	// KeyByHash returns the record with hash, or ErrKeyNotFound.
 	KeyByHash(ctx context.Context, hash string) (Record, error)
-	// Keys returns all key records of account ("" for every account).
+	// Keys returns all key records of account ("" for every account),
+	// in SortRecords order.
 	Keys(ctx context.Context, account string) ([]Record, error)
 	// RevokeKey marks the key with id revoked at time at; ErrKeyNotFound if none.
 	RevokeKey(ctx context.Context, id string, at time.Time) (Record, error)
@@ -226,4 +229,12 @@ func principal(r Record) (Principal, error) {
 		return Principal{}, ErrInvalidKey
 	}
 	return Principal{Account: r.Account, KeyID: r.ID}, nil
+}
+
+// SortRecords orders key records as Store.Keys lists them: oldest first,
+// by ID among keys created in the same second.
+func SortRecords(rs []Record) {
+	slices.SortFunc(rs, func(a, b Record) int {
+		return cmp.Or(cmp.Compare(a.Created, b.Created), cmp.Compare(a.ID, b.ID))
+	})
 }

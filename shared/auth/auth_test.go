@@ -135,3 +135,15 @@ func BenchmarkRandomString(b *testing.B) {
 		RandomString(24)
 	}
 }
+
+func TestSortRecords(t *testing.T) {
+	rs := []Record{{ID: "key_c", Created: 2}, {ID: "key_b", Created: 1}, {ID: "key_a", Created: 2}, {ID: "key_d", Created: 0}}
+	SortRecords(rs)
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.ID)
+	}
+	if want := "key_d key_b key_a key_c"; strings.Join(got, " ") != want {
+		t.Errorf("SortRecords order = %v; want %s", got, want)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -98,12 +97,7 @@ func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Created != out[j].Created {
-			return out[i].Created < out[j].Created
-		}
-		return out[i].ID < out[j].ID
-	})
+	auth.SortRecords(out)
 	return out, nil
 }
 

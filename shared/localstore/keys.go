@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -71,12 +70,7 @@ func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Created != out[j].Created {
-			return out[i].Created < out[j].Created
-		}
-		return out[i].ID < out[j].ID
-	})
+	auth.SortRecords(out)
 	return out, nil
 }
 
