@@ -361,6 +361,11 @@ func checkTemplate(tpl map[string]any, root string) []string {
 		if !ok || timeout == 0 || vis < 6*timeout {
 			bad("%s: VisibilityTimeout %v < 6 x worker Timeout %v", queue, vis, timeout)
 		}
+		// functions/worker.WorkerTimeout (the lease) is 300 s: the longest
+		// synchronous vendor call, a 5-minute ElevenLabs song, fits in it.
+		if timeout != 300 {
+			bad("%s: Timeout %v; want 300 (functions/worker.WorkerTimeout)", worker, timeout)
+		}
 		redrive := mapAt(tpl, "Resources", queue, "Properties", "RedrivePolicy")
 		if n, _ := numAt(redrive, "maxReceiveCount"); n != 5 {
 			bad("%s: RedrivePolicy.maxReceiveCount = %v; want 5", queue, redrive["maxReceiveCount"])

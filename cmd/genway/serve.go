@@ -21,7 +21,6 @@ import (
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/ratelimit"
-	"github.com/genway/genway/shared/synthetic"
 	"github.com/genway/genway/shared/upstreams"
 )
 
@@ -57,6 +56,7 @@ type serveConfig struct {
 	workers    int
 	rateLimit  int
 	usageFlush time.Duration // how often buffered chat usage is written
+	mediaPoll  time.Duration // GENWAY_MEDIA_POLL: between polls of a long-running vendor
 }
 
 func loadServeConfig(getenv func(string) string) (serveConfig, error) {
@@ -91,6 +91,9 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 		return c, err
 	}
 	c.rateLimit = rl
+	if c.mediaPoll, err = jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL")); err != nil {
+		return c, fmt.Errorf("GENWAY_MEDIA_POLL: %w", err)
+	}
 	if c.devKey != "" && !auth.ValidKey(c.devKey) {
 		return c, fmt.Errorf("GENWAY_DEV_KEY must be %s followed by at least 32 letters and digits", auth.Prefix)
 	}
@@ -165,11 +168,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}()
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store})
 	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log}
-	worker := &jobs.Worker{Store: be.jobs, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
-		Providers: map[string]jobs.Provider{"synthetic": synthetic.Media{}}}
-	if getenv("GENWAY_SYNTHETIC") == "off" {
-		delete(worker.Providers, "synthetic")
+	media, err := upstreams.NewMedia(cat, getenv, nil)
+	if err != nil {
+		return fmt.Errorf("media providers: %w", err)
 	}
+	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
+		Providers: media, PollInterval: cfg.mediaPoll}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)

@@ -8,14 +8,12 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdahttp"
-	"github.com/genway/genway/shared/sqsqueue"
 )
 
 func main() {
@@ -35,14 +33,13 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	sqsClient := sqs.NewFromConfig(b.AWS)
-	queueURL, err := b.Names.QueueURL(ctx, sqsClient)
+	queue, err := b.Queue(ctx)
 	if err != nil {
 		return err
 	}
 	// Media only signs links: an idempotent replay of a completed job
 	// answers with its output link.
-	svc := &jobs.Service{Store: b.Store, Queue: sqsqueue.New(sqsClient, queueURL), Media: b.Media(), Catalog: cat, Log: b.Log}
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log}
 	h, err := b.API(getenv, httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)})
 	if err != nil {
 		return err

@@ -12,11 +12,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/sqsqueue"
 )
 
 func main() {
@@ -36,12 +34,11 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	sqsClient := sqs.NewFromConfig(b.AWS)
-	queueURL, err := b.Names.QueueURL(ctx, sqsClient)
+	queue, err := b.Queue(ctx)
 	if err != nil {
 		return err
 	}
-	svc := &jobs.Service{Store: b.Store, Queue: sqsqueue.New(sqsClient, queueURL), Sweeps: b.Store, Log: b.Log}
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Sweeps: b.Store, Log: b.Log}
 	lambda.StartWithOptions(func(ctx context.Context, _ events.EventBridgeEvent) (jobs.SweepResult, error) {
 		res, err := svc.Sweep(ctx, after)
 		if err != nil {

@@ -14,8 +14,13 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdaevents"
-	"github.com/genway/genway/shared/synthetic"
+	"github.com/genway/genway/shared/upstreams"
 )
+
+// WorkerTimeout is the function's Timeout in template.yaml (a test checks
+// they agree): the longest synchronous vendor call, a long ElevenLabs song,
+// fits in it.
+const WorkerTimeout = 5 * time.Minute
 
 func main() {
 	if err := run(context.Background(), os.Getenv); err != nil {
@@ -34,12 +39,22 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	// Lease: the function's timeout (template.yaml), so that an SQS duplicate
-	// never generates a job that a live invocation is still generating.
-	w := &jobs.Worker{Store: b.Store, Media: b.Media(), Providers: map[string]jobs.Provider{}, Catalog: cat, Log: b.Log, Lease: 2 * time.Minute}
-	if getenv("GENWAY_SYNTHETIC") != "off" {
-		w.Providers["synthetic"] = synthetic.Media{}
+	queue, err := b.Queue(ctx)
+	if err != nil {
+		return err
 	}
+	providers, err := upstreams.NewMedia(cat, getenv, nil)
+	if err != nil {
+		return err
+	}
+	poll, err := jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL"))
+	if err != nil {
+		return fmt.Errorf("GENWAY_MEDIA_POLL: %w", err)
+	}
+	// Lease: the function's timeout (template.yaml), so that an SQS duplicate
+	// never starts a job that a live invocation is still starting.
+	w := &jobs.Worker{Store: b.Store, Queue: queue, Media: b.Media(), Providers: providers, Catalog: cat, Log: b.Log,
+		Lease: WorkerTimeout, PollInterval: poll}
 	lambda.StartWithOptions(lambdaevents.SQS(w.Process, b.Log), lambda.WithContext(ctx))
 	return nil
 }

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 //go:embed catalog.json
@@ -92,8 +94,53 @@ type Model struct {
 	MaxDuration     int      `json:"max_duration,omitempty"`
 	DefaultDuration int      `json:"default_duration,omitempty"` // 0: the type's default
 	DefaultSize     string   `json:"default_size,omitempty"`     // video: WxH
+	// Durations, if set, are the only durations the vendor takes (Veo: 4,
+	// 6, 8); any other is a 400 at create.
+	Durations []int `json:"durations,omitempty"`
+	// Sizes, if set, are the only video sizes (WxH) the vendor makes; a
+	// resolution alone picks the landscape size of that height.
+	Sizes []string `json:"sizes,omitempty"`
+	// SizeDurations narrows Durations per size, where a vendor makes some
+	// sizes only at some lengths (Veo 3.1: 1080p only at 8 s).
+	SizeDurations map[string][]int `json:"size_durations,omitempty"`
+	// DeadlineSeconds bounds a job from its first start; past it the job
+	// fails with code timeout, no charge. 0: DefaultDeadline.
+	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
+	// Input maps a job onto a hosted model's input (fal, Replicate).
+	Input *Input `json:"input,omitempty"`
 
 	Price *Price `json:"price,omitempty"`
+}
+
+// DefaultDeadline is a job model's deadline when the catalog sets none.
+const DefaultDeadline = 15 * time.Minute
+
+// Deadline returns how long a job of m may run from its first start.
+func (m *Model) Deadline() time.Duration {
+	if m.DeadlineSeconds > 0 {
+		return time.Duration(m.DeadlineSeconds) * time.Second
+	}
+	return DefaultDeadline
+}
+
+// Input says where a job's fields go in a hosted model's input object (fal
+// and Replicate models each name their inputs their own way). A field name
+// left empty is not sent. Fixed inputs are sent as they are, under the
+// mapped ones.
+type Input struct {
+	Prompt string `json:"prompt,omitempty"` // the prompt; default "prompt"
+	// Duration is the duration in seconds, as a JSON number, or as a
+	// string when DurationString is set (some fal models take "5").
+	Duration       string `json:"duration,omitempty"`
+	DurationString bool   `json:"duration_string,omitempty"`
+	// DurationMS is the duration in milliseconds (a number).
+	DurationMS  string         `json:"duration_ms,omitempty"`
+	AspectRatio string         `json:"aspect_ratio,omitempty"` // "16:9", "9:16", "1:1" from the size
+	Resolution  string         `json:"resolution,omitempty"`   // "720p" from the size's height
+	Size        string         `json:"size,omitempty"`         // "WxH" as it is
+	Lyrics      string         `json:"lyrics,omitempty"`       // music in LYRICS mode
+	Format      string         `json:"format,omitempty"`       // the audio format, mp3 or wav
+	Fixed       map[string]any `json:"fixed,omitempty"`
 }
 
 // Provider is an upstream the catalog's models run on.
@@ -170,6 +217,9 @@ func Parse(b []byte) (*Catalog, error) {
 			if m.Type != TypeVideo && len(m.Formats) == 0 {
 				return nil, fmt.Errorf("parse catalog: audio model %q needs formats", m.ID)
 			}
+			if err := m.checkJobLimits(); err != nil {
+				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
+			}
 		default:
 			return nil, fmt.Errorf("parse catalog: model %q: unknown type %q", m.ID, m.Type)
 		}
@@ -186,6 +236,35 @@ func Parse(b []byte) (*Catalog, error) {
 		c.byID[c.Models[i].ID] = &c.Models[i]
 	}
 	return &c, nil
+}
+
+// checkJobLimits checks that a job model's default duration and size are
+// among the ones it allows.
+func (m *Model) checkJobLimits() error {
+	d := m.DefaultDuration
+	if d > m.MaxDuration || d < 0 {
+		return fmt.Errorf("default_duration %d is not within 1..max_duration %d", d, m.MaxDuration)
+	}
+	if len(m.Durations) > 0 && d == 0 {
+		return fmt.Errorf("durations %v need a default_duration among them", m.Durations)
+	}
+	if d != 0 && len(m.Durations) > 0 && !slices.Contains(m.Durations, d) {
+		return fmt.Errorf("default_duration %d is not one of durations %v", d, m.Durations)
+	}
+	for _, v := range m.Durations {
+		if v <= 0 || v > m.MaxDuration {
+			return fmt.Errorf("durations: %d is not within 1..max_duration %d", v, m.MaxDuration)
+		}
+	}
+	if m.DefaultSize != "" && len(m.Sizes) > 0 && !slices.Contains(m.Sizes, m.DefaultSize) {
+		return fmt.Errorf("default_size %q is not one of sizes %v", m.DefaultSize, m.Sizes)
+	}
+	for s := range m.SizeDurations {
+		if !slices.Contains(m.Sizes, s) {
+			return fmt.Errorf("size_durations: %q is not one of sizes %v", s, m.Sizes)
+		}
+	}
+	return nil
 }
 
 // Model returns the model with id, and whether it exists.

@@ -332,7 +332,35 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 		set = append(set, "attempts = if_not_exists(attempts, :zero) + :one")
 		vals[":zero"], vals[":one"] = num(0), num(1)
 	}
+	if p.Started != 0 {
+		set = append(set, "started = :st")
+		vals[":st"] = num(p.Started)
+	}
+	if p.NextRun != 0 {
+		set = append(set, "next_run = :nr")
+		vals[":nr"] = num(p.NextRun)
+	}
+	if p.Handle != nil {
+		v, err := marshal(p.Handle)
+		if err != nil {
+			return nil, fmt.Errorf("transition job %s: encode handle: %w", id, err)
+		}
+		set = append(set, "handle = :h")
+		vals[":h"] = v
+	}
+	cond := "#s = :from"
 	names := map[string]string{"#s": "status"}
+	if p.IfRuns != nil {
+		// A job with no runs yet has no attribute (omitempty).
+		names["#r"] = "runs"
+		vals[":r"], vals[":r1"] = num(int64(*p.IfRuns)), num(int64(*p.IfRuns)+1)
+		set = append(set, "#r = :r1")
+		if *p.IfRuns == 0 {
+			cond += " AND (attribute_not_exists(#r) OR #r = :r)"
+		} else {
+			cond += " AND #r = :r"
+		}
+	}
 	if p.Output != nil {
 		names["#o"] = "output"
 	}
@@ -348,7 +376,7 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           aws.String(s.jobs),
 		Key:                                 map[string]types.AttributeValue{"id": str(id)},
-		ConditionExpression:                 aws.String("#s = :from"),
+		ConditionExpression:                 aws.String(cond),
 		UpdateExpression:                    aws.String(update),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           vals,

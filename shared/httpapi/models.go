@@ -6,6 +6,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/jobs"
 )
 
 // modelView is a Model record of GET /v1/models: the OpenAI list fields plus
@@ -22,13 +23,19 @@ type modelView struct {
 	MaxTokens    int                   `json:"max_tokens,omitempty"`
 	Formats      []string              `json:"formats,omitempty"`
 	MaxDuration  int                   `json:"max_duration,omitempty"`
-	Price        *catalog.Price        `json:"price,omitempty"`
+	// DefaultDuration is the duration a job gets when it names none.
+	DefaultDuration int            `json:"default_duration,omitempty"`
+	Durations       []int          `json:"durations,omitempty"`
+	Sizes           []string       `json:"sizes,omitempty"`
+	DefaultSize     string         `json:"default_size,omitempty"`
+	Price           *catalog.Price `json:"price,omitempty"`
 }
 
 func viewModel(m *catalog.Model) modelView {
 	return modelView{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Type: m.Type,
 		Description: m.Description, Test: m.Test, Capabilities: m.Capabilities, MaxTokens: m.MaxTokens,
-		Formats: m.Formats, MaxDuration: m.MaxDuration, Price: m.Price}
+		Formats: m.Formats, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
+		Durations: m.Durations, Sizes: m.Sizes, DefaultSize: m.DefaultSize, Price: m.Price}
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured

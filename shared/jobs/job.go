@@ -98,9 +98,21 @@ type Job struct {
 	Output   *Output   `json:"output,omitempty"`
 	Error    *JobError `json:"error,omitempty"`
 	Price    int64     `json:"price"`    // credits held at create, captured on completion
-	Attempts int       `json:"attempts"` // times a worker took the job
+	Attempts int       `json:"attempts"` // times a worker took the job to start it at its vendor
 	Created  int64     `json:"created"`  // Unix seconds
 	Updated  int64     `json:"updated"`  // Unix seconds
+
+	// Long-running state, written by the worker.
+	Started int64   `json:"started,omitempty"` // Unix seconds of the first start: the deadline counts from it
+	Handle  *Handle `json:"handle,omitempty"`  // the vendor's handle once the vendor accepted the job
+	// Runs counts the worker runs claimed so far (starts, polls, retries).
+	// Every claim is conditional on it, so that of duplicate deliveries
+	// exactly one runs.
+	Runs int `json:"runs,omitempty"`
+	// NextRun is the Unix second before which a delivery of this job is
+	// early: a duplicate of a run already claimed, or a retry's message
+	// come before its delay (see Worker.Process).
+	NextRun int64 `json:"next_run,omitempty"`
 }
 
 // Idempotency ties a client's Idempotency-Key to the job it created.
@@ -117,6 +129,13 @@ type Patch struct {
 	Error       *JobError
 	IncAttempts bool
 	Updated     int64
+	Started     int64   // set if not 0
+	Handle      *Handle // set if not nil
+	NextRun     int64   // set if not 0
+	// IfRuns, when not nil, is a further precondition: the job's Runs
+	// must equal *IfRuns, and the transition sets Runs to *IfRuns+1. It is
+	// how one delivery among duplicates claims a run.
+	IfRuns *int
 }
 
 // Store keeps jobs. Implementations are safe for concurrent use.
@@ -131,8 +150,9 @@ type Store interface {
 	// Get returns the job with id, or ErrNotFound.
 	Get(ctx context.Context, id string) (*Job, error)
 	// Transition moves job id from status from to status to, applying p,
-	// atomically and only if the job is still in from; otherwise it returns
-	// ErrConflict (wrapped, with the job's current state readable by Get).
+	// atomically and only if the job is still in from (and, with
+	// p.IfRuns, has that many runs); otherwise it returns ErrConflict
+	// (wrapped, with the job's current state readable by Get).
 	Transition(ctx context.Context, id string, from, to Status, p Patch) (*Job, error)
 }
 
@@ -144,45 +164,14 @@ type Queue interface {
 
 // Media stores outputs and makes links to them.
 type Media interface {
-	// Put stores size bytes from r under key.
+	// Put stores the bytes of r under key, copying them as they arrive.
+	// size is how many r yields, or -1 if unknown; with size >= 0 another
+	// count is an error and nothing is stored. An error from r is returned
+	// (wrapped) and nothing is stored.
 	Put(ctx context.Context, key, contentType string, r io.Reader, size int64) error
 	// URL returns an absolute link to key that works for ttl.
 	URL(ctx context.Context, key string, ttl time.Duration) (string, error)
 }
-
-// Result is generated media.
-type Result struct {
-	Data        []byte
-	ContentType string
-	Ext         string // file extension without dot: mp3, wav, mp4
-	Duration    int
-	Width       int
-	Height      int
-}
-
-// Provider generates media for a job. Implementations return a
-// *ProviderError for failures that must not be retried; any other error is
-// taken as transient and the job is retried.
-type Provider interface {
-	Generate(ctx context.Context, j *Job) (*Result, error)
-}
-
-// ProviderError is a permanent generation failure: the job fails with Code.
-type ProviderError struct {
-	Code    string // CodeUpstream, CodeContentPolicy, CodeTimeout, CodeInternal
-	Message string // shown to the client in job.error
-	Err     error
-}
-
-func (e *ProviderError) Error() string {
-	if e.Err != nil {
-		return e.Code + ": " + e.Message + ": " + e.Err.Error()
-	}
-	return e.Code + ": " + e.Message
-}
-
-// Unwrap returns the cause.
-func (e *ProviderError) Unwrap() error { return e.Err }
 
 // Errors of the jobs domain.
 var (

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -49,6 +50,19 @@ func defaultDuration(typ string) int {
 	default:
 		return 5
 	}
+}
+
+// DefaultDuration is the duration a job of model m gets when the request
+// names none: the model's default_duration, else the seed's default for its
+// type (cut to the model's max_duration); 0 for a chat model.
+func DefaultDuration(m *catalog.Model) int {
+	switch {
+	case m.Type == catalog.TypeChat:
+		return 0
+	case m.DefaultDuration != 0:
+		return m.DefaultDuration
+	}
+	return min(defaultDuration(m.Type), m.MaxDuration)
 }
 
 // Validate checks req against the catalog and returns the model and the
@@ -102,16 +116,16 @@ func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, 
 		}
 	}
 
-	in.Duration = m.DefaultDuration
-	if in.Duration == 0 {
-		in.Duration = min(defaultDuration(req.Type), m.MaxDuration)
-	}
+	in.Duration = DefaultDuration(m)
 	if req.Duration != nil {
 		d := *req.Duration
 		if d <= 0 || d > m.MaxDuration {
 			return nil, in, apierr.Invalidf("duration", "invalid_value", "duration must be an integer from 1 to %d seconds for %s; got %d.", m.MaxDuration, m.ID, d)
 		}
 		in.Duration = d
+	}
+	if len(m.Durations) > 0 && !slices.Contains(m.Durations, in.Duration) {
+		return nil, in, apierr.Invalidf("duration", "invalid_value", "duration must be one of %s seconds for %s; got %d.", joinInts(m.Durations), m.ID, in.Duration)
 	}
 
 	switch req.Type {
@@ -162,6 +176,9 @@ func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, 
 		if req.Resolution != nil {
 			in.Resolution = *req.Resolution
 		}
+		if ds, ok := m.SizeDurations[in.Size]; ok && !slices.Contains(ds, in.Duration) {
+			return nil, in, apierr.Invalidf("duration", "invalid_value", "%s makes %s only at %s seconds; got %d.", m.ID, in.Size, joinInts(ds), in.Duration)
+		}
 	}
 	return m, in, nil
 }
@@ -191,10 +208,22 @@ func videoSize(m *catalog.Model, req *CreateRequest) (int, int, error) {
 		if w < MinDimension || h < MinDimension || w > MaxDimension || h > MaxDimension {
 			return 0, 0, apierr.Invalidf("size", "invalid_value", "size must be from %dx%d to %dx%d; got %q.", MinDimension, MinDimension, MaxDimension, MaxDimension, s)
 		}
-		if rh != 0 && rh != h {
+		if rh != 0 && rh != h && !(len(m.Sizes) > 0 && rh == min(w, h)) {
 			return 0, 0, apierr.Invalidf("resolution", "invalid_value", "resolution %q disagrees with size %q.", *req.Resolution, s)
 		}
+		if len(m.Sizes) > 0 && !slices.Contains(m.Sizes, s) {
+			return 0, 0, apierr.Invalidf("size", "invalid_value", "size must be one of %s for %s; got %q.", strings.Join(m.Sizes, ", "), m.ID, s)
+		}
 		return w, h, nil
+	}
+	if rh != 0 && len(m.Sizes) > 0 {
+		// The vendor's landscape size of that height (720p: 1280x720).
+		for _, sz := range m.Sizes {
+			if sw, sh := parseSize(sz); sh == rh && sw >= sh {
+				return sw, sh, nil
+			}
+		}
+		return 0, 0, apierr.Invalidf("resolution", "invalid_value", "%s makes no %s video; sizes: %s.", m.ID, *req.Resolution, strings.Join(m.Sizes, ", "))
 	}
 	if rh != 0 {
 		w := (rh*16/9 + 1) &^ 1
@@ -208,6 +237,14 @@ func videoSize(m *catalog.Model, req *CreateRequest) (int, int, error) {
 	w, _ := strconv.Atoi(ws)
 	h, _ := strconv.Atoi(hs)
 	return w, h, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 func contains(list []string, s string) bool {

@@ -99,9 +99,10 @@ func (s *sweepStore) MarkSwept(ctx context.Context, id string, at time.Time) (in
 
 // memQueue records enqueued ids; err, if set, fails every Enqueue.
 type memQueue struct {
-	mu  sync.Mutex
-	ids []string
-	err error
+	mu     sync.Mutex
+	ids    []string
+	delays []time.Duration
+	err    error
 }
 
 func (q *memQueue) Enqueue(ctx context.Context, id string, delay time.Duration) error {
@@ -111,6 +112,7 @@ func (q *memQueue) Enqueue(ctx context.Context, id string, delay time.Duration) 
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.ids = append(q.ids, id)
+	q.delays = append(q.delays, delay)
 	return nil
 }
 
@@ -385,7 +387,7 @@ func TestSweepDuplicateDelivery(t *testing.T) {
 				mu.Lock()
 				generated++
 				mu.Unlock()
-				return &Result{Data: []byte("x"), ContentType: "audio/mpeg", Ext: "mp3", Duration: 1}, nil
+				return media("x", 1), nil
 			})
 			w := &Worker{Store: st, Media: &memMedia{}, Catalog: cat, Providers: map[string]Provider{"synthetic": p}, Log: discard(),
 				Lease: 2 * time.Minute, Now: func() time.Time { return time.Unix(1000, 0) }}

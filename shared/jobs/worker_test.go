@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,6 +57,21 @@ func (s *memStore) Transition(ctx context.Context, id string, from, to Status, p
 	if j.Status != from || !CanTransition(from, to) {
 		return nil, fmt.Errorf("transition %s %s->%s (is %s): %w", id, from, to, j.Status, ErrConflict)
 	}
+	if p.IfRuns != nil {
+		if j.Runs != *p.IfRuns {
+			return nil, fmt.Errorf("transition %s: runs %d, not %d: %w", id, j.Runs, *p.IfRuns, ErrConflict)
+		}
+		j.Runs++
+	}
+	if p.Started != 0 {
+		j.Started = p.Started
+	}
+	if p.Handle != nil {
+		j.Handle = p.Handle
+	}
+	if p.NextRun != 0 {
+		j.NextRun = p.NextRun
+	}
 	j.Status = to
 	if to == Completed {
 		s.completions++
@@ -83,8 +99,11 @@ type memMedia struct {
 
 func (m *memMedia) Put(ctx context.Context, key, ct string, r io.Reader, size int64) error {
 	b, err := io.ReadAll(r)
-	if err != nil || int64(len(b)) != size {
-		return fmt.Errorf("short put: %v", err)
+	if err != nil {
+		return fmt.Errorf("put: %w", err)
+	}
+	if size >= 0 && int64(len(b)) != size {
+		return fmt.Errorf("short put: %d bytes, want %d", len(b), size)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -99,10 +118,21 @@ func (m *memMedia) URL(ctx context.Context, key string, ttl time.Duration) (stri
 	return "http://127.0.0.1/" + key, nil
 }
 
-// providerFunc adapts a function to Provider.
+// providerFunc adapts a function to a synchronous Provider.
 type providerFunc func(ctx context.Context, j *Job) (*Result, error)
 
-func (f providerFunc) Generate(ctx context.Context, j *Job) (*Result, error) { return f(ctx, j) }
+func (f providerFunc) Start(ctx context.Context, _ *catalog.Model, j *Job) (*Step, error) {
+	res, err := f(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	return &Step{Result: res}, nil
+}
+
+// media returns a Result of the bytes b.
+func media(b string, duration int) *Result {
+	return &Result{Body: io.NopCloser(strings.NewReader(b)), Size: int64(len(b)), ContentType: "audio/mpeg", Ext: "mp3", Duration: duration}
+}
 
 func TestWorkerProcess(t *testing.T) {
 	cat, err := catalog.Default()
@@ -110,7 +140,7 @@ func TestWorkerProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
-		return &Result{Data: []byte("ID3data"), ContentType: "audio/mpeg", Ext: "mp3", Duration: j.Input.Duration}, nil
+		return media("ID3data", j.Input.Duration), nil
 	})
 	permanent := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
 		return nil, &ProviderError{Code: CodeContentPolicy, Message: "refused"}
@@ -140,7 +170,7 @@ func TestWorkerProcess(t *testing.T) {
 		{"duplicate after completion does nothing", ptr(with(Completed, 1)), ok, false, Completed, 1, "", 0},
 		{"duplicate after failure does nothing", ptr(with(Failed, 1)), ok, false, Failed, 1, "", 0},
 		{"permanent provider error fails", ptr(with(Queued, 0)), permanent, false, Failed, 1, CodeContentPolicy, 0},
-		{"transient error retries", ptr(with(Queued, 0)), transient, true, Processing, 1, "", 0},
+		{"transient error is retried later", ptr(with(Queued, 0)), transient, false, Processing, 1, "", 0},
 		{"attempts exhausted fails", ptr(with(Processing, DefaultMaxAttempts)), ok, false, Failed, DefaultMaxAttempts, CodeInternal, 0},
 		{"unknown job is dropped", nil, ok, false, "", 0, "", 0},
 		{"processing job within its lease is left alone", ptr(withUpdated(Processing, 1, 990)), ok, true, Processing, 1, "", 0},
@@ -153,7 +183,8 @@ func TestWorkerProcess(t *testing.T) {
 				st = newMemStore(*tt.job)
 			}
 			m := &memMedia{}
-			w := &Worker{Store: st, Media: m, Catalog: cat, Providers: map[string]Provider{"synthetic": tt.provider},
+			q := &memQueue{}
+			w := &Worker{Store: st, Queue: q, Media: m, Catalog: cat, Providers: map[string]Provider{"synthetic": tt.provider},
 				Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Lease: 2 * time.Minute, Now: func() time.Time { return time.Unix(1000, 0) }}
 			err := w.Process(context.Background(), base.ID)
 			if (err != nil) != tt.wantErr {
@@ -175,6 +206,14 @@ func TestWorkerProcess(t *testing.T) {
 			if got := len(m.puts); got != tt.wantPuts {
 				t.Errorf("media puts = %d; want %d", got, tt.wantPuts)
 			}
+			// Only a job waiting for a retry has a new message.
+			wantMsgs := 0
+			if tt.wantStatus == Processing && !tt.wantErr {
+				wantMsgs = 1
+			}
+			if got := len(q.sent()); got != wantMsgs {
+				t.Errorf("messages sent = %d; want %d", got, wantMsgs)
+			}
 		})
 	}
 }
@@ -185,7 +224,7 @@ func TestWorkerConcurrentDuplicates(t *testing.T) {
 	cat, _ := catalog.Default()
 	st := newMemStore(Job{ID: "job_sfx_bbbbbbbbbbbbbbbbbbbb", Account: "a", Type: TypeSFX, Model: "synthetic-sfx", Status: Queued, Input: Input{Prompt: "p", Duration: 1, Format: "mp3"}})
 	p := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
-		return &Result{Data: []byte("x"), ContentType: "audio/mpeg", Ext: "mp3", Duration: 1}, nil
+		return media("x", 1), nil
 	})
 	w := &Worker{Store: st, Media: &memMedia{}, Catalog: cat, Providers: map[string]Provider{"synthetic": p}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	var wg sync.WaitGroup

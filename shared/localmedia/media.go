@@ -72,9 +72,9 @@ func contentTypeFile(p string) string {
 	return filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".type")
 }
 
-// Put writes size bytes from r under key atomically: readers see the old
-// file or the whole new one, never a part. It fails if r yields another
-// number of bytes. The content type is kept in a hidden sidecar file.
+// Put writes the bytes of r under key atomically: readers see the old file
+// or the whole new one, never a part. With size >= 0 it fails if r yields
+// another number of bytes; -1 takes what r yields. The content type is kept in a hidden sidecar file.
 func (m *Media) Put(ctx context.Context, key, contentType string, r io.Reader, size int64) error {
 	p, err := m.cleanKey(key)
 	if err != nil {
@@ -114,8 +114,11 @@ func writeTemp(dir string, r io.Reader, size int64, perm os.FileMode) (string, e
 		return "", err
 	}
 	tmp := f.Name()
-	n, err := io.Copy(f, io.LimitReader(r, size+1))
-	if err == nil && n != size {
+	if size >= 0 {
+		r = io.LimitReader(r, size+1)
+	}
+	n, err := io.Copy(f, r)
+	if err == nil && size >= 0 && n != size {
 		err = fmt.Errorf("got %d bytes; want %d", n, size)
 	}
 	if err == nil {

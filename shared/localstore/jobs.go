@@ -115,8 +115,8 @@ func (s *Store) Get(ctx context.Context, id string) (*jobs.Job, error) {
 }
 
 // Transition moves job id from status from to status to and applies p, in
-// one transaction and only if the job is in from and jobs.CanTransition
-// allows it; otherwise it returns an error wrapping jobs.ErrConflict
+// one transaction and only if the job is in from (and has p.IfRuns runs,
+// if set) and jobs.CanTransition allows it; otherwise it returns an error wrapping jobs.ErrConflict
 // (jobs.ErrNotFound if there is no such job). When the status changes, a
 // change record is appended to the feed in the same transaction.
 func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status, p jobs.Patch) (*jobs.Job, error) {
@@ -136,6 +136,21 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 		}
 		if j.Status != from {
 			return refuse(fmt.Errorf("status is %s: %w", j.Status, jobs.ErrConflict))
+		}
+		if p.IfRuns != nil {
+			if j.Runs != *p.IfRuns {
+				return refuse(fmt.Errorf("runs is %d, not %d: %w", j.Runs, *p.IfRuns, jobs.ErrConflict))
+			}
+			j.Runs++
+		}
+		if p.Started != 0 {
+			j.Started = p.Started
+		}
+		if p.Handle != nil {
+			j.Handle = p.Handle
+		}
+		if p.NextRun != 0 {
+			j.NextRun = p.NextRun
 		}
 		j.Status = to
 		if p.Output != nil {

@@ -54,21 +54,35 @@ func NewClient(cfg aws.Config) *s3.Client {
 	})
 }
 
-// Put implements jobs.Media: one PutObject with contentType and SSE-S3
-// (AES256). A reader that cannot seek is read into memory first (the SDK
-// needs to rewind a body to sign and retry it); it must yield size bytes.
+// PartSize is the part size of a multipart upload, and the largest body
+// Put sends in one PutObject when it does not know the size in advance.
+const PartSize = 8 << 20
+
+// Put implements jobs.Media, with contentType and SSE-S3 (AES256). A body
+// of known size up to PartSize, or one that can seek, is one PutObject;
+// any other body (a vendor's download, size unknown or large) is streamed
+// as a multipart upload of PartSize parts, so at most one part is held in
+// memory. A failed multipart upload is aborted (and the bucket's lifecycle
+// rule removes what an abort misses).
 func (m *Media) Put(ctx context.Context, key, contentType string, r io.Reader, size int64) error {
-	body, ok := r.(io.ReadSeeker)
-	if !ok {
-		b, err := io.ReadAll(io.LimitReader(r, size+1))
-		if err != nil {
-			return fmt.Errorf("put %s: read: %w", key, err)
-		}
-		if int64(len(b)) != size {
-			return fmt.Errorf("put %s: got %d bytes, want %d", key, len(b), size)
-		}
-		body = bytes.NewReader(b)
+	if body, ok := r.(io.ReadSeeker); ok && size >= 0 {
+		return m.putObject(ctx, key, contentType, body, size)
 	}
+	first := make([]byte, PartSize+1)
+	n, err := io.ReadFull(r, first)
+	switch {
+	case err == io.EOF || err == io.ErrUnexpectedEOF:
+		if size >= 0 && int64(n) != size {
+			return fmt.Errorf("put %s: got %d bytes, want %d", key, n, size)
+		}
+		return m.putObject(ctx, key, contentType, bytes.NewReader(first[:n]), int64(n))
+	case err != nil:
+		return fmt.Errorf("put %s: read: %w", key, err)
+	}
+	return m.putMultipart(ctx, key, contentType, first[:PartSize], io.MultiReader(bytes.NewReader(first[PartSize:n]), r), size)
+}
+
+func (m *Media) putObject(ctx context.Context, key, contentType string, body io.ReadSeeker, size int64) error {
 	_, err := m.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:               aws.String(m.bucket),
 		Key:                  aws.String(key),
@@ -79,6 +93,57 @@ func (m *Media) Put(ctx context.Context, key, contentType string, r io.Reader, s
 	})
 	if err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
+	}
+	return nil
+}
+
+// putMultipart uploads first, then the rest of r, in PartSize parts.
+func (m *Media) putMultipart(ctx context.Context, key, contentType string, first []byte, rest io.Reader, size int64) (err error) {
+	up, err := m.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
+		Bucket: aws.String(m.bucket), Key: aws.String(key), ContentType: aws.String(contentType),
+		ServerSideEncryption: types.ServerSideEncryptionAes256,
+	})
+	if err != nil {
+		return fmt.Errorf("put %s: start upload: %w", key, err)
+	}
+	defer func() {
+		if err != nil {
+			m.client.AbortMultipartUpload(context.WithoutCancel(ctx), &s3.AbortMultipartUploadInput{
+				Bucket: aws.String(m.bucket), Key: aws.String(key), UploadId: up.UploadId,
+			})
+		}
+	}()
+	var parts []types.CompletedPart
+	total := int64(0)
+	part := first
+	buf := make([]byte, PartSize)
+	for num := int32(1); ; num++ {
+		out, perr := m.client.UploadPart(ctx, &s3.UploadPartInput{
+			Bucket: aws.String(m.bucket), Key: aws.String(key), UploadId: up.UploadId,
+			PartNumber: aws.Int32(num), Body: bytes.NewReader(part), ContentLength: aws.Int64(int64(len(part))),
+		})
+		if perr != nil {
+			return fmt.Errorf("put %s: part %d: %w", key, num, perr)
+		}
+		parts = append(parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
+		total += int64(len(part))
+		n, rerr := io.ReadFull(rest, buf)
+		if rerr != nil && rerr != io.EOF && rerr != io.ErrUnexpectedEOF {
+			return fmt.Errorf("put %s: read: %w", key, rerr)
+		}
+		if n == 0 {
+			break
+		}
+		part = buf[:n]
+	}
+	if size >= 0 && total != size {
+		return fmt.Errorf("put %s: got %d bytes, want %d", key, total, size)
+	}
+	if _, err := m.client.CompleteMultipartUpload(ctx, &s3.CompleteMultipartUploadInput{
+		Bucket: aws.String(m.bucket), Key: aws.String(key), UploadId: up.UploadId,
+		MultipartUpload: &types.CompletedMultipartUpload{Parts: parts},
+	}); err != nil {
+		return fmt.Errorf("put %s: complete upload: %w", key, err)
 	}
 	return nil
 }

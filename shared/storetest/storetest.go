@@ -43,6 +43,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ConcurrentHolds", testConcurrentHolds},
 		{"Transitions", testTransitions},
 		{"TransitionMissingJob", testTransitionMissingJob},
+		{"Runs", testRuns},
 		{"SettleCapture", testSettleCapture},
 		{"SettleRelease", testSettleRelease},
 		{"SettleUnknownAccount", testSettleUnknownAccount},
@@ -356,6 +357,35 @@ func equalError(a, b *jobs.JobError) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// testRuns checks the worker's run claims: IfRuns is a precondition that
+// counts, and the long-running fields persist.
+func testRuns(t *testing.T, b Backend) {
+	ctx := context.Background()
+	acct := newAccount(t, b, 10)
+	j := create(t, b, newJob(t, acct, 1))
+	zero, one := 0, 1
+	h := &jobs.Handle{ID: "models/veo/operations/abc", StatusURL: "https://vendor.example/status/abc", Submitted: 123}
+	got, err := b.Transition(ctx, j.ID, jobs.Queued, jobs.Processing, jobs.Patch{IncAttempts: true, Started: 100, NextRun: 220, IfRuns: &zero})
+	if err != nil || got.Runs != 1 || got.Started != 100 || got.NextRun != 220 || got.Attempts != 1 {
+		t.Fatalf("first claim = %+v, %v; want runs 1, started 100, next run 220, attempts 1", got, err)
+	}
+	// A duplicate that read the job before the claim loses.
+	if _, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Processing, jobs.Patch{IfRuns: &zero}); !errors.Is(err, jobs.ErrConflict) {
+		t.Fatalf("stale claim = %v; want ErrConflict", err)
+	}
+	got, err = b.Transition(ctx, j.ID, jobs.Processing, jobs.Processing, jobs.Patch{Handle: h, NextRun: 300, IfRuns: &one})
+	if err != nil || got.Runs != 2 || got.Handle == nil || *got.Handle != *h || got.NextRun != 300 || got.Started != 100 {
+		t.Fatalf("handle claim = %+v, %v; want runs 2 with the handle, next run 300", got, err)
+	}
+	g, err := b.Get(ctx, j.ID)
+	if err != nil || g.Runs != 2 || g.Handle == nil || *g.Handle != *h || g.NextRun != 300 || g.Started != 100 || g.Attempts != 1 {
+		t.Fatalf("Get = %+v, %v; want the stored runs, handle, next run, started", g, err)
+	}
+	if _, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Completed, jobs.Patch{IfRuns: &one}); !errors.Is(err, jobs.ErrConflict) {
+		t.Fatalf("completion with stale runs = %v; want ErrConflict", err)
+	}
 }
 
 func testTransitionMissingJob(t *testing.T, b Backend) {

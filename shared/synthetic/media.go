@@ -1,13 +1,16 @@
 package synthetic
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"strconv"
 	"strings"
 
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/media"
 )
@@ -25,17 +28,27 @@ type Media struct{}
 
 var _ jobs.Provider = Media{}
 
-// Generate implements jobs.Provider.
-func (Media) Generate(ctx context.Context, j *jobs.Job) (*jobs.Result, error) {
-	if err := ctx.Err(); err != nil {
+// Start implements jobs.Provider: the synthetic provider is synchronous.
+func (m Media) Start(ctx context.Context, _ *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
+	data, res, err := m.generate(ctx, j)
+	if err != nil {
 		return nil, err
+	}
+	res.Body, res.Size = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+	return &jobs.Step{Result: res}, nil
+}
+
+func (Media) generate(ctx context.Context, j *jobs.Job) ([]byte, *jobs.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
 	}
 	in := j.Input
 	if strings.HasPrefix(strings.TrimSpace(in.Prompt), FailPrefix) {
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The synthetic provider failed this job on request (prompt starts with \"fail:\")."}
+		return nil, nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The synthetic provider failed this job on request (prompt starts with \"fail:\")."}
 	}
 	seed := Seed(j.Type, in.Prompt, in.Lyrics, in.Category)
 	res := &jobs.Result{Duration: in.Duration}
+	var data []byte
 	var err error
 	switch j.Type {
 	case jobs.TypeMusic, jobs.TypeSFX:
@@ -43,25 +56,25 @@ func (Media) Generate(ctx context.Context, j *jobs.Job) (*jobs.Result, error) {
 		if j.Type == jobs.TypeSFX {
 			kind = media.SFX
 		}
-		res.Data, res.ContentType, err = media.Audio(kind, seed, in.Duration, in.Format)
+		data, res.ContentType, err = media.Audio(kind, seed, in.Duration, in.Format)
 		res.Ext = in.Format
 	case jobs.TypeVideo:
 		w, h, perr := parseSize(in.Size)
 		if perr != nil {
-			return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "invalid video size", Err: perr}
+			return nil, nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "invalid video size", Err: perr}
 		}
-		res.Data, err = media.Video(seed, in.Duration, w, h)
+		data, err = media.Video(seed, in.Duration, w, h)
 		res.ContentType, res.Ext, res.Width, res.Height = media.ContentTypeMP4, "mp4", w, h
 	default:
-		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: fmt.Sprintf("unknown job type %q", j.Type)}
+		return nil, nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: fmt.Sprintf("unknown job type %q", j.Type)}
 	}
 	if errors.Is(err, media.ErrInvalidArgument) {
-		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The synthetic provider cannot make media with these parameters.", Err: err}
+		return nil, nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The synthetic provider cannot make media with these parameters.", Err: err}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("synthesise %s: %w", j.Type, err)
+		return nil, nil, fmt.Errorf("synthesise %s: %w", j.Type, err)
 	}
-	return res, nil
+	return data, res, nil
 }
 
 // Seed derives the synthesis seed from the job's text, so the same request

@@ -1,7 +1,9 @@
-// Package upstreams builds the chat providers the catalog names and the
+// Package upstreams builds the providers the catalog names and the
 // environment configures: one chat.Provider per configured catalog
 // provider, of the package for its kind (synthetic, openai, anthropic,
-// gemini, bedrock). It is wiring, used by cmd/genway and functions/chat.
+// gemini, bedrock), and one jobs.Provider per configured media vendor
+// (synthetic, elevenlabs, gemini for Veo, fal, replicate). It is wiring,
+// used by cmd/genway and the chat and worker functions.
 package upstreams
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/gemini"
 	"github.com/genway/genway/shared/h1"
+	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/openai"
 	"github.com/genway/genway/shared/synthetic"
 )
@@ -86,4 +89,61 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 		}
 	}
 	return out, nil
+}
+
+// NewMediaHTTPClient returns the client the media vendors share: net/http's
+// own transport, which never sends a POST again once any of it was written
+// (a second submit could be billed twice), with bounded dial, TLS and
+// header waits. No overall timeout: the worker bounds each call by the
+// job's deadline and the function's.
+func NewMediaHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 16
+	t.ResponseHeaderTimeout = 10 * time.Minute // a synchronous song comes with its headers
+	return &http.Client{Transport: t}
+}
+
+// NewMedia returns the configured job providers by catalog provider name:
+// the synthetic provider (unless GENWAY_SYNTHETIC=off) and each media
+// vendor whose key is set (see catalog.Provider.Configured), at its base
+// URL (the catalog's, overridden by its env var). httpClient may be nil
+// (NewMediaHTTPClient). Providers whose kind makes no media (openai,
+// anthropic, ...) are skipped.
+func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]jobs.Provider, error) {
+	if httpClient == nil {
+		httpClient = NewMediaHTTPClient()
+	}
+	out := make(map[string]jobs.Provider)
+	for i := range cat.Providers {
+		p := &cat.Providers[i]
+		if !p.Configured(getenv) || !makesMedia(cat, p.Name) {
+			continue
+		}
+		key := ""
+		if p.KeyEnv != "" {
+			key = getenv(p.KeyEnv)
+		}
+		base := p.BaseURLFor(getenv)
+		switch p.Kind {
+		case "synthetic":
+			out[p.Name] = synthetic.Media{}
+		default:
+			prov, err := newMediaVendor(p.Kind, base, key, httpClient)
+			if err != nil {
+				return nil, fmt.Errorf("provider %s: %w", p.Name, err)
+			}
+			out[p.Name] = prov
+		}
+	}
+	return out, nil
+}
+
+// makesMedia reports whether the catalog has a job model on provider.
+func makesMedia(cat *catalog.Catalog, provider string) bool {
+	for i := range cat.Models {
+		if m := &cat.Models[i]; m.Provider == provider && m.Type != catalog.TypeChat {
+			return true
+		}
+	}
+	return false
 }

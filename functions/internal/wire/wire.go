@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/awsenv"
@@ -20,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/s3media"
+	"github.com/genway/genway/shared/sqsqueue"
 )
 
 // Base is what every function starts from.
@@ -43,6 +45,17 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 		Names: names,
 		Store: dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable),
 	}, nil
+}
+
+// Queue returns the jobs queue (its URL from the environment, or looked up
+// by name).
+func (b *Base) Queue(ctx context.Context) (*sqsqueue.Queue, error) {
+	c := sqs.NewFromConfig(b.AWS)
+	url, err := b.Names.QueueURL(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return sqsqueue.New(c, url), nil
 }
 
 // Media returns the S3 adapter for job outputs.

@@ -1,0 +1,189 @@
+// Package mediafetch is what the media vendors' adapters share on the wire:
+// reading a vendor's JSON answer or error, classifying a failed call the
+// way the jobs worker expects (jobs.TransientError for 408, 429, 5xx and
+// network faults; jobs.ProviderError for the rest), and downloading a
+// finished file as a jobs.Result that the worker copies into storage as it
+// arrives.
+//
+// Nothing here logs, and no error it returns carries a request's headers
+// (where the vendor keys are) or a URL's query string.
+package mediafetch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/genway/genway/shared/jobs"
+)
+
+// MaxJSON bounds a vendor's JSON answer (status, result, error bodies).
+const MaxJSON = 4 << 20
+
+// Do sends req with c and returns the response if its status is 2xx. A
+// network failure is a *jobs.TransientError (unless ctx ended: then ctx's
+// error); a non-2xx answer is classified by jobs.StatusError with the
+// message that message extracts from the body (nil: the body's first 300
+// bytes) and code from policy (nil, or "" returned: upstream_error).
+func Do(ctx context.Context, c *http.Client, req *http.Request, what string, message func(status int, body []byte) (code, msg string)) (*http.Response, error) {
+	resp, err := c.Do(req.WithContext(ctx))
+	if err != nil {
+		return nil, TransportError(ctx, what, err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	code, msg := "", ""
+	if message != nil {
+		code, msg = message(resp.StatusCode, body)
+	}
+	if msg == "" {
+		msg = snippet(body)
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return nil, jobs.StatusError(what, resp.StatusCode, resp.Header, code, msg)
+}
+
+// TransportError classifies a failure to reach a vendor: ctx's own error if
+// ctx ended (the worker is shutting down), else a *jobs.TransientError. The
+// URL in a *url.Error is cut to scheme, host and path.
+func TransportError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = fmt.Errorf("%s %s: %w", ue.Op, Redact(ue.URL), ue.Err)
+	}
+	return &jobs.TransientError{Err: fmt.Errorf("%s: %w", what, err)}
+}
+
+// Redact returns rawURL without its query string and fragment (where a
+// signed link carries its signature).
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "<unparsable url>"
+	}
+	u.RawQuery, u.Fragment, u.User = "", "", nil
+	return u.String()
+}
+
+// DecodeJSON reads resp's body (at most MaxJSON bytes) into v and closes
+// it. An unreadable body is a *jobs.TransientError (the connection broke);
+// a body that is not the JSON v expects is a *jobs.ProviderError
+// (upstream_error): the vendor answered garbage.
+func DecodeJSON(resp *http.Response, what string, v any) error {
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxJSON+1))
+	if err != nil {
+		return &jobs.TransientError{Err: fmt.Errorf("%s: read answer: %w", what, err)}
+	}
+	if len(b) > MaxJSON {
+		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's answer was too large.", Err: fmt.Errorf("%s: answer over %d bytes", what, MaxJSON)}
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor answered something that is not the expected JSON.", Err: fmt.Errorf("%s: %w", what, err)}
+	}
+	return nil
+}
+
+// Download GETs rawURL with header (which may carry a vendor key; c follows
+// redirects, and Go drops such headers when a redirect leaves the host)
+// and returns the file as a jobs.Result whose Body the caller must close.
+// The content type is the answer's unless it is missing or generic
+// (application/octet-stream, binary/octet-stream), then the one the URL's
+// extension implies, else fallbackType; Ext follows the content type.
+func Download(ctx context.Context, c *http.Client, rawURL string, header http.Header, fallbackType string) (*jobs.Result, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor gave an unusable output link.", Err: fmt.Errorf("download %s: %w", Redact(rawURL), err)}
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
+	}
+	resp, err := Do(ctx, c, req, "download output", nil)
+	if err != nil {
+		return nil, err
+	}
+	ct := ContentType(resp.Header.Get("Content-Type"), rawURL, fallbackType)
+	return &jobs.Result{Body: resp.Body, Size: resp.ContentLength, ContentType: ct, Ext: Ext(ct)}, nil
+}
+
+// ContentType picks a file's media type: header's, unless it is empty or
+// generic; else the one rawURL's extension implies; else fallback.
+func ContentType(header, rawURL, fallback string) string {
+	if mt, _, err := mime.ParseMediaType(header); err == nil && mt != "application/octet-stream" && mt != "binary/octet-stream" {
+		return mt
+	}
+	if u, err := url.Parse(rawURL); err == nil {
+		if t := byExt[strings.ToLower(path.Ext(u.Path))]; t != "" {
+			return t
+		}
+	}
+	return fallback
+}
+
+// byExt are the media types of the extensions vendors' files have.
+var byExt = map[string]string{
+	".mp3": "audio/mpeg", ".wav": "audio/wav", ".flac": "audio/flac", ".ogg": "audio/ogg",
+	".m4a": "audio/mp4", ".aac": "audio/aac", ".mp4": "video/mp4", ".webm": "video/webm", ".mov": "video/quicktime",
+}
+
+// Ext returns the file extension (without dot) for a media type: mp3, wav,
+// mp4, ...; "bin" for an unknown one.
+func Ext(contentType string) string {
+	switch contentType {
+	case "audio/mpeg", "audio/mp3":
+		return "mp3"
+	case "audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave":
+		return "wav"
+	case "audio/flac", "audio/x-flac":
+		return "flac"
+	case "audio/ogg":
+		return "ogg"
+	case "audio/mp4":
+		return "m4a"
+	case "audio/aac":
+		return "aac"
+	case "video/mp4":
+		return "mp4"
+	case "video/webm":
+		return "webm"
+	case "video/quicktime":
+		return "mov"
+	}
+	return "bin"
+}
+
+// MatchesType reports whether a media type or a URL's extension fits a job
+// type: audio/* for music and sfx, video/* for video.
+func MatchesType(jobType, contentType, rawURL string) bool {
+	if contentType == "" || contentType == "application/octet-stream" {
+		contentType = ContentType("", rawURL, "")
+	}
+	want := "audio/"
+	if jobType == jobs.TypeVideo {
+		want = "video/"
+	}
+	return strings.HasPrefix(contentType, want)
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 300 {
+		s = s[:300]
+	}
+	return strings.ToValidUTF8(s, "")
+}
