@@ -25,7 +25,8 @@ const (
 	// [0, QueuedShards) from the job id.
 	QueuedShardAttribute = "queued_shard"
 	// QueuedAtAttribute is its sort key (N): Unix seconds when the job's
-	// message was last sent (its creation, then each sweep).
+	// message was last sent (its creation, then each sweep), or for a
+	// processing job when its next run is due (jobs.Job.NextRun).
 	QueuedAtAttribute = "queued_at"
 	// QueuedShards is how many partitions the index spreads queued jobs
 	// over, so that a high create rate does not throttle one index
@@ -96,7 +97,8 @@ func (s *Store) QueuedBefore(ctx context.Context, t time.Time, limit int) ([]str
 }
 
 // MarkSwept implements jobs.SweepStore with one UpdateItem conditioned on
-// the job being queued: ADD sweeps 1, SET queued_at = at.
+// the job waiting for a message (queued, or processing with its run
+// overdue): ADD sweeps 1, SET queued_at = at.
 func (s *Store) MarkSwept(ctx context.Context, id string, at time.Time) (int, error) {
 	if id == "" || strings.HasPrefix(id, idemPrefix) {
 		return 0, jobs.ErrNotFound
@@ -104,13 +106,13 @@ func (s *Store) MarkSwept(ctx context.Context, id string, at time.Time) (int, er
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.jobs),
 		Key:                 map[string]types.AttributeValue{"id": str(id)},
-		ConditionExpression: aws.String("#s = :q"),
+		ConditionExpression: aws.String("#s IN (:q, :p) AND attribute_exists(#a)"),
 		UpdateExpression:    aws.String("SET #a = :at ADD #n :one"),
 		ExpressionAttributeNames: map[string]string{
 			"#s": "status", "#a": QueuedAtAttribute, "#n": sweepsAttribute,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":q": str(string(jobs.Queued)), ":at": num(at.Unix()), ":one": num(1),
+			":q": str(string(jobs.Queued)), ":p": str(string(jobs.Processing)), ":at": num(at.Unix()), ":one": num(1),
 		},
 		ReturnValues:                        types.ReturnValueUpdatedNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,

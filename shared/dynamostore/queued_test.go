@@ -117,6 +117,44 @@ func TestQueuedIndex(t *testing.T) {
 		}
 	})
 
+	t.Run("holds a processing job while its next run is due", func(t *testing.T) {
+		s, client := newStore(t, endpoint)
+		if _, err := s.Grant(ctx, "acct1", 100, 1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Create(ctx, newJob("job_a", "acct1", 1), nil); err != nil {
+			t.Fatal(err)
+		}
+		// A long-running job waits for its next poll at 1300.
+		if _, err := s.Transition(ctx, "job_a", jobs.Queued, jobs.Processing, jobs.Patch{Updated: 1001, NextRun: 1300}); err != nil {
+			t.Fatal(err)
+		}
+		if got := indexed(t, client); strings.Join(got, ",") != "job_a" {
+			t.Fatalf("index while waiting for a poll = %v; want [job_a]", got)
+		}
+		for _, tt := range []struct {
+			before int64
+			want   string
+		}{{1300, ""}, {1301, "job_a"}} {
+			if got, err := s.QueuedBefore(ctx, time.Unix(tt.before, 0), 10); err != nil || strings.Join(got, ",") != tt.want {
+				t.Errorf("QueuedBefore(%d) = %v, %v; want [%s]", tt.before, got, err, tt.want)
+			}
+		}
+		// The sweeper re-sends an overdue poll: the job is marked, not failed.
+		if n, err := s.MarkSwept(ctx, "job_a", time.Unix(1500, 0)); err != nil || n != 1 {
+			t.Errorf("MarkSwept(processing) = %d, %v; want 1", n, err)
+		}
+		if _, err := s.Transition(ctx, "job_a", jobs.Processing, jobs.Completed, jobs.Patch{Updated: 1600}); err != nil {
+			t.Fatal(err)
+		}
+		if got := indexed(t, client); len(got) != 0 {
+			t.Errorf("index after completion = %v; want empty", got)
+		}
+		if _, err := s.MarkSwept(ctx, "job_a", time.Unix(1700, 0)); !errors.Is(err, jobs.ErrConflict) {
+			t.Errorf("MarkSwept(completed) = %v; want ErrConflict", err)
+		}
+	})
+
 	t.Run("queued before pages and filters by time", func(t *testing.T) {
 		s, _ := newStore(t, endpoint)
 		s.queryPage = 2

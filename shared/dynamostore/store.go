@@ -367,9 +367,17 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	if p.Error != nil {
 		names["#e"] = "error"
 	}
+	// The sparse index holds the jobs that wait for a message: queued
+	// ones, and processing ones whose next run (a poll, a retry, a lease's
+	// end) is due at next_run, so that Sweep finds a job whose message was
+	// lost. A job leaves it in the same write that makes it final.
 	update := "SET " + strings.Join(set, ", ")
-	if from == jobs.Queued {
-		// Out of queued, out of the sparse index, in the same write.
+	switch {
+	case to == jobs.Processing && p.NextRun != 0:
+		update += ", #qs = :qs, #qa = :nr"
+		names["#qs"], names["#qa"] = QueuedShardAttribute, QueuedAtAttribute
+		vals[":qs"] = str(queuedShard(id))
+	case from == jobs.Queued || to.Final():
 		update += " REMOVE #qs, #qa"
 		names["#qs"], names["#qa"] = QueuedShardAttribute, QueuedAtAttribute
 	}

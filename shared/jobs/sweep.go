@@ -21,21 +21,26 @@ const (
 	DefaultMaxSweeps = 30
 )
 
-// SweepStore finds jobs left queued without a message: a store whose job
-// write and queue send are not one transaction (DynamoDB and SQS) loses the
-// message when the writer dies between the two. Implementations are safe
-// for concurrent use.
+// SweepStore finds jobs left without a message: a store whose job write
+// and queue send are not one transaction (DynamoDB and SQS) loses the
+// message when the writer dies between the two, and a message that keeps
+// failing ends in the dead-letter queue. The jobs it lists are queued ones,
+// and processing ones whose next run (Job.NextRun) is overdue: a poll or a
+// retry whose message was lost. Implementations are safe for concurrent
+// use.
 type SweepStore interface {
 	// QueuedBefore returns the ids of up to limit jobs that are queued and
-	// whose message was last sent (at creation, or by MarkSwept) before t.
+	// whose message was last sent (at creation, or by MarkSwept) before t,
+	// or processing with a next run due before t.
 	// It may be eventually consistent: a job that just left queued can
 	// still be listed (MarkSwept then says so).
 	QueuedBefore(ctx context.Context, t time.Time, limit int) ([]string, error)
 	// MarkSwept records that job id's message is sent again at t (so
-	// QueuedBefore lists it again only after t), if the job is still
-	// queued, and returns how many times it has been swept, this time
-	// included. It returns an error wrapping ErrConflict if the job is no
-	// longer queued, and ErrNotFound if there is no such job.
+	// QueuedBefore lists it again only after t), if the job still waits
+	// for one, and returns how many times it has been swept, this time
+	// included. It returns an error wrapping ErrConflict if the job no
+	// longer waits (it is final, or its worker claimed a new run), and
+	// ErrNotFound if there is no such job.
 	MarkSwept(ctx context.Context, id string, at time.Time) (int, error)
 }
 
@@ -110,7 +115,15 @@ func (s *Service) Sweep(ctx context.Context, olderThan time.Duration) (SweepResu
 				Updated: now.Unix(),
 			})
 			switch {
-			case errors.Is(err, ErrConflict) || errors.Is(err, ErrNotFound):
+			case errors.Is(err, ErrConflict):
+				// Processing, its run overdue: the worker decides (its
+				// deadline fails the job), so send the message again.
+				if err := s.Queue.Enqueue(ctx, id, 0); err != nil {
+					errs = append(errs, fmt.Errorf("sweep job %s: %w", id, err))
+					continue
+				}
+				res.Requeued++
+			case errors.Is(err, ErrNotFound):
 				res.Skipped++
 			case err != nil:
 				errs = append(errs, fmt.Errorf("sweep job %s: give up: %w", id, err))
