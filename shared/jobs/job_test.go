@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -135,5 +136,55 @@ func TestNewIDAndValidID(t *testing.T) {
 		if ValidID(id) {
 			t.Errorf("ValidID(%q) = true; want false", id)
 		}
+	}
+}
+
+// TestValidateVendorLimits: what a vendor cannot do (Veo: 4, 6 or 8 s;
+// 16:9 or 9:16 at 720p or 1080p; 1080p only at 8 s) is a 400 at create.
+func TestValidateVendorLimits(t *testing.T) {
+	b, err := os.ReadFile("testdata/vendor_catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := func(mod func(*CreateRequest)) CreateRequest {
+		r := CreateRequest{Type: "video", Model: "veo-like", Prompt: "p"}
+		mod(&r)
+		return r
+	}
+	tests := []struct {
+		name      string
+		req       CreateRequest
+		wantParam string
+		want      Input
+	}{
+		{"defaults", req(func(r *CreateRequest) {}), "", Input{Prompt: "p", Duration: 8, Size: "1280x720"}},
+		{"allowed duration", req(func(r *CreateRequest) { r.Duration = ptr(4) }), "", Input{Prompt: "p", Duration: 4, Size: "1280x720"}},
+		{"portrait", req(func(r *CreateRequest) { r.Size = ptr("720x1280") }), "", Input{Prompt: "p", Duration: 8, Size: "720x1280"}},
+		{"portrait with its resolution", req(func(r *CreateRequest) { r.Size = ptr("720x1280"); r.Resolution = ptr("720p") }), "",
+			Input{Prompt: "p", Duration: 8, Size: "720x1280", Resolution: "720p"}},
+		{"resolution picks the landscape size", req(func(r *CreateRequest) { r.Resolution = ptr("1080p") }), "",
+			Input{Prompt: "p", Duration: 8, Size: "1920x1080", Resolution: "1080p"}},
+		{"duration not offered", req(func(r *CreateRequest) { r.Duration = ptr(5) }), "duration", Input{}},
+		{"size not offered", req(func(r *CreateRequest) { r.Size = ptr("640x360") }), "size", Input{}},
+		{"resolution not offered", req(func(r *CreateRequest) { r.Resolution = ptr("480p") }), "resolution", Input{}},
+		{"1080p at 4 s", req(func(r *CreateRequest) { r.Resolution = ptr("1080p"); r.Duration = ptr(4) }), "duration", Input{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, got, err := Validate(cat, &tt.req)
+			if tt.wantParam == "" {
+				if err != nil || got != tt.want {
+					t.Fatalf("Validate = %+v, %v; want %+v", got, err, tt.want)
+				}
+				return
+			}
+			if e := apierr.As(err); e == nil || e.Param != tt.wantParam || e.Kind != apierr.Invalid {
+				t.Fatalf("Validate = %v; want a 400 naming %q", err, tt.wantParam)
+			}
+		})
 	}
 }

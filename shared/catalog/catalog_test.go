@@ -1,0 +1,61 @@
+package catalog
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultParses(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatalf("Default() = %v", err)
+	}
+	for _, m := range c.Models {
+		if m.Type != TypeChat && m.Price == nil {
+			t.Errorf("job model %s has no price", m.ID)
+		}
+		if _, ok := c.Provider(m.Provider); !ok {
+			t.Errorf("model %s: unknown provider %s", m.ID, m.Provider)
+		}
+	}
+}
+
+// TestJobLimits checks that a job model's defaults are among the values it
+// allows, so that a request with no duration or size is never refused.
+func TestJobLimits(t *testing.T) {
+	const head = `{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"m","type":"video","provider":"v","price":{"credits_per_second":1},`
+	tests := []struct {
+		name, model, wantErr string
+	}{
+		{"plain", `"max_duration":8}`, ""},
+		{"durations with their default", `"max_duration":8,"durations":[4,6,8],"default_duration":8}`, ""},
+		{"durations without a default", `"max_duration":8,"durations":[4,8]}`, "need a default_duration"},
+		{"default not allowed", `"max_duration":8,"durations":[4,8],"default_duration":6}`, "not one of durations"},
+		{"duration over max", `"max_duration":8,"durations":[4,10],"default_duration":4}`, "not within"},
+		{"default over max", `"max_duration":8,"default_duration":9}`, "not within"},
+		{"default size not allowed", `"max_duration":8,"sizes":["1280x720"],"default_size":"640x360"}`, "not one of sizes"},
+		{"size durations of an unknown size", `"max_duration":8,"sizes":["1280x720"],"size_durations":{"1920x1080":[8]}}`, "not one of sizes"},
+		{"size durations", `"max_duration":8,"sizes":["1280x720","1920x1080"],"default_size":"1280x720","size_durations":{"1920x1080":[8]}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(head + tt.model + `]}`))
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("Parse = %v; want nil", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Parse = %v; want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	if d := (&Model{}).Deadline(); d != DefaultDeadline {
+		t.Errorf("Deadline() = %v; want %v", d, DefaultDeadline)
+	}
+	if d := (&Model{DeadlineSeconds: 60}).Deadline(); d != time.Minute {
+		t.Errorf("Deadline() = %v; want 1m", d)
+	}
+}
