@@ -44,6 +44,47 @@ func TestMedia(t *testing.T) {
 	})
 
 	m := New(client, nil, "media")
+	t.Run("streamed uploads of unknown or large size", func(t *testing.T) {
+		big := bytes.Repeat([]byte("0123456789abcdef"), (2*PartSize+PartSize/2)/16) // 2.5 parts
+		for _, tt := range []struct {
+			name string
+			data []byte
+			size int64
+		}{
+			{"small, size unknown", []byte("ID3 tiny"), -1},
+			{"exactly one part, size unknown", big[:PartSize], -1},
+			{"multipart, size unknown", big, -1},
+			{"multipart, size known", big, int64(len(big))},
+		} {
+			key := "jobs/stream-" + strings.ReplaceAll(tt.name, " ", "-")
+			if err := m.Put(ctx, key, "video/mp4", io.MultiReader(bytes.NewReader(tt.data)), tt.size); err != nil {
+				t.Fatalf("%s: Put = %v", tt.name, err)
+			}
+			out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("media"), Key: aws.String(key)})
+			if err != nil {
+				t.Fatalf("%s: GetObject = %v", tt.name, err)
+			}
+			got, _ := io.ReadAll(out.Body)
+			out.Body.Close()
+			if !bytes.Equal(got, tt.data) || aws.ToString(out.ContentType) != "video/mp4" {
+				t.Errorf("%s: stored %d bytes (%s); want the %d bytes sent, video/mp4", tt.name, len(got), aws.ToString(out.ContentType), len(tt.data))
+			}
+		}
+		// A wrong size or a failing body stores nothing.
+		if err := m.Put(ctx, "jobs/short", "video/mp4", io.MultiReader(bytes.NewReader(big)), int64(len(big))+1); err == nil {
+			t.Error("Put with a wrong size = nil; want an error")
+		}
+		failing := io.MultiReader(bytes.NewReader(big[:PartSize+10]), iotestErr{})
+		if err := m.Put(ctx, "jobs/broken", "video/mp4", failing, -1); err == nil {
+			t.Error("Put of a failing body = nil; want an error")
+		}
+		for _, key := range []string{"jobs/short", "jobs/broken"} {
+			if _, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("media"), Key: aws.String(key)}); err == nil {
+				t.Errorf("%s exists after a failed Put", key)
+			}
+		}
+	})
+
 	tests := []struct {
 		name, key, ct string
 		body          io.Reader
@@ -99,3 +140,8 @@ func TestMedia(t *testing.T) {
 		}
 	})
 }
+
+// iotestErr is a reader that fails.
+type iotestErr struct{}
+
+func (iotestErr) Read([]byte) (int, error) { return 0, io.ErrClosedPipe }
