@@ -72,10 +72,16 @@ func testEnv(dir string, extra map[string]string) func(string) string {
 // startServer runs `genway serve` in-process on a free port over dir.
 func startServer(t testing.TB, dir string, extra map[string]string) *server {
 	t.Helper()
+	return startServerLog(t, dir, extra, io.Discard)
+}
+
+// startServerLog is startServer with the server's log written to logw.
+func startServerLog(t testing.TB, dir string, extra map[string]string, logw io.Writer) *server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &lineWriter{lines: make(chan string, 100)}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve"}, testEnv(dir, extra), out, io.Discard) }()
+	go func() { done <- run(ctx, []string{"serve"}, testEnv(dir, extra), out, logw) }()
 	deadline := time.After(20 * time.Second)
 	for {
 		select {
@@ -170,7 +176,11 @@ type jobResp struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Created int64 `json:"created"`
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Input   struct {
+		Duration int `json:"duration"`
+	} `json:"input"`
 }
 
 // waitJob polls until the job is final, recording every status seen.

@@ -33,8 +33,9 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
-// startProcess runs the genway binary's serve on dir and waits until it serves.
-func startProcess(t *testing.T, dir string) (*server, *exec.Cmd) {
+// startProcess runs the genway binary's serve on dir and waits until it
+// serves; extra adds environment variables.
+func startProcess(t *testing.T, dir string, extra ...map[string]string) (*server, *exec.Cmd) {
 	t.Helper()
 	bin, err := buildGenway()
 	if err != nil {
@@ -45,6 +46,11 @@ func startProcess(t *testing.T, dir string) (*server, *exec.Cmd) {
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	for _, k := range []string{"GENWAY_ADDR", "GENWAY_DATA_DIR", "GENWAY_DEV_KEY", "GENWAY_DEV_CREDITS"} {
 		cmd.Env = append(cmd.Env, k+"="+env(k))
+	}
+	for _, m := range extra {
+		for k, v := range m {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -91,6 +91,7 @@ type Model struct {
 
 	// Job models.
 	Formats         []string `json:"formats,omitempty"`
+	MinDuration     int      `json:"min_duration,omitempty"` // 0: 1 second
 	MaxDuration     int      `json:"max_duration,omitempty"`
 	DefaultDuration int      `json:"default_duration,omitempty"` // 0: the type's default
 	DefaultSize     string   `json:"default_size,omitempty"`     // video: WxH
@@ -141,6 +142,64 @@ type Input struct {
 	Lyrics      string         `json:"lyrics,omitempty"`       // music in LYRICS mode
 	Format      string         `json:"format,omitempty"`       // the audio format, mp3 or wav
 	Fixed       map[string]any `json:"fixed,omitempty"`
+}
+
+// Build returns a hosted model's input object for a job: Fixed first, then
+// each mapped field whose name is set (the prompt always, under "prompt" by
+// default). The aspect ratio is the size's width:height reduced ("16:9",
+// "9:16", "1:1"); the resolution is the size's shorter side ("720p").
+// Empty values (no lyrics, no size) are not sent.
+func (in *Input) Build(prompt string, duration int, size, lyrics, format string) map[string]any {
+	out := map[string]any{}
+	if in == nil {
+		in = &Input{}
+	}
+	for k, v := range in.Fixed {
+		out[k] = v
+	}
+	put := func(field string, v any) {
+		if field != "" && v != "" && v != 0 {
+			out[field] = v
+		}
+	}
+	field := in.Prompt
+	if field == "" {
+		field = "prompt"
+	}
+	out[field] = prompt
+	if in.DurationString {
+		put(in.Duration, fmt.Sprint(duration))
+	} else {
+		put(in.Duration, duration)
+	}
+	put(in.DurationMS, duration*1000)
+	if w, h, ok := parseSize(size); ok {
+		g := gcd(w, h)
+		put(in.AspectRatio, fmt.Sprintf("%d:%d", w/g, h/g))
+		put(in.Resolution, fmt.Sprintf("%dp", min(w, h)))
+		put(in.Size, size)
+	}
+	put(in.Lyrics, lyrics)
+	put(in.Format, format)
+	return out
+}
+
+func parseSize(s string) (w, h int, ok bool) {
+	ws, hs, found := strings.Cut(s, "x")
+	if _, err := fmt.Sscan(ws, &w); err != nil || !found {
+		return 0, 0, false
+	}
+	if _, err := fmt.Sscan(hs, &h); err != nil || w <= 0 || h <= 0 {
+		return 0, 0, false
+	}
+	return w, h, true
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // Provider is an upstream the catalog's models run on.
@@ -250,6 +309,9 @@ func (m *Model) checkJobLimits() error {
 	}
 	if d != 0 && len(m.Durations) > 0 && !slices.Contains(m.Durations, d) {
 		return fmt.Errorf("default_duration %d is not one of durations %v", d, m.Durations)
+	}
+	if m.MinDuration < 0 || m.MinDuration > m.MaxDuration || (d != 0 && d < m.MinDuration) {
+		return fmt.Errorf("min_duration %d does not fit max_duration %d and default_duration %d", m.MinDuration, m.MaxDuration, d)
 	}
 	for _, v := range m.Durations {
 		if v <= 0 || v > m.MaxDuration {

@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +58,36 @@ func TestDeadline(t *testing.T) {
 	}
 	if d := (&Model{DeadlineSeconds: 60}).Deadline(); d != time.Minute {
 		t.Errorf("Deadline() = %v; want 1m", d)
+	}
+}
+
+func TestInputBuild(t *testing.T) {
+	tests := []struct {
+		name string
+		in   *Input
+		want string
+	}{
+		{"nil maps the prompt only", nil, `{"prompt":"p"}`},
+		{"kling-like", &Input{Duration: "duration", DurationString: true, AspectRatio: "aspect_ratio", Fixed: map[string]any{"cfg_scale": 0.5}},
+			`{"aspect_ratio":"16:9","cfg_scale":0.5,"duration":"5","prompt":"p"}`},
+		{"numbers, resolution, size", &Input{Prompt: "text", Duration: "seconds", Resolution: "resolution", Size: "size"},
+			`{"resolution":"720p","seconds":5,"size":"1280x720","text":"p"}`},
+		{"milliseconds, lyrics, format; mapped fields override fixed", &Input{DurationMS: "length_ms", Lyrics: "lyrics", Format: "output_format", Fixed: map[string]any{"output_format": "flac", "prompt": "x"}},
+			`{"length_ms":5000,"lyrics":"la","output_format":"mp3","prompt":"p"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			size, lyrics, format := "1280x720", "", ""
+			if strings.Contains(tt.name, "lyrics") {
+				size, lyrics, format = "", "la", "mp3"
+			}
+			b, _ := json.Marshal(tt.in.Build("p", 5, size, lyrics, format))
+			if string(b) != tt.want {
+				t.Errorf("Build = %s; want %s", b, tt.want)
+			}
+		})
+	}
+	if got := (&Input{AspectRatio: "ar"}).Build("p", 5, "720x1280", "", ""); got["ar"] != "9:16" {
+		t.Errorf("portrait aspect ratio = %v; want 9:16", got["ar"])
 	}
 }

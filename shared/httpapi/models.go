@@ -22,6 +22,7 @@ type modelView struct {
 	Capabilities *catalog.Capabilities `json:"capabilities,omitempty"`
 	MaxTokens    int                   `json:"max_tokens,omitempty"`
 	Formats      []string              `json:"formats,omitempty"`
+	MinDuration  int                   `json:"min_duration,omitempty"`
 	MaxDuration  int                   `json:"max_duration,omitempty"`
 	// DefaultDuration is the duration a job gets when it names none.
 	DefaultDuration int            `json:"default_duration,omitempty"`
@@ -34,7 +35,7 @@ type modelView struct {
 func viewModel(m *catalog.Model) modelView {
 	return modelView{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Type: m.Type,
 		Description: m.Description, Test: m.Test, Capabilities: m.Capabilities, MaxTokens: m.MaxTokens,
-		Formats: m.Formats, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
+		Formats: m.Formats, MinDuration: m.MinDuration, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
 		Durations: m.Durations, Sizes: m.Sizes, DefaultSize: m.DefaultSize, Price: m.Price}
 }
 

@@ -119,8 +119,8 @@ func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, 
 	in.Duration = DefaultDuration(m)
 	if req.Duration != nil {
 		d := *req.Duration
-		if d <= 0 || d > m.MaxDuration {
-			return nil, in, apierr.Invalidf("duration", "invalid_value", "duration must be an integer from 1 to %d seconds for %s; got %d.", m.MaxDuration, m.ID, d)
+		if d < max(m.MinDuration, 1) || d > m.MaxDuration {
+			return nil, in, apierr.Invalidf("duration", "invalid_value", "duration must be an integer from %d to %d seconds for %s; got %d.", max(m.MinDuration, 1), m.MaxDuration, m.ID, d)
 		}
 		in.Duration = d
 	}

@@ -111,7 +111,9 @@ func Download(ctx context.Context, c *http.Client, rawURL string, header http.He
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor gave an unusable output link.", Err: fmt.Errorf("download %s: %w", Redact(rawURL), err)}
 	}
 	for k, vs := range header {
-		req.Header[k] = vs
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	resp, err := Do(ctx, c, req, "download output", nil)
 	if err != nil {

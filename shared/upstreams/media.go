@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/genway/genway/shared/gemini"
 	"github.com/genway/genway/shared/jobs"
 )
 
 // newMediaVendor builds the jobs.Provider of a media vendor's kind.
 func newMediaVendor(kind, baseURL, key string, c *http.Client) (jobs.Provider, error) {
 	switch kind {
+	case "gemini":
+		return gemini.NewVideo(gemini.Config{BaseURL: baseURL, APIKey: key, HTTPClient: c}), nil
 	}
 	return nil, fmt.Errorf("kind %q makes no media", kind)
 }

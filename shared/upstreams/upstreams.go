@@ -59,7 +59,7 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 	out := make(map[string]chat.Provider)
 	for i := range cat.Providers {
 		p := &cat.Providers[i]
-		if !p.Configured(getenv) {
+		if !p.Configured(getenv) || !serves(cat, p.Name, true) {
 			continue
 		}
 		key := ""
@@ -116,7 +116,7 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	out := make(map[string]jobs.Provider)
 	for i := range cat.Providers {
 		p := &cat.Providers[i]
-		if !p.Configured(getenv) || !makesMedia(cat, p.Name) {
+		if !p.Configured(getenv) || !serves(cat, p.Name, false) {
 			continue
 		}
 		key := ""
@@ -138,10 +138,11 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	return out, nil
 }
 
-// makesMedia reports whether the catalog has a job model on provider.
-func makesMedia(cat *catalog.Catalog, provider string) bool {
+// serves reports whether the catalog has a chat model (chat) or a job
+// model (!chat) on provider.
+func serves(cat *catalog.Catalog, provider string, chat bool) bool {
 	for i := range cat.Models {
-		if m := &cat.Models[i]; m.Provider == provider && m.Type != catalog.TypeChat {
+		if m := &cat.Models[i]; m.Provider == provider && (m.Type == catalog.TypeChat) == chat {
 			return true
 		}
 	}

@@ -1,0 +1,227 @@
+package gemini
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/mediafetch"
+)
+
+// Video makes videos with Veo through the Gemini API, a long-running
+// jobs.Provider:
+//
+//   - Start: POST {base}/v1beta/models/{model}:predictLongRunning with
+//     {"instances":[{"prompt"}],"parameters":{"aspectRatio","resolution",
+//     "durationSeconds"}}; the answer is an operation whose name is the
+//     job's handle.
+//   - Poll: GET {base}/v1beta/{operation name} until "done"; then the
+//     first generated sample's video.uri is downloaded with the key,
+//     following redirects (the key goes only to the Gemini API's host).
+//
+// The key is sent as x-goog-api-key, never in a URL. Safe for concurrent
+// use.
+type Video struct {
+	base   string
+	apiKey string
+	client *http.Client
+}
+
+var (
+	_ jobs.Provider = (*Video)(nil)
+	_ jobs.Poller   = (*Video)(nil)
+)
+
+// NewVideo returns the Veo provider for cfg (Name is not used).
+func NewVideo(cfg Config) *Video {
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	c := cfg.HTTPClient
+	if c == nil {
+		c = http.DefaultClient
+	}
+	return &Video{base: base, apiKey: cfg.APIKey, client: c}
+}
+
+// videoRequest is the predictLongRunning body.
+type videoRequest struct {
+	Instances  []videoInstance `json:"instances"`
+	Parameters videoParameters `json:"parameters"`
+}
+
+type videoInstance struct {
+	Prompt string `json:"prompt"`
+}
+
+type videoParameters struct {
+	AspectRatio     string `json:"aspectRatio"`
+	Resolution      string `json:"resolution"`
+	DurationSeconds int    `json:"durationSeconds"`
+}
+
+// operation is a google.longrunning.Operation of a video generation.
+type operation struct {
+	Name  string `json:"name"`
+	Done  bool   `json:"done"`
+	Error *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Response *struct {
+		GenerateVideoResponse struct {
+			GeneratedSamples []struct {
+				Video struct {
+					URI string `json:"uri"`
+				} `json:"video"`
+			} `json:"generatedSamples"`
+			RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
+			RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+		} `json:"generateVideoResponse"`
+	} `json:"response"`
+}
+
+// videoParams maps a job's size ("WxH") and duration onto Veo's
+// parameters: the orientation gives the aspect ratio (16:9 or 9:16), the
+// shorter side the resolution (720p, 1080p). The catalog's sizes and
+// durations keep anything else from reaching here; this is the last check.
+func videoParams(size string, duration int) (videoParameters, error) {
+	ws, hs, _ := strings.Cut(size, "x")
+	w, err1 := strconv.Atoi(ws)
+	h, err2 := strconv.Atoi(hs)
+	if err1 != nil || err2 != nil || w == h || w <= 0 || h <= 0 {
+		return videoParameters{}, fmt.Errorf("veo makes 16:9 or 9:16 videos, not %q", size)
+	}
+	p := videoParameters{AspectRatio: "16:9", Resolution: strconv.Itoa(min(w, h)) + "p", DurationSeconds: duration}
+	if h > w {
+		p.AspectRatio = "9:16"
+	}
+	return p, nil
+}
+
+// Start implements jobs.Provider: it submits the generation.
+func (v *Video) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
+	params, err := videoParams(j.Input.Size, j.Input.Duration)
+	if err != nil {
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo cannot make a video of this size.", Err: err}
+	}
+	body, err := json.Marshal(videoRequest{Instances: []videoInstance{{Prompt: j.Input.Prompt}}, Parameters: params})
+	if err != nil {
+		return nil, fmt.Errorf("veo: encode request: %w", err)
+	}
+	req, err := http.NewRequest(http.MethodPost, v.base+"/v1beta/models/"+m.Upstream+":predictLongRunning", bytes.NewReader(body))
+	if err != nil {
+		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The Veo model name is not usable.", Err: err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-goog-api-key", v.apiKey)
+	resp, err := mediafetch.Do(ctx, v.client, req, "veo submit", googleError)
+	if err != nil {
+		return nil, err
+	}
+	var op operation
+	if err := mediafetch.DecodeJSON(resp, "veo submit", &op); err != nil {
+		return nil, err
+	}
+	if op.Name == "" {
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo answered no operation name."}
+	}
+	return &jobs.Step{Handle: &jobs.Handle{ID: op.Name}}, nil
+}
+
+// Poll implements jobs.Poller: one read of the operation, and the download
+// of the video once it is done.
+func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
+	name := j.Handle.ID
+	if !strings.Contains(name, "/operations/") || strings.Contains(name, "..") || strings.ContainsAny(name, "?#") {
+		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The stored Veo operation name is not usable.", Err: fmt.Errorf("operation %q", name)}
+	}
+	req, err := http.NewRequest(http.MethodGet, v.base+"/v1beta/"+name, nil)
+	if err != nil {
+		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The stored Veo operation name is not usable.", Err: err}
+	}
+	req.Header.Set("x-goog-api-key", v.apiKey)
+	resp, err := mediafetch.Do(ctx, v.client, req, "veo poll", googleError)
+	if err != nil {
+		return nil, err
+	}
+	var op operation
+	if err := mediafetch.DecodeJSON(resp, "veo poll", &op); err != nil {
+		return nil, err
+	}
+	switch {
+	case !op.Done:
+		return nil, nil
+	case op.Error != nil:
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo failed: " + op.Error.Message,
+			Err: fmt.Errorf("veo operation %s: error %d", name, op.Error.Code)}
+	case op.Response == nil:
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a response."}
+	}
+	gv := op.Response.GenerateVideoResponse
+	if gv.RAIMediaFilteredCount > 0 {
+		msg := "Veo's safety filters blocked the video."
+		if len(gv.RAIMediaFilteredReasons) > 0 {
+			msg = "Veo's safety filters blocked the video: " + strings.Join(gv.RAIMediaFilteredReasons, " ")
+		}
+		return nil, &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: msg}
+	}
+	if len(gv.GeneratedSamples) == 0 || gv.GeneratedSamples[0].Video.URI == "" {
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a video."}
+	}
+	res, err := mediafetch.Download(ctx, v.keyOnlyToOrigin(), gv.GeneratedSamples[0].Video.URI, http.Header{"x-goog-api-key": {v.apiKey}}, "video/mp4")
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = j.Input.Duration
+	return res, nil
+}
+
+// keyOnlyToOrigin returns the client with a redirect policy that drops the
+// key when a redirect leaves the host it was sent to (net/http drops only
+// Authorization and Cookie headers by itself).
+func (v *Video) keyOnlyToOrigin() *http.Client {
+	c := *v.client
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		if req.URL.Host != via[0].URL.Host {
+			req.Header.Del("x-goog-api-key")
+		}
+		return nil
+	}
+	return &c
+}
+
+// googleError reads a Google API error envelope:
+// {"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT"}}.
+// A refusal on safety grounds is content_policy.
+func googleError(status int, body []byte) (string, string) {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Status  string `json:"status"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return "", ""
+	}
+	code := ""
+	lower := strings.ToLower(e.Error.Message)
+	if status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")) {
+		code = jobs.CodeContentPolicy
+	}
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return "", "The Gemini API refused the configured key: " + e.Error.Message
+	}
+	return code, e.Error.Message
+}
