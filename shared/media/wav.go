@@ -9,24 +9,32 @@ import (
 // chunk and the data chunk header.
 const wavHeaderBytes = 44
 
-// encodeWAV returns pcm (nominally in [-1, 1]) as a RIFF WAVE file: PCM,
-// mono, 16-bit, SampleRate Hz. Values outside [-1, 1] are clipped.
-func encodeWAV(pcm []float64) []byte {
-	dataBytes := 2 * len(pcm)
-	b := make([]byte, wavHeaderBytes+dataBytes)
+// WAVHeader returns the canonical 44-byte RIFF/WAVE header of dataBytes of
+// 16-bit little-endian mono PCM at sampleRate Hz, to be followed by the
+// samples as they are.
+func WAVHeader(sampleRate int, dataBytes int64) []byte {
+	b := make([]byte, wavHeaderBytes)
 	copy(b[0:], "RIFF")
 	binary.LittleEndian.PutUint32(b[4:], uint32(36+dataBytes))
 	copy(b[8:], "WAVE")
 	copy(b[12:], "fmt ")
-	binary.LittleEndian.PutUint32(b[16:], 16)           // fmt chunk size
-	binary.LittleEndian.PutUint16(b[20:], 1)            // PCM
-	binary.LittleEndian.PutUint16(b[22:], 1)            // channels
-	binary.LittleEndian.PutUint32(b[24:], SampleRate)   // sample rate
-	binary.LittleEndian.PutUint32(b[28:], SampleRate*2) // byte rate
-	binary.LittleEndian.PutUint16(b[32:], 2)            // block align
-	binary.LittleEndian.PutUint16(b[34:], 16)           // bits per sample
+	binary.LittleEndian.PutUint32(b[16:], 16)                   // fmt chunk size
+	binary.LittleEndian.PutUint16(b[20:], 1)                    // PCM
+	binary.LittleEndian.PutUint16(b[22:], 1)                    // channels
+	binary.LittleEndian.PutUint32(b[24:], uint32(sampleRate))   // sample rate
+	binary.LittleEndian.PutUint32(b[28:], uint32(sampleRate*2)) // byte rate
+	binary.LittleEndian.PutUint16(b[32:], 2)                    // block align
+	binary.LittleEndian.PutUint16(b[34:], 16)                   // bits per sample
 	copy(b[36:], "data")
 	binary.LittleEndian.PutUint32(b[40:], uint32(dataBytes))
+	return b
+}
+
+// encodeWAV returns pcm (nominally in [-1, 1]) as a RIFF WAVE file: PCM,
+// mono, 16-bit, SampleRate Hz. Values outside [-1, 1] are clipped.
+func encodeWAV(pcm []float64) []byte {
+	dataBytes := 2 * len(pcm)
+	b := append(WAVHeader(SampleRate, int64(dataBytes)), make([]byte, dataBytes)...)
 	for i, v := range pcm {
 		s := math.Round(math.Max(-1, math.Min(1, v)) * 32767)
 		binary.LittleEndian.PutUint16(b[wavHeaderBytes+2*i:], uint16(int16(s)))

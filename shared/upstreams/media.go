@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/genway/genway/shared/elevenlabs"
 	"github.com/genway/genway/shared/gemini"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -11,6 +12,8 @@ import (
 // newMediaVendor builds the jobs.Provider of a media vendor's kind.
 func newMediaVendor(kind, baseURL, key string, c *http.Client) (jobs.Provider, error) {
 	switch kind {
+	case "elevenlabs":
+		return elevenlabs.New(elevenlabs.Config{BaseURL: baseURL, APIKey: key, HTTPClient: c}), nil
 	case "gemini":
 		return gemini.NewVideo(gemini.Config{BaseURL: baseURL, APIKey: key, HTTPClient: c}), nil
 	}
