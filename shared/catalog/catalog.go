@@ -104,6 +104,9 @@ type Model struct {
 	// SizeDurations narrows Durations per size, where a vendor makes some
 	// sizes only at some lengths (Veo 3.1: 1080p only at 8 s).
 	SizeDurations map[string][]int `json:"size_durations,omitempty"`
+	// Modes, if set, are the music modes the model takes (a model that
+	// cannot sing lyrics: ["DESCRIPTION"]); another is a 400 at create.
+	Modes []string `json:"modes,omitempty"`
 	// DeadlineSeconds bounds a job from its first start; past it the job
 	// fails with code timeout, no charge. 0: DefaultDeadline.
 	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
@@ -140,16 +143,18 @@ type Input struct {
 	Resolution  string         `json:"resolution,omitempty"`   // "720p" from the size's height
 	Size        string         `json:"size,omitempty"`         // "WxH" as it is
 	Lyrics      string         `json:"lyrics,omitempty"`       // music in LYRICS mode
+	Category    string         `json:"category,omitempty"`     // the sfx category hint; unmapped, it is folded into the prompt
 	Format      string         `json:"format,omitempty"`       // the audio format, mp3 or wav
 	Fixed       map[string]any `json:"fixed,omitempty"`
 }
 
 // Build returns a hosted model's input object for a job: Fixed first, then
 // each mapped field whose name is set (the prompt always, under "prompt" by
-// default). The aspect ratio is the size's width:height reduced ("16:9",
+// default; a category hint with no field of its own is folded into the
+// prompt as "<category>: <prompt>"). The aspect ratio is the size's width:height reduced ("16:9",
 // "9:16", "1:1"); the resolution is the size's shorter side ("720p").
 // Empty values (no lyrics, no size) are not sent.
-func (in *Input) Build(prompt string, duration int, size, lyrics, format string) map[string]any {
+func (in *Input) Build(prompt, category string, duration int, size, lyrics, format string) map[string]any {
 	out := map[string]any{}
 	if in == nil {
 		in = &Input{}
@@ -166,7 +171,11 @@ func (in *Input) Build(prompt string, duration int, size, lyrics, format string)
 	if field == "" {
 		field = "prompt"
 	}
+	if category != "" && in.Category == "" {
+		prompt = category + ": " + prompt
+	}
 	out[field] = prompt
+	put(in.Category, category)
 	if in.DurationString {
 		put(in.Duration, fmt.Sprint(duration))
 	} else {
@@ -317,6 +326,9 @@ func (m *Model) checkJobLimits() error {
 		if v <= 0 || v > m.MaxDuration {
 			return fmt.Errorf("durations: %d is not within 1..max_duration %d", v, m.MaxDuration)
 		}
+	}
+	if m.Type == TypeMusic && m.Input != nil && m.Input.Lyrics == "" && !(len(m.Modes) == 1 && m.Modes[0] == "DESCRIPTION") {
+		return fmt.Errorf(`a hosted music model with no "lyrics" input field must say "modes": ["DESCRIPTION"]`)
 	}
 	if m.DefaultSize != "" && len(m.Sizes) > 0 && !slices.Contains(m.Sizes, m.DefaultSize) {
 		return fmt.Errorf("default_size %q is not one of sizes %v", m.DefaultSize, m.Sizes)

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,18 @@ func TestJobLimits(t *testing.T) {
 	}
 }
 
+// TestHostedMusicModes: a hosted music model with no lyrics input must
+// refuse LYRICS mode instead of dropping the lyrics.
+func TestHostedMusicModes(t *testing.T) {
+	const cat = `{"providers":[{"name":"r","kind":"replicate"}],"models":[{"id":"m","type":"music","provider":"r","formats":["mp3"],"max_duration":30,"price":{"credits_per_job":1},"input":{"prompt":"p"}%s}]}`
+	if _, err := Parse([]byte(fmt.Sprintf(cat, ""))); err == nil || !strings.Contains(err.Error(), "modes") {
+		t.Errorf("Parse(no modes) = %v; want an error naming modes", err)
+	}
+	if _, err := Parse([]byte(fmt.Sprintf(cat, `,"modes":["DESCRIPTION"]`))); err != nil {
+		t.Errorf("Parse(DESCRIPTION only) = %v; want nil", err)
+	}
+}
+
 func TestDeadline(t *testing.T) {
 	if d := (&Model{}).Deadline(); d != DefaultDeadline {
 		t.Errorf("Deadline() = %v; want %v", d, DefaultDeadline)
@@ -81,13 +94,19 @@ func TestInputBuild(t *testing.T) {
 			if strings.Contains(tt.name, "lyrics") {
 				size, lyrics, format = "", "la", "mp3"
 			}
-			b, _ := json.Marshal(tt.in.Build("p", 5, size, lyrics, format))
+			b, _ := json.Marshal(tt.in.Build("p", "", 5, size, lyrics, format))
 			if string(b) != tt.want {
 				t.Errorf("Build = %s; want %s", b, tt.want)
 			}
 		})
 	}
-	if got := (&Input{AspectRatio: "ar"}).Build("p", 5, "720x1280", "", ""); got["ar"] != "9:16" {
+	if got := (&Input{}).Build("door", "impact", 5, "", "", ""); got["prompt"] != "impact: door" {
+		t.Errorf("unmapped category: prompt = %v; want it folded in", got["prompt"])
+	}
+	if got := (&Input{Category: "cat"}).Build("door", "impact", 5, "", "", ""); got["prompt"] != "door" || got["cat"] != "impact" {
+		t.Errorf("mapped category = %v; want its own field", got)
+	}
+	if got := (&Input{AspectRatio: "ar"}).Build("p", "", 5, "720x1280", "", ""); got["ar"] != "9:16" {
 		t.Errorf("portrait aspect ratio = %v; want 9:16", got["ar"])
 	}
 }

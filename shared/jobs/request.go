@@ -147,6 +147,9 @@ func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, 
 		if in.Mode != "DESCRIPTION" && in.Mode != "LYRICS" {
 			return nil, in, apierr.Invalidf("mode", "invalid_value", "mode must be DESCRIPTION or LYRICS (case-sensitive); got %q.", in.Mode)
 		}
+		if len(m.Modes) > 0 && !contains(m.Modes, in.Mode) {
+			return nil, in, apierr.Invalidf("mode", "invalid_value", "%s takes mode %s only; got %q.", m.ID, strings.Join(m.Modes, ", "), in.Mode)
+		}
 		if req.Lyrics != nil {
 			in.Lyrics = *req.Lyrics
 		}

@@ -5,8 +5,10 @@ import (
 	"net/http"
 
 	"github.com/genway/genway/shared/elevenlabs"
+	"github.com/genway/genway/shared/fal"
 	"github.com/genway/genway/shared/gemini"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/replicate"
 )
 
 // newMediaVendor builds the jobs.Provider of a media vendor's kind.
@@ -16,6 +18,10 @@ func newMediaVendor(kind, baseURL, key string, c *http.Client) (jobs.Provider, e
 		return elevenlabs.New(elevenlabs.Config{BaseURL: baseURL, APIKey: key, HTTPClient: c}), nil
 	case "gemini":
 		return gemini.NewVideo(gemini.Config{BaseURL: baseURL, APIKey: key, HTTPClient: c}), nil
+	case "fal":
+		return fal.New(fal.Config{BaseURL: baseURL, APIKey: key, HTTPClient: c}), nil
+	case "replicate":
+		return replicate.New(replicate.Config{BaseURL: baseURL, APIToken: key, HTTPClient: c}), nil
 	}
 	return nil, fmt.Errorf("kind %q makes no media", kind)
 }

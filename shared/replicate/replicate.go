@@ -1,0 +1,251 @@
+// Package replicate is the jobs.Provider for models hosted on Replicate,
+// through its predictions API, a long-running vendor:
+//
+//   - Start: a catalog upstream "owner/name" creates by model (POST
+//     {base}/v1/models/{owner}/{name}/predictions {"input"}); one with a
+//     version, "owner/name:version", creates by version (POST
+//     {base}/v1/predictions {"version", "input"}). The input is the
+//     catalog's Input mapping. No "Prefer: wait": no worker waits. The
+//     prediction's id and urls.get / urls.cancel are the job's handle.
+//   - Poll: GET urls.get: starting and processing are "not yet";
+//     succeeded downloads the output (a URL, a list of URLs, or an object
+//     with a url; Replicate's delivery links are public: no token is sent
+//     to them, and they expire after an hour, so the worker copies them);
+//     failed and canceled fail the job.
+//   - Cancel: POST urls.cancel.
+//
+// The token goes in "Authorization: Bearer <token>" to the API only. Safe
+// for concurrent use.
+package replicate
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/mediafetch"
+)
+
+// DefaultBaseURL is Replicate's API.
+const DefaultBaseURL = "https://api.replicate.com"
+
+// Config configures a Provider.
+type Config struct {
+	BaseURL    string // DefaultBaseURL if empty
+	APIToken   string
+	HTTPClient *http.Client // http.DefaultClient if nil
+}
+
+// Provider talks to Replicate.
+type Provider struct {
+	base   string
+	token  string
+	client *http.Client
+}
+
+var (
+	_ jobs.Provider  = (*Provider)(nil)
+	_ jobs.Poller    = (*Provider)(nil)
+	_ jobs.Canceller = (*Provider)(nil)
+)
+
+// New returns a Provider for cfg.
+func New(cfg Config) *Provider {
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	c := cfg.HTTPClient
+	if c == nil {
+		c = http.DefaultClient
+	}
+	return &Provider{base: base, token: cfg.APIToken, client: c}
+}
+
+// prediction is Replicate's prediction object.
+type prediction struct {
+	ID     string          `json:"id"`
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
+	Error  any             `json:"error"`
+	URLs   struct {
+		Get    string `json:"get"`
+		Cancel string `json:"cancel"`
+	} `json:"urls"`
+}
+
+func (p *Provider) request(method, rawURL string, body []byte) (*http.Request, error) {
+	req, err := http.NewRequest(method, rawURL, bytes.NewReader(body))
+	if err != nil {
+		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The Replicate URL is not usable.", Err: fmt.Errorf("replicate: %s %s: %w", method, mediafetch.Redact(rawURL), err)}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	return req, nil
+}
+
+// Start implements jobs.Provider: it creates the prediction.
+func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
+	in := j.Input
+	input := m.Input.Build(in.Prompt, in.Category, in.Duration, in.Size, in.Lyrics, in.Format)
+	model, version, _ := strings.Cut(m.Upstream, ":")
+	owner, name, ok := strings.Cut(model, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") || strings.ContainsAny(m.Upstream, "?#") {
+		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The Replicate model in the catalog is not owner/name[:version]."}
+	}
+	path, body := "/v1/models/"+url.PathEscape(owner)+"/"+url.PathEscape(name)+"/predictions", map[string]any{"input": input}
+	if version != "" {
+		path, body = "/v1/predictions", map[string]any{"version": version, "input": input}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("replicate: encode input: %w", err)
+	}
+	req, err := p.request(http.MethodPost, p.base+path, b)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := mediafetch.Do(ctx, p.client, req, "replicate create", apiError)
+	if err != nil {
+		return nil, err
+	}
+	var pr prediction
+	if err := mediafetch.DecodeJSON(resp, "replicate create", &pr); err != nil {
+		return nil, err
+	}
+	if pr.ID == "" || pr.URLs.Get == "" {
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate created a prediction without its id and URL."}
+	}
+	return &jobs.Step{Handle: &jobs.Handle{ID: pr.ID, StatusURL: pr.URLs.Get, CancelURL: pr.URLs.Cancel}}, nil
+}
+
+// Poll implements jobs.Poller.
+func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
+	req, err := p.request(http.MethodGet, j.Handle.StatusURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := mediafetch.Do(ctx, p.client, req, "replicate get", apiError)
+	if err != nil {
+		return nil, err
+	}
+	var pr prediction
+	if err := mediafetch.DecodeJSON(resp, "replicate get", &pr); err != nil {
+		return nil, err
+	}
+	switch pr.Status {
+	case "starting", "processing":
+		return nil, nil
+	case "succeeded":
+	case "failed":
+		msg := fmt.Sprint(pr.Error)
+		if pr.Error == nil {
+			msg = "no reason given"
+		}
+		code := jobs.CodeUpstream
+		if isPolicy(msg) {
+			code = jobs.CodeContentPolicy
+		}
+		return nil, &jobs.ProviderError{Code: code, Message: "Replicate: the prediction failed: " + msg}
+	case "canceled":
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate: the prediction was cancelled at the vendor."}
+	default:
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: fmt.Sprintf("Replicate reported the unknown status %q.", pr.Status)}
+	}
+	link := outputURL(pr.Output, j.Type)
+	if link == "" {
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate's prediction has no output file."}
+	}
+	fallback := "audio/mpeg"
+	if j.Type == jobs.TypeVideo {
+		fallback = "video/mp4"
+	}
+	res, err := mediafetch.Download(ctx, p.client, link, nil, fallback)
+	if err != nil {
+		return nil, err
+	}
+	res.Duration = j.Input.Duration
+	return res, nil
+}
+
+// Cancel implements jobs.Canceller: POST urls.cancel.
+func (p *Provider) Cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
+	if j.Handle == nil || j.Handle.CancelURL == "" {
+		return nil
+	}
+	req, err := p.request(http.MethodPost, j.Handle.CancelURL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := mediafetch.Do(ctx, p.client, req, "replicate cancel", apiError)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// outputURL picks the file from a prediction's output: a URL string; a
+// list of them (the first whose extension fits the job type, else the
+// first); or an object with a "url".
+func outputURL(raw json.RawMessage, jobType string) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil && len(list) > 0 {
+		for _, u := range list {
+			if mediafetch.MatchesType(jobType, "", u) {
+				return u
+			}
+		}
+		return list[0]
+	}
+	var obj struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal(raw, &obj) == nil {
+		return obj.URL
+	}
+	return ""
+}
+
+// isPolicy reports whether a failure is a safety refusal: NSFW checks, and
+// E005 "flagged as sensitive".
+func isPolicy(s string) bool {
+	s = strings.ToLower(s)
+	return strings.Contains(s, "nsfw") || strings.Contains(s, "sensitive") || strings.Contains(s, "e005") || strings.Contains(s, "safety")
+}
+
+// apiError reads Replicate's problem details: {"title", "detail",
+// "status"} (older answers: {"detail"}).
+func apiError(status int, body []byte) (string, string) {
+	var e struct {
+		Title  string `json:"title"`
+		Detail string `json:"detail"`
+	}
+	if json.Unmarshal(body, &e) != nil || (e.Detail == "" && e.Title == "") {
+		return "", ""
+	}
+	msg := e.Detail
+	if msg == "" {
+		msg = e.Title
+	}
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		return "", "Replicate refused the configured token: " + msg
+	}
+	code := ""
+	if isPolicy(msg) {
+		code = jobs.CodeContentPolicy
+	}
+	return code, "Replicate: " + msg
+}
