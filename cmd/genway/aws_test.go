@@ -39,6 +39,9 @@ func TestAWSBackend(t *testing.T) {
 		"AWS_SECRET_ACCESS_KEY": "test",
 		"GENWAY_DEV_CREDITS":    "500",
 	}
+	// A long-running vendor too: its polls go through SQS DelaySeconds.
+	veo := fakeVeo(t, 2)
+	env["GEMINI_API_KEY"], env["GEMINI_BASE_URL"], env["GENWAY_MEDIA_POLL"] = vendorKeys["GEMINI_API_KEY"], veo.srv.URL, "1s"
 	// The SDK reads credentials and profiles from the process environment;
 	// make sure the machine's own settings cannot leak in.
 	t.Setenv("AWS_PROFILE", "")
@@ -97,10 +100,12 @@ func TestAWSBackend(t *testing.T) {
 		req         map[string]any
 		contentType string
 		duration    float64
+		price       int64
 	}{
-		{map[string]any{"type": "music", "model": "synthetic-music", "prompt": "tune", "duration": 2}, "audio/mpeg", 2},
-		{map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1, "format": "wav"}, "audio/wav", 1},
-		{map[string]any{"type": "video", "model": "synthetic-video", "prompt": "ball", "duration": 1, "size": "160x120"}, "video/mp4", 1},
+		{map[string]any{"type": "music", "model": "synthetic-music", "prompt": "tune", "duration": 2}, "audio/mpeg", 2, 2},
+		{map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1, "format": "wav"}, "audio/wav", 1, 1},
+		{map[string]any{"type": "video", "model": "synthetic-video", "prompt": "ball", "duration": 1, "size": "160x120"}, "video/mp4", 1, 1},
+		{map[string]any{"type": "video", "model": "veo-3.1-fast", "prompt": "a fox", "duration": 4}, "video/mp4", 2, 60},
 	}
 	var spent int64
 	for _, tt := range tests {
@@ -116,7 +121,7 @@ func TestAWSBackend(t *testing.T) {
 			t.Errorf("output url %q is not a presigned S3 link on the endpoint", got.Output.URL)
 		}
 		checkMedia(t, downloadAny(t, got.Output.URL), tt.contentType, tt.duration)
-		spent += int64(tt.duration)
+		spent += tt.price
 	}
 	var failed jobResp
 	s.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "fail: please", "duration": 3}, nil, &failed)
@@ -187,8 +192,11 @@ func TestAWSBackend(t *testing.T) {
 	if err := run(t.Context(), []string{"credits", "ledger", "--account", "dev"}, testEnv(dir, env), &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), " capture "); n != 3 {
-		t.Errorf("dev ledger has %d captures; want 3:\n%s", n, out.String())
+	if n := strings.Count(out.String(), " capture "); n != 4 {
+		t.Errorf("dev ledger has %d captures; want 4:\n%s", n, out.String())
+	}
+	if submits, _ := veo.counts(); submits != 1 {
+		t.Errorf("the Veo job was submitted %d times; want once", submits)
 	}
 }
 
