@@ -101,3 +101,47 @@ func TestNewBaseURLAndKey(t *testing.T) {
 		t.Errorf("Complete = %q via %s with %q; want hi via /openai/v1/chat/completions with Bearer gsk_test", resp.Content, gotPath, gotAuth)
 	}
 }
+
+func TestNewMedia(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]string{"ELEVENLABS_API_KEY": "k", "GEMINI_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "OPENAI_API_KEY": "k"}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // provider=type, sorted
+	}{
+		{"defaults", nil, "synthetic=synthetic.Media"},
+		{"synthetic off", map[string]string{"GENWAY_SYNTHETIC": "off"}, ""},
+		{"every vendor; chat-only providers skipped", all,
+			"elevenlabs=*elevenlabs.Provider fal=*fal.Provider gemini=*gemini.Video replicate=*replicate.Provider synthetic=synthetic.Media"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			provs, err := NewMedia(cat, func(k string) string { return tt.env[k] }, nil)
+			if err != nil {
+				t.Fatalf("NewMedia = %v", err)
+			}
+			var got []string
+			for name, p := range provs {
+				got = append(got, fmt.Sprintf("%s=%T", name, p))
+			}
+			sort.Strings(got)
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("NewMedia(%v) = %v; want %v", tt.env, got, tt.want)
+			}
+		})
+	}
+	// A media vendor's key does not make it a chat provider.
+	provs, err := New(cat, func(k string) string { return all[k] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"elevenlabs", "fal", "replicate"} {
+		if _, ok := provs[name]; ok {
+			t.Errorf("New built a chat provider for %s", name)
+		}
+	}
+}

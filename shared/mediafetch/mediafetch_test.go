@@ -1,0 +1,130 @@
+package mediafetch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/jobs"
+)
+
+func TestDoClassifies(t *testing.T) {
+	tests := []struct {
+		status   int
+		header   string
+		body     string
+		wantCode string // "" ok, "transient", or a job error code
+		wantMsg  string
+		wantWait time.Duration
+	}{
+		{200, "", "ok", "", "", 0},
+		{400, "", `{"msg":"bad prompt"}`, jobs.CodeUpstream, `{"msg":"bad prompt"}`, 0},
+		{404, "", "", jobs.CodeUpstream, "Not Found", 0},
+		{408, "", "", "transient", "", 0},
+		{429, "17", "slow down", "transient", "", 17 * time.Second},
+		{500, "", "", "transient", "", 0},
+		{529, "", "", "transient", "", 0},
+	}
+	for _, tt := range tests {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if tt.header != "" {
+				w.Header().Set("Retry-After", tt.header)
+			}
+			w.WriteHeader(tt.status)
+			io.WriteString(w, tt.body)
+		}))
+		req, _ := http.NewRequest("GET", srv.URL+"/x?sig=secret", nil)
+		resp, err := Do(context.Background(), srv.Client(), req, "test", nil)
+		srv.Close()
+		switch tt.wantCode {
+		case "":
+			if err != nil {
+				t.Fatalf("HTTP %d: Do = %v", tt.status, err)
+			}
+			resp.Body.Close()
+		case "transient":
+			var te *jobs.TransientError
+			if !errors.As(err, &te) || te.RetryAfter != tt.wantWait {
+				t.Errorf("HTTP %d: Do = %v; want transient, retry after %v", tt.status, err, tt.wantWait)
+			}
+		default:
+			var pe *jobs.ProviderError
+			if !errors.As(err, &pe) || pe.Code != tt.wantCode || pe.Message != tt.wantMsg {
+				t.Errorf("HTTP %d: Do = %v; want %s %q", tt.status, err, tt.wantCode, tt.wantMsg)
+			}
+		}
+	}
+}
+
+// TestTransportError: an unreachable vendor is transient, and the error
+// names the URL without its query (where signatures live).
+func TestTransportError(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	u := srv.URL + "/file.mp4?X-Amz-Signature=secret"
+	srv.Close()
+	req, _ := http.NewRequest("GET", u, nil)
+	_, err := Do(context.Background(), http.DefaultClient, req, "download", nil)
+	var te *jobs.TransientError
+	if !errors.As(err, &te) || strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), "/file.mp4") {
+		t.Errorf("Do(closed port) = %v; want a transient error naming the path, not the query", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Do(ctx, http.DefaultClient, req, "download", nil); !errors.Is(err, context.Canceled) || errors.As(err, &te) {
+		t.Errorf("Do(cancelled) = %v; want the context's error", err)
+	}
+}
+
+func TestContentType(t *testing.T) {
+	tests := []struct{ header, url, fallback, want, ext string }{
+		{"video/mp4", "https://x/a", "", "video/mp4", "mp4"},
+		{"audio/mpeg; charset=binary", "https://x/a", "", "audio/mpeg", "mp3"},
+		{"application/octet-stream", "https://x/a.wav?sig=1", "", "audio/wav", "wav"},
+		{"", "https://x/A.MP3", "", "audio/mpeg", "mp3"},
+		{"binary/octet-stream", "https://x/a", "video/mp4", "video/mp4", "mp4"},
+		{"", "https://x/a.xyz", "", "", "bin"},
+	}
+	for _, tt := range tests {
+		got := ContentType(tt.header, tt.url, tt.fallback)
+		if got != tt.want || Ext(got) != tt.ext {
+			t.Errorf("ContentType(%q, %q, %q) = %q (ext %s); want %q (%s)", tt.header, tt.url, tt.fallback, got, Ext(got), tt.want, tt.ext)
+		}
+	}
+}
+
+func TestMatchesType(t *testing.T) {
+	tests := []struct {
+		jobType, ct, url string
+		want             bool
+	}{
+		{jobs.TypeVideo, "video/mp4", "", true},
+		{jobs.TypeVideo, "audio/mpeg", "", false},
+		{jobs.TypeMusic, "audio/wav", "", true},
+		{jobs.TypeSFX, "", "https://x/a.mp3", true},
+		{jobs.TypeSFX, "", "https://x/a.png", false},
+		{jobs.TypeVideo, "application/octet-stream", "https://x/a.webm", true},
+	}
+	for _, tt := range tests {
+		if got := MatchesType(tt.jobType, tt.ct, tt.url); got != tt.want {
+			t.Errorf("MatchesType(%s, %q, %q) = %v; want %v", tt.jobType, tt.ct, tt.url, got, tt.want)
+		}
+	}
+}
+
+func TestDecodeJSON(t *testing.T) {
+	resp := &http.Response{Body: io.NopCloser(strings.NewReader(`<html>`))}
+	var v map[string]any
+	var pe *jobs.ProviderError
+	if err := DecodeJSON(resp, "status", &v); !errors.As(err, &pe) || pe.Code != jobs.CodeUpstream {
+		t.Errorf("DecodeJSON(garbage) = %v; want upstream_error", err)
+	}
+	resp = &http.Response{Body: io.NopCloser(strings.NewReader(`{"a":1}`))}
+	if err := DecodeJSON(resp, "status", &v); err != nil || v["a"] != 1.0 {
+		t.Errorf("DecodeJSON = %v, %v", v, err)
+	}
+}
