@@ -230,6 +230,16 @@ func TestEndToEndJobs(t *testing.T) {
 	if _, ok := ids["openai/gpt-4o"]; ok {
 		t.Error("models list shows openai models with no OPENAI_API_KEY")
 	}
+	// A vendor's model with no key is neither listed nor accepted.
+	if _, ok := ids["veo-3.1"]; ok {
+		t.Error("models list shows Veo with no GEMINI_API_KEY")
+	}
+	var e struct {
+		Error struct{ Code, Param string } `json:"error"`
+	}
+	if code, _ := s.do(t, "POST", "/v1/jobs", map[string]any{"type": "video", "model": "veo-3.1", "prompt": "p"}, nil, &e); code != 404 || e.Error.Code != "model_not_found" {
+		t.Errorf("a job on an unconfigured vendor = %d %+v; want 404 model_not_found", code, e)
+	}
 
 	tests := []struct {
 		name        string

@@ -356,7 +356,18 @@ func (c *Catalog) Provider(name string) (*Provider, bool) {
 // Configured reports, for a getenv function, whether provider p can be
 // used: the synthetic provider always (unless GENWAY_SYNTHETIC=off), others
 // when their key (or, for key-optional ones, their base URL) is set.
+//
+// GENWAY_CONFIGURED, a comma-separated list of provider names, marks those
+// configured without their key: for a function that only lists models or
+// validates jobs and must not hold vendor secrets.
 func (p *Provider) Configured(getenv func(string) string) bool {
+	if names := getenv("GENWAY_CONFIGURED"); names != "" && p.Kind != "synthetic" {
+		for _, n := range strings.Split(names, ",") {
+			if strings.TrimSpace(n) == p.Name {
+				return true
+			}
+		}
+	}
 	switch {
 	case p.Kind == "synthetic":
 		return getenv("GENWAY_SYNTHETIC") != "off"
@@ -377,6 +388,15 @@ func (p *Provider) BaseURLFor(getenv func(string) string) string {
 		}
 	}
 	return strings.TrimRight(p.BaseURL, "/")
+}
+
+// ConfiguredFunc returns a function reporting, for a provider name, whether
+// it is configured in getenv (unknown names are not).
+func (c *Catalog) ConfiguredFunc(getenv func(string) string) func(provider string) bool {
+	return func(name string) bool {
+		p, ok := c.byProvider[name]
+		return ok && p.Configured(getenv)
+	}
 }
 
 // List returns the models of type typ ("" for all) whose provider is

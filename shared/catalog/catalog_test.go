@@ -110,3 +110,29 @@ func TestInputBuild(t *testing.T) {
 		t.Errorf("portrait aspect ratio = %v; want 9:16", got["ar"])
 	}
 }
+
+func TestConfigured(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		env  map[string]string
+		name string
+		want bool
+	}{
+		{nil, "synthetic", true},
+		{map[string]string{"GENWAY_SYNTHETIC": "off"}, "synthetic", false},
+		{map[string]string{"GENWAY_CONFIGURED": "synthetic", "GENWAY_SYNTHETIC": "off"}, "synthetic", false},
+		{nil, "fal", false},
+		{map[string]string{"FAL_KEY": "k"}, "fal", true},
+		{map[string]string{"GENWAY_CONFIGURED": "gemini, fal"}, "fal", true},
+		{map[string]string{"GENWAY_CONFIGURED": "gemini"}, "fal", false},
+		{map[string]string{"GENWAY_CONFIGURED": "fal"}, "nope", false},
+	}
+	for _, tt := range tests {
+		if got := c.ConfiguredFunc(func(k string) string { return tt.env[k] })(tt.name); got != tt.want {
+			t.Errorf("configured(%s) with %v = %v; want %v", tt.name, tt.env, got, tt.want)
+		}
+	}
+}

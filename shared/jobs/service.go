@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
 )
 
@@ -23,7 +24,11 @@ type Service struct {
 	Queue   Queue
 	Media   Media
 	Catalog *catalog.Catalog
-	Log     *slog.Logger
+	// Configured reports whether a catalog provider can run jobs here; a
+	// job for a model of another is refused like an unknown model. nil:
+	// every provider is.
+	Configured func(provider string) bool
+	Log        *slog.Logger
 	LinkTTL time.Duration    // 0: DefaultLinkTTL
 	Now     func() time.Time // nil: time.Now
 	// Sweeps lists jobs left queued, for Sweep; nil where the store writes
@@ -48,6 +53,10 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	m, in, err := Validate(s.Catalog, req)
 	if err != nil {
 		return nil, err
+	}
+	if s.Configured != nil && !s.Configured(m.Provider) {
+		return nil, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("The model %q is not configured on this deployment; see GET /v1/models?type=%s.", m.ID, m.Type)}
 	}
 	id, err := NewID(req.Type)
 	if err != nil {
