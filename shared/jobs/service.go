@@ -29,8 +29,8 @@ type Service struct {
 	// every provider is.
 	Configured func(provider string) bool
 	Log        *slog.Logger
-	LinkTTL time.Duration    // 0: DefaultLinkTTL
-	Now     func() time.Time // nil: time.Now
+	LinkTTL    time.Duration    // 0: DefaultLinkTTL
+	Now        func() time.Time // nil: time.Now
 	// Sweeps lists jobs left queued, for Sweep; nil where the store writes
 	// the job and its message in one transaction (no Sweep needed).
 	Sweeps     SweepStore
