@@ -134,6 +134,18 @@ func TestVendorsEndToEnd(t *testing.T) {
 			t.Errorf("a refused request reached the vendor")
 		}
 	}
+	// A prompt the vendor refuses fails the job (content_policy, the
+	// vendor's words) and costs nothing: the hold is released.
+	var refused jobResp
+	if code, _ := s.do(t, "POST", "/v1/jobs", map[string]any{"type": "video", "model": "kling-2.5-turbo", "prompt": "forbidden scene"}, nil, &refused); code != 200 {
+		t.Fatalf("create = %d", code)
+	}
+	if got, _ := s.waitJob(t, refused.ID, 30*time.Second); got.Status != "failed" || got.Error == nil || got.Error.Code != "content_policy" || !strings.Contains(got.Error.Message, "flagged") {
+		t.Errorf("refused job = %+v; want failed with content_policy and the vendor's message", got)
+	}
+	if cr := waitSettled(t, s); cr != after {
+		t.Errorf("credits after a refused job = %+v; want unchanged %+v", cr, after)
+	}
 	// A model that cannot sing lyrics refuses LYRICS mode, naming it.
 	var e struct {
 		Error struct{ Param string } `json:"error"`

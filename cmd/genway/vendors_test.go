@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,7 @@ type fakeVendor struct {
 	byPrompt  map[string]string    // generation id by prompt
 	polls     map[string]int       // by generation id
 	badAuth   int
+	refused   []string // generation ids the vendor refuses
 }
 
 // doneAt is when generation id finished at the vendor (doneAfter mode):
@@ -260,7 +262,16 @@ func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 			if !v.authorized(w, r, "Authorization", auth) {
 				return
 			}
+			var in struct {
+				Prompt string `json:"prompt"`
+			}
+			json.NewDecoder(r.Body).Decode(&in)
 			id := v.submit()
+			if strings.HasPrefix(in.Prompt, "forbidden") {
+				v.mu.Lock()
+				v.refused = append(v.refused, id)
+				v.mu.Unlock()
+			}
 			base := v.srv.URL + "/app/requests/" + id
 			writeJSONTest(w, map[string]any{"request_id": id, "status_url": base + "/status", "response_url": base, "cancel_url": base + "/cancel"})
 		case r.Method == "GET" && strings.HasSuffix(p, "/status"):
@@ -275,6 +286,14 @@ func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 			writeJSONTest(w, map[string]any{"status": status, "request_id": id})
 		case r.Method == "GET" && strings.HasPrefix(p, "/app/requests/"):
 			if !v.authorized(w, r, "Authorization", auth) {
+				return
+			}
+			v.mu.Lock()
+			refused := slices.Contains(v.refused, strings.TrimPrefix(p, "/app/requests/"))
+			v.mu.Unlock()
+			if refused { // the model's safety checker refused the prompt
+				w.WriteHeader(http.StatusUnprocessableEntity)
+				writeJSONTest(w, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", "prompt"}, "msg": "The prompt was flagged by the content checker.", "type": "content_policy_violation"}}})
 				return
 			}
 			writeJSONTest(w, map[string]any{"video": map[string]any{"url": v.srv.URL + "/files/out.mp4", "content_type": "video/mp4", "file_size": len(testVideo())}})
