@@ -25,10 +25,13 @@ import (
 	"github.com/genway/genway/shared/sqsqueue"
 )
 
+// workerTimeout is the worker function's timeout in template.yaml (and
+// functions/worker.WorkerTimeout): the local AWS mode's worker lease.
+const workerTimeout = 5 * time.Minute
+
 // queueVisibility is the jobs queue's visibility timeout for `genway aws
-// init`: six times the worker function's 120-second timeout, as in
-// template.yaml.
-const queueVisibility = 720
+// init`: six times the worker's timeout, as in template.yaml.
+const queueVisibility = 6 * int(workerTimeout/time.Second)
 
 // sweepEvery is how often local AWS mode sweeps jobs left queued, as the
 // template's schedule runs the jobs-sweeper function: rate(1 minute).
@@ -59,7 +62,7 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	s3Client := s3media.NewClient(cfg)
 	streams := dynamodbstreams.NewFromConfig(cfg)
 	store := dynamostore.New(ddb, names.JobsTable, names.AccountsTable)
-	be := &backend{store: store, jobs: store, counter: store, close: func() error { return nil }, lease: 2 * time.Minute,
+	be := &backend{store: store, jobs: store, counter: store, close: func() error { return nil }, lease: workerTimeout,
 		media: s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket)}
 	// The queue and stream are resolved lazily: the operator commands need
 	// neither, and must work before `genway aws init` made them.
