@@ -371,7 +371,7 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // openaiGateway is a gateway whose openai provider talks to upstreamURL
-// through the HTTP client serve and the chat Lambda use (an h1.Transport),
+// through the HTTP client serve and the chat Lambda use (upstreams.NewHTTPClient),
 // so that streaming, cancellation and errors are tested over it.
 func openaiGateway(t testing.TB, upstreamURL string, timeout time.Duration) *chat.Gateway {
 	t.Helper()

@@ -20,28 +20,29 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/gemini"
-	"github.com/genway/genway/shared/h1"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/openai"
 	"github.com/genway/genway/shared/synthetic"
 )
 
-// NewHTTPClient returns the client the HTTP providers share when New is
-// given none: an h1.Transport, which does each upstream round trip on the
-// calling goroutine over a pool of HTTP/1.1 keep-alive connections (TLS
-// for https), about a fifth cheaper per request than net/http.Transport
-// (go test ./shared/h1 -bench RoundTrip). Proxied requests (HTTPS_PROXY
-// and friends) go through net/http.Transport. No overall timeout (streams
-// last minutes; the gateway bounds each completion); bounded dial, TLS and
-// header waits.
+// NewHTTPClient returns the client the HTTP chat providers share when New
+// is given none: net/http's transport, tuned for many concurrent upstream
+// streams (a large idle pool per host, HTTP/2 where the upstream offers
+// it), with bounded dial, TLS and header waits and no overall timeout
+// (streams last minutes; the gateway bounds each completion). net/http
+// never sends a request body again once any of it was written (a POST is
+// retried on a new connection only when the old one failed before
+// anything was sent), so an upstream never sees, or bills, one completion
+// twice.
 func NewHTTPClient() *http.Client {
-	return &http.Client{Transport: h1.New(h1.Config{
-		DialTimeout:           10 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 5 * time.Minute, // a non-streamed reasoning answer comes with its headers
-		IdleTimeout:           60 * time.Second,
-		MaxIdlePerHost:        256,
-	})}
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 1024
+	t.MaxIdleConnsPerHost = 256
+	t.IdleConnTimeout = 60 * time.Second
+	t.TLSHandshakeTimeout = 10 * time.Second
+	t.ResponseHeaderTimeout = 5 * time.Minute // a non-streamed reasoning answer comes with its headers
+	t.ForceAttemptHTTP2 = true
+	return &http.Client{Transport: t}
 }
 
 // New returns the configured providers by catalog provider name. A

@@ -1,14 +1,17 @@
 package upstreams
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/genway/genway/shared/catalog"
@@ -143,5 +146,64 @@ func TestNewMedia(t *testing.T) {
 		if _, ok := provs[name]; ok {
 			t.Errorf("New built a chat provider for %s", name)
 		}
+	}
+}
+
+// TestPOSTNeverSentTwice: an upstream that reads a completion request on a
+// reused connection and then drops it without answering sees that request
+// once; the client gets an error, not a silent second attempt that the
+// upstream could bill again.
+func TestPOSTNeverSentTwice(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var posts int
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				br := bufio.NewReader(conn)
+				for {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					io.Copy(io.Discard, req.Body)
+					if req.Method == "POST" {
+						mu.Lock()
+						posts++
+						mu.Unlock()
+						return // read it all, answer nothing, drop the connection
+					}
+					io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	c := NewHTTPClient()
+	defer c.CloseIdleConnections()
+	base := "http://" + ln.Addr().String()
+	resp, err := c.Get(base + "/warm") // leaves a keep-alive connection to reuse
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[]}`))
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("POST to an upstream that dropped the connection = nil error")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if posts != 1 {
+		t.Errorf("the upstream received the POST %d times; want once", posts)
 	}
 }
