@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/chat"
-	"github.com/genway/genway/shared/jsonscan"
 )
 
 // DefaultChatHeartbeat is how long a stream may stay silent before the
@@ -75,9 +75,8 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 		ctx := r.Context()
 		var p chat.Params
 		body, err := readBody(r)
-		if err == nil && !parseParams(body, &p) {
-			p = chat.Params{}
-			err = unmarshal(body, &p) // the error for the client, or what parseParams leaves to it
+		if err == nil {
+			err = unmarshal(body, &p)
 		}
 		if err != nil {
 			writeError(w, r, log, err)
@@ -109,7 +108,12 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 			}},
 			Usage: resp.Usage,
 		}
-		b := appendCompletion(make([]byte, 0, 256+len(resp.Content)+len(resp.Reasoning)), &c)
+		b, err := json.Marshal(&c)
+		if err != nil {
+			writeChatError(w, r, log, err)
+			return
+		}
+		b = append(b, '\n')
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(len(b)))
@@ -139,8 +143,7 @@ func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, er
 // is busy) that fires after a silence. mu serialises their writes.
 func streamChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, gw *chat.Gateway, call *chat.Call, meta chunkMeta, heartbeat time.Duration) {
 	ctx := r.Context()
-	s := &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512)}
-	s.prefix = appendChunkPrefix(make([]byte, 0, 128), &meta)
+	s := &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512), meta: meta}
 	s.startHeartbeats(heartbeat)
 	resp, err := gw.Stream(ctx, call, s.delta)
 	s.stopHeartbeats() // no heartbeat writes after this
@@ -165,9 +168,12 @@ func streamChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, gw *ch
 
 // sseStream writes the chunks of one streamed completion.
 type sseStream struct {
-	w      http.ResponseWriter
-	rc     *http.ResponseController
-	prefix []byte // "data: " and the chunk JSON up to the delta's fields
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	meta  chunkMeta // what every chunk repeats
+	enc   *json.Encoder
+	jbuf  bytes.Buffer
+	chunk chunk
 
 	mu        sync.Mutex
 	started   bool          // headers and the role chunk are written
@@ -190,7 +196,7 @@ func (s *sseStream) start() {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)
-	s.buf = appendChunkEvent(s.buf[:0], s.prefix, chunkDelta{Role: chat.RoleAssistant, Content: new(string)}, nil, nil)
+	s.buf = s.appendEvent(s.buf[:0], chunkDelta{Role: chat.RoleAssistant, Content: new(string)}, nil, nil)
 	s.raw(s.buf)
 }
 
@@ -204,10 +210,10 @@ func (s *sseStream) delta(d chat.Delta) error {
 	s.start()
 	s.buf = s.buf[:0]
 	if d.Reasoning != "" {
-		s.buf = appendChunkEvent(s.buf, s.prefix, chunkDelta{ReasoningContent: d.Reasoning}, nil, nil)
+		s.buf = s.appendEvent(s.buf, chunkDelta{ReasoningContent: d.Reasoning}, nil, nil)
 	}
 	if d.Content != "" {
-		s.buf = appendChunkEvent(s.buf, s.prefix, chunkDelta{Content: &d.Content}, nil, nil)
+		s.buf = s.appendEvent(s.buf, chunkDelta{Content: &d.Content}, nil, nil)
 	}
 	if len(s.buf) > 0 {
 		s.raw(s.buf)
@@ -226,7 +232,7 @@ func (s *sseStream) finish(resp *chat.Response, flush bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
-	s.buf = appendChunkEvent(s.buf[:0], s.prefix, chunkDelta{}, &resp.FinishReason, &resp.Usage)
+	s.buf = s.appendEvent(s.buf[:0], chunkDelta{}, &resp.FinishReason, &resp.Usage)
 	s.buf = append(s.buf, "data: [DONE]\n\n"...)
 	s.raw(s.buf)
 	if flush {
@@ -357,260 +363,19 @@ type completionMessage struct {
 	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
-// The chunks and the completion are encoded by hand, appending to a reused
-// buffer: encoding/json's reflection and allocations were a measurable
-// share of the gateway's cost per streamed delta. The output is byte for
-// byte what json.Marshal gives for the chunk and completion types above
-// (chat_json_test.go checks it; jsonscan fuzzes AppendString).
-
-// appendChunkPrefix appends `data: {"id":...,"created":...,"model":...,
-// "object":"chat.completion.chunk","choices":[{"index":0,"delta":{`: what
-// every chunk event of one completion starts with.
-func appendChunkPrefix(b []byte, m *chunkMeta) []byte {
-	b = append(b, `data: {"id":`...)
-	b = jsonscan.AppendString(b, m.ID)
-	b = append(b, `,"created":`...)
-	b = strconv.AppendInt(b, m.Created, 10)
-	b = append(b, `,"model":`...)
-	b = jsonscan.AppendString(b, m.Model)
-	return append(b, `,"object":"chat.completion.chunk","choices":[{"index":0,"delta":{`...)
-}
-
-// appendChunkEvent appends one chunk event, "data: <chunk JSON>\n\n", where
-// prefix is appendChunkPrefix's.
-func appendChunkEvent(b, prefix []byte, d chunkDelta, finish *string, u *chat.Usage) []byte {
-	b = append(b, prefix...)
-	comma := false
-	if d.Role != "" {
-		b = append(b, `"role":`...)
-		b = jsonscan.AppendString(b, d.Role)
-		comma = true
+// appendEvent appends one chunk event, "data: <chunk JSON>\n\n", to b.
+// One encoder and one chunk are reused across the stream's events.
+func (s *sseStream) appendEvent(b []byte, d chunkDelta, finish *string, u *chat.Usage) []byte {
+	if s.enc == nil {
+		s.enc = json.NewEncoder(&s.jbuf)
+		s.chunk = chunk{chunkMeta: s.meta, Object: "chat.completion.chunk", Choices: make([]chunkChoice, 1)}
 	}
-	if d.Content != nil {
-		if comma {
-			b = append(b, ',')
-		}
-		b = append(b, `"content":`...)
-		b = jsonscan.AppendString(b, *d.Content)
-		comma = true
-	}
-	if d.ReasoningContent != "" {
-		if comma {
-			b = append(b, ',')
-		}
-		b = append(b, `"reasoning_content":`...)
-		b = jsonscan.AppendString(b, d.ReasoningContent)
-	}
-	b = append(b, `},"finish_reason":`...)
-	if finish == nil {
-		b = append(b, "null"...)
-	} else {
-		b = jsonscan.AppendString(b, *finish)
-	}
-	b = append(b, "}]"...)
-	if u != nil {
-		b = append(b, `,"usage":`...)
-		b = appendUsage(b, u)
-	}
-	return append(b, "}\n\n"...)
-}
-
-// appendCompletion appends the JSON of c and a newline, as writeJSON
-// writes it.
-func appendCompletion(b []byte, c *completion) []byte {
-	b = append(b, `{"id":`...)
-	b = jsonscan.AppendString(b, c.ID)
-	b = append(b, `,"object":`...)
-	b = jsonscan.AppendString(b, c.Object)
-	b = append(b, `,"created":`...)
-	b = strconv.AppendInt(b, c.Created, 10)
-	b = append(b, `,"model":`...)
-	b = jsonscan.AppendString(b, c.Model)
-	b = append(b, `,"choices":`...)
-	if c.Choices == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range c.Choices {
-			ch := &c.Choices[i]
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"index":`...)
-			b = strconv.AppendInt(b, int64(ch.Index), 10)
-			b = append(b, `,"message":{"role":`...)
-			b = jsonscan.AppendString(b, ch.Message.Role)
-			b = append(b, `,"content":`...)
-			b = jsonscan.AppendString(b, ch.Message.Content)
-			if ch.Message.ReasoningContent != "" {
-				b = append(b, `,"reasoning_content":`...)
-				b = jsonscan.AppendString(b, ch.Message.ReasoningContent)
-			}
-			b = append(b, `},"finish_reason":`...)
-			b = jsonscan.AppendString(b, ch.FinishReason)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"usage":`...)
-	b = appendUsage(b, &c.Usage)
-	return append(b, "}\n"...)
-}
-
-func appendUsage(b []byte, u *chat.Usage) []byte {
-	b = append(b, `{"prompt_tokens":`...)
-	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
-	b = append(b, `,"completion_tokens":`...)
-	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
-	b = append(b, `,"total_tokens":`...)
-	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
-	return append(b, '}')
-}
-
-// parseParams decodes a request body into p (which must be zero) as
-// json.Unmarshal would, without reflection, for the requests clients
-// usually send; it reports false for anything it does not handle itself
-// (a key that matches a field only case-insensitively or through escapes,
-// a duplicate field, a type mismatch, a string that needs escapes other
-// than the simple ones, a number that does not parse, deep nesting,
-// malformed JSON), and the caller then decodes with encoding/json, which
-// makes the same value or the error the client gets (chat_json_test.go
-// fuzzes the two against each other). Raw fields (content, max_tokens,
-// stop) alias body.
-func parseParams(body []byte, p *chat.Params) bool {
-	s := paramsScanner{jsonscan.Scanner{Buf: body, SimpleEscapes: true}}
-	if !s.params(p) {
-		return false
-	}
-	s.WS()
-	return s.Pos == len(s.Buf)
-}
-
-// paramsScanner is parseParams' parser: each method returns false when the
-// input is malformed or not handled.
-type paramsScanner struct {
-	jsonscan.Scanner
-}
-
-func (s *paramsScanner) params(p *chat.Params) bool {
-	const known = "model messages stream stream_options max_tokens max_completion_tokens reasoning_effort temperature top_p stop seed"
-	return s.Fields(known, func(n int) bool {
-		switch n {
-		case 0:
-			return s.Null() || s.str(&p.Model)
-		case 1:
-			return s.messages(p)
-		case 2:
-			return s.boolean(&p.Stream)
-		case 3:
-			if s.Null() {
-				return true
-			}
-			p.StreamOptions = &chat.StreamOptions{}
-			return s.Fields("include_usage", func(int) bool {
-				return s.boolean(&p.StreamOptions.IncludeUsage)
-			})
-		case 4:
-			return s.raw(&p.MaxTokens)
-		case 5:
-			return s.raw(&p.MaxCompletionTokens)
-		case 6:
-			if s.Null() {
-				return true
-			}
-			p.ReasoningEffort = new(string)
-			return s.str(p.ReasoningEffort)
-		case 7, 8:
-			if s.Null() {
-				return true
-			}
-			b, ok := s.Number()
-			if !ok {
-				return false
-			}
-			f, err := strconv.ParseFloat(string(b), 64)
-			if err != nil {
-				return false
-			}
-			if n == 7 {
-				p.Temperature = &f
-			} else {
-				p.TopP = &f
-			}
-			return true
-		case 9:
-			return s.raw(&p.Stop)
-		default: // seed
-			if s.Null() {
-				return true
-			}
-			v, ok := s.Integer(64)
-			if ok {
-				p.Seed = &v
-			}
-			return ok
-		}
-	})
-}
-
-func (s *paramsScanner) messages(p *chat.Params) bool {
-	if s.Null() {
-		return true
-	}
-	if !s.Eat('[') {
-		return false
-	}
-	p.Messages = make([]chat.ParamsMessage, 0, 4)
-	if s.Eat(']') {
-		return true
-	}
-	for {
-		p.Messages = append(p.Messages, chat.ParamsMessage{})
-		m := &p.Messages[len(p.Messages)-1]
-		if !s.Null() && !s.Fields("role content", func(n int) bool {
-			if n == 0 {
-				return s.Null() || s.str(&m.Role)
-			}
-			return s.raw(&m.Content)
-		}) {
-			return false
-		}
-		if s.Eat(',') {
-			continue
-		}
-		return s.Eat(']')
-	}
-}
-
-// boolean parses true or false into *dst; null leaves it as it is.
-func (s *paramsScanner) boolean(dst *bool) bool {
-	switch {
-	case s.Literal("true"):
-		*dst = true
-	case s.Literal("false"), s.Null():
-	default:
-		return false
-	}
-	return true
-}
-
-// raw sets *dst to the next value's bytes, as json.RawMessage keeps them.
-func (s *paramsScanner) raw(dst *json.RawMessage) bool {
-	s.WS()
-	start := s.Pos
-	if !s.Skip() {
-		return false
-	}
-	*dst = s.Buf[start:s.Pos:s.Pos]
-	return true
-}
-
-// str parses a string into *dst (see jsonscan.Scanner.String: with
-// SimpleEscapes, only \" \\ \/ \n \r \t escapes, and valid UTF-8).
-func (s *paramsScanner) str(dst *string) bool {
-	v, ok := s.String()
-	if ok {
-		*dst = v
-	}
-	return ok
+	s.chunk.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
+	s.chunk.Usage = u
+	s.jbuf.Reset()
+	// Encode cannot fail here: a chunk holds only strings and integers.
+	s.enc.Encode(&s.chunk) // ends with a newline
+	b = append(b, "data: "...)
+	b = append(b, s.jbuf.Bytes()...)
+	return append(b, '\n')
 }

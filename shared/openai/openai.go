@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/chat"
-	"github.com/genway/genway/shared/jsonscan"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -82,7 +81,7 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 		return nil, chat.TransportError(ctx, p.name, "read response", err)
 	}
 	var wr wireResponse
-	if err := decodeResponse(b, &wr); err != nil {
+	if err := json.Unmarshal(b, &wr); err != nil {
 		return nil, p.garbage(fmt.Errorf("decode response: %w", err))
 	}
 	if wr.Error != nil {
@@ -144,12 +143,10 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat
 // do sends req and returns a 200 response; any other status is an
 // *chat.UpstreamError.
 func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*http.Response, error) {
-	if err := checkRequest(req); err != nil {
-		return nil, fmt.Errorf("%s: encode request: %w", p.name, err)
+	body, err := encodeRequest(req, stream)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p.name, err)
 	}
-	// Not pooled: the transport may still read the body (or call GetBody
-	// for a retry) after Do returns.
-	body := appendRequest(make([]byte, 0, requestSize(req)), req, stream)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
@@ -279,8 +276,11 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
 				Message: "error event", Err: fmt.Errorf("error event: %s", errorMessageOr(string(data)))}
 		}
-		c.Choices, c.Usage, c.Error = c.Choices[:0], nil, nil // reuse the choices' array
-		if err := decodeChunk(data, &c); err != nil {
+		// Reuse the choices' array, zeroed: Unmarshal leaves absent
+		// fields as they are.
+		clear(c.Choices[:cap(c.Choices)])
+		c.Choices, c.Usage, c.Error = c.Choices[:0], nil, nil
+		if err := json.Unmarshal(data, &c); err != nil {
 			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
 				Message: "malformed stream chunk", Err: fmt.Errorf("decode chunk: %w", err)}
 		}
@@ -368,219 +368,4 @@ func (u *wireUsage) usage() chat.Usage {
 		t = u.PromptTokens + u.CompletionTokens
 	}
 	return chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: t}
-}
-
-// decodeResponse decodes a non-streamed response body into r (which must
-// be zero), as json.Unmarshal(data, r) would: see decodeChunk.
-func decodeResponse(data []byte, r *wireResponse) error {
-	p := wireParser{jsonscan.Scanner{Buf: data}}
-	if p.response(r) {
-		p.WS()
-		if p.Pos == len(p.Buf) {
-			return nil
-		}
-	}
-	*r = wireResponse{}
-	return json.Unmarshal(data, r)
-}
-
-// decodeChunk decodes one chunk into c (which must be zero), as
-// json.Unmarshal(data, c) would, but without reflection for the shapes
-// OpenAI-compatible servers send: it is a strict JSON parser that knows
-// wireChunk's fields and skips (validating) every other value. Whatever it
-// does not handle itself (a key that matches a field only case-insensitively
-// or through escapes, a duplicate field, a type mismatch, an "error" field,
-// invalid UTF-8 or a lone surrogate in a string the chunk keeps, a number
-// that is not a plain integer, deep nesting) is left to encoding/json, so
-// results and errors are exactly encoding/json's (chunk_test.go fuzzes the
-// two against each other).
-func decodeChunk(data []byte, c *wireChunk) error {
-	p := wireParser{jsonscan.Scanner{Buf: data}}
-	if p.chunk(c) {
-		p.WS()
-		if p.Pos == len(p.Buf) {
-			return nil
-		}
-	}
-	*c = wireChunk{}
-	return json.Unmarshal(data, c)
-}
-
-// wireParser is decodeChunk's and decodeResponse's parser: each method
-// returns false when the input is malformed or not handled, and the
-// caller falls back to encoding/json.
-type wireParser struct {
-	jsonscan.Scanner
-}
-
-func (p *wireParser) chunk(c *wireChunk) bool {
-	return p.Fields("choices usage error", func(n int) bool {
-		switch n {
-		case 0:
-			return p.choices(c)
-		case 1:
-			if p.Null() {
-				return true
-			}
-			c.Usage = new(wireUsage)
-			return p.usage(c.Usage)
-		default: // "error": only null is handled here
-			if !p.Null() {
-				return false
-			}
-			c.Error = json.RawMessage("null")
-			return true
-		}
-	})
-}
-
-func (p *wireParser) choices(c *wireChunk) bool {
-	if p.Null() {
-		return true
-	}
-	if !p.Eat('[') {
-		return false
-	}
-	if c.Choices == nil {
-		c.Choices = make([]wireChoice, 0, 1)
-	} else {
-		c.Choices = c.Choices[:0] // decodeEvents reuses c from event to event
-	}
-	if p.Eat(']') {
-		return true
-	}
-	for {
-		c.Choices = append(c.Choices, wireChoice{})
-		if !p.choice(&c.Choices[len(c.Choices)-1]) {
-			return false
-		}
-		if p.Eat(',') {
-			continue
-		}
-		return p.Eat(']')
-	}
-}
-
-func (p *wireParser) choice(ch *wireChoice) bool {
-	if p.Null() {
-		return true
-	}
-	return p.Fields("index delta finish_reason", func(n int) bool {
-		switch n {
-		case 0:
-			return p.integer(&ch.Index)
-		case 1:
-			return p.message(&ch.Delta)
-		default:
-			if p.Null() {
-				return true
-			}
-			s, ok := p.String()
-			ch.FinishReason = &s
-			return ok
-		}
-	})
-}
-
-// message parses a delta (streamed) or message (not streamed).
-func (p *wireParser) message(d *wireMessageOut) bool {
-	if p.Null() {
-		return true
-	}
-	return p.Fields("content refusal reasoning_content reasoning", func(n int) bool {
-		if p.Null() {
-			return true
-		}
-		s, ok := p.String()
-		switch n {
-		case 0:
-			d.Content = s
-		case 1:
-			d.Refusal = s
-		case 2:
-			d.ReasoningContent = s
-		default:
-			d.Reasoning = s
-		}
-		return ok
-	})
-}
-
-func (p *wireParser) response(r *wireResponse) bool {
-	return p.Fields("choices usage error", func(n int) bool {
-		switch n {
-		case 0:
-			if p.Null() {
-				return true
-			}
-			if !p.Eat('[') {
-				return false
-			}
-			r.Choices = make([]wireResponseChoice, 0, 1)
-			if p.Eat(']') {
-				return true
-			}
-			for {
-				r.Choices = append(r.Choices, wireResponseChoice{})
-				if !p.responseChoice(&r.Choices[len(r.Choices)-1]) {
-					return false
-				}
-				if p.Eat(',') {
-					continue
-				}
-				return p.Eat(']')
-			}
-		case 1:
-			if p.Null() {
-				return true
-			}
-			r.Usage = new(wireUsage)
-			return p.usage(r.Usage)
-		default: // "error": only null is handled here
-			return p.Null()
-		}
-	})
-}
-
-func (p *wireParser) responseChoice(ch *wireResponseChoice) bool {
-	if p.Null() {
-		return true
-	}
-	return p.Fields("message finish_reason", func(n int) bool {
-		if n == 0 {
-			return p.message(&ch.Message)
-		}
-		if p.Null() {
-			return true
-		}
-		s, ok := p.String()
-		ch.FinishReason = s
-		return ok
-	})
-}
-
-func (p *wireParser) usage(u *wireUsage) bool {
-	return p.Fields("prompt_tokens completion_tokens total_tokens", func(n int) bool {
-		switch n {
-		case 0:
-			return p.integer(&u.PromptTokens)
-		case 1:
-			return p.integer(&u.CompletionTokens)
-		default:
-			return p.integer(&u.TotalTokens)
-		}
-	})
-}
-
-// integer parses an integer (or null, which leaves *dst as it is); a
-// number with a fraction or an exponent is not handled.
-func (p *wireParser) integer(dst *int) bool {
-	if p.Null() {
-		return true
-	}
-	n, ok := p.Integer(0)
-	if ok {
-		*dst = int(n)
-	}
-	return ok
 }

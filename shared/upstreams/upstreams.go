@@ -42,6 +42,9 @@ func NewHTTPClient() *http.Client {
 	t.TLSHandshakeTimeout = 10 * time.Second
 	t.ResponseHeaderTimeout = 5 * time.Minute // a non-streamed reasoning answer comes with its headers
 	t.ForceAttemptHTTP2 = true
+	// Streams must not be compressed: a gzip reader may hold a delta back
+	// until more of the stream arrives.
+	t.DisableCompression = true
 	return &http.Client{Transport: t}
 }
 
