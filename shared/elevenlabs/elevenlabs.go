@@ -141,12 +141,10 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 	if err != nil {
 		return nil, fmt.Errorf("elevenlabs: encode request: %w", err)
 	}
-	req, err := http.NewRequest(http.MethodPost, p.base+path+"?output_format="+url.QueryEscape(format), bytes.NewReader(b))
+	req, err := mediafetch.NewRequest(http.MethodPost, p.base+path+"?output_format="+url.QueryEscape(format), b, http.Header{"xi-api-key": {p.key}})
 	if err != nil {
-		return nil, fmt.Errorf("elevenlabs: %w", err)
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("xi-api-key", p.key)
 	resp, err := mediafetch.Do(ctx, p.client, req, "elevenlabs "+j.Type, apiError)
 	if err != nil {
 		return nil, err

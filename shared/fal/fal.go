@@ -16,7 +16,6 @@
 package fal
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -80,15 +79,7 @@ type status struct {
 }
 
 func (p *Provider) request(method, rawURL string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequest(method, rawURL, bytes.NewReader(body))
-	if err != nil {
-		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The fal URL is not usable.", Err: fmt.Errorf("fal: %s %s: %w", method, mediafetch.Redact(rawURL), err)}
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Key "+p.key)
-	return req, nil
+	return mediafetch.NewRequest(method, rawURL, body, http.Header{"Authorization": {"Key " + p.key}})
 }
 
 // Start implements jobs.Provider: it queues the request.

@@ -1,7 +1,6 @@
 package gemini
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -117,12 +116,10 @@ func (v *Video) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs
 	if err != nil {
 		return nil, fmt.Errorf("veo: encode request: %w", err)
 	}
-	req, err := http.NewRequest(http.MethodPost, v.base+"/v1beta/models/"+m.Upstream+":predictLongRunning", bytes.NewReader(body))
+	req, err := mediafetch.NewRequest(http.MethodPost, v.base+"/v1beta/models/"+m.Upstream+":predictLongRunning", body, v.keyHeader())
 	if err != nil {
-		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The Veo model name is not usable.", Err: err}
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-goog-api-key", v.apiKey)
 	resp, err := mediafetch.Do(ctx, v.client, req, "veo submit", googleError)
 	if err != nil {
 		return nil, err
@@ -144,11 +141,10 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	if !strings.Contains(name, "/operations/") || strings.Contains(name, "..") || strings.ContainsAny(name, "?#") {
 		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The stored Veo operation name is not usable.", Err: fmt.Errorf("operation %q", name)}
 	}
-	req, err := http.NewRequest(http.MethodGet, v.base+"/v1beta/"+name, nil)
+	req, err := mediafetch.NewRequest(http.MethodGet, v.base+"/v1beta/"+name, nil, v.keyHeader())
 	if err != nil {
-		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The stored Veo operation name is not usable.", Err: err}
+		return nil, err
 	}
-	req.Header.Set("x-goog-api-key", v.apiKey)
 	resp, err := mediafetch.Do(ctx, v.client, req, "veo poll", googleError)
 	if err != nil {
 		return nil, err
@@ -177,13 +173,15 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	if len(gv.GeneratedSamples) == 0 || gv.GeneratedSamples[0].Video.URI == "" {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a video."}
 	}
-	res, err := mediafetch.Download(ctx, v.keyOnlyToOrigin(), gv.GeneratedSamples[0].Video.URI, http.Header{"x-goog-api-key": {v.apiKey}}, "video/mp4")
+	res, err := mediafetch.Download(ctx, v.keyOnlyToOrigin(), gv.GeneratedSamples[0].Video.URI, v.keyHeader(), "video/mp4")
 	if err != nil {
 		return nil, err
 	}
 	res.Duration = j.Input.Duration
 	return res, nil
 }
+
+func (v *Video) keyHeader() http.Header { return http.Header{"x-goog-api-key": {v.apiKey}} }
 
 // keyOnlyToOrigin returns the client with a redirect policy that drops the
 // key when a redirect leaves the host it was sent to (net/http drops only

@@ -10,6 +10,7 @@
 package mediafetch
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,6 +27,31 @@ import (
 
 // MaxJSON bounds a vendor's JSON answer (status, result, error bodies).
 const MaxJSON = 4 << 20
+
+// NewRequest returns a request to a vendor: body (nil for none) sent as
+// JSON, with header (the vendor's key). A URL that cannot be used is a
+// *jobs.ProviderError (internal_error) whose cause names the URL without its
+// query.
+func NewRequest(method, rawURL string, body []byte, header http.Header) (*http.Request, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, rawURL, rd)
+	if err != nil {
+		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The vendor URL is not usable.",
+			Err: fmt.Errorf("%s %s: %w", method, Redact(rawURL), err)}
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	return req, nil
+}
 
 // Do sends req with c and returns the response if its status is 2xx. A
 // network failure is a *jobs.TransientError (unless ctx ended: then ctx's
@@ -106,14 +132,9 @@ func DecodeJSON(resp *http.Response, what string, v any) error {
 // (application/octet-stream, binary/octet-stream), then the one the URL's
 // extension implies, else fallbackType; Ext follows the content type.
 func Download(ctx context.Context, c *http.Client, rawURL string, header http.Header, fallbackType string) (*jobs.Result, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	req, err := NewRequest(http.MethodGet, rawURL, nil, header)
 	if err != nil {
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor gave an unusable output link.", Err: fmt.Errorf("download %s: %w", Redact(rawURL), err)}
-	}
-	for k, vs := range header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor gave an unusable output link.", Err: err}
 	}
 	resp, err := Do(ctx, c, req, "download output", nil)
 	if err != nil {

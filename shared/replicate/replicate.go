@@ -19,7 +19,6 @@
 package replicate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,15 +80,7 @@ type prediction struct {
 }
 
 func (p *Provider) request(method, rawURL string, body []byte) (*http.Request, error) {
-	req, err := http.NewRequest(method, rawURL, bytes.NewReader(body))
-	if err != nil {
-		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The Replicate URL is not usable.", Err: fmt.Errorf("replicate: %s %s: %w", method, mediafetch.Redact(rawURL), err)}
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Authorization", "Bearer "+p.token)
-	return req, nil
+	return mediafetch.NewRequest(method, rawURL, body, http.Header{"Authorization": {"Bearer " + p.token}})
 }
 
 // Start implements jobs.Provider: it creates the prediction.
