@@ -106,28 +106,28 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	return out, nil
 }
 
-// Stream sends a streaming request and calls emit for each text or thinking
+// Stream sends a streaming request and writes to w each text or thinking
 // delta as it arrives. It returns when message_stop arrives; a mid-stream
 // error event, or a stream that ends before message_stop, is a
-// *chat.UpstreamError. If emit fails, Stream returns its error unchanged.
+// *chat.UpstreamError. If w fails, Stream returns its error unchanged.
 // Returning closes the response body, which cancels the upstream request.
-func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	resp, err := p.do(ctx, req, true)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return p.readStream(ctx, resp.Body, emit)
+	return p.readStream(ctx, resp.Body, w)
 }
 
 // readStream parses a Messages API event stream from body.
-func (p *Provider) readStream(ctx context.Context, body io.Reader, emit func(chat.Delta) error) (*chat.Response, error) {
+func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer) (*chat.Response, error) {
 	out := &chat.Response{FinishReason: chat.FinishStop}
 	var content, reasoning strings.Builder
 	r := sse.NewReader(body)
-	batch := chat.NewBatch(emit) // deltas read together are written together
+	batch := chat.NewBatch(w) // deltas read together are written together
 	r.OnWait(batch.Flush)
-	emit = batch.Emit
+	emit := batch.Emit
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {

@@ -242,7 +242,7 @@ func TestRequestHeaders(t *testing.T) {
 			req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("Hello")}}
 			var err error
 			if tt.stream {
-				_, err = p.Stream(context.Background(), req, func(chat.Delta) error { return nil })
+				_, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 			} else {
 				_, err = p.Complete(context.Background(), req)
 			}
@@ -345,7 +345,7 @@ func TestStream(t *testing.T) {
 			u.respond(http.StatusOK, fixture(t, tt.file), nil)
 			var deltas []chat.Delta
 			got, err := p.Stream(context.Background(), &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}},
-				func(d chat.Delta) error { deltas = appendDelta(deltas, d); return nil })
+				chat.WriterFunc(func(d chat.Delta) error { deltas = appendDelta(deltas, d); return nil }))
 			if !reflect.DeepEqual(deltas, tt.wantDeltas) {
 				t.Errorf("deltas = %+v; want %+v", deltas, tt.wantDeltas)
 			}
@@ -409,10 +409,10 @@ func TestErrors(t *testing.T) {
 				req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}
 				var err error
 				if stream {
-					_, err = p.Stream(context.Background(), req, func(chat.Delta) error {
+					_, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error {
 						t.Error("emit called for an error response")
 						return nil
-					})
+					}))
 				} else {
 					_, err = p.Complete(context.Background(), req)
 				}
@@ -450,7 +450,7 @@ func TestGarbageSuccess(t *testing.T) {
 			req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}
 			var err error
 			if tt.stream {
-				_, err = p.Stream(context.Background(), req, func(chat.Delta) error { return nil })
+				_, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 			} else {
 				_, err = p.Complete(context.Background(), req)
 			}
@@ -505,7 +505,7 @@ func TestStreamCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var deltas []chat.Delta
-			_, err := p.Stream(ctx, &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}, func(d chat.Delta) error {
+			_, err := p.Stream(ctx, &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}, chat.WriterFunc(func(d chat.Delta) error {
 				if d.Content == "" && d.Reasoning == "" {
 					return nil // a flush: the upstream is about to be waited for
 				}
@@ -515,7 +515,7 @@ func TestStreamCancel(t *testing.T) {
 					return nil
 				}
 				return emitErr
-			})
+			}))
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("Stream() error = %v; want %v", err, tt.wantErr)
 			}
@@ -532,7 +532,7 @@ func TestStreamDeadline(t *testing.T) {
 	p := New(Config{BaseURL: srv.URL, APIKey: "k", HTTPClient: srv.Client()})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	_, err := p.Stream(ctx, &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}, func(chat.Delta) error { return nil })
+	_, err := p.Stream(ctx, &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}, chat.WriterFunc(func(chat.Delta) error { return nil }))
 	var ue *chat.UpstreamError
 	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamTimeout {
 		t.Errorf("Stream() past the deadline = %v; want UpstreamTimeout", err)
@@ -567,16 +567,14 @@ func FuzzReadStream(f *testing.F) {
 	p := New(Config{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var content, reasoning strings.Builder
-		held := false // a delta with More was emitted and not yet flushed
-		got, err := p.readStream(context.Background(), iotest.HalfReader(strings.NewReader(string(in))), func(d chat.Delta) error {
-			if d.Content == "" && d.Reasoning == "" && (d.More || !held) {
-				t.Error("empty delta emitted that is not a flush of held deltas")
+		got, err := p.readStream(context.Background(), iotest.HalfReader(strings.NewReader(string(in))), chat.WriterFunc(func(d chat.Delta) error {
+			if d.Content == "" && d.Reasoning == "" {
+				t.Error("empty delta written")
 			}
-			held = d.More
 			content.WriteString(d.Content)
 			reasoning.WriteString(d.Reasoning)
 			return nil
-		})
+		}))
 		if err != nil {
 			var ue *chat.UpstreamError
 			if !errors.As(err, &ue) {
@@ -595,12 +593,10 @@ func FuzzReadStream(f *testing.F) {
 	})
 }
 
-// appendDelta appends d to ds as a client sees it: its text, not how it
-// was batched (flushes, which carry no text, and More are left out).
+// appendDelta appends d to ds unless it carries no text.
 func appendDelta(ds []chat.Delta, d chat.Delta) []chat.Delta {
 	if d.Content == "" && d.Reasoning == "" {
 		return ds
 	}
-	d.More = false
 	return append(ds, d)
 }

@@ -95,12 +95,12 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	return resp, nil
 }
 
-// Stream calls ConverseStream and calls emit for each text or reasoning
+// Stream calls ConverseStream and writes to w each text or reasoning
 // delta as it arrives. It returns when the event stream ends; an exception
 // event, or a stream without messageStop, is a *chat.UpstreamError. If emit
 // fails, Stream returns its error unchanged. Returning closes the stream,
 // which cancels the upstream request.
-func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	in, err := buildInput(req)
 	if err != nil {
 		return nil, &chat.UpstreamError{Provider: Name, Kind: chat.UpstreamBadRequest, Message: err.Error(), Err: err}
@@ -114,12 +114,12 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat
 	}
 	stream := out.GetStream()
 	defer stream.Close()
-	return readStream(ctx, stream.Events(), stream.Err, emit)
+	return readStream(ctx, stream.Events(), stream.Err, w)
 }
 
 // readStream consumes events until the channel closes, then checks errFn
 // for the error that ended the stream.
-func readStream(ctx context.Context, events <-chan types.ConverseStreamOutput, errFn func() error, emit func(chat.Delta) error) (*chat.Response, error) {
+func readStream(ctx context.Context, events <-chan types.ConverseStreamOutput, errFn func() error, w chat.Writer) (*chat.Response, error) {
 	resp := &chat.Response{}
 	var content, reasoning strings.Builder
 	stopped := false
@@ -159,7 +159,11 @@ read:
 		}
 		content.WriteString(d.Content)
 		reasoning.WriteString(d.Reasoning)
-		if err := emit(d); err != nil {
+		// One event at a time from the SDK: each delta is flushed at once.
+		if err := w.Delta(d); err != nil {
+			return nil, err
+		}
+		if err := w.Flush(); err != nil {
 			return nil, err
 		}
 	}

@@ -261,7 +261,7 @@ func TestRequestShape(t *testing.T) {
 	p := f.provider(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := p.Stream(context.Background(), tt.req, func(chat.Delta) error { return nil }); err != nil {
+			if _, err := p.Stream(context.Background(), tt.req, chat.WriterFunc(func(chat.Delta) error { return nil })); err != nil {
 				t.Fatalf("Stream() error %v", err)
 			}
 			got := f.last()
@@ -369,7 +369,7 @@ func TestStream(t *testing.T) {
 			f.set(func(f *fakeBedrock) { f.stream = encodeScript(t, loadScript(t, tt.script)) })
 			var deltas []chat.Delta
 			got, err := p.Stream(context.Background(), &chat.Request{Model: claude, Messages: []chat.Message{user("x")}},
-				func(d chat.Delta) error { deltas = append(deltas, d); return nil })
+				chat.WriterFunc(func(d chat.Delta) error { deltas = append(deltas, d); return nil }))
 			if !reflect.DeepEqual(deltas, tt.wantDeltas) {
 				t.Errorf("deltas = %+v; want %+v", deltas, tt.wantDeltas)
 			}
@@ -423,7 +423,7 @@ func TestErrors(t *testing.T) {
 				req := &chat.Request{Model: nova, Messages: []chat.Message{user("x")}}
 				var err error
 				if stream {
-					_, err = p.Stream(context.Background(), req, func(chat.Delta) error { return nil })
+					_, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 				} else {
 					_, err = p.Complete(context.Background(), req)
 				}
@@ -471,14 +471,14 @@ func TestStreamCancel(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var deltas []chat.Delta
-			_, err := p.Stream(ctx, &chat.Request{Model: nova, Messages: []chat.Message{user("x")}}, func(d chat.Delta) error {
+			_, err := p.Stream(ctx, &chat.Request{Model: nova, Messages: []chat.Message{user("x")}}, chat.WriterFunc(func(d chat.Delta) error {
 				deltas = append(deltas, d)
 				if tt.cancel {
 					cancel()
 					return nil
 				}
 				return emitErr
-			})
+			}))
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("Stream() error = %v; want %v", err, tt.wantErr)
 			}

@@ -96,25 +96,52 @@ type Response struct {
 type Delta struct {
 	Content   string
 	Reasoning string
-	// More says that the provider already has more of the answer in hand
-	// and will call emit again before it waits for the upstream or
-	// returns: the writer may hold this delta back and send it with the
-	// next ones, instead of flushing it on its own. A Delta without More
-	// (possibly empty: then it only means "flush now") ends the batch.
-	// See Batch.
-	More bool
 }
+
+// Writer receives a streamed completion's deltas. Delta writes one (it may
+// be held in a buffer); Flush sends what was written. A provider calls
+// Flush whenever it is about to wait for the upstream, so a delta is never
+// held back while the upstream is silent, and deltas that arrived in one
+// read leave in one write. Both return the client's failure (it went
+// away): the provider then stops.
+type Writer interface {
+	Delta(Delta) error
+	Flush() error
+}
+
+// Sink is where the gateway runs one completion: a Writer for its deltas
+// (streamed calls only), Start when the call is admitted and the upstream
+// is about to be asked (a stream may commit its response from then on, a
+// heartbeat for instance), and End with the finished Response: a streamed
+// call's finish reason and usage, or a whole answer. Each wire format (chat
+// chunks, a chat.completion object, Responses events) is a Sink.
+type Sink interface {
+	Writer
+	Start() error
+	End(*Response) error
+}
+
+// WriterFunc adapts a function to a Writer whose Flush does nothing (for
+// tests and callers that write straight through).
+type WriterFunc func(Delta) error
+
+// Delta calls f(d).
+func (f WriterFunc) Delta(d Delta) error { return f(d) }
+
+// Flush does nothing.
+func (f WriterFunc) Flush() error { return nil }
 
 // Provider is one upstream family. Implementations are safe for concurrent
 // use and honour ctx: when ctx is cancelled the upstream request is cancelled.
 type Provider interface {
 	// Complete returns the whole completion.
 	Complete(ctx context.Context, req *Request) (*Response, error)
-	// Stream calls emit for each upstream delta, in order, as soon as it
-	// arrives, and returns the final Response (FinishReason, Usage; Content
-	// and Reasoning may be left empty). If emit returns an error, Stream
-	// stops and returns it.
-	Stream(ctx context.Context, req *Request, emit func(Delta) error) (*Response, error)
+	// Stream writes each upstream delta to w, in order, as soon as it
+	// arrives, flushing w before it waits for the upstream again, and
+	// returns the final Response (FinishReason, Usage; Content and
+	// Reasoning may be left empty). If w fails, Stream stops and returns
+	// the error.
+	Stream(ctx context.Context, req *Request, w Writer) (*Response, error)
 }
 
 // UpstreamError is a failure reported by, or talking to, an upstream.

@@ -358,29 +358,52 @@ func stops(raw json.RawMessage) ([]string, error) {
 	return many, nil
 }
 
-// Complete runs c without streaming. It does not record usage: the caller
-// calls RecordUsage once the client has the response.
-func (g *Gateway) Complete(ctx context.Context, c *Call) (*Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	resp, err := c.provider.Complete(ctx, c.Request)
+// Run runs one completion of p for account into sink, the one call a
+// handler makes: it validates p (Prepare), admits it (Admit: a priced model
+// with no credits left is refused before any upstream call), starts the
+// sink, streams the upstream's deltas into it (p.Stream) or completes the
+// call, and ends the sink with the Response. Usage is recorded after End,
+// also when End failed (the client went away: the usage happened), and
+// when the recorder may wait on a store the sink is flushed first, so the
+// client has its whole answer before the write. Errors are those of
+// Prepare, Admit, the provider (*UpstreamError) and the sink; nothing is
+// recorded for a failed call.
+func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink) error {
+	c, err := g.Prepare(ctx, p)
 	if err != nil {
-		return nil, fmt.Errorf("complete %s: %w", c.Request.Model.ID, err)
+		return err
 	}
-	normalize(resp)
-	return resp, nil
+	if err := g.Admit(ctx, account, c); err != nil {
+		return err
+	}
+	if err := sink.Start(); err != nil {
+		return err
+	}
+	resp, err := g.call(ctx, c, sink)
+	if err != nil {
+		return err
+	}
+	err = sink.End(resp)
+	if err == nil && g.usageWaits() {
+		err = sink.Flush()
+	}
+	g.recordUsage(ctx, account, c, resp)
+	return err
 }
 
-// Stream runs c, calling emit for each delta as the upstream produces it.
-// The returned Response carries FinishReason and Usage. It does not record
-// usage: the caller calls RecordUsage once the client has the end of the
-// stream.
-func (g *Gateway) Stream(ctx context.Context, c *Call, emit func(Delta) error) (*Response, error) {
+// call runs c upstream: streamed into w, or whole.
+func (g *Gateway) call(ctx context.Context, c *Call, w Writer) (*Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	resp, err := c.provider.Stream(ctx, c.Request, emit)
+	var resp *Response
+	var err error
+	if c.Stream {
+		resp, err = c.provider.Stream(ctx, c.Request, w)
+	} else {
+		resp, err = c.provider.Complete(ctx, c.Request)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("stream %s: %w", c.Request.Model.ID, err)
+		return nil, fmt.Errorf("%s: %w", c.Request.Model.ID, err)
 	}
 	normalize(resp)
 	return resp, nil
@@ -397,12 +420,12 @@ func normalize(resp *Response) {
 	}
 }
 
-// UsageWaits reports whether RecordUsage may wait on a store: the gateway
+// usageWaits reports whether recordUsage may wait on a store: the gateway
 // has a UsageRecorder and it is not one that only adds to memory (see
-// InMemoryRecorder). A handler flushes its response before RecordUsage
-// when it does, so that the client need not wait for the write, and skips
-// that flush (which costs a write of its own) when it does not.
-func (g *Gateway) UsageWaits() bool {
+// InMemoryRecorder). Run flushes the sink before recording when it does,
+// so that the client need not wait for the write, and skips that flush
+// (which costs a write of its own) when it does not.
+func (g *Gateway) usageWaits() bool {
 	if g.usage == nil {
 		return false
 	}
@@ -410,15 +433,13 @@ func (g *Gateway) UsageWaits() bool {
 	return !ok || !m.InMemory()
 }
 
-// RecordUsage records the usage of resp, the answer Complete or Stream gave
-// for c, for account: its tokens and the credits the model's catalog price
-// makes of them (0 for unpriced models). The HTTP handler calls it after
-// the response is written and flushed, so that the client does not wait
-// for the recorder. It runs even if ctx is cancelled (the client may be
+// recordUsage records the usage of resp, the answer to c, for account: its
+// tokens and the credits the model's catalog price makes of them (0 for
+// unpriced models). It runs even if ctx is cancelled (the client may be
 // gone; the usage happened regardless), and a recorder error is logged, not
 // returned: the client already has its answer. Without a UsageRecorder it
 // does nothing.
-func (g *Gateway) RecordUsage(ctx context.Context, account string, c *Call, resp *Response) {
+func (g *Gateway) recordUsage(ctx context.Context, account string, c *Call, resp *Response) {
 	if g.usage == nil {
 		return
 	}

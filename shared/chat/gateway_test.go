@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -16,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
@@ -45,15 +45,36 @@ func (f *fakeProvider) Complete(_ context.Context, req *chat.Request) (*chat.Res
 	return &r, nil
 }
 
-func (f *fakeProvider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+func (f *fakeProvider) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	resp, err := f.Complete(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	if err := emit(chat.Delta{Content: resp.Content}); err != nil {
+	if err := w.Delta(chat.Delta{Content: resp.Content}); err != nil {
+		return nil, err
+	}
+	if err := w.Flush(); err != nil {
 		return nil, err
 	}
 	return &chat.Response{FinishReason: resp.FinishReason, Usage: resp.Usage}, nil
+}
+
+// sink is a chat.Sink that records its calls; endErr fails End (the
+// client went away).
+type sink struct {
+	calls  []string
+	endErr error
+}
+
+func (s *sink) Start() error { s.calls = append(s.calls, "start"); return nil }
+func (s *sink) Delta(d chat.Delta) error {
+	s.calls = append(s.calls, "delta "+d.Content)
+	return nil
+}
+func (s *sink) Flush() error { s.calls = append(s.calls, "flush"); return nil }
+func (s *sink) End(r *chat.Response) error {
+	s.calls = append(s.calls, fmt.Sprintf("end %q %s %d", r.Content, r.FinishReason, r.Usage.TotalTokens))
+	return s.endErr
 }
 
 func pngBytes(t testing.TB, w, h int) []byte {
@@ -332,6 +353,11 @@ func TestPublicAddr(t *testing.T) {
 	}
 }
 
+// memRecorder is a recorder that only adds to memory (as BufferedRecorder).
+type memRecorder struct{ recorder }
+
+func (*memRecorder) InMemory() bool { return true }
+
 // recorder is a UsageRecorder fake.
 type recorder struct {
 	mu     sync.Mutex
@@ -351,44 +377,56 @@ func (r *recorder) RecordChatUsage(ctx context.Context, account, model string, u
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-func TestCompleteAndStreamDoNotRecord(t *testing.T) {
+// TestRun: one call runs a completion into its sink, in order, and
+// records usage once, after End; failures record nothing.
+func TestRun(t *testing.T) {
 	cat := mustCatalog(t)
-	rec := &recorder{}
-	prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 3, CompletionTokens: 2}}}
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": prov}, Usage: rec})
-	c, err := gw.Prepare(context.Background(), params(t, `{"model":"synthetic/echo","messages":[{"role":"user","content":"hi"}]}`))
-	if err != nil {
-		t.Fatal(err)
+	body := func(stream bool) string {
+		return fmt.Sprintf(`{"model":"synthetic/echo","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream)
 	}
-	resp, err := gw.Complete(context.Background(), c)
-	if err != nil {
-		t.Fatalf("Complete = %v", err)
+	gone := errors.New("client gone")
+	tests := []struct {
+		name      string
+		body      string
+		provErr   error
+		endErr    error
+		wantErr   error
+		wantCalls string
+		wantUsage int
+	}{
+		{"whole answer", body(false), nil, nil, nil, `start|end "ok" stop 5|flush`, 1},
+		{"stream", body(true), nil, nil, nil, `start|delta ok|flush|end "" stop 5|flush`, 1},
+		{"client gone at the end still records", body(true), nil, gone, gone, `start|delta ok|flush|end "" stop 5`, 1},
+		{"upstream failure", body(false), &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamRateLimited}, nil, nil, `start`, 0},
+		{"invalid request", `{"model":"synthetic/echo","messages":[]}`, nil, nil, nil, ``, 0},
 	}
-	if resp.FinishReason != chat.FinishStop || resp.Usage.TotalTokens != 5 {
-		t.Errorf("Complete = finish %q total %d; want stop, 5 (filled in)", resp.FinishReason, resp.Usage.TotalTokens)
-	}
-	var deltas []string
-	resp, err = gw.Stream(context.Background(), c, func(d chat.Delta) error { deltas = append(deltas, d.Content); return nil })
-	if err != nil {
-		t.Fatalf("Stream = %v", err)
-	}
-	if len(deltas) != 1 || deltas[0] != "ok" {
-		t.Errorf("Stream deltas = %q; want [ok]", deltas)
-	}
-	if resp.FinishReason != chat.FinishStop || resp.Usage.TotalTokens != 5 {
-		t.Errorf("Stream = finish %q total %d; want stop, 5 (filled in)", resp.FinishReason, resp.Usage.TotalTokens)
-	}
-	// Recording is the caller's, once the client has the response.
-	if len(rec.calls) != 0 {
-		t.Errorf("RecordChatUsage calls = %q; want none", rec.calls)
-	}
-
-	// A failing provider's error comes through.
-	prov.err = &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamRateLimited}
-	_, err = gw.Complete(context.Background(), c)
-	var ue *chat.UpstreamError
-	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamRateLimited {
-		t.Errorf("Complete with failing provider = %v; want the UpstreamError", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 3, CompletionTokens: 2}}, err: tt.provErr}
+			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": prov}, Usage: rec})
+			s := &sink{endErr: tt.endErr}
+			err := gw.Run(context.Background(), "acct", params(t, tt.body), s)
+			switch {
+			case tt.provErr != nil:
+				var ue *chat.UpstreamError
+				if !errors.As(err, &ue) {
+					t.Errorf("Run = %v; want the provider's UpstreamError", err)
+				}
+			case tt.wantCalls == "":
+				if apierr.As(err) == nil {
+					t.Errorf("Run = %v; want a validation error", err)
+				}
+			case !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil):
+				t.Errorf("Run = %v; want %v", err, tt.wantErr)
+			}
+			if got := strings.Join(s.calls, "|"); got != tt.wantCalls {
+				t.Errorf("sink calls %q; want %q", got, tt.wantCalls)
+			}
+			if len(rec.calls) != tt.wantUsage {
+				t.Errorf("usage recorded %d times; want %d", len(rec.calls), tt.wantUsage)
+			}
+		})
 	}
 }
 
@@ -427,19 +465,15 @@ func TestRecordUsage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &recorder{err: tt.err}
 			var logged bytes.Buffer
-			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}, Usage: rec,
+			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{resp: chat.Response{Usage: tt.usage}}}, Usage: rec,
 				Log: slog.New(slog.NewTextHandler(&logged, nil))})
-			c, err := gw.Prepare(context.Background(), params(t, `{"model":"`+tt.model+`","messages":[{"role":"user","content":"hi"}]}`))
-			if err != nil {
+			s := &sink{}
+			if err := gw.Run(context.Background(), "acct", params(t, `{"model":"`+tt.model+`","messages":[{"role":"user","content":"hi"}]}`), s); err != nil {
 				t.Fatal(err)
 			}
-			if !gw.UsageWaits() {
-				t.Errorf("UsageWaits() = false with a recorder that writes at once; want true")
+			if !strings.HasSuffix(strings.Join(s.calls, "|"), "|flush") {
+				t.Errorf("sink calls %q; want a flush before a recorder that writes at once", s.calls)
 			}
-			// A cancelled context (the client went away) still records.
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			gw.RecordUsage(ctx, "acct", c, &chat.Response{Usage: tt.usage})
 			if len(rec.calls) != 1 || rec.calls[0] != tt.want || rec.ctxErr != nil {
 				t.Errorf("RecordUsage: RecordChatUsage calls = %q (context error %v); want [%q] (none)", rec.calls, rec.ctxErr, tt.want)
 			}
@@ -448,21 +482,19 @@ func TestRecordUsage(t *testing.T) {
 			}
 		})
 	}
-	// Without a recorder, RecordUsage does nothing.
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}})
-	c, err := gw.Prepare(context.Background(), params(t, `{"model":"synthetic/priced","messages":[{"role":"user","content":"hi"}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw.RecordUsage(context.Background(), "acct", c, &chat.Response{Usage: chat.Usage{PromptTokens: 1}})
-	if gw.UsageWaits() {
-		t.Errorf("UsageWaits() = true without a recorder; want false")
-	}
-	// A BufferedRecorder only adds to memory: nothing to wait for.
-	br := chat.NewBufferedRecorder(nil, time.Hour, nil)
-	defer br.Close(context.Background())
-	gw = chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}, Usage: br})
-	if gw.UsageWaits() {
-		t.Errorf("UsageWaits() = true with a BufferedRecorder; want false")
+	// Without a recorder, or with one that only adds to memory, there is
+	// nothing to wait for: no extra flush.
+	for _, usage := range []chat.UsageRecorder{nil, &memRecorder{}} {
+		cfg := chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}}
+		if usage != nil {
+			cfg.Usage = usage
+		}
+		s := &sink{}
+		if err := chat.NewGateway(cfg).Run(context.Background(), "acct", params(t, `{"model":"synthetic/priced","messages":[{"role":"user","content":"hi"}]}`), s); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.Join(s.calls, "|"), "flush") {
+			t.Errorf("recorder %T: sink calls %q; want no flush", usage, s.calls)
+		}
 	}
 }

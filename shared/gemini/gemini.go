@@ -98,28 +98,28 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	return p.finish(&st)
 }
 
-// Stream calls streamGenerateContent?alt=sse and calls emit for each text or
+// Stream calls streamGenerateContent?alt=sse and writes to w each text or
 // thought part as it arrives. Each event is a whole GenerateContentResponse;
 // the stream ends at EOF, and a stream without a finishReason (or block
-// reason) is a truncated one: a *chat.UpstreamError. If emit fails, Stream
+// reason) is a truncated one: a *chat.UpstreamError. If w fails, Stream
 // returns its error unchanged. Returning closes the response body, which
 // cancels the upstream request.
-func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	resp, err := p.do(ctx, req, true)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return p.readStream(ctx, resp.Body, emit)
+	return p.readStream(ctx, resp.Body, w)
 }
 
 // readStream parses a streamGenerateContent SSE body.
-func (p *Provider) readStream(ctx context.Context, body io.Reader, emit func(chat.Delta) error) (*chat.Response, error) {
+func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer) (*chat.Response, error) {
 	var st state
 	r := sse.NewReader(body)
-	batch := chat.NewBatch(emit) // deltas read together are written together
+	batch := chat.NewBatch(w) // deltas read together are written together
 	r.OnWait(batch.Flush)
-	emit = batch.Emit
+	emit := batch.Emit
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {

@@ -58,11 +58,10 @@ func ChatHeartbeat(d time.Duration) ChatOption {
 // request is cancelled (it runs under the request's context) and nothing
 // more is written.
 //
-// Usage is recorded (chat.Gateway.RecordUsage) after the response, or the
-// stream's final chunk and [DONE], is written and flushed: the client has
-// its whole answer before the usage recorder runs. (A gateway without a
-// recorder gets no such flush: the end of the response goes out with the
-// handler's return.)
+// The handler makes one gateway call (chat.Gateway.Run) with the sink of
+// the wire format: sseStream for a stream, jsonSink otherwise. Usage is
+// recorded by the gateway after the sink's End, flushed first when the
+// recorder may wait on a store: the client has its whole answer before.
 func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg := chatConfig{heartbeat: DefaultChatHeartbeat}
 	for _, o := range opts {
@@ -72,98 +71,96 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 		log = slog.New(slog.DiscardHandler)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := r.Context()
-		var p chat.Params
-		body, err := readBody(r)
-		if err == nil {
-			err = unmarshal(body, &p)
-		}
+		var stream *sseStream
+		err := serveChat(w, r, gw, cfg, &stream)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			writeChatError(w, r, log, stream, err)
 		}
-		call, err := gw.Prepare(ctx, &p)
-		if err == nil {
-			err = gw.Admit(ctx, account(r), call) // 402 before any upstream call
-		}
-		if err != nil {
-			writeChatError(w, r, log, err)
-			return
-		}
-		meta := chunkMeta{ID: "chatcmpl-" + rand.Text(), Created: time.Now().Unix(), Model: call.Request.Model.ID}
-		if call.Stream {
-			streamChat(w, r, log, gw, call, meta, cfg.heartbeat)
-			return
-		}
-		resp, err := gw.Complete(ctx, call)
-		if err != nil {
-			writeChatError(w, r, log, err)
-			return
-		}
-		c := completion{
-			ID: meta.ID, Object: "chat.completion", Created: meta.Created, Model: meta.Model,
-			Choices: []completionChoice{{
-				Message:      completionMessage{Role: chat.RoleAssistant, Content: resp.Content, ReasoningContent: resp.Reasoning},
-				FinishReason: resp.FinishReason,
-			}},
-			Usage: resp.Usage,
-		}
-		b, err := json.Marshal(&c)
-		if err != nil {
-			writeChatError(w, r, log, err)
-			return
-		}
-		b = append(b, '\n')
-		h := w.Header()
-		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(b)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(b)
-		if gw.UsageWaits() {
-			// The client has the whole answer before usage is recorded.
-			http.NewResponseController(w).Flush()
-		}
-		gw.RecordUsage(ctx, account(r), call, resp)
 	})
 }
 
-// writeChatError writes err unless the client has gone away, in which case
-// there is no one to answer.
-func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	if r.Context().Err() != nil && errors.Is(err, context.Canceled) {
-		log.InfoContext(r.Context(), "chat: client went away", "request_id", RequestID(r.Context()), "err", err)
-		return
+// serveChat decodes the request and runs it through the gateway into the
+// sink of its wire format: SSE chunks (*stream is set to it, for the
+// error writer) or one chat.completion object.
+func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, stream **sseStream) error {
+	var p chat.Params
+	body, err := readBody(r)
+	if err != nil {
+		return err
 	}
-	writeError(w, r, log, err)
+	if err := unmarshal(body, &p); err != nil {
+		return err
+	}
+	// The model in every answer is the id the client asked for.
+	meta := chunkMeta{ID: "chatcmpl-" + rand.Text(), Created: time.Now().Unix(), Model: p.Model}
+	if !p.Stream {
+		return gw.Run(r.Context(), account(r), &p, &jsonSink{w: w, meta: meta})
+	}
+	s := &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512), meta: meta, heartbeat: cfg.heartbeat}
+	*stream = s
+	defer s.stopHeartbeats() // no heartbeat writes after the handler
+	return gw.Run(r.Context(), account(r), &p, s)
 }
 
-// streamChat runs a streamed call. The gateway's Stream runs on this
-// goroutine and writes each delta itself (emit); heartbeats are written by
-// a timer callback (time.AfterFunc, so no goroutine waits while the stream
-// is busy) that fires after a silence. mu serialises their writes.
-func streamChat(w http.ResponseWriter, r *http.Request, log *slog.Logger, gw *chat.Gateway, call *chat.Call, meta chunkMeta, heartbeat time.Duration) {
+// writeChatError is the one place a chat error is written: nothing if the
+// client has gone away (there is no one to answer); an ordinary JSON error
+// response while nothing of the answer was sent; else, mid-stream, one
+// `data: {"error": ...}` event, and the stream ends without [DONE].
+func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s *sseStream, err error) {
 	ctx := r.Context()
-	s := &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512), meta: meta}
-	s.startHeartbeats(heartbeat)
-	resp, err := gw.Stream(ctx, call, s.delta)
-	s.stopHeartbeats() // no heartbeat writes after this
-
 	rid := RequestID(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		log.InfoContext(ctx, "chat: client went away mid-stream", "request_id", rid, "err", err)
-	case err != nil && !s.started:
-		writeChatError(w, r, log, err)
-	case err != nil:
-		status, env, _ := errorEnvelope(err, rid)
-		log.ErrorContext(ctx, "chat: stream failed", "request_id", rid, "status", status, "err", err)
-		b, _ := json.Marshal(env)
-		s.write(b)
-		s.flush()
-	default:
-		s.finish(resp, gw.UsageWaits())
-		gw.RecordUsage(ctx, account(r), call, resp)
+	committed := s != nil && s.committed()
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || committed) {
+		log.InfoContext(ctx, "chat: client went away", "request_id", rid, "err", err)
+		return
 	}
+	if !committed {
+		writeError(w, r, log, err)
+		return
+	}
+	status, env, _ := errorEnvelope(err, rid)
+	log.ErrorContext(ctx, "chat: stream failed", "request_id", rid, "status", status, "err", err)
+	b, _ := json.Marshal(env)
+	s.write(b)
+	s.flush()
+}
+
+// jsonSink writes a non-streamed completion: one chat.completion object.
+type jsonSink struct {
+	w    http.ResponseWriter
+	meta chunkMeta
+}
+
+func (j *jsonSink) Start() error           { return nil }
+func (j *jsonSink) Delta(chat.Delta) error { return nil } // a whole answer comes to End
+func (j *jsonSink) Flush() error {
+	if err := http.NewResponseController(j.w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return err
+	}
+	return nil
+}
+
+// End writes the completion.
+func (j *jsonSink) End(resp *chat.Response) error {
+	c := completion{
+		ID: j.meta.ID, Object: "chat.completion", Created: j.meta.Created, Model: j.meta.Model,
+		Choices: []completionChoice{{
+			Message:      completionMessage{Role: chat.RoleAssistant, Content: resp.Content, ReasoningContent: resp.Reasoning},
+			FinishReason: resp.FinishReason,
+		}},
+		Usage: resp.Usage,
+	}
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	h := j.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	j.w.WriteHeader(http.StatusOK)
+	_, err = j.w.Write(b)
+	return err
 }
 
 // sseStream writes the chunks of one streamed completion.
@@ -200,11 +197,16 @@ func (s *sseStream) start() {
 	s.raw(s.buf)
 }
 
-// delta is the emit function given to the gateway: each delta is written
-// as its own event and flushed at once, unless the provider says more are
-// already in hand (d.More): then it is flushed with them, at the next delta
-// without More, which the provider emits before it waits for the upstream.
-func (s *sseStream) delta(d chat.Delta) error {
+// Start implements chat.Sink: the call is admitted, the upstream is about
+// to be asked; heartbeats may commit the response from now on.
+func (s *sseStream) Start() error {
+	s.startHeartbeats(s.heartbeat)
+	return nil
+}
+
+// Delta implements chat.Writer: the role chunk first (committing the
+// response), then one chunk event per delta, written but not flushed.
+func (s *sseStream) Delta(d chat.Delta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
@@ -218,26 +220,35 @@ func (s *sseStream) delta(d chat.Delta) error {
 	if len(s.buf) > 0 {
 		s.raw(s.buf)
 	}
-	if !d.More {
-		s.flushLocked()
-	}
 	return s.err
 }
 
-// finish writes the final chunk and [DONE]. With flush, it flushes them,
-// so that the client has the whole stream before the handler records usage;
-// without, net/http (or the Lambda adapter) sends them with the end of the
-// response, in one write, when the handler returns right after.
-func (s *sseStream) finish(resp *chat.Response, flush bool) {
+// Flush implements chat.Writer: it sends what was written.
+func (s *sseStream) Flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+	return s.err
+}
+
+// End implements chat.Sink: the final chunk (empty delta, finish reason,
+// usage) and [DONE]. They are sent with the end of the response (the
+// gateway flushes first when recording usage may wait).
+func (s *sseStream) End(resp *chat.Response) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
 	s.buf = s.appendEvent(s.buf[:0], chunkDelta{}, &resp.FinishReason, &resp.Usage)
 	s.buf = append(s.buf, "data: [DONE]\n\n"...)
 	s.raw(s.buf)
-	if flush {
-		s.flushLocked()
-	}
+	return s.err
+}
+
+// committed reports whether the response has started (headers sent).
+func (s *sseStream) committed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
 }
 
 // startHeartbeats arms the heartbeat timer for d (d <= 0: none).
@@ -247,6 +258,9 @@ func (s *sseStream) startHeartbeats(d time.Duration) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
 	s.heartbeat = d
 	s.timer = time.AfterFunc(d, s.beat)
 }

@@ -105,10 +105,10 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	return out, nil
 }
 
-// Stream sends a streamed request and emits each delta as its event
-// arrives; deltas that arrive in one read are emitted as one batch (see
+// Stream sends a streamed request and writes each delta to w as its event
+// arrives; deltas that arrive in one read are flushed together (see
 // chat.Batch).
-func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	resp, err := p.do(ctx, req, true)
 	if err != nil {
 		return nil, err
@@ -120,7 +120,7 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, emit func(chat
 	} else {
 		sr.Reset(resp.Body)
 	}
-	batch := chat.NewBatch(emit) // deltas read together are written together
+	batch := chat.NewBatch(w) // deltas read together are written together
 	sr.OnWait(batch.Flush)
 	out, err := decodeEvents(sr, batch.Emit)
 	sr.Reset(nil) // no reference to the body from the pool

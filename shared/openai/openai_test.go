@@ -123,7 +123,7 @@ func TestRequestShape(t *testing.T) {
 			p := New(Config{Name: "openai", BaseURL: srv.URL + "/v1/", APIKey: "sk-test"})
 			var err error
 			if tt.stream {
-				_, err = p.Stream(context.Background(), &tt.req, func(chat.Delta) error { return nil })
+				_, err = p.Stream(context.Background(), &tt.req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 			} else {
 				_, err = p.Complete(context.Background(), &tt.req)
 			}
@@ -298,7 +298,7 @@ func TestStream(t *testing.T) {
 			p := New(Config{Name: "openai", BaseURL: srv.URL, APIKey: "k"})
 			var deltas []chat.Delta
 			got, err := p.Stream(context.Background(), &chat.Request{Model: model(t, "openai/gpt-4o-mini"), Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "x"}}}}},
-				func(d chat.Delta) error { deltas = appendDelta(deltas, d); return nil })
+				chat.WriterFunc(func(d chat.Delta) error { deltas = appendDelta(deltas, d); return nil }))
 			if !reflect.DeepEqual(deltas, tt.wantDeltas) {
 				t.Errorf("deltas = %+v; want %+v", deltas, tt.wantDeltas)
 			}
@@ -313,7 +313,7 @@ func TestStreamErrorStatus(t *testing.T) {
 	defer srv.Close()
 	p := New(Config{Name: "openai", BaseURL: srv.URL})
 	_, err := p.Stream(context.Background(), &chat.Request{Model: model(t, "openai/gpt-4o-mini"), Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "x"}}}}},
-		func(chat.Delta) error { t.Error("emit called for a 429"); return nil })
+		chat.WriterFunc(func(chat.Delta) error { t.Error("emit called for a 429"); return nil }))
 	checkResult(t, nil, err, nil, &chat.UpstreamError{Kind: chat.UpstreamRateLimited, Status: 429, RetryAfter: 3 * time.Second})
 }
 
@@ -323,7 +323,7 @@ func TestStreamEmitError(t *testing.T) {
 	p := New(Config{Name: "openai", BaseURL: srv.URL})
 	stop := errors.New("client gone")
 	_, err := p.Stream(context.Background(), &chat.Request{Model: model(t, "openai/gpt-4o-mini"), Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "x"}}}}},
-		func(chat.Delta) error { return stop })
+		chat.WriterFunc(func(chat.Delta) error { return stop }))
 	if err != stop {
 		t.Errorf("Stream with failing emit = %v; want %v as is", err, stop)
 	}
@@ -354,7 +354,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	_, err = p.Stream(ctx, req, func(chat.Delta) error { return nil })
+	_, err = p.Stream(ctx, req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 	if !errors.Is(err, context.Canceled) || errors.As(err, &ue) {
 		t.Errorf("Stream cancelled = %v; want context.Canceled, not an UpstreamError", err)
 	}
@@ -392,12 +392,10 @@ func FuzzDecodeStream(f *testing.F) {
 	})
 }
 
-// appendDelta appends d to ds as a client sees it: its text, not how it
-// was batched (flushes, which carry no text, and More are left out).
+// appendDelta appends d to ds unless it carries no text.
 func appendDelta(ds []chat.Delta, d chat.Delta) []chat.Delta {
 	if d.Content == "" && d.Reasoning == "" {
 		return ds
 	}
-	d.More = false
 	return append(ds, d)
 }

@@ -62,23 +62,24 @@ func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response,
 	return resp, ctx.Err()
 }
 
-// Stream emits the reasoning words, then the content words, one delta each.
+// Stream writes the reasoning words, then the content words, one flushed
+// delta each.
 // It stops with ctx's error when ctx is done.
-func (c *Chat) Stream(ctx context.Context, req *chat.Request, emit func(chat.Delta) error) (*chat.Response, error) {
+func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	p := plan(req)
-	for i, w := range p.reasoning {
+	for i, word := range p.reasoning {
 		if i > 0 {
-			w = " " + w
+			word = " " + word
 		}
-		if err := send(ctx, emit, chat.Delta{Reasoning: w}); err != nil {
+		if err := send(ctx, w, chat.Delta{Reasoning: word}); err != nil {
 			return nil, err
 		}
 	}
-	for i, w := range p.content {
+	for i, word := range p.content {
 		if i > 0 {
-			w = " " + w
+			word = " " + word
 		}
-		if err := send(ctx, emit, chat.Delta{Content: w}); err != nil {
+		if err := send(ctx, w, chat.Delta{Content: word}); err != nil {
 			return nil, err
 		}
 		if p.fail {
@@ -91,11 +92,15 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, emit func(chat.Del
 	return &chat.Response{FinishReason: p.finish, Usage: p.usage}, nil
 }
 
-func send(ctx context.Context, emit func(chat.Delta) error, d chat.Delta) error {
+// send writes and flushes one delta: each word is its own event.
+func send(ctx context.Context, w chat.Writer, d chat.Delta) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return emit(d)
+	if err := w.Delta(d); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 func failure() error {

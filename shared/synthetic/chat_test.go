@@ -109,7 +109,7 @@ func TestChatComplete(t *testing.T) {
 			// The stream says the same, a word per delta, reasoning first.
 			var content, reasoning strings.Builder
 			deltas, contentStarted := 0, false
-			sresp, err := NewChat().Stream(context.Background(), &tt.req, func(d chat.Delta) error {
+			sresp, err := NewChat().Stream(context.Background(), &tt.req, chat.WriterFunc(func(d chat.Delta) error {
 				deltas++
 				if (d.Content == "") == (d.Reasoning == "") {
 					t.Errorf("delta %+v; want exactly one of content or reasoning", d)
@@ -126,7 +126,7 @@ func TestChatComplete(t *testing.T) {
 				content.WriteString(d.Content)
 				reasoning.WriteString(d.Reasoning)
 				return nil
-			})
+			}))
 			if err != nil {
 				t.Fatalf("Stream = %v", err)
 			}
@@ -149,10 +149,10 @@ func TestChatFail(t *testing.T) {
 		t.Fatalf("Complete(fail:) = %v; want a 502 UpstreamFailed", err)
 	}
 	var got []string
-	_, err = NewChat().Stream(context.Background(), req, func(d chat.Delta) error {
+	_, err = NewChat().Stream(context.Background(), req, chat.WriterFunc(func(d chat.Delta) error {
 		got = append(got, d.Content)
 		return nil
-	})
+	}))
 	if !errors.As(err, &ue) || ue.Kind != chat.UpstreamFailed {
 		t.Fatalf("Stream(fail:) = %v; want UpstreamFailed", err)
 	}
@@ -165,19 +165,19 @@ func TestChatStreamStops(t *testing.T) {
 	req := &chat.Request{Model: model(t, "synthetic/echo"), Messages: []chat.Message{user("a b c d e")}}
 	stop := errors.New("client gone")
 	n := 0
-	_, err := NewChat().Stream(context.Background(), req, func(chat.Delta) error {
+	_, err := NewChat().Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error {
 		n++
 		if n == 2 {
 			return stop
 		}
 		return nil
-	})
+	}))
 	if !errors.Is(err, stop) || n != 2 {
 		t.Errorf("Stream with failing emit = %v after %d deltas; want %v after 2", err, n, stop)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = NewChat().Stream(ctx, req, func(chat.Delta) error { return nil })
+	_, err = NewChat().Stream(ctx, req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Stream with cancelled ctx = %v; want context.Canceled", err)
 	}
