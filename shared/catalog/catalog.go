@@ -391,23 +391,27 @@ func (p *Provider) BaseURLFor(getenv func(string) string) string {
 }
 
 // ConfiguredFunc returns a function reporting, for a provider name, whether
-// it is configured in getenv (unknown names are not).
+// it is configured in getenv (unknown names are not). getenv is read once,
+// now: configuration is resolved at start, not per request.
 func (c *Catalog) ConfiguredFunc(getenv func(string) string) func(provider string) bool {
-	return func(name string) bool {
-		p, ok := c.byProvider[name]
-		return ok && p.Configured(getenv)
+	set := make(map[string]bool, len(c.Providers))
+	for i := range c.Providers {
+		if p := &c.Providers[i]; p.Configured(getenv) {
+			set[p.Name] = true
+		}
 	}
+	return func(name string) bool { return set[name] }
 }
 
 // List returns the models of type typ ("" for all) whose provider is
-// configured, in id order.
-func (c *Catalog) List(typ string, getenv func(string) string) []Model {
+// configured (see ConfiguredFunc), in id order.
+func (c *Catalog) List(typ string, configured func(provider string) bool) []Model {
 	var out []Model
 	for _, m := range c.Models {
 		if typ != "" && m.Type != typ {
 			continue
 		}
-		if !c.byProvider[m.Provider].Configured(getenv) {
+		if !configured(m.Provider) {
 			continue
 		}
 		out = append(out, m)

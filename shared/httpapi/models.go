@@ -41,8 +41,10 @@ func viewModel(m *catalog.Model) modelView {
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured
-// (getenv decides), optionally filtered by ?type=.
+// (getenv decides, read once when the handler is made), optionally filtered
+// by ?type=.
 func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
+	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		typ := r.URL.Query().Get("type")
 		switch typ {
@@ -51,7 +53,7 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 			writeError(w, r, log, apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video; got %q.", typ))
 			return
 		}
-		models := cat.List(typ, getenv)
+		models := cat.List(typ, configured)
 		data := make([]modelView, 0, len(models))
 		for i := range models {
 			data = append(data, viewModel(&models[i]))
@@ -65,13 +67,11 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 
 // GetModel serves GET /v1/models/{id...} (ids may contain slashes).
 func GetModel(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
+	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		m, ok := cat.Model(id)
-		if ok {
-			p, _ := cat.Provider(m.Provider)
-			ok = p.Configured(getenv)
-		}
+		ok = ok && configured(m.Provider)
 		if !ok {
 			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
 				Message: "The model " + id + " does not exist or is not configured."})
