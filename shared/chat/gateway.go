@@ -130,6 +130,9 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 	if m.Type != catalog.TypeChat {
 		return nil, apierr.Invalidf("model", "model_type_mismatch", "model %q is a %s model, not a chat model", m.ID, m.Type)
 	}
+	if err := unsupported(p); err != nil {
+		return nil, err
+	}
 	req := &Request{Model: m, Temperature: p.Temperature, TopP: p.TopP, Seed: p.Seed}
 	var err error
 	if req.MaxTokens, err = maxTokens(p, m); err != nil {
@@ -301,6 +304,54 @@ func (g *Gateway) image(u string) (*Image, string) {
 		return nil, reason
 	}
 	return &Image{MediaType: mt, Data: data}, ""
+}
+
+// unsupported refuses the fields that would change the answer and that
+// Genway cannot honour yet, naming the field: answering as if they were not
+// there would let an agent believe the model chose not to call a tool, or
+// a client parse prose as JSON. Their empty or default forms pass (tools
+// [], tool_choice "none" or "auto", response_format {"type": "text"}, n 1,
+// logprobs false).
+func unsupported(p *Params) error {
+	set := func(raw json.RawMessage) bool {
+		s := string(bytes.TrimSpace(raw))
+		return s != "" && s != "null" && s != "[]"
+	}
+	refuse := func(param, what string) error {
+		return &apierr.Error{Kind: apierr.Invalid, Code: "unsupported_parameter", Param: param,
+			Message: fmt.Sprintf("%s is not supported by this gateway yet; the request was not sent upstream.", what)}
+	}
+	switch {
+	case set(p.Tools):
+		return refuse("tools", "Tool calling (tools)")
+	case set(p.Functions):
+		return refuse("functions", "Function calling (functions)")
+	case set(p.FunctionCall):
+		var s string
+		if json.Unmarshal(p.FunctionCall, &s) != nil || (s != "none" && s != "auto") {
+			return refuse("function_call", "function_call")
+		}
+	case set(p.ToolChoice):
+		var s string
+		if json.Unmarshal(p.ToolChoice, &s) != nil || (s != "none" && s != "auto") {
+			return refuse("tool_choice", "tool_choice without tools")
+		}
+	}
+	if set(p.ResponseFormat) {
+		var rf struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(p.ResponseFormat, &rf) != nil || rf.Type != "text" {
+			return refuse("response_format", "Structured output (response_format other than text)")
+		}
+	}
+	if p.N != nil && *p.N != 1 {
+		return refuse("n", "More than one choice (n)")
+	}
+	if p.Logprobs != nil && *p.Logprobs {
+		return refuse("logprobs", "logprobs")
+	}
+	return nil
 }
 
 // maxTokens applies the max_tokens / max_completion_tokens alias rule and

@@ -146,6 +146,14 @@ func TestPrepareErrors(t *testing.T) {
 		{"data uri bad base64", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,!!!!"}}]}]}`, apierr.Invalid, "invalid_image_url", "messages[0].content[0].image_url.url"},
 		{"data uri not base64", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`, apierr.Invalid, "invalid_image_url", "messages[0].content[0].image_url.url"},
 		{"data uri not an image", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,aGVsbG8gd29ybGQ="}}]}]}`, apierr.Invalid, "invalid_image_url", "messages[0].content[0].image_url.url"},
+		{"tools", `{"model":"synthetic/echo","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "unsupported_parameter", "tools"},
+		{"named tool choice", `{"model":"synthetic/echo","tool_choice":{"type":"function","function":{"name":"f"}},"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "unsupported_parameter", "tool_choice"},
+		{"tool choice required", `{"model":"synthetic/echo","tool_choice":"required","messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "unsupported_parameter", "tool_choice"},
+		{"functions", `{"model":"synthetic/echo","functions":[{"name":"f"}],"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "unsupported_parameter", "functions"},
+		{"json object", `{"model":"synthetic/echo","response_format":{"type":"json_object"},"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "unsupported_parameter", "response_format"},
+		{"json schema", `{"model":"synthetic/echo","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}},"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "unsupported_parameter", "response_format"},
+		{"n 2", `{"model":"synthetic/echo","n":2,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "unsupported_parameter", "n"},
+		{"logprobs", `{"model":"synthetic/echo","logprobs":true,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "unsupported_parameter", "logprobs"},
 		{"max_tokens zero", `{"model":"synthetic/echo","max_tokens":0,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_tokens"},
 		{"max_tokens negative", `{"model":"synthetic/echo","max_tokens":-3,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_tokens"},
 		{"max_tokens fraction", `{"model":"synthetic/echo","max_tokens":1.5,"messages":[{"role":"user","content":"hi"}]}`, apierr.Invalid, "invalid_value", "max_tokens"},
@@ -495,6 +503,21 @@ func TestRecordUsage(t *testing.T) {
 		}
 		if strings.Contains(strings.Join(s.calls, "|"), "flush") {
 			t.Errorf("recorder %T: sink calls %q; want no flush", usage, s.calls)
+		}
+	}
+}
+
+// TestPrepareAcceptsDefaults: the empty or default forms of the fields the
+// gateway cannot honour yet pass, as clients send them unasked.
+func TestPrepareAcceptsDefaults(t *testing.T) {
+	gw := chat.NewGateway(chat.Config{Catalog: mustCatalog(t), Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}})
+	for _, extra := range []string{
+		`"tools":[]`, `"tools":null`, `"tool_choice":"none"`, `"tool_choice":"auto"`, `"function_call":"none"`,
+		`"response_format":{"type":"text"}`, `"n":1`, `"logprobs":false`, `"user":"u1","metadata":{"a":"b"}`,
+	} {
+		body := `{"model":"synthetic/echo",` + extra + `,"messages":[{"role":"user","content":"hi"}]}`
+		if _, err := gw.Prepare(context.Background(), params(t, body)); err != nil {
+			t.Errorf("Prepare(%s) = %v; want nil", extra, err)
 		}
 	}
 }

@@ -7,7 +7,9 @@ import "encoding/json"
 // Params and Gateway.Prepare validates it into a Request. Fields whose type
 // the client may get wrong in a way that deserves a precise 400 (content,
 // max_tokens, stop) stay raw so that validation can name the field.
-// Unknown fields are ignored.
+// Unknown fields are ignored; known fields that would change the answer and
+// that Genway cannot honour yet (tools, response_format, n > 1, ...) are
+// refused.
 type Params struct {
 	Model               string          `json:"model"`
 	Messages            []ParamsMessage `json:"messages"`
@@ -20,6 +22,17 @@ type Params struct {
 	TopP                *float64        `json:"top_p"`
 	Stop                json.RawMessage `json:"stop"`
 	Seed                *int64          `json:"seed"`
+
+	// Fields Genway cannot honour yet. They are decoded only so that a
+	// request that uses them is refused with a 400 naming them, instead of
+	// being answered as if they were not there (see Gateway.Prepare).
+	Tools          json.RawMessage `json:"tools"`
+	ToolChoice     json.RawMessage `json:"tool_choice"`
+	Functions      json.RawMessage `json:"functions"`
+	FunctionCall   json.RawMessage `json:"function_call"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+	N              *int            `json:"n"`
+	Logprobs       *bool           `json:"logprobs"`
 }
 
 // StreamOptions are the OpenAI stream options. They are accepted and need
