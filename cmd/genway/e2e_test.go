@@ -279,6 +279,16 @@ func TestEndToEndJobs(t *testing.T) {
 			if j.Output == nil || j.Output.ContentType != tt.contentType || j.Output.Duration != int(tt.duration) {
 				t.Fatalf("output = %+v; want %s of %v s", j.Output, tt.contentType, tt.duration)
 			}
+			// The raw answer has the link as it is, pasteable: "&", not "\u0026".
+			req, _ := http.NewRequest("GET", s.base+"/v1/jobs/"+created.ID, nil)
+			req.Header.Set("Authorization", "Bearer "+s.key)
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				raw, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if bytes.Contains(raw, []byte(`\u0026`)) || !bytes.Contains(raw, []byte("&sig=")) {
+					t.Errorf("GET job body has an escaped link: %s", raw)
+				}
+			}
 			data := download(t, j.Output.URL)
 			if int64(len(data)) != j.Output.Bytes {
 				t.Errorf("downloaded %d bytes; output.bytes says %d", len(data), j.Output.Bytes)

@@ -120,7 +120,7 @@ func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s 
 	}
 	status, env, _ := errorEnvelope(err, rid)
 	log.ErrorContext(ctx, "chat: stream failed", "request_id", rid, "status", status, "err", err)
-	b, _ := json.Marshal(env)
+	b, _ := marshal(env)
 	s.write(b)
 	s.flush()
 }
@@ -150,7 +150,7 @@ func (j *jsonSink) End(resp *chat.Response) error {
 		}},
 		Usage: resp.Usage,
 	}
-	b, err := json.Marshal(&c)
+	b, err := marshal(&c)
 	if err != nil {
 		return err
 	}
@@ -382,6 +382,7 @@ type completionMessage struct {
 func (s *sseStream) appendEvent(b []byte, d chunkDelta, finish *string, u *chat.Usage) []byte {
 	if s.enc == nil {
 		s.enc = json.NewEncoder(&s.jbuf)
+		s.enc.SetEscapeHTML(false)
 		s.chunk = chunk{chunkMeta: s.meta, Object: "chat.completion.chunk", Choices: make([]chunkChoice, 1)}
 	}
 	s.chunk.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
