@@ -298,12 +298,12 @@ func TestPrepareFetchesForByteProviders(t *testing.T) {
 	}{
 		{"fetched", allowLoopback, srv.URL + "/a.png", ""},
 		{"redirect followed", allowLoopback, srv.URL + "/redirect", ""},
-		{"loopback refused by default", nil, srv.URL + "/a.png", "may not be fetched"},
-		{"names checked at dial time", nil, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/a.png", "may not be fetched"},
-		{"redirect hop checked", func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }, srv.URL + "/redirect-v6", "may not be fetched"},
+		{"loopback refused by default", nil, srv.URL + "/a.png", "could not be fetched"},
+		{"names checked at dial time", nil, strings.Replace(srv.URL, "127.0.0.1", "localhost", 1) + "/a.png", "could not be fetched"},
+		{"redirect hop checked", func(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }, srv.URL + "/redirect-v6", "could not be fetched"},
 		{"too big", allowLoopback, srv.URL + "/big", "larger than"},
 		{"not an image", allowLoopback, srv.URL + "/text", "not a png"},
-		{"404", allowLoopback, srv.URL + "/missing", "HTTP 404"},
+		{"404 says no more than a refusal", allowLoopback, srv.URL + "/missing", "could not be fetched"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -351,6 +351,16 @@ func TestPublicAddr(t *testing.T) {
 		{"224.0.0.1", false},
 		{"255.255.255.255", false},
 		{"64:ff9b::a00:1", false},
+		{"192.0.2.10", false},
+		{"198.51.100.7", false},
+		{"203.0.113.200", false},
+		{"192.88.99.1", false},
+		{"198.19.255.1", false},
+		{"2001:db8::1", false},
+		{"2001::1", false},
+		{"3fff::1", false},
+		{"192.0.3.1", true},
+		{"203.0.114.1", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {

@@ -133,20 +133,29 @@ func PublicAddr(addr netip.Addr) bool {
 	return true
 }
 
-// refusedPrefixes are non-public ranges netip has no predicate for.
+// refusedPrefixes are the IANA special-purpose ranges (IPv4 and IPv6
+// Special-Purpose Address Registries) that netip has no predicate for:
+// none of them is a public web server's address.
 var refusedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),  // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
-	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, broadcast
-	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64 can reach private IPv4
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	netip.MustParsePrefix("2002::/16"),      // 6to4 embeds IPv4
-	netip.MustParsePrefix("::ffff:0:0/96"),  // mapped (Unmap handles most)
-	netip.MustParsePrefix("100::/64"),       // discard-only
-	netip.MustParsePrefix("2001:db8::/32"),  // documentation
-	netip.MustParsePrefix("fec0::/10"),      // deprecated site-local
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
+	netip.MustParsePrefix("192.88.99.0/24"),  // 6to4 relay anycast (deprecated)
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
+	netip.MustParsePrefix("64:ff9b::/96"),    // NAT64 can reach private IPv4
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("100::/64"),        // discard-only
+	netip.MustParsePrefix("2001::/23"),       // IETF protocol assignments (Teredo, benchmarking, ORCHID)
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+	netip.MustParsePrefix("2002::/16"),       // 6to4 embeds IPv4
+	netip.MustParsePrefix("3fff::/20"),       // documentation
+	netip.MustParsePrefix("5f00::/16"),       // segment routing SIDs
+	netip.MustParsePrefix("::ffff:0:0/96"),   // mapped (Unmap handles most)
+	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
 }
 
 // ImageFetcherConfig configures an ImageFetcher; zero fields take defaults.
@@ -231,10 +240,16 @@ func NewImageFetcher(cfg ImageFetcherConfig) *ImageFetcher {
 	return &ImageFetcher{client: client, maxBytes: cfg.MaxBytes, timeout: cfg.Timeout}
 }
 
+// errNotFetched is every fetch failure that could tell a caller about the
+// network behind the gateway.
+var errNotFetched = errors.New("image URL could not be fetched")
+
 // Fetch downloads the image at rawURL and returns its sniffed media type and
 // bytes. It fails if the URL is not http(s), resolves to a refused address,
 // answers other than 200, is larger than the cap, or is not a png, jpeg,
-// gif or webp image. The error message is safe to show the client.
+// gif or webp image. The error message is safe to show the client: a
+// refused address, a connection failure and a non-200 answer all say
+// "could not be fetched".
 func (f *ImageFetcher) Fetch(ctx context.Context, rawURL string) (mediaType string, data []byte, err error) {
 	if !checkImageURL(rawURL) {
 		return "", nil, errors.New("image URL must be http or https")
@@ -246,19 +261,19 @@ func (f *ImageFetcher) Fetch(ctx context.Context, rawURL string) (mediaType stri
 		return "", nil, errors.New("image URL is malformed")
 	}
 	req.Header.Set("Accept", "image/png, image/jpeg, image/gif, image/webp")
+	// A refused address, a failed connection and an answer other than 200
+	// all read the same, so that the gateway is no probe of what answers
+	// where (internal hosts, ports, statuses).
 	resp, err := f.client.Do(req)
 	if err != nil {
-		switch {
-		case errors.Is(err, errRefusedAddr):
-			return "", nil, errors.New("image URL points to an address that may not be fetched")
-		case errors.Is(err, context.DeadlineExceeded):
+		if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errRefusedAddr) {
 			return "", nil, errors.New("image URL did not answer in time")
 		}
-		return "", nil, errors.New("image URL could not be fetched")
+		return "", nil, errNotFetched
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", nil, fmt.Errorf("image URL answered HTTP %d", resp.StatusCode)
+		return "", nil, errNotFetched
 	}
 	if resp.ContentLength > int64(f.maxBytes) {
 		return "", nil, fmt.Errorf("image is larger than %d bytes", f.maxBytes)
@@ -268,7 +283,7 @@ func (f *ImageFetcher) Fetch(ctx context.Context, rawURL string) (mediaType stri
 		if errors.Is(err, context.DeadlineExceeded) {
 			return "", nil, errors.New("image URL did not answer in time")
 		}
-		return "", nil, errors.New("image URL could not be read")
+		return "", nil, errNotFetched
 	}
 	if len(data) > f.maxBytes {
 		return "", nil, fmt.Errorf("image is larger than %d bytes", f.maxBytes)
