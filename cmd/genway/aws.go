@@ -236,6 +236,11 @@ func eventValue(v ddbtypes.AttributeValue) events.DynamoDBAttributeValue {
 // the functions and GENWAY_BACKEND=aws use, idempotently, with the names
 // from the same environment variables the functions read.
 func awsCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	if len(args) >= 1 && isHelp(args[len(args)-1]) {
+		fmt.Fprint(stdout, "Usage:\n  genway aws init   create the DynamoDB tables, SQS queues and S3 bucket (idempotent)\n\n"+
+			"It uses the AWS credential chain and region (AWS_REGION), and AWS_ENDPOINT_URL for moto or another emulator.\n")
+		return nil
+	}
 	if len(args) != 1 || args[0] != "init" {
 		return usageError("usage: genway aws init")
 	}

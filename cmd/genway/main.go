@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 )
 
@@ -51,17 +52,50 @@ Usage:
   genway keys create --account NAME [--credits N] make a key; the key alone is the last line of output
   genway keys list [--account NAME]               list keys (prefixes and ids, never secrets)
   genway keys revoke KEY_PREFIX_OR_ID             revoke a key
-  genway credits grant --account NAME --amount N  add credits
+  genway credits grant --account NAME --amount N [--create]  add credits (--create: a new account)
   genway credits show --account NAME             balance, held, available
   genway credits ledger --account NAME           the account's ledger
   genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens per day and model
   genway credits limit --account NAME --rpm N    per-key requests per minute (0 default, -1 unlimited)
   genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)
+  genway version                                  the build's version
+
+Every command and subcommand prints its usage with --help.
 
 Environment: GENWAY_DATA_DIR (./.genway), GENWAY_BACKEND (embedded|aws), GENWAY_DEV_KEY,
 GENWAY_DEV_CREDITS (1000), GENWAY_CATALOG (a catalog JSON file), provider keys such as
 OPENAI_API_KEY / ANTHROPIC_API_KEY / GEMINI_API_KEY and their *_BASE_URL overrides.
 `
+
+const serveUsage = `Usage: genway serve
+
+Runs the whole API on one address, with the embedded store (or AWS with GENWAY_BACKEND=aws),
+the jobs worker and credits settlement in the same process. Configured by environment:
+  GENWAY_ADDR         listen address (127.0.0.1:8080)
+  GENWAY_DATA_DIR     embedded store, media files and admin socket (./.genway)
+  GENWAY_DEV_KEY      the dev account's key (made and printed on first start if unset)
+  GENWAY_WORKERS      concurrent job workers (2)
+  GENWAY_MEDIA_POLL   delay between polls of a long-running media vendor (10s)
+  GENWAY_CATALOG      a catalog file of your own
+and the providers' keys (OPENAI_API_KEY, GEMINI_API_KEY, ELEVENLABS_API_KEY, FAL_KEY, ...).
+See README.md for the whole list.
+`
+
+// version is the module version and VCS revision the binary was built
+// from, as far as the build recorded them.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v + " " + bi.GoVersion
+}
 
 // run is the whole program: args without the program name, getenv for the
 // environment, and the two output streams.
@@ -70,8 +104,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return usageError("no command")
 	}
+	err := dispatch(ctx, args, getenv, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "serve":
+		if len(args) > 1 && isHelp(args[1]) {
+			fmt.Fprint(stdout, serveUsage)
+			return nil
+		}
 		return serve(ctx, args[1:], getenv, stdout, stderr)
 	case "keys":
 		return keysCmd(ctx, args[1:], getenv, stdout)
@@ -81,6 +127,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return awsCmd(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
+		return nil
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, "genway", version())
 		return nil
 	}
 	return usageError(fmt.Sprintf("unknown command %q", args[0]))

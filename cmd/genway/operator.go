@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/credits"
 )
 
 // withOperator opens the operator backend, runs fn and closes it.
@@ -28,23 +30,57 @@ func newFlags(name string) *flag.FlagSet {
 	return fs
 }
 
-func parse(fs *flag.FlagSet, args []string) error {
+// errHelp is returned once a --help has been answered; run turns it into
+// success (exit status 0).
+var errHelp = errors.New("help shown")
+
+// parse parses args into fs; -h or --help prints the command's flags to
+// stdout and returns errHelp.
+func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stdout, "Usage: genway %s [flags]\n\nFlags:\n", fs.Name())
+			fs.SetOutput(stdout)
+			fs.PrintDefaults()
+			return errHelp
+		}
 		return usageError(fmt.Sprintf("%s: %v", fs.Name(), err))
 	}
 	return nil
 }
 
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }
+
+const keysUsage = `Usage:
+  genway keys create --account NAME [--credits N]  make a key (and the account); the key alone is the last line
+  genway keys list [--account NAME]                list keys: ids and prefixes, never secrets
+  genway keys revoke KEY_PREFIX_OR_ID              revoke a key: its id, its 12-character prefix
+                                                   (sk_live_XXXX, as keys list shows it), or the whole key
+`
+
+const creditsUsage = `Usage:
+  genway credits grant --account NAME --amount N [--create]  add credits (--create makes a new account)
+  genway credits show --account NAME                        balance, held, available
+  genway credits ledger --account NAME                      the account's ledger
+  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens per day and model
+  genway credits limit --account NAME --rpm N               per-key requests per minute (0 default, -1 unlimited)
+`
+
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageError("keys needs a subcommand: create, list or revoke")
+	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, keysUsage)
+		return nil
 	}
 	switch args[0] {
 	case "create":
 		fs := newFlags("keys create")
 		account := fs.String("account", "", "account that owns the key")
 		amount := fs.Int64("credits", 0, "credits to add to the account")
-		if err := parse(fs, args[1:]); err != nil {
+		if err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
 		if *account == "" {
@@ -61,7 +97,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	case "list":
 		fs := newFlags("keys list")
 		account := fs.String("account", "", "only this account's keys")
-		if err := parse(fs, args[1:]); err != nil {
+		if err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
@@ -81,6 +117,10 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return tw.Flush()
 		})
 	case "revoke":
+		if len(args) == 2 && isHelp(args[1]) {
+			fmt.Fprint(stdout, keysUsage)
+			return nil
+		}
 		if len(args) != 2 {
 			return usageError("keys revoke needs one KEY_PREFIX_OR_ID")
 		}
@@ -100,6 +140,10 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	if len(args) == 0 {
 		return usageError("credits needs a subcommand: grant, show, ledger, usage or limit")
 	}
+	if isHelp(args[0]) {
+		fmt.Fprint(stdout, creditsUsage)
+		return nil
+	}
 	if args[0] == "usage" {
 		return usageCmd(ctx, args[1:], getenv, stdout)
 	}
@@ -107,7 +151,8 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	account := fs.String("account", "", "the account")
 	amount := fs.Int64("amount", 0, "credits to grant")
 	rpm := fs.Int("rpm", 0, "requests per minute per key (0 default, -1 unlimited)")
-	if err := parse(fs, args[1:]); err != nil {
+	create := fs.Bool("create", false, "grant: make the account if it does not exist")
+	if err := parse(fs, args[1:], stdout); err != nil {
 		return err
 	}
 	if *account == "" {
@@ -134,6 +179,10 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 			return usageError("credits grant needs --amount N (a positive integer)")
 		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			// A mistyped name must not make a new account silently.
+			if _, err := op.Account(ctx, *account); errors.Is(err, credits.ErrAccountNotFound) && !*create {
+				return fmt.Errorf("account %q does not exist: check the name, or add --create to make it", *account)
+			}
 			if _, err := op.Grant(ctx, *account, *amount); err != nil {
 				return err
 			}

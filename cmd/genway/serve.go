@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/genway/genway/shared/admin"
@@ -123,6 +124,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: the address is in use (another genway serve?); set GENWAY_ADDR to another one, e.g. GENWAY_ADDR=127.0.0.1:8081: %w", cfg.addr, err)
+		}
 		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
 	}
 	defer ln.Close()

@@ -18,7 +18,7 @@ func usageCmd(ctx context.Context, args []string, getenv func(string) string, st
 	account := fs.String("account", "", "the account")
 	from := fs.String("from", "", "first day, YYYY-MM-DD (UTC)")
 	to := fs.String("to", "", "last day, YYYY-MM-DD (UTC)")
-	if err := parse(fs, args); err != nil {
+	if err := parse(fs, args, stdout); err != nil {
 		return err
 	}
 	if *account == "" || fs.NArg() != 0 {

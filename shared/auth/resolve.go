@@ -24,7 +24,13 @@ func Resolve(ctx context.Context, s Store, idOrPrefix string) (Record, error) {
 	q := strings.TrimSpace(idOrPrefix)
 	switch {
 	case strings.HasPrefix(q, Prefix) && len(q) > len(Prefix)+minPrefixChars:
-		// Longer than any shown prefix: a whole key.
+		// Longer than any shown prefix: a whole key, or a mistake (a key
+		// is only known by its first characters and its hash, so a longer
+		// prefix cannot be checked beyond them).
+		if !ValidKey(q) {
+			return Record{}, fmt.Errorf("resolve key %q: a key prefix is the first %d characters (as keys list shows it, e.g. %s), or give the whole key or its id: %w",
+				q, len(Prefix)+minPrefixChars, q[:len(Prefix)+minPrefixChars], ErrKeyNotFound)
+		}
 		r, err := s.KeyByHash(ctx, Hash(Key(q)))
 		if err != nil {
 			return Record{}, fmt.Errorf("resolve key: %w", err)

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+)
+
+// TestHelpEverywhere: every command and subcommand answers --help (and -h)
+// with its usage on stdout and success, not a usage error.
+func TestHelpEverywhere(t *testing.T) {
+	env := testEnv(t.TempDir(), nil)
+	for _, args := range [][]string{
+		{"--help"}, {"help"}, {"-h"},
+		{"serve", "--help"},
+		{"keys", "--help"}, {"keys", "create", "--help"}, {"keys", "list", "-h"}, {"keys", "revoke", "--help"},
+		{"credits", "--help"}, {"credits", "grant", "--help"}, {"credits", "show", "--help"}, {"credits", "ledger", "--help"},
+		{"credits", "usage", "--help"}, {"credits", "limit", "--help"},
+		{"aws", "--help"}, {"aws", "init", "--help"},
+	} {
+		var out bytes.Buffer
+		if err := run(t.Context(), args, env, &out, io.Discard); err != nil {
+			t.Errorf("genway %s = %v; want success", strings.Join(args, " "), err)
+			continue
+		}
+		if !strings.Contains(out.String(), "Usage") {
+			t.Errorf("genway %s printed %q; want its usage", strings.Join(args, " "), out.String())
+		}
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"credits", "grant", "--help"}, env, &out, io.Discard); err != nil || !strings.Contains(out.String(), "-create") {
+		t.Errorf("credits grant --help = %v, %q; want the flags, --create among them", err, out.String())
+	}
+	// A real mistake is still a usage error.
+	var ue usageError
+	if err := run(t.Context(), []string{"keys", "create", "--nope"}, env, io.Discard, io.Discard); !errors.As(err, &ue) {
+		t.Errorf("keys create --nope = %v; want a usage error", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		var out bytes.Buffer
+		if err := run(t.Context(), []string{arg}, testEnv(t.TempDir(), nil), &out, io.Discard); err != nil || !strings.HasPrefix(out.String(), "genway ") || !strings.Contains(out.String(), "go1.") {
+			t.Errorf("genway %s = %v, %q; want the version", arg, err, out.String())
+		}
+	}
+}
+
+// TestGrantNeedsCreate: a grant to an account that does not exist (a typo)
+// makes nothing unless --create says so.
+func TestGrantNeedsCreate(t *testing.T) {
+	env := testEnv(t.TempDir(), nil)
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"credits", "grant", "--account", "acmee", "--amount", "5"}, env, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--create") {
+		t.Fatalf("grant to a new account = %v; want an error pointing at --create", err)
+	}
+	if err := run(t.Context(), []string{"credits", "show", "--account", "acmee"}, env, io.Discard, io.Discard); err == nil {
+		t.Fatal("the refused grant made the account")
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"credits", "grant", "--account", "acmee", "--amount", "5", "--create"}, env, &out, io.Discard); err != nil || !strings.Contains(out.String(), "balance 5") {
+		t.Fatalf("grant --create = %v, %q; want balance 5", err, out.String())
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"credits", "grant", "--account", "acmee", "--amount", "2"}, env, &out, io.Discard); err != nil || !strings.Contains(out.String(), "balance 7") {
+		t.Fatalf("grant to an existing account = %v, %q; want balance 7", err, out.String())
+	}
+}
+
+// TestRevokeLongPrefix: a prefix longer than the 12 characters Genway keeps
+// is not "not found" without a word: the error says what a prefix is.
+func TestRevokeLongPrefix(t *testing.T) {
+	env := testEnv(t.TempDir(), nil)
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"keys", "create", "--account", "a"}, env, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	key := lines[len(lines)-1]
+	err := run(t.Context(), []string{"keys", "revoke", key[:20]}, env, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), key[:12]) {
+		t.Fatalf("revoke with a 20-character prefix = %v; want an error showing the 12-character prefix %s", err, key[:12])
+	}
+	out.Reset()
+	if err := run(t.Context(), []string{"keys", "revoke", key[:12]}, env, &out, io.Discard); err != nil || !strings.Contains(out.String(), "revoked") {
+		t.Fatalf("revoke with the prefix = %v, %q", err, out.String())
+	}
+}
+
+// TestBusyPort: a port in use says how to pick another.
+func TestBusyPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = run(t.Context(), []string{"serve"}, testEnv(t.TempDir(), map[string]string{"GENWAY_ADDR": ln.Addr().String()}), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "GENWAY_ADDR") {
+		t.Fatalf("serve on a busy port = %v; want a hint about GENWAY_ADDR", err)
+	}
+}
