@@ -43,5 +43,5 @@ func apiHandler(d apiDeps) http.Handler {
 	if d.files != nil {
 		routes = append(routes, httpapi.Route{Method: "GET", Pattern: "/files/{key...}", Handler: d.files})
 	}
-	return httpapi.NewMux(d.log, routes...)
+	return httpapi.BodyTimeout(httpapi.DefaultBodyTimeout, httpapi.NewMux(d.log, routes...))
 }

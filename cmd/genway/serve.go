@@ -58,11 +58,13 @@ type serveConfig struct {
 	rateLimit  int
 	usageFlush time.Duration // how often buffered chat usage is written
 	mediaPoll  time.Duration // GENWAY_MEDIA_POLL: between polls of a long-running vendor
+	maxConns   int           // GENWAY_MAX_CONNS: open connections at once
+	idle       time.Duration // GENWAY_IDLE_TIMEOUT: keep-alive connections closed after
 }
 
 func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	c := serveConfig{addr: getenv("GENWAY_ADDR"), dataDir: dataDir(getenv), devKey: getenv("GENWAY_DEV_KEY"),
-		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush}
+		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: 4096, idle: 2 * time.Minute}
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 	}
@@ -79,6 +81,20 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 			return c, fmt.Errorf("GENWAY_WORKERS must be 1-64, got %q", v)
 		}
 		c.workers = n
+	}
+	if v := getenv("GENWAY_IDLE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("GENWAY_IDLE_TIMEOUT must be a positive duration such as 2m, got %q", v)
+		}
+		c.idle = d
+	}
+	if v := getenv("GENWAY_MAX_CONNS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("GENWAY_MAX_CONNS must be a positive integer, got %q", v)
+		}
+		c.maxConns = n
 	}
 	if v := getenv("GENWAY_USAGE_FLUSH"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -182,7 +198,11 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
 	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, credits: be.store, files: be.files})
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
+	// keep-alive connections closed after cfg.idle (2 minutes), and at most
+	// cfg.maxConns connections at once (more wait in the listen backlog).
+	// Nothing bounds how long an answer is written: streams last minutes.
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.idle}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -209,7 +229,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	goRun("worker", func() error { return be.consume(ctx, worker.Process) })
 	goRun("credits feed", func() error { return be.settle(ctx) })
-	goRun("http", func() error { return ignoreClosed(srv.Serve(ln)) })
+	goRun("http", func() error { return ignoreClosed(srv.Serve(limitListener(ln, cfg.maxConns))) })
 	fmt.Fprintf(stdout, "genway: serving on %s/v1 (backend %s, data %s)\n", baseURL, backendName(getenv), cfg.dataDir)
 	log.Info("serving", "addr", ln.Addr().String(), "backend", backendName(getenv))
 
@@ -312,4 +332,49 @@ func ensureDevAccount(ctx context.Context, op *admin.Service, cfg serveConfig, s
 // embeddedPaths are the files of the embedded backend in a data directory.
 func embeddedPaths(dir string) (db, mediaDir, secret, socket string) {
 	return filepath.Join(dir, "genway.db"), filepath.Join(dir, "media"), filepath.Join(dir, "signing.key"), filepath.Join(dir, "admin.sock")
+}
+
+// limitListener accepts at most n connections at once: Accept waits while
+// n are open, so that a flood of idle connections cannot use up the
+// process's file descriptors (the kernel's listen backlog holds the rest).
+func limitListener(ln net.Listener, n int) net.Listener {
+	return &limited{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limited struct {
+	net.Listener
+	sem   chan struct{}
+	done  chan struct{} // closed by Close: a waiting Accept returns
+	close sync.Once
+}
+
+func (l *limited) Close() error {
+	l.close.Do(func() { close(l.done) })
+	return l.Listener.Close()
+}
+
+func (l *limited) Accept() (net.Conn, error) {
+	select {
+	case l.sem <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.sem
+		return nil, err
+	}
+	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
+}
+
+type limitedConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
 }

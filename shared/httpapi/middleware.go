@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
@@ -56,6 +58,11 @@ func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next ht
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
+			if r.ContentLength != 0 {
+				// Answer at once and close, rather than read (drain) a
+				// body that nobody authenticated sent.
+				w.Header().Set("Connection", "close")
+			}
 			writeError(w, r, log, err)
 			return
 		}
@@ -105,4 +112,46 @@ func NewMux(log *slog.Logger, routes ...Route) http.Handler {
 			Message: "No route " + r.Method + " " + r.URL.Path + "."})
 	}))
 	return WithRequestID(mux)
+}
+
+// DefaultBodyTimeout is how long a client may take to send a request body
+// (BodyTimeout).
+const DefaultBodyTimeout = 30 * time.Second
+
+// BodyTimeout bounds the time a request's body may take to arrive: a
+// client that sends a body slowly, or announces more bytes than it sends,
+// gets its connection's read deadline at d after the request started. Once
+// the body has been read to its end the deadline is lifted, so a long
+// streamed answer (which reads nothing more) is not cut. Where the
+// ResponseWriter cannot set deadlines (the Lambda adapter) it does nothing.
+func BodyTimeout(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if err := rc.SetReadDeadline(time.Now().Add(d)); err != nil {
+			next.ServeHTTP(w, r) // not supported here
+			return
+		}
+		r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// deadlineBody lifts the connection's read deadline once the body is read.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/httpapi"
+)
+
+// rawConn dials the server and sends raw bytes.
+func rawConn(t *testing.T, s *server) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(s.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedWithin reports whether the server closes c (or answers and closes)
+// within d: a read that ends in EOF or a reset.
+func closedWithin(c net.Conn, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := io.Copy(io.Discard, c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		return false
+	}
+	return true
+}
+
+// TestSlowBody: a body that never arrives in full (Content-Length 50, two
+// bytes sent) no longer holds its connection: it is closed after the body
+// deadline, and normal requests are served meanwhile.
+func TestSlowBody(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the body deadline")
+	}
+	s := startServer(t, t.TempDir(), nil)
+	c := rawConn(t, s)
+	io.WriteString(c, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+s.key+"\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{\"")
+	start := time.Now()
+	var cr struct{ Balance int64 }
+	if code, _ := s.do(t, "GET", "/v1/credits", nil, nil, &cr); code != 200 {
+		t.Errorf("a normal request while a body dawdles = %d", code)
+	}
+	if !closedWithin(c, httpapi.DefaultBodyTimeout+10*time.Second) {
+		t.Fatalf("the slow body's connection is still open after %v", time.Since(start))
+	}
+	if el := time.Since(start); el < httpapi.DefaultBodyTimeout-time.Second {
+		t.Errorf("closed after %v; want the body deadline (%v)", el, httpapi.DefaultBodyTimeout)
+	}
+}
+
+// TestUnauthenticatedBodyNotRead: a request without a key gets its 401
+// at once, its body unread, and the connection is closed.
+func TestUnauthenticatedBodyNotRead(t *testing.T) {
+	s := startServer(t, t.TempDir(), nil)
+	c := rawConn(t, s)
+	// Announces 200 KB and sends none of it: a server that drained the
+	// body first would not answer.
+	io.WriteString(c, "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 200000\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer without a key: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 || !resp.Close {
+		t.Errorf("answer = %d, close %v; want 401 and the connection closed", resp.StatusCode, resp.Close)
+	}
+}
+
+// TestStreamOutlivesBodyDeadline: the body deadline is lifted once the body
+// is read, so an answer may take longer than it (here with the deadline
+// made short through a second server on the same handler maker).
+func TestStreamOutlivesBodyDeadline(t *testing.T) {
+	h := httpapi.BodyTimeout(200*time.Millisecond, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; i < 5; i++ {
+			io.WriteString(w, "data: x\n\n")
+			http.NewResponseController(w).Flush()
+			time.Sleep(100 * time.Millisecond) // 500 ms in all, past the 200 ms deadline
+		}
+		io.WriteString(w, "data: [DONE]\n\n")
+	}))
+	srv := &http.Server{Handler: h}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	resp, err := http.Post("http://"+ln.Addr().String(), "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+		t.Fatalf("stream = %q, %v; want it whole, past the body deadline", b, err)
+	}
+}
+
+// TestConnectionBound: past GENWAY_MAX_CONNS open connections, a new one
+// waits; it is served as soon as one closes.
+func TestConnectionBound(t *testing.T) {
+	s := startServer(t, t.TempDir(), map[string]string{"GENWAY_MAX_CONNS": "2"})
+	a, b := rawConn(t, s), rawConn(t, s)
+	for _, c := range []net.Conn{a, b} { // hold both: send a request, keep the connection
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	third := rawConn(t, s)
+	io.WriteString(third, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := http.ReadResponse(bufio.NewReader(third), nil); err == nil {
+		t.Fatal("a third connection was served while two were open")
+	}
+	a.Close()
+	third.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(third), nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("third connection after one closed = %v, %v; want served", resp, err)
+	}
+}
+
+// TestIdleConnectionClosed: a keep-alive connection left idle is closed
+// after GENWAY_IDLE_TIMEOUT.
+func TestIdleConnectionClosed(t *testing.T) {
+	s := startServer(t, t.TempDir(), map[string]string{"GENWAY_IDLE_TIMEOUT": "300ms"})
+	c := rawConn(t, s)
+	io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+	br := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	start := time.Now()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); err != io.EOF {
+		t.Fatalf("idle connection: read = %v; want EOF (closed by the server)", err)
+	}
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("closed after %v; want about 300 ms", el)
+	}
+}
