@@ -135,6 +135,10 @@ func TestIdempotencyAndOwnership(t *testing.T) {
 	if code, _ := o.do(t, "POST", "/v1/jobs", big, nil, &e); code != 402 || e.Error.Type != "insufficient_quota" || *e.Error.Code != "insufficient_credits" {
 		t.Errorf("over-budget create = %d %+v; want 402 insufficient_credits", code, e)
 	}
+	// It says what the job costs and what the account has.
+	if !strings.Contains(e.Error.Message, "costs 10 credits") || !strings.Contains(e.Error.Message, "5 available") {
+		t.Errorf("402 message = %q; want the cost (10) and the available credits (5)", e.Error.Message)
+	}
 	var cr struct {
 		Object                   string
 		Balance, Held, Available int64

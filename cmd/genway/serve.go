@@ -187,7 +187,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		usage.Close(done)
 	}()
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store})
-	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Configured: cat.ConfiguredFunc(getenv)}
+	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Configured: cat.ConfiguredFunc(getenv), Balances: be.store}
 	media, err := upstreams.NewMedia(cat, getenv, nil)
 	if err != nil {
 		return fmt.Errorf("media providers: %w", err)

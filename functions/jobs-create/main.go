@@ -39,7 +39,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	}
 	// Media only signs links: an idempotent replay of a completed job
 	// answers with its output link.
-	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(getenv)}
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(getenv), Balances: b.Store}
 	h, err := b.API(getenv, httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)})
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 )
 
 // IdempotencyTTL is how long an Idempotency-Key maps to its job.
@@ -24,6 +25,11 @@ type Service struct {
 	Queue   Queue
 	Media   Media
 	Catalog *catalog.Catalog
+	// Balances, if set, is read when a job is refused for credits, so that
+	// the 402 says what the job costs and what the account has.
+	Balances interface {
+		Account(ctx context.Context, id string) (credits.Account, error)
+	}
 	// Configured reports whether a catalog provider can run jobs here; a
 	// job for a model of another is refused like an unknown model. nil:
 	// every provider is.
@@ -72,6 +78,9 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 		idem = &Idempotency{Key: account + "/" + idemKey, BodyHash: bodyHash, JobID: id, Expires: now + int64(IdempotencyTTL/time.Second)}
 	}
 	got, err := s.Store.Create(ctx, j, idem)
+	if errors.Is(err, ErrInsufficientCredits) {
+		return nil, s.short(ctx, account, j.Price)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create job: %w", err)
 	}
@@ -94,6 +103,22 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 		return nil, fmt.Errorf("enqueue job %s: %w", j.ID, err)
 	}
 	return got, nil
+}
+
+// short is the 402 for a job of price that account cannot pay: it says
+// the price and, when Balances can tell, what the account has.
+func (s *Service) short(ctx context.Context, account string, price int64) error {
+	msg := fmt.Sprintf("This job costs %d credits, more than the account has available.", price)
+	if s.Balances != nil {
+		a, err := s.Balances.Account(ctx, account)
+		switch {
+		case err == nil:
+			msg = fmt.Sprintf("This job costs %d credits; the account has %d available (balance %d, %d held by jobs in progress).", price, a.Available, a.Balance, a.Held)
+		case errors.Is(err, credits.ErrAccountNotFound):
+			msg = fmt.Sprintf("This job costs %d credits; the account has none.", price)
+		}
+	}
+	return &apierr.Error{Kind: ErrInsufficientCredits.Kind, Code: ErrInsufficientCredits.Code, Message: msg}
 }
 
 func (s *Service) enqueue(ctx context.Context, id string) error {
