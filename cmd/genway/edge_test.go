@@ -155,3 +155,21 @@ func TestIdleConnectionClosed(t *testing.T) {
 		t.Errorf("closed after %v; want about 300 ms", el)
 	}
 }
+
+// TestAuthFailureLogsSampled: a flood of requests without a key writes at
+// most about one log line a second, not one per request.
+func TestAuthFailureLogsSampled(t *testing.T) {
+	logs := &syncBuffer{}
+	s := startServerLog(t, t.TempDir(), nil, logs)
+	anon := &server{base: s.base, key: "sk_live_not_a_real_key_0000000000000000000"}
+	start := time.Now()
+	for i := 0; i < 300; i++ {
+		if code, _, err := doRequest(anon, "GET", "/v1/models", nil, nil, nil); err != nil || code != 401 {
+			t.Fatalf("request %d = %d, %v; want 401", i, code, err)
+		}
+	}
+	secs := int(time.Since(start)/time.Second) + 1
+	if n := strings.Count(logs.String(), "request refused: authentication"); n == 0 || n > secs+1 {
+		t.Errorf("%d log lines for 300 refused requests in %d s; want about one a second", n, secs)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -47,6 +48,24 @@ func openEmbedded(dir, baseURL string, workers int) (*backend, error) {
 		},
 		adminSocket: sock,
 		close:       st.Close,
+		expire: func(ctx context.Context, retention time.Duration, log *slog.Logger) error {
+			// At start, then hourly: outputs live as long as on S3.
+			t := time.NewTicker(time.Hour)
+			defer t.Stop()
+			for {
+				files, n, err := m.Expire(retention)
+				if err != nil {
+					log.Error("media expiry", "err", err)
+				} else if files > 0 {
+					log.Info("media expired", "files", files, "bytes", n, "retention", retention.String())
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-t.C:
+				}
+			}
+		},
 	}, nil
 }
 

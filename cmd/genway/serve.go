@@ -21,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/localmedia"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/upstreams"
 )
@@ -44,7 +45,10 @@ type backend struct {
 	counter ratelimit.Counter
 	// adminSocket is where the embedded backend serves operator commands.
 	adminSocket string
-	close       func() error
+	// expire deletes outputs older than retention until ctx ends; nil
+	// where the store expires them itself (S3's lifecycle rule).
+	expire func(ctx context.Context, retention time.Duration, log *slog.Logger) error
+	close  func() error
 }
 
 // serveConfig is the environment of `genway serve`.
@@ -60,11 +64,12 @@ type serveConfig struct {
 	mediaPoll  time.Duration // GENWAY_MEDIA_POLL: between polls of a long-running vendor
 	maxConns   int           // GENWAY_MAX_CONNS: open connections at once
 	idle       time.Duration // GENWAY_IDLE_TIMEOUT: keep-alive connections closed after
+	retention  time.Duration // GENWAY_MEDIA_RETENTION: local outputs deleted after
 }
 
 func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	c := serveConfig{addr: getenv("GENWAY_ADDR"), dataDir: dataDir(getenv), devKey: getenv("GENWAY_DEV_KEY"),
-		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: 4096, idle: 2 * time.Minute}
+		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: 4096, idle: 2 * time.Minute, retention: localmedia.DefaultRetention}
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 	}
@@ -81,6 +86,13 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 			return c, fmt.Errorf("GENWAY_WORKERS must be 1-64, got %q", v)
 		}
 		c.workers = n
+	}
+	if v := getenv("GENWAY_MEDIA_RETENTION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return c, fmt.Errorf("GENWAY_MEDIA_RETENTION must be a positive duration such as 720h, got %q", v)
+		}
+		c.retention = d
 	}
 	if v := getenv("GENWAY_IDLE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -207,7 +219,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
+	errc := make(chan error, 8) // one per background loop at most
 	goRun := func(name string, fn func() error) {
 		wg.Add(1)
 		go func() {
@@ -229,6 +241,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	goRun("worker", func() error { return be.consume(ctx, worker.Process) })
 	goRun("credits feed", func() error { return be.settle(ctx) })
+	if be.expire != nil {
+		goRun("media expiry", func() error { return be.expire(ctx, cfg.retention, log) })
+	}
 	goRun("http", func() error { return ignoreClosed(srv.Serve(limitListener(ln, cfg.maxConns))) })
 	fmt.Fprintf(stdout, "genway: serving on %s/v1 (backend %s, data %s)\n", baseURL, backendName(getenv), cfg.dataDir)
 	log.Info("serving", "addr", ln.Addr().String(), "backend", backendName(getenv))

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
@@ -55,6 +56,7 @@ type Limiter interface {
 // Authenticated lets only requests with a valid key through, with the
 // principal in the context; lim may be nil (no rate limits).
 func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next http.Handler) http.Handler {
+	refusals := &sampler{every: time.Second}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
@@ -63,7 +65,13 @@ func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next ht
 				// body that nobody authenticated sent.
 				w.Header().Set("Connection", "close")
 			}
-			writeError(w, r, log, err)
+			// Anyone can send these, as fast as they like: at most one log
+			// line a second, counting the ones left out.
+			if ok, dropped := refusals.allow(time.Now()); ok && log != nil {
+				log.InfoContext(r.Context(), "request refused: authentication", "request_id", RequestID(r.Context()),
+					"err", err, "refusals_not_logged", dropped)
+			}
+			writeError(w, r, nil, err)
 			return
 		}
 		if lim != nil {
@@ -154,4 +162,27 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
+}
+
+// sampler lets one event through per period and counts the rest.
+type sampler struct {
+	every   time.Duration
+	mu      sync.Mutex
+	next    time.Time
+	dropped int
+}
+
+// allow reports whether the event at now may be logged, and how many were
+// left out since the last one that was.
+func (s *sampler) allow(now time.Time) (bool, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Before(s.next) {
+		s.dropped++
+		return false, 0
+	}
+	s.next = now.Add(s.every)
+	d := s.dropped
+	s.dropped = 0
+	return true, d
 }

@@ -267,3 +267,51 @@ func LoadOrCreateSecret(path string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// DefaultRetention is how long Expire keeps outputs: as long as the S3
+// bucket's lifecycle rule (30 days).
+const DefaultRetention = 30 * 24 * time.Hour
+
+// Expire deletes the stored files (with their content-type sidecars)
+// last written before now minus retention, and temporary files of
+// interrupted writes older than an hour; it returns how many files it
+// deleted and their bytes. A job whose output expired keeps its record;
+// its link answers 404, as an expired S3 object does.
+func (m *Media) Expire(retention time.Duration) (files int, bytes int64, err error) {
+	now := m.now()
+	cutoff, tmpCutoff := now.Add(-retention), now.Add(-time.Hour)
+	err = filepath.WalkDir(m.dir, func(p string, d fs.DirEntry, werr error) error {
+		if werr != nil {
+			if errors.Is(werr, fs.ErrNotExist) {
+				return nil
+			}
+			return werr
+		}
+		if d.IsDir() {
+			return nil
+		}
+		name := d.Name()
+		info, ierr := d.Info()
+		if ierr != nil {
+			return nil // removed meanwhile
+		}
+		switch {
+		case strings.HasPrefix(name, ".tmp-"):
+			if info.ModTime().Before(tmpCutoff) {
+				os.Remove(p)
+			}
+		case strings.HasPrefix(name, "."): // a sidecar: goes with its file
+		case info.ModTime().Before(cutoff):
+			if rerr := os.Remove(p); rerr == nil {
+				files++
+				bytes += info.Size()
+				os.Remove(contentTypeFile(p))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return files, bytes, fmt.Errorf("expire media: %w", err)
+	}
+	return files, bytes, nil
+}

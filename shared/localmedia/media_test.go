@@ -225,3 +225,34 @@ func TestSignature(t *testing.T) {
 		t.Errorf("URL = %q; want %q", u, want)
 	}
 }
+
+func TestExpire(t *testing.T) {
+	dir := t.TempDir()
+	m := New(dir, "http://127.0.0.1:1", make([]byte, SecretSize))
+	ctx := context.Background()
+	for _, key := range []string{"jobs/a/old.mp3", "jobs/a/new.mp3", "jobs/b/old.wav"} {
+		if err := m.Put(ctx, key, "audio/mpeg", strings.NewReader("data"), 4); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-31 * 24 * time.Hour)
+	for _, key := range []string{"jobs/a/old.mp3", "jobs/b/old.wav"} {
+		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(key)), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := filepath.Join(dir, "jobs", "a", ".tmp-123")
+	os.WriteFile(stale, []byte("x"), 0o644)
+	os.Chtimes(stale, old, old)
+	files, n, err := m.Expire(DefaultRetention)
+	if err != nil || files != 2 || n != 8 {
+		t.Fatalf("Expire = %d files, %d bytes, %v; want 2 files, 8 bytes", files, n, err)
+	}
+	for key, want := range map[string]bool{"jobs/a/old.mp3": false, "jobs/b/old.wav": false, "jobs/a/new.mp3": true,
+		"jobs/a/.old.mp3.type": false, "jobs/a/.new.mp3.type": true, "jobs/a/.tmp-123": false} {
+		_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(key)))
+		if got := err == nil; got != want {
+			t.Errorf("%s exists = %v; want %v", key, got, want)
+		}
+	}
+}
