@@ -5,8 +5,12 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/genway/genway/shared/localstore"
 )
 
 // TestHelpEverywhere: every command and subcommand answers --help (and -h)
@@ -53,7 +57,9 @@ func TestVersion(t *testing.T) {
 // TestGrantNeedsCreate: a grant to an account that does not exist (a typo)
 // makes nothing unless --create says so.
 func TestGrantNeedsCreate(t *testing.T) {
-	env := testEnv(t.TempDir(), nil)
+	dir := t.TempDir()
+	initDataDir(t, dir)
+	env := testEnv(dir, nil)
 	var out bytes.Buffer
 	err := run(t.Context(), []string{"credits", "grant", "--account", "acmee", "--amount", "5"}, env, &out, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "--create") {
@@ -75,7 +81,9 @@ func TestGrantNeedsCreate(t *testing.T) {
 // TestRevokeLongPrefix: a prefix longer than the 12 characters Genway keeps
 // is not "not found" without a word: the error says what a prefix is.
 func TestRevokeLongPrefix(t *testing.T) {
-	env := testEnv(t.TempDir(), nil)
+	dir := t.TempDir()
+	initDataDir(t, dir)
+	env := testEnv(dir, nil)
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"keys", "create", "--account", "a"}, env, &out, io.Discard); err != nil {
 		t.Fatal(err)
@@ -102,5 +110,30 @@ func TestBusyPort(t *testing.T) {
 	err = run(t.Context(), []string{"serve"}, testEnv(t.TempDir(), map[string]string{"GENWAY_ADDR": ln.Addr().String()}), io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "GENWAY_ADDR") {
 		t.Fatalf("serve on a busy port = %v; want a hint about GENWAY_ADDR", err)
+	}
+}
+
+// initDataDir makes an embedded store in dir, as genway serve's first
+// start does.
+func initDataDir(t *testing.T, dir string) {
+	t.Helper()
+	db, _, _, _ := embeddedPaths(dir)
+	st, err := localstore.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+}
+
+// TestOperatorNeedsDataDir: an operator command where no genway serve ever
+// ran refuses, says where it looked, and creates nothing.
+func TestOperatorNeedsDataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "elsewhere", ".genway")
+	err := run(t.Context(), []string{"keys", "create", "--account", "a"}, testEnv(dir, nil), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), dir) || !strings.Contains(err.Error(), "GENWAY_DATA_DIR") {
+		t.Fatalf("keys create without a data dir = %v; want a refusal naming %s and GENWAY_DATA_DIR", err, dir)
+	}
+	if _, serr := os.Stat(dir); serr == nil {
+		t.Errorf("the refused command created %s", dir)
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/genway/genway/shared/admin"
@@ -81,10 +83,14 @@ func openOperator(ctx context.Context, getenv func(string) string) (admin.Operat
 		return &admin.Service{Store: be.store}, be.close, nil
 	}
 	dir := dataDir(getenv)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("data dir: %w", err)
-	}
 	dbPath, _, _, sock := embeddedPaths(dir)
+	// Only genway serve makes a data directory: an operator command run
+	// from another folder must not open a new, empty one whose keys the
+	// running server never sees.
+	if _, err := os.Stat(dbPath); errors.Is(err, fs.ErrNotExist) {
+		abs, _ := filepath.Abs(dir)
+		return nil, nil, fmt.Errorf("no Genway data in %s (GENWAY_DATA_DIR, default ./.genway): run the command where genway serve runs, or set GENWAY_DATA_DIR to its data directory; genway serve makes it on first start", abs)
+	}
 	st, err := localstore.OpenTimeout(dbPath, 300*time.Millisecond)
 	if err == nil {
 		return &admin.Service{Store: st}, st.Close, nil
