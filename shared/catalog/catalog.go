@@ -98,6 +98,10 @@ type Model struct {
 	// Durations, if set, are the only durations the vendor takes (Veo: 4,
 	// 6, 8); any other is a 400 at create.
 	Durations []int `json:"durations,omitempty"`
+	// MaxPixels, if set, bounds a video's width x height (the synthetic
+	// provider: 1920x1080), so that a large frame cannot cost far more to
+	// make and keep than its per-second price.
+	MaxPixels int `json:"max_pixels,omitempty"`
 	// Sizes, if set, are the only video sizes (WxH) the vendor makes; a
 	// resolution alone picks the landscape size of that height.
 	Sizes []string `json:"sizes,omitempty"`

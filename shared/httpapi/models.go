@@ -28,6 +28,7 @@ type modelView struct {
 	DefaultDuration int            `json:"default_duration,omitempty"`
 	Durations       []int          `json:"durations,omitempty"`
 	Sizes           []string       `json:"sizes,omitempty"`
+	MaxPixels       int            `json:"max_pixels,omitempty"`
 	Modes           []string       `json:"modes,omitempty"`
 	DefaultSize     string         `json:"default_size,omitempty"`
 	Price           *catalog.Price `json:"price,omitempty"`
@@ -37,7 +38,7 @@ func viewModel(m *catalog.Model) modelView {
 	return modelView{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Type: m.Type,
 		Description: m.Description, Test: m.Test, Capabilities: m.Capabilities, MaxTokens: m.MaxTokens,
 		Formats: m.Formats, MinDuration: m.MinDuration, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
-		Durations: m.Durations, Sizes: m.Sizes, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: m.Price}
+		Durations: m.Durations, Sizes: m.Sizes, MaxPixels: m.MaxPixels, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: m.Price}
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured

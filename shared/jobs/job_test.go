@@ -89,6 +89,8 @@ func TestValidate(t *testing.T) {
 		{name: "size leading zero", req: CreateRequest{Type: "video", Model: "synthetic-video", Prompt: "p", Size: ptr("0640x360")}, wantParam: "size", wantCode: "invalid_value"},
 		{name: "size too big", req: CreateRequest{Type: "video", Model: "synthetic-video", Prompt: "p", Size: ptr("99999x360")}, wantParam: "size", wantCode: "invalid_value"},
 		{name: "bad resolution", req: CreateRequest{Type: "video", Model: "synthetic-video", Prompt: "p", Resolution: ptr("720")}, wantParam: "resolution", wantCode: "invalid_value"},
+		{name: "video too large", req: CreateRequest{Type: "video", Model: "synthetic-video", Prompt: "p", Size: ptr("4096x4096")}, wantParam: "size", wantCode: "invalid_value"},
+		{name: "resolution too large", req: CreateRequest{Type: "video", Model: "synthetic-video", Prompt: "p", Resolution: ptr("2160p")}, wantParam: "resolution", wantCode: "invalid_value"},
 		{name: "resolution disagrees", req: CreateRequest{Type: "video", Model: "synthetic-video", Prompt: "p", Size: ptr("640x360"), Resolution: ptr("720p")}, wantParam: "resolution", wantCode: "invalid_value"},
 	}
 	for _, tt := range tests {

@@ -175,6 +175,13 @@ func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, 
 		if err != nil {
 			return nil, in, err
 		}
+		if m.MaxPixels > 0 && w*h > m.MaxPixels {
+			param := "size"
+			if req.Size == nil {
+				param = "resolution"
+			}
+			return nil, in, apierr.Invalidf(param, "invalid_value", "%s makes videos of at most %d pixels (e.g. 1920x1080); %dx%d has %d.", m.ID, m.MaxPixels, w, h, w*h)
+		}
 		in.Size = fmt.Sprintf("%dx%d", w, h)
 		if req.Resolution != nil {
 			in.Resolution = *req.Resolution
