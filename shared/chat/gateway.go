@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -53,7 +55,15 @@ type Config struct {
 	Images *ImageFetcher
 	// MaxImageBytes caps a data URI image; 0 means DefaultMaxImageBytes.
 	MaxImageBytes int
-	Usage         UsageRecorder // nil: usage is not recorded
+	// MaxImages caps the image parts of one request; 0 means
+	// DefaultMaxImages. MaxRequestImageBytes caps their bytes together
+	// (data URIs and fetched images); 0 means DefaultMaxRequestImageBytes.
+	MaxImages            int
+	MaxRequestImageBytes int
+	// ImageFetchTimeout bounds all of one request's image fetches
+	// together; 0 means DefaultImageFetchTimeout.
+	ImageFetchTimeout time.Duration
+	Usage             UsageRecorder // nil: usage is not recorded
 	// Balances is read by Admit for priced models, to refuse an account
 	// with no credits left; nil: Admit admits every call.
 	Balances Balances
@@ -69,14 +79,17 @@ type Config struct {
 // the response is delivered (RecordUsage), records usage. A
 // Gateway is safe for concurrent use.
 type Gateway struct {
-	cat       *catalog.Catalog
-	providers map[string]Provider
-	images    *ImageFetcher
-	maxImage  int
-	usage     UsageRecorder
-	balances  Balances
-	log       *slog.Logger
-	timeout   time.Duration
+	cat        *catalog.Catalog
+	providers  map[string]Provider
+	images     *ImageFetcher
+	maxImage   int
+	maxImages  int
+	maxAll     int
+	fetchLimit time.Duration
+	usage      UsageRecorder
+	balances   Balances
+	log        *slog.Logger
+	timeout    time.Duration
 }
 
 // NewGateway returns a Gateway for cfg.
@@ -86,16 +99,26 @@ func NewGateway(cfg Config) *Gateway {
 		providers: cfg.Providers,
 		images:    cfg.Images,
 		maxImage:  cfg.MaxImageBytes,
-		usage:     cfg.Usage,
-		balances:  cfg.Balances,
-		log:       cfg.Log,
-		timeout:   cfg.Timeout,
+		maxImages: cfg.MaxImages, maxAll: cfg.MaxRequestImageBytes, fetchLimit: cfg.ImageFetchTimeout,
+		usage:    cfg.Usage,
+		balances: cfg.Balances,
+		log:      cfg.Log,
+		timeout:  cfg.Timeout,
 	}
 	if g.images == nil {
 		g.images = NewImageFetcher(ImageFetcherConfig{})
 	}
 	if g.maxImage <= 0 {
 		g.maxImage = DefaultMaxImageBytes
+	}
+	if g.maxImages <= 0 {
+		g.maxImages = DefaultMaxImages
+	}
+	if g.maxAll <= 0 {
+		g.maxAll = DefaultMaxRequestImageBytes
+	}
+	if g.fetchLimit <= 0 {
+		g.fetchLimit = DefaultImageFetchTimeout
 	}
 	if g.log == nil {
 		g.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -111,6 +134,10 @@ type Call struct {
 	Request  *Request
 	Stream   bool // the client asked for an SSE stream
 	provider Provider
+	// fetches are the image URLs to download before the call (for a
+	// provider that needs bytes); imageBytes counts the data URIs' bytes.
+	fetches    []pendingFetch
+	imageBytes int
 }
 
 // Prepare validates p and returns the Call to run. Every failure is an
@@ -166,19 +193,101 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 		return nil, &apierr.Error{Kind: apierr.UpstreamUnavailable, Code: "upstream_unavailable",
 			Message: fmt.Sprintf("The provider %q of model %q is not configured on this server.", m.Provider, m.ID)}
 	}
+	c := &Call{Request: req, Stream: p.Stream, provider: prov}
+	if err := g.imageLimits(c); err != nil {
+		return nil, err
+	}
 	if nb, ok := prov.(ImageBytesNeeder); ok && nb.NeedsImageBytes() {
-		for _, f := range fetches {
-			mt, data, err := g.images.Fetch(ctx, f.img.URL)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil, fmt.Errorf("fetch image: %w", ctx.Err())
-				}
-				return nil, &apierr.Error{Kind: apierr.Invalid, Code: "invalid_image_url", Param: f.param, Message: err.Error()}
+		c.fetches = fetches
+	}
+	return c, nil
+}
+
+// imageLimits refuses a request with more than MaxImages images, or whose
+// data URIs hold more than MaxRequestImageBytes, naming the image that
+// crosses the line; it sets c.imageBytes.
+func (g *Gateway) imageLimits(c *Call) error {
+	n := 0
+	for i := range c.Request.Messages {
+		for j, pt := range c.Request.Messages[i].Parts {
+			if pt.Image == nil {
+				continue
 			}
-			f.img.URL, f.img.MediaType, f.img.Data = "", mt, data
+			param := fmt.Sprintf("messages[%d].content[%d]", i, j)
+			if n++; n > g.maxImages {
+				return apierr.Invalidf(param, "invalid_value", "a request may carry at most %d images", g.maxImages)
+			}
+			if c.imageBytes += len(pt.Image.Data); c.imageBytes > g.maxAll {
+				return apierr.Invalidf(param, "invalid_value", "the request's images are larger than %d bytes together", g.maxAll)
+			}
 		}
 	}
-	return &Call{Request: req, Stream: p.Stream, provider: prov}, nil
+	return nil
+}
+
+// FetchImages downloads the image URLs of c for a provider that needs
+// image bytes (Run calls it after Admit, so a refused call fetches
+// nothing): at most fetchConcurrency at a time, all of them within the
+// ImageFetchTimeout, their bytes with the data URIs' at most
+// MaxRequestImageBytes. The first URL that fails is a 400 naming it, and
+// the other fetches are stopped.
+func (g *Gateway) FetchImages(parent context.Context, c *Call) error {
+	if len(c.fetches) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(parent, g.fetchLimit)
+	defer cancel()
+	type result struct {
+		mt   string
+		data []byte
+	}
+	results := make([]result, len(c.fetches))
+	var mu sync.Mutex
+	failed, failure := -1, error(nil)
+	fail := func(i int, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failed < 0 {
+			failed, failure = i, err
+			cancel() // the request fails: stop the other fetches
+		}
+	}
+	sem := make(chan struct{}, fetchConcurrency)
+	var wg sync.WaitGroup
+	for i, f := range c.fetches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				fail(i, errors.New("image URL did not answer in time"))
+				return
+			}
+			defer func() { <-sem }()
+			mt, data, err := g.images.Fetch(ctx, f.img.URL)
+			if err != nil {
+				fail(i, err)
+				return
+			}
+			results[i] = result{mt, data}
+		}()
+	}
+	wg.Wait()
+	if err := parent.Err(); err != nil { // the client went away
+		return fmt.Errorf("fetch images: %w", err)
+	}
+	if failed >= 0 {
+		return &apierr.Error{Kind: apierr.Invalid, Code: "invalid_image_url", Param: c.fetches[failed].param, Message: failure.Error()}
+	}
+	total := c.imageBytes
+	for i, f := range c.fetches {
+		if total += len(results[i].data); total > g.maxAll {
+			return apierr.Invalidf(f.param, "invalid_value", "the request's images are larger than %d bytes together", g.maxAll)
+		}
+		f.img.URL, f.img.MediaType, f.img.Data = "", results[i].mt, results[i].data
+	}
+	return nil
 }
 
 // pendingFetch is an image URL to fetch if the provider needs bytes.
@@ -425,6 +534,9 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 		return err
 	}
 	if err := g.Admit(ctx, account, c); err != nil {
+		return err
+	}
+	if err := g.FetchImages(ctx, c); err != nil {
 		return err
 	}
 	if err := sink.Start(); err != nil {

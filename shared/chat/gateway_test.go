@@ -310,6 +310,9 @@ func TestPrepareFetchesForByteProviders(t *testing.T) {
 			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": prov},
 				Images: chat.NewImageFetcher(chat.ImageFetcherConfig{Allow: tt.allow, MaxBytes: len(pngData) * 10})})
 			c, err := gw.Prepare(context.Background(), params(t, body(tt.url)))
+			if err == nil {
+				err = gw.FetchImages(context.Background(), c)
+			}
 			if tt.wantErr != "" {
 				e := apierr.As(err)
 				if e == nil || e.Param != "messages[0].content[1].image_url.url" || !strings.Contains(e.Message, tt.wantErr) {

@@ -37,6 +37,16 @@ var imageTypes = map[string]bool{
 // per-image limit among the upstreams that take bytes.
 const DefaultMaxImageBytes = 5 << 20
 
+// Per-request image limits (Config): at most DefaultMaxImages images,
+// DefaultMaxRequestImageBytes of them together, all fetched within
+// DefaultImageFetchTimeout, fetchConcurrency at a time.
+const (
+	DefaultMaxImages            = 16
+	DefaultMaxRequestImageBytes = 20 << 20
+	DefaultImageFetchTimeout    = 15 * time.Second
+	fetchConcurrency            = 4
+)
+
 // errNotImage is the cause of a decoded image whose bytes are no known type.
 var errNotImage = errors.New("not a png, jpeg, gif or webp image")
 
