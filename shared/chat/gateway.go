@@ -244,6 +244,7 @@ func (g *Gateway) FetchImages(parent context.Context, c *Call) error {
 	results := make([]result, len(c.fetches))
 	var mu sync.Mutex
 	failed, failure := -1, error(nil)
+	total := c.imageBytes
 	fail := func(i int, err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -270,6 +271,17 @@ func (g *Gateway) FetchImages(parent context.Context, c *Call) error {
 				fail(i, err)
 				return
 			}
+			// The byte budget is kept as images arrive, so a request never
+			// holds more than it (plus the fetches in flight).
+			mu.Lock()
+			total += len(data)
+			over := total > g.maxAll
+			mu.Unlock()
+			if over {
+				fail(i, &apierr.Error{Kind: apierr.Invalid, Code: "invalid_value", Param: f.param,
+					Message: fmt.Sprintf("the request's images are larger than %d bytes together", g.maxAll)})
+				return
+			}
 			results[i] = result{mt, data}
 		}()
 	}
@@ -278,13 +290,12 @@ func (g *Gateway) FetchImages(parent context.Context, c *Call) error {
 		return fmt.Errorf("fetch images: %w", err)
 	}
 	if failed >= 0 {
+		if e := apierr.As(failure); e != nil {
+			return e
+		}
 		return &apierr.Error{Kind: apierr.Invalid, Code: "invalid_image_url", Param: c.fetches[failed].param, Message: failure.Error()}
 	}
-	total := c.imageBytes
 	for i, f := range c.fetches {
-		if total += len(results[i].data); total > g.maxAll {
-			return apierr.Invalidf(f.param, "invalid_value", "the request's images are larger than %d bytes together", g.maxAll)
-		}
 		f.img.URL, f.img.MediaType, f.img.Data = "", results[i].mt, results[i].data
 	}
 	return nil
