@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -171,5 +173,45 @@ func TestAuthFailureLogsSampled(t *testing.T) {
 	secs := int(time.Since(start)/time.Second) + 1
 	if n := strings.Count(logs.String(), "request refused: authentication"); n == 0 || n > secs+1 {
 		t.Errorf("%d log lines for 300 refused requests in %d s; want about one a second", n, secs)
+	}
+}
+
+// TestFairJobQueue: one account's backlog of large videos does not hold
+// both workers while another account's one-second sound waits: the sound
+// is done while most of the videos are not.
+func TestFairJobQueue(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, map[string]string{"GENWAY_WORKERS": "2"})
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"keys", "create", "--account", "other", "--credits", "100"}, testEnv(dir, nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	other := &server{base: s.base, key: lines[len(lines)-1]}
+	var videos []string
+	for i := 0; i < 4; i++ {
+		var j jobResp
+		if code, _ := s.do(t, "POST", "/v1/jobs", map[string]any{"type": "video", "model": "synthetic-video", "prompt": fmt.Sprint("big ", i), "duration": 20, "size": "1280x720"}, nil, &j); code != 200 {
+			t.Fatalf("create video = %d", code)
+		}
+		videos = append(videos, j.ID)
+	}
+	var sfx jobResp
+	if code, _ := other.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1}, nil, &sfx); code != 200 {
+		t.Fatalf("create sfx = %d", code)
+	}
+	if j, _ := other.waitJob(t, sfx.ID, 60*time.Second); j.Status != "completed" {
+		t.Fatalf("sfx = %s", j.Status)
+	}
+	pending := 0
+	for _, id := range videos {
+		var j jobResp
+		s.do(t, "GET", "/v1/jobs/"+id, nil, nil, &j)
+		if j.Status != "completed" {
+			pending++
+		}
+	}
+	if pending < 2 {
+		t.Errorf("when the other account's sound was done, %d of the 4 videos were still to finish; want at least 2 (it must not wait behind the backlog)", pending)
 	}
 }

@@ -143,45 +143,83 @@ func expireLeases(tx *bolt.Tx, now time.Time) error {
 	return nil
 }
 
-// lease is one leased message: its id and the receive count that is the
-// lease's token.
+// lease is one leased message: its id, the receive count that is the
+// lease's token, and its job's account (for fair scheduling).
 type lease struct {
 	id       string
 	receives int
+	account  string
 }
 
+// fairScan bounds how many visible messages lease looks at to choose the
+// fairest ones.
+const fairScan = 512
+
 // lease takes up to n messages visible at now, hiding them until now +
-// visibility. It also returns when the next message becomes visible (zero
-// if the queue is empty).
-func (s *Store) lease(now time.Time, n int, visibility time.Duration) ([]lease, time.Time, error) {
+// visibility, and fairly across accounts: among the first fairScan
+// visible messages, each pick is the oldest message of an account with
+// the fewest jobs in flight (busy, counted by the caller, plus those
+// picked in this call), so one account's backlog cannot hold every worker
+// while another account waits; with one account it is oldest first. It
+// also returns when the next message becomes visible (zero if the queue is
+// empty). busy may be nil.
+func (s *Store) lease(now time.Time, n int, visibility time.Duration, busy map[string]int) ([]lease, time.Time, error) {
 	var out []lease
 	var next time.Time
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		out, next = nil, time.Time{}
+		type cand struct{ id, account string }
+		var cands []cand
 		c := tx.Bucket([]byte(bucketQueueVis)).Cursor()
-		var ids []string
-		for k, _ := c.First(); k != nil && len(ids) < n; k, _ = c.Next() {
+		for k, _ := c.First(); k != nil && len(cands) < max(n, fairScan); k, _ = c.Next() {
 			if int64(binary.BigEndian.Uint64(k[:8])) > now.UnixNano() {
 				break
 			}
-			ids = append(ids, string(k[8:]))
+			id := string(k[8:])
+			var j struct {
+				Account string `json:"account"`
+			}
+			if _, err := getJSON(tx.Bucket([]byte(bucketJobs)), []byte(id), &j); err != nil {
+				return err
+			}
+			cands = append(cands, cand{id, j.Account})
 		}
-		for _, id := range ids {
-			m, ok, err := getMessage(tx, id)
+		picked := map[string]int{}
+		taken := make([]bool, len(cands))
+		var ids []cand
+		for len(ids) < n {
+			best := -1
+			for i, cd := range cands {
+				if taken[i] {
+					continue
+				}
+				if best < 0 || busy[cd.account]+picked[cd.account] < busy[cands[best].account]+picked[cands[best].account] {
+					best = i
+				}
+			}
+			if best < 0 {
+				break
+			}
+			taken[best] = true
+			picked[cands[best].account]++
+			ids = append(ids, cands[best])
+		}
+		for _, cd := range ids {
+			m, ok, err := getMessage(tx, cd.id)
 			if err != nil {
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("queue index points at missing message %s", id)
+				return fmt.Errorf("queue index points at missing message %s", cd.id)
 			}
 			old := m
 			m.Leased = true
 			m.Receives++
 			m.VisibleAt = now.Add(visibility).UnixNano()
-			if err := putMessage(tx, id, m, &old); err != nil {
+			if err := putMessage(tx, cd.id, m, &old); err != nil {
 				return err
 			}
-			out = append(out, lease{id: id, receives: m.Receives})
+			out = append(out, lease{id: cd.id, receives: m.Receives, account: cd.account})
 		}
 		if k, _ := tx.Bucket([]byte(bucketQueueVis)).Cursor().First(); k != nil {
 			next = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])))
@@ -276,7 +314,8 @@ func (s *Store) Consume(ctx context.Context, workers int, visibility time.Durati
 		visibility = 5 * time.Minute
 	}
 	work := make(chan lease)
-	done := make(chan struct{}, workers)
+	done := make(chan string, workers) // a finished lease's account
+	busy := map[string]int{}           // jobs in flight per account
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
@@ -284,7 +323,7 @@ func (s *Store) Consume(ctx context.Context, workers int, visibility time.Durati
 			defer wg.Done()
 			for l := range work {
 				s.run(ctx, l, process)
-				done <- struct{}{}
+				done <- l.account
 			}
 		}()
 	}
@@ -300,7 +339,7 @@ func (s *Store) Consume(ctx context.Context, workers int, visibility time.Durati
 		wait := maxIdle
 		if free > 0 {
 			now := s.now()
-			ls, next, err := s.lease(now, free, visibility)
+			ls, next, err := s.lease(now, free, visibility, busy)
 			if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 				return fmt.Errorf("consume: %w", err)
 			}
@@ -308,6 +347,7 @@ func (s *Store) Consume(ctx context.Context, workers int, visibility time.Durati
 				s.log.Error("queue consumer", "err", err)
 			}
 			for _, l := range ls {
+				busy[l.account]++
 				work <- l
 				free--
 			}
@@ -325,19 +365,28 @@ func (s *Store) Consume(ctx context.Context, workers int, visibility time.Durati
 			t.Stop()
 			return nil
 		case <-s.queueWake:
-		case <-done:
+		case a := <-done:
 			free++
+			release(busy, a)
 		case <-timer:
 		}
 		t.Stop()
 		for drained := false; !drained; {
 			select {
-			case <-done:
+			case a := <-done:
 				free++
+				release(busy, a)
 			default:
 				drained = true
 			}
 		}
+	}
+}
+
+// release counts one job of account as no longer in flight.
+func release(busy map[string]int, account string) {
+	if busy[account]--; busy[account] <= 0 {
+		delete(busy, account)
 	}
 }
 

@@ -26,7 +26,7 @@ func openClocked(t *testing.T, path string, c *clock) *Store {
 // leaseIDs leases up to n messages at now and returns their ids.
 func leaseIDs(t *testing.T, s *Store, now time.Time, n int, vis time.Duration) []lease {
 	t.Helper()
-	ls, _, err := s.lease(now, n, vis)
+	ls, _, err := s.lease(now, n, vis, nil)
 	if err != nil {
 		t.Fatalf("lease(%v) = %v", now, err)
 	}
@@ -82,7 +82,7 @@ func TestEnqueueDelay(t *testing.T) {
 				}
 			}
 			if tt.want > 0 {
-				ls, next, err := s.lease(start.Add(tt.want-time.Second), 10, time.Minute)
+				ls, next, err := s.lease(start.Add(tt.want-time.Second), 10, time.Minute, nil)
 				if err != nil || len(ls) != 0 || !next.Equal(start.Add(tt.want)) {
 					t.Errorf("lease before due = %+v, next %v, %v; want none, next %v", ls, next, err, start.Add(tt.want))
 				}
@@ -391,5 +391,54 @@ func TestConsume(t *testing.T) {
 	}
 	if m, err := s.messages(); err != nil || len(m) != 0 {
 		t.Errorf("messages after all succeeded = %v, %v; want none", m, err)
+	}
+}
+
+// TestLeaseFair: with one account's backlog ahead in the queue, a lease
+// picks the other account's job as soon as the first has one in flight;
+// with one account only, it is oldest first.
+func TestLeaseFair(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	s := openClocked(t, filepath.Join(t.TempDir(), "q.db"), c)
+	for _, a := range []string{"a", "b"} {
+		if _, err := s.Grant(ctx, a, 1000, c.Now().Unix()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// a's four videos, then b's sound, each a millisecond later.
+	for i, acct := range []string{"a", "a", "a", "a", "b"} {
+		c.t = c.t.Add(time.Millisecond)
+		j := &jobs.Job{ID: fmt.Sprintf("job_video_%020d", i), Account: acct, Type: jobs.TypeVideo, Model: "m", Price: 1, Created: c.Now().Unix()}
+		if _, err := s.Create(ctx, j, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := c.Now().Add(time.Second)
+	tests := []struct {
+		name string
+		busy map[string]int
+		n    int
+		want []string
+	}{
+		{"two free workers, none busy: one of each", nil, 2, []string{"a", "b"}},
+		{"one free worker, a already running one: b", map[string]int{"a": 1}, 1, []string{"b"}},
+		{"b busy too: a's oldest", map[string]int{"a": 1, "b": 1}, 1, []string{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ls, _, err := s.lease(now, tt.n, time.Millisecond, tt.busy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range ls {
+				got = append(got, l.account)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("leased accounts %v; want %v", got, tt.want)
+			}
+			now = now.Add(time.Second) // the leases expire: the next case sees every message again
+		})
 	}
 }
