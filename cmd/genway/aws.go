@@ -147,16 +147,29 @@ type lazyQueue struct {
 
 // Enqueue implements jobs.Queue.
 func (l *lazyQueue) Enqueue(ctx context.Context, id string, delay time.Duration) error {
+	return l.EnqueueGroup(ctx, id, "", delay)
+}
+
+// EnqueueGroup implements jobs.GroupQueue.
+func (l *lazyQueue) EnqueueGroup(ctx context.Context, id, group string, delay time.Duration) error {
+	q, err := l.queue(ctx)
+	if err != nil {
+		return err
+	}
+	return q.EnqueueGroup(ctx, id, group, delay)
+}
+
+func (l *lazyQueue) queue(ctx context.Context) (*sqsqueue.Queue, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.q == nil {
 		q, err := l.resolve(ctx)
 		if err != nil {
-			return fmt.Errorf("jobs queue: %w", err)
+			return nil, fmt.Errorf("jobs queue: %w", err)
 		}
 		l.q = q
 	}
-	return l.q.Enqueue(ctx, id, delay)
+	return l.q, nil
 }
 
 // sqsEvent builds the event Lambda's SQS event source mapping would send.

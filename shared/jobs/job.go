@@ -162,6 +162,23 @@ type Queue interface {
 	Enqueue(ctx context.Context, id string, delay time.Duration) error
 }
 
+// GroupQueue is a Queue that delivers fairly across groups: SQS fair
+// queues (a standard queue given a message group per account) keep one
+// account's backlog from delaying another's jobs. The service and the
+// worker enqueue with the job's account as its group when the queue has
+// it. (The embedded queue is fair by its own lease instead.)
+type GroupQueue interface {
+	EnqueueGroup(ctx context.Context, id, group string, delay time.Duration) error
+}
+
+// enqueue schedules id of account on q, grouped by account where q can.
+func enqueue(ctx context.Context, q Queue, id, account string, delay time.Duration) error {
+	if g, ok := q.(GroupQueue); ok && account != "" {
+		return g.EnqueueGroup(ctx, id, account, delay)
+	}
+	return q.Enqueue(ctx, id, delay)
+}
+
 // Media stores outputs and makes links to them.
 type Media interface {
 	// Put stores the bytes of r under key, copying them as they arrive.

@@ -310,3 +310,31 @@ func TestOutputCap(t *testing.T) {
 		}
 	}
 }
+
+// groupQueue is a memQueue that also takes groups (as SQS fair queues).
+type groupQueue struct {
+	memQueue
+	groups []string
+}
+
+func (q *groupQueue) EnqueueGroup(ctx context.Context, id, group string, delay time.Duration) error {
+	q.mu.Lock()
+	q.groups = append(q.groups, group)
+	q.mu.Unlock()
+	return q.Enqueue(ctx, id, delay)
+}
+
+// TestEnqueueGroupsByAccount: a queue that can be fair across groups gets
+// the job's account as the group, for the poll a start schedules.
+func TestEnqueueGroupsByAccount(t *testing.T) {
+	v := &fakeVendor{script: []pollAnswer{{}}}
+	w, _, _, _ := longRun(t, v, 0)
+	q := &groupQueue{}
+	w.Queue = q
+	if err := w.Process(context.Background(), lrID); err != nil {
+		t.Fatal(err)
+	}
+	if len(q.groups) != 1 || q.groups[0] != "a" {
+		t.Errorf("groups = %q; want the job's account [a]", q.groups)
+	}
+}

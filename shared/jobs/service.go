@@ -90,7 +90,7 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 		// would only add a duplicate.
 		return got, nil
 	}
-	if err := s.enqueue(ctx, j.ID); err != nil {
+	if err := s.enqueue(ctx, j.ID, account); err != nil {
 		// The job must not sit queued forever with no message: fail it, which
 		// releases the hold through the change feed.
 		s.Log.Error("enqueue failed; failing job", "job_id", j.ID, "err", err)
@@ -121,10 +121,10 @@ func (s *Service) short(ctx context.Context, account string, price int64) error 
 	return &apierr.Error{Kind: ErrInsufficientCredits.Kind, Code: ErrInsufficientCredits.Code, Message: msg}
 }
 
-func (s *Service) enqueue(ctx context.Context, id string) error {
+func (s *Service) enqueue(ctx context.Context, id, account string) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
-		if err = s.Queue.Enqueue(ctx, id, 0); err == nil {
+		if err = enqueue(ctx, s.Queue, id, account, 0); err == nil {
 			return nil
 		}
 		select {

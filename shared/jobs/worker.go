@@ -160,7 +160,7 @@ func (w *Worker) early(ctx context.Context, j *Job, now time.Time) error {
 	}
 	// One delivery at a time (the embedded queue, after a restart): come
 	// back when the run is due. The queue keeps one message per job.
-	if err := w.Queue.Enqueue(ctx, j.ID, time.Unix(j.NextRun, 0).Sub(now)); err != nil {
+	if err := enqueue(ctx, w.Queue, j.ID, j.Account, time.Unix(j.NextRun, 0).Sub(now)); err != nil {
 		return fmt.Errorf("process %s: reschedule: %w", j.ID, err)
 	}
 	return nil
@@ -349,7 +349,7 @@ func (w *Worker) schedule(ctx context.Context, j *Job, delay time.Duration) erro
 			delay = max(left, 0)
 		}
 	}
-	if err := w.Queue.Enqueue(ctx, j.ID, delay); err != nil {
+	if err := enqueue(ctx, w.Queue, j.ID, j.Account, delay); err != nil {
 		// The message comes back after its visibility timeout and runs
 		// then (NextRun has passed by then).
 		return fmt.Errorf("process %s: schedule next run: %w", j.ID, err)

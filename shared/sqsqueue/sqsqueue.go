@@ -50,7 +50,10 @@ type Queue struct {
 	Log *slog.Logger
 }
 
-var _ jobs.Queue = (*Queue)(nil)
+var (
+	_ jobs.Queue      = (*Queue)(nil)
+	_ jobs.GroupQueue = (*Queue)(nil)
+)
 
 // New returns the Queue at queueURL.
 func New(api API, queueURL string) *Queue {
@@ -81,15 +84,26 @@ func JobID(msgBody string) (string, error) {
 // Enqueue implements jobs.Queue: one SendMessage, delayed by delay rounded
 // up to whole seconds and cut to MaxDelay.
 func (q *Queue) Enqueue(ctx context.Context, id string, delay time.Duration) error {
+	return q.EnqueueGroup(ctx, id, "", delay)
+}
+
+// EnqueueGroup implements jobs.GroupQueue: Enqueue with the message group
+// group (the job's account), which makes a standard queue an SQS fair
+// queue: one group's backlog does not hold up the others' messages.
+func (q *Queue) EnqueueGroup(ctx context.Context, id, group string, delay time.Duration) error {
 	b, err := json.Marshal(body{JobID: id})
 	if err != nil {
 		return fmt.Errorf("enqueue %s: %w", id, err)
 	}
-	_, err = q.api.SendMessage(ctx, &sqs.SendMessageInput{
+	in := &sqs.SendMessageInput{
 		QueueUrl:     aws.String(q.url),
 		MessageBody:  aws.String(string(b)),
 		DelaySeconds: delaySeconds(delay),
-	})
+	}
+	if group != "" {
+		in.MessageGroupId = aws.String(group)
+	}
+	_, err = q.api.SendMessage(ctx, in)
 	if err != nil {
 		return fmt.Errorf("enqueue %s: %w", id, err)
 	}

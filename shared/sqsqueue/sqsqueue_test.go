@@ -100,10 +100,12 @@ func TestQueue(t *testing.T) {
 
 	t.Run("enqueue poll delete", func(t *testing.T) {
 		q := setup(t, 30)
-		for _, id := range []string{"job_1", "job_2"} {
-			if err := q.Enqueue(ctx, id, 0); err != nil {
-				t.Fatalf("Enqueue(%q) = %v", id, err)
-			}
+		if err := q.Enqueue(ctx, "job_1", 0); err != nil {
+			t.Fatalf("Enqueue = %v", err)
+		}
+		// A message group per account makes the standard queue a fair queue.
+		if err := q.EnqueueGroup(ctx, "job_2", "acct_b", 0); err != nil {
+			t.Fatalf("EnqueueGroup = %v", err)
 		}
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
