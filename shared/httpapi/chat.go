@@ -15,6 +15,10 @@ import (
 	"github.com/genway/genway/shared/chat"
 )
 
+// StreamWriteTimeout is how long one write of a stream may wait for a
+// client that does not read.
+const StreamWriteTimeout = time.Minute
+
 // DefaultChatHeartbeat is how long a stream may stay silent before the
 // handler sends an SSE comment (": keep-alive"), so that proxies and API
 // Gateway do not cut a stream whose model is still thinking.
@@ -309,10 +313,15 @@ func (s *sseStream) raw(b []byte) {
 	if s.err != nil {
 		return
 	}
+	// A client that stops reading is dropped after StreamWriteTimeout;
+	// the deadline moves on with every write, so a stream that flows runs
+	// as long as it flows (ErrNotSupported where there are no deadlines).
+	now := time.Now()
+	s.rc.SetWriteDeadline(now.Add(StreamWriteTimeout))
 	if _, err := s.w.Write(b); err != nil {
 		s.err = err
 	}
-	s.last = time.Now()
+	s.last = now
 }
 
 func (s *sseStream) flush() {
