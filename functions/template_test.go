@@ -395,6 +395,32 @@ func checkTemplate(tpl map[string]any, root string) []string {
 		if ttl := mapAt(p, "TimeToLiveSpecification"); ttl["AttributeName"] != "expires" || ttl["Enabled"] != true {
 			bad("%s: TTL on %v enabled=%v; want expires, true", table, ttl["AttributeName"], ttl["Enabled"])
 		}
+		if p["DeletionProtectionEnabled"] != true {
+			bad("%s: DeletionProtectionEnabled is not true (a stack delete must not drop balances and jobs)", table)
+		}
+	}
+	// Without OpenApiVersion, SAM adds a second stage named "Stage",
+	// reachable without the real stage's throttling.
+	if v, _ := mapAt(tpl, "Globals", "Api")["OpenApiVersion"].(string); v == "" {
+		bad("Globals.Api.OpenApiVersion is not set: SAM would add a second stage named Stage")
+	}
+	for _, pol := range resourcesOfType(tpl, "AWS::S3::BucketPolicy") {
+		tlsAll, tlsObjects, tlsBucket := false, false, false
+		statements(mapAt(tpl, "Resources", pol, "Properties"), func(st map[string]any) {
+			cond := mapAt(st, "Condition", "Bool")
+			if st["Effect"] != "Deny" || cond["aws:SecureTransport"] != "false" {
+				return
+			}
+			tlsAll = contains(asList(st["Action"]), "s3:*")
+			for _, r := range asList(st["Resource"]) {
+				sub := fmt.Sprint(r)
+				tlsObjects = tlsObjects || strings.Contains(sub, "/*")
+				tlsBucket = tlsBucket || (strings.Contains(sub, "Arn") && !strings.Contains(sub, "/*"))
+			}
+		})
+		if !tlsAll || !tlsObjects || !tlsBucket {
+			bad("%s: want a Deny of s3:* without TLS (aws:SecureTransport false) on the bucket and its objects", pol)
+		}
 	}
 	for _, b := range resourcesOfType(tpl, "AWS::S3::Bucket") {
 		p := mapAt(tpl, "Resources", b, "Properties")
@@ -530,6 +556,14 @@ func checkFilter(evp map[string]any, bad func(string)) {
 	}
 }
 
+// asList returns v as a list (a single value is a list of one).
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
 func contains(v any, s string) bool {
 	l, _ := v.([]any)
 	for _, x := range l {
@@ -595,6 +629,16 @@ func TestTemplateCheckFails(t *testing.T) {
 			g := mapAt(tpl, "Resources", "JobsTable", "Properties")["GlobalSecondaryIndexes"].([]any)
 			mapAt(g[0])["KeySchema"] = []any{map[string]any{"AttributeName": "status", "KeyType": "HASH"}}
 		}, "queued index keys"},
+		{"no deletion protection", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "AccountsTable", "Properties"), "DeletionProtectionEnabled")
+		}, "DeletionProtectionEnabled"},
+		{"second stage", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Globals", "Api"), "OpenApiVersion")
+		}, "second stage"},
+		{"TLS only for GetObject", func(tpl map[string]any) {
+			st := mapAt(tpl, "Resources", "MediaBucketPolicy", "Properties", "PolicyDocument")["Statement"].([]any)
+			mapAt(st[0])["Action"] = "s3:GetObject"
+		}, "Deny of s3:* without TLS"},
 		{"no sweeper", func(tpl map[string]any) {
 			delete(mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties"), "Events")
 		}, "no scheduled sweeper"},
@@ -664,4 +708,47 @@ func withoutAWS(env []string) []string {
 		}
 	}
 	return out
+}
+
+// TestTranslatedTemplateHasOneStage translates template.yaml with the SAM
+// translator (it comes with cfn-lint, which the test script installs) and
+// checks that the stack has exactly one API stage: without OpenApiVersion,
+// SAM's Deployment also carries StageName "Stage", a second stage reachable
+// at /Stage/v1/... without the real stage's throttling.
+func TestTranslatedTemplateHasOneStage(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found; the SAM translator comes with cfn-lint (pip install cfn-lint)")
+	}
+	if exec.Command(py, "-c", "import samtranslator, cfnlint").Run() != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("the SAM translator is missing (pip install cfn-lint)")
+		}
+		t.Skip("the SAM translator is missing (pip install cfn-lint)")
+	}
+	cmd := exec.Command(py, "testdata/translate.py", filepath.Join(repoRoot, "template.yaml"))
+	// None of the machine's AWS settings: only a region, which the
+	// translator needs for ARNs (it makes no call).
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "AWS_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "AWS_DEFAULT_REGION=us-east-1", "AWS_REGION=us-east-1", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("translate: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		Stages               []string `json:"stages"`
+		DeploymentStageNames []string `json:"deployment_stage_names"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("translate output %q: %v", out, err)
+	}
+	if len(got.Stages) != 1 || len(got.DeploymentStageNames) != 0 {
+		t.Errorf("translated stack: stages %v, deployment stage names %v; want exactly one stage", got.Stages, got.DeploymentStageNames)
+	}
 }

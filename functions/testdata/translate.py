@@ -1,0 +1,32 @@
+"""Translate template.yaml with the SAM translator (shipped with cfn-lint)
+and print, as JSON, the API Gateway stages the deployed stack would have:
+the AWS::ApiGateway::Stage resources, and the StageName of each
+AWS::ApiGateway::Deployment (SAM's extra "Stage" stage lives there).
+No AWS call is made: CodeUri is replaced by a dummy S3 URI, and the
+managed-policy map is empty."""
+import json
+import sys
+
+from cfnlint.decode import decode
+from samtranslator.translator.transform import transform
+
+tpl, problems = decode(sys.argv[1])
+if tpl is None:
+    sys.exit("cannot decode %s: %s" % (sys.argv[1], problems))
+for r in tpl["Resources"].values():
+    if r.get("Type") == "AWS::Serverless::Function":
+        r["Properties"]["CodeUri"] = "s3://bucket/key"
+
+
+class NoManagedPolicies:
+    def load(self):
+        return {}
+
+
+out = transform(tpl, {}, NoManagedPolicies())
+res = out["Resources"]
+print(json.dumps({
+    "stages": sorted(k for k, v in res.items() if v["Type"] == "AWS::ApiGateway::Stage"),
+    "deployment_stage_names": [v["Properties"]["StageName"] for v in res.values()
+                               if v["Type"] == "AWS::ApiGateway::Deployment" and "StageName" in v.get("Properties", {})],
+}))
