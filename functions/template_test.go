@@ -399,6 +399,14 @@ func checkTemplate(tpl map[string]any, root string) []string {
 			bad("%s: DeletionProtectionEnabled is not true (a stack delete must not drop balances and jobs)", table)
 		}
 	}
+	// Each function logs to a group of the stack's (with its retention),
+	// named in LoggingConfig, so no function makes its own group first.
+	for _, fn := range resourcesOfType(tpl, "AWS::Serverless::Function") {
+		lg := refName(mapAt(tpl, "Resources", fn, "Properties", "LoggingConfig")["LogGroup"])
+		if lg == "" || mapAt(tpl, "Resources", lg)["Type"] != "AWS::Logs::LogGroup" {
+			bad("%s: LoggingConfig.LogGroup does not name a log group of the stack", fn)
+		}
+	}
 	// Without OpenApiVersion, SAM adds a second stage named "Stage",
 	// reachable without the real stage's throttling.
 	if v, _ := mapAt(tpl, "Globals", "Api")["OpenApiVersion"].(string); v == "" {
@@ -629,6 +637,9 @@ func TestTemplateCheckFails(t *testing.T) {
 			g := mapAt(tpl, "Resources", "JobsTable", "Properties")["GlobalSecondaryIndexes"].([]any)
 			mapAt(g[0])["KeySchema"] = []any{map[string]any{"AttributeName": "status", "KeyType": "HASH"}}
 		}, "queued index keys"},
+		{"function without its log group", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "WorkerFunction", "Properties"), "LoggingConfig")
+		}, "LoggingConfig.LogGroup"},
 		{"no deletion protection", func(tpl map[string]any) {
 			delete(mapAt(tpl, "Resources", "AccountsTable", "Properties"), "DeletionProtectionEnabled")
 		}, "DeletionProtectionEnabled"},
