@@ -6,7 +6,9 @@
 //
 // The jobs table has the partition key "id" (S), a stream with
 // NEW_AND_OLD_IMAGES (the credits function settles from it) and TTL on the
-// attribute "expires". It holds two kinds of item:
+// attribute "expires": a job's Transition to a final status sets it to
+// JobRetention from then (the output's lifetime), and Get treats a job past
+// it as gone. It holds two kinds of item:
 //
 //	id = <job id>                      a job: account, type, model, status, input (M),
 //	                                   output (M), error (M), price, attempts, created, updated;
@@ -99,6 +101,29 @@ type Store struct {
 	// queryPage is the Limit of one Query of QueuedIndex; 0:
 	// defaultQueryPage (tests set it to exercise paging).
 	queryPage int
+	// JobRetention is how long a final job is kept (TTL on "expires"),
+	// as long as its output in S3; 0: DefaultJobRetention. Set it before
+	// first use.
+	JobRetention time.Duration
+	now          func() time.Time // nil: time.Now
+}
+
+// DefaultJobRetention keeps a final job as long as the media bucket keeps
+// its output (s3media.ExpiryDays).
+const DefaultJobRetention = 30 * 24 * time.Hour
+
+func (s *Store) retention() time.Duration {
+	if s.JobRetention > 0 {
+		return s.JobRetention
+	}
+	return DefaultJobRetention
+}
+
+func (s *Store) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
 }
 
 var (
@@ -286,6 +311,11 @@ func (s *Store) Get(ctx context.Context, id string) (*jobs.Job, error) {
 	if len(out.Item) == 0 {
 		return nil, jobs.ErrNotFound
 	}
+	// DynamoDB deletes expired items only within a day or two: an
+	// expired job is gone already for readers.
+	if exp := numberAttr(out.Item, "expires"); exp > 0 && exp <= s.clock().Unix() {
+		return nil, jobs.ErrNotFound
+	}
 	return decodeJob(out.Item)
 }
 
@@ -339,6 +369,12 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	if p.NextRun != 0 {
 		set = append(set, "next_run = :nr")
 		vals[":nr"] = num(p.NextRun)
+	}
+	if to.Final() {
+		// Kept as long as its output, from now, then removed by the
+		// table's TTL.
+		set = append(set, "expires = :exp")
+		vals[":exp"] = num(s.clock().Add(s.retention()).Unix())
 	}
 	if p.Handle != nil {
 		v, err := marshal(p.Handle)

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
@@ -291,4 +293,54 @@ func TestStore(t *testing.T) {
 			t.Errorf("%d parallel creates: created %d, refused %d, account %+v; want %d created, %d refused, held %d", n, created, refused, a, k, n-k, k*price)
 		}
 	})
+}
+
+// TestFinalJobsExpire: a final job gets a TTL as long as its output's, and
+// once past it a read finds nothing (DynamoDB deletes expired items only
+// within a day or two); a job still running has none.
+func TestFinalJobsExpire(t *testing.T) {
+	endpoint := mototest.Start(t)
+	s, client := newStore(t, endpoint)
+	ctx := context.Background()
+	now := time.Unix(2_000_000_000, 0)
+	s.now = func() time.Time { return now }
+	s.JobRetention = 48 * time.Hour
+	if _, err := s.Grant(ctx, "acct1", 100, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"job_done", "job_running"} {
+		if _, err := s.Create(ctx, newJob(id, "acct1", 1), nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Transition(ctx, id, jobs.Queued, jobs.Processing, jobs.Patch{Updated: now.Unix()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Transition(ctx, "job_done", jobs.Processing, jobs.Completed, jobs.Patch{Updated: now.Unix(), Output: &jobs.Output{Key: "k"}}); err != nil {
+		t.Fatal(err)
+	}
+	expires := func(id string) int64 {
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("jobs"), Key: map[string]types.AttributeValue{"id": str(id)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return numberAttr(out.Item, "expires")
+	}
+	if got, want := expires("job_done"), now.Add(48*time.Hour).Unix(); got != want {
+		t.Errorf("completed job expires at %d; want %d (now + retention)", got, want)
+	}
+	if got := expires("job_running"); got != 0 {
+		t.Errorf("running job expires at %d; want no expiry", got)
+	}
+	now = now.Add(47 * time.Hour)
+	if j, err := s.Get(ctx, "job_done"); err != nil || j.Status != jobs.Completed {
+		t.Errorf("Get before expiry = %+v, %v; want the completed job", j, err)
+	}
+	now = now.Add(2 * time.Hour)
+	if _, err := s.Get(ctx, "job_done"); !errors.Is(err, jobs.ErrNotFound) {
+		t.Errorf("Get after expiry = %v; want ErrNotFound (a clean 404)", err)
+	}
+	if _, err := s.Get(ctx, "job_running"); err != nil {
+		t.Errorf("Get of a running job = %v; want it", err)
+	}
 }

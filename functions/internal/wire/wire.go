@@ -7,9 +7,12 @@ package wire
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -39,11 +42,19 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 		return nil, err
 	}
 	names := awsenv.FromEnv(getenv)
+	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
+	if v := getenv("GENWAY_JOB_RETENTION_DAYS"); v != "" {
+		days, err := strconv.Atoi(v)
+		if err != nil || days <= 0 {
+			return nil, fmt.Errorf("GENWAY_JOB_RETENTION_DAYS must be a positive number of days, got %q", v)
+		}
+		store.JobRetention = time.Duration(days) * 24 * time.Hour
+	}
 	return &Base{
 		Log:   slog.New(slog.NewJSONHandler(os.Stderr, nil)),
 		AWS:   cfg,
 		Names: names,
-		Store: dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable),
+		Store: store,
 	}, nil
 }
 
