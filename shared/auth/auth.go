@@ -155,10 +155,14 @@ func FromContext(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// Authenticator checks bearer keys against a Store, caching hits for TTL so
-// that a warm Lambda container does not read the table on every request. A
-// revoked key stops working within TTL; misses are never cached, so a new
-// key works at once. Safe for concurrent use.
+// Authenticator checks bearer keys against a Store, caching answers for TTL
+// so that a warm Lambda container does not read the table on every
+// request. A revoked key stops working within TTL. Misses are cached too,
+// so that a client repeating an unknown key costs one read per TTL, not
+// one per request; a new key still works at once (its random secret cannot
+// have been tried before it existed), except a key imported under a value
+// that was already tried (GENWAY_DEV_KEY), which works within TTL. Safe
+// for concurrent use.
 type Authenticator struct {
 	store Store
 	ttl   time.Duration
@@ -170,6 +174,7 @@ type Authenticator struct {
 
 type cached struct {
 	rec     Record
+	miss    bool // no such key
 	expires time.Time
 }
 
@@ -203,25 +208,37 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 		c, hit := a.cache[h]
 		a.mu.Unlock()
 		if hit && now.Before(c.expires) {
+			if c.miss {
+				return Principal{}, ErrInvalidKey
+			}
 			return principal(c.rec)
 		}
 	}
 	rec, err := a.store.KeyByHash(ctx, h)
 	if errors.Is(err, ErrKeyNotFound) {
+		if a.ttl > 0 {
+			a.remember(h, cached{miss: true, expires: now.Add(a.ttl)})
+		}
 		return Principal{}, ErrInvalidKey
 	}
 	if err != nil {
 		return Principal{}, err
 	}
 	if a.ttl > 0 {
-		a.mu.Lock()
-		if len(a.cache) >= maxCache {
-			clear(a.cache)
-		}
-		a.cache[h] = cached{rec: rec, expires: now.Add(a.ttl)}
-		a.mu.Unlock()
+		a.remember(h, cached{rec: rec, expires: now.Add(a.ttl)})
 	}
 	return principal(rec)
+}
+
+// remember caches c for hash h, clearing the cache when it is full (a
+// flood of random keys empties it rather than growing it).
+func (a *Authenticator) remember(h string, c cached) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.cache) >= maxCache {
+		clear(a.cache)
+	}
+	a.cache[h] = c
 }
 
 func principal(r Record) (Principal, error) {

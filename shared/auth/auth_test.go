@@ -147,3 +147,31 @@ func TestSortRecords(t *testing.T) {
 		t.Errorf("SortRecords order = %v; want %s", got, want)
 	}
 }
+
+// TestAuthenticateCachesMisses: an unknown key repeated costs one store
+// read per TTL, and a key created afterwards works at once.
+func TestAuthenticateCachesMisses(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	store := &memKeys{recs: map[string]Record{}}
+	a := NewAuthenticator(store, 30*time.Second)
+	a.now = func() time.Time { return now }
+	unknown, _ := NewKey()
+	for i := 0; i < 100; i++ {
+		if _, err := a.Authenticate(context.Background(), "Bearer "+string(unknown)); !errors.Is(err, ErrInvalidKey) {
+			t.Fatalf("unknown key = %v; want ErrInvalidKey", err)
+		}
+	}
+	if store.reads != 1 {
+		t.Errorf("store reads for 100 tries of one unknown key = %d; want 1", store.reads)
+	}
+	fresh, _ := NewKey()
+	store.PutKey(context.Background(), NewRecord(fresh, "acme", now))
+	if p, err := a.Authenticate(context.Background(), "Bearer "+string(fresh)); err != nil || p.Account != "acme" {
+		t.Errorf("a new key = %+v, %v; want it to work at once", p, err)
+	}
+	now = now.Add(31 * time.Second)
+	a.Authenticate(context.Background(), "Bearer "+string(unknown))
+	if store.reads != 3 {
+		t.Errorf("store reads after the TTL = %d; want the unknown key read again (3)", store.reads)
+	}
+}
