@@ -19,9 +19,12 @@ import (
 	"github.com/genway/genway/shared/bedrock"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/elevenlabs"
+	"github.com/genway/genway/shared/fal"
 	"github.com/genway/genway/shared/gemini"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/openai"
+	"github.com/genway/genway/shared/replicate"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -60,37 +63,49 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 	if httpClient == nil {
 		httpClient = NewHTTPClient()
 	}
-	out := make(map[string]chat.Provider)
+	return build(cat, getenv, true, func(p *catalog.Provider, key, base string) (chat.Provider, error) {
+		switch p.Kind {
+		case "synthetic":
+			return synthetic.NewChat(), nil
+		case "openai":
+			return openai.New(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
+		case "anthropic":
+			return anthropic.New(anthropic.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
+		case "gemini":
+			return gemini.New(gemini.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
+		case "bedrock":
+			// Loading the configuration reads env and files, no network:
+			// credentials are fetched lazily on the first call.
+			cfg, err := awsenv.LoadConfig(context.Background(), getenv)
+			if err != nil {
+				return nil, err
+			}
+			return bedrock.New(bedrockruntime.NewFromConfig(cfg)), nil
+		}
+		return nil, fmt.Errorf("unknown kind %q", p.Kind)
+	})
+}
+
+// build makes one T, with newT, for each configured catalog provider that
+// has chat models (chat) or job models (!chat), given its key and base URL
+// (the catalog's, overridden by its env var). An error of newT is returned,
+// naming the provider.
+func build[T any](cat *catalog.Catalog, getenv func(string) string, chat bool, newT func(p *catalog.Provider, key, base string) (T, error)) (map[string]T, error) {
+	out := make(map[string]T)
 	for i := range cat.Providers {
 		p := &cat.Providers[i]
-		if !p.Configured(getenv) || !serves(cat, p.Name, true) {
+		if !p.Configured(getenv) || !serves(cat, p.Name, chat) {
 			continue
 		}
 		key := ""
 		if p.KeyEnv != "" {
 			key = getenv(p.KeyEnv)
 		}
-		base := p.BaseURLFor(getenv)
-		switch p.Kind {
-		case "synthetic":
-			out[p.Name] = synthetic.NewChat()
-		case "openai":
-			out[p.Name] = openai.New(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient})
-		case "anthropic":
-			out[p.Name] = anthropic.New(anthropic.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient})
-		case "gemini":
-			out[p.Name] = gemini.New(gemini.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient})
-		case "bedrock":
-			// Loading the configuration reads env and files, no network:
-			// credentials are fetched lazily on the first call.
-			cfg, err := awsenv.LoadConfig(context.Background(), getenv)
-			if err != nil {
-				return nil, fmt.Errorf("provider %s: %w", p.Name, err)
-			}
-			out[p.Name] = bedrock.New(bedrockruntime.NewFromConfig(cfg))
-		default:
-			return nil, fmt.Errorf("provider %s: unknown kind %q", p.Name, p.Kind)
+		v, err := newT(p, key, p.BaseURLFor(getenv))
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
 		}
+		out[p.Name] = v
 	}
 	return out, nil
 }
@@ -117,29 +132,22 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
 	}
-	out := make(map[string]jobs.Provider)
-	for i := range cat.Providers {
-		p := &cat.Providers[i]
-		if !p.Configured(getenv) || !serves(cat, p.Name, false) {
-			continue
-		}
-		key := ""
-		if p.KeyEnv != "" {
-			key = getenv(p.KeyEnv)
-		}
-		base := p.BaseURLFor(getenv)
+	return build(cat, getenv, false, func(p *catalog.Provider, key, base string) (jobs.Provider, error) {
+		c := httpClient // one client for every media vendor
 		switch p.Kind {
 		case "synthetic":
-			out[p.Name] = synthetic.Media{}
-		default:
-			prov, err := newMediaVendor(p.Kind, base, key, httpClient)
-			if err != nil {
-				return nil, fmt.Errorf("provider %s: %w", p.Name, err)
-			}
-			out[p.Name] = prov
+			return synthetic.Media{}, nil
+		case "elevenlabs":
+			return elevenlabs.New(elevenlabs.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "gemini":
+			return gemini.NewVideo(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "fal":
+			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "replicate":
+			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c}), nil
 		}
-	}
-	return out, nil
+		return nil, fmt.Errorf("kind %q makes no media", p.Kind)
+	})
 }
 
 // serves reports whether the catalog has a chat model (chat) or a job
