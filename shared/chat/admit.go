@@ -24,7 +24,7 @@ var ErrInsufficientCredits = &apierr.Error{Kind: apierr.InsufficientQuota, Code:
 	Message: "The account has no credits left for this priced model."}
 
 // Admit decides, before any upstream call, whether account may run c. A
-// chat completion is charged after it finishes (RecordUsage), and the charge
+// chat completion is charged after it finishes (Run records usage), and the charge
 // is unconditional (the tokens are spent), so Admit is what bounds an
 // account's overdraft: it refuses a completion of a priced model (one whose
 // catalog price charges per input or output token) while the account's

@@ -17,8 +17,8 @@ import (
 	"github.com/genway/genway/shared/catalog"
 )
 
-// UsageRecorder records what a completion used, per account. The gateway's
-// RecordUsage calls it after each successful completion (streamed or not)
+// UsageRecorder records what a completion used, per account. Gateway.Run
+// calls it after each successful completion (streamed or not)
 // with the tokens the upstream reported and the credits the model's catalog
 // price makes of them (0 for unpriced models). Implementations are safe for
 // concurrent use; an error is logged, it does not fail the completion the
@@ -73,11 +73,11 @@ type Config struct {
 }
 
 // Gateway applies the chat completion rules of API.md in front of the
-// providers: it validates a request against the catalog, fetches images for
-// providers that need bytes, refuses a priced model to an account with no
-// credits left (Admit), calls the provider and, when its caller says
-// the response is delivered (RecordUsage), records usage. A
-// Gateway is safe for concurrent use.
+// providers, in one call per request (Run): it validates a request against
+// the catalog, refuses a priced model to an account with no credits left
+// (Admit), fetches images for providers that need bytes, calls the
+// provider into the caller's Sink and, once the sink has the end of the
+// answer, records usage. A Gateway is safe for concurrent use.
 type Gateway struct {
 	cat        *catalog.Catalog
 	providers  map[string]Provider
