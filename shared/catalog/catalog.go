@@ -41,6 +41,12 @@ type Capabilities struct {
 	Vision    bool `json:"vision"`
 	Reasoning bool `json:"reasoning"`
 	Streaming bool `json:"streaming"`
+	// Tools: the model takes tools and calls them (tool_choice, tool
+	// calls and results in the conversation).
+	Tools bool `json:"tools"`
+	// StructuredOutputs: the model takes response_format json_object and
+	// json_schema.
+	StructuredOutputs bool `json:"structured_outputs"`
 }
 
 // Price is what a model costs. Job models use CreditsPerSecond (of requested

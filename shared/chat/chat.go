@@ -10,6 +10,7 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -21,6 +22,7 @@ const (
 	RoleSystem    = "system"
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
+	RoleTool      = "tool" // a tool's result, answering an assistant's ToolCall
 )
 
 // Finish reasons.
@@ -28,6 +30,21 @@ const (
 	FinishStop          = "stop"
 	FinishLength        = "length"
 	FinishContentFilter = "content_filter"
+	FinishToolCalls     = "tool_calls" // the answer ends with tool calls for the client to run
+)
+
+// Tool choice modes (ToolChoice.Mode).
+const (
+	ToolAuto     = "auto"     // the model decides (the default with tools)
+	ToolNone     = "none"     // the model must not call a tool
+	ToolRequired = "required" // the model must call at least one tool
+	ToolFunction = "function" // the model must call ToolChoice.Name
+)
+
+// Response format types (ResponseFormat.Type).
+const (
+	FormatJSONObject = "json_object" // any JSON object
+	FormatJSONSchema = "json_schema" // JSON matching ResponseFormat.Schema
 )
 
 // Request is a validated chat completion request, ready for a provider.
@@ -42,12 +59,82 @@ type Request struct {
 	TopP            *float64
 	Stop            []string
 	Seed            *int64
+
+	// Tools the model may call, in the client's order; ToolChoice says
+	// whether it must (its zero value is ToolAuto). ParallelToolCalls is
+	// nil for the provider's default (parallel calls allowed).
+	Tools             []Tool
+	ToolChoice        ToolChoice
+	ParallelToolCalls *bool
+	// ResponseFormat asks for JSON output; nil is plain text.
+	ResponseFormat *ResponseFormat
+
+	PresencePenalty  *float64
+	FrequencyPenalty *float64
+	LogitBias        map[string]float64 // token id -> bias, for providers with Features.LogitBias
+	User             string             // the client's end-user id, forwarded where the provider takes one
+	// OpenAI-only fields, forwarded as they are to OpenAI-compatible
+	// upstreams (Features.OpenAIOnly) and refused elsewhere.
+	ServiceTier      string
+	Verbosity        string
+	PromptCacheKey   string
+	SafetyIdentifier string
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments object, as the client
+	// sent it; never empty (the gateway fills in an empty object schema).
+	Parameters json.RawMessage
+	Strict     bool // OpenAI's strict schema adherence; other providers ignore it
+}
+
+// ToolChoice is the client's tool_choice.
+type ToolChoice struct {
+	Mode string // ToolAuto ("" is the same), ToolNone, ToolRequired or ToolFunction
+	Name string // the function to call, for ToolFunction
+}
+
+// ToolCall is one call of a tool by the model: in an assistant message of
+// the conversation, or in a Response.
+type ToolCall struct {
+	ID        string // the call's id, echoed by the tool message that answers it
+	Name      string
+	Arguments string // a JSON object, as text
+}
+
+// ToolCallDelta is one streamed piece of a tool call. The first piece of
+// call Index carries its ID and Name; every piece may carry a piece of the
+// arguments' text, to be concatenated in order.
+type ToolCallDelta struct {
+	Index     int // the call's position among this answer's tool calls, from 0
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ResponseFormat asks for structured output.
+type ResponseFormat struct {
+	Type        string // FormatJSONObject or FormatJSONSchema
+	Name        string // the schema's name (json_schema)
+	Description string
+	Schema      json.RawMessage // the JSON Schema (json_schema)
+	Strict      bool
 }
 
 // Message is one turn of the conversation.
 type Message struct {
 	Role  string
-	Parts []Part // a plain string content is one text Part
+	Parts []Part // a plain string content is one text Part; may be empty for an assistant message with ToolCalls
+	// ToolCalls are an assistant message's tool calls.
+	ToolCalls []ToolCall
+	// ToolCallID is the call a RoleTool message answers; ToolName is that
+	// call's function name (the gateway finds it in the conversation:
+	// Gemini needs it).
+	ToolCallID string
+	ToolName   string
 }
 
 // Text returns the concatenated text parts of m.
@@ -87,15 +174,17 @@ type Usage struct {
 type Response struct {
 	Content      string
 	Reasoning    string // never sent as content
+	ToolCalls    []ToolCall
 	FinishReason string
 	Usage        Usage
 }
 
-// Delta is one streamed increment: content text, or reasoning text (which
-// the gateway does not put in content).
+// Delta is one streamed increment: content text, reasoning text (which
+// the gateway does not put in content), or a piece of a tool call.
 type Delta struct {
 	Content   string
 	Reasoning string
+	ToolCall  *ToolCallDelta
 }
 
 // Writer receives a streamed completion's deltas. Delta writes one (it may
@@ -179,3 +268,30 @@ func (e *UpstreamError) Error() string {
 
 // Unwrap returns the cause.
 func (e *UpstreamError) Unwrap() error { return e.Err }
+
+// Features lists the optional parts of a request a provider can honour.
+// The gateway refuses a request that uses one its model's provider lacks,
+// with a 400 unsupported_parameter naming the field, before any upstream
+// call: nothing is silently dropped. A Provider that does not implement
+// FeatureProvider is taken to honour every feature (test fakes).
+type Features struct {
+	Tools             bool // tools, tool_choice, assistant tool_calls and tool messages
+	ToolChoiceNone    bool // tool_choice "none" with tools
+	ParallelToolCalls bool // parallel_tool_calls false (at most one call) can be enforced
+	ResponseFormat    bool // response_format json_object and json_schema
+	ToolsWithFormat   bool // tools and response_format in one request
+	Seed              bool
+	Penalties         bool // presence_penalty, frequency_penalty
+	LogitBias         bool
+	OpenAIOnly        bool // service_tier, verbosity, prompt_cache_key, safety_identifier: forwarded as they are
+}
+
+// AllFeatures honours everything: an OpenAI-compatible upstream takes the
+// request as the client sent it.
+var AllFeatures = Features{Tools: true, ToolChoiceNone: true, ParallelToolCalls: true, ResponseFormat: true,
+	ToolsWithFormat: true, Seed: true, Penalties: true, LogitBias: true, OpenAIOnly: true}
+
+// FeatureProvider is implemented by a Provider that lacks some Features.
+type FeatureProvider interface {
+	Features() Features
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -184,6 +185,15 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 	if req.Stop, err = stops(p.Stop); err != nil {
 		return nil, err
 	}
+	if err := sampling(p, req); err != nil {
+		return nil, err
+	}
+	if err := tools(p, req, m); err != nil {
+		return nil, err
+	}
+	if err := responseFormat(p, req, m); err != nil {
+		return nil, err
+	}
 	var fetches []pendingFetch
 	if req.Messages, fetches, err = g.messages(p.Messages, m); err != nil {
 		return nil, err
@@ -192,6 +202,9 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 	if !ok || prov == nil {
 		return nil, &apierr.Error{Kind: apierr.UpstreamUnavailable, Code: "upstream_unavailable",
 			Message: fmt.Sprintf("The provider %q of model %q is not configured on this server.", m.Provider, m.ID)}
+	}
+	if err := checkFeatures(req, prov); err != nil {
+		return nil, err
 	}
 	c := &Call{Request: req, Stream: p.Stream, provider: prov}
 	if err := g.imageLimits(c); err != nil {
@@ -318,17 +331,26 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 		// Parameter paths (messages[i].content...) are formatted only for errors.
 		at := func(field string) string { return fmt.Sprintf("messages[%d]%s", i, field) }
 		switch pm.Role {
-		case RoleSystem, RoleUser, RoleAssistant:
+		case RoleSystem, RoleUser, RoleAssistant, RoleTool:
 			out[i].Role = pm.Role
 		case "developer":
 			out[i].Role = RoleSystem
 		case "":
 			return nil, nil, apierr.Invalidf(at(".role"), "missing_field", "role is required")
 		default:
-			return nil, nil, apierr.Invalidf(at(".role"), "invalid_value", "role must be system, developer, user or assistant, not %q", pm.Role)
+			return nil, nil, apierr.Invalidf(at(".role"), "invalid_value", "role must be system, developer, user, assistant or tool, not %q", pm.Role)
+		}
+		if err := toolTurn(&out[i], pm, out[:i], at); err != nil {
+			return nil, nil, err
 		}
 		content := bytes.TrimSpace(pm.Content)
 		if len(content) == 0 || bytes.Equal(content, []byte("null")) {
+			if out[i].Role == RoleAssistant && (len(out[i].ToolCalls) > 0 || pm.Refusal != nil) {
+				if pm.Refusal != nil {
+					out[i].Parts = []Part{{Text: *pm.Refusal}}
+				}
+				continue // an assistant turn that only called tools
+			}
 			return nil, nil, apierr.Invalidf(at(".content"), "missing_field", "content is required")
 		}
 		switch content[0] {
@@ -365,6 +387,15 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 					return nil, nil, apierr.Invalidf(pat(".text"), "missing_field", "text is required in a text part")
 				}
 				out[i].Parts[j].Text = *pp.Text
+			case "refusal":
+				if out[i].Role != RoleAssistant {
+					return nil, nil, apierr.Invalidf(pat(".type"), "invalid_value", "refusal parts are only allowed in assistant messages")
+				}
+				var rp struct {
+					Refusal string `json:"refusal"`
+				}
+				_ = json.Unmarshal(r, &rp)
+				out[i].Parts[j].Text = rp.Refusal
 			case "image_url":
 				if out[i].Role != RoleUser {
 					return nil, nil, apierr.Invalidf(pat(".type"), "invalid_value", "image parts are only allowed in user messages")
@@ -392,6 +423,52 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 		}
 	}
 	return out, fetches, nil
+}
+
+// toolTurn checks the tool parts of message m, decoded from pm: an
+// assistant's tool_calls (each with an id and a function name; arguments
+// default to "{}"), and a tool message's tool_call_id, which must answer a
+// call of an earlier assistant message (whose function name it takes).
+func toolTurn(m *Message, pm ParamsMessage, earlier []Message, at func(string) string) error {
+	if len(pm.ToolCalls) > 0 && m.Role != RoleAssistant {
+		return apierr.Invalidf(at(".tool_calls"), "invalid_value", "tool_calls are only allowed in assistant messages")
+	}
+	for k, tc := range pm.ToolCalls {
+		cat := func(f string) string { return at(fmt.Sprintf(".tool_calls[%d]%s", k, f)) }
+		if tc.ID == "" {
+			return apierr.Invalidf(cat(".id"), "missing_field", "id is required in a tool call")
+		}
+		if tc.Type != "" && tc.Type != "function" {
+			return apierr.Invalidf(cat(".type"), "invalid_value", "a tool call's type must be function, not %q", tc.Type)
+		}
+		if tc.Function.Name == "" {
+			return apierr.Invalidf(cat(".function.name"), "missing_field", "function.name is required in a tool call")
+		}
+		args := tc.Function.Arguments
+		if strings.TrimSpace(args) == "" {
+			args = "{}"
+		}
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+	}
+	if m.Role != RoleTool {
+		if pm.ToolCallID != "" {
+			return apierr.Invalidf(at(".tool_call_id"), "invalid_value", "tool_call_id is only allowed in tool messages")
+		}
+		return nil
+	}
+	if pm.ToolCallID == "" {
+		return apierr.Invalidf(at(".tool_call_id"), "missing_field", "tool_call_id is required in a tool message")
+	}
+	m.ToolCallID = pm.ToolCallID
+	for i := len(earlier) - 1; i >= 0; i-- {
+		for _, tc := range earlier[i].ToolCalls {
+			if tc.ID == pm.ToolCallID {
+				m.ToolName = tc.Name
+				return nil
+			}
+		}
+	}
+	return apierr.Invalidf(at(".tool_call_id"), "invalid_value", "tool_call_id %q answers no tool call of an earlier assistant message", pm.ToolCallID)
 }
 
 // plainString returns the value of raw, a JSON string as the decoder of
@@ -424,54 +501,6 @@ func (g *Gateway) image(u string) (*Image, string) {
 		return nil, reason
 	}
 	return &Image{MediaType: mt, Data: data}, ""
-}
-
-// unsupported refuses the fields that would change the answer and that
-// Genway cannot honour yet, naming the field: answering as if they were not
-// there would let an agent believe the model chose not to call a tool, or
-// a client parse prose as JSON. Their empty or default forms pass (tools
-// [], tool_choice "none" or "auto", response_format {"type": "text"}, n 1,
-// logprobs false).
-func unsupported(p *Params) error {
-	set := func(raw json.RawMessage) bool {
-		s := string(bytes.TrimSpace(raw))
-		return s != "" && s != "null" && s != "[]"
-	}
-	refuse := func(param, what string) error {
-		return &apierr.Error{Kind: apierr.Invalid, Code: "unsupported_parameter", Param: param,
-			Message: fmt.Sprintf("%s is not supported by this gateway yet; the request was not sent upstream.", what)}
-	}
-	switch {
-	case set(p.Tools):
-		return refuse("tools", "Tool calling (tools)")
-	case set(p.Functions):
-		return refuse("functions", "Function calling (functions)")
-	case set(p.FunctionCall):
-		var s string
-		if json.Unmarshal(p.FunctionCall, &s) != nil || (s != "none" && s != "auto") {
-			return refuse("function_call", "function_call")
-		}
-	case set(p.ToolChoice):
-		var s string
-		if json.Unmarshal(p.ToolChoice, &s) != nil || (s != "none" && s != "auto") {
-			return refuse("tool_choice", "tool_choice without tools")
-		}
-	}
-	if set(p.ResponseFormat) {
-		var rf struct {
-			Type string `json:"type"`
-		}
-		if json.Unmarshal(p.ResponseFormat, &rf) != nil || rf.Type != "text" {
-			return refuse("response_format", "Structured output (response_format other than text)")
-		}
-	}
-	if p.N != nil && *p.N != 1 {
-		return refuse("n", "More than one choice (n)")
-	}
-	if p.Logprobs != nil && *p.Logprobs {
-		return refuse("logprobs", "logprobs")
-	}
-	return nil
 }
 
 // maxTokens applies the max_tokens / max_completion_tokens alias rule and

@@ -6,46 +6,69 @@ import "encoding/json"
 // wire shape (POST /v1/chat/completions). The HTTP edge decodes the body into
 // Params and Gateway.Prepare validates it into a Request. Fields whose type
 // the client may get wrong in a way that deserves a precise 400 (content,
-// max_tokens, stop) stay raw so that validation can name the field.
-// Unknown fields are ignored; known fields that would change the answer and
-// that Genway cannot honour yet (tools, response_format, n > 1, ...) are
-// refused.
+// max_tokens, stop, tool_choice) stay raw so that validation can name the
+// field. Unknown fields are ignored; every field of OpenAI's chat request
+// is here, and each is honoured, mapped to the provider, or refused with a
+// 400 naming it (see Gateway.Prepare and Features).
 type Params struct {
-	Model               string          `json:"model"`
-	Messages            []ParamsMessage `json:"messages"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *StreamOptions  `json:"stream_options"`
-	MaxTokens           json.RawMessage `json:"max_tokens"`
-	MaxCompletionTokens json.RawMessage `json:"max_completion_tokens"`
-	ReasoningEffort     *string         `json:"reasoning_effort"`
-	Temperature         *float64        `json:"temperature"`
-	TopP                *float64        `json:"top_p"`
-	Stop                json.RawMessage `json:"stop"`
-	Seed                *int64          `json:"seed"`
+	Model               string             `json:"model"`
+	Messages            []ParamsMessage    `json:"messages"`
+	Stream              bool               `json:"stream"`
+	StreamOptions       *StreamOptions     `json:"stream_options"`
+	MaxTokens           json.RawMessage    `json:"max_tokens"`
+	MaxCompletionTokens json.RawMessage    `json:"max_completion_tokens"`
+	ReasoningEffort     *string            `json:"reasoning_effort"`
+	Temperature         *float64           `json:"temperature"`
+	TopP                *float64           `json:"top_p"`
+	Stop                json.RawMessage    `json:"stop"`
+	Seed                *int64             `json:"seed"`
+	PresencePenalty     *float64           `json:"presence_penalty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty"`
+	LogitBias           map[string]float64 `json:"logit_bias"`
+	User                string             `json:"user"`
+	Metadata            map[string]string  `json:"metadata"` // accepted; it tags stored completions, and nothing is stored
+	N                   *int               `json:"n"`
 
-	// Fields Genway cannot honour yet. They are decoded only so that a
-	// request that uses them is refused with a 400 naming them, instead of
-	// being answered as if they were not there (see Gateway.Prepare).
-	Tools          json.RawMessage `json:"tools"`
-	ToolChoice     json.RawMessage `json:"tool_choice"`
-	Functions      json.RawMessage `json:"functions"`
-	FunctionCall   json.RawMessage `json:"function_call"`
-	ResponseFormat json.RawMessage `json:"response_format"`
-	N              *int            `json:"n"`
-	Logprobs       *bool           `json:"logprobs"`
+	Tools             []ParamsTool          `json:"tools"`
+	ToolChoice        json.RawMessage       `json:"tool_choice"`
+	ParallelToolCalls *bool                 `json:"parallel_tool_calls"`
+	ResponseFormat    *ParamsResponseFormat `json:"response_format"`
+
+	// OpenAI-only fields, forwarded to OpenAI-compatible upstreams.
+	ServiceTier      string `json:"service_tier"`
+	Verbosity        string `json:"verbosity"`
+	PromptCacheKey   string `json:"prompt_cache_key"`
+	SafetyIdentifier string `json:"safety_identifier"`
+
+	// Fields Genway cannot honour. They are decoded only so that a request
+	// that uses them is refused with a 400 naming them, instead of being
+	// answered as if they were not there (see Gateway.Prepare).
+	Functions        json.RawMessage `json:"functions"`
+	FunctionCall     json.RawMessage `json:"function_call"`
+	Logprobs         *bool           `json:"logprobs"`
+	TopLogprobs      *int            `json:"top_logprobs"`
+	Store            *bool           `json:"store"`
+	Modalities       []string        `json:"modalities"`
+	Audio            json.RawMessage `json:"audio"`
+	Prediction       json.RawMessage `json:"prediction"`
+	WebSearchOptions json.RawMessage `json:"web_search_options"`
 }
 
-// StreamOptions are the OpenAI stream options. They are accepted and need
-// no action: the final chunk of every stream carries usage.
+// StreamOptions are the OpenAI stream options. include_usage needs no
+// action: the final chunk of every stream carries usage.
 type StreamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// ParamsMessage is one message as sent: content is a JSON string or an
-// array of content parts.
+// ParamsMessage is one message as sent: content is a JSON string, an
+// array of content parts, or null (an assistant message with tool_calls).
 type ParamsMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role       string           `json:"role"`
+	Content    json.RawMessage  `json:"content"`
+	Name       string           `json:"name"` // accepted; no provider but OpenAI uses it
+	ToolCalls  []ParamsToolCall `json:"tool_calls"`
+	ToolCallID string           `json:"tool_call_id"`
+	Refusal    *string          `json:"refusal"` // an earlier assistant refusal, sent back as its text
 }
 
 // ParamsPart is one content part as sent.
@@ -60,4 +83,43 @@ type ParamsPart struct {
 type ParamsImageURL struct {
 	URL    string `json:"url"`
 	Detail string `json:"detail"`
+}
+
+// ParamsTool is one entry of tools: {"type": "function", "function": {...}}.
+type ParamsTool struct {
+	Type     string          `json:"type"`
+	Function *ParamsFunction `json:"function"`
+}
+
+// ParamsFunction is a function tool's definition.
+type ParamsFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      *bool           `json:"strict"`
+}
+
+// ParamsToolCall is one tool call of an assistant message.
+type ParamsToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// ParamsResponseFormat is response_format: {"type": "text"},
+// {"type": "json_object"} or {"type": "json_schema", "json_schema": {...}}.
+type ParamsResponseFormat struct {
+	Type       string            `json:"type"`
+	JSONSchema *ParamsJSONSchema `json:"json_schema"`
+}
+
+// ParamsJSONSchema is the json_schema object of a response_format.
+type ParamsJSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      *bool           `json:"strict"`
 }
