@@ -146,13 +146,17 @@ func (j *jsonSink) Flush() error {
 
 // End writes the completion.
 func (j *jsonSink) End(resp *chat.Response) error {
+	msg := completionMessage{Role: chat.RoleAssistant, Content: &resp.Content, ReasoningContent: resp.Reasoning}
+	for _, tc := range resp.ToolCalls {
+		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: tc.ID, Type: "function", Function: toolFunction{Name: tc.Name, Arguments: tc.Arguments}})
+	}
+	if resp.Content == "" && len(resp.ToolCalls) > 0 {
+		msg.Content = nil // as OpenAI answers a turn that only calls tools
+	}
 	c := completion{
 		ID: j.meta.ID, Object: "chat.completion", Created: j.meta.Created, Model: j.meta.Model,
-		Choices: []completionChoice{{
-			Message:      completionMessage{Role: chat.RoleAssistant, Content: resp.Content, ReasoningContent: resp.Reasoning},
-			FinishReason: resp.FinishReason,
-		}},
-		Usage: resp.Usage,
+		Choices: []completionChoice{{Message: msg, FinishReason: resp.FinishReason}},
+		Usage:   resp.Usage,
 	}
 	b, err := marshal(&c)
 	if err != nil {
@@ -220,6 +224,14 @@ func (s *sseStream) Delta(d chat.Delta) error {
 	}
 	if d.Content != "" {
 		s.buf = s.appendEvent(s.buf, chunkDelta{Content: &d.Content}, nil, nil)
+	}
+	if tc := d.ToolCall; tc != nil {
+		// The first piece of a call names it, as OpenAI streams them.
+		call := chunkToolCall{Index: tc.Index, ID: tc.ID, Function: toolFunction{Name: tc.Name, Arguments: tc.Arguments}}
+		if tc.ID != "" {
+			call.Type = "function"
+		}
+		s.buf = s.appendEvent(s.buf, chunkDelta{ToolCalls: []chunkToolCall{call}}, nil, nil)
 	}
 	if len(s.buf) > 0 {
 		s.raw(s.buf)
@@ -360,9 +372,31 @@ type chunkChoice struct {
 }
 
 type chunkDelta struct {
-	Role             string  `json:"role,omitempty"`
-	Content          *string `json:"content,omitempty"`
-	ReasoningContent string  `json:"reasoning_content,omitempty"`
+	Role             string          `json:"role,omitempty"`
+	Content          *string         `json:"content,omitempty"`
+	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ToolCalls        []chunkToolCall `json:"tool_calls,omitempty"`
+}
+
+// chunkToolCall is a piece of a streamed tool call: the first piece of
+// call Index has its id, type and name; each piece a piece of arguments.
+type chunkToolCall struct {
+	Index    int          `json:"index"`
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type,omitempty"`
+	Function toolFunction `json:"function"`
+}
+
+// toolCall is a whole tool call of a chat.completion message.
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function toolFunction `json:"function"`
+}
+
+type toolFunction struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 type completion struct {
@@ -381,9 +415,10 @@ type completionChoice struct {
 }
 
 type completionMessage struct {
-	Role             string `json:"role"`
-	Content          string `json:"content"`
-	ReasoningContent string `json:"reasoning_content,omitempty"`
+	Role             string     `json:"role"`
+	Content          *string    `json:"content"` // null when the turn only calls tools
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
 }
 
 // appendEvent appends one chunk event, "data: <chunk JSON>\n\n", to b.

@@ -11,26 +11,84 @@ import (
 
 // wireRequest is the request body of POST /chat/completions.
 type wireRequest struct {
-	Model               string         `json:"model"`
-	Messages            []wireMessage  `json:"messages"`
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-	ReasoningEffort     string         `json:"reasoning_effort,omitempty"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	TopP                *float64       `json:"top_p,omitempty"`
-	Stop                []string       `json:"stop,omitempty"`
-	Seed                *int64         `json:"seed,omitempty"`
-	Stream              bool           `json:"stream,omitempty"`
-	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	Model               string             `json:"model"`
+	Messages            []wireMessage      `json:"messages"`
+	MaxCompletionTokens int                `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort     string             `json:"reasoning_effort,omitempty"`
+	Temperature         *float64           `json:"temperature,omitempty"`
+	TopP                *float64           `json:"top_p,omitempty"`
+	Stop                []string           `json:"stop,omitempty"`
+	Seed                *int64             `json:"seed,omitempty"`
+	Stream              bool               `json:"stream,omitempty"`
+	StreamOptions       *streamOptions     `json:"stream_options,omitempty"`
+	PresencePenalty     *float64           `json:"presence_penalty,omitempty"`
+	FrequencyPenalty    *float64           `json:"frequency_penalty,omitempty"`
+	LogitBias           map[string]float64 `json:"logit_bias,omitempty"`
+	User                string             `json:"user,omitempty"`
+	Tools               []wireTool         `json:"tools,omitempty"`
+	ToolChoice          any                `json:"tool_choice,omitempty"`
+	ParallelToolCalls   *bool              `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat      *wireFormat        `json:"response_format,omitempty"`
+	ServiceTier         string             `json:"service_tier,omitempty"`
+	Verbosity           string             `json:"verbosity,omitempty"`
+	PromptCacheKey      string             `json:"prompt_cache_key,omitempty"`
+	SafetyIdentifier    string             `json:"safety_identifier,omitempty"`
+}
+
+type wireTool struct {
+	Type     string       `json:"type"` // function
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      bool            `json:"strict,omitempty"`
+}
+
+type wireNamedChoice struct {
+	Type     string `json:"type"` // function
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+type wireFormat struct {
+	Type       string          `json:"type"`
+	JSONSchema *wireJSONSchema `json:"json_schema,omitempty"`
+}
+
+type wireJSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema"`
+	Strict      bool            `json:"strict,omitempty"`
+}
+
+// wireToolCall is a tool call, in a request's assistant message or in a
+// response (streamed pieces have an Index and may leave the rest empty).
+type wireToolCall struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
-// wireMessage's Content is a string, or []wirePart when there are images.
+// wireMessage's Content is a string, []wirePart when there are images, or
+// nil (an assistant message with only tool calls).
 type wireMessage struct {
-	Role    string `json:"role"`
-	Content any    `json:"content"`
+	Role       string         `json:"role"`
+	Content    any            `json:"content"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
 
 type wirePart struct {
@@ -45,11 +103,13 @@ type wireImageURL struct {
 
 // wireRequestFor is the body of POST /chat/completions for req: model,
 // messages (a string content, or parts when the message has an image: URLs
-// as given, bytes as base64 data URIs), max_completion_tokens,
+// as given, bytes as base64 data URIs; assistant tool_calls and tool
+// messages' tool_call_id as they came), max_completion_tokens,
 // reasoning_effort (only for models whose catalog thinking style is
-// "effort"), temperature, top_p, stop, seed, and for a stream
-// "stream":true with stream_options.include_usage; unset and zero optional
-// fields are left out.
+// "effort"), the sampling fields, tools, tool_choice, parallel_tool_calls,
+// response_format, user and the OpenAI-only fields as the client sent
+// them, and for a stream "stream":true with stream_options.include_usage;
+// unset and zero optional fields are left out.
 func wireRequestFor(req *chat.Request, stream bool) *wireRequest {
 	w := &wireRequest{
 		Model:               req.Model.Upstream,
@@ -59,6 +119,34 @@ func wireRequestFor(req *chat.Request, stream bool) *wireRequest {
 		TopP:                req.TopP,
 		Stop:                req.Stop,
 		Seed:                req.Seed,
+		PresencePenalty:     req.PresencePenalty,
+		FrequencyPenalty:    req.FrequencyPenalty,
+		LogitBias:           req.LogitBias,
+		User:                req.User,
+		ParallelToolCalls:   req.ParallelToolCalls,
+		ServiceTier:         req.ServiceTier,
+		Verbosity:           req.Verbosity,
+		PromptCacheKey:      req.PromptCacheKey,
+		SafetyIdentifier:    req.SafetyIdentifier,
+	}
+	for _, t := range req.Tools {
+		w.Tools = append(w.Tools, wireTool{Type: "function", Function: wireFunction{
+			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
+	}
+	switch req.ToolChoice.Mode {
+	case chat.ToolFunction:
+		var c wireNamedChoice
+		c.Type, c.Function.Name = "function", req.ToolChoice.Name
+		w.ToolChoice = c
+	case "":
+	default:
+		w.ToolChoice = req.ToolChoice.Mode
+	}
+	if rf := req.ResponseFormat; rf != nil {
+		w.ResponseFormat = &wireFormat{Type: rf.Type}
+		if rf.Type == chat.FormatJSONSchema {
+			w.ResponseFormat.JSONSchema = &wireJSONSchema{Name: rf.Name, Description: rf.Description, Schema: rf.Schema, Strict: rf.Strict}
+		}
 	}
 	if req.Model.Thinking == catalog.ThinkingEffort {
 		w.ReasoningEffort = req.ReasoningEffort
@@ -69,6 +157,15 @@ func wireRequestFor(req *chat.Request, stream bool) *wireRequest {
 	}
 	for i, m := range req.Messages {
 		w.Messages[i].Role = m.Role
+		w.Messages[i].ToolCallID = m.ToolCallID
+		for _, tc := range m.ToolCalls {
+			wc := wireToolCall{ID: tc.ID, Type: "function"}
+			wc.Function.Name, wc.Function.Arguments = tc.Name, tc.Arguments
+			w.Messages[i].ToolCalls = append(w.Messages[i].ToolCalls, wc)
+		}
+		if len(m.ToolCalls) > 0 && len(m.Parts) == 0 {
+			continue // content null
+		}
 		images := false
 		for _, p := range m.Parts {
 			images = images || p.Image != nil

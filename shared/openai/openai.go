@@ -96,6 +96,9 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 		Reasoning:    c.Message.ReasoningContent + c.Message.Reasoning,
 		FinishReason: finishReason(c.FinishReason),
 	}
+	for _, tc := range c.Message.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, chat.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
 	if out.Content == "" {
 		out.Content = c.Message.Refusal
 	}
@@ -229,7 +232,9 @@ func finishReason(s string) string {
 		return chat.FinishLength
 	case "content_filter":
 		return chat.FinishContentFilter
-	default: // stop, tool_calls, function_call, eos...
+	case "tool_calls", "function_call":
+		return chat.FinishToolCalls
+	default: // stop, eos...
 		return chat.FinishStop
 	}
 }
@@ -301,6 +306,15 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 					return nil, &emitError{err}
 				}
 			}
+			for _, tc := range ch.Delta.ToolCalls {
+				td := &chat.ToolCallDelta{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+				if tc.Index != nil {
+					td.Index = *tc.Index
+				}
+				if err := emit(chat.Delta{ToolCall: td}); err != nil {
+					return nil, &emitError{err}
+				}
+			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				out.FinishReason = finishReason(*ch.FinishReason)
 			}
@@ -332,10 +346,11 @@ type wireResponseChoice struct {
 }
 
 type wireMessageOut struct {
-	Content          string `json:"content"`
-	Refusal          string `json:"refusal"`
-	ReasoningContent string `json:"reasoning_content"` // DeepSeek, vLLM
-	Reasoning        string `json:"reasoning"`         // OpenRouter, newer vLLM, Ollama
+	Content          string         `json:"content"`
+	ToolCalls        []wireToolCall `json:"tool_calls"`
+	Refusal          string         `json:"refusal"`
+	ReasoningContent string         `json:"reasoning_content"` // DeepSeek, vLLM
+	Reasoning        string         `json:"reasoning"`         // OpenRouter, newer vLLM, Ollama
 }
 
 type wireErrorBody struct {
@@ -369,3 +384,8 @@ func (u *wireUsage) usage() chat.Usage {
 	}
 	return chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: t}
 }
+
+// Features reports that an OpenAI-compatible upstream takes every field:
+// the request goes out as the client sent it, and a server that lacks a
+// field answers with its own 400.
+func (p *Provider) Features() chat.Features { return chat.AllFeatures }

@@ -34,7 +34,9 @@ const defaultMaxTokens = 4096
 //
 // Tokens are whitespace-separated words, for the prompt and the completion
 // alike, plus ImageTokens per image; so usage is honest and predictable.
-// Streams send each word as its own delta (with its leading space). Chat is
+// Streams send each word as its own delta (with its leading space). With
+// tools or a response_format it calls tools or answers JSON by the rules
+// in tools.go (the trigger: name a tool in the last user message). Chat is
 // safe for concurrent use.
 type Chat struct{}
 
@@ -56,9 +58,12 @@ func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response,
 	if p.fail {
 		return nil, failure()
 	}
-	resp := &chat.Response{FinishReason: p.finish, Usage: p.usage}
+	resp := &chat.Response{FinishReason: p.finish, Usage: p.usage, ToolCalls: p.calls}
 	resp.Reasoning = strings.Join(p.reasoning, " ")
 	resp.Content = strings.Join(p.content, " ")
+	if p.json != "" {
+		resp.Content = p.json
+	}
 	return resp, ctx.Err()
 }
 
@@ -75,7 +80,17 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 			return nil, err
 		}
 	}
+	if p.json != "" {
+		for _, s := range pieces(p.json) {
+			if err := send(ctx, w, chat.Delta{Content: s}); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for i, word := range p.content {
+		if p.json != "" {
+			break
+		}
 		if i > 0 {
 			word = " " + word
 		}
@@ -84,6 +99,16 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 		}
 		if p.fail {
 			return nil, failure()
+		}
+	}
+	for i, c := range p.calls {
+		if err := send(ctx, w, chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}}); err != nil {
+			return nil, err
+		}
+		for _, s := range pieces(c.Arguments) {
+			if err := send(ctx, w, chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, Arguments: s}}); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if p.fail { // no content at all: fail anyway
@@ -111,6 +136,8 @@ func failure() error {
 // answer is a planned completion.
 type answer struct {
 	reasoning, content []string // words, within the token budget
+	json               string          // structured output: the whole content
+	calls              []chat.ToolCall // tool calls: the answer, without content
 	finish             string
 	usage              chat.Usage
 	fail               bool
@@ -128,6 +155,9 @@ func plan(req *chat.Request) answer {
 			} else {
 				a.usage.PromptTokens += len(strings.Fields(p.Text))
 			}
+		}
+		for _, c := range m.ToolCalls {
+			a.usage.PromptTokens += 1 + len(pieces(c.Arguments))
 		}
 		if m.Role == chat.RoleUser {
 			last = m
@@ -163,6 +193,25 @@ func plan(req *chat.Request) answer {
 	for i, img := range images {
 		content = append(content, strings.Fields(describe(i+1, img))...)
 	}
+	if ta := toolAnswer(req); ta != nil {
+		content = ta
+	}
+	if a.calls = toolCalls(req); a.calls != nil {
+		content = nil
+		a.usage.CompletionTokens = len(reasoning)
+		for _, c := range a.calls {
+			a.usage.CompletionTokens += 1 + len(pieces(c.Arguments))
+		}
+		a.reasoning, a.finish = reasoning, chat.FinishToolCalls
+		a.usage.TotalTokens = a.usage.PromptTokens + a.usage.CompletionTokens
+		return a
+	}
+	if a.json = structured(req, content); a.json != "" {
+		a.reasoning, a.finish = reasoning, chat.FinishStop
+		a.usage.CompletionTokens = len(reasoning) + len(pieces(a.json))
+		a.usage.TotalTokens = a.usage.PromptTokens + a.usage.CompletionTokens
+		return a
+	}
 
 	budget := req.MaxTokens
 	if budget <= 0 && req.Model != nil {
@@ -195,3 +244,8 @@ func describe(n int, img *chat.Image) string {
 	}
 	return fmt.Sprintf("Image %d is %s, %d bytes.", n, img.MediaType, len(img.Data))
 }
+
+// Features reports every feature: the synthetic model is deterministic
+// (seed and penalties change nothing it could vary) and takes every other
+// field by the rules in tools.go.
+func (*Chat) Features() chat.Features { return chat.AllFeatures }
