@@ -5,6 +5,30 @@
 // adaptive thinking with an effort level for newer ones, as the catalog's
 // Model.Thinking says), and the streaming SSE event sequence.
 //
+// Tools are mapped to tools with input_schema; tool_choice auto, none,
+// required and a named function to {"type": "auto"|"none"|"any"|"tool"};
+// parallel_tool_calls false to disable_parallel_tool_use. Assistant tool
+// calls become tool_use blocks, tool messages tool_result blocks of a user
+// turn (consecutive results merge into one turn, results before any text).
+// Answers' tool_use blocks become tool calls (arguments: the input object
+// as compact JSON) with finish reason tool_calls; streamed, a
+// content_block_start of a tool_use block is a call's first delta (id and
+// name) and its input_json_delta pieces are its arguments' pieces.
+//
+// response_format (json_object, json_schema) has no native equivalent used
+// here: it is a forced tool (named after the schema, or "json") whose input
+// schema is the format's schema, and whose input is returned, and
+// streamed, as the content, with finish reason stop.
+//
+// Extended thinking is left out of requests it would make fail: those that
+// force tool use (tool_choice required or a function, response_format),
+// and those that continue a tool-use loop, whose signed thinking blocks
+// chat messages do not carry (see buildRequest).
+//
+// Features refuses what the API lacks: seed, presence and frequency
+// penalties, logit_bias, OpenAI-only fields, and tools together with
+// response_format. user goes to metadata.user_id.
+//
 // A Provider is safe for concurrent use.
 package anthropic
 
@@ -58,7 +82,10 @@ type Provider struct {
 	client *http.Client
 }
 
-var _ chat.Provider = (*Provider)(nil)
+var (
+	_ chat.Provider        = (*Provider)(nil)
+	_ chat.FeatureProvider = (*Provider)(nil)
+)
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
@@ -77,6 +104,14 @@ func New(cfg Config) *Provider {
 	return p
 }
 
+// Features reports what the Messages API honours: tools (with tool_choice
+// none, and disable_parallel_tool_use for parallel_tool_calls false) and
+// response_format (as a forced tool, so not together with tools). It has
+// no seed, penalties or logit_bias, and takes no OpenAI-only field.
+func (p *Provider) Features() chat.Features {
+	return chat.Features{Tools: true, ToolChoiceNone: true, ParallelToolCalls: true, ResponseFormat: true}
+}
+
 // Complete sends a non-streaming request. Every upstream failure is a
 // *chat.UpstreamError; a cancelled ctx returns an error wrapping ctx.Err().
 func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
@@ -92,22 +127,47 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	if m.Type == "error" {
 		return nil, p.eventError(m.Error)
 	}
-	out := &chat.Response{FinishReason: finishReason(m.StopReason), Usage: m.Usage.chat()}
+	format := formatToolName(req)
+	out := &chat.Response{Usage: m.Usage.chat()}
 	var content, reasoning strings.Builder
 	for _, b := range m.Content {
 		switch b.Type {
 		case "text":
-			content.WriteString(b.Text)
+			if format == "" { // a structured answer is the forced tool's input alone
+				content.WriteString(b.Text)
+			}
 		case "thinking":
 			reasoning.WriteString(b.Thinking)
+		case "tool_use":
+			args := compactInput(b.Input)
+			if format != "" && b.Name == format {
+				content.WriteString(args)
+				continue
+			}
+			out.ToolCalls = append(out.ToolCalls, chat.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
 		}
 	}
 	out.Content, out.Reasoning = content.String(), reasoning.String()
+	out.FinishReason = finishReason(m.StopReason, len(out.ToolCalls) > 0)
 	return out, nil
 }
 
-// Stream sends a streaming request and writes to w each text or thinking
-// delta as it arrives. It returns when message_stop arrives; a mid-stream
+// compactInput returns a tool_use input object as compact JSON text; "{}"
+// when it is absent.
+func compactInput(in json.RawMessage) string {
+	in = bytes.TrimSpace(in)
+	if len(in) == 0 || string(in) == "null" {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, in); err != nil {
+		return string(in)
+	}
+	return b.String()
+}
+
+// Stream sends a streaming request and writes to w each text, thinking or
+// tool call delta as it arrives. It returns when message_stop arrives; a mid-stream
 // error event, or a stream that ends before message_stop, is a
 // *chat.UpstreamError. If w fails, Stream returns its error unchanged.
 // Returning closes the response body, which cancels the upstream request.
@@ -117,13 +177,24 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer)
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return p.readStream(ctx, resp.Body, w)
+	return p.readStream(ctx, resp.Body, w, formatToolName(req))
 }
 
-// readStream parses a Messages API event stream from body.
-func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer) (*chat.Response, error) {
+// streamTool is a tool_use content block being streamed.
+type streamTool struct {
+	call   int  // its index in the answer's tool calls; unused for the format tool
+	format bool // the structured output tool: its input is the content
+	args   bool // some input JSON was streamed
+}
+
+// readStream parses a Messages API event stream from body. format is the
+// name of the structured output tool (formatToolName), or "": that tool's
+// input is streamed as content, any other tool_use block as tool call
+// deltas.
+func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer, format string) (*chat.Response, error) {
 	out := &chat.Response{FinishReason: chat.FinishStop}
 	var content, reasoning strings.Builder
+	tools := map[int]*streamTool{} // by content block index
 	r := sse.NewReader(body)
 	batch := chat.NewBatch(w) // deltas read together are written together
 	r.OnWait(batch.Flush)
@@ -152,22 +223,54 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 				out.Usage = se.Message.Usage.chat()
 			}
 		case "content_block_start":
-			if b := se.ContentBlock; b != nil {
+			b := se.ContentBlock
+			switch {
+			case b == nil:
+			case b.Type == "tool_use" && format != "" && b.Name == format:
+				tools[se.Index] = &streamTool{format: true}
+			case b.Type == "tool_use":
+				// The first piece of a call: its id and name. The block's
+				// input is {} here; input_json_delta pieces follow.
+				if b.ID == "" || b.Name == "" {
+					return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed,
+						Message: "tool_use block without id or name", Err: fmt.Errorf("event %s: tool_use block without id or name", typ)}
+				}
+				n := len(out.ToolCalls)
+				tools[se.Index] = &streamTool{call: n}
+				out.ToolCalls = append(out.ToolCalls, chat.ToolCall{ID: b.ID, Name: b.Name})
+				d.ToolCall = &chat.ToolCallDelta{Index: n, ID: b.ID, Name: b.Name}
+			case format == "": // text is not part of a structured answer
 				d = chat.Delta{Content: b.Text, Reasoning: b.Thinking}
+			default:
+				d.Reasoning = b.Thinking
 			}
 		case "content_block_delta":
 			if se.Delta != nil {
 				switch se.Delta.Type {
 				case "text_delta":
-					d.Content = se.Delta.Text
+					if format == "" {
+						d.Content = se.Delta.Text
+					}
 				case "thinking_delta":
 					d.Reasoning = se.Delta.Thinking
+				case "input_json_delta":
+					if t := tools[se.Index]; t != nil && se.Delta.PartialJSON != "" {
+						t.args = true
+						d = t.piece(se.Delta.PartialJSON, out)
+					}
 				}
-				// signature_delta, input_json_delta, citations_delta: not chat text.
+				// signature_delta, citations_delta: not chat text.
+			}
+		case "content_block_stop":
+			if t := tools[se.Index]; t != nil {
+				delete(tools, se.Index)
+				if !t.args { // no input streamed: an empty object, as Complete says
+					d = t.piece("{}", out)
+				}
 			}
 		case "message_delta":
 			if se.Delta != nil && se.Delta.StopReason != "" {
-				out.FinishReason = finishReason(se.Delta.StopReason)
+				out.FinishReason = finishReason(se.Delta.StopReason, len(out.ToolCalls) > 0)
 			}
 			if u := se.Usage; u != nil {
 				// message_delta usage is cumulative; input_tokens appears
@@ -184,8 +287,8 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 		case "error":
 			return nil, p.eventError(se.Error)
 		}
-		// ping, content_block_stop and unknown events carry no chat data.
-		if d.Content == "" && d.Reasoning == "" {
+		// ping and unknown events carry no chat data.
+		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
 			continue
 		}
 		content.WriteString(d.Content)
@@ -194,6 +297,16 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			return nil, err
 		}
 	}
+}
+
+// piece returns the delta for a piece of t's input JSON, and adds it to
+// the arguments of its call in out.
+func (t *streamTool) piece(s string, out *chat.Response) chat.Delta {
+	if t.format {
+		return chat.Delta{Content: s}
+	}
+	out.ToolCalls[t.call].Arguments += s
+	return chat.Delta{ToolCall: &chat.ToolCallDelta{Index: t.call, Arguments: s}}
 }
 
 // do sends the request and returns a 2xx response; any other outcome is an
@@ -279,20 +392,28 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// finishReason maps a stop_reason to an OpenAI finish_reason.
-func finishReason(s string) string {
+// finishReason maps a stop_reason to an OpenAI finish_reason. tool_use is
+// tool_calls when the answer has tool calls for the client, and stop when
+// the tool used was the structured output tool.
+func finishReason(s string, toolCalls bool) string {
 	switch s {
 	case "max_tokens", "model_context_window_exceeded":
 		return chat.FinishLength
 	case "refusal":
 		return chat.FinishContentFilter
-	default: // end_turn, stop_sequence, pause_turn, tool_use, none yet
+	case "tool_use":
+		if toolCalls {
+			return chat.FinishToolCalls
+		}
+		return chat.FinishStop
+	default: // end_turn, stop_sequence, pause_turn, none yet
 		return chat.FinishStop
 	}
 }
 
 // buildRequest translates req to a Messages API body. It fails only for
-// requests the API cannot express (no user or assistant message).
+// requests the API cannot express (no user or assistant message, tool call
+// arguments that are not a JSON object, tools with response_format).
 func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 	model := req.Model
 	if model == nil {
@@ -305,6 +426,9 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 		TopP:          req.TopP,
 		StopSequences: req.Stop,
 		Stream:        stream,
+	}
+	if req.User != "" {
+		body.Metadata = &metadata{UserID: req.User}
 	}
 	if body.MaxTokens <= 0 {
 		body.MaxTokens = DefaultMaxTokens
@@ -320,27 +444,64 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 			}
 			continue
 		}
-		blocks := contentBlocks(m.Parts)
+		role, blocks := "user", contentBlocks(m.Parts)
+		switch m.Role {
+		case chat.RoleAssistant:
+			role = "assistant"
+			for _, tc := range m.ToolCalls {
+				input, err := toolInput(tc.Arguments)
+				if err != nil {
+					return nil, fmt.Errorf("tool call %s (%s): %w", tc.ID, tc.Name, err)
+				}
+				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
+			}
+		case chat.RoleTool:
+			blocks = []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Text()}}
+		}
 		if len(blocks) == 0 {
 			continue // the API rejects empty content
 		}
-		role := "user"
-		if m.Role == chat.RoleAssistant {
-			role = "assistant"
-		}
-		// Turns alternate: merge consecutive messages of one role.
-		if n := len(body.Messages); n > 0 && body.Messages[n-1].Role == role {
-			body.Messages[n-1].Content = append(body.Messages[n-1].Content, blocks...)
+		// Turns alternate: merge consecutive messages of one role, so
+		// consecutive tool results make one user turn.
+		n := len(body.Messages)
+		if n == 0 || body.Messages[n-1].Role != role {
+			body.Messages = append(body.Messages, message{Role: role, Content: blocks})
 			continue
 		}
-		body.Messages = append(body.Messages, message{Role: role, Content: blocks})
+		prev := &body.Messages[n-1]
+		if m.Role != chat.RoleTool {
+			prev.Content = append(prev.Content, blocks...)
+			continue
+		}
+		// tool_result blocks come first in a user turn, before any text.
+		i := 0
+		for i < len(prev.Content) && prev.Content[i].Type == "tool_result" {
+			i++
+		}
+		prev.Content = append(prev.Content[:i], append(blocks, prev.Content[i:]...)...)
 	}
 	if len(body.Messages) == 0 {
 		return nil, errors.New("at least one user or assistant message with content is required")
 	}
 	body.System = strings.Join(system, "\n\n")
 
-	if req.ReasoningEffort != "" {
+	if err := setTools(body, req); err != nil {
+		return nil, err
+	}
+	// Forced tool use (tool_choice any or tool, and the structured output
+	// tool) is refused with extended thinking; adaptive thinking skips
+	// thinking there, or is refused by some models. Such a request is sent
+	// without thinking: https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+	// ("Thinking with tool use").
+	forced := body.ToolChoice != nil && (body.ToolChoice.Type == "any" || body.ToolChoice.Type == "tool")
+	// A tool-use loop is one assistant turn, which must keep one thinking
+	// configuration, and with thinking on it must start with the signed
+	// thinking block the model wrote; chat messages do not carry thinking
+	// blocks, so a request that continues an open loop (its last user turn
+	// holds tool results) is sent without thinking too, where the API would
+	// otherwise refuse it ("Expected `thinking` or `redacted_thinking`, but
+	// found `tool_use`"): https://platform.claude.com/docs/build-with-claude/thinking-tool-workflows.
+	if req.ReasoningEffort != "" && !forced && !inToolLoop(body.Messages) {
 		switch model.Thinking {
 		case catalog.ThinkingBudget:
 			budget, ok := thinkingBudgets[req.ReasoningEffort]
@@ -365,6 +526,101 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 		}
 	}
 	return body, nil
+}
+
+// setTools sets body's tools and tool_choice from req's tools, tool choice,
+// parallel_tool_calls and response_format. A response format is a forced
+// tool (formatToolName) whose input schema is the format's schema, and
+// whose input is the answer's content.
+func setTools(body *messagesRequest, req *chat.Request) error {
+	if rf := req.ResponseFormat; rf != nil {
+		if len(req.Tools) > 0 {
+			return errors.New("tools and response_format cannot be combined with this provider")
+		}
+		name := formatToolName(req)
+		schema := json.RawMessage(`{"type":"object"}`)
+		if rf.Type == chat.FormatJSONSchema && len(bytes.TrimSpace(rf.Schema)) > 0 {
+			schema = rf.Schema
+		}
+		desc := rf.Description
+		if desc == "" {
+			desc = "Give your whole answer as this tool's input: a JSON object."
+		}
+		body.Tools = []tool{{Name: name, Description: desc, InputSchema: schema}}
+		body.ToolChoice = &toolChoice{Type: "tool", Name: name}
+		return nil
+	}
+	if len(req.Tools) == 0 {
+		return nil // tool_choice without tools means nothing
+	}
+	for _, t := range req.Tools {
+		schema := t.Parameters
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		// Strict is OpenAI's and is not sent (see chat.Tool).
+		body.Tools = append(body.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	tc := &toolChoice{Type: "auto"}
+	switch req.ToolChoice.Mode {
+	case chat.ToolNone:
+		body.ToolChoice = &toolChoice{Type: "none"} // takes no disable_parallel_tool_use
+		return nil
+	case chat.ToolRequired:
+		tc.Type = "any"
+	case chat.ToolFunction:
+		tc.Type, tc.Name = "tool", req.ToolChoice.Name
+	}
+	// With auto at most one tool is called, with any or tool exactly one.
+	tc.DisableParallelToolUse = req.ParallelToolCalls != nil && !*req.ParallelToolCalls
+	if tc.Type != "auto" || tc.DisableParallelToolUse {
+		body.ToolChoice = tc // auto is the default
+	}
+	return nil
+}
+
+// formatToolName is the name of the tool that carries req's structured
+// output: the json_schema's name, or "json"; "" without a response format.
+func formatToolName(req *chat.Request) string {
+	rf := req.ResponseFormat
+	switch {
+	case rf == nil:
+		return ""
+	case rf.Type == chat.FormatJSONSchema && rf.Name != "":
+		return rf.Name
+	default:
+		return "json"
+	}
+}
+
+// toolInput returns a tool call's arguments as a tool_use input: a JSON
+// object ("{}" for empty arguments).
+func toolInput(args string) (json.RawMessage, error) {
+	raw := bytes.TrimSpace([]byte(args))
+	if len(raw) == 0 {
+		return json.RawMessage(`{}`), nil
+	}
+	if raw[0] != '{' || !json.Valid(raw) {
+		return nil, errors.New("arguments must be a JSON object")
+	}
+	return raw, nil
+}
+
+// inToolLoop reports whether msgs end inside a tool-use loop: the last user
+// turn holds tool results.
+func inToolLoop(msgs []message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "user" {
+			continue
+		}
+		for _, b := range msgs[i].Content {
+			if b.Type == "tool_result" {
+				return true
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // contentBlocks translates message parts; empty text parts are dropped.

@@ -552,12 +552,15 @@ func TestConnectionRefused(t *testing.T) {
 	}
 }
 
-// FuzzReadStream feeds arbitrary bytes to the stream parser: it must not
-// panic, must report failures as *chat.UpstreamError, and on success the
-// emitted deltas must add up to the returned content. It reads the input
-// in small pieces, so that deltas are batched and flushed in between.
+// FuzzReadStream feeds arbitrary bytes to the stream parser, plainly and
+// with a structured output tool ("json"): it must not panic, must report
+// failures as *chat.UpstreamError, and on success the emitted deltas must
+// add up to the returned content and tool calls (the first piece of each
+// call, in order, naming it). It reads the input in small pieces, so that
+// deltas are batched and flushed in between.
 func FuzzReadStream(f *testing.F) {
-	for _, name := range []string{"stream_basic.sse", "stream_thinking.sse", "stream_overloaded.sse", "stream_truncated.sse"} {
+	for _, name := range []string{"stream_basic.sse", "stream_thinking.sse", "stream_overloaded.sse", "stream_truncated.sse",
+		"stream_tools.sse", "stream_format.sse"} {
 		b, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			f.Fatal(err)
@@ -566,36 +569,56 @@ func FuzzReadStream(f *testing.F) {
 	}
 	p := New(Config{})
 	f.Fuzz(func(t *testing.T, in []byte) {
-		var content, reasoning strings.Builder
-		got, err := p.readStream(context.Background(), iotest.HalfReader(strings.NewReader(string(in))), chat.WriterFunc(func(d chat.Delta) error {
-			if d.Content == "" && d.Reasoning == "" {
-				t.Error("empty delta written")
+		for _, format := range []string{"", "json"} {
+			var content, reasoning strings.Builder
+			var calls []chat.ToolCall
+			got, err := p.readStream(context.Background(), iotest.HalfReader(strings.NewReader(string(in))), chat.WriterFunc(func(d chat.Delta) error {
+				if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+					t.Error("empty delta written")
+				}
+				content.WriteString(d.Content)
+				reasoning.WriteString(d.Reasoning)
+				if tc := d.ToolCall; tc != nil {
+					switch {
+					case tc.Index == len(calls) && tc.ID != "" && tc.Name != "":
+						calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+					case tc.Index >= 0 && tc.Index < len(calls) && tc.ID == "" && tc.Name == "":
+						calls[tc.Index].Arguments += tc.Arguments
+					default:
+						t.Errorf("tool call delta %+v after %d calls", *tc, len(calls))
+					}
+				}
+				return nil
+			}), format)
+			if err != nil {
+				var ue *chat.UpstreamError
+				if !errors.As(err, &ue) {
+					t.Fatalf("readStream error %v is not an UpstreamError", err)
+				}
+				continue
 			}
-			content.WriteString(d.Content)
-			reasoning.WriteString(d.Reasoning)
-			return nil
-		}))
-		if err != nil {
-			var ue *chat.UpstreamError
-			if !errors.As(err, &ue) {
-				t.Fatalf("readStream error %v is not an UpstreamError", err)
+			if got.Content != content.String() || got.Reasoning != reasoning.String() {
+				t.Errorf("response %q/%q != emitted %q/%q", got.Content, got.Reasoning, content.String(), reasoning.String())
 			}
-			return
-		}
-		if got.Content != content.String() || got.Reasoning != reasoning.String() {
-			t.Errorf("response %q/%q != emitted %q/%q", got.Content, got.Reasoning, content.String(), reasoning.String())
-		}
-		switch got.FinishReason {
-		case chat.FinishStop, chat.FinishLength, chat.FinishContentFilter:
-		default:
-			t.Errorf("finish reason %q", got.FinishReason)
+			if len(got.ToolCalls) != len(calls) || len(calls) > 0 && !reflect.DeepEqual(got.ToolCalls, calls) {
+				t.Errorf("response tool calls %+v != emitted %+v", got.ToolCalls, calls)
+			}
+			switch got.FinishReason {
+			case chat.FinishStop, chat.FinishLength, chat.FinishContentFilter:
+			case chat.FinishToolCalls:
+				if len(calls) == 0 {
+					t.Error("finish reason tool_calls without tool calls")
+				}
+			default:
+				t.Errorf("finish reason %q", got.FinishReason)
+			}
 		}
 	})
 }
 
-// appendDelta appends d to ds unless it carries no text.
+// appendDelta appends d to ds unless it carries nothing (a flush).
 func appendDelta(ds []chat.Delta, d chat.Delta) []chat.Delta {
-	if d.Content == "" && d.Reasoning == "" {
+	if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
 		return ds
 	}
 	return append(ds, d)

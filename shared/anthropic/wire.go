@@ -1,10 +1,15 @@
 package anthropic
 
-import "github.com/genway/genway/shared/chat"
+import (
+	"encoding/json"
+
+	"github.com/genway/genway/shared/chat"
+)
 
 // The Messages API wire format, as documented at
-// https://docs.anthropic.com/en/api/messages and
-// https://docs.anthropic.com/en/docs/build-with-claude/streaming.
+// https://docs.anthropic.com/en/api/messages,
+// https://docs.anthropic.com/en/docs/build-with-claude/streaming and, for
+// tools, https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use.
 
 type messagesRequest struct {
 	Model         string        `json:"model"`
@@ -17,6 +22,29 @@ type messagesRequest struct {
 	Stream        bool          `json:"stream,omitempty"`
 	Thinking      *thinking     `json:"thinking,omitempty"`
 	OutputConfig  *outputConfig `json:"output_config,omitempty"`
+	Tools         []tool        `json:"tools,omitempty"`
+	ToolChoice    *toolChoice   `json:"tool_choice,omitempty"`
+	Metadata      *metadata     `json:"metadata,omitempty"`
+}
+
+// tool is a client tool: {"name", "description", "input_schema"}.
+type tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema"`
+}
+
+// toolChoice is {"type": "auto"|"any"|"tool"|"none", "name" (tool),
+// "disable_parallel_tool_use" (not with none)}.
+type toolChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
+}
+
+// metadata carries the end user's id.
+type metadata struct {
+	UserID string `json:"user_id"`
 }
 
 type message struct {
@@ -24,10 +52,17 @@ type message struct {
 	Content []block `json:"content"`
 }
 
+// block is a request content block: text, image, tool_use (in assistant
+// turns) or tool_result (in user turns).
 type block struct {
-	Type   string       `json:"type"`
-	Text   string       `json:"text,omitempty"`
-	Source *imageSource `json:"source,omitempty"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text,omitempty"`
+	Source    *imageSource    `json:"source,omitempty"`
+	ID        string          `json:"id,omitempty"`          // tool_use
+	Name      string          `json:"name,omitempty"`        // tool_use
+	Input     json.RawMessage `json:"input,omitempty"`       // tool_use: a JSON object, never empty
+	ToolUseID string          `json:"tool_use_id,omitempty"` // tool_result
+	Content   string          `json:"content,omitempty"`     // tool_result
 }
 
 type imageSource struct {
@@ -57,9 +92,12 @@ type messageResponse struct {
 }
 
 type contentBlock struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	Thinking string `json:"thinking"`
+	Type     string          `json:"type"`
+	Text     string          `json:"text"`
+	Thinking string          `json:"thinking"`
+	ID       string          `json:"id"`    // tool_use
+	Name     string          `json:"name"`  // tool_use
+	Input    json.RawMessage `json:"input"` // tool_use
 }
 
 type usage struct {
@@ -78,6 +116,7 @@ func (u usage) chat() chat.Usage {
 // streamEvent is the data of any streaming event; fields by event type.
 type streamEvent struct {
 	Type         string           `json:"type"`
+	Index        int              `json:"index"`         // content_block_start, _delta, _stop
 	Message      *messageResponse `json:"message"`       // message_start
 	ContentBlock *contentBlock    `json:"content_block"` // content_block_start
 	Delta        *streamDelta     `json:"delta"`         // content_block_delta, message_delta
@@ -86,10 +125,11 @@ type streamEvent struct {
 }
 
 type streamDelta struct {
-	Type       string `json:"type"` // text_delta, thinking_delta, signature_delta, input_json_delta
-	Text       string `json:"text"`
-	Thinking   string `json:"thinking"`
-	StopReason string `json:"stop_reason"` // message_delta
+	Type        string `json:"type"` // text_delta, thinking_delta, signature_delta, input_json_delta
+	Text        string `json:"text"`
+	Thinking    string `json:"thinking"`
+	PartialJSON string `json:"partial_json"` // input_json_delta
+	StopReason  string `json:"stop_reason"`  // message_delta
 }
 
 type errorBody struct {
