@@ -5,6 +5,33 @@
 // image bytes, generationConfig with thinkingConfig, thought parts as
 // reasoning.
 //
+// Tools are functionDeclarations (the client's JSON Schema goes as it is in
+// parametersJsonSchema); tool_choice is toolConfig.functionCallingConfig
+// (auto AUTO, none NONE, required ANY, a named function ANY with
+// allowedFunctionNames). An assistant message's tool calls are functionCall
+// parts of a model turn, and tool messages are functionResponse parts of a
+// user turn (consecutive ones share one turn), named by Message.ToolName;
+// a result that is not a JSON object is sent as {"result": text}. Gemini
+// returns each functionCall whole, so a streamed call is one ToolCallDelta
+// with its ID, Name and all of its Arguments. Calls without an id get
+// "call_<responseId>_<n>" (or "call_<n>"), unique in the conversation. A
+// finishReason STOP after function calls is tool_calls.
+//
+// response_format is native: responseMimeType application/json, with
+// responseJsonSchema for json_schema. presence_penalty, frequency_penalty
+// and seed are generationConfig fields.
+//
+// Refused (see Features): parallel_tool_calls false (Gemini has no such
+// control), tools together with response_format (Gemini 2.x refuses
+// function calling with a JSON response MIME type) and logit_bias.
+// The user field is not forwarded: Gemini has none.
+//
+// Not carried: thoughtSignature. Thinking models may sign functionCall parts
+// and the docs ask for the signature back in later turns; chat.ToolCall has
+// no field for it, so replayed calls go unsigned. Gemini 2.5 accepts that
+// (with possibly less context for the model); Gemini 3 models refuse it
+// (https://ai.google.dev/gemini-api/docs/thought-signatures).
+//
 // Gemini needs image bytes: Provider implements NeedsImageBytes, and the
 // gateway fetches image URLs before calling it.
 //
@@ -55,7 +82,10 @@ type Provider struct {
 	client *http.Client
 }
 
-var _ chat.Provider = (*Provider)(nil)
+var (
+	_ chat.Provider        = (*Provider)(nil)
+	_ chat.FeatureProvider = (*Provider)(nil)
+)
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
@@ -75,6 +105,15 @@ func New(cfg Config) *Provider {
 // NeedsImageBytes reports that Gemini takes images as inline bytes only: the
 // gateway must fetch image URLs into Image.Data before calling the Provider.
 func (p *Provider) NeedsImageBytes() bool { return true }
+
+// Features reports what Gemini honours: tools with every tool_choice,
+// native structured output, seed and penalties. It cannot limit the model
+// to one call (no parallel_tool_calls control), cannot take function
+// declarations with a JSON responseMimeType in one request, and has no
+// logit_bias.
+func (p *Provider) Features() chat.Features {
+	return chat.Features{Tools: true, ToolChoiceNone: true, ResponseFormat: true, Seed: true, Penalties: true}
+}
 
 // Complete calls generateContent. Every upstream failure is a
 // *chat.UpstreamError; a cancelled ctx returns an error wrapping ctx.Err().
@@ -99,7 +138,7 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 }
 
 // Stream calls streamGenerateContent?alt=sse and writes to w each text or
-// thought part as it arrives. Each event is a whole GenerateContentResponse;
+// thought part, and each function call (whole), as it arrives. Each event is a whole GenerateContentResponse;
 // the stream ends at EOF, and a stream without a finishReason (or block
 // reason) is a truncated one: a *chat.UpstreamError. If w fails, Stream
 // returns its error unchanged. Returning closes the response body, which
@@ -144,12 +183,19 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 // state accumulates a response from one or more GenerateContentResponses.
 type state struct {
 	content, reasoning strings.Builder
-	finish             string // Gemini's finishReason, or "BLOCKED:" + blockReason
+	toolCalls          []chat.ToolCall
+	ids                map[string]bool // the ids of toolCalls
+	responseID         string          // the first responseId seen, for call ids
+	finish             string          // Gemini's finishReason, or "BLOCKED:" + blockReason
 	usage              *usageMetadata
 }
 
-// add folds g into st, calling emit (if not nil) for each non-empty part.
+// add folds g into st, calling emit (if not nil) for each non-empty text
+// part and each function call.
 func (st *state) add(g *generateResponse, emit func(chat.Delta) error) error {
+	if st.responseID == "" {
+		st.responseID = g.ResponseID
+	}
 	if g.UsageMetadata != nil {
 		st.usage = g.UsageMetadata // cumulative: the last one counts
 	}
@@ -167,8 +213,18 @@ func (st *state) add(g *generateResponse, emit func(chat.Delta) error) error {
 		return nil
 	}
 	for _, part := range c.Content.Parts {
+		if part.FunctionCall != nil {
+			tc := st.addCall(part.FunctionCall)
+			if emit != nil {
+				if err := emit(chat.Delta{ToolCall: &chat.ToolCallDelta{Index: len(st.toolCalls) - 1,
+					ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}}); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if part.Text == "" {
-			continue // functionCall, executableCode, signatures-only parts...
+			continue // executableCode, signatures-only parts...
 		}
 		var d chat.Delta
 		if part.Thought {
@@ -187,6 +243,39 @@ func (st *state) add(g *generateResponse, emit func(chat.Delta) error) error {
 	return nil
 }
 
+// addCall appends fc to st's tool calls and returns it as a ToolCall. Its
+// ID is Gemini's id, or else "call_<responseId>_<n>" ("call_<n>" without
+// a responseId), n its position among this answer's calls: deterministic,
+// and unique in a conversation as response ids are (a clash with another
+// id of this answer gets a suffix). Arguments are the compact args
+// object, "{}" if Gemini sent none.
+func (st *state) addCall(fc *functionCall) chat.ToolCall {
+	n := len(st.toolCalls)
+	id := fc.ID
+	if id == "" || st.ids[id] {
+		base := fmt.Sprintf("call_%d", n)
+		if st.responseID != "" {
+			base = fmt.Sprintf("call_%s_%d", st.responseID, n)
+		}
+		id = base
+		for k := 2; st.ids[id]; k++ {
+			id = fmt.Sprintf("%s_%d", base, k)
+		}
+	}
+	if st.ids == nil {
+		st.ids = map[string]bool{}
+	}
+	st.ids[id] = true
+	args := "{}"
+	var b bytes.Buffer
+	if err := json.Compact(&b, fc.Args); err == nil && b.Len() > 0 && b.String() != "null" {
+		args = b.String()
+	}
+	tc := chat.ToolCall{ID: id, Name: fc.Name, Arguments: args}
+	st.toolCalls = append(st.toolCalls, tc)
+	return tc
+}
+
 // finish returns the Response of a complete st.
 //
 // Usage: prompt_tokens is promptTokenCount; completion_tokens is
@@ -198,7 +287,11 @@ func (p *Provider) finish(st *state) (*chat.Response, error) {
 		return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed,
 			Message: "response ended without a finishReason", Err: io.ErrUnexpectedEOF}
 	}
-	out := &chat.Response{FinishReason: finishReason(st.finish), Content: st.content.String(), Reasoning: st.reasoning.String()}
+	out := &chat.Response{FinishReason: finishReason(st.finish), Content: st.content.String(), Reasoning: st.reasoning.String(),
+		ToolCalls: st.toolCalls}
+	if st.finish == "STOP" && len(st.toolCalls) > 0 {
+		out.FinishReason = chat.FinishToolCalls
+	}
 	if u := st.usage; u != nil {
 		out.Usage = chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
 		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
@@ -326,13 +419,29 @@ func buildRequest(req *chat.Request) (*generateRequest, error) {
 			}
 			continue
 		}
-		parts, err := contentParts(m.Parts)
+		var parts []part
+		var err error
+		if m.Role == chat.RoleTool {
+			parts, err = toolResult(m)
+		} else {
+			parts, err = contentParts(m.Parts)
+		}
 		if err != nil {
 			return nil, err
+		}
+		for _, tc := range m.ToolCalls {
+			fc, err := functionCallPart(tc)
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, fc)
 		}
 		if len(parts) == 0 {
 			continue
 		}
+		// Tool results are user turns: consecutive ones (and a user
+		// message after them) merge into one, as Gemini wants the
+		// responses to a model turn's calls together.
 		role := "user"
 		if m.Role == chat.RoleAssistant {
 			role = "model"
@@ -350,7 +459,23 @@ func buildRequest(req *chat.Request) (*generateRequest, error) {
 		body.SystemInstruction = &content{Parts: system}
 	}
 
-	gc := &generationConfig{Temperature: req.Temperature, TopP: req.TopP, StopSequences: req.Stop, Seed: req.Seed}
+	if len(req.Tools) > 0 {
+		decls := make([]functionDeclaration, len(req.Tools))
+		for i, t := range req.Tools {
+			decls[i] = functionDeclaration{Name: t.Name, Description: t.Description, ParametersJSONSchema: t.Parameters}
+		}
+		body.Tools = []tool{{FunctionDeclarations: decls}}
+		body.ToolConfig = functionCalling(req.ToolChoice)
+	}
+
+	gc := &generationConfig{Temperature: req.Temperature, TopP: req.TopP, StopSequences: req.Stop, Seed: req.Seed,
+		PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty}
+	if rf := req.ResponseFormat; rf != nil {
+		gc.ResponseMimeType = "application/json"
+		if rf.Type == chat.FormatJSONSchema {
+			gc.ResponseSchema = rf.Schema
+		}
+	}
 	if req.MaxTokens > 0 {
 		gc.MaxOutputTokens = req.MaxTokens
 	}
@@ -370,6 +495,7 @@ func buildRequest(req *chat.Request) (*generateRequest, error) {
 		}
 	}
 	if gc.Temperature != nil || gc.TopP != nil || len(gc.StopSequences) > 0 || gc.Seed != nil ||
+		gc.PresencePenalty != nil || gc.FrequencyPenalty != nil || gc.ResponseMimeType != "" ||
 		gc.MaxOutputTokens > 0 || gc.ThinkingConfig != nil {
 		body.GenerationConfig = gc
 	}
@@ -393,4 +519,56 @@ func contentParts(parts []chat.Part) ([]part, error) {
 		}
 	}
 	return out, nil
+}
+
+// functionCalling maps tool_choice to a toolConfig; nil (Gemini's default,
+// AUTO) for auto.
+func functionCalling(tc chat.ToolChoice) *toolConfig {
+	var fc functionCallingConfig
+	switch tc.Mode {
+	case chat.ToolNone:
+		fc.Mode = "NONE"
+	case chat.ToolRequired:
+		fc.Mode = "ANY"
+	case chat.ToolFunction:
+		fc.Mode = "ANY"
+		fc.AllowedFunctionNames = []string{tc.Name}
+	default:
+		return nil
+	}
+	return &toolConfig{FunctionCallingConfig: fc}
+}
+
+// functionCallPart translates an assistant's tool call; its arguments must
+// be a JSON object.
+func functionCallPart(tc chat.ToolCall) (part, error) {
+	if !isJSONObject(tc.Arguments) {
+		return part{}, fmt.Errorf("the arguments of tool call %q are not a JSON object", tc.ID)
+	}
+	return part{FunctionCall: &functionCall{ID: tc.ID, Name: tc.Name, Args: json.RawMessage(tc.Arguments)}}, nil
+}
+
+// toolResult translates a tool message to a functionResponse part.
+func toolResult(m chat.Message) ([]part, error) {
+	if m.ToolName == "" {
+		return nil, fmt.Errorf("the tool message answering %q has no function name", m.ToolCallID)
+	}
+	return []part{{FunctionResponse: &functionResponse{ID: m.ToolCallID, Name: m.ToolName, Response: toolResponse(m.Text())}}}, nil
+}
+
+// toolResponse returns a tool's result text as the JSON object Gemini's
+// functionResponse.response must be: the text itself if it is a JSON
+// object, else {"result": text}.
+func toolResponse(text string) json.RawMessage {
+	if isJSONObject(text) {
+		return json.RawMessage(text)
+	}
+	b, _ := json.Marshal(map[string]string{"result": text}) // cannot fail
+	return b
+}
+
+// isJSONObject reports whether s is a valid JSON object.
+func isJSONObject(s string) bool {
+	t := strings.TrimLeft(s, " \t\r\n")
+	return strings.HasPrefix(t, "{") && json.Valid([]byte(s))
 }

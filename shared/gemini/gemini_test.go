@@ -530,10 +530,10 @@ func TestStreamDeadline(t *testing.T) {
 
 // FuzzReadStream feeds arbitrary bytes to the stream parser: it must not
 // panic, must report failures as *chat.UpstreamError, and on success the
-// emitted deltas must add up to the returned content. It reads the input
+// emitted deltas must add up to the returned content and tool calls. It reads the input
 // in small pieces, so that deltas are batched and flushed in between.
 func FuzzReadStream(f *testing.F) {
-	for _, name := range []string{"stream_text.sse", "stream_thinking.sse", "stream_blocked.sse", "stream_error.sse"} {
+	for _, name := range []string{"stream_text.sse", "stream_thinking.sse", "stream_blocked.sse", "stream_error.sse", "stream_tools.sse"} {
 		b, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			f.Fatal(err)
@@ -543,12 +543,19 @@ func FuzzReadStream(f *testing.F) {
 	p := New(Config{})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var content, reasoning strings.Builder
+		var calls []chat.ToolCall
 		got, err := p.readStream(context.Background(), iotest.HalfReader(strings.NewReader(string(in))), chat.WriterFunc(func(d chat.Delta) error {
-			if d.Content == "" && d.Reasoning == "" {
+			if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
 				t.Error("empty delta written")
 			}
 			content.WriteString(d.Content)
 			reasoning.WriteString(d.Reasoning)
+			if tc := d.ToolCall; tc != nil {
+				if tc.Index != len(calls) || tc.ID == "" || !json.Valid([]byte(tc.Arguments)) {
+					t.Errorf("tool call delta %+v after %d calls", *tc, len(calls))
+				}
+				calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+			}
 			return nil
 		}))
 		if err != nil {
@@ -561,15 +568,28 @@ func FuzzReadStream(f *testing.F) {
 		if got.Content != content.String() || got.Reasoning != reasoning.String() {
 			t.Errorf("response %q/%q != emitted %q/%q", got.Content, got.Reasoning, content.String(), reasoning.String())
 		}
+		if !reflect.DeepEqual(got.ToolCalls, calls) {
+			t.Errorf("response tool calls %+v != emitted %+v", got.ToolCalls, calls)
+		}
+		ids := map[string]bool{}
+		for _, c := range calls {
+			if ids[c.ID] {
+				t.Errorf("tool call id %q repeated", c.ID)
+			}
+			ids[c.ID] = true
+		}
+		if got.FinishReason == chat.FinishToolCalls && len(calls) == 0 {
+			t.Error("finish reason tool_calls without tool calls")
+		}
 		if u := got.Usage; u.TotalTokens != u.PromptTokens+u.CompletionTokens {
 			t.Errorf("usage %+v does not add up", u)
 		}
 	})
 }
 
-// appendDelta appends d to ds unless it carries no text.
+// appendDelta appends d to ds unless it carries no text and no tool call.
 func appendDelta(ds []chat.Delta, d chat.Delta) []chat.Delta {
-	if d.Content == "" && d.Reasoning == "" {
+	if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
 		return ds
 	}
 	return append(ds, d)

@@ -2,13 +2,45 @@ package gemini
 
 // The Gemini API wire format, as documented at
 // https://ai.google.dev/api/generate-content (GenerateContentRequest,
-// GenerateContentResponse, GenerationConfig, ThinkingConfig, UsageMetadata)
-// and https://ai.google.dev/gemini-api/docs/thinking.
+// GenerateContentResponse, GenerationConfig, ThinkingConfig, UsageMetadata),
+// https://ai.google.dev/gemini-api/docs/thinking,
+// https://ai.google.dev/api/caching#Tool (Tool, FunctionDeclaration,
+// ToolConfig, FunctionCallingConfig, FunctionCall, FunctionResponse),
+// https://ai.google.dev/gemini-api/docs/function-calling and
+// https://ai.google.dev/gemini-api/docs/structured-output
+// (responseMimeType, responseJsonSchema).
+
+import "encoding/json"
 
 type generateRequest struct {
 	Contents          []content         `json:"contents"`
 	SystemInstruction *content          `json:"systemInstruction,omitempty"`
+	Tools             []tool            `json:"tools,omitempty"`
+	ToolConfig        *toolConfig       `json:"toolConfig,omitempty"`
 	GenerationConfig  *generationConfig `json:"generationConfig,omitempty"`
+}
+
+// tool is a Tool holding function declarations (the only kind sent).
+type tool struct {
+	FunctionDeclarations []functionDeclaration `json:"functionDeclarations"`
+}
+
+// functionDeclaration takes the client's JSON Schema as it is, in
+// parametersJsonSchema (full JSON Schema; parameters is an OpenAPI subset
+// that refuses keywords such as additionalProperties or $defs).
+type functionDeclaration struct {
+	Name                 string          `json:"name"`
+	Description          string          `json:"description,omitempty"`
+	ParametersJSONSchema json.RawMessage `json:"parametersJsonSchema,omitempty"`
+}
+
+type toolConfig struct {
+	FunctionCallingConfig functionCallingConfig `json:"functionCallingConfig"`
+}
+
+type functionCallingConfig struct {
+	Mode                 string   `json:"mode"` // AUTO, ANY or NONE
+	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
 }
 
 type content struct {
@@ -17,9 +49,25 @@ type content struct {
 }
 
 type part struct {
-	Text       string `json:"text,omitempty"`
-	Thought    bool   `json:"thought,omitempty"`
-	InlineData *blob  `json:"inlineData,omitempty"`
+	Text             string            `json:"text,omitempty"`
+	Thought          bool              `json:"thought,omitempty"`
+	InlineData       *blob             `json:"inlineData,omitempty"`
+	FunctionCall     *functionCall     `json:"functionCall,omitempty"`     // model turns
+	FunctionResponse *functionResponse `json:"functionResponse,omitempty"` // user turns
+}
+
+// functionCall is a call the model asks for; Args is a JSON object.
+type functionCall struct {
+	ID   string          `json:"id,omitempty"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args,omitempty"`
+}
+
+// functionResponse is a tool's result; Response must be a JSON object.
+type functionResponse struct {
+	ID       string          `json:"id,omitempty"`
+	Name     string          `json:"name"`
+	Response json.RawMessage `json:"response"`
 }
 
 type blob struct {
@@ -28,12 +76,16 @@ type blob struct {
 }
 
 type generationConfig struct {
-	MaxOutputTokens int             `json:"maxOutputTokens,omitempty"`
-	Temperature     *float64        `json:"temperature,omitempty"`
-	TopP            *float64        `json:"topP,omitempty"`
-	StopSequences   []string        `json:"stopSequences,omitempty"`
-	Seed            *int64          `json:"seed,omitempty"`
-	ThinkingConfig  *thinkingConfig `json:"thinkingConfig,omitempty"`
+	MaxOutputTokens  int             `json:"maxOutputTokens,omitempty"`
+	Temperature      *float64        `json:"temperature,omitempty"`
+	TopP             *float64        `json:"topP,omitempty"`
+	StopSequences    []string        `json:"stopSequences,omitempty"`
+	Seed             *int64          `json:"seed,omitempty"`
+	PresencePenalty  *float64        `json:"presencePenalty,omitempty"`
+	FrequencyPenalty *float64        `json:"frequencyPenalty,omitempty"`
+	ResponseMimeType string          `json:"responseMimeType,omitempty"`
+	ResponseSchema   json.RawMessage `json:"responseJsonSchema,omitempty"` // JSON Schema; needs responseMimeType application/json
+	ThinkingConfig   *thinkingConfig `json:"thinkingConfig,omitempty"`
 }
 
 type thinkingConfig struct {
@@ -45,6 +97,7 @@ type generateResponse struct {
 	Candidates     []candidate     `json:"candidates"`
 	PromptFeedback *promptFeedback `json:"promptFeedback"`
 	UsageMetadata  *usageMetadata  `json:"usageMetadata"`
+	ResponseID     string          `json:"responseId"`
 	Error          *apiError       `json:"error"` // seen mid-stream
 }
 
