@@ -4,6 +4,33 @@
 // thinking through additionalModelRequestFields, and usage from the stream's
 // metadata event.
 //
+// Tools are mapped to toolConfig (toolSpec with inputSchema.json); tool_choice
+// "required" is toolChoice any, a named function is toolChoice tool, and
+// "auto" is Bedrock's default (no toolChoice is sent: some models refuse
+// one). Assistant tool calls are toolUse blocks and tool messages toolResult
+// blocks in a user turn (consecutive results merge into one turn, as
+// Converse requires alternating roles). Converse refuses toolUse/toolResult
+// blocks without a toolConfig, so a request with tool turns but no tools
+// declares the tools named in its history with an empty object schema.
+// toolUse blocks in an answer become Response.ToolCalls (streamed as
+// ToolCallDelta from contentBlockStart and the toolUse input pieces of
+// contentBlockDelta), with finish reason tool_calls.
+//
+// Structured output (response_format) is a forced tool, as Bedrock's Claude
+// and Nova models support it: a tool named after the schema ("json" for
+// json_object) whose input schema is the schema ({"type":"object"} for
+// json_object), forced through toolChoice tool; its input is returned as the
+// content, finish reason stop. Forcing a tool (here or by tool_choice) is
+// incompatible with Claude's extended thinking, so thinking is dropped from
+// such a request; it is dropped too when the last assistant message calls
+// tools, as Claude then wants that turn's thinking block, which a chat
+// history does not carry.
+//
+// Refused through Features (Bedrock has no such control): tool_choice
+// "none" with tools, parallel_tool_calls false, tools together with
+// response_format, seed, presence/frequency penalties, logit_bias and the
+// OpenAI-only fields. The user field and Tool.Strict are ignored.
+//
 // Bedrock needs image bytes: Provider implements NeedsImageBytes, and the
 // gateway fetches image URLs before calling it.
 //
@@ -11,7 +38,9 @@
 package bedrock
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,6 +51,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 	"github.com/aws/smithy-go"
+	smithydocument "github.com/aws/smithy-go/document"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/genway/genway/shared/catalog"
@@ -63,23 +93,34 @@ func New(client ConverseStreamer) *Provider { return &Provider{client: client} }
 // gateway must fetch image URLs into Image.Data before calling the Provider.
 func (p *Provider) NeedsImageBytes() bool { return true }
 
+// Features reports what Converse can honour: tools and structured output
+// (a forced tool), but no tool_choice "none" (toolChoice has no such
+// member), no limit to one tool call, no tools together with
+// response_format (the format's forced tool would keep the model from
+// calling them), and no seed, penalties or logit_bias (inferenceConfig has
+// maxTokens, temperature, topP and stopSequences only).
+func (p *Provider) Features() chat.Features {
+	return chat.Features{Tools: true, ResponseFormat: true}
+}
+
 // Complete calls Converse. Every upstream failure is a *chat.UpstreamError;
 // a cancelled ctx returns an error wrapping ctx.Err().
 func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
-	in, err := buildInput(req)
+	in, format, err := buildInput(req)
 	if err != nil {
 		return nil, &chat.UpstreamError{Provider: Name, Kind: chat.UpstreamBadRequest, Message: err.Error(), Err: err}
 	}
 	out, err := p.client.Converse(ctx, &bedrockruntime.ConverseInput{
 		ModelId: in.ModelId, Messages: in.Messages, System: in.System, InferenceConfig: in.InferenceConfig,
-		AdditionalModelRequestFields: in.AdditionalModelRequestFields,
+		AdditionalModelRequestFields: in.AdditionalModelRequestFields, ToolConfig: in.ToolConfig,
 	})
 	if err != nil {
 		return nil, upstreamError(ctx, err)
 	}
-	resp := &chat.Response{FinishReason: finishReason(out.StopReason), Usage: usage(out.Usage)}
+	resp := &chat.Response{Usage: usage(out.Usage)}
 	if msg, ok := out.Output.(*types.ConverseOutputMemberMessage); ok {
 		var content, reasoning strings.Builder
+		formatSeen := false
 		for _, b := range msg.Value.Content {
 			switch b := b.(type) {
 			case *types.ContentBlockMemberText:
@@ -88,20 +129,59 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 				if rt, ok := b.Value.(*types.ReasoningContentBlockMemberReasoningText); ok {
 					reasoning.WriteString(aws.ToString(rt.Value.Text))
 				}
+			case *types.ContentBlockMemberToolUse:
+				args, err := inputJSON(b.Value.Input)
+				if err != nil {
+					return nil, &chat.UpstreamError{Provider: Name, Kind: chat.UpstreamFailed, Message: "malformed toolUse input", Err: err}
+				}
+				name := aws.ToString(b.Value.Name)
+				if format != "" && name == format {
+					// The structured output: the first call of the format's tool is the content.
+					if !formatSeen {
+						content.WriteString(args)
+						formatSeen = true
+					}
+					continue
+				}
+				resp.ToolCalls = append(resp.ToolCalls, chat.ToolCall{ID: aws.ToString(b.Value.ToolUseId), Name: name, Arguments: args})
 			}
 		}
 		resp.Content, resp.Reasoning = content.String(), reasoning.String()
 	}
+	resp.FinishReason = finishReason(out.StopReason, len(resp.ToolCalls) > 0)
 	return resp, nil
 }
 
-// Stream calls ConverseStream and writes to w each text or reasoning
-// delta as it arrives. It returns when the event stream ends; an exception
-// event, or a stream without messageStop, is a *chat.UpstreamError. If emit
-// fails, Stream returns its error unchanged. Returning closes the stream,
-// which cancels the upstream request.
+// inputJSON returns a toolUse input as compact JSON text; a missing input
+// is the empty object.
+func inputJSON(doc document.Interface) (string, error) {
+	if doc == nil {
+		return "{}", nil
+	}
+	b, err := doc.MarshalSmithyDocument()
+	if err != nil {
+		return "", err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return "{}", nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, b); err != nil {
+		return "", err
+	}
+	if s := buf.String(); s != "" && s != "null" {
+		return s, nil
+	}
+	return "{}", nil
+}
+
+// Stream calls ConverseStream and writes to w each text, reasoning or tool
+// call delta as it arrives. It returns when the event stream ends; an
+// exception event, or a stream without messageStop, is a
+// *chat.UpstreamError. If emit fails, Stream returns its error unchanged.
+// Returning closes the stream, which cancels the upstream request.
 func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
-	in, err := buildInput(req)
+	in, format, err := buildInput(req)
 	if err != nil {
 		return nil, &chat.UpstreamError{Provider: Name, Kind: chat.UpstreamBadRequest, Message: err.Error(), Err: err}
 	}
@@ -114,15 +194,27 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer)
 	}
 	stream := out.GetStream()
 	defer stream.Close()
-	return readStream(ctx, stream.Events(), stream.Err, w)
+	return readStream(ctx, stream.Events(), stream.Err, w, format)
+}
+
+// streamBlock is a toolUse content block of a stream.
+type streamBlock struct {
+	call   int  // its index in the answer's tool calls
+	format bool // the structured output's tool: its input is the content
+	skip   bool // a second call of the format's tool: dropped
+	input  bool // some input was written
 }
 
 // readStream consumes events until the channel closes, then checks errFn
-// for the error that ended the stream.
-func readStream(ctx context.Context, events <-chan types.ConverseStreamOutput, errFn func() error, w chat.Writer) (*chat.Response, error) {
+// for the error that ended the stream. format is the structured output's
+// tool name, if any: its input is streamed as content.
+func readStream(ctx context.Context, events <-chan types.ConverseStreamOutput, errFn func() error, w chat.Writer, format string) (*chat.Response, error) {
 	resp := &chat.Response{}
 	var content, reasoning strings.Builder
-	stopped := false
+	var args []*strings.Builder // each tool call's arguments
+	blocks := map[int32]*streamBlock{}
+	formatSeen, stopped := false, false
+	var stopReason types.StopReason
 read:
 	for {
 		var ev types.ConverseStreamOutput
@@ -137,6 +229,23 @@ read:
 		}
 		var d chat.Delta
 		switch ev := ev.(type) {
+		case *types.ConverseStreamOutputMemberContentBlockStart:
+			tu, ok := ev.Value.Start.(*types.ContentBlockStartMemberToolUse)
+			if !ok {
+				break
+			}
+			idx, name := aws.ToInt32(ev.Value.ContentBlockIndex), aws.ToString(tu.Value.Name)
+			if format != "" && name == format {
+				blocks[idx] = &streamBlock{format: true, skip: formatSeen}
+				formatSeen = true
+				break
+			}
+			n := len(resp.ToolCalls)
+			id := aws.ToString(tu.Value.ToolUseId)
+			resp.ToolCalls = append(resp.ToolCalls, chat.ToolCall{ID: id, Name: name})
+			args = append(args, &strings.Builder{})
+			blocks[idx] = &streamBlock{call: n}
+			d.ToolCall = &chat.ToolCallDelta{Index: n, ID: id, Name: name}
 		case *types.ConverseStreamOutputMemberContentBlockDelta:
 			switch delta := ev.Value.Delta.(type) {
 			case *types.ContentBlockDeltaMemberText:
@@ -146,19 +255,35 @@ read:
 					d.Reasoning = t.Value
 				}
 				// signature and redactedContent deltas are not chat text.
+			case *types.ContentBlockDeltaMemberToolUse:
+				b := blocks[aws.ToInt32(ev.Value.ContentBlockIndex)]
+				if piece := aws.ToString(delta.Value.Input); b != nil && !b.skip && piece != "" {
+					b.input = true
+					d = b.delta(piece)
+				}
+			}
+		case *types.ConverseStreamOutputMemberContentBlockStop:
+			// A tool without parameters may stream no input: its
+			// arguments are still a JSON object.
+			if b := blocks[aws.ToInt32(ev.Value.ContentBlockIndex)]; b != nil && !b.skip && !b.input {
+				b.input = true
+				d = b.delta("{}")
 			}
 		case *types.ConverseStreamOutputMemberMessageStop:
-			resp.FinishReason = finishReason(ev.Value.StopReason)
+			stopReason = ev.Value.StopReason
 			stopped = true
 		case *types.ConverseStreamOutputMemberMetadata:
 			resp.Usage = usage(ev.Value.Usage)
 		}
-		// messageStart, contentBlockStart/Stop and unknown events carry no chat data.
-		if d.Content == "" && d.Reasoning == "" {
+		// messageStart, other contentBlockStart/Stop and unknown events carry no chat data.
+		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
 			continue
 		}
 		content.WriteString(d.Content)
 		reasoning.WriteString(d.Reasoning)
+		if d.ToolCall != nil {
+			args[d.ToolCall.Index].WriteString(d.ToolCall.Arguments)
+		}
 		// One event at a time from the SDK: each delta is flushed at once.
 		if err := w.Delta(d); err != nil {
 			return nil, err
@@ -174,7 +299,19 @@ read:
 		return nil, &chat.UpstreamError{Provider: Name, Kind: chat.UpstreamFailed, Message: "stream ended before messageStop"}
 	}
 	resp.Content, resp.Reasoning = content.String(), reasoning.String()
+	for i := range resp.ToolCalls {
+		resp.ToolCalls[i].Arguments = args[i].String()
+	}
+	resp.FinishReason = finishReason(stopReason, len(resp.ToolCalls) > 0)
 	return resp, nil
+}
+
+// delta is the chat delta for a piece of b's input.
+func (b *streamBlock) delta(piece string) chat.Delta {
+	if b.format {
+		return chat.Delta{Content: piece}
+	}
+	return chat.Delta{ToolCall: &chat.ToolCallDelta{Index: b.call, Arguments: piece}}
 }
 
 // usage converts Bedrock's token usage; cache reads and writes count as
@@ -188,14 +325,21 @@ func usage(u *types.TokenUsage) chat.Usage {
 	return chat.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
 }
 
-// finishReason maps a stopReason to an OpenAI finish_reason.
-func finishReason(s types.StopReason) string {
+// finishReason maps a stopReason to an OpenAI finish_reason; calls says
+// whether the answer has tool calls (not counting a structured output's
+// forced tool, which finishes with stop).
+func finishReason(s types.StopReason, calls bool) string {
 	switch s {
 	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
 		return chat.FinishLength
 	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
 		return chat.FinishContentFilter
-	default: // end_turn, stop_sequence, tool_use, ...
+	case types.StopReasonToolUse:
+		if calls {
+			return chat.FinishToolCalls
+		}
+		return chat.FinishStop
+	default: // end_turn, stop_sequence, ...
 		return chat.FinishStop
 	}
 }
@@ -242,14 +386,25 @@ func upstreamError(ctx context.Context, err error) error {
 	return e
 }
 
+// emptySchema is the input schema of a tool declared only because the
+// conversation used it (see buildInput).
+var emptySchema = map[string]any{"type": "object", "properties": map[string]any{}}
+
+// formatToolDescription describes a structured output's tool when the
+// response_format has no description.
+const formatToolDescription = "Give your answer as the input of this tool."
+
 // buildInput translates req to a ConverseStream input (Converse takes the
-// same fields).
-func buildInput(req *chat.Request) (*bedrockruntime.ConverseStreamInput, error) {
+// same fields). format is the name of the forced tool that carries a
+// structured output, "" without response_format.
+func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, format string, err error) {
 	model := req.Model
 	if model == nil {
 		model = &catalog.Model{}
 	}
-	in := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(model.Upstream)}
+	in = &bedrockruntime.ConverseStreamInput{ModelId: aws.String(model.Upstream)}
+	var used []string  // tool names in the conversation, in order
+	lastCalls := false // the last assistant message calls tools
 	for _, m := range req.Messages {
 		if m.Role == chat.RoleSystem {
 			if t := m.Text(); t != "" {
@@ -257,18 +412,44 @@ func buildInput(req *chat.Request) (*bedrockruntime.ConverseStreamInput, error) 
 			}
 			continue
 		}
-		blocks, err := contentBlocks(m.Parts)
-		if err != nil {
-			return nil, err
+		role := types.ConversationRoleUser
+		var blocks []types.ContentBlock
+		switch m.Role {
+		case chat.RoleTool:
+			// A tool's result is a toolResult block in a user turn.
+			b, err := toolResult(m)
+			if err != nil {
+				return nil, "", err
+			}
+			blocks = []types.ContentBlock{b}
+			if m.ToolName != "" {
+				used = append(used, m.ToolName)
+			}
+		case chat.RoleAssistant:
+			role = types.ConversationRoleAssistant
+			if blocks, err = contentBlocks(m.Parts); err != nil {
+				return nil, "", err
+			}
+			for _, tc := range m.ToolCalls {
+				input, err := jsonDocument(tc.Arguments, "{}")
+				if err != nil {
+					return nil, "", fmt.Errorf("the arguments of tool call %q must be a JSON object: %w", tc.ID, err)
+				}
+				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+					ToolUseId: aws.String(tc.ID), Name: aws.String(tc.Name), Input: input}})
+				used = append(used, tc.Name)
+			}
+			lastCalls = len(m.ToolCalls) > 0
+		default:
+			if blocks, err = contentBlocks(m.Parts); err != nil {
+				return nil, "", err
+			}
 		}
 		if len(blocks) == 0 {
 			continue
 		}
-		role := types.ConversationRoleUser
-		if m.Role == chat.RoleAssistant {
-			role = types.ConversationRoleAssistant
-		}
-		// Converse requires alternating roles: merge consecutive messages.
+		// Converse requires alternating roles: merge consecutive messages
+		// (consecutive tool results become one user turn).
 		if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == role {
 			in.Messages[n-1].Content = append(in.Messages[n-1].Content, blocks...)
 			continue
@@ -276,7 +457,19 @@ func buildInput(req *chat.Request) (*bedrockruntime.ConverseStreamInput, error) 
 		in.Messages = append(in.Messages, types.Message{Role: role, Content: blocks})
 	}
 	if len(in.Messages) == 0 {
-		return nil, errors.New("at least one user or assistant message with content is required")
+		return nil, "", errors.New("at least one user or assistant message with content is required")
+	}
+
+	in.ToolConfig, format, err = toolConfig(req, used)
+	if err != nil {
+		return nil, "", err
+	}
+	forced := false
+	if in.ToolConfig != nil {
+		switch in.ToolConfig.ToolChoice.(type) {
+		case *types.ToolChoiceMemberAny, *types.ToolChoiceMemberTool:
+			forced = true
+		}
 	}
 
 	maxTokens := req.MaxTokens
@@ -293,7 +486,13 @@ func buildInput(req *chat.Request) (*bedrockruntime.ConverseStreamInput, error) 
 	if req.TopP != nil {
 		cfg.TopP = aws.Float32(float32(*req.TopP))
 	}
-	if req.ReasoningEffort != "" {
+	// Claude refuses extended thinking with a forced tool (toolChoice any
+	// or tool: tool_choice required or a function, or a structured
+	// output), and with thinking on, the last assistant message, when it
+	// calls tools, must start with the thinking block that led to the
+	// calls, which chat.Message does not carry. Such a request is sent
+	// without thinking rather than refused by the model.
+	if req.ReasoningEffort != "" && !forced && !lastCalls {
 		switch model.Thinking {
 		case catalog.ThinkingBudget:
 			budget, ok := thinkingBudgets[req.ReasoningEffort]
@@ -321,7 +520,144 @@ func buildInput(req *chat.Request) (*bedrockruntime.ConverseStreamInput, error) 
 	}
 	cfg.MaxTokens = aws.Int32(int32(min(maxTokens, 1<<30)))
 	in.InferenceConfig = cfg
-	return in, nil
+	return in, format, nil
+}
+
+// toolConfig builds the toolConfig: req's tools, the structured output's
+// forced tool (format is its name), and the tools used in the conversation
+// that neither declares, with an empty object schema (Converse refuses
+// toolUse and toolResult blocks without a toolConfig that names them). It
+// is nil when there is no tool at all.
+func toolConfig(req *chat.Request, used []string) (cfg *types.ToolConfiguration, format string, err error) {
+	var tools []types.Tool
+	declared := map[string]bool{}
+	add := func(name, description string, schema document.Interface) {
+		spec := types.ToolSpecification{Name: aws.String(name), InputSchema: &types.ToolInputSchemaMemberJson{Value: schema}}
+		if description != "" {
+			spec.Description = aws.String(description)
+		}
+		tools = append(tools, &types.ToolMemberToolSpec{Value: spec})
+		declared[name] = true
+	}
+	for _, t := range req.Tools {
+		schema, err := jsonDocument(string(t.Parameters), `{"type":"object","properties":{}}`)
+		if err != nil {
+			return nil, "", fmt.Errorf("the parameters of tool %q must be a JSON Schema object: %w", t.Name, err)
+		}
+		add(t.Name, t.Description, schema)
+	}
+	var choice types.ToolChoice
+	if rf := req.ResponseFormat; rf != nil {
+		format = "json"
+		raw, description := `{"type":"object"}`, rf.Description
+		if rf.Type == chat.FormatJSONSchema {
+			if rf.Name != "" {
+				format = rf.Name
+			}
+			raw = string(rf.Schema)
+		}
+		if declared[format] {
+			return nil, "", fmt.Errorf("response_format %q has the name of a tool", format)
+		}
+		schema, err := jsonDocument(raw, `{"type":"object"}`)
+		if err != nil {
+			return nil, "", fmt.Errorf("the response_format schema must be a JSON Schema object: %w", err)
+		}
+		if description == "" {
+			description = formatToolDescription
+		}
+		add(format, description, schema)
+		choice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(format)}}
+	} else if len(req.Tools) > 0 {
+		switch req.ToolChoice.Mode {
+		case chat.ToolRequired:
+			choice = &types.ToolChoiceMemberAny{}
+		case chat.ToolFunction:
+			choice = &types.ToolChoiceMemberTool{Value: types.SpecificToolChoice{Name: aws.String(req.ToolChoice.Name)}}
+		case chat.ToolNone: // refused by the gateway (Features.ToolChoiceNone)
+			return nil, "", errors.New(`tool_choice "none" is not supported with tools by this model's provider`)
+		}
+		// auto is Bedrock's default: no toolChoice.
+	}
+	// Tools named only in the conversation are declared so that its tool
+	// turns are accepted; with no tools in the request (tool_choice "none"
+	// included) the model may still call them.
+	for _, name := range used {
+		if !declared[name] {
+			add(name, "", document.NewLazyDocument(emptySchema))
+		}
+	}
+	if len(tools) == 0 {
+		return nil, "", nil
+	}
+	return &types.ToolConfiguration{Tools: tools, ToolChoice: choice}, format, nil
+}
+
+// toolResult is a tool message as a toolResult block; an empty result is
+// sent as "(no output)", since Converse refuses empty text blocks.
+func toolResult(m chat.Message) (types.ContentBlock, error) {
+	var content []types.ToolResultContentBlock
+	if t := m.Text(); t != "" {
+		content = append(content, &types.ToolResultContentBlockMemberText{Value: t})
+	}
+	for _, p := range m.Parts {
+		if p.Image == nil {
+			continue
+		}
+		b, err := imageBlock(p.Image)
+		if err != nil {
+			return nil, err
+		}
+		content = append(content, &types.ToolResultContentBlockMemberImage{Value: b})
+	}
+	if len(content) == 0 {
+		content = append(content, &types.ToolResultContentBlockMemberText{Value: "(no output)"})
+	}
+	return &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String(m.ToolCallID), Content: content}}, nil
+}
+
+// jsonDocument decodes a JSON object (blank text is def) into a document
+// for the SDK, numbers kept as they were written. It checks that the SDK
+// can encode it, since the SDK's serializer drops encoding errors.
+func jsonDocument(text, def string) (document.Interface, error) {
+	if strings.TrimSpace(text) == "" {
+		text = def
+	}
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, errors.New("not a JSON object")
+	}
+	doc := document.NewLazyDocument(smithyNumbers(v))
+	if _, err := doc.MarshalSmithyDocument(); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}
+
+// smithyNumbers replaces the json.Numbers in v (which the SDK's document
+// encoder would write as strings) with smithy document numbers.
+func smithyNumbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return smithydocument.Number(v)
+	case map[string]any:
+		for k, e := range v {
+			v[k] = smithyNumbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = smithyNumbers(e)
+		}
+	}
+	return v
 }
 
 // imageFormats maps media types to Bedrock image formats.
@@ -339,16 +675,25 @@ func contentBlocks(parts []chat.Part) ([]types.ContentBlock, error) {
 			if p.Text != "" {
 				out = append(out, &types.ContentBlockMemberText{Value: p.Text})
 			}
-		case len(p.Image.Data) > 0:
-			f, ok := imageFormats[p.Image.MediaType]
-			if !ok {
-				return nil, fmt.Errorf("image type %q is not supported; use png, jpeg, gif or webp", p.Image.MediaType)
-			}
-			out = append(out, &types.ContentBlockMemberImage{Value: types.ImageBlock{
-				Format: f, Source: &types.ImageSourceMemberBytes{Value: p.Image.Data}}})
 		default:
-			return nil, errors.New("image URLs are not supported by this model's provider; send the image as a data URI")
+			b, err := imageBlock(p.Image)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, &types.ContentBlockMemberImage{Value: b})
 		}
 	}
 	return out, nil
+}
+
+// imageBlock translates an image with bytes.
+func imageBlock(img *chat.Image) (types.ImageBlock, error) {
+	if len(img.Data) == 0 {
+		return types.ImageBlock{}, errors.New("image URLs are not supported by this model's provider; send the image as a data URI")
+	}
+	f, ok := imageFormats[img.MediaType]
+	if !ok {
+		return types.ImageBlock{}, fmt.Errorf("image type %q is not supported; use png, jpeg, gif or webp", img.MediaType)
+	}
+	return types.ImageBlock{Format: f, Source: &types.ImageSourceMemberBytes{Value: img.Data}}, nil
 }
