@@ -316,6 +316,29 @@ func TestFunctions(t *testing.T) {
 		}
 	})
 
+	t.Run("responses synthetic stream with a tool call", func(t *testing.T) {
+		res := run(t, "chat", readEvent(t, "responses.json", withKey...))
+		checkStreamEnvelope(t, res)
+		prelude, body, _ := splitStream(res.body)
+		if !strings.Contains(string(prelude), `"statusCode":200`) {
+			t.Fatalf("prelude %q; want status 200", prelude)
+		}
+		var types []string
+		for _, line := range strings.Split(string(body), "\n") {
+			if ev, ok := strings.CutPrefix(line, "event: "); ok {
+				types = append(types, ev)
+			}
+		}
+		want := []string{"response.created", "response.in_progress", "response.output_item.added",
+			"response.function_call_arguments.delta", "response.function_call_arguments.done", "response.output_item.done", "response.completed"}
+		if strings.Join(types, " ") != strings.Join(want, " ") {
+			t.Errorf("events = %v; want %v", types, want)
+		}
+		if !strings.Contains(string(body), `"name":"get_weather"`) || !strings.Contains(string(body), `\"city\":\"synthetic\"`) {
+			t.Errorf("stream body = %q; want a get_weather call with its arguments", body)
+		}
+	})
+
 	t.Run("chat stream arrives in pieces", func(t *testing.T) {
 		// An OpenAI-compatible upstream that sends its first content delta
 		// and then waits until that delta has reached the Runtime API

@@ -32,6 +32,7 @@ func apiHandler(d apiDeps) http.Handler {
 		{Method: "GET", Pattern: "/v1/models", Handler: authed(httpapi.ListModels(d.cat, d.getenv, d.log))},
 		{Method: "GET", Pattern: "/v1/models/{id...}", Handler: authed(httpapi.GetModel(d.cat, d.getenv, d.log))},
 		{Method: "POST", Pattern: "/v1/chat/completions", Handler: authed(httpapi.ChatCompletions(d.gw, d.log))},
+		{Method: "POST", Pattern: "/v1/responses", Handler: authed(httpapi.Responses(d.gw, d.log))},
 		{Method: "POST", Pattern: "/v1/jobs", Handler: authed(httpapi.CreateJob(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: authed(httpapi.GetJob(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/credits", Handler: authed(httpapi.GetCredits(d.credits, d.log))},

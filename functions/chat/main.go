@@ -44,7 +44,9 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// Lambda may be frozen or killed right after an invocation, so nothing
 	// may wait in memory (chat.BufferedRecorder is for genway serve).
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store})
-	h, err := b.API(getenv, httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: httpapi.ChatCompletions(gw, b.Log)})
+	h, err := b.API(getenv,
+		httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: httpapi.ChatCompletions(gw, b.Log)},
+		httpapi.Route{Method: "POST", Pattern: "/v1/responses", Handler: httpapi.Responses(gw, b.Log)})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -100,10 +99,15 @@ func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg cha
 	if !p.Stream {
 		return gw.Run(r.Context(), account(r), &p, &jsonSink{w: w, meta: meta})
 	}
-	s := &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512), meta: meta, heartbeat: cfg.heartbeat}
+	s := newSSEStream(w, &chunkEncoder{meta: meta}, cfg.heartbeat)
 	*stream = s
 	defer s.stopHeartbeats() // no heartbeat writes after the handler
 	return gw.Run(r.Context(), account(r), &p, s)
+}
+
+// newSSEStream returns the sink of one stream in the wire format of enc.
+func newSSEStream(w http.ResponseWriter, enc streamEncoder, heartbeat time.Duration) *sseStream {
+	return &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512), enc: enc, heartbeat: heartbeat}
 }
 
 // writeChatError is the one place a chat error is written: nothing if the
@@ -124,9 +128,7 @@ func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s 
 	}
 	status, env, _ := errorEnvelope(err, rid)
 	log.ErrorContext(ctx, "chat: stream failed", "request_id", rid, "status", status, "err", err)
-	b, _ := marshal(env)
-	s.write(b)
-	s.flush()
+	s.fail(env)
 }
 
 // jsonSink writes a non-streamed completion: one chat.completion object.
@@ -158,27 +160,29 @@ func (j *jsonSink) End(resp *chat.Response) error {
 		Choices: []completionChoice{{Message: msg, FinishReason: resp.FinishReason}},
 		Usage:   resp.Usage,
 	}
-	b, err := marshal(&c)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	h := j.w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	j.w.WriteHeader(http.StatusOK)
-	_, err = j.w.Write(b)
-	return err
+	return writeJSON(j.w, http.StatusOK, &c)
 }
 
-// sseStream writes the chunks of one streamed completion.
+// streamEncoder is one wire format of a stream: the events that commit
+// the response, those of a delta, those of the end, and the error event
+// of a stream that fails after it was committed. Each appends to b and
+// returns it. sseStream calls them under its lock, one at a time.
+type streamEncoder interface {
+	start(b []byte) []byte
+	delta(b []byte, d chat.Delta) []byte
+	end(b []byte, resp *chat.Response) []byte
+	fail(b []byte, env envelope) []byte
+}
+
+// sseStream is the chat.Sink of a streamed answer: it writes the events
+// of its encoder (chat chunks, or Responses events) as Server-Sent
+// Events, commits the response at the first delta or heartbeat, sends
+// heartbeats while the upstream is silent, and drops a client that stops
+// reading.
 type sseStream struct {
-	w     http.ResponseWriter
-	rc    *http.ResponseController
-	meta  chunkMeta // what every chunk repeats
-	enc   *json.Encoder
-	jbuf  bytes.Buffer
-	chunk chunk
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	enc streamEncoder
 
 	mu        sync.Mutex
 	started   bool          // headers and the role chunk are written
@@ -201,7 +205,7 @@ func (s *sseStream) start() {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)
-	s.buf = s.appendEvent(s.buf[:0], chunkDelta{Role: chat.RoleAssistant, Content: new(string)}, nil, nil)
+	s.buf = s.enc.start(s.buf[:0])
 	s.raw(s.buf)
 }
 
@@ -212,27 +216,13 @@ func (s *sseStream) Start() error {
 	return nil
 }
 
-// Delta implements chat.Writer: the role chunk first (committing the
-// response), then one chunk event per delta, written but not flushed.
+// Delta implements chat.Writer: the start events first (committing the
+// response), then the events of d, written but not flushed.
 func (s *sseStream) Delta(d chat.Delta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
-	s.buf = s.buf[:0]
-	if d.Reasoning != "" {
-		s.buf = s.appendEvent(s.buf, chunkDelta{ReasoningContent: d.Reasoning}, nil, nil)
-	}
-	if d.Content != "" {
-		s.buf = s.appendEvent(s.buf, chunkDelta{Content: &d.Content}, nil, nil)
-	}
-	if tc := d.ToolCall; tc != nil {
-		// The first piece of a call names it, as OpenAI streams them.
-		call := chunkToolCall{Index: tc.Index, ID: tc.ID, Function: toolFunction{Name: tc.Name, Arguments: tc.Arguments}}
-		if tc.ID != "" {
-			call.Type = "function"
-		}
-		s.buf = s.appendEvent(s.buf, chunkDelta{ToolCalls: []chunkToolCall{call}}, nil, nil)
-	}
+	s.buf = s.enc.delta(s.buf[:0], d)
 	if len(s.buf) > 0 {
 		s.raw(s.buf)
 	}
@@ -247,17 +237,25 @@ func (s *sseStream) Flush() error {
 	return s.err
 }
 
-// End implements chat.Sink: the final chunk (empty delta, finish reason,
-// usage) and [DONE]. They are sent with the end of the response (the
-// gateway flushes first when recording usage may wait).
+// End implements chat.Sink: the end events. They are sent with the end
+// of the response (the gateway flushes first when recording usage may
+// wait).
 func (s *sseStream) End(resp *chat.Response) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
-	s.buf = s.appendEvent(s.buf[:0], chunkDelta{}, &resp.FinishReason, &resp.Usage)
-	s.buf = append(s.buf, "data: [DONE]\n\n"...)
+	s.buf = s.enc.end(s.buf[:0], resp)
 	s.raw(s.buf)
 	return s.err
+}
+
+// fail writes the error event of a committed stream and flushes it.
+func (s *sseStream) fail(env envelope) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = s.enc.fail(s.buf[:0], env)
+	s.raw(s.buf)
+	s.flushLocked()
 }
 
 // committed reports whether the response has started (headers sent).
@@ -312,15 +310,6 @@ func (s *sseStream) beat() {
 	s.timer.Reset(s.heartbeat)
 }
 
-func (s *sseStream) write(data []byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buf = append(s.buf[:0], "data: "...)
-	s.buf = append(s.buf, data...)
-	s.buf = append(s.buf, '\n', '\n')
-	s.raw(s.buf)
-}
-
 func (s *sseStream) raw(b []byte) {
 	if s.err != nil {
 		return
@@ -334,12 +323,6 @@ func (s *sseStream) raw(b []byte) {
 		s.err = err
 	}
 	s.last = now
-}
-
-func (s *sseStream) flush() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.flushLocked()
 }
 
 func (s *sseStream) flushLocked() {
@@ -421,20 +404,65 @@ type completionMessage struct {
 	ToolCalls        []toolCall `json:"tool_calls,omitempty"`
 }
 
+// chunkEncoder is the chat completions stream format: a chunk with
+// delta.role "assistant" at the start, a chunk per delta, a final chunk
+// with the finish reason and usage, and "data: [DONE]"; an error is
+// `data: {"error": ...}` and the stream ends without [DONE].
+type chunkEncoder struct {
+	meta  chunkMeta // what every chunk repeats
+	enc   *json.Encoder
+	jbuf  bytes.Buffer
+	chunk chunk
+}
+
+func (c *chunkEncoder) start(b []byte) []byte {
+	return c.appendEvent(b, chunkDelta{Role: chat.RoleAssistant, Content: new(string)}, nil, nil)
+}
+
+func (c *chunkEncoder) delta(b []byte, d chat.Delta) []byte {
+	if d.Reasoning != "" {
+		b = c.appendEvent(b, chunkDelta{ReasoningContent: d.Reasoning}, nil, nil)
+	}
+	if d.Content != "" {
+		b = c.appendEvent(b, chunkDelta{Content: &d.Content}, nil, nil)
+	}
+	if tc := d.ToolCall; tc != nil {
+		// The first piece of a call names it, as OpenAI streams them.
+		call := chunkToolCall{Index: tc.Index, ID: tc.ID, Function: toolFunction{Name: tc.Name, Arguments: tc.Arguments}}
+		if tc.ID != "" {
+			call.Type = "function"
+		}
+		b = c.appendEvent(b, chunkDelta{ToolCalls: []chunkToolCall{call}}, nil, nil)
+	}
+	return b
+}
+
+func (c *chunkEncoder) end(b []byte, resp *chat.Response) []byte {
+	b = c.appendEvent(b, chunkDelta{}, &resp.FinishReason, &resp.Usage)
+	return append(b, "data: [DONE]\n\n"...)
+}
+
+func (c *chunkEncoder) fail(b []byte, env envelope) []byte {
+	data, _ := marshal(env)
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	return append(b, '\n', '\n')
+}
+
 // appendEvent appends one chunk event, "data: <chunk JSON>\n\n", to b.
 // One encoder and one chunk are reused across the stream's events.
-func (s *sseStream) appendEvent(b []byte, d chunkDelta, finish *string, u *chat.Usage) []byte {
-	if s.enc == nil {
-		s.enc = json.NewEncoder(&s.jbuf)
-		s.enc.SetEscapeHTML(false)
-		s.chunk = chunk{chunkMeta: s.meta, Object: "chat.completion.chunk", Choices: make([]chunkChoice, 1)}
+func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string, u *chat.Usage) []byte {
+	if c.enc == nil {
+		c.enc = json.NewEncoder(&c.jbuf)
+		c.enc.SetEscapeHTML(false)
+		c.chunk = chunk{chunkMeta: c.meta, Object: "chat.completion.chunk", Choices: make([]chunkChoice, 1)}
 	}
-	s.chunk.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
-	s.chunk.Usage = u
-	s.jbuf.Reset()
+	c.chunk.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
+	c.chunk.Usage = u
+	c.jbuf.Reset()
 	// Encode cannot fail here: a chunk holds only strings and integers.
-	s.enc.Encode(&s.chunk) // ends with a newline
+	c.enc.Encode(&c.chunk) // ends with a newline
 	b = append(b, "data: "...)
-	b = append(b, s.jbuf.Bytes()...)
+	b = append(b, c.jbuf.Bytes()...)
 	return append(b, '\n')
 }

@@ -141,8 +141,9 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	writeJSON(w, status, env)
 }
 
-// writeJSON writes v as JSON with status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
+// writeJSON writes v as JSON with status; the error is the write's (the
+// client went away).
+func writeJSON(w http.ResponseWriter, status int, v any) error {
 	b, err := marshal(v)
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"Internal error encoding the response.","type":"api_error","param":null,"code":"internal_error"}}`)
@@ -150,7 +151,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	_, err = w.Write(append(b, '\n'))
+	return err
 }
 
 // marshal is json.Marshal without HTML escaping: a link's "&" stays "&"
