@@ -42,14 +42,38 @@ install_python_tool() { # $1 command, $2 pip package
   command -v "$1" >/dev/null 2>&1 || echo "scripts/test.sh: $1 not found; pip install '$2'" >&2
 }
 
+# The official JavaScript clients (openai, ai, @ai-sdk/openai,
+# @ai-sdk/openai-compatible), pinned by clients/npm/package-lock.json, for
+# cmd/genway's TestNPMClients. Node comes from Debian if it is missing.
+install_npm_clients() {
+  if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      echo "scripts/test.sh: installing nodejs and npm with apt-get..." >&2
+      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm) >/tmp/genway-node-install.log 2>&1 \
+        || echo "scripts/test.sh: apt-get install nodejs npm failed (see /tmp/genway-node-install.log)" >&2
+    fi
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "scripts/test.sh: node/npm not found; install Node.js 18+ to run the JavaScript client tests" >&2
+    return 0
+  fi
+  if [ ! -d clients/npm/node_modules/@ai-sdk/openai-compatible ] || [ clients/npm/package-lock.json -nt clients/npm/node_modules ]; then
+    echo "scripts/test.sh: installing the npm client packages (npm ci in clients/npm)..." >&2
+    (cd clients/npm && npm ci --no-audit --no-fund) >/tmp/genway-npm-install.log 2>&1 \
+      || echo "scripts/test.sh: npm ci failed (see /tmp/genway-npm-install.log)" >&2
+  fi
+}
+
 need_go
 install_ffprobe
+install_npm_clients
 install_python_tool moto_server 'moto[server]'
 install_python_tool cfn-lint cfn-lint
 
 if [ -n "${CI:-}" ]; then
   missing=""
-  for t in moto_server cfn-lint ffprobe; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
+  for t in moto_server cfn-lint ffprobe node; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
+  [ -d clients/npm/node_modules/@ai-sdk/openai-compatible ] || missing="$missing clients/npm/node_modules"
   if [ -n "$missing" ]; then
     echo "scripts/test.sh: CI needs these tools and they could not be installed:$missing" >&2
     exit 1
