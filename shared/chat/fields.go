@@ -230,7 +230,7 @@ func checkFeatures(req *Request, prov Provider) error {
 	case !f.ResponseFormat && req.ResponseFormat != nil:
 		return refuse("response_format", "The %s provider does not support response_format %q.", name, req.ResponseFormat.Type)
 	case !f.ToolsWithFormat && req.ResponseFormat != nil && len(req.Tools) > 0:
-		return refuse("response_format", "The %s provider cannot take tools and response_format in one request (structured output is a forced tool there).", name)
+		return refuse("response_format", "The %s provider cannot take tools and response_format in one request.", name)
 	case !f.Seed && req.Seed != nil:
 		return refuse("seed", "The %s provider has no seed.", name)
 	case !f.Penalties && req.PresencePenalty != nil:

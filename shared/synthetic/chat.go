@@ -135,7 +135,7 @@ func failure() error {
 
 // answer is a planned completion.
 type answer struct {
-	reasoning, content []string // words, within the token budget
+	reasoning, content []string        // words, within the token budget
 	json               string          // structured output: the whole content
 	calls              []chat.ToolCall // tool calls: the answer, without content
 	finish             string
