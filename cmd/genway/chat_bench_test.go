@@ -44,8 +44,23 @@ func benchUpstream(b *testing.B) *httptest.Server {
 	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}` + "\n\n")
 	sb.WriteString("data: [DONE]\n\n")
 	stream := []byte(sb.String())
+	// The same stream as one tool call whose arguments come in five pieces.
+	sb.Reset()
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"lookup","arguments":""}}]},"finish_reason":null}]}` + "\n\n")
+	for _, w := range []string{"w1", " w2", " w3", " w4", " w5"} {
+		sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"` + w + `"}}]},"finish_reason":null}]}` + "\n\n")
+	}
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n")
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}` + "\n\n")
+	sb.WriteString("data: [DONE]\n\n")
+	toolStream := []byte(sb.String())
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"tools"`)) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Write(toolStream)
+			return
+		}
 		if bytes.Contains(body, []byte(`"stream":true`)) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Write(stream)
@@ -82,6 +97,7 @@ type loadClient struct {
 	url, body string
 	key       string // API key sent as a bearer token
 	stream    bool
+	first     []byte // marks the first delta of a stream; firstContent if nil
 	tr        *http.Transport
 	client    *http.Client
 }
@@ -119,9 +135,13 @@ func (c *loadClient) one() (time.Time, error) {
 		return time.Now(), err
 	}
 	var first time.Time
+	marker := c.first
+	if marker == nil {
+		marker = firstContent
+	}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		if first.IsZero() && bytes.Contains(sc.Bytes(), firstContent) {
+		if first.IsZero() && bytes.Contains(sc.Bytes(), marker) {
 			first = time.Now()
 		}
 	}
@@ -319,5 +339,70 @@ func BenchmarkChatGateway(b *testing.B) {
 			b.ReportMetric(median(gP99), "paced-gateway-p99-µs")
 			b.ReportMetric(median(added), "added-p50-µs")
 		})
+	}
+}
+
+// BenchmarkChatWireFormats measures, through genway serve over the fake
+// upstream of BenchmarkChatGateway, what a tool-calling stream and a
+// Responses API stream cost next to a plain chat stream: "plain" (chat
+// completions, five content deltas), "tools" (chat completions with a
+// tool, the upstream streaming one call whose arguments come in five
+// pieces) and "responses" (POST /v1/responses, the same five deltas as
+// Responses events). Each runs benchRounds rounds of b.N requests at 32
+// connections, alternating; it reports each one's median requests per
+// second and CPU time per request (the whole process), and each format's
+// cost over plain: the median over rounds of the rate lost, in percent
+// (the target is at most 10), and the same for CPU time per request.
+//
+//	go test ./cmd/genway -run '^$' -bench ChatWireFormats -benchtime 4000x
+func BenchmarkChatWireFormats(b *testing.B) {
+	up := benchUpstream(b)
+	defer up.Close()
+	srv := startServer(b, b.TempDir(), map[string]string{
+		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
+		"GENWAY_RATE_LIMIT": "1000000000",
+	})
+	msgs := `"messages":[{"role":"user","content":"hello there"}],"max_tokens":16,"stream":true`
+	tool := `"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]`
+	formats := []*loadClient{
+		newLoadClient(srv.base+"/v1/chat/completions", srv.key, `{"model":"openai/gpt-4o-mini",`+msgs+`}`, true, benchConcurrency),
+		newLoadClient(srv.base+"/v1/chat/completions", srv.key, `{"model":"openai/gpt-4o-mini",`+msgs+`,`+tool+`}`, true, benchConcurrency),
+		newLoadClient(srv.base+"/v1/responses", srv.key, `{"model":"openai/gpt-4o-mini","input":"hello there","max_output_tokens":16,"stream":true}`, true, benchConcurrency),
+	}
+	formats[1].first = []byte(`"arguments":"w1"`)
+	formats[2].first = []byte(`"delta":"w1"`)
+	names := []string{"plain", "tools", "responses"}
+	n := max(b.N, 200)
+	for _, c := range formats {
+		defer c.tr.CloseIdleConnections()
+		c.warm(benchConcurrency)
+	}
+	b.ResetTimer()
+	rps := make([][]float64, len(formats))
+	cpu := make([][]float64, len(formats))
+	lost := make([][]float64, len(formats))
+	extraCPU := make([][]float64, len(formats))
+	for range benchRounds {
+		var r []benchResult
+		for i, c := range formats {
+			res := c.run(b, n, benchConcurrency, 0)
+			r = append(r, res)
+			rps[i] = append(rps[i], res.rps)
+			cpu[i] = append(cpu[i], float64(res.cpu.Microseconds()))
+		}
+		for i := 1; i < len(formats); i++ {
+			lost[i] = append(lost[i], 100*(1-r[i].rps/r[0].rps))
+			extraCPU[i] = append(extraCPU[i], 100*(float64(r[i].cpu)/float64(r[0].cpu)-1))
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	for i, name := range names {
+		b.ReportMetric(median(rps[i]), name+"-req/s")
+		b.ReportMetric(median(cpu[i]), name+"-cpu-µs/req")
+		if i > 0 {
+			b.ReportMetric(median(lost[i]), name+"-rate-%-below-plain")
+			b.ReportMetric(median(extraCPU[i]), name+"-cpu-%-over-plain")
+		}
 	}
 }

@@ -413,6 +413,7 @@ type chunkEncoder struct {
 	enc   *json.Encoder
 	jbuf  bytes.Buffer
 	chunk chunk
+	calls [1]chunkToolCall // the tool call piece of a chunk, reused
 }
 
 func (c *chunkEncoder) start(b []byte) []byte {
@@ -432,7 +433,8 @@ func (c *chunkEncoder) delta(b []byte, d chat.Delta) []byte {
 		if tc.ID != "" {
 			call.Type = "function"
 		}
-		b = c.appendEvent(b, chunkDelta{ToolCalls: []chunkToolCall{call}}, nil, nil)
+		c.calls[0] = call
+		b = c.appendEvent(b, chunkDelta{ToolCalls: c.calls[:]}, nil, nil)
 	}
 	return b
 }

@@ -121,15 +121,15 @@ type responsesTool struct {
 
 type responsesText struct {
 	Format    *responsesFormat `json:"format"`
-	Verbosity string           `json:"verbosity"`
+	Verbosity string           `json:"verbosity,omitempty"`
 }
 
 type responsesFormat struct {
 	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Schema      json.RawMessage `json:"schema"`
-	Strict      *bool           `json:"strict"`
+	Name        string          `json:"name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // responsesItem is one input item: a message (type "message" or absent,
@@ -447,7 +447,7 @@ type responseObject struct {
 	Error              *responseError     `json:"error"`
 	IncompleteDetails  *incompleteDetails `json:"incomplete_details"`
 	Instructions       *string            `json:"instructions"`
-	MaxOutputTokens    json.RawMessage    `json:"max_output_tokens"`
+	MaxOutputTokens    *int64             `json:"max_output_tokens"`
 	Model              string             `json:"model"`
 	Output             []outputItem       `json:"output"`
 	ParallelToolCalls  bool               `json:"parallel_tool_calls"`
@@ -456,7 +456,7 @@ type responseObject struct {
 	Store              bool               `json:"store"`
 	Temperature        *float64           `json:"temperature"`
 	Text               responsesText      `json:"text"`
-	ToolChoice         json.RawMessage    `json:"tool_choice"`
+	ToolChoice         any                `json:"tool_choice"` // "auto", or the request's as it was
 	Tools              []responsesTool    `json:"tools"`
 	TopP               *float64           `json:"top_p"`
 	Truncation         string             `json:"truncation"`
@@ -514,17 +514,17 @@ func outputTextPart(text string) contentPart {
 func (rp *responsesRequest) echo() *responseObject {
 	o := &responseObject{
 		ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
-		Instructions: rp.Instructions, MaxOutputTokens: rp.MaxOutputTokens, Model: rp.Model, Output: []outputItem{},
+		Instructions: rp.Instructions, Model: rp.Model, Output: []outputItem{},
 		ParallelToolCalls: rp.ParallelToolCalls == nil || *rp.ParallelToolCalls,
-		Temperature:       rp.Temperature, TopP: rp.TopP, ToolChoice: rp.ToolChoice, Tools: rp.Tools,
+		Temperature:       rp.Temperature, TopP: rp.TopP, ToolChoice: "auto", Tools: rp.Tools,
 		Truncation: "disabled", Metadata: rp.Metadata,
 		Text: responsesText{Format: &responsesFormat{Type: "text"}},
 	}
-	if !isSetRaw(o.MaxOutputTokens) {
-		o.MaxOutputTokens = json.RawMessage("null")
+	if n, err := strconv.ParseInt(string(bytes.TrimSpace(rp.MaxOutputTokens)), 10, 64); err == nil {
+		o.MaxOutputTokens = &n
 	}
-	if !isSetRaw(o.ToolChoice) {
-		o.ToolChoice = json.RawMessage(`"auto"`)
+	if isSetRaw(rp.ToolChoice) {
+		o.ToolChoice = rp.ToolChoice
 	}
 	if o.Tools == nil {
 		o.Tools = []responsesTool{}
