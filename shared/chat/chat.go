@@ -135,6 +135,9 @@ type Message struct {
 	// Gemini needs it).
 	ToolCallID string
 	ToolName   string
+	// Name is the participant's name the client gave the message; only
+	// OpenAI-compatible upstreams take it.
+	Name string
 }
 
 // Text returns the concatenated text parts of m.

@@ -340,6 +340,7 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 		default:
 			return nil, nil, apierr.Invalidf(at(".role"), "invalid_value", "role must be system, developer, user, assistant or tool, not %q", pm.Role)
 		}
+		out[i].Name = pm.Name
 		if err := toolTurn(&out[i], pm, out[:i], at); err != nil {
 			return nil, nil, err
 		}

@@ -65,7 +65,7 @@ type StreamOptions struct {
 type ParamsMessage struct {
 	Role       string           `json:"role"`
 	Content    json.RawMessage  `json:"content"`
-	Name       string           `json:"name"` // accepted; no provider but OpenAI uses it
+	Name       string           `json:"name"` // forwarded to OpenAI-compatible upstreams only
 	ToolCalls  []ParamsToolCall `json:"tool_calls"`
 	ToolCallID string           `json:"tool_call_id"`
 	Refusal    *string          `json:"refusal"` // an earlier assistant refusal, sent back as its text

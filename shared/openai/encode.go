@@ -87,6 +87,7 @@ type streamOptions struct {
 type wireMessage struct {
 	Role       string         `json:"role"`
 	Content    any            `json:"content"`
+	Name       string         `json:"name,omitempty"`
 	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
@@ -157,7 +158,7 @@ func wireRequestFor(req *chat.Request, stream bool) *wireRequest {
 	}
 	for i, m := range req.Messages {
 		w.Messages[i].Role = m.Role
-		w.Messages[i].ToolCallID = m.ToolCallID
+		w.Messages[i].ToolCallID, w.Messages[i].Name = m.ToolCallID, m.Name
 		for _, tc := range m.ToolCalls {
 			wc := wireToolCall{ID: tc.ID, Type: "function"}
 			wc.Function.Name, wc.Function.Arguments = tc.Name, tc.Arguments

@@ -364,12 +364,20 @@ func TestTimeoutAndCancel(t *testing.T) {
 // panic or loop, must emit only non-empty deltas, and on success must have
 // a finish reason. The seed corpus is testdata/fuzz/FuzzDecodeStream.
 func FuzzDecodeStream(f *testing.F) {
+	for _, name := range []string{"stream_basic.sse", "stream_tools.sse", "stream_reasoning.sse"} {
+		if b, err := os.ReadFile("testdata/" + name); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		n := 0
 		resp, err := decodeStream(strings.NewReader(string(b)), func(d chat.Delta) error {
 			n++
-			if d.Content == "" && d.Reasoning == "" {
+			if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
 				t.Errorf("empty delta emitted")
+			}
+			if tc := d.ToolCall; tc != nil && tc.Index < 0 {
+				t.Errorf("tool call delta with index %d", tc.Index)
 			}
 			return nil
 		})

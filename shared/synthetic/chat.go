@@ -34,7 +34,8 @@ const defaultMaxTokens = 4096
 //
 // Tokens are whitespace-separated words, for the prompt and the completion
 // alike, plus ImageTokens per image; so usage is honest and predictable.
-// Streams send each word as its own delta (with its leading space). With
+// Streams send each word as its own delta (with its leading space). The
+// answer ends before the first stop sequence. With
 // tools or a response_format it calls tools or answers JSON by the rules
 // in tools.go (the trigger: name a tool in the last user message). Chat is
 // safe for concurrent use.
@@ -196,6 +197,7 @@ func plan(req *chat.Request) answer {
 	if ta := toolAnswer(req); ta != nil {
 		content = ta
 	}
+	content = cutAtStop(content, req.Stop)
 	if a.calls = toolCalls(req); a.calls != nil {
 		content = nil
 		a.usage.CompletionTokens = len(reasoning)
@@ -249,3 +251,22 @@ func describe(n int, img *chat.Image) string {
 // (seed and penalties change nothing it could vary) and takes every other
 // field by the rules in tools.go.
 func (*Chat) Features() chat.Features { return chat.AllFeatures }
+
+// cutAtStop ends the answer (words joined by spaces) before the first
+// occurrence of any stop sequence, as an upstream does.
+func cutAtStop(words, stop []string) []string {
+	if len(stop) == 0 {
+		return words
+	}
+	text := strings.Join(words, " ")
+	cut := len(text)
+	for _, s := range stop {
+		if i := strings.Index(text, s); s != "" && i >= 0 && i < cut {
+			cut = i
+		}
+	}
+	if cut == len(text) {
+		return words
+	}
+	return strings.Fields(text[:cut])
+}
