@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/chat"
 )
@@ -293,4 +294,46 @@ func TestResponsesStreamFailure(t *testing.T) {
 	if s.Err() != nil || ev.Type != "response.failed" || ev.Response.Status != "failed" || ev.Response.Error.Code != "upstream_error" {
 		t.Errorf("openai-go: last event %s, status %s, error %+v, err %v; want response.failed with the error", ev.Type, ev.Response.Status, ev.Response.Error, s.Err())
 	}
+}
+
+// FuzzResponsesRequest feeds arbitrary bodies to the Responses request
+// translation and the gateway behind it: never a panic; every refusal an
+// *apierr.Error whose param names a field of the Responses request (not
+// of the chat request it was translated into); and a request that passes
+// gets an answer.
+func FuzzResponsesRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"synthetic/echo","input":"hi"}`,
+		`{"model":"synthetic/echo","instructions":"x","input":[{"role":"user","content":[{"type":"input_text","text":"get_weather"}]}],"tools":[{"type":"function","name":"get_weather","parameters":{"type":"object"}}]}`,
+		`{"model":"synthetic/echo","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}]}`,
+		`{"model":"synthetic/echo","input":[{"type":"item_reference","id":"fc_WyJjIiwiZiIsInt9Il0"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"ok"}]}]}`,
+		`{"model":"synthetic/echo","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"tool_choice":{"type":"function","name":"f"}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	gw := syntheticGateway(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var rp responsesRequest
+		if unmarshal(body, &rp) != nil {
+			return
+		}
+		rp.Stream = false
+		p, paths, err := rp.chatParams()
+		if err == nil {
+			sink := &responseJSONSink{jsonSink: jsonSink{w: httptest.NewRecorder()}, meta: rp.echo()}
+			err = gw.Run(context.Background(), "acct", p, sink)
+		}
+		if err == nil {
+			return
+		}
+		e := apierr.As(responsesParam(err, paths))
+		if e == nil {
+			t.Fatalf("error %v is not an *apierr.Error", err)
+		}
+		for _, chatOnly := range []string{"messages", "max_completion_tokens", "reasoning_effort", "response_format", ".function."} {
+			if strings.Contains(e.Param, chatOnly) {
+				t.Errorf("param %q names the chat request's field", e.Param)
+			}
+		}
+	})
 }
