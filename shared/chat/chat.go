@@ -3,9 +3,12 @@
 // (packages openai, anthropic, gemini, bedrock, synthetic), and the errors a
 // provider returns so that the HTTP edge can map upstream failures to
 // 400 / 429 / 502 / 503 / 504; and the Gateway, which validates a request
-// (Params, the OpenAI wire shape) against the catalog, fetches images for
+// (Params, the OpenAI wire shape: messages, tools and tool turns,
+// response_format, the sampling fields) against the catalog and against
+// what the model's provider can honour (Features), fetches images for
 // providers that need bytes (ImageFetcher, with SSRF protection), runs it
-// on the model's provider and records usage (UsageRecorder).
+// on the model's provider into the caller's Sink and records usage
+// (UsageRecorder).
 package chat
 
 import (

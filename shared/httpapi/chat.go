@@ -39,9 +39,13 @@ func ChatHeartbeat(d time.Duration) ChatOption {
 // ChatCompletions serves POST /v1/chat/completions for the account in the
 // request context (see Authenticated).
 //
-// Without "stream": a chat.completion object. With "stream": true, Server-Sent
-// Events: a chunk with delta.role "assistant", one chunk per upstream delta,
-// each flushed at once, a final chunk with an empty delta, finish_reason and
+// Without "stream": a chat.completion object (message.tool_calls, and
+// content null, when the model calls tools). With "stream": true,
+// Server-Sent Events: a chunk with delta.role "assistant", one chunk per
+// upstream delta (content, reasoning_content, or a piece of a tool call in
+// delta.tool_calls: the first piece of call index i has its id, type and
+// function name, each piece a piece of the arguments), flushed as the
+// upstream sends them, a final chunk with an empty delta, finish_reason and
 // usage, and "data: [DONE]". The optional extra usage chunk (empty choices)
 // of stream_options.include_usage is not sent: usage is already on the final
 // chunk, and clients that sum usage over chunks (openai-go's
