@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,40 +36,56 @@ func benchChunk(content string) string {
 func benchUpstream(b *testing.B) *httptest.Server {
 	b.Helper()
 	complete := []byte(`{"id":"chatcmpl-b","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"w1 w2 w3 w4 w5"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}`)
-	var sb strings.Builder
-	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n")
-	for _, w := range []string{"w1", " w2", " w3", " w4", " w5"} {
-		sb.WriteString(benchChunk(w))
-	}
-	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
-	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}` + "\n\n")
-	sb.WriteString("data: [DONE]\n\n")
-	stream := []byte(sb.String())
-	// The same stream as one tool call whose arguments come in five pieces.
-	sb.Reset()
-	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"lookup","arguments":""}}]},"finish_reason":null}]}` + "\n\n")
-	for _, w := range []string{"w1", " w2", " w3", " w4", " w5"} {
-		sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"` + w + `"}}]},"finish_reason":null}]}` + "\n\n")
-	}
-	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\n")
-	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10}}` + "\n\n")
-	sb.WriteString("data: [DONE]\n\n")
-	toolStream := []byte(sb.String())
+	stream, toolStream := benchStream(5, false), benchStream(5, true)
+	// A longer answer, asked for with max_tokens 500: 100 deltas.
+	longStream, longToolStream := benchStream(100, false), benchStream(100, true)
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		if bytes.Contains(body, []byte(`"tools"`)) {
+		long := bytes.Contains(body, []byte(`"max_completion_tokens":500`))
+		switch {
+		case bytes.Contains(body, []byte(`"tools"`)):
 			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write(toolStream)
-			return
-		}
-		if bytes.Contains(body, []byte(`"stream":true`)) {
+			w.Write(map[bool][]byte{false: toolStream, true: longToolStream}[long])
+		case bytes.Contains(body, []byte(`"stream":true`)):
 			w.Header().Set("Content-Type", "text/event-stream")
-			w.Write(stream)
-			return
+			w.Write(map[bool][]byte{false: stream, true: longStream}[long])
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(complete)
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Write(complete)
 	}))
+}
+
+// benchStream is the fake upstream's stream of n deltas ("w1", " w2", ...),
+// as OpenAI sends them with stream_options.include_usage: a role chunk,
+// the content chunks (or, with tool, one tool call whose arguments come
+// in n pieces), a finish chunk, a usage chunk and [DONE].
+func benchStream(n int, tool bool) []byte {
+	var sb strings.Builder
+	if tool {
+		sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_b","type":"function","function":{"name":"lookup","arguments":""}}]},"finish_reason":null}]}` + "\n\n")
+	} else {
+		sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n")
+	}
+	for i := 1; i <= n; i++ {
+		w := fmt.Sprintf(" w%d", i)
+		if i == 1 {
+			w = "w1"
+		}
+		if tool {
+			sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"` + w + `"}}]},"finish_reason":null}]}` + "\n\n")
+		} else {
+			sb.WriteString(benchChunk(w))
+		}
+	}
+	finish := "stop"
+	if tool {
+		finish = "tool_calls"
+	}
+	sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{},"finish_reason":"` + finish + `"}]}` + "\n\n")
+	sb.WriteString(fmt.Sprintf(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":%d,"total_tokens":%d}}`, n, n+5) + "\n\n")
+	sb.WriteString("data: [DONE]\n\n")
+	return []byte(sb.String())
 }
 
 // benchResult is one measured phase.
@@ -345,14 +362,20 @@ func BenchmarkChatGateway(b *testing.B) {
 // BenchmarkChatWireFormats measures, through genway serve over the fake
 // upstream of BenchmarkChatGateway, what a tool-calling stream and a
 // Responses API stream cost next to a plain chat stream: "plain" (chat
-// completions, five content deltas), "tools" (chat completions with a
-// tool, the upstream streaming one call whose arguments come in five
-// pieces) and "responses" (POST /v1/responses, the same five deltas as
-// Responses events). Each runs benchRounds rounds of b.N requests at 32
-// connections, alternating; it reports each one's median requests per
-// second and CPU time per request (the whole process), and each format's
+// completions), "tools" (chat completions with a tool, the upstream
+// streaming one call whose arguments come in pieces) and "responses"
+// (POST /v1/responses, the same deltas as Responses events); each for a
+// short answer (5 deltas) and a longer one (100). Each runs benchRounds
+// rounds of b.N requests at 32 connections, alternating; it reports each
+// one's median requests per second and CPU time per request (the whole
+// process: load generator, gateway and fake upstream), and each format's
 // cost over plain: the median over rounds of the rate lost, in percent
-// (the target is at most 10), and the same for CPU time per request.
+// (the target is at most 10), and the same for CPU time per request. The
+// same requests are also sent straight to the upstream (the plain stream
+// and the tool stream; a Responses stream's upstream stream is the plain
+// one), and "gateway-own-cpu" is the gateway's CPU time per request minus
+// that: what the gateway itself adds, without the bytes a bigger format
+// costs the client and the upstream anyway.
 //
 //	go test ./cmd/genway -run '^$' -bench ChatWireFormats -benchtime 4000x
 func BenchmarkChatWireFormats(b *testing.B) {
@@ -362,37 +385,66 @@ func BenchmarkChatWireFormats(b *testing.B) {
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
 		"GENWAY_RATE_LIMIT": "1000000000",
 	})
-	msgs := `"messages":[{"role":"user","content":"hello there"}],"max_tokens":16,"stream":true`
+	for _, size := range []struct {
+		name      string
+		maxTokens string
+	}{{"5-deltas", "16"}, {"100-deltas", "500"}} {
+		b.Run(size.name, func(b *testing.B) { benchWireFormats(b, srv, up.URL, size.maxTokens) })
+	}
+}
+
+// benchWireFormats is one size of BenchmarkChatWireFormats.
+func benchWireFormats(b *testing.B, srv *server, upURL, maxTokens string) {
+	msgs := `"messages":[{"role":"user","content":"hello there"}],"max_tokens":` + maxTokens + `,"stream":true`
+	upMsgs := `"messages":[{"role":"user","content":"hello there"}],"max_completion_tokens":` + maxTokens + `,"stream":true`
 	tool := `"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]`
 	formats := []*loadClient{
 		newLoadClient(srv.base+"/v1/chat/completions", srv.key, `{"model":"openai/gpt-4o-mini",`+msgs+`}`, true, benchConcurrency),
 		newLoadClient(srv.base+"/v1/chat/completions", srv.key, `{"model":"openai/gpt-4o-mini",`+msgs+`,`+tool+`}`, true, benchConcurrency),
-		newLoadClient(srv.base+"/v1/responses", srv.key, `{"model":"openai/gpt-4o-mini","input":"hello there","max_output_tokens":16,"stream":true}`, true, benchConcurrency),
+		newLoadClient(srv.base+"/v1/responses", srv.key, `{"model":"openai/gpt-4o-mini","input":"hello there","max_output_tokens":`+maxTokens+`,"stream":true}`, true, benchConcurrency),
 	}
 	formats[1].first = []byte(`"arguments":"w1"`)
 	formats[2].first = []byte(`"delta":"w1"`)
+	// What each format costs straight from the upstream: the gateway's
+	// own cost is the difference (a Responses stream's upstream stream
+	// is the plain one).
+	plainDirect := newLoadClient(upURL+"/v1/chat/completions", "k", `{"model":"gpt-4o-mini",`+upMsgs+`}`, true, benchConcurrency)
+	toolDirect := newLoadClient(upURL+"/v1/chat/completions", "k", `{"model":"gpt-4o-mini",`+upMsgs+`,`+tool+`}`, true, benchConcurrency)
+	toolDirect.first = formats[1].first
+	directs := []*loadClient{plainDirect, toolDirect}
+	directOf := []int{0, 1, 0} // the direct stream of each format
 	names := []string{"plain", "tools", "responses"}
 	n := max(b.N, 200)
-	for _, c := range formats {
+	for _, c := range append(formats, directs...) {
 		defer c.tr.CloseIdleConnections()
 		c.warm(benchConcurrency)
 	}
 	b.ResetTimer()
 	rps := make([][]float64, len(formats))
 	cpu := make([][]float64, len(formats))
+	own := make([][]float64, len(formats))
 	lost := make([][]float64, len(formats))
 	extraCPU := make([][]float64, len(formats))
+	extraOwn := make([][]float64, len(formats))
 	for range benchRounds {
+		var d []benchResult
+		for _, c := range directs {
+			d = append(d, c.run(b, n, benchConcurrency, 0))
+		}
 		var r []benchResult
+		var o []time.Duration
 		for i, c := range formats {
 			res := c.run(b, n, benchConcurrency, 0)
 			r = append(r, res)
+			o = append(o, res.cpu-d[directOf[i]].cpu)
 			rps[i] = append(rps[i], res.rps)
 			cpu[i] = append(cpu[i], float64(res.cpu.Microseconds()))
+			own[i] = append(own[i], float64(o[i].Microseconds()))
 		}
 		for i := 1; i < len(formats); i++ {
 			lost[i] = append(lost[i], 100*(1-r[i].rps/r[0].rps))
 			extraCPU[i] = append(extraCPU[i], 100*(float64(r[i].cpu)/float64(r[0].cpu)-1))
+			extraOwn[i] = append(extraOwn[i], 100*(float64(o[i])/float64(o[0])-1))
 		}
 	}
 	b.StopTimer()
@@ -400,9 +452,11 @@ func BenchmarkChatWireFormats(b *testing.B) {
 	for i, name := range names {
 		b.ReportMetric(median(rps[i]), name+"-req/s")
 		b.ReportMetric(median(cpu[i]), name+"-cpu-µs/req")
+		b.ReportMetric(median(own[i]), name+"-gateway-own-cpu-µs/req")
 		if i > 0 {
 			b.ReportMetric(median(lost[i]), name+"-rate-%-below-plain")
 			b.ReportMetric(median(extraCPU[i]), name+"-cpu-%-over-plain")
+			b.ReportMetric(median(extraOwn[i]), name+"-gateway-own-cpu-%-over-plain")
 		}
 	}
 }

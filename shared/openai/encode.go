@@ -67,9 +67,10 @@ type wireJSONSchema struct {
 }
 
 // wireToolCall is a tool call, in a request's assistant message or in a
-// response (streamed pieces have an Index and may leave the rest empty).
+// response (streamed pieces have an index, 0 when absent, and may leave
+// the rest empty; a request's calls have none).
 type wireToolCall struct {
-	Index    *int   `json:"index,omitempty"`
+	Index    int    `json:"index,omitzero"`
 	ID       string `json:"id,omitempty"`
 	Type     string `json:"type,omitempty"`
 	Function struct {

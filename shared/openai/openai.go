@@ -281,10 +281,20 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
 				Message: "error event", Err: fmt.Errorf("error event: %s", errorMessageOr(string(data)))}
 		}
-		// Reuse the choices' array, zeroed: Unmarshal leaves absent
-		// fields as they are.
+		// Reuse the choices' array, zeroed (Unmarshal leaves absent
+		// fields as they are), and the first choice's tool calls' array,
+		// emptied: a tool call streams one piece per chunk.
+		var calls []wireToolCall
+		if cap(c.Choices) > 0 {
+			calls = c.Choices[:1][0].Delta.ToolCalls
+			clear(calls[:cap(calls)])
+			calls = calls[:0]
+		}
 		clear(c.Choices[:cap(c.Choices)])
 		c.Choices, c.Usage, c.Error = c.Choices[:0], nil, nil
+		if cap(c.Choices) > 0 {
+			c.Choices[:1][0].Delta.ToolCalls = calls
+		}
 		if err := json.Unmarshal(data, &c); err != nil {
 			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
 				Message: "malformed stream chunk", Err: fmt.Errorf("decode chunk: %w", err)}
@@ -307,10 +317,7 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 				}
 			}
 			for _, tc := range ch.Delta.ToolCalls {
-				td := &chat.ToolCallDelta{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-				if tc.Index != nil {
-					td.Index = *tc.Index
-				}
+				td := &chat.ToolCallDelta{Index: tc.Index, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
 				if err := emit(chat.Delta{ToolCall: td}); err != nil {
 					return nil, &emitError{err}
 				}

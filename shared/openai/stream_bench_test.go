@@ -33,3 +33,31 @@ func BenchmarkDecodeStream(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecodeToolStream is BenchmarkDecodeStream for a 100-piece
+// answer: content deltas, and one tool call's arguments in as many pieces.
+//
+//	go test ./shared/openai -run '^$' -bench DecodeToolStream -benchmem
+func BenchmarkDecodeToolStream(b *testing.B) {
+	for _, tool := range []bool{false, true} {
+		var sb strings.Builder
+		for i := range 100 {
+			w := " w" + strings.Repeat("x", i%3)
+			if tool {
+				sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"` + w + `"}}]},"finish_reason":null}]}` + "\n\n")
+			} else {
+				sb.WriteString(`data: {"id":"chatcmpl-b","object":"chat.completion.chunk","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"delta":{"content":"` + w + `"},"finish_reason":null}]}` + "\n\n")
+			}
+		}
+		sb.WriteString("data: [DONE]\n\n")
+		body := sb.String()
+		b.Run(map[bool]string{false: "content", true: "tool"}[tool], func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeStream(strings.NewReader(body), func(chat.Delta) error { return nil }); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
