@@ -344,13 +344,14 @@ func checkTemplate(tpl map[string]any, root string) []string {
 		}
 	}
 
-	for _, route := range []string{"POST /v1/chat/completions", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/credits"} {
+	for _, route := range []string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/credits"} {
 		if routes[route] == "" {
 			bad("no function serves %s", route)
 		}
 	}
-	if strings.Join(streamed, ",") != "POST /v1/chat/completions" {
-		bad("streamed routes = %v; want exactly [POST /v1/chat/completions]", streamed)
+	sort.Strings(streamed)
+	if strings.Join(streamed, ",") != "POST /v1/chat/completions,POST /v1/responses" {
+		bad("streamed routes = %v; want exactly [POST /v1/chat/completions POST /v1/responses]", streamed)
 	}
 
 	if worker == "" || queue == "" {
