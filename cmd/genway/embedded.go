@@ -72,9 +72,18 @@ func openEmbedded(dir, baseURL string, workers int) (*backend, error) {
 }
 
 // openOperator returns the operator commands for the configured backend.
-// For the embedded backend it opens the store directly, or, if `genway
-// serve` holds it, talks to the server over its admin socket.
+// With GENWAY_URL (and GENWAY_ADMIN_TOKEN) they go to that deployment's
+// admin API. Else, for the embedded backend it opens the store directly,
+// or, if `genway serve` holds it, talks to the server over its admin
+// socket; for GENWAY_BACKEND=aws it opens the tables.
 func openOperator(ctx context.Context, getenv func(string) string) (admin.Operator, func() error, error) {
+	if u := getenv("GENWAY_URL"); u != "" {
+		c, err := admin.Remote(u, getenv("GENWAY_ADMIN_TOKEN"))
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, func() error { return nil }, nil
+	}
 	if getenv("GENWAY_BACKEND") == "aws" {
 		be, err := openAWS(ctx, getenv, nil)
 		if err != nil {

@@ -152,6 +152,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	amount := fs.Int64("amount", 0, "credits to grant")
 	rpm := fs.Int("rpm", 0, "requests per minute per key (0 default, -1 unlimited)")
 	create := fs.Bool("create", false, "grant: make the account if it does not exist")
+	note := fs.String("note", "", "grant: why (kept in the audit log)")
 	if err := parse(fs, args[1:], stdout); err != nil {
 		return err
 	}
@@ -180,11 +181,20 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
 			// A mistyped name must not make a new account silently.
-			if _, err := op.Account(ctx, *account); errors.Is(err, credits.ErrAccountNotFound) && !*create {
+			_, err := op.Account(ctx, *account)
+			switch {
+			case errors.Is(err, credits.ErrAccountNotFound) && !*create:
 				return fmt.Errorf("account %q does not exist: check the name, or add --create to make it", *account)
-			}
-			if _, err := op.Grant(ctx, *account, *amount); err != nil {
+			case errors.Is(err, credits.ErrAccountNotFound):
+				if _, err := op.CreateAccount(ctx, *account, *amount, *note); err != nil {
+					return err
+				}
+			case err != nil:
 				return err
+			default:
+				if _, err := op.Grant(ctx, *account, *amount, *note); err != nil {
+					return err
+				}
 			}
 			return show(op)
 		})

@@ -22,6 +22,8 @@ type apiDeps struct {
 	gw      *chat.Gateway
 	credits httpapi.AccountReader
 	files   http.Handler // signed local media links; nil if none
+	admin   httpapi.AdminConfig
+	console http.Handler // the operator console, at /console/; nil if none
 }
 
 // apiHandler mounts every route on one mux: the same handler makers that
@@ -43,6 +45,14 @@ func apiHandler(d apiDeps) http.Handler {
 	}
 	if d.files != nil {
 		routes = append(routes, httpapi.Route{Method: "GET", Pattern: "/files/{key...}", Handler: d.files})
+	}
+	if d.admin.Operator != nil {
+		routes = append(routes, httpapi.AdminRoutes(d.admin)...)
+	}
+	if d.console != nil {
+		for _, m := range []string{"GET", "POST"} {
+			routes = append(routes, httpapi.Route{Method: m, Pattern: "/console/", Handler: d.console})
+		}
 	}
 	return httpapi.BodyTimeout(httpapi.DefaultBodyTimeout, httpapi.NewMux(d.log, routes...))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localmedia"
 	"github.com/genway/genway/shared/ratelimit"
@@ -177,9 +178,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer be.close()
 
-	op := &admin.Service{Store: be.store}
+	op := &admin.Service{Store: be.store, Log: log}
 	if err := ensureDevAccount(ctx, op, cfg, stdout); err != nil {
 		return err
+	}
+	// The operator token: GENWAY_ADMIN_TOKEN, or one made at first start
+	// whose hash is kept in the data directory.
+	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+		return err
+	}
+	verifier, madeToken, err := admin.LocalToken(getenv("GENWAY_ADMIN_TOKEN"), filepath.Join(cfg.dataDir, "admin-token.sha256"))
+	if err != nil {
+		return fmt.Errorf("operator token: %w", err)
 	}
 
 	providers, err := upstreams.New(cat, getenv, nil) // nil: a transport pooled for many concurrent upstream requests
@@ -209,7 +219,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
-	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, credits: be.store, files: be.files})
+	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Log: log}
+	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, credits: be.store, files: be.files,
+		admin: adminCfg})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (2 minutes), and at most
 	// cfg.maxConns connections at once (more wait in the listen backlog).
@@ -236,7 +248,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 			return err
 		}
 		defer os.Remove(be.adminSocket)
-		asrv = &http.Server{Handler: admin.Handler(op, log), ReadHeaderTimeout: 10 * time.Second}
+		socketCfg := adminCfg
+		socketCfg.Verifier = nil // the socket's owner is the data directory's
+		asrv = &http.Server{Handler: httpapi.AdminAPI(socketCfg), ReadHeaderTimeout: 10 * time.Second}
 		goRun("admin socket", func() error { return ignoreClosed(asrv.Serve(sock)) })
 	}
 	goRun("worker", func() error { return be.consume(ctx, worker.Process) })
@@ -246,6 +260,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	goRun("http", func() error { return ignoreClosed(srv.Serve(limitListener(ln, cfg.maxConns))) })
 	fmt.Fprintf(stdout, "genway: serving on %s/v1 (backend %s, data %s)\n", baseURL, backendName(getenv), cfg.dataDir)
+	if madeToken != "" {
+		fmt.Fprintf(stdout, "genway: operator token made (shown once; only its hash is kept): %s\n", madeToken)
+		fmt.Fprintf(stdout, "genway: operator console, signed in: %s/console/signin?token=%s\n", baseURL, madeToken)
+	} else {
+		fmt.Fprintf(stdout, "genway: operator console: %s/console/ (sign in with the operator token)\n", baseURL)
+	}
 	log.Info("serving", "addr", ln.Addr().String(), "backend", backendName(getenv))
 
 	select {

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"time"
 
@@ -23,10 +24,23 @@ type Store interface {
 	auth.Store
 	credits.Store
 	credits.UsageStore
+	AuditStore
 	// SetRateLimit sets the account's requests per minute per key (0: the
 	// default, negative: unlimited).
 	SetRateLimit(ctx context.Context, account string, rpm int) error
+	// Accounts returns every account, by id.
+	Accounts(ctx context.Context) ([]credits.Account, error)
 }
+
+// AccountInfo is an account as the operator lists it: its credits and
+// rate limit, and how many live keys it has.
+type AccountInfo struct {
+	credits.Account
+	Keys int `json:"keys"`
+}
+
+// DayUsage is one account's chat usage of one model on one day.
+type DayUsage = credits.Usage
 
 // Operator is the set of operator commands; Service and Client implement it.
 type Operator interface {
@@ -34,11 +48,23 @@ type Operator interface {
 	ImportKey(ctx context.Context, account string, key auth.Key) (auth.Record, error)
 	Keys(ctx context.Context, account string) ([]auth.Record, error)
 	RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record, error)
-	Grant(ctx context.Context, account string, amount int64) (credits.Account, error)
+	// Grant adds amount credits to an existing account; note says why
+	// (the audit log keeps it).
+	Grant(ctx context.Context, account string, amount int64, note string) (credits.Account, error)
+	// CreateAccount makes a new account with amount credits (0 or more);
+	// an account that exists is a 409.
+	CreateAccount(ctx context.Context, account string, amount int64, note string) (credits.Account, error)
 	Account(ctx context.Context, account string) (credits.Account, error)
+	Accounts(ctx context.Context) ([]AccountInfo, error)
 	Ledger(ctx context.Context, account string) ([]credits.Entry, error)
 	SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error)
+	// Usage returns chat usage per day and model from day from to day to
+	// (YYYY-MM-DD, inclusive; "" for no bound) of account, or of every
+	// account when account is "".
 	Usage(ctx context.Context, account, from, to string) ([]credits.Usage, error)
+	// Audit returns up to limit audit entries older than before ("" for
+	// the newest), newest first.
+	Audit(ctx context.Context, before string, limit int) ([]AuditEntry, error)
 }
 
 var accountRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
@@ -47,10 +73,12 @@ var accountRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
 // letters, digits and _.@- (starting with a letter or digit).
 var ErrBadAccount = apierr.Invalidf("account", "invalid_value", "account must be 1-64 letters, digits or _.@- and start with a letter or digit")
 
-// Service runs operator commands on a Store.
+// Service runs operator commands on a Store, and writes an audit entry
+// for each one that changes something.
 type Service struct {
 	Store Store
 	Now   func() time.Time // nil: time.Now
+	Log   *slog.Logger     // audit write failures; nil: not logged
 }
 
 var _ Operator = (*Service)(nil)
@@ -82,7 +110,21 @@ func (s *Service) CreateKey(ctx context.Context, account string, amount int64) (
 	if _, err := s.Store.Grant(ctx, account, amount, s.now().Unix()); err != nil {
 		return "", auth.Record{}, fmt.Errorf("create key: account %s: %w", account, err)
 	}
+	detail := ""
+	if amount > 0 {
+		detail = fmt.Sprintf("with %d credits", amount)
+	}
+	s.audit(ctx, "keys.create", rec.Prefix+" ("+account+")", detail)
 	return key, rec, nil
+}
+
+// audit writes an audit entry for an action that succeeded; a failure to
+// write it is returned by nobody (the action happened) but is not
+// silent: it is in the entry's absence and the server log of the caller.
+func (s *Service) audit(ctx context.Context, action, target, detail string) {
+	if err := s.Store.AddAudit(context.WithoutCancel(ctx), NewAuditEntry(s.now(), Actor(ctx), action, target, detail)); err != nil && s.Log != nil {
+		s.Log.ErrorContext(ctx, "audit log write failed", "action", action, "target", target, "err", err)
+	}
 }
 
 // ImportKey stores a key chosen by the caller (GENWAY_DEV_KEY), if it is not
@@ -127,18 +169,92 @@ func (s *Service) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record
 	if err != nil {
 		return auth.Record{}, err
 	}
-	return s.Store.RevokeKey(ctx, rec.ID, s.now())
+	out, err := s.Store.RevokeKey(ctx, rec.ID, s.now())
+	if err == nil {
+		s.audit(ctx, "keys.revoke", rec.Prefix+" ("+rec.Account+")", "")
+	}
+	return out, err
 }
 
-// Grant adds amount credits to account (creating it).
-func (s *Service) Grant(ctx context.Context, account string, amount int64) (credits.Account, error) {
+// maxNote bounds a grant's note.
+const maxNote = 500
+
+// Grant adds amount credits to an existing account.
+func (s *Service) Grant(ctx context.Context, account string, amount int64, note string) (credits.Account, error) {
 	if !accountRE.MatchString(account) {
 		return credits.Account{}, ErrBadAccount
 	}
 	if amount <= 0 {
 		return credits.Account{}, apierr.Invalidf("amount", "invalid_value", "amount must be a positive number of credits")
 	}
-	return s.Store.Grant(ctx, account, amount, s.now().Unix())
+	if len(note) > maxNote {
+		return credits.Account{}, apierr.Invalidf("note", "invalid_value", "a note is at most %d bytes", maxNote)
+	}
+	if _, err := s.Store.Account(ctx, account); err != nil {
+		return credits.Account{}, err
+	}
+	a, err := s.Store.Grant(ctx, account, amount, s.now().Unix())
+	if err == nil {
+		s.audit(ctx, "credits.grant", account, fmt.Sprintf("%d credits; %s", amount, note))
+	}
+	return a, err
+}
+
+// ErrAccountExists is the 409 for making an account that exists.
+var ErrAccountExists = &apierr.Error{Kind: apierr.Conflict, Code: "account_exists", Param: "id", Message: "An account with that id exists."}
+
+// CreateAccount makes account with amount credits.
+func (s *Service) CreateAccount(ctx context.Context, account string, amount int64, note string) (credits.Account, error) {
+	if !accountRE.MatchString(account) {
+		return credits.Account{}, ErrBadAccount
+	}
+	if amount < 0 {
+		return credits.Account{}, apierr.Invalidf("credits", "invalid_value", "credits must not be negative")
+	}
+	if len(note) > maxNote {
+		return credits.Account{}, apierr.Invalidf("note", "invalid_value", "a note is at most %d bytes", maxNote)
+	}
+	if _, err := s.Store.Account(ctx, account); err == nil {
+		return credits.Account{}, ErrAccountExists
+	} else if !errors.Is(err, credits.ErrAccountNotFound) {
+		return credits.Account{}, err
+	}
+	a, err := s.Store.Grant(ctx, account, amount, s.now().Unix())
+	if err == nil {
+		s.audit(ctx, "accounts.create", account, fmt.Sprintf("%d credits; %s", amount, note))
+	}
+	return a, err
+}
+
+// Accounts lists every account with its number of live keys.
+func (s *Service) Accounts(ctx context.Context) ([]AccountInfo, error) {
+	accts, err := s.Store.Accounts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys, err := s.Store.Keys(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]int{}
+	for _, k := range keys {
+		if k.Revoked == 0 {
+			live[k.Account]++
+		}
+	}
+	out := make([]AccountInfo, len(accts))
+	for i, a := range accts {
+		out[i] = AccountInfo{Account: a, Keys: live[a.ID]}
+	}
+	return out, nil
+}
+
+// Audit returns the audit log, newest first.
+func (s *Service) Audit(ctx context.Context, before string, limit int) ([]AuditEntry, error) {
+	if limit <= 0 || limit > 500 {
+		limit = 100
+	}
+	return s.Store.Audit(ctx, before, limit)
 }
 
 // Account returns the account's position.
@@ -159,6 +275,7 @@ func (s *Service) SetRateLimit(ctx context.Context, account string, rpm int) (cr
 	if err := s.Store.SetRateLimit(ctx, account, rpm); err != nil {
 		return credits.Account{}, err
 	}
+	s.audit(ctx, "accounts.rate_limit", account, fmt.Sprintf("%d requests per minute per key", rpm))
 	return s.Store.Account(ctx, account)
 }
 
@@ -173,6 +290,21 @@ func (s *Service) Usage(ctx context.Context, account, from, to string) ([]credit
 	}
 	if from != "" && to != "" && from > to {
 		return nil, apierr.Invalidf("from", "invalid_value", "from (%s) is after to (%s)", from, to)
+	}
+	if account == "" { // every account's
+		accts, err := s.Store.Accounts(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var all []credits.Usage
+		for _, a := range accts {
+			u, err := s.Store.Usage(ctx, a.ID, from, to)
+			if err != nil {
+				return nil, fmt.Errorf("usage of %s: %w", a.ID, err)
+			}
+			all = append(all, u...)
+		}
+		return all, nil
 	}
 	if _, err := s.Store.Account(ctx, account); err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/localstore"
 )
 
@@ -37,7 +38,7 @@ func operators(t *testing.T) (*localstore.Store, map[string]admin.Operator) {
 	if err != nil {
 		t.Fatalf("listen %s: %v", sock, err)
 	}
-	srv := &http.Server{Handler: admin.Handler(svc, slog.New(slog.DiscardHandler))}
+	srv := &http.Server{Handler: httpapi.AdminAPI(httpapi.AdminConfig{Operator: svc, Log: slog.New(slog.DiscardHandler)})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	c, err := admin.Dial(context.Background(), sock)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/chat"
 )
 
@@ -75,6 +76,9 @@ func statusOf(k apierr.Kind) (int, string) {
 func toAPIError(err error, requestID string) *apierr.Error {
 	if e := apierr.As(err); e != nil {
 		return e
+	}
+	if errors.Is(err, auth.ErrKeyNotFound) {
+		return &apierr.Error{Kind: apierr.NotFound, Code: "key_not_found", Message: "No key with that id or prefix."}
 	}
 	var ue *chat.UpstreamError
 	if errors.As(err, &ue) {

@@ -1,0 +1,283 @@
+package admin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
+)
+
+// Client runs operator commands through a server's admin API
+// (httpapi.AdminAPI, /admin/v1/): over the unix socket in the data
+// directory of a running genway serve (Dial), or over HTTPS to a
+// deployment with the operator token (Remote).
+type Client struct {
+	hc    *http.Client
+	base  string // up to, not including, /admin/v1
+	token string
+}
+
+var _ Operator = (*Client)(nil)
+
+// Dial returns a Client for the socket at path, after checking that a
+// server answers there.
+func Dial(ctx context.Context, path string) (*Client, error) {
+	c := &Client{base: "http://admin", hc: &http.Client{
+		Timeout: 30 * time.Second,
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", path)
+		}},
+	}}
+	if _, err := c.Audit(ctx, "", 1); err != nil && !isRemote(err) {
+		return nil, fmt.Errorf("admin socket %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Remote returns a Client for the deployment at baseURL (as clients use
+// it: https://host[/stage], with or without /v1) with the operator token.
+func Remote(baseURL, token string) (*Client, error) {
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("GENWAY_URL %q is not an http(s) URL", baseURL)
+	}
+	if token == "" {
+		return nil, errors.New("GENWAY_ADMIN_TOKEN is needed with GENWAY_URL")
+	}
+	base := strings.TrimSuffix(u.String(), "/v1")
+	return &Client{base: base, token: token, hc: &http.Client{Timeout: 60 * time.Second}}, nil
+}
+
+// RemoteError is an error the server answered with: its status and the
+// OpenAI error envelope's fields.
+type RemoteError struct {
+	Status  int
+	Code    string
+	Message string
+	Param   string
+}
+
+func (e *RemoteError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("admin API: HTTP %d", e.Status)
+	}
+	return e.Message
+}
+
+func isRemote(err error) bool {
+	var re *RemoteError
+	return errors.As(err, &re)
+}
+
+// call sends one request and decodes the answer into out. Errors the
+// domain knows come back as themselves (key not found, account not
+// found), others as *RemoteError.
+func (c *Client) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	u := c.base + "/admin/v1" + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		var env struct {
+			Error struct {
+				Message string  `json:"message"`
+				Code    *string `json:"code"`
+				Param   *string `json:"param"`
+			} `json:"error"`
+		}
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&env)
+		re := &RemoteError{Status: resp.StatusCode, Message: env.Error.Message}
+		if env.Error.Code != nil {
+			re.Code = *env.Error.Code
+		}
+		if env.Error.Param != nil {
+			re.Param = *env.Error.Param
+		}
+		switch re.Code {
+		case "key_not_found":
+			return auth.ErrKeyNotFound
+		case credits.ErrAccountNotFound.Code:
+			return credits.ErrAccountNotFound
+		}
+		if resp.StatusCode == http.StatusBadRequest {
+			return &apierr.Error{Kind: apierr.Invalid, Code: re.Code, Param: re.Param, Message: re.Message}
+		}
+		return re
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// list reads every page of a list route into out.
+func list[T any](ctx context.Context, c *Client, path string, query url.Values, id func(T) string) ([]T, error) {
+	var all []T
+	q := url.Values{}
+	for k, v := range query {
+		q[k] = v
+	}
+	for range 10000 { // bounded: 100 per page
+		var page struct {
+			Data    []T  `json:"data"`
+			HasMore bool `json:"has_more"`
+		}
+		if err := c.call(ctx, http.MethodGet, path, q, nil, &page); err != nil {
+			return nil, err
+		}
+		all = append(all, page.Data...)
+		if !page.HasMore || len(page.Data) == 0 {
+			return all, nil
+		}
+		q.Set("after", id(page.Data[len(page.Data)-1]))
+	}
+	return all, errors.New("admin API: too many pages")
+}
+
+// createdKey is the answer of POST /admin/v1/keys.
+type createdKey struct {
+	ID      string `json:"id"`
+	Prefix  string `json:"prefix"`
+	Account string `json:"account"`
+	Created int64  `json:"created"`
+	Revoked int64  `json:"revoked"`
+	Key     string `json:"key"`
+}
+
+func (k createdKey) record() auth.Record {
+	return auth.Record{ID: k.ID, Prefix: k.Prefix, Account: k.Account, Created: k.Created, Revoked: k.Revoked}
+}
+
+// CreateKey implements Operator.
+func (c *Client) CreateKey(ctx context.Context, account string, amount int64) (auth.Key, auth.Record, error) {
+	var out createdKey
+	err := c.call(ctx, http.MethodPost, "/keys", nil, map[string]any{"account": account, "credits": amount}, &out)
+	return auth.Key(out.Key), out.record(), err
+}
+
+// ImportKey is not offered remotely: a chosen key is for the data
+// directory's owner (GENWAY_DEV_KEY).
+func (c *Client) ImportKey(ctx context.Context, account string, key auth.Key) (auth.Record, error) {
+	return auth.Record{}, errors.New("importing a chosen key is done by genway serve itself (GENWAY_DEV_KEY)")
+}
+
+// Keys implements Operator.
+func (c *Client) Keys(ctx context.Context, account string) ([]auth.Record, error) {
+	q := url.Values{}
+	if account != "" {
+		q.Set("account", account)
+	}
+	ks, err := list(ctx, c, "/keys", q, func(k createdKey) string { return k.ID })
+	out := make([]auth.Record, len(ks))
+	for i, k := range ks {
+		out[i] = k.record()
+	}
+	auth.SortRecords(out)
+	return out, err
+}
+
+// RevokeKey implements Operator.
+func (c *Client) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record, error) {
+	var out createdKey
+	err := c.call(ctx, http.MethodPost, "/keys/"+url.PathEscape(idOrPrefix)+"/revoke", nil, nil, &out)
+	return out.record(), err
+}
+
+// Grant implements Operator.
+func (c *Client) Grant(ctx context.Context, account string, amount int64, note string) (credits.Account, error) {
+	var out credits.Account
+	err := c.call(ctx, http.MethodPost, "/accounts/"+url.PathEscape(account)+"/grants", nil, map[string]any{"amount": amount, "note": note}, &out)
+	return out, err
+}
+
+// CreateAccount implements Operator.
+func (c *Client) CreateAccount(ctx context.Context, account string, amount int64, note string) (credits.Account, error) {
+	var out credits.Account
+	err := c.call(ctx, http.MethodPost, "/accounts", nil, map[string]any{"id": account, "credits": amount, "note": note}, &out)
+	return out, err
+}
+
+// Account implements Operator.
+func (c *Client) Account(ctx context.Context, account string) (credits.Account, error) {
+	var out credits.Account
+	err := c.call(ctx, http.MethodGet, "/accounts/"+url.PathEscape(account), nil, nil, &out)
+	return out, err
+}
+
+// Accounts implements Operator.
+func (c *Client) Accounts(ctx context.Context) ([]AccountInfo, error) {
+	return list(ctx, c, "/accounts", nil, func(a AccountInfo) string { return a.ID })
+}
+
+// Ledger implements Operator.
+func (c *Client) Ledger(ctx context.Context, account string) ([]credits.Entry, error) {
+	return list(ctx, c, "/accounts/"+url.PathEscape(account)+"/ledger", nil, func(e credits.Entry) string { return e.ID })
+}
+
+// SetRateLimit implements Operator.
+func (c *Client) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {
+	var out credits.Account
+	err := c.call(ctx, http.MethodPost, "/accounts/"+url.PathEscape(account)+"/rate_limit", nil, map[string]any{"rpm": rpm}, &out)
+	return out, err
+}
+
+// Usage implements Operator.
+func (c *Client) Usage(ctx context.Context, account, from, to string) ([]credits.Usage, error) {
+	q := url.Values{}
+	for k, v := range map[string]string{"account": account, "from": from, "to": to} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	var out struct {
+		Data []credits.Usage `json:"data"`
+	}
+	err := c.call(ctx, http.MethodGet, "/usage", q, nil, &out)
+	return out.Data, err
+}
+
+// Audit implements Operator.
+func (c *Client) Audit(ctx context.Context, before string, limit int) ([]AuditEntry, error) {
+	q := url.Values{"limit": {strconv.Itoa(min(max(limit, 1), 100))}}
+	if before != "" {
+		q.Set("after", before)
+	}
+	var out struct {
+		Data []AuditEntry `json:"data"`
+	}
+	err := c.call(ctx, http.MethodGet, "/audit", q, nil, &out)
+	return out.Data, err
+}

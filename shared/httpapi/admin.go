@@ -1,0 +1,284 @@
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
+)
+
+// AdminConfig is what the admin API serves.
+type AdminConfig struct {
+	Operator admin.Operator
+	Catalog  *catalog.Catalog
+	// Configured reports whether a catalog provider has its credentials
+	// (catalog.ConfiguredFunc); nil: every provider.
+	Configured func(provider string) bool
+	// Verifier checks the operator token (Authorization: Bearer). nil
+	// means the caller is trusted already: the unix socket in the data
+	// directory, which only its owner can reach.
+	Verifier *admin.Verifier
+	Log      *slog.Logger
+}
+
+// adminHandler is an admin route: it returns the value to answer with
+// (JSON, 200) or an error, written in one place.
+type adminHandler func(r *http.Request) (any, error)
+
+// AdminAPI serves the operator's API under /admin/v1/: accounts (list,
+// create, grant, rate limit, ledger), keys (create, list, revoke), models
+// (the catalog, configured or not), usage and the audit log. Lists are
+// OpenAI-style ({"object": "list", "data": [...], "has_more": ...}, with
+// ?limit= and ?after=<the last id of the previous page>). Every route
+// needs the operator token; an API key (sk_live_...) or any other token
+// is a 401 like no token at all. Errors use the OpenAI envelope. Actions
+// are audited with the actor "token" (or "cli" on the socket).
+func AdminAPI(cfg AdminConfig, extra ...Route) http.Handler {
+	return NewMux(cfg.Log, append(AdminRoutes(cfg), extra...)...)
+}
+
+// AdminRoutes are AdminAPI's routes, to mount beside others.
+func AdminRoutes(cfg AdminConfig) []Route {
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	op := cfg.Operator
+	wrap := func(h adminHandler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if cfg.Verifier != nil {
+				tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+				if !ok || !cfg.Verifier.Verify(strings.TrimSpace(tok)) {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="genway-admin"`)
+					writeError(w, r, log, &apierr.Error{Kind: apierr.Unauthenticated, Code: "invalid_admin_token",
+						Message: "The admin API needs the operator token (Authorization: Bearer gwop_...); API keys are not accepted here."})
+					return
+				}
+				r = r.WithContext(admin.WithActor(r.Context(), "token"))
+			}
+			v, err := h(r)
+			if err != nil {
+				writeError(w, r, log, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, v)
+		})
+	}
+	configured := cfg.Configured
+	if configured == nil {
+		configured = func(string) bool { return true }
+	}
+	routes := []Route{
+		{"GET", "/admin/v1/accounts", wrap(func(r *http.Request) (any, error) {
+			accts, err := op.Accounts(r.Context())
+			if err != nil {
+				return nil, err
+			}
+			return pageOf(r, accts, func(a admin.AccountInfo) string { return a.ID })
+		})},
+		{"POST", "/admin/v1/accounts", wrap(func(r *http.Request) (any, error) {
+			var in struct {
+				ID      string `json:"id"`
+				Credits int64  `json:"credits"`
+				Note    string `json:"note"`
+			}
+			if err := decodeBody(r, &in); err != nil {
+				return nil, err
+			}
+			return op.CreateAccount(r.Context(), in.ID, in.Credits, in.Note)
+		})},
+		{"GET", "/admin/v1/accounts/{id}", wrap(func(r *http.Request) (any, error) {
+			return op.Account(r.Context(), r.PathValue("id"))
+		})},
+		{"POST", "/admin/v1/accounts/{id}/grants", wrap(func(r *http.Request) (any, error) {
+			var in struct {
+				Amount int64  `json:"amount"`
+				Note   string `json:"note"`
+			}
+			if err := decodeBody(r, &in); err != nil {
+				return nil, err
+			}
+			return op.Grant(r.Context(), r.PathValue("id"), in.Amount, in.Note)
+		})},
+		{"POST", "/admin/v1/accounts/{id}/rate_limit", wrap(func(r *http.Request) (any, error) {
+			var in struct {
+				RPM *int `json:"rpm"`
+			}
+			if err := decodeBody(r, &in); err != nil {
+				return nil, err
+			}
+			if in.RPM == nil {
+				return nil, apierr.Invalidf("rpm", "missing_field", "rpm is required: requests per minute per key, 0 for the default, -1 for unlimited")
+			}
+			return op.SetRateLimit(r.Context(), r.PathValue("id"), *in.RPM)
+		})},
+		{"GET", "/admin/v1/accounts/{id}/ledger", wrap(func(r *http.Request) (any, error) {
+			entries, err := op.Ledger(r.Context(), r.PathValue("id"))
+			if err != nil {
+				return nil, err
+			}
+			return pageOf(r, entries, func(e credits.Entry) string { return e.ID })
+		})},
+		{"GET", "/admin/v1/keys", wrap(func(r *http.Request) (any, error) {
+			keys, err := op.Keys(r.Context(), r.URL.Query().Get("account"))
+			if err != nil {
+				return nil, err
+			}
+			views := make([]keyView, len(keys))
+			for i, k := range keys {
+				views[i] = viewKey(k)
+			}
+			return pageOf(r, views, func(k keyView) string { return k.ID })
+		})},
+		{"POST", "/admin/v1/keys", wrap(func(r *http.Request) (any, error) {
+			var in struct {
+				Account string `json:"account"`
+				Credits int64  `json:"credits"`
+			}
+			if err := decodeBody(r, &in); err != nil {
+				return nil, err
+			}
+			key, rec, err := op.CreateKey(r.Context(), in.Account, in.Credits)
+			if err != nil {
+				return nil, err
+			}
+			return struct {
+				keyView
+				Key string `json:"key"` // shown this once
+			}{viewKey(rec), string(key)}, nil
+		})},
+		{"POST", "/admin/v1/keys/{id}/revoke", wrap(func(r *http.Request) (any, error) {
+			rec, err := op.RevokeKey(r.Context(), r.PathValue("id"))
+			if err != nil {
+				return nil, err
+			}
+			return viewKey(rec), nil
+		})},
+		{"GET", "/admin/v1/models", wrap(func(r *http.Request) (any, error) {
+			all := cfg.Catalog.List("", nil)
+			views := make([]adminModelView, len(all))
+			for i := range all {
+				views[i] = adminModelView{modelView: viewModel(&all[i]), Provider: all[i].Provider, Configured: configured(all[i].Provider)}
+			}
+			return listOf(views, false), nil
+		})},
+		{"GET", "/admin/v1/usage", wrap(func(r *http.Request) (any, error) {
+			q := r.URL.Query()
+			u, err := op.Usage(r.Context(), q.Get("account"), q.Get("from"), q.Get("to"))
+			if err != nil {
+				return nil, err
+			}
+			if u == nil {
+				u = []credits.Usage{}
+			}
+			return listOf(u, false), nil
+		})},
+		{"GET", "/admin/v1/audit", wrap(func(r *http.Request) (any, error) {
+			limit, err := limitParam(r)
+			if err != nil {
+				return nil, err
+			}
+			entries, err := op.Audit(r.Context(), r.URL.Query().Get("after"), limit+1)
+			if err != nil {
+				return nil, err
+			}
+			more := len(entries) > limit
+			if more {
+				entries = entries[:limit]
+			}
+			if entries == nil {
+				entries = []admin.AuditEntry{}
+			}
+			return listOf(entries, more), nil
+		})},
+	}
+	return routes
+}
+
+// keyView is a key as the admin API shows it: never its hash.
+type keyView struct {
+	ID      string `json:"id"`
+	Prefix  string `json:"prefix"`
+	Account string `json:"account"`
+	Created int64  `json:"created"`
+	Revoked int64  `json:"revoked,omitempty"`
+	Status  string `json:"status"` // live or revoked
+}
+
+func viewKey(r auth.Record) keyView {
+	v := keyView{ID: r.ID, Prefix: r.Prefix, Account: r.Account, Created: r.Created, Revoked: r.Revoked, Status: "live"}
+	if r.Revoked != 0 {
+		v.Status = "revoked"
+	}
+	return v
+}
+
+// adminModelView is a model with where it runs and whether that is set up.
+type adminModelView struct {
+	modelView
+	Provider   string `json:"provider"`
+	Configured bool   `json:"configured"`
+}
+
+// adminList is an OpenAI-style list.
+type adminList[T any] struct {
+	Object  string `json:"object"`
+	Data    []T    `json:"data"`
+	HasMore bool   `json:"has_more"`
+}
+
+func listOf[T any](data []T, more bool) adminList[T] {
+	return adminList[T]{Object: "list", Data: data, HasMore: more}
+}
+
+// limitParam is ?limit= (1..100, default 100).
+func limitParam(r *http.Request) (int, error) {
+	s := r.URL.Query().Get("limit")
+	if s == "" {
+		return 100, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > 100 {
+		return 0, apierr.Invalidf("limit", "invalid_value", "limit must be an integer from 1 to 100")
+	}
+	return n, nil
+}
+
+// pageOf returns the page of items (sorted by id) after ?after= with at
+// most ?limit= items.
+func pageOf[T any](r *http.Request, items []T, id func(T) string) (adminList[T], error) {
+	limit, err := limitParam(r)
+	if err != nil {
+		return adminList[T]{}, err
+	}
+	sort.SliceStable(items, func(i, j int) bool { return id(items[i]) < id(items[j]) })
+	if after := r.URL.Query().Get("after"); after != "" {
+		i := sort.Search(len(items), func(i int) bool { return id(items[i]) > after })
+		items = items[i:]
+	}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	if items == nil {
+		items = []T{}
+	}
+	return listOf(items, more), nil
+}
+
+// decodeBody decodes a JSON request body into v (400 naming the field on
+// a type error).
+func decodeBody(r *http.Request, v any) error {
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return unmarshal(b, v)
+}
