@@ -19,6 +19,7 @@ import (
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/console"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
@@ -220,8 +221,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
 	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Log: log}
+	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log})
+	if err != nil {
+		return err
+	}
 	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, credits: be.store, files: be.files,
-		admin: adminCfg})
+		admin: adminCfg, console: cons})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (2 minutes), and at most
 	// cfg.maxConns connections at once (more wait in the listen backlog).

@@ -118,6 +118,12 @@ func (s *Service) CreateKey(ctx context.Context, account string, amount int64) (
 	return key, rec, nil
 }
 
+// Record writes an audit entry for an action outside the operator
+// commands (a console sign-in or sign-out).
+func (s *Service) Record(ctx context.Context, action, target, detail string) {
+	s.audit(ctx, action, target, detail)
+}
+
 // audit writes an audit entry for an action that succeeded; a failure to
 // write it is returned by nobody (the action happened) but is not
 // silent: it is in the entry's absence and the server log of the caller.

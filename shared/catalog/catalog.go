@@ -414,14 +414,14 @@ func (c *Catalog) ConfiguredFunc(getenv func(string) string) func(provider strin
 }
 
 // List returns the models of type typ ("" for all) whose provider is
-// configured (see ConfiguredFunc), in id order.
+// configured (see ConfiguredFunc; nil: every model), in id order.
 func (c *Catalog) List(typ string, configured func(provider string) bool) []Model {
 	var out []Model
 	for _, m := range c.Models {
 		if typ != "" && m.Type != typ {
 			continue
 		}
-		if !configured(m.Provider) {
+		if configured != nil && !configured(m.Provider) {
 			continue
 		}
 		out = append(out, m)

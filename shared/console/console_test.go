@@ -1,0 +1,387 @@
+package console
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
+)
+
+const testToken = "gwop_testtokentesttokentesttokentesttoken"
+
+func timeNow() time.Time { return time.Now() }
+
+// fakeOperator is an in-memory admin.Operator: accounts, keys, audit.
+type fakeOperator struct {
+	mu    sync.Mutex
+	accts map[string]credits.Account
+	keys  []auth.Record
+	audit []admin.AuditEntry
+}
+
+func newFake() *fakeOperator { return &fakeOperator{accts: map[string]credits.Account{}} }
+
+func (f *fakeOperator) rec(ctx context.Context, action, target string) {
+	f.audit = append(f.audit, admin.AuditEntry{Actor: admin.Actor(ctx), Action: action, Target: target})
+}
+func (f *fakeOperator) CreateKey(ctx context.Context, account string, n int64) (auth.Key, auth.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	k, _ := auth.NewKey()
+	r := auth.NewRecord(k, account, timeNow())
+	f.keys = append(f.keys, r)
+	if _, ok := f.accts[account]; !ok {
+		f.accts[account] = credits.Account{ID: account}
+	}
+	f.rec(ctx, "keys.create", r.Prefix)
+	return k, r, nil
+}
+func (f *fakeOperator) ImportKey(context.Context, string, auth.Key) (auth.Record, error) {
+	return auth.Record{}, nil
+}
+func (f *fakeOperator) Keys(ctx context.Context, account string) ([]auth.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []auth.Record
+	for _, k := range f.keys {
+		if account == "" || k.Account == account {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+func (f *fakeOperator) RevokeKey(ctx context.Context, id string) (auth.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.keys {
+		if f.keys[i].ID == id {
+			f.keys[i].Revoked = 1
+			f.rec(ctx, "keys.revoke", f.keys[i].Prefix)
+			return f.keys[i], nil
+		}
+	}
+	return auth.Record{}, auth.ErrKeyNotFound
+}
+func (f *fakeOperator) Grant(ctx context.Context, account string, n int64, note string) (credits.Account, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.accts[account]
+	if !ok {
+		return a, credits.ErrAccountNotFound
+	}
+	a.Balance += n
+	a.Available += n
+	f.accts[account] = a
+	f.rec(ctx, "credits.grant", account)
+	return a, nil
+}
+func (f *fakeOperator) CreateAccount(ctx context.Context, account string, n int64, note string) (credits.Account, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.accts[account]; ok {
+		return credits.Account{}, admin.ErrAccountExists
+	}
+	f.accts[account] = credits.Account{ID: account, Balance: n, Available: n}
+	f.rec(ctx, "accounts.create", account)
+	return f.accts[account], nil
+}
+func (f *fakeOperator) Account(ctx context.Context, account string) (credits.Account, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	a, ok := f.accts[account]
+	if !ok {
+		return a, credits.ErrAccountNotFound
+	}
+	return a, nil
+}
+func (f *fakeOperator) Accounts(ctx context.Context) ([]admin.AccountInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []admin.AccountInfo
+	for _, a := range f.accts {
+		out = append(out, admin.AccountInfo{Account: a})
+	}
+	return out, nil
+}
+func (f *fakeOperator) Ledger(context.Context, string) ([]credits.Entry, error) { return nil, nil }
+func (f *fakeOperator) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {
+	return f.Account(ctx, account)
+}
+func (f *fakeOperator) Usage(context.Context, string, string, string) ([]credits.Usage, error) {
+	return nil, nil
+}
+func (f *fakeOperator) Audit(context.Context, string, int) ([]admin.AuditEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]admin.AuditEntry(nil), f.audit...), nil
+}
+
+// server is the console over a fake operator, on loopback.
+func server(t *testing.T) (*httptest.Server, *fakeOperator) {
+	t.Helper()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := newFake()
+	c, err := New(Config{Operator: op, Verifier: admin.NewVerifier(testToken), Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	return srv, op
+}
+
+// browser is an HTTP client with a cookie jar that does not follow
+// redirects (so tests see them).
+func browser(t *testing.T) *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+func post(t *testing.T, c *http.Client, u string, form url.Values) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf-token" content="([^"]+)"`)
+
+// signIn signs c in and returns the session's CSRF token.
+func signIn(t *testing.T, c *http.Client, base string) string {
+	t.Helper()
+	resp, _ := post(t, c, base+"/console/signin", url.Values{"token": {testToken}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in: status %d; want 303", resp.StatusCode)
+	}
+	_, body := get(t, c, base+"/console/models")
+	m := csrfRE.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatal("no CSRF token on the models page")
+	}
+	return m[1]
+}
+
+func TestSignIn(t *testing.T) {
+	srv, op := server(t)
+	c := browser(t)
+	// Not signed in: pages send to sign-in.
+	if resp, _ := get(t, c, srv.URL+"/console/keys"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/signin" {
+		t.Errorf("keys before sign-in: %d to %q; want 303 to /console/signin", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// A wrong token, and an API key, are refused.
+	for _, tok := range []string{"nope", "sk_live_abcdefghijklmnopqrstuvwxyz0123456789", ""} {
+		if resp, _ := post(t, c, srv.URL+"/console/signin", url.Values{"token": {tok}}); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("sign in with %q: %d; want 401", tok, resp.StatusCode)
+		}
+	}
+	// The right one: a cookie with the flags.
+	resp, _ := post(t, c, srv.URL+"/console/signin", url.Values{"token": {testToken}})
+	var ck *http.Cookie
+	for _, x := range resp.Cookies() {
+		if x.Name == cookieName {
+			ck = x
+		}
+	}
+	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console/" || ck.MaxAge <= 0 {
+		t.Fatalf("session cookie = %+v; want HttpOnly, SameSite=Strict, path /console/, an expiry", ck)
+	}
+	if ck.Secure {
+		t.Error("cookie is Secure over plain http: the browser would drop it")
+	}
+	// Over https (API Gateway says so), the cookie is Secure.
+	req, _ := http.NewRequest("POST", srv.URL+"/console/signin", strings.NewReader("token="+testToken))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	resp2, err := browser(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if cs := resp2.Cookies(); len(cs) == 0 || !cs[0].Secure {
+		t.Errorf("cookie over https = %+v; want Secure", cs)
+	}
+	// The sign-in link works once and leaves no token in the URL.
+	c2 := browser(t)
+	resp3, _ := get(t, c2, srv.URL+"/console/signin?token="+testToken)
+	if resp3.StatusCode != http.StatusSeeOther || strings.Contains(resp3.Header.Get("Location"), "token") {
+		t.Errorf("sign-in link: %d to %q; want 303 to a URL without the token", resp3.StatusCode, resp3.Header.Get("Location"))
+	}
+	if r, _ := get(t, c2, srv.URL+"/console/models"); r.StatusCode != 200 {
+		t.Errorf("after the sign-in link: models %d", r.StatusCode)
+	}
+	_ = op
+}
+
+func TestSignInRateLimited(t *testing.T) {
+	srv, _ := server(t)
+	c := browser(t)
+	got429 := false
+	for range 20 {
+		resp, _ := post(t, c, srv.URL+"/console/signin", url.Values{"token": {"wrong"}})
+		if resp.StatusCode == http.StatusTooManyRequests {
+			got429 = true
+			break
+		}
+	}
+	if !got429 {
+		t.Fatal("20 wrong sign-ins in a row were never refused with 429")
+	}
+	// Even the right token waits now: guessing gets no faster.
+	if resp, _ := post(t, c, srv.URL+"/console/signin", url.Values{"token": {testToken}}); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("right token while limited: %d; want 429", resp.StatusCode)
+	}
+}
+
+func TestCSRF(t *testing.T) {
+	srv, op := server(t)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL)
+	for _, tc := range []struct {
+		name string
+		form url.Values
+		want int
+	}{
+		{"no token", url.Values{"id": {"acme"}}, http.StatusForbidden},
+		{"wrong token", url.Values{"id": {"acme"}, "csrf": {"x" + csrf}}, http.StatusForbidden},
+		{"right token", url.Values{"id": {"acme"}, "csrf": {csrf}}, http.StatusSeeOther},
+	} {
+		resp, _ := post(t, c, srv.URL+"/console/accounts", tc.form)
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d; want %d", tc.name, resp.StatusCode, tc.want)
+		}
+	}
+	if len(op.accts) != 1 {
+		t.Errorf("accounts = %v; want only the one made with the right token", op.accts)
+	}
+	// Another session's token is not this one's.
+	c2 := browser(t)
+	signIn(t, c2, srv.URL)
+	if resp, _ := post(t, c2, srv.URL+"/console/accounts", url.Values{"id": {"other"}, "csrf": {csrf}}); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("another session's CSRF token: %d; want 403", resp.StatusCode)
+	}
+}
+
+func TestHeadersAndEscaping(t *testing.T) {
+	srv, op := server(t)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL)
+	evil := `<script>alert(1)</script>`
+	op.accts[evil] = credits.Account{ID: evil}
+	op.audit = append(op.audit, admin.AuditEntry{Actor: "x", Action: "credits.grant", Target: evil, Detail: `<img src=x onerror=alert(2)>`})
+	for _, page := range []string{"/console/models", "/console/accounts", "/console/keys", "/console/audit", "/console/signin", "/console/nope"} {
+		resp, body := get(t, c, srv.URL+page)
+		csp := resp.Header.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-inline") || !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("%s: CSP %q; want script-src 'self', no unsafe-inline, frame-ancestors 'none'", page, csp)
+		}
+		if resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Referrer-Policy") != "no-referrer" {
+			t.Errorf("%s: missing nosniff / no-referrer", page)
+		}
+		if strings.Contains(body, "<script>alert") || strings.Contains(body, "<img src=x") {
+			t.Errorf("%s renders user text unescaped", page)
+		}
+		if strings.Contains(body, "<script>") || regexp.MustCompile(`<script(?: [^>]*)?>[^<]`).MatchString(body) {
+			t.Errorf("%s has an inline script", page)
+		}
+	}
+	_ = csrf
+}
+
+func TestKeyShownOnce(t *testing.T) {
+	srv, op := server(t)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL)
+	resp, body := post(t, c, srv.URL+"/console/keys", url.Values{"account": {"acme"}, "csrf": {csrf}})
+	if resp.StatusCode != 200 {
+		t.Fatalf("create key: %d", resp.StatusCode)
+	}
+	key := regexp.MustCompile(`sk_live_[A-Za-z0-9]+`).FindString(body)
+	if key == "" || !strings.Contains(body, "shown this once") {
+		t.Fatalf("create key page shows no key and warning")
+	}
+	if _, again := get(t, c, srv.URL+"/console/keys"); strings.Contains(again, key) {
+		t.Error("the key is shown again on the next visit")
+	}
+	// Revoke: the operator sees it revoked and the audit log has both.
+	id := op.keys[0].ID
+	if resp, _ := post(t, c, srv.URL+"/console/keys/"+id+"/revoke", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("revoke: %d", resp.StatusCode)
+	}
+	if op.keys[0].Revoked == 0 {
+		t.Error("key not revoked")
+	}
+	_, audit := get(t, c, srv.URL+"/console/audit")
+	if !strings.Contains(audit, "keys.create") || !strings.Contains(audit, "keys.revoke") || !strings.Contains(audit, "console:") {
+		t.Errorf("audit page lacks the actions or the console actor")
+	}
+}
+
+func TestSignOut(t *testing.T) {
+	srv, _ := server(t)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL)
+	if resp, _ := post(t, c, srv.URL+"/console/signout", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign out: %d", resp.StatusCode)
+	}
+	if resp, _ := get(t, c, srv.URL+"/console/models"); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("after sign-out: %d; want a redirect to sign in", resp.StatusCode)
+	}
+}
+
+func TestSessionExpires(t *testing.T) {
+	now := timeNow()
+	s := &sessions{key: []byte("k"), csrf: []byte("c"), now: func() time.Time { return now }}
+	w := httptest.NewRecorder()
+	s.issue(w, false)
+	r := httptest.NewRequest("GET", "/console/models", nil)
+	for _, ck := range w.Result().Cookies() {
+		r.AddCookie(ck)
+	}
+	if _, ok := s.get(r); !ok {
+		t.Fatal("fresh session refused")
+	}
+	now = now.Add(sessionTTL + time.Second)
+	if _, ok := s.get(r); ok {
+		t.Error("expired session accepted")
+	}
+	// A tampered cookie is refused.
+	r2 := httptest.NewRequest("GET", "/console/models", nil)
+	for _, ck := range w.Result().Cookies() {
+		ck.Value = "9" + ck.Value
+		r2.AddCookie(ck)
+	}
+	now = now.Add(-sessionTTL)
+	if _, ok := s.get(r2); ok {
+		t.Error("tampered session accepted")
+	}
+}

@@ -1,0 +1,257 @@
+package console
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
+)
+
+// coreRoutes are the pages built on the operator commands: models,
+// accounts, keys, the audit log, and sign-out.
+func (c *Console) coreRoutes() []Route {
+	return []Route{
+		{"GET", "/console/models", c.models},
+		{"GET", "/console/accounts", c.accounts},
+		{"POST", "/console/accounts", c.createAccount},
+		{"GET", "/console/accounts/{id}", c.account},
+		{"POST", "/console/accounts/{id}/grant", c.grant},
+		{"POST", "/console/accounts/{id}/limit", c.setLimit},
+		{"GET", "/console/keys", c.keys},
+		{"POST", "/console/keys", c.createKey},
+		{"POST", "/console/keys/{id}/revoke", c.revokeKey},
+		{"GET", "/console/audit", c.audit},
+		{"POST", "/console/signout", c.signout},
+	}
+}
+
+// modelRow is a model as the models page lists it.
+type modelRow struct {
+	*catalog.Model
+	Configured bool
+	Price      string
+	Durations  string
+}
+
+func (c *Console) models(p *Page, w http.ResponseWriter, r *http.Request) error {
+	all := c.cfg.Catalog.List("", nil)
+	rows := make([]modelRow, len(all))
+	for i := range all {
+		m := &all[i]
+		rows[i] = modelRow{Model: m, Configured: c.configed(m.Provider), Price: price(m), Durations: durations(m)}
+	}
+	p.Section, p.Title, p.Data = "models", "Models", rows
+	return p.Render(w, r, "models")
+}
+
+// price says what a model costs, in words.
+func price(m *catalog.Model) string {
+	pr := m.Price
+	if pr == nil {
+		return "free"
+	}
+	var parts []string
+	if pr.CreditsPerSecond > 0 {
+		parts = append(parts, strconv.FormatFloat(pr.CreditsPerSecond, 'f', -1, 64)+" credits/s")
+	}
+	if pr.CreditsPerJob > 0 {
+		parts = append(parts, strconv.FormatFloat(pr.CreditsPerJob, 'f', -1, 64)+" credits/job")
+	}
+	if pr.CreditsPerMillionInput > 0 || pr.CreditsPerMillionOutput > 0 {
+		parts = append(parts, strconv.FormatFloat(pr.CreditsPerMillionInput, 'f', -1, 64)+" in / "+
+			strconv.FormatFloat(pr.CreditsPerMillionOutput, 'f', -1, 64)+" out credits per 1M tokens")
+	}
+	if len(parts) == 0 {
+		return "free"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// durations says a job model's durations.
+func durations(m *catalog.Model) string {
+	if m.Type == catalog.TypeChat {
+		return ""
+	}
+	if len(m.Durations) > 0 {
+		s := make([]string, len(m.Durations))
+		for i, d := range m.Durations {
+			s[i] = strconv.Itoa(d)
+		}
+		return strings.Join(s, ", ") + " s"
+	}
+	lo := max(m.MinDuration, 1)
+	return strconv.Itoa(lo) + "-" + strconv.Itoa(m.MaxDuration) + " s"
+}
+
+func (c *Console) accounts(p *Page, w http.ResponseWriter, r *http.Request) error {
+	accts, err := c.cfg.Operator.Accounts(r.Context())
+	if err != nil {
+		return err
+	}
+	p.Section, p.Title, p.Data = "accounts", "Accounts", accts
+	p.Flash = r.URL.Query().Get("done")
+	return p.Render(w, r, "accounts")
+}
+
+// intField parses a form field as an integer, naming it when it is not.
+func intField(r *http.Request, name string) (int64, error) {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, apierr.Invalidf(name, "invalid_value", "%s must be a whole number", name)
+	}
+	return n, nil
+}
+
+func (c *Console) createAccount(p *Page, w http.ResponseWriter, r *http.Request) error {
+	n, err := intField(r, "credits")
+	if err != nil {
+		return err
+	}
+	id := strings.TrimSpace(r.PostFormValue("id"))
+	if _, err := c.cfg.Operator.CreateAccount(r.Context(), id, n, r.PostFormValue("note")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/console/accounts/"+id+"?done=created", http.StatusSeeOther)
+	return nil
+}
+
+// accountPage is the account page's data.
+type accountPage struct {
+	Account credits.Account
+	Keys    []auth.Record
+	Ledger  []credits.Entry
+	Usage   []credits.Usage
+}
+
+func (c *Console) account(p *Page, w http.ResponseWriter, r *http.Request) error {
+	ctx, id := r.Context(), r.PathValue("id")
+	a, err := c.cfg.Operator.Account(ctx, id)
+	if err != nil {
+		return err
+	}
+	keys, err := c.cfg.Operator.Keys(ctx, id)
+	if err != nil {
+		return err
+	}
+	ledger, err := c.cfg.Operator.Ledger(ctx, id)
+	if err != nil {
+		return err
+	}
+	// Newest first, the last 100.
+	slices.Reverse(ledger)
+	if len(ledger) > 100 {
+		ledger = ledger[:100]
+	}
+	usage, err := c.cfg.Operator.Usage(ctx, id, "", "")
+	if err != nil {
+		return err
+	}
+	p.Section, p.Title = "accounts", "Account "+id
+	p.Flash = r.URL.Query().Get("done")
+	p.Data = accountPage{Account: a, Keys: keys, Ledger: ledger, Usage: usage}
+	return p.Render(w, r, "account")
+}
+
+func (c *Console) grant(p *Page, w http.ResponseWriter, r *http.Request) error {
+	n, err := intField(r, "amount")
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if _, err := c.cfg.Operator.Grant(r.Context(), id, n, r.PostFormValue("note")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/console/accounts/"+id+"?done=granted", http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) setLimit(p *Page, w http.ResponseWriter, r *http.Request) error {
+	n, err := intField(r, "rpm")
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	if _, err := c.cfg.Operator.SetRateLimit(r.Context(), id, int(n)); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/console/accounts/"+id+"?done=limit", http.StatusSeeOther)
+	return nil
+}
+
+// keysPage is the keys page's data; NewKey is set once, right after the
+// key was made (it is shown this once, never stored).
+type keysPage struct {
+	Keys     []auth.Record
+	Accounts []admin.AccountInfo
+	NewKey   string
+	NewFor   string
+	Account  string
+}
+
+func (c *Console) keys(p *Page, w http.ResponseWriter, r *http.Request) error {
+	return c.renderKeys(p, w, r, "", "")
+}
+
+func (c *Console) renderKeys(p *Page, w http.ResponseWriter, r *http.Request, newKey, newFor string) error {
+	ctx := r.Context()
+	account := r.URL.Query().Get("account")
+	keys, err := c.cfg.Operator.Keys(ctx, account)
+	if err != nil {
+		return err
+	}
+	accts, err := c.cfg.Operator.Accounts(ctx)
+	if err != nil {
+		return err
+	}
+	p.Section, p.Title = "keys", "API keys"
+	p.Flash = r.URL.Query().Get("done")
+	p.Data = keysPage{Keys: keys, Accounts: accts, NewKey: newKey, NewFor: newFor, Account: account}
+	return p.Render(w, r, "keys")
+}
+
+// createKey makes a key and shows it in the answer to this POST, once:
+// it is never in a URL, a redirect or a store.
+func (c *Console) createKey(p *Page, w http.ResponseWriter, r *http.Request) error {
+	account := strings.TrimSpace(r.PostFormValue("account"))
+	key, rec, err := c.cfg.Operator.CreateKey(r.Context(), account, 0)
+	if err != nil {
+		return err
+	}
+	return c.renderKeys(p, w, r, string(key), rec.Account)
+}
+
+func (c *Console) revokeKey(p *Page, w http.ResponseWriter, r *http.Request) error {
+	if _, err := c.cfg.Operator.RevokeKey(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/console/keys?done=revoked", http.StatusSeeOther)
+	return nil
+}
+
+func (c *Console) audit(p *Page, w http.ResponseWriter, r *http.Request) error {
+	entries, err := c.cfg.Operator.Audit(r.Context(), r.URL.Query().Get("before"), 100)
+	if err != nil {
+		return err
+	}
+	p.Section, p.Title, p.Data = "audit", "Audit log", entries
+	return p.Render(w, r, "audit")
+}
+
+func (c *Console) signout(p *Page, w http.ResponseWriter, r *http.Request) error {
+	if s, ok := c.cfg.Operator.(recorder); ok {
+		s.Record(r.Context(), "console.signout", "console", "")
+	}
+	c.sess.clear(w, secure(r))
+	http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
+	return nil
+}
