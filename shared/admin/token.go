@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -9,6 +10,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
+	"time"
 )
 
 // TokenPrefix starts every operator token Genway makes, so that one is
@@ -22,9 +25,59 @@ func NewToken() string {
 }
 
 // Verifier checks operator tokens against the SHA-256 of the one token,
-// in constant time. Only the hash is held.
+// in constant time. Only the hash is held. A Verifier made by
+// LoadingVerifier reads the token again when it is older than its TTL,
+// so a rotated token takes over without a restart.
 type Verifier struct {
+	mu   sync.RWMutex
 	hash [sha256.Size]byte
+
+	load   func(context.Context) (string, error) // nil: a fixed token
+	ttl    time.Duration
+	loaded time.Time
+	onErr  func(error)
+}
+
+// LoadingVerifier returns a Verifier for the token load returns: read
+// now (an error is returned: no token, no admin API), and again when the
+// last read is older than ttl (a failed re-read keeps the token it has,
+// and calls onErr if it is not nil).
+func LoadingVerifier(ctx context.Context, load func(context.Context) (string, error), ttl time.Duration, onErr func(error)) (*Verifier, error) {
+	tok, err := load(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tok == "" {
+		return nil, errors.New("the operator token is empty")
+	}
+	return &Verifier{hash: sha256.Sum256([]byte(tok)), load: load, ttl: ttl, loaded: time.Now(), onErr: onErr}, nil
+}
+
+// current returns the hash, reloading it first if it is stale.
+func (v *Verifier) current() [sha256.Size]byte {
+	v.mu.RLock()
+	h, stale := v.hash, v.load != nil && time.Since(v.loaded) >= v.ttl
+	v.mu.RUnlock()
+	if !stale {
+		return h
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tok, err := v.load(ctx)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.loaded = time.Now() // a failure is retried after another ttl, not on every request
+	if err != nil || tok == "" {
+		if err == nil {
+			err = errors.New("the operator token is empty")
+		}
+		if v.onErr != nil {
+			v.onErr(err)
+		}
+		return v.hash
+	}
+	v.hash = sha256.Sum256([]byte(tok))
+	return v.hash
 }
 
 // NewVerifier returns a Verifier for token.
@@ -52,14 +105,16 @@ func (v *Verifier) Verify(token string) bool {
 		return false
 	}
 	h := sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(h[:], v.hash[:]) == 1
+	want := v.current()
+	return subtle.ConstantTimeCompare(h[:], want[:]) == 1
 }
 
 // Secret is a key derived from the token, for what must change when the
 // token does (the console's session and CSRF signatures): a new token
 // signs everyone out.
 func (v *Verifier) Secret(purpose string) []byte {
-	s := sha256.Sum256(append([]byte("genway console "+purpose+"\x00"), v.hash[:]...))
+	h := v.current()
+	s := sha256.Sum256(append([]byte("genway console "+purpose+"\x00"), h[:]...))
 	return s[:]
 }
 
