@@ -100,7 +100,7 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Verifier == nil || cfg.Operator == nil {
 		return nil, errors.New("console: an operator and a token verifier are needed")
 	}
-	c.sess = &sessions{key: cfg.Verifier.Secret("session"), csrf: cfg.Verifier.Secret("csrf"), now: c.now}
+	c.sess = &sessions{secret: cfg.Verifier.Secret, now: c.now}
 	c.signins = &limiter{burst: 10, per: 6 * time.Second, now: c.now, seen: map[string]*bucket{}}
 	if err := c.parse(); err != nil {
 		return nil, err

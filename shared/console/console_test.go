@@ -360,7 +360,7 @@ func TestSignOut(t *testing.T) {
 
 func TestSessionExpires(t *testing.T) {
 	now := timeNow()
-	s := &sessions{key: []byte("k"), csrf: []byte("c"), now: func() time.Time { return now }}
+	s := &sessions{secret: func(p string) []byte { return []byte("k" + p) }, now: func() time.Time { return now }}
 	w := httptest.NewRecorder()
 	s.issue(w, false)
 	r := httptest.NewRequest("GET", "/console/models", nil)

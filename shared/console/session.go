@@ -32,11 +32,13 @@ type session struct {
 	CSRF    string
 }
 
-// sessions makes and checks session cookies and CSRF tokens.
+// sessions makes and checks session cookies and CSRF tokens. secret
+// derives the signing keys from the operator token (purpose "session"
+// signs cookies, "csrf" derives CSRF tokens); it is asked each time, so a
+// rotated token signs everyone out.
 type sessions struct {
-	key  []byte // signs cookies
-	csrf []byte // derives CSRF tokens
-	now  func() time.Time
+	secret func(purpose string) []byte
+	now    func() time.Time
 }
 
 func (s *sessions) sign(key []byte, msg string) string {
@@ -53,10 +55,10 @@ func (s *sessions) issue(w http.ResponseWriter, secure bool) session {
 	exp := s.now().Add(sessionTTL)
 	payload := strconv.FormatInt(exp.Unix(), 10) + "." + id
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: payload + "." + s.sign(s.key, payload), Path: "/console/",
+		Name: cookieName, Value: payload + "." + s.sign(s.secret("session"), payload), Path: "/console/",
 		Expires: exp, MaxAge: int(sessionTTL / time.Second), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode,
 	})
-	return session{ID: id, Expires: exp, CSRF: s.sign(s.csrf, id)}
+	return session{ID: id, Expires: exp, CSRF: s.sign(s.secret("csrf"), id)}
 }
 
 // clear removes the session cookie.
@@ -76,7 +78,7 @@ func (s *sessions) get(r *http.Request) (session, bool) {
 		return session{}, false
 	}
 	payload, sig := c.Value[:i], c.Value[i+1:]
-	if !hmac.Equal([]byte(sig), []byte(s.sign(s.key, payload))) {
+	if !hmac.Equal([]byte(sig), []byte(s.sign(s.secret("session"), payload))) {
 		return session{}, false
 	}
 	expS, id, ok := strings.Cut(payload, ".")
@@ -84,7 +86,7 @@ func (s *sessions) get(r *http.Request) (session, bool) {
 	if !ok || err != nil || s.now().Unix() >= exp {
 		return session{}, false
 	}
-	return session{ID: id, Expires: time.Unix(exp, 0), CSRF: s.sign(s.csrf, id)}, true
+	return session{ID: id, Expires: time.Unix(exp, 0), CSRF: s.sign(s.secret("csrf"), id)}, true
 }
 
 // checkCSRF reports whether r carries ses's CSRF token (form field csrf
