@@ -52,15 +52,20 @@ Usage:
   genway keys create --account NAME [--credits N] make a key; the key alone is the last line of output
   genway keys list [--account NAME]               list keys (prefixes and ids, never secrets)
   genway keys revoke KEY_PREFIX_OR_ID             revoke a key
-  genway credits grant --account NAME --amount N [--create]  add credits (--create: a new account)
+  genway credits grant --account NAME --amount N [--create] [--note TEXT]  add credits (--create: a new account)
   genway credits show --account NAME             balance, held, available
   genway credits ledger --account NAME           the account's ledger
   genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens per day and model
   genway credits limit --account NAME --rpm N    per-key requests per minute (0 default, -1 unlimited)
+  genway accounts list|create                     accounts: list, or make one (--account, --credits, --note)
+  genway jobs create --type T --model M --prompt P [--wait] [--output FILE]  a job through the public API
   genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)
   genway version                                  the build's version
 
 Every command and subcommand prints its usage with --help.
+
+Remote mode: with GENWAY_URL (a deployment's base URL) and GENWAY_ADMIN_TOKEN set, keys, credits
+and accounts go to that deployment's admin API; jobs create uses GENWAY_URL and GENWAY_API_KEY.
 
 Environment: GENWAY_DATA_DIR (./.genway), GENWAY_BACKEND (embedded|aws), GENWAY_DEV_KEY,
 GENWAY_DEV_CREDITS (1000), GENWAY_CATALOG (a catalog JSON file), provider keys such as
@@ -123,6 +128,10 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return keysCmd(ctx, args[1:], getenv, stdout)
 	case "credits":
 		return creditsCmd(ctx, args[1:], getenv, stdout)
+	case "accounts":
+		return accountsCmd(ctx, args[1:], getenv, stdout)
+	case "jobs":
+		return jobsCmd(ctx, args[1:], getenv, stdout)
 	case "aws":
 		return awsCmd(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":
