@@ -24,6 +24,8 @@ func TestHelpEverywhere(t *testing.T) {
 		{"credits", "--help"}, {"credits", "grant", "--help"}, {"credits", "show", "--help"}, {"credits", "ledger", "--help"},
 		{"credits", "usage", "--help"}, {"credits", "limit", "--help"},
 		{"aws", "--help"}, {"aws", "init", "--help"},
+		{"accounts", "--help"}, {"accounts", "list", "--help"}, {"accounts", "create", "--help"},
+		{"jobs", "--help"}, {"jobs", "create", "--help"},
 	} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, env, &out, io.Discard); err != nil {

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testAdminToken = "gwop_remotetestremotetestremotetestremote"
+
+// TestRemoteCLI: with GENWAY_URL and GENWAY_ADMIN_TOKEN the operator
+// commands go to a running server's admin API (no data directory
+// needed), a wrong token is refused, and jobs create --wait --output
+// runs a job through the public API to a file.
+func TestRemoteCLI(t *testing.T) {
+	s := startServer(t, t.TempDir(), map[string]string{"GENWAY_ADMIN_TOKEN": testAdminToken})
+	remote := func(token string, extra map[string]string) func(string) string {
+		env := map[string]string{"GENWAY_URL": s.base + "/v1", "GENWAY_ADMIN_TOKEN": token,
+			"GENWAY_DATA_DIR": filepath.Join(t.TempDir(), "nowhere")}
+		for k, v := range extra {
+			env[k] = v
+		}
+		return func(k string) string { return env[k] }
+	}
+	cli := func(env func(string) string, args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(t.Context(), args, env, &out, io.Discard)
+		return out.String(), err
+	}
+	env := remote(testAdminToken, nil)
+	if out, err := cli(env, "accounts", "create", "--account", "acme", "--credits", "40", "--note", "trial"); err != nil || !strings.Contains(out, "balance 40") {
+		t.Fatalf("accounts create = %q, %v", out, err)
+	}
+	out, err := cli(env, "keys", "create", "--account", "acme")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	key := lines[len(lines)-1]
+	if err != nil || !strings.HasPrefix(key, "sk_live_") {
+		t.Fatalf("keys create = %q, %v", out, err)
+	}
+	if out, err := cli(env, "credits", "grant", "--account", "acme", "--amount", "10", "--note", "bonus"); err != nil || !strings.Contains(out, "balance 50") {
+		t.Errorf("credits grant = %q, %v", out, err)
+	}
+	if out, err := cli(env, "accounts", "list"); err != nil || !strings.Contains(out, "acme") || !strings.Contains(out, "dev") {
+		t.Errorf("accounts list = %q, %v", out, err)
+	}
+	if _, err := cli(remote("gwop_wrong", nil), "accounts", "list"); err == nil || !strings.Contains(err.Error(), "operator token") {
+		t.Errorf("a wrong token: %v; want the admin API's refusal", err)
+	}
+	if _, err := cli(remote(key, nil), "accounts", "list"); err == nil {
+		t.Error("an API key was accepted as the operator token")
+	}
+	// A job through the public API with the new key, waited for and saved.
+	file := filepath.Join(t.TempDir(), "door.mp3")
+	jobEnv := remote(testAdminToken, map[string]string{"GENWAY_API_KEY": key})
+	out, err = cli(jobEnv, "jobs", "create", "--type", "sfx", "--model", "synthetic-sfx", "--prompt", "door slam", "--duration", "2", "--output", file)
+	if err != nil || !strings.Contains(out, "completed after") || !strings.Contains(out, "saved "+file) {
+		t.Fatalf("jobs create --output = %q, %v", out, err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() < 1000 {
+		t.Errorf("downloaded file: %v, %v", fi, err)
+	}
+	if out, err := cli(env, "credits", "show", "--account", "acme"); err != nil || strings.Contains(out, "balance 50,") {
+		t.Errorf("after the job: %q, %v; want it charged", out, err)
+	}
+}
