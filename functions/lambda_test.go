@@ -339,6 +339,54 @@ func TestFunctions(t *testing.T) {
 		}
 	})
 
+	t.Run("non-stream chat kept alive", func(t *testing.T) {
+		// A slow upstream answering a non-streamed request: the function
+		// sends keep-alive spaces (GENWAY_CHAT_KEEPALIVE) that reach the
+		// Runtime API before the upstream answers, then the JSON.
+		delivered := make(chan struct{})
+		var once sync.Once
+		released := make(chan bool, 1)
+		upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			select {
+			case <-delivered:
+				released <- true
+			case <-time.After(20 * time.Second):
+				released <- false
+			case <-r.Context().Done():
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"SLOWANSWER"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+		}))
+		defer upstream.Close()
+		api := newRuntimeAPI(t)
+		api.onChunk = func(id string, sofar []byte) {
+			if _, body, ok := splitStream(sofar); ok && strings.HasPrefix(string(body), " ") {
+				once.Do(func() { close(delivered) })
+			}
+		}
+		start(t, bootstraps["chat"], api, env(endpoint, queueURL,
+			"OPENAI_API_KEY", "sk-test-upstream", "OPENAI_BASE_URL", upstream.URL+"/v1", "GENWAY_CHAT_KEEPALIVE", "50ms"))
+		payload := readEvent(t, "chat.json", append(withKey, `synthetic/echo`, `openai/gpt-4o-mini`, `\"stream\":true`, `\"stream\":false`)...)
+		res, err := api.invoke(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !<-released {
+			t.Fatalf("no keep-alive space reached the Runtime API while the upstream was silent; body %q", res.body)
+		}
+		_, body, _ := splitStream(res.body)
+		var v struct {
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(body, &v); err != nil || len(v.Choices) != 1 || v.Choices[0].Message.Content != "SLOWANSWER" {
+			t.Errorf("body %q (%v); want spaces and then the completion", body, err)
+		}
+	})
+
 	t.Run("chat stream arrives in pieces", func(t *testing.T) {
 		// An OpenAI-compatible upstream that sends its first content delta
 		// and then waits until that delta has reached the Runtime API

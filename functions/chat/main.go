@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -44,9 +45,19 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// Lambda may be frozen or killed right after an invocation, so nothing
 	// may wait in memory (chat.BufferedRecorder is for genway serve).
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store})
+	// A non-streamed answer is kept alive with spaces, so that API
+	// Gateway does not cut a silent reasoning model (GENWAY_CHAT_KEEPALIVE,
+	// default 10 s, the stream heartbeat's interval).
+	keepAlive := httpapi.DefaultChatHeartbeat
+	if v := getenv("GENWAY_CHAT_KEEPALIVE"); v != "" {
+		if keepAlive, err = time.ParseDuration(v); err != nil {
+			return fmt.Errorf("GENWAY_CHAT_KEEPALIVE: %w", err)
+		}
+	}
+	opt := httpapi.ChatKeepAlive(keepAlive)
 	h, err := b.API(getenv,
-		httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: httpapi.ChatCompletions(gw, b.Log)},
-		httpapi.Route{Method: "POST", Pattern: "/v1/responses", Handler: httpapi.Responses(gw, b.Log)})
+		httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: httpapi.ChatCompletions(gw, b.Log, opt)},
+		httpapi.Route{Method: "POST", Pattern: "/v1/responses", Handler: httpapi.Responses(gw, b.Log, opt)})
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,24 @@ type ChatOption func(*chatConfig)
 
 type chatConfig struct {
 	heartbeat time.Duration
+	keepAlive time.Duration // non-stream: 0, no keep-alive
+}
+
+// ChatKeepAlive makes a non-streamed answer that is still silent after d
+// send a space (JSON allows whitespace before the value) and again every
+// d, so that API Gateway, whose streamed integration cuts a response that
+// stays idle, keeps it open while a reasoning model thinks. The 200 status
+// is then committed: a failure after it is the error envelope as the
+// body. d <= 0 turns it off (the default).
+func ChatKeepAlive(d time.Duration) ChatOption {
+	return func(c *chatConfig) { c.keepAlive = d }
+}
+
+// committer is a sink that may have sent part of its answer: writeChatError
+// asks it, and has it write the error in its format if so.
+type committer interface {
+	committed() bool
+	fail(env envelope)
 }
 
 // ChatHeartbeat sets the silence after which a stream gets a heartbeat
@@ -78,18 +96,18 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 		log = slog.New(slog.DiscardHandler)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var stream *sseStream
-		err := serveChat(w, r, gw, cfg, &stream)
+		var sink committer
+		err := serveChat(w, r, gw, cfg, &sink)
 		if err != nil {
-			writeChatError(w, r, log, stream, err)
+			writeChatError(w, r, log, sink, err)
 		}
 	})
 }
 
 // serveChat decodes the request and runs it through the gateway into the
-// sink of its wire format: SSE chunks (*stream is set to it, for the
-// error writer) or one chat.completion object.
-func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, stream **sseStream) error {
+// sink of its wire format: SSE chunks or one chat.completion object
+// (*sink is set to it, for the error writer).
+func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, sink *committer) error {
 	var p chat.Params
 	body, err := readBody(r)
 	if err != nil {
@@ -101,10 +119,13 @@ func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg cha
 	// The model in every answer is the id the client asked for.
 	meta := chunkMeta{ID: "chatcmpl-" + rand.Text(), Created: time.Now().Unix(), Model: p.Model}
 	if !p.Stream {
-		return gw.Run(r.Context(), account(r), &p, &jsonSink{w: w, meta: meta})
+		js := &jsonSink{w: w, meta: meta, keepAlive: cfg.keepAlive}
+		*sink = js
+		defer js.stopKeepAlive()
+		return gw.Run(r.Context(), account(r), &p, js)
 	}
 	s := newSSEStream(w, &chunkEncoder{meta: meta}, cfg.heartbeat)
-	*stream = s
+	*sink = s
 	defer s.stopHeartbeats() // no heartbeat writes after the handler
 	return gw.Run(r.Context(), account(r), &p, s)
 }
@@ -116,9 +137,11 @@ func newSSEStream(w http.ResponseWriter, enc streamEncoder, heartbeat time.Durat
 
 // writeChatError is the one place a chat error is written: nothing if the
 // client has gone away (there is no one to answer); an ordinary JSON error
-// response while nothing of the answer was sent; else, mid-stream, one
-// `data: {"error": ...}` event, and the stream ends without [DONE].
-func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s *sseStream, err error) {
+// response while nothing of the answer was sent; else the sink's own
+// error: mid-stream, one `data: {"error": ...}` event (and the stream
+// ends without [DONE]), or after keep-alive spaces the envelope as the
+// body.
+func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s committer, err error) {
 	ctx := r.Context()
 	rid := RequestID(ctx)
 	committed := s != nil && s.committed()
@@ -135,19 +158,106 @@ func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s 
 	s.fail(env)
 }
 
-// jsonSink writes a non-streamed completion: one chat.completion object.
+// jsonSink writes a non-streamed completion: one chat.completion object,
+// after keep-alive spaces if it is slow and keepAlive is set.
 type jsonSink struct {
-	w    http.ResponseWriter
-	meta chunkMeta
+	w         http.ResponseWriter
+	meta      chunkMeta
+	keepAlive time.Duration
+
+	mu      sync.Mutex
+	timer   *time.Timer
+	started bool // a keep-alive space was sent: status 200 is committed
+	stopped bool
+	err     error // the first write error
 }
 
-func (j *jsonSink) Start() error           { return nil }
+// Start arms the keep-alive timer, if any.
+func (j *jsonSink) Start() error {
+	if j.keepAlive > 0 {
+		j.mu.Lock()
+		j.timer = time.AfterFunc(j.keepAlive, j.beat)
+		j.mu.Unlock()
+	}
+	return nil
+}
+
 func (j *jsonSink) Delta(chat.Delta) error { return nil } // a whole answer comes to End
+
 func (j *jsonSink) Flush() error {
 	if err := http.NewResponseController(j.w).Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	return nil
+}
+
+// beat sends one space and re-arms the timer.
+func (j *jsonSink) beat() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.stopped || j.err != nil {
+		return
+	}
+	if !j.started {
+		j.started = true
+		j.w.Header().Set("Content-Type", "application/json")
+		j.w.WriteHeader(http.StatusOK)
+	}
+	rc := http.NewResponseController(j.w)
+	rc.SetWriteDeadline(time.Now().Add(StreamWriteTimeout))
+	if _, err := j.w.Write([]byte(" ")); err != nil {
+		j.err = err
+		return
+	}
+	if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		j.err = err
+		return
+	}
+	j.timer.Reset(j.keepAlive)
+}
+
+// stopKeepAlive stops the timer; once it returns, beat writes nothing.
+func (j *jsonSink) stopKeepAlive() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stopped = true
+	if j.timer != nil {
+		j.timer.Stop()
+	}
+}
+
+func (j *jsonSink) committed() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.started
+}
+
+// fail writes the error envelope as the body of a committed answer.
+func (j *jsonSink) fail(env envelope) {
+	j.writeBody(env)
+}
+
+// writeBody writes v: as the whole response (status 200, its length), or
+// after the keep-alive spaces already sent.
+func (j *jsonSink) writeBody(v any) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.stopped = true
+	if j.timer != nil {
+		j.timer.Stop()
+	}
+	if !j.started {
+		return writeJSON(j.w, http.StatusOK, v)
+	}
+	if j.err != nil {
+		return j.err
+	}
+	b, err := marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = j.w.Write(append(b, '\n'))
+	return err
 }
 
 // End writes the completion.
@@ -164,7 +274,7 @@ func (j *jsonSink) End(resp *chat.Response) error {
 		Choices: []completionChoice{{Message: msg, FinishReason: resp.FinishReason}},
 		Usage:   resp.Usage,
 	}
-	return writeJSON(j.w, http.StatusOK, &c)
+	return j.writeBody(&c)
 }
 
 // streamEncoder is one wire format of a stream: the events that commit

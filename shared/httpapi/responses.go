@@ -41,16 +41,16 @@ func Responses(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Hand
 		log = slog.New(slog.DiscardHandler)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var stream *sseStream
+		var sink committer
 		var paths []string
-		err := serveResponses(w, r, gw, cfg, &stream, &paths)
+		err := serveResponses(w, r, gw, cfg, &sink, &paths)
 		if err != nil {
-			writeChatError(w, r, log, stream, responsesParam(err, paths))
+			writeChatError(w, r, log, sink, responsesParam(err, paths))
 		}
 	})
 }
 
-func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, stream **sseStream, paths *[]string) error {
+func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, sink *committer, paths *[]string) error {
 	body, err := readBody(r)
 	if err != nil {
 		return err
@@ -66,10 +66,13 @@ func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cf
 	}
 	meta := rp.echo()
 	if !rp.Stream {
-		return gw.Run(r.Context(), account(r), p, &responseJSONSink{jsonSink: jsonSink{w: w}, meta: meta})
+		js := &responseJSONSink{jsonSink: jsonSink{w: w, keepAlive: cfg.keepAlive}, meta: meta}
+		*sink = &js.jsonSink
+		defer js.stopKeepAlive()
+		return gw.Run(r.Context(), account(r), p, js)
 	}
 	s := newSSEStream(w, &responsesEncoder{meta: meta}, cfg.heartbeat)
-	*stream = s
+	*sink = s
 	defer s.stopHeartbeats()
 	return gw.Run(r.Context(), account(r), p, s)
 }
@@ -583,5 +586,5 @@ func (j *responseJSONSink) End(resp *chat.Response) error {
 			CallID: tc.ID, Name: tc.Name, Arguments: &tc.Arguments})
 	}
 	o.finish(resp)
-	return writeJSON(j.w, http.StatusOK, o)
+	return j.writeBody(o)
 }
