@@ -118,16 +118,18 @@ func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg cha
 	}
 	// The model in every answer is the id the client asked for.
 	meta := chunkMeta{ID: "chatcmpl-" + rand.Text(), Created: time.Now().Unix(), Model: p.Model}
+	ctx := r.Context()
+	noteModel(ctx, p.Model)
 	if !p.Stream {
 		js := &jsonSink{w: w, meta: meta, keepAlive: cfg.keepAlive}
 		*sink = js
 		defer js.stopKeepAlive()
-		return gw.Run(r.Context(), account(r), &p, js)
+		return gw.Run(ctx, account(r), &p, notingSink{js, ctx})
 	}
 	s := newSSEStream(w, &chunkEncoder{meta: meta}, cfg.heartbeat)
 	*sink = s
 	defer s.stopHeartbeats() // no heartbeat writes after the handler
-	return gw.Run(r.Context(), account(r), &p, s)
+	return gw.Run(ctx, account(r), &p, notingSink{s, ctx})
 }
 
 // newSSEStream returns the sink of one stream in the wire format of enc.

@@ -80,6 +80,7 @@ func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next ht
 				return
 			}
 		}
+		notePrincipal(r.Context(), p.Account, p.KeyID)
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
 	})
 }
@@ -99,7 +100,8 @@ type Route struct {
 
 // NewMux returns a handler serving routes, with 404 route_not_found for
 // unknown paths and 405 method_not_allowed (with Allow) for known paths
-// with another method, all in the OpenAI envelope.
+// with another method, all in the OpenAI envelope; with a request id for
+// each request, and with log, one access log line each (see accesslog.go).
 func NewMux(log *slog.Logger, routes ...Route) http.Handler {
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
@@ -119,7 +121,7 @@ func NewMux(log *slog.Logger, routes ...Route) http.Handler {
 		writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found",
 			Message: "No route " + r.Method + " " + r.URL.Path + "."})
 	}))
-	return WithRequestID(mux)
+	return WithRequestID(accessLog(log, mux))
 }
 
 // DefaultBodyTimeout is how long a client may take to send a request body

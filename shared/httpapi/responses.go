@@ -65,16 +65,18 @@ func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cf
 		return err
 	}
 	meta := rp.echo()
+	ctx := r.Context()
+	noteModel(ctx, rp.Model)
 	if !rp.Stream {
 		js := &responseJSONSink{jsonSink: jsonSink{w: w, keepAlive: cfg.keepAlive}, meta: meta}
 		*sink = &js.jsonSink
 		defer js.stopKeepAlive()
-		return gw.Run(r.Context(), account(r), p, js)
+		return gw.Run(ctx, account(r), p, notingSink{js, ctx})
 	}
 	s := newSSEStream(w, &responsesEncoder{meta: meta}, cfg.heartbeat)
 	*sink = s
 	defer s.stopHeartbeats()
-	return gw.Run(r.Context(), account(r), p, s)
+	return gw.Run(ctx, account(r), p, notingSink{s, ctx})
 }
 
 // responsesRequest is the body of POST /v1/responses.

@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/genway/genway/shared/chat"
+)
+
+// The access log: one JSON line per request (msg "request") with its
+// request id, method, route, status, duration, bytes written, and, where
+// the handler learned them, the account, key id, model and tokens. Never
+// a key, a token or a prompt: only ids and counts are recorded.
+
+// reqLog is what a request's handlers note for its access log line.
+type reqLog struct {
+	mu                 sync.Mutex
+	account, keyID     string
+	model              string
+	prompt, completion int
+}
+
+type reqLogKey struct{}
+
+func noteOf(ctx context.Context) *reqLog {
+	l, _ := ctx.Value(reqLogKey{}).(*reqLog)
+	return l
+}
+
+// notePrincipal records who made the request.
+func notePrincipal(ctx context.Context, account, keyID string) {
+	if l := noteOf(ctx); l != nil {
+		l.mu.Lock()
+		l.account, l.keyID = account, keyID
+		l.mu.Unlock()
+	}
+}
+
+// noteModel records the model a request asked for.
+func noteModel(ctx context.Context, model string) {
+	if l := noteOf(ctx); l != nil {
+		l.mu.Lock()
+		l.model = model
+		l.mu.Unlock()
+	}
+}
+
+// noteTokens records the tokens an answer used.
+func noteTokens(ctx context.Context, prompt, completion int) {
+	if l := noteOf(ctx); l != nil {
+		l.mu.Lock()
+		l.prompt, l.completion = prompt, completion
+		l.mu.Unlock()
+	}
+}
+
+// statusWriter records the status and the bytes written. Unwrap lets
+// http.ResponseController reach the writer's Flush and deadlines.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap returns the underlying writer (for http.ResponseController).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// accessLog writes one line per request to log (nothing if log is nil).
+func accessLog(log *slog.Logger, next http.Handler) http.Handler {
+	if log == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		note := &reqLog{}
+		sw := &statusWriter{ResponseWriter: w}
+		r = r.WithContext(context.WithValue(r.Context(), reqLogKey{}, note))
+		next.ServeHTTP(sw, r)
+		note.mu.Lock()
+		defer note.mu.Unlock()
+		attrs := []slog.Attr{
+			slog.String("request_id", RequestID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("route", r.Pattern),
+			slog.Int("status", sw.status),
+			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+			slog.Int64("bytes", sw.bytes),
+		}
+		if note.account != "" {
+			attrs = append(attrs, slog.String("account", note.account), slog.String("key_id", note.keyID))
+		}
+		if note.model != "" {
+			attrs = append(attrs, slog.String("model", note.model))
+		}
+		if note.prompt+note.completion > 0 {
+			attrs = append(attrs, slog.Int("prompt_tokens", note.prompt), slog.Int("completion_tokens", note.completion))
+		}
+		log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+	})
+}
+
+// notingSink is a chat.Sink that notes the answer's model usage in the
+// access log before its End.
+type notingSink struct {
+	chat.Sink
+	ctx context.Context
+}
+
+func (n notingSink) End(resp *chat.Response) error {
+	noteTokens(n.ctx, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	return n.Sink.End(resp)
+}
