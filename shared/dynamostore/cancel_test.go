@@ -55,6 +55,10 @@ func (f *fakeDB) Scan(context.Context, *dynamodb.ScanInput, ...func(*dynamodb.Op
 	return nil, errFake
 }
 
+func (f *fakeDB) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return nil, errFake
+}
+
 // canceled returns a TransactionCanceledException with the given codes
 // ("" for None).
 func canceled(codes ...string) error {

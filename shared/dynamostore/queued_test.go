@@ -312,8 +312,12 @@ func TestQueuedIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if g := d.Table.GlobalSecondaryIndexes; len(g) != 1 || aws.ToString(g[0].IndexName) != QueuedIndex || g[0].Projection.ProjectionType != types.ProjectionTypeKeysOnly {
-			t.Errorf("jobs table indexes = %+v; want %s, KEYS_ONLY", g, QueuedIndex)
+		projections := map[string]types.ProjectionType{}
+		for _, g := range d.Table.GlobalSecondaryIndexes {
+			projections[aws.ToString(g.IndexName)] = g.Projection.ProjectionType
+		}
+		if len(projections) != 2 || projections[QueuedIndex] != types.ProjectionTypeKeysOnly || projections[AccountIndex] != types.ProjectionTypeInclude {
+			t.Errorf("jobs table indexes = %v; want %s KEYS_ONLY and %s INCLUDE", projections, QueuedIndex, AccountIndex)
 		}
 		s := New(client, "jobs", "accounts")
 		if _, err := s.Grant(ctx, "acct1", 10, 1); err != nil {

@@ -11,8 +11,9 @@
 // it as gone. It holds two kinds of item:
 //
 //	id = <job id>                      a job: account, type, model, status, input (M),
-//	                                   output (M), error (M), price, attempts, created, updated;
-//	                                   while queued also queued_shard, queued_at; sweeps
+//	                                   output (M), error (M), price, attempts, created, updated,
+//	                                   history (L of M), created_id; while queued also
+//	                                   queued_shard, queued_at; sweeps
 //	id = "idem#" + <account>/<key>     an Idempotency-Key: body_hash, job_id, expires (TTL)
 //
 // The global secondary index "queued" (QueuedIndex, KEYS_ONLY) is sparse:
@@ -24,6 +25,13 @@
 // message may have been lost (the job write and the SQS send are not one
 // transaction) and MarkSwept moves queued_at on and counts sweeps; see
 // jobs.Service.Sweep.
+//
+// The global secondary index "by_account" (AccountIndex) lists an
+// account's jobs newest first: partition key account, sort key created_id
+// = the zero-padded created second + "#" + id (set by Create), projecting
+// status, type and model so that List filters in the index; see List.
+// Every Transition that changes the status appends to history with
+// list_append in the same UpdateItem.
 //
 // Keeping the idempotency item in the jobs table lets Create write the job,
 // the hold and the key in one TransactWriteItems over two tables, and the
@@ -90,6 +98,7 @@ type API interface {
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 // Store is the DynamoDB implementation of jobs.Store, auth.Store and
@@ -191,10 +200,13 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 	if now == 0 {
 		now = time.Now().Unix()
 	}
+	nj.History = []jobs.StatusChange{{Status: jobs.Queued, At: now}}
 	item, err := marshalMap(&nj)
 	if err != nil {
 		return nil, fmt.Errorf("create job %s: encode: %w", j.ID, err)
 	}
+	// Into AccountIndex, for List.
+	item[CreatedIDAttribute] = str(createdID(nj.Created, nj.ID))
 	// Into the sparse index of queued jobs, until Transition moves it out.
 	item[QueuedShardAttribute] = str(queuedShard(j.ID))
 	item[QueuedAtAttribute] = num(now)
@@ -386,6 +398,17 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	}
 	cond := "#s = :from"
 	names := map[string]string{"#s": "status"}
+	if from != to {
+		// The status history grows in the same write (a job stored
+		// before it existed starts one here).
+		h, err := marshal([]jobs.StatusChange{jobs.HistoryEntry(to, p, s.clock().Unix())})
+		if err != nil {
+			return nil, fmt.Errorf("transition job %s: encode history: %w", id, err)
+		}
+		set = append(set, "#hist = list_append(if_not_exists(#hist, :nohist), :hist)")
+		names["#hist"] = "history"
+		vals[":hist"], vals[":nohist"] = h, &types.AttributeValueMemberL{Value: []types.AttributeValue{}}
+	}
 	if p.IfRuns != nil {
 		// A job with no runs yet has no attribute (omitempty).
 		names["#r"] = "runs"

@@ -18,10 +18,10 @@ const TTLAttribute = "expires"
 const tableWait = 2 * time.Minute
 
 // CreateTables creates the jobs and accounts tables (on-demand; the jobs
-// table with a NEW_AND_OLD_IMAGES stream and QueuedIndex) and enables TTL on
-// both. It is idempotent: existing tables are kept as they are (a jobs table
-// without QueuedIndex gets it), and it returns once both tables and the
-// index are ACTIVE. It is for `genway aws init` and tests; deployments create the
+// table with a NEW_AND_OLD_IMAGES stream, QueuedIndex and AccountIndex) and
+// enables TTL on both. It is idempotent: existing tables are kept as they
+// are (a jobs table without one of the indexes gets it, one at a time), and
+// it returns once both tables and the indexes are ACTIVE. It is for `genway aws init` and tests; deployments create the
 // tables with the SAM template.
 func CreateTables(ctx context.Context, client *dynamodb.Client, jobsTable, accountsTable string) error {
 	tables := []*dynamodb.CreateTableInput{
@@ -32,9 +32,11 @@ func CreateTables(ctx context.Context, client *dynamodb.Client, jobsTable, accou
 				{AttributeName: aws.String("id"), AttributeType: types.ScalarAttributeTypeS},
 				{AttributeName: aws.String(QueuedShardAttribute), AttributeType: types.ScalarAttributeTypeS},
 				{AttributeName: aws.String(QueuedAtAttribute), AttributeType: types.ScalarAttributeTypeN},
+				{AttributeName: aws.String(AccountAttribute), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String(CreatedIDAttribute), AttributeType: types.ScalarAttributeTypeS},
 			},
 			KeySchema:              []types.KeySchemaElement{{AttributeName: aws.String("id"), KeyType: types.KeyTypeHash}},
-			GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{queuedIndex()},
+			GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{queuedIndex(), accountIndex()},
 			StreamSpecification: &types.StreamSpecification{
 				StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages,
 			},
@@ -69,7 +71,16 @@ func CreateTables(ctx context.Context, client *dynamodb.Client, jobsTable, accou
 			return err
 		}
 	}
-	return ensureQueuedIndex(ctx, client, jobsTable)
+	if err := ensureIndex(ctx, client, jobsTable, queuedIndex(), []types.AttributeDefinition{
+		{AttributeName: aws.String(QueuedShardAttribute), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String(QueuedAtAttribute), AttributeType: types.ScalarAttributeTypeN},
+	}); err != nil {
+		return err
+	}
+	return ensureIndex(ctx, client, jobsTable, accountIndex(), []types.AttributeDefinition{
+		{AttributeName: aws.String(AccountAttribute), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String(CreatedIDAttribute), AttributeType: types.ScalarAttributeTypeS},
+	})
 }
 
 // queuedIndex is QueuedIndex's definition.
@@ -84,17 +95,32 @@ func queuedIndex() types.GlobalSecondaryIndex {
 	}
 }
 
-// ensureQueuedIndex adds QueuedIndex to a jobs table made before it
-// existed, and waits (up to tableWait) until it is ACTIVE. Jobs created
-// before the index have no index keys and are never swept.
-func ensureQueuedIndex(ctx context.Context, client *dynamodb.Client, table string) error {
+// accountIndex is AccountIndex's definition.
+func accountIndex() types.GlobalSecondaryIndex {
+	return types.GlobalSecondaryIndex{
+		IndexName: aws.String(AccountIndex),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(AccountAttribute), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(CreatedIDAttribute), KeyType: types.KeyTypeRange},
+		},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: accountIndexAttributes()},
+	}
+}
+
+// ensureIndex adds index g (its key attributes defined by defs) to a jobs
+// table made before it existed, and waits (up to tableWait) until it is
+// ACTIVE. DynamoDB builds it from the items already there (backfill);
+// items without its keys stay out of it (QueuedIndex: jobs no longer
+// waiting; AccountIndex: jobs created before created_id existed).
+func ensureIndex(ctx context.Context, client *dynamodb.Client, table string, g types.GlobalSecondaryIndex, defs []types.AttributeDefinition) error {
+	name := aws.ToString(g.IndexName)
 	status := func() (types.IndexStatus, bool, error) {
 		d, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
 			return "", false, fmt.Errorf("describe table %s: %w", table, err)
 		}
 		for _, g := range d.Table.GlobalSecondaryIndexes {
-			if aws.ToString(g.IndexName) == QueuedIndex {
+			if aws.ToString(g.IndexName) == name {
 				return g.IndexStatus, true, nil
 			}
 		}
@@ -106,17 +132,14 @@ func ensureQueuedIndex(ctx context.Context, client *dynamodb.Client, table strin
 	}
 	if !ok {
 		_, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{
-			TableName: aws.String(table),
-			AttributeDefinitions: []types.AttributeDefinition{
-				{AttributeName: aws.String(QueuedShardAttribute), AttributeType: types.ScalarAttributeTypeS},
-				{AttributeName: aws.String(QueuedAtAttribute), AttributeType: types.ScalarAttributeTypeN},
-			},
+			TableName:            aws.String(table),
+			AttributeDefinitions: defs,
 			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
-				IndexName: queuedIndex().IndexName, KeySchema: queuedIndex().KeySchema, Projection: queuedIndex().Projection,
+				IndexName: g.IndexName, KeySchema: g.KeySchema, Projection: g.Projection,
 			}}},
 		})
 		if err != nil {
-			return fmt.Errorf("add index %s to table %s: %w", QueuedIndex, table, err)
+			return fmt.Errorf("add index %s to table %s: %w", name, table, err)
 		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, tableWait)
@@ -132,7 +155,7 @@ func ensureQueuedIndex(ctx context.Context, client *dynamodb.Client, table strin
 		select {
 		case <-wctx.Done():
 			t.Stop()
-			return fmt.Errorf("wait for index %s of table %s: %w", QueuedIndex, table, wctx.Err())
+			return fmt.Errorf("wait for index %s of table %s: %w", name, table, wctx.Err())
 		case <-t.C:
 		}
 	}

@@ -79,12 +79,22 @@ const (
 	CodeContentPolicy = "content_policy"
 	CodeTimeout       = "timeout"
 	CodeInternal      = "internal_error"
+	// CodeCancelled is a job its client cancelled (Service.Cancel).
+	CodeCancelled = "cancelled"
 )
 
 // JobError is why a job failed.
 type JobError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// StatusChange is one entry of a job's status history: the status it
+// entered, when (Unix seconds), and for a failure its error code.
+type StatusChange struct {
+	Status    Status `json:"status"`
+	At        int64  `json:"at"`
+	ErrorCode string `json:"error_code,omitempty"`
 }
 
 // Job is one generation job, as stored.
@@ -113,6 +123,24 @@ type Job struct {
 	// early: a duplicate of a run already claimed, or a retry's message
 	// come before its delay (see Worker.Process).
 	NextRun int64 `json:"next_run,omitempty"`
+	// History lists the statuses the job entered, oldest first: queued
+	// (written by Store.Create), then one entry per Transition that
+	// changed the status. Jobs stored before it existed have none.
+	History []StatusChange `json:"history,omitempty"`
+}
+
+// HistoryEntry returns the History entry a Transition into to with p
+// appends: at p.Updated (now if that is 0), with p.Error's code for a
+// failure. Stores call it so that every backend records the same thing.
+func HistoryEntry(to Status, p Patch, now int64) StatusChange {
+	c := StatusChange{Status: to, At: p.Updated}
+	if c.At == 0 {
+		c.At = now
+	}
+	if to == Failed && p.Error != nil {
+		c.ErrorCode = p.Error.Code
+	}
+	return c
 }
 
 // Idempotency ties a client's Idempotency-Key to the job it created.
@@ -153,7 +181,20 @@ type Store interface {
 	// atomically and only if the job is still in from (and, with
 	// p.IfRuns, has that many runs); otherwise it returns ErrConflict
 	// (wrapped, with the job's current state readable by Get).
+	//
+	// A transition that changes the status appends HistoryEntry(to, p,
+	// now) to the job's History in the same atomic step; Create stores the
+	// job with History [{queued, Created}].
 	Transition(ctx context.Context, id string, from, to Status, p Patch) (*Job, error)
+	// List returns the jobs q selects, newest first (Created descending,
+	// then ID descending), at most q.Limit of them (see ListQuery), and the
+	// cursor of the next page ("" if there is none). The order is stable
+	// under concurrent creates: a page's cursor is the position of its
+	// last job (or of the last job examined, when a page stops at its scan
+	// bound before it is full), and later pages continue strictly after
+	// it, so no job is listed twice and none that existed is skipped. A
+	// malformed q.Cursor is an *apierr.Error naming "after".
+	List(ctx context.Context, q ListQuery) (jobs []*Job, next string, err error)
 }
 
 // Queue delivers job ids to the worker at least once.
@@ -195,6 +236,11 @@ var (
 	ErrNotFound            = &apierr.Error{Kind: apierr.NotFound, Code: "job_not_found", Message: "No job with that id."}
 	ErrInsufficientCredits = &apierr.Error{Kind: apierr.InsufficientQuota, Code: "insufficient_credits", Message: "The account's available credits do not cover this job."}
 	ErrIdempotencyConflict = &apierr.Error{Kind: apierr.Conflict, Code: "idempotency_key_reused", Message: "This Idempotency-Key was used with a different request body."}
+	// ErrJobFinal is a cancel of a job that is completed or failed.
+	ErrJobFinal = &apierr.Error{Kind: apierr.Conflict, Code: "job_final", Message: "The job has already finished; only a queued or processing job can be cancelled."}
+	// ErrNotCancellable is a cancel of a processing job that cannot be
+	// stopped at its vendor; the message says why.
+	ErrNotCancellable = &apierr.Error{Kind: apierr.Conflict, Code: "job_not_cancellable", Message: "The job cannot be cancelled."}
 	// ErrConflict means a transition's precondition failed: the job was not
 	// in the expected status.
 	ErrConflict = errors.New("job status changed concurrently")

@@ -18,8 +18,8 @@ const IdempotencyTTL = 24 * time.Hour
 // DefaultLinkTTL is how long an output link made at read time works.
 const DefaultLinkTTL = time.Hour
 
-// Service is the jobs API: create and read, and Sweep for stores that need
-// it. Safe for concurrent use.
+// Service is the jobs API: create, read, list and cancel, and Sweep for
+// stores that need it. Safe for concurrent use.
 type Service struct {
 	Store   Store
 	Queue   Queue
@@ -34,9 +34,13 @@ type Service struct {
 	// job for a model of another is refused like an unknown model. nil:
 	// every provider is.
 	Configured func(provider string) bool
-	Log        *slog.Logger
-	LinkTTL    time.Duration    // 0: DefaultLinkTTL
-	Now        func() time.Time // nil: time.Now
+	// Providers are the job providers by catalog provider name, for
+	// Cancel: a processing job is cancelled at its vendor when its
+	// provider is a Canceller. nil: no processing job can be cancelled.
+	Providers map[string]Provider
+	Log       *slog.Logger
+	LinkTTL   time.Duration    // 0: DefaultLinkTTL
+	Now       func() time.Time // nil: time.Now
 	// Sweeps lists jobs left queued, for Sweep; nil where the store writes
 	// the job and its message in one transaction (no Sweep needed).
 	Sweeps     SweepStore

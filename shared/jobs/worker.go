@@ -367,6 +367,13 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 	if res.Size > maxBytes {
 		return &ProviderError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor's file (%d bytes) is larger than the %d-byte limit; no credits were charged.", res.Size, maxBytes)}
 	}
+	// A job cancelled (or failed by another run) while the vendor answered
+	// keeps nothing: no object is stored, and the completion below would
+	// fail its condition anyway. (A read error is not a reason to drop.)
+	if cur, err := w.Store.Get(ctx, j.ID); err == nil && cur.Status.Final() {
+		log.Info("job finished meanwhile; vendor result dropped", "status", cur.Status)
+		return nil
+	}
 	ext := res.Ext
 	if ext == "" {
 		ext = "bin"

@@ -32,8 +32,10 @@ func newMemStore(js ...Job) *memStore {
 func (s *memStore) Create(ctx context.Context, j *Job, idem *Idempotency) (*Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.jobs[j.ID] = *j
-	c := *j
+	nj := *j
+	nj.History = []StatusChange{{Status: nj.Status, At: nj.Created}}
+	s.jobs[j.ID] = nj
+	c := nj
 	return &c, nil
 }
 
@@ -71,6 +73,9 @@ func (s *memStore) Transition(ctx context.Context, id string, from, to Status, p
 	}
 	if p.NextRun != 0 {
 		j.NextRun = p.NextRun
+	}
+	if from != to {
+		j.History = append(j.History[:len(j.History):len(j.History)], HistoryEntry(to, p, time.Now().Unix()))
 	}
 	j.Status = to
 	if to == Completed {

@@ -10,9 +10,10 @@ import (
 	"github.com/genway/genway/shared/jobs"
 )
 
-// Create stores j as queued and, in the same transaction, holds j.Price on
-// j.Account, records idem (if not nil) and puts the job's queue message
-// (visible at once), so no queued job is ever without a message. A later
+// Create stores j as queued (its History the one queued entry) and, in the
+// same transaction, holds j.Price on j.Account, records idem (if not nil),
+// indexes the job for List and puts the job's queue message (visible at
+// once), so no queued job is ever without a message. A later
 // Enqueue of the same id is a no-op. It returns jobs.ErrInsufficientCredits
 // if the account does not exist or its available credits are short, and for
 // a live idem key the job that key created (same body hash) or
@@ -27,6 +28,11 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 	nj := *j
 	nj.Status = jobs.Queued
 	now := s.now()
+	queuedAt := nj.Created
+	if queuedAt == 0 {
+		queuedAt = now.Unix()
+	}
+	nj.History = []jobs.StatusChange{{Status: jobs.Queued, At: queuedAt}}
 	var got *jobs.Job
 	err := s.update(func(tx *bolt.Tx) error {
 		got = nil
@@ -74,6 +80,12 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 		if err := putJSON(jb, []byte(nj.ID), nj); err != nil {
 			return err
 		}
+		if err := ensureJobIndex(tx); err != nil {
+			return err
+		}
+		if err := indexJob(tx, &nj); err != nil {
+			return err
+		}
 		if idem != nil {
 			rec := *idem
 			rec.JobID = nj.ID
@@ -117,8 +129,10 @@ func (s *Store) Get(ctx context.Context, id string) (*jobs.Job, error) {
 // Transition moves job id from status from to status to and applies p, in
 // one transaction and only if the job is in from (and has p.IfRuns runs,
 // if set) and jobs.CanTransition allows it; otherwise it returns an error wrapping jobs.ErrConflict
-// (jobs.ErrNotFound if there is no such job). When the status changes, a
-// change record is appended to the feed in the same transaction.
+// (jobs.ErrNotFound if there is no such job). When the status changes, the
+// job's History gets the new status, its index entries (see List) are
+// updated and a change record is appended to the feed, all in the same
+// transaction.
 func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status, p jobs.Patch) (*jobs.Job, error) {
 	if !jobs.CanTransition(from, to) {
 		return nil, fmt.Errorf("transition job %s %s->%s: not allowed: %w", id, from, to, jobs.ErrConflict)
@@ -165,15 +179,23 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 		if p.Updated != 0 {
 			j.Updated = p.Updated
 		}
+		var at int64
+		if from != to {
+			h := jobs.HistoryEntry(to, p, s.now().Unix())
+			j.History = append(j.History, h)
+			at = h.At
+		}
 		if err := putJSON(jb, []byte(id), j); err != nil {
 			return err
 		}
 		if from == to {
 			return nil
 		}
-		at := p.Updated
-		if at == 0 {
-			at = s.now().Unix()
+		if err := ensureJobIndex(tx); err != nil {
+			return err
+		}
+		if err := indexJob(tx, &j); err != nil {
+			return err
 		}
 		return appendChange(tx, credits.Change{
 			JobID: j.ID, Account: j.Account, OldStatus: string(from), NewStatus: string(to), Price: j.Price, At: at,

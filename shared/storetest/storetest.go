@@ -2,7 +2,8 @@
 // embedded localstore and the DynamoDB adapter run the same Run. It checks
 // the promises of jobs.Store, auth.Store and credits.Store that the service
 // relies on: atomic holds without overdraft, idempotency keys, conditional
-// transitions, exactly-once settlement and key records.
+// transitions, status history, job listing (order, pages, filters),
+// exactly-once settlement and key records.
 //
 // Every subtest uses fresh, randomly named accounts and fresh job ids, so
 // one backend (one table, one file) can serve all of them.
@@ -51,6 +52,11 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"Grant", testGrant},
 		{"LedgerOrder", testLedgerOrder},
 		{"Keys", testKeys},
+		{"History", testHistory},
+		{"ListOrder", testListOrder},
+		{"ListConcurrentCreates", testListConcurrentCreates},
+		{"ListFilters", testListFilters},
+		{"ListBadCursor", testListBadCursor},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
