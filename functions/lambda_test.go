@@ -252,6 +252,48 @@ func TestFunctions(t *testing.T) {
 		}
 	})
 
+	t.Run("jobs-list", func(t *testing.T) {
+		r := proxyResponse(t, run(t, "jobs-get", readEvent(t, "jobs-list.json", withKey...)))
+		var list struct {
+			Object     string    `json:"object"`
+			Data       []jobView `json:"data"`
+			HasMore    bool      `json:"has_more"`
+			NextCursor *string   `json:"next_cursor"`
+		}
+		if err := json.Unmarshal([]byte(r.Body), &list); err != nil || r.StatusCode != 200 || list.Object != "list" || list.HasMore || list.NextCursor != nil {
+			t.Fatalf("GET /v1/jobs = %d %s; want 200 and one page", r.StatusCode, r.Body)
+		}
+		if len(list.Data) != 1 || list.Data[0].ID != job.ID || list.Data[0].Status != "completed" || list.Data[0].Output == nil || !strings.Contains(list.Data[0].Output.URL, testBucket) {
+			t.Errorf("GET /v1/jobs = %s; want the completed job with a presigned link", r.Body)
+		}
+	})
+
+	t.Run("jobs-cancel", func(t *testing.T) {
+		id, err := jobs.NewID(jobs.TypeMusic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now().Unix()
+		queued := &jobs.Job{ID: id, Account: testAccount, Type: jobs.TypeMusic, Model: "synthetic-music", Status: jobs.Queued,
+			Input: jobs.Input{Prompt: "p", Duration: 1, Format: "mp3"}, Price: 1, Created: now, Updated: now}
+		if _, err := store.Create(ctx, queued, nil); err != nil {
+			t.Fatal(err)
+		}
+		r := proxyResponse(t, run(t, "jobs-create", readEvent(t, "jobs-cancel.json", append(withKey, eventJobID, id)...)))
+		var got struct {
+			ID     string
+			Status string
+			Error  *struct{ Code string }
+		}
+		if err := json.Unmarshal([]byte(r.Body), &got); err != nil || r.StatusCode != 200 || got.ID != id || got.Status != "failed" || got.Error == nil || got.Error.Code != "cancelled" {
+			t.Errorf("POST /v1/jobs/%s/cancel = %d %s; want 200, failed, cancelled", id, r.StatusCode, r.Body)
+		}
+		r = proxyResponse(t, run(t, "jobs-create", readEvent(t, "jobs-cancel.json", append(withKey, eventJobID, job.ID)...)))
+		if r.StatusCode != 409 || !strings.Contains(r.Body, "job_final") {
+			t.Errorf("POST /v1/jobs/%s/cancel (completed) = %d %s; want 409 job_final", job.ID, r.StatusCode, r.Body)
+		}
+	})
+
 	t.Run("jobs-sweeper", func(t *testing.T) {
 		// A job stored with its hold ten minutes ago whose message was
 		// never sent: jobs-create died between the two.

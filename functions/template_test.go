@@ -344,7 +344,7 @@ func checkTemplate(tpl map[string]any, root string) []string {
 		}
 	}
 
-	for _, route := range []string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/credits"} {
+	for _, route := range []string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/jobs", "POST /v1/jobs/{id}/cancel", "GET /v1/credits"} {
 		if routes[route] == "" {
 			bad("no function serves %s", route)
 		}

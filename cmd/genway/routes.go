@@ -37,6 +37,8 @@ func apiHandler(d apiDeps) http.Handler {
 		{Method: "POST", Pattern: "/v1/responses", Handler: authed(httpapi.Responses(d.gw, d.log))},
 		{Method: "POST", Pattern: "/v1/jobs", Handler: authed(httpapi.CreateJob(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: authed(httpapi.GetJob(d.jobs, d.log))},
+		{Method: "GET", Pattern: "/v1/jobs", Handler: authed(httpapi.ListJobs(d.jobs, d.log))},
+		{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: authed(httpapi.CancelJob(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/credits", Handler: authed(httpapi.GetCredits(d.credits, d.log))},
 		{Method: "GET", Pattern: "/healthz", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")

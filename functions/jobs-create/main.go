@@ -1,5 +1,8 @@
-// Command jobs-create is the Lambda function behind POST /v1/jobs: it holds
-// the price on the account, stores the job and enqueues it.
+// Command jobs-create is the Lambda function behind POST /v1/jobs (it holds
+// the price on the account, stores the job and enqueues it) and POST
+// /v1/jobs/{id}/cancel (it fails a queued job, or stops a processing one at
+// its vendor first: the function holds the keys of the vendors that can
+// cancel, fal and Replicate, and no other).
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/upstreams"
 )
 
 func main() {
@@ -39,11 +43,32 @@ func run(ctx context.Context, getenv func(string) string) error {
 	}
 	// Media only signs links: an idempotent replay of a completed job
 	// answers with its output link.
-	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(getenv), Balances: b.Store}
-	h, err := b.API(getenv, httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)})
+	// The providers Cancel reaches: those whose key this function holds
+	// (GENWAY_CONFIGURED, names without keys, is for validation only).
+	providers, err := upstreams.NewMedia(cat, withoutConfigured(getenv), nil)
+	if err != nil {
+		return err
+	}
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(getenv), Balances: b.Store,
+		Providers: providers}
+	h, err := b.API(getenv,
+		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},
+		httpapi.Route{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: httpapi.CancelJob(svc, b.Log)},
+	)
 	if err != nil {
 		return err
 	}
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))
 	return nil
+}
+
+// withoutConfigured is getenv without GENWAY_CONFIGURED: a provider counts
+// as configured only with its key.
+func withoutConfigured(getenv func(string) string) func(string) string {
+	return func(k string) string {
+		if k == "GENWAY_CONFIGURED" {
+			return ""
+		}
+		return getenv(k)
+	}
 }

@@ -1,5 +1,7 @@
-// Command jobs-get is the Lambda function behind GET /v1/jobs/{id}; output
-// links are presigned at read time, never stored.
+// Command jobs-get is the Lambda function behind GET /v1/jobs/{id} and GET
+// /v1/jobs (the caller's jobs, newest first, from the jobs table's
+// by_account index); output links are presigned at read time, never
+// stored.
 package main
 
 import (
@@ -34,7 +36,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log}
-	h, err := b.API(getenv, httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: httpapi.GetJob(svc, b.Log)})
+	h, err := b.API(getenv,
+		httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: httpapi.GetJob(svc, b.Log)},
+		httpapi.Route{Method: "GET", Pattern: "/v1/jobs", Handler: httpapi.ListJobs(svc, b.Log)},
+	)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/genway/genway/shared/apierr"
@@ -16,19 +18,21 @@ import (
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 255
 
-// jobView is the Job object of the API: the seed's fields plus model, input
-// and updated. output.url is made at read time.
+// jobView is the Job object of the API: the seed's fields plus model,
+// input, updated and history (the statuses it entered, when; absent for
+// jobs stored before history was kept). output.url is made at read time.
 type jobView struct {
-	ID      string         `json:"id"`
-	Object  string         `json:"object"`
-	Type    string         `json:"type"`
-	Status  jobs.Status    `json:"status"`
-	Model   string         `json:"model"`
-	Input   jobs.Input     `json:"input"`
-	Output  *outputView    `json:"output"`
-	Error   *jobs.JobError `json:"error"`
-	Created int64          `json:"created"`
-	Updated int64          `json:"updated"`
+	ID      string              `json:"id"`
+	Object  string              `json:"object"`
+	Type    string              `json:"type"`
+	Status  jobs.Status         `json:"status"`
+	Model   string              `json:"model"`
+	Input   jobs.Input          `json:"input"`
+	Output  *outputView         `json:"output"`
+	Error   *jobs.JobError      `json:"error"`
+	Created int64               `json:"created"`
+	Updated int64               `json:"updated"`
+	History []jobs.StatusChange `json:"history,omitempty"`
 }
 
 type outputView struct {
@@ -42,7 +46,7 @@ type outputView struct {
 
 func viewJob(j *jobs.Job, url string) jobView {
 	v := jobView{ID: j.ID, Object: "job", Type: j.Type, Status: j.Status, Model: j.Model, Input: j.Input,
-		Error: j.Error, Created: j.Created, Updated: j.Updated}
+		Error: j.Error, Created: j.Created, Updated: j.Updated, History: j.History}
 	if j.Status == jobs.Completed && j.Output != nil {
 		o := j.Output
 		v.Output = &outputView{URL: url, ContentType: o.ContentType, Bytes: o.Bytes, Duration: o.Duration, Width: o.Width, Height: o.Height}
@@ -101,6 +105,126 @@ func GetJob(svc *jobs.Service, log *slog.Logger) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, viewJob(j, url))
+	})
+}
+
+// jobList is the GET /v1/jobs answer: the OpenAI list shape with a cursor.
+type jobList struct {
+	Object     string    `json:"object"` // "list"
+	Data       []jobView `json:"data"`
+	HasMore    bool      `json:"has_more"`
+	NextCursor *string   `json:"next_cursor"` // the next page's after; null on the last page
+}
+
+// ListJobs serves GET /v1/jobs: the caller's jobs, newest first, each as
+// GET /v1/jobs/{id} shows it (a fresh output link for completed ones).
+// Query parameters (see DecodeListJobs): status, type, model, since,
+// until, limit, after.
+func ListJobs(svc *jobs.Service, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q, err := DecodeListJobs(r.URL.Query())
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		js, next, err := svc.List(r.Context(), account(r), q)
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		out := jobList{Object: "list", Data: make([]jobView, 0, len(js)), HasMore: next != ""}
+		if next != "" {
+			out.NextCursor = &next
+		}
+		for _, j := range js {
+			url, err := svc.Link(r.Context(), j)
+			if err != nil {
+				writeError(w, r, log, err)
+				return
+			}
+			out.Data = append(out.Data, viewJob(j, url))
+		}
+		writeJSON(w, http.StatusOK, out)
+	})
+}
+
+// DecodeListJobs reads the query parameters of GET /v1/jobs into a
+// jobs.ListQuery (its Account left for the caller): status, type, model,
+// since and until (Unix seconds, inclusive), limit (1..100, default 20)
+// and after (the next_cursor of the previous page). A parameter given
+// twice, empty, or of the wrong form is a 400 naming it; Service.List
+// checks the values. Other parameters are ignored.
+func DecodeListJobs(v url.Values) (jobs.ListQuery, error) {
+	var q jobs.ListQuery
+	get := func(name string) (string, bool, error) {
+		vs, ok := v[name]
+		switch {
+		case !ok:
+			return "", false, nil
+		case len(vs) > 1:
+			return "", false, apierr.Invalidf(name, "invalid_value", "%s must be given once.", name)
+		case vs[0] == "":
+			return "", false, apierr.Invalidf(name, "invalid_value", "%s must not be empty.", name)
+		}
+		return vs[0], true, nil
+	}
+	for _, p := range []struct {
+		name string
+		dst  *string
+	}{{"type", &q.Type}, {"model", &q.Model}, {"after", &q.Cursor}} {
+		s, _, err := get(p.name)
+		if err != nil {
+			return q, err
+		}
+		*p.dst = s
+	}
+	s, _, err := get("status")
+	if err != nil {
+		return q, err
+	}
+	q.Status = jobs.Status(s)
+	for _, p := range []struct {
+		name string
+		dst  *int64
+	}{{"since", &q.Since}, {"until", &q.Until}} {
+		s, ok, err := get(p.name)
+		if err != nil || !ok {
+			if err != nil {
+				return q, err
+			}
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return q, apierr.Invalidf(p.name, "invalid_value", "%s must be a Unix time in whole seconds; got %q.", p.name, s)
+		}
+		*p.dst = n
+	}
+	if s, ok, err := get("limit"); err != nil {
+		return q, err
+	} else if ok {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > jobs.MaxListLimit {
+			return q, apierr.Invalidf("limit", "invalid_value", "limit must be an integer between 1 and %d; got %q.", jobs.MaxListLimit, s)
+		}
+		q.Limit = n
+	}
+	return q, nil
+}
+
+// CancelJob serves POST /v1/jobs/{id}/cancel: it answers the cancelled
+// job (status failed, error.code "cancelled"), or the error that says why
+// it cannot be cancelled (404 job_not_found, 409 job_final or
+// job_not_cancellable, 502 when the vendor could not be reached). A body
+// is ignored.
+func CancelJob(svc *jobs.Service, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		j, err := svc.Cancel(r.Context(), account(r), r.PathValue("id"))
+		if err != nil {
+			writeError(w, r, log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, viewJob(j, ""))
 	})
 }
 
