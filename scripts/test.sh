@@ -6,9 +6,11 @@
 #   scripts/test.sh ./shared/jobs/...   just these packages
 #
 # Tools: moto_server (Python moto[server]) for the AWS adapter tests,
-# cfn-lint for the template, ffprobe (Debian package ffmpeg) to check media.
-# In CI (CI set) a missing tool is an error; elsewhere the tests that need it
-# skip with a message.
+# cfn-lint for the template, ffprobe (Debian package ffmpeg) to check media,
+# chromium (Debian package chromium) for the console's browser tests (the
+# module clients/browser, run after the main tests when no packages are
+# named). In CI (CI set) a missing tool is an error; elsewhere the tests that
+# need it skip with a message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # CGO_ENABLED=0 everywhere: the Lambda bootstraps that the functions tests
@@ -30,6 +32,18 @@ install_ffprobe() {
       || echo "scripts/test.sh: apt-get install ffmpeg failed (see /tmp/genway-ffmpeg-install.log)" >&2
   fi
   command -v ffprobe >/dev/null 2>&1 || echo "scripts/test.sh: ffprobe not found; install ffmpeg to check media with it" >&2
+}
+
+has_chromium() { command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; }
+
+install_chromium() {
+  has_chromium && return 0
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "scripts/test.sh: installing chromium with apt-get..." >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) >/tmp/genway-chromium-install.log 2>&1 \
+      || echo "scripts/test.sh: apt-get install chromium failed (see /tmp/genway-chromium-install.log)" >&2
+  fi
+  has_chromium || echo "scripts/test.sh: chromium not found; install Debian's chromium to run the console's browser tests" >&2
 }
 
 install_python_tool() { # $1 command, $2 pip package
@@ -66,6 +80,7 @@ install_npm_clients() {
 
 need_go
 install_ffprobe
+install_chromium
 install_npm_clients
 install_python_tool moto_server 'moto[server]'
 install_python_tool cfn-lint cfn-lint
@@ -73,6 +88,7 @@ install_python_tool cfn-lint cfn-lint
 if [ -n "${CI:-}" ]; then
   missing=""
   for t in moto_server cfn-lint ffprobe node; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
+  has_chromium || missing="$missing chromium"
   [ -d clients/npm/node_modules/@ai-sdk/openai-compatible ] || missing="$missing clients/npm/node_modules"
   if [ -n "$missing" ]; then
     echo "scripts/test.sh: CI needs these tools and they could not be installed:$missing" >&2
@@ -81,7 +97,8 @@ if [ -n "${CI:-}" ]; then
 fi
 
 pkgs=("$@")
-[ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
+all=""
+[ ${#pkgs[@]} -gt 0 ] || { pkgs=(./...); all=1; }
 
 echo "== go vet" >&2
 go vet "${pkgs[@]}"
@@ -92,3 +109,8 @@ fi
 echo "== go test" >&2
 # -p 2: two cores; moto-backed packages start their own moto_server each.
 go test -count=1 -p 2 -timeout 20m "${pkgs[@]}"
+if [ -n "$all" ]; then
+  # The console in headless Chromium: a module of its own (chromedp).
+  echo "== go test (clients/browser)" >&2
+  (cd clients/browser && go vet ./... && go test -count=1 -timeout 10m ./...)
+fi

@@ -215,13 +215,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("media providers: %w", err)
 	}
+	svc.Providers = media // a processing job is cancelled at its vendor
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: media, PollInterval: cfg.mediaPoll}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
 	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Log: log}
-	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log})
+	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log,
+		JobService: svc, Chat: gw})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,9 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
@@ -30,6 +32,8 @@ import (
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/jobs"
 )
 
 //go:embed templates/*.html
@@ -44,9 +48,17 @@ type Config struct {
 	Verifier   *admin.Verifier
 	Catalog    *catalog.Catalog
 	Configured func(provider string) bool // nil: every provider
-	// Extra are more pages and endpoints (jobs, usage, playground), each
-	// under /console/; they are served behind the same sign-in, CSRF
-	// check and headers.
+	// Jobs lists, reads and cancels jobs for the jobs pages; nil: made
+	// from JobService, and without that the pages say there are no jobs
+	// here.
+	Jobs Jobs
+	// JobService creates the playground's jobs and makes output links;
+	// nil: the playground has no job form.
+	JobService *jobs.Service
+	// Chat runs the playground's chat; nil: the playground has no chat.
+	Chat *chat.Gateway
+	// Extra are more pages and endpoints, each under /console/; they are
+	// served behind the same sign-in, CSRF check and headers.
 	Extra []Route
 	Log   *slog.Logger
 	Now   func() time.Time // nil: time.Now
@@ -70,6 +82,8 @@ type Page struct {
 	Flash   string
 	Error   string
 	Data    any
+	// Scripts are the page's own scripts in static/ (after app.js).
+	Scripts []string
 	c       *Console
 }
 
@@ -100,6 +114,9 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Verifier == nil || cfg.Operator == nil {
 		return nil, errors.New("console: an operator and a token verifier are needed")
 	}
+	if c.cfg.Jobs == nil && cfg.JobService != nil {
+		c.cfg.Jobs = ServiceJobs(cfg.JobService)
+	}
 	c.sess = &sessions{secret: cfg.Verifier.Secret, now: c.now}
 	c.signins = &limiter{burst: 10, per: 6 * time.Second, now: c.now, seen: map[string]*bucket{}}
 	if err := c.parse(); err != nil {
@@ -118,7 +135,25 @@ var funcs = template.FuncMap{
 		return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05")
 	},
 	"join": strings.Join,
+	// static is the versioned URL of a file in static/: it changes when
+	// any static file does, so browsers may cache them for good.
+	"static": func(name string) string { return "/console/static/" + name + "?v=" + staticVersion },
 }
+
+// staticVersion is a hash of the static files, for their URLs.
+var staticVersion = func() string {
+	h := sha256.New()
+	fs.WalkDir(staticFS, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := staticFS.ReadFile(p)
+		h.Write([]byte(p + "\x00"))
+		h.Write(b)
+		return err
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}()
 
 // parse parses each page with the layout.
 func (c *Console) parse() error {
@@ -151,8 +186,13 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
-	if !strings.HasPrefix(r.URL.Path, "/console/static/") {
+	switch {
+	case !strings.HasPrefix(r.URL.Path, "/console/static/"):
 		h.Set("Cache-Control", "no-store")
+	case r.URL.Query().Get("v") == staticVersion:
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	default:
+		h.Set("Cache-Control", "no-cache")
 	}
 	c.mux.ServeHTTP(w, r)
 }
@@ -173,7 +213,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/models", http.StatusSeeOther)
 	})
-	for _, rt := range append(c.coreRoutes(), c.cfg.Extra...) {
+	for _, rt := range append(append(c.coreRoutes(), c.liveRoutes()...), c.cfg.Extra...) {
 		c.mux.Handle(rt.Method+" "+rt.Pattern, c.authed(rt))
 	}
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
@@ -216,23 +256,48 @@ func (c *Console) authed(rt Route) http.Handler {
 // that is not a server fault) in its own words, anything else as an
 // internal error, logged.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, p *Page, err error) {
-	status := http.StatusInternalServerError
-	msg := "Something went wrong; the server log has the details."
-	if e := apierr.As(err); e != nil {
-		switch e.Kind {
-		case apierr.Invalid:
-			status, msg = http.StatusBadRequest, e.Message
-		case apierr.NotFound:
-			status, msg = http.StatusNotFound, e.Message
-		case apierr.Conflict:
-			status, msg = http.StatusConflict, e.Message
-		}
-	}
-	if status == http.StatusInternalServerError {
+	status, msg := errorStatus(err)
+	if status >= http.StatusInternalServerError {
 		c.log.ErrorContext(r.Context(), "console: request failed", "path", r.URL.Path, "err", err)
 	}
 	p.Title, p.Error = http.StatusText(status), msg
 	c.render(w, r, status, "error", p)
+}
+
+// errorStatus is the HTTP status of err and the message the operator
+// sees: an *apierr.Error's own (its kind's status), a chat upstream's
+// failure in the vendor's words (the operator may see them), anything
+// else a 500 whose details are only in the server log.
+func errorStatus(err error) (int, string) {
+	if e := apierr.As(err); e != nil {
+		status := map[apierr.Kind]int{
+			apierr.Invalid: http.StatusBadRequest, apierr.Unauthenticated: http.StatusUnauthorized,
+			apierr.InsufficientQuota: http.StatusPaymentRequired, apierr.NotFound: http.StatusNotFound,
+			apierr.MethodNotAllowed: http.StatusMethodNotAllowed, apierr.Conflict: http.StatusConflict,
+			apierr.TooLarge: http.StatusRequestEntityTooLarge, apierr.UnsupportedMedia: http.StatusUnsupportedMediaType,
+			apierr.RateLimited: http.StatusTooManyRequests, apierr.Upstream: http.StatusBadGateway,
+			apierr.UpstreamUnavailable: http.StatusServiceUnavailable, apierr.UpstreamTimeout: http.StatusGatewayTimeout,
+		}[e.Kind]
+		if status != 0 && e.Message != "" {
+			return status, e.Message
+		}
+	}
+	var ue *chat.UpstreamError
+	if errors.As(err, &ue) {
+		status := map[chat.UpstreamKind]int{
+			chat.UpstreamBadRequest: http.StatusBadRequest, chat.UpstreamRateLimited: http.StatusTooManyRequests,
+			chat.UpstreamUnavailable: http.StatusServiceUnavailable, chat.UpstreamTimeout: http.StatusGatewayTimeout,
+		}[ue.Kind]
+		if status == 0 {
+			status = http.StatusBadGateway
+		}
+		msg := "The model's vendor (" + ue.Provider + ") failed"
+		if ue.Message != "" {
+			msg += ": " + ue.Message
+		}
+		return status, msg
+	}
+	return http.StatusInternalServerError, "Something went wrong; the server log has the details."
 }
 
 // render writes page name with p.

@@ -29,6 +29,7 @@ type fakeOperator struct {
 	accts map[string]credits.Account
 	keys  []auth.Record
 	audit []admin.AuditEntry
+	usage []credits.Usage
 }
 
 func newFake() *fakeOperator { return &fakeOperator{accts: map[string]credits.Account{}} }
@@ -119,8 +120,23 @@ func (f *fakeOperator) Ledger(context.Context, string) ([]credits.Entry, error) 
 func (f *fakeOperator) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {
 	return f.Account(ctx, account)
 }
-func (f *fakeOperator) Usage(context.Context, string, string, string) ([]credits.Usage, error) {
-	return nil, nil
+func (f *fakeOperator) Usage(_ context.Context, account, from, to string) ([]credits.Usage, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []credits.Usage
+	for _, u := range f.usage {
+		if (account == "" || u.Account == account) && (from == "" || u.Day >= from) && (to == "" || u.Day <= to) {
+			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// Record implements the console's recorder (admin.Service's audit).
+func (f *fakeOperator) Record(ctx context.Context, action, target, detail string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.audit = append(f.audit, admin.AuditEntry{Actor: admin.Actor(ctx), Action: action, Target: target, Detail: detail})
 }
 func (f *fakeOperator) Audit(context.Context, string, int) ([]admin.AuditEntry, error) {
 	f.mu.Lock()
