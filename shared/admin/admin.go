@@ -118,8 +118,14 @@ func (s *Service) CreateKey(ctx context.Context, account string, amount int64) (
 	return key, rec, nil
 }
 
+// Recorder is an Operator that writes audit entries for actions outside
+// the operator commands (Service does).
+type Recorder interface {
+	Record(ctx context.Context, action, target, detail string)
+}
+
 // Record writes an audit entry for an action outside the operator
-// commands (a console sign-in or sign-out).
+// commands (a console sign-in or sign-out, a job cancelled).
 func (s *Service) Record(ctx context.Context, action, target, detail string) {
 	s.audit(ctx, action, target, detail)
 }

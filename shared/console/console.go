@@ -363,16 +363,12 @@ func (c *Console) trySignin(w http.ResponseWriter, r *http.Request, tok string) 
 
 // auditSignin records a sign-in, where the operator can record one.
 func (c *Console) auditSignin(ctx context.Context) {
-	if s, ok := c.cfg.Operator.(recorder); ok {
+	if s, ok := c.cfg.Operator.(admin.Recorder); ok {
 		s.Record(ctx, "console.signin", "console", "")
 	}
 }
 
-// recorder is an Operator that writes audit entries of its own
-// (admin.Service).
-type recorder interface {
-	Record(ctx context.Context, action, target, detail string)
-}
+
 
 // clientAddr is the client's address, from the connection (on Lambda,
 // the API Gateway event's source IP): never a header a client can set.

@@ -41,17 +41,11 @@ func ServiceJobs(s *jobs.Service) Jobs { return serviceJobs{s} }
 type serviceJobs struct{ s *jobs.Service }
 
 func (a serviceJobs) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string, error) {
-	if err := q.Normalize(); err != nil {
-		return nil, "", err
-	}
-	return a.s.Store.List(ctx, q)
+	return a.s.ListAny(ctx, q)
 }
 
 func (a serviceJobs) Get(ctx context.Context, id string) (*jobs.Job, error) {
-	if !jobs.ValidID(id) {
-		return nil, jobs.ErrNotFound
-	}
-	return a.s.Store.Get(ctx, id)
+	return a.s.GetAny(ctx, id)
 }
 
 func (a serviceJobs) Cancel(ctx context.Context, account, id string) (*jobs.Job, error) {
@@ -355,7 +349,7 @@ func (c *Console) cancelJob(p *Page, w http.ResponseWriter, r *http.Request) err
 
 // record writes an audit entry, where the operator can (admin.Service).
 func (c *Console) record(ctx context.Context, action, target, detail string) {
-	if s, ok := c.cfg.Operator.(recorder); ok {
+	if s, ok := c.cfg.Operator.(admin.Recorder); ok {
 		s.Record(ctx, action, target, detail)
 	}
 }

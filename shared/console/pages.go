@@ -248,7 +248,7 @@ func (c *Console) audit(p *Page, w http.ResponseWriter, r *http.Request) error {
 }
 
 func (c *Console) signout(p *Page, w http.ResponseWriter, r *http.Request) error {
-	if s, ok := c.cfg.Operator.(recorder); ok {
+	if s, ok := c.cfg.Operator.(admin.Recorder); ok {
 		s.Record(r.Context(), "console.signout", "console", "")
 	}
 	c.sess.clear(w, secure(r))

@@ -12,6 +12,7 @@ import (
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
 )
 
 // AdminConfig is what the admin API serves.
@@ -25,7 +26,9 @@ type AdminConfig struct {
 	// means the caller is trusted already: the unix socket in the data
 	// directory, which only its owner can reach.
 	Verifier *admin.Verifier
-	Log      *slog.Logger
+	// Jobs serves the job routes (every account's jobs); nil: none.
+	Jobs *jobs.Service
+	Log  *slog.Logger
 }
 
 // adminHandler is an admin route: it returns the value to answer with
@@ -180,6 +183,55 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			}
 			return listOf(u, false), nil
 		})},
+		{"GET", "/admin/v1/jobs", wrap(func(r *http.Request) (any, error) {
+			if cfg.Jobs == nil {
+				return nil, errNoJobs
+			}
+			q, err := DecodeListJobs(r.URL.Query())
+			if err != nil {
+				return nil, err
+			}
+			q.Account = r.URL.Query().Get("account")
+			js, next, err := cfg.Jobs.ListAny(r.Context(), q)
+			if err != nil {
+				return nil, err
+			}
+			out := adminJobList{Object: "list", Data: make([]adminJobView, 0, len(js)), HasMore: next != ""}
+			if next != "" {
+				out.NextCursor = &next
+			}
+			for _, j := range js {
+				v, err := viewAdminJob(r, cfg.Jobs, j)
+				if err != nil {
+					return nil, err
+				}
+				out.Data = append(out.Data, v)
+			}
+			return out, nil
+		})},
+		{"GET", "/admin/v1/jobs/{id}", wrap(func(r *http.Request) (any, error) {
+			if cfg.Jobs == nil {
+				return nil, errNoJobs
+			}
+			j, err := cfg.Jobs.GetAny(r.Context(), r.PathValue("id"))
+			if err != nil {
+				return nil, err
+			}
+			return viewAdminJob(r, cfg.Jobs, j)
+		})},
+		{"POST", "/admin/v1/jobs/{id}/cancel", wrap(func(r *http.Request) (any, error) {
+			if cfg.Jobs == nil {
+				return nil, errNoJobs
+			}
+			j, err := cfg.Jobs.CancelAny(r.Context(), r.PathValue("id"))
+			if err != nil {
+				return nil, err
+			}
+			if s, ok := cfg.Operator.(admin.Recorder); ok {
+				s.Record(r.Context(), "jobs.cancel", j.ID+" ("+j.Account+")", "")
+			}
+			return viewAdminJob(r, cfg.Jobs, j)
+		})},
 		{"GET", "/admin/v1/audit", wrap(func(r *http.Request) (any, error) {
 			limit, err := limitParam(r)
 			if err != nil {
@@ -200,6 +252,39 @@ func AdminRoutes(cfg AdminConfig) []Route {
 		})},
 	}
 	return routes
+}
+
+// errNoJobs answers the job routes where the server has no jobs service.
+var errNoJobs = &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found", Message: "This server has no jobs."}
+
+// adminJobView is a job as the operator sees it: the public view plus its
+// account, price, attempts and runs, and the vendor's handle.
+type adminJobView struct {
+	jobView
+	Account  string       `json:"account"`
+	Price    int64        `json:"price"`
+	Attempts int          `json:"attempts"`
+	Runs     int          `json:"runs,omitempty"`
+	Handle   *jobs.Handle `json:"handle,omitempty"`
+}
+
+type adminJobList struct {
+	Object     string         `json:"object"`
+	Data       []adminJobView `json:"data"`
+	HasMore    bool           `json:"has_more"`
+	NextCursor *string        `json:"next_cursor"`
+}
+
+func viewAdminJob(r *http.Request, svc *jobs.Service, j *jobs.Job) (adminJobView, error) {
+	url, err := svc.Link(r.Context(), j)
+	if err != nil {
+		return adminJobView{}, err
+	}
+	v := adminJobView{jobView: viewJob(j, url), Account: j.Account, Price: j.Price, Attempts: j.Attempts, Runs: j.Runs, Handle: j.Handle}
+	if j.Status == jobs.Failed {
+		v.Error = j.Error
+	}
+	return v, nil
 }
 
 // keyView is a key as the admin API shows it: never its hash.

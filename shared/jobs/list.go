@@ -159,3 +159,38 @@ func (s *Service) List(ctx context.Context, account string, q ListQuery) ([]*Job
 	}
 	return js, next, nil
 }
+
+// ListAny is List for the operator: q.Account "" lists every account's
+// jobs, any other value that account's.
+func (s *Service) ListAny(ctx context.Context, q ListQuery) ([]*Job, string, error) {
+	if err := q.Normalize(); err != nil {
+		return nil, "", err
+	}
+	js, next, err := s.Store.List(ctx, q)
+	if err != nil {
+		if e := apierr.As(err); e != nil {
+			return nil, "", e
+		}
+		return nil, "", fmt.Errorf("list jobs: %w", err)
+	}
+	return js, next, nil
+}
+
+// GetAny returns the job with id, whatever its account (for the
+// operator), or ErrNotFound.
+func (s *Service) GetAny(ctx context.Context, id string) (*Job, error) {
+	if !ValidID(id) {
+		return nil, ErrNotFound
+	}
+	return s.Store.Get(ctx, id)
+}
+
+// CancelAny cancels the job with id on behalf of its account (for the
+// operator); see Cancel.
+func (s *Service) CancelAny(ctx context.Context, id string) (*Job, error) {
+	j, err := s.GetAny(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.Cancel(ctx, j.Account, id)
+}
