@@ -368,8 +368,6 @@ func (c *Console) auditSignin(ctx context.Context) {
 	}
 }
 
-
-
 // clientAddr is the client's address, from the connection (on Lambda,
 // the API Gateway event's source IP): never a header a client can set.
 func clientAddr(r *http.Request) string {
