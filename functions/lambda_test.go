@@ -18,6 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/dynamostore"
@@ -51,6 +53,9 @@ func readEvent(t testing.TB, name string, replace ...string) []byte {
 
 // eventKey is the placeholder key in events/*.json.
 const eventKey = "Bearer sk_live_REPLACE0WITH0YOUR0KEY000000000000000000000"
+
+// eventAdminToken is the placeholder operator token in events/admin-*.json.
+const eventAdminToken = "Bearer gwop_REPLACE0WITH0THE0OPERATOR0TOKEN00000000000000"
 
 // eventJobID is the placeholder job id in events/*.json.
 const eventJobID = "job_music_00000000000000000000"
@@ -147,6 +152,37 @@ func TestFunctions(t *testing.T) {
 		}
 		if id := r.MultiValueHeaders["X-Request-Id"]; len(id) != 1 || id[0] != "8f3a2b1c-0d4e-4f5a-9b6c-7d8e9f0a1b2c" {
 			t.Errorf("X-Request-Id = %v; want the API Gateway request id", id)
+		}
+	})
+
+	t.Run("admin", func(t *testing.T) {
+		// The operator token lives in an SSM SecureString parameter that
+		// only the admin function reads.
+		const token = "gwop_lambdatestlambdatestlambdatestlambda"
+		if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/genway/admin-token"),
+			Value: aws.String(token), Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		tokenEnv := []string{"GENWAY_ADMIN_TOKEN_PARAMETER", "/genway/admin-token"}
+		r := proxyResponse(t, run(t, "admin", readEvent(t, "admin-accounts.json", eventAdminToken, "Bearer "+token), tokenEnv...))
+		if r.StatusCode != 200 || !strings.Contains(r.Body, `"id":"`+testAccount+`"`) {
+			t.Errorf("GET /admin/v1/accounts = %d %s; want 200 and the accounts", r.StatusCode, r.Body)
+		}
+		r = proxyResponse(t, run(t, "admin", readEvent(t, "admin-accounts.json", eventAdminToken, "Bearer "+string(key)), tokenEnv...))
+		if r.StatusCode != 401 {
+			t.Errorf("GET /admin/v1/accounts with an API key = %d %s; want 401", r.StatusCode, r.Body)
+		}
+		r = proxyResponse(t, run(t, "admin", readEvent(t, "console-signin.json"), tokenEnv...))
+		csp := r.MultiValueHeaders["Content-Security-Policy"]
+		if r.StatusCode != 200 || !strings.Contains(r.Body, "Operator token") || len(csp) != 1 || !strings.Contains(csp[0], "script-src 'self'") {
+			t.Errorf("GET /console/signin = %d, CSP %v; want the sign-in page with its CSP", r.StatusCode, csp)
+		}
+		// Without the parameter the function refuses to start rather than
+		// serve an unguarded console.
+		api := newRuntimeAPI(t)
+		p := start(t, bootstraps["admin"], api, env(endpoint, queueURL, "GENWAY_ADMIN_TOKEN_PARAMETER", "/genway/missing"))
+		if _, err := p.initTime(api); err == nil {
+			t.Error("the admin function started without its token")
 		}
 	})
 

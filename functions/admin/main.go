@@ -1,0 +1,78 @@
+// Command admin is the Lambda function behind the operator's side of the
+// API: the admin API under /admin/v1/ and the operator console under
+// /console/ (a buffered REST API proxy integration, not streamed). It
+// authenticates with the operator token, read from the SSM SecureString
+// parameter GENWAY_ADMIN_TOKEN_PARAMETER at container start and again
+// every few minutes (secrets.DefaultTTL), so a rotated token takes over
+// without a deploy. It never answers an API key.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/console"
+	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/secrets"
+)
+
+func main() {
+	if err := run(context.Background(), os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "admin:", err)
+		os.Exit(1)
+	}
+}
+
+// run builds the dependencies once per container, then serves invocations.
+func run(ctx context.Context, getenv func(string) string) error {
+	b, err := wire.Load(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
+	if err != nil {
+		return err
+	}
+	param := getenv("GENWAY_ADMIN_TOKEN_PARAMETER")
+	if param == "" {
+		return fmt.Errorf("GENWAY_ADMIN_TOKEN_PARAMETER (the SSM SecureString parameter holding the operator token) is not set")
+	}
+	cache := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
+	verifier, err := admin.LoadingVerifier(ctx, func(ctx context.Context) (string, error) { return cache.Get(ctx, param) },
+		secrets.DefaultTTL, func(err error) { b.Log.Error("operator token reload failed; keeping the last one", "err", err) })
+	if err != nil {
+		return fmt.Errorf("operator token: %w", err)
+	}
+	op := &admin.Service{Store: b.Store, Log: b.Log}
+	configured := cat.ConfiguredFunc(getenv)
+	queue, err := b.Queue(ctx)
+	if err != nil {
+		return err
+	}
+	// Jobs for the jobs pages, the playground's job form and the admin
+	// API. No vendor keys here: a processing job is cancelled only where
+	// the vendor needs none (the API's cancel route, in jobs-create, has
+	// them). No chat providers either: this function is buffered, so the
+	// playground's chat is for genway serve; on AWS chat is the API's.
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: configured, Balances: b.Store}
+	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: configured, Log: b.Log, JobService: svc})
+	if err != nil {
+		return err
+	}
+	routes := httpapi.AdminRoutes(httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: configured, Verifier: verifier, Jobs: svc, Log: b.Log})
+	for _, m := range []string{"GET", "POST"} {
+		routes = append(routes, httpapi.Route{Method: m, Pattern: "/console/", Handler: cons})
+	}
+	h := httpapi.BodyTimeout(httpapi.DefaultBodyTimeout, httpapi.NewMux(b.Log, routes...))
+	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))
+	return nil
+}
