@@ -22,7 +22,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{"serve", "--help"},
 		{"keys", "--help"}, {"keys", "create", "--help"}, {"keys", "list", "-h"}, {"keys", "revoke", "--help"},
 		{"credits", "--help"}, {"credits", "grant", "--help"}, {"credits", "show", "--help"}, {"credits", "ledger", "--help"},
-		{"credits", "usage", "--help"}, {"credits", "limit", "--help"},
+		{"credits", "usage", "--help"}, {"credits", "limit", "--help"}, {"credits", "reconcile", "--help"},
 		{"aws", "--help"}, {"aws", "init", "--help"},
 		{"accounts", "--help"}, {"accounts", "list", "--help"}, {"accounts", "create", "--help"},
 		{"jobs", "--help"}, {"jobs", "create", "--help"},

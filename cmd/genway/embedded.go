@@ -89,7 +89,7 @@ func openOperator(ctx context.Context, getenv func(string) string) (admin.Operat
 		if err != nil {
 			return nil, nil, err
 		}
-		return &admin.Service{Store: be.store}, be.close, nil
+		return &admin.Service{Store: be.store, Jobs: be.jobs}, be.close, nil
 	}
 	dir := dataDir(getenv)
 	dbPath, _, _, sock := embeddedPaths(dir)
@@ -102,7 +102,7 @@ func openOperator(ctx context.Context, getenv func(string) string) (admin.Operat
 	}
 	st, err := localstore.OpenTimeout(dbPath, 300*time.Millisecond)
 	if err == nil {
-		return &admin.Service{Store: st}, st.Close, nil
+		return &admin.Service{Store: st, Jobs: st}, st.Close, nil
 	}
 	if !errors.Is(err, localstore.ErrLocked) {
 		return nil, nil, err

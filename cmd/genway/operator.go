@@ -65,6 +65,7 @@ const creditsUsage = `Usage:
   genway credits ledger --account NAME                      the account's ledger
   genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens per day and model
   genway credits limit --account NAME --rpm N               per-key requests per minute (0 default, -1 unlimited)
+  genway credits reconcile [--days N]                       settle final jobs whose hold was never settled (last N days, 7)
 `
 
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -138,7 +139,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 
 func creditsCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError("credits needs a subcommand: grant, show, ledger, usage or limit")
+		return usageError("credits needs a subcommand: grant, show, ledger, usage, limit or reconcile")
 	}
 	if isHelp(args[0]) {
 		fmt.Fprint(stdout, creditsUsage)
@@ -146,6 +147,21 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	if args[0] == "usage" {
 		return usageCmd(ctx, args[1:], getenv, stdout)
+	}
+	if args[0] == "reconcile" {
+		fs := newFlags("credits reconcile")
+		days := fs.Int("days", 7, "look at jobs created in the last N days")
+		if err := parse(fs, args[1:], stdout); err != nil {
+			return err
+		}
+		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			res, err := op.Reconcile(ctx, *days)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "checked %d final priced jobs of the last %d days; settled %d whose settlement was missing\n", res.Checked, *days, res.Settled)
+			return nil
+		})
 	}
 	fs := newFlags("credits " + args[0])
 	account := fs.String("account", "", "the account")

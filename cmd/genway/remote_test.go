@@ -65,4 +65,12 @@ func TestRemoteCLI(t *testing.T) {
 	if out, err := cli(env, "credits", "show", "--account", "acme"); err != nil || strings.Contains(out, "balance 50,") {
 		t.Errorf("after the job: %q, %v; want it charged", out, err)
 	}
+	// The feed settled the job: the reconciler finds nothing to do (the
+	// job is within its grace anyway), and says so.
+	if out, err := cli(env, "credits", "reconcile", "--days", "1"); err != nil || !strings.Contains(out, "settled 0") {
+		t.Errorf("credits reconcile = %q, %v", out, err)
+	}
+	if _, err := cli(env, "credits", "reconcile", "--days", "0"); err == nil {
+		t.Error("credits reconcile --days 0 was accepted")
+	}
 }

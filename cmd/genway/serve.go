@@ -179,7 +179,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	defer be.close()
 
-	op := &admin.Service{Store: be.store, Log: log}
+	op := &admin.Service{Store: be.store, Jobs: be.jobs, Log: log}
 	if err := ensureDevAccount(ctx, op, cfg, stdout); err != nil {
 		return err
 	}
@@ -261,6 +261,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		goRun("admin socket", func() error { return ignoreClosed(asrv.Serve(sock)) })
 	}
 	goRun("worker", func() error { return be.consume(ctx, worker.Process) })
+	goRun("reconciler", func() error { return reconcileLoop(ctx, op, log) })
 	goRun("credits feed", func() error { return be.settle(ctx) })
 	if be.expire != nil {
 		goRun("media expiry", func() error { return be.expire(ctx, cfg.retention, log) })
@@ -419,4 +420,30 @@ func (c *limitedConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.release)
 	return err
+}
+
+// reconcileEvery is how often genway serve settles final jobs whose
+// settlement the feed missed (see jobs.Reconcile).
+const reconcileEvery = time.Hour
+
+// reconcileLoop runs the reconciler over the last week's jobs every
+// reconcileEvery until ctx is done; a failed run is logged and retried at
+// the next tick.
+func reconcileLoop(ctx context.Context, op *admin.Service, log *slog.Logger) error {
+	t := time.NewTicker(reconcileEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		res, err := op.Reconcile(admin.WithActor(ctx, "reconciler"), 7)
+		switch {
+		case err != nil:
+			log.Error("reconcile failed", "err", err)
+		case res.Settled > 0:
+			log.Warn("reconciler settled jobs the feed had missed", "checked", res.Checked, "settled", res.Settled)
+		}
+	}
 }

@@ -52,7 +52,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("operator token: %w", err)
 	}
-	op := &admin.Service{Store: b.Store, Log: b.Log}
+	op := &admin.Service{Store: b.Store, Jobs: b.Store, Log: b.Log}
 	configured := cat.ConfiguredFunc(getenv)
 	queue, err := b.Queue(ctx)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
 )
 
 // Store is what the operator commands need from a backend.
@@ -30,6 +31,8 @@ type Store interface {
 	SetRateLimit(ctx context.Context, account string, rpm int) error
 	// Accounts returns every account, by id.
 	Accounts(ctx context.Context) ([]credits.Account, error)
+	// LedgerEntry reports whether account's ledger has the entry id.
+	LedgerEntry(ctx context.Context, account, id string) (bool, error)
 }
 
 // AccountInfo is an account as the operator lists it: its credits and
@@ -65,6 +68,9 @@ type Operator interface {
 	// Audit returns up to limit audit entries older than before ("" for
 	// the newest), newest first.
 	Audit(ctx context.Context, before string, limit int) ([]AuditEntry, error)
+	// Reconcile settles the final jobs of the last days days whose hold
+	// the change stream never settled (see jobs.Reconcile).
+	Reconcile(ctx context.Context, days int) (jobs.ReconcileResult, error)
 }
 
 var accountRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
@@ -77,8 +83,30 @@ var ErrBadAccount = apierr.Invalidf("account", "invalid_value", "account must be
 // for each one that changes something.
 type Service struct {
 	Store Store
+	Jobs  jobs.Store       // for Reconcile; nil: Reconcile is refused
 	Now   func() time.Time // nil: time.Now
 	Log   *slog.Logger     // audit write failures; nil: not logged
+}
+
+// ReconcileGrace is how long a final job is left to the change stream
+// before Reconcile settles it itself.
+const ReconcileGrace = 10 * time.Minute
+
+// Reconcile settles the final jobs created in the last days days (1 to
+// 366) whose settlement is missing, and audits what it did.
+func (s *Service) Reconcile(ctx context.Context, days int) (jobs.ReconcileResult, error) {
+	if days < 1 || days > 366 {
+		return jobs.ReconcileResult{}, apierr.Invalidf("days", "invalid_value", "days must be from 1 to 366")
+	}
+	if s.Jobs == nil {
+		return jobs.ReconcileResult{}, errors.New("reconcile: no jobs store")
+	}
+	now := s.now()
+	res, err := jobs.Reconcile(ctx, s.Jobs, s.Store, now.AddDate(0, 0, -days), ReconcileGrace, now)
+	if err == nil && res.Settled > 0 {
+		s.audit(ctx, "credits.reconcile", "jobs", fmt.Sprintf("checked %d final jobs of %d days, settled %d", res.Checked, days, res.Settled))
+	}
+	return res, err
 }
 
 var _ Operator = (*Service)(nil)

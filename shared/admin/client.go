@@ -17,6 +17,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
 )
 
 // Client runs operator commands through a server's admin API
@@ -280,4 +281,11 @@ func (c *Client) Audit(ctx context.Context, before string, limit int) ([]AuditEn
 	}
 	err := c.call(ctx, http.MethodGet, "/audit", q, nil, &out)
 	return out.Data, err
+}
+
+// Reconcile implements Operator.
+func (c *Client) Reconcile(ctx context.Context, days int) (jobs.ReconcileResult, error) {
+	var out jobs.ReconcileResult
+	err := c.call(ctx, http.MethodPost, "/credits/reconcile", nil, map[string]any{"days": days}, &out)
+	return out, err
 }

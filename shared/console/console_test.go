@@ -17,6 +17,7 @@ import (
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
 )
 
 const testToken = "gwop_testtokentesttokentesttokentesttoken"
@@ -115,6 +116,9 @@ func (f *fakeOperator) Accounts(ctx context.Context) ([]admin.AccountInfo, error
 		out = append(out, admin.AccountInfo{Account: a})
 	}
 	return out, nil
+}
+func (f *fakeOperator) Reconcile(context.Context, int) (jobs.ReconcileResult, error) {
+	return jobs.ReconcileResult{}, nil
 }
 func (f *fakeOperator) Ledger(context.Context, string) ([]credits.Entry, error) { return nil, nil }
 func (f *fakeOperator) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {

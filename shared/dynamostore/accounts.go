@@ -297,3 +297,18 @@ func (s *Store) scan(ctx context.Context, filter string, vals map[string]types.A
 
 // timeNow is the ledger time of entries the Store dates itself.
 func timeNow() int64 { return time.Now().Unix() }
+
+// LedgerEntry reports whether account's ledger has the entry id: one
+// strongly consistent GetItem.
+func (s *Store) LedgerEntry(ctx context.Context, account, id string) (bool, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:            aws.String(s.accounts),
+		Key:                  map[string]types.AttributeValue{"pk": str(acctPrefix + account), "sk": str(ledgerPrefix + id)},
+		ConsistentRead:       aws.Bool(true),
+		ProjectionExpression: aws.String("pk"),
+	})
+	if err != nil {
+		return false, fmt.Errorf("ledger entry %s of %s: %w", id, account, err)
+	}
+	return len(out.Item) > 0, nil
+}

@@ -232,6 +232,17 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			}
 			return viewAdminJob(r, cfg.Jobs, j)
 		})},
+		{"POST", "/admin/v1/credits/reconcile", wrap(func(r *http.Request) (any, error) {
+			in := struct {
+				Days int `json:"days"`
+			}{Days: 7}
+			if r.ContentLength != 0 {
+				if err := decodeBody(r, &in); err != nil {
+					return nil, err
+				}
+			}
+			return op.Reconcile(r.Context(), in.Days)
+		})},
 		{"GET", "/admin/v1/audit", wrap(func(r *http.Request) (any, error) {
 			limit, err := limitParam(r)
 			if err != nil {

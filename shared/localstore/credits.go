@@ -199,3 +199,19 @@ func (s *Store) Accounts(ctx context.Context) ([]credits.Account, error) {
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
+
+// LedgerEntry reports whether the ledger has the entry id (of account:
+// entry ids are unique across accounts here).
+func (s *Store) LedgerEntry(ctx context.Context, account, id string) (bool, error) {
+	var found bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var e credits.Entry
+		ok, err := getJSON(tx.Bucket([]byte(bucketLedger)), []byte(id), &e)
+		found = ok && e.Account == account
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("ledger entry %s: %w", id, err)
+	}
+	return found, nil
+}

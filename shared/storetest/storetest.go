@@ -57,6 +57,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ListConcurrentCreates", testListConcurrentCreates},
 		{"ListFilters", testListFilters},
 		{"ListBadCursor", testListBadCursor},
+		{"Reconcile", testReconcile},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,86 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/genway/genway/shared/credits"
+)
+
+// The reconciler: a job's hold is settled (captured on completed,
+// released on failed) by the change stream (credits function on AWS, the
+// feed under genway serve). A settlement that keeps failing there ends in
+// the credits failure queue with only the stream's position, and the hold
+// would stay forever. Reconcile finds final jobs whose settlement entry is
+// missing and settles them through the same idempotent path (credits.Apply:
+// a ledger entry "job:<id>" written once with the balance change), so
+// running it again, or the stream catching up meanwhile, settles nothing
+// twice.
+
+// ReconcileStore is what Reconcile needs of the accounts side.
+type ReconcileStore interface {
+	credits.Store
+	// Accounts returns every account.
+	Accounts(ctx context.Context) ([]credits.Account, error)
+	// LedgerEntry reports whether account's ledger has the entry id.
+	LedgerEntry(ctx context.Context, account, id string) (bool, error)
+}
+
+// ReconcileResult counts what Reconcile did.
+type ReconcileResult struct {
+	Checked int `json:"checked"` // final priced jobs looked at
+	Settled int `json:"settled"` // of those, settled now (their settlement was missing)
+}
+
+// reconcilePages bounds the pages Reconcile reads per account and status.
+const reconcilePages = 1000
+
+// Reconcile settles the final, priced jobs created since since and
+// final for at least grace (the stream usually settles within seconds;
+// grace keeps the reconciler off its heels) whose settlement entry is
+// missing. It reads each account's completed and failed jobs through the
+// jobs store's listing, one ledger read per priced job.
+func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time, grace time.Duration, now time.Time) (ReconcileResult, error) {
+	var res ReconcileResult
+	accts, err := cs.Accounts(ctx)
+	if err != nil {
+		return res, fmt.Errorf("reconcile: accounts: %w", err)
+	}
+	cutoff := now.Add(-grace).Unix()
+	for _, a := range accts {
+		for _, status := range []Status{Completed, Failed} {
+			q := ListQuery{Account: a.ID, Status: status, Since: since.Unix(), Limit: MaxListLimit}
+			for range reconcilePages {
+				page, next, err := js.List(ctx, q)
+				if err != nil {
+					return res, fmt.Errorf("reconcile: list %s jobs of %s: %w", status, a.ID, err)
+				}
+				for _, j := range page {
+					if j.Price <= 0 || j.Updated > cutoff {
+						continue
+					}
+					res.Checked++
+					id := "job:" + j.ID
+					ok, err := cs.LedgerEntry(ctx, j.Account, id)
+					if err != nil {
+						return res, fmt.Errorf("reconcile: ledger of %s: %w", j.Account, err)
+					}
+					if ok {
+						continue
+					}
+					c := credits.Change{JobID: j.ID, Account: j.Account, OldStatus: string(Processing), NewStatus: string(j.Status), Price: j.Price, At: now.Unix()}
+					if err := credits.Apply(ctx, cs, c); err != nil {
+						return res, fmt.Errorf("reconcile: %w", err)
+					}
+					res.Settled++
+				}
+				if next == "" {
+					break
+				}
+				q.Cursor = next
+			}
+		}
+	}
+	return res, nil
+}

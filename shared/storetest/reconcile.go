@@ -1,0 +1,78 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
+)
+
+// testReconcile: final jobs whose settlement never ran (a "poisoned"
+// stream record: the job is final, its hold still open) are settled by
+// jobs.Reconcile exactly once however often it runs, and a job the
+// stream did settle is left alone.
+func testReconcile(t *testing.T, b Backend) {
+	rs, ok := b.(jobs.ReconcileStore)
+	if !ok {
+		t.Skip("backend is not a jobs.ReconcileStore")
+	}
+	ctx := context.Background()
+	acct := newAccount(t, b, 100)
+	final := func(price int64, to jobs.Status, settle bool) *jobs.Job {
+		j := create(t, b, newJob(t, acct, price))
+		if to == jobs.Completed {
+			if _, err := b.Transition(ctx, j.ID, jobs.Queued, jobs.Processing, jobs.Patch{Updated: j.Created}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Completed, jobs.Patch{Updated: j.Created, Output: &jobs.Output{Key: "k", ContentType: "audio/mpeg", Bytes: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		} else if _, err := b.Transition(ctx, j.ID, jobs.Queued, jobs.Failed, jobs.Patch{Updated: j.Created, Error: &jobs.JobError{Code: "internal_error", Message: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+		if settle {
+			if err := credits.Apply(ctx, b, credits.Change{JobID: j.ID, Account: acct, OldStatus: "processing", NewStatus: string(to), Price: price, At: j.Created}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return j
+	}
+	final(30, jobs.Completed, false) // its capture never happened
+	final(20, jobs.Failed, false)    // its release never happened
+	final(10, jobs.Completed, true)  // settled by the stream
+	wantAccount(t, b, acct, 90, 50)
+	since, now := time.Now().Add(-time.Hour), time.Now().Add(time.Minute)
+	var settled int
+	for i := range 3 {
+		res, err := jobs.Reconcile(ctx, b, rs, since, 0, now)
+		if err != nil {
+			t.Fatalf("Reconcile #%d = %v", i+1, err)
+		}
+		if i > 0 && res.Settled != 0 {
+			t.Errorf("Reconcile #%d settled %d; want 0 (all settled before)", i+1, res.Settled)
+		}
+		settled += res.Settled
+	}
+	if settled < 2 {
+		t.Errorf("Reconcile settled %d jobs in all; want at least this account's 2", settled)
+	}
+	wantAccount(t, b, acct, 60, 0)
+	entries, err := b.Ledger(ctx, acct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, e := range entries {
+		kinds[e.Kind]++
+	}
+	if kinds[credits.Capture] != 2 || kinds[credits.Release] != 1 {
+		t.Errorf("ledger kinds = %v; want 2 captures and 1 release", kinds)
+	}
+	// Grace keeps the reconciler off jobs the stream may still settle.
+	fresh := final(5, jobs.Completed, false)
+	if res, err := jobs.Reconcile(ctx, b, rs, since, time.Hour, time.Unix(fresh.Updated, 0)); err != nil || res.Settled != 0 {
+		t.Errorf("Reconcile within the grace = %+v, %v; want nothing settled", res, err)
+	}
+}
