@@ -24,6 +24,7 @@ type apiDeps struct {
 	files   http.Handler // signed local media links; nil if none
 	admin   httpapi.AdminConfig
 	console http.Handler // the operator console, at /console/; nil if none
+	metrics http.Handler // GET /metrics (operator token); nil if none
 }
 
 // apiHandler mounts every route on one mux: the same handler makers that
@@ -50,6 +51,9 @@ func apiHandler(d apiDeps) http.Handler {
 	}
 	if d.admin.Operator != nil {
 		routes = append(routes, httpapi.AdminRoutes(d.admin)...)
+	}
+	if d.metrics != nil {
+		routes = append(routes, httpapi.Route{Method: "GET", Pattern: "/metrics", Handler: d.metrics})
 	}
 	if d.console != nil {
 		for _, m := range []string{"GET", "POST"} {

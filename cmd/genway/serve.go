@@ -24,6 +24,7 @@ import (
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localmedia"
+	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/upstreams"
 )
@@ -227,8 +228,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	registerGauges(be)
 	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, credits: be.store, files: be.files,
-		admin: adminCfg, console: cons})
+		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (2 minutes), and at most
 	// cfg.maxConns connections at once (more wait in the listen backlog).
@@ -445,5 +447,32 @@ func reconcileLoop(ctx context.Context, op *admin.Service, log *slog.Logger) err
 		case res.Settled > 0:
 			log.Warn("reconciler settled jobs the feed had missed", "checked", res.Checked, "settled", res.Settled)
 		}
+	}
+}
+
+// registerGauges adds the gauges read at each scrape of /metrics: credits
+// held and available over every account, and, on the embedded backend,
+// the jobs queue's depth.
+func registerGauges(be *backend) {
+	metrics.Default.Gauge("genway_credits", "Credits over every account: held by running jobs, and available.", []string{"kind"}, func() []metrics.Sample {
+		accts, err := be.store.Accounts(context.Background())
+		if err != nil {
+			return nil
+		}
+		var held, avail float64
+		for _, a := range accts {
+			held += float64(a.Held)
+			avail += float64(a.Available)
+		}
+		return []metrics.Sample{{Labels: []string{"held"}, Value: held}, {Labels: []string{"available"}, Value: avail}}
+	})
+	if d, ok := be.queue.(interface{ QueueDepth() (int, error) }); ok {
+		metrics.Default.Gauge("genway_queue_depth", "Job messages waiting or being worked on (embedded queue).", nil, func() []metrics.Sample {
+			n, err := d.QueueDepth()
+			if err != nil {
+				return nil
+			}
+			return []metrics.Sample{{Value: float64(n)}}
+		})
 	}
 }

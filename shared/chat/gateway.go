@@ -16,6 +16,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/metrics"
 )
 
 // UsageRecorder records what a completion used, per account. Gateway.Run
@@ -601,11 +602,13 @@ func (g *Gateway) call(ctx context.Context, c *Call, w Writer) (*Response, error
 	defer cancel()
 	var resp *Response
 	var err error
+	start := time.Now()
 	if c.Stream {
 		resp, err = c.provider.Stream(ctx, c.Request, w)
 	} else {
 		resp, err = c.provider.Complete(ctx, c.Request)
 	}
+	observeUpstream(c.Request.Model.Provider, time.Since(start), err)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", c.Request.Model.ID, err)
 	}
@@ -652,4 +655,23 @@ func (g *Gateway) recordUsage(ctx context.Context, account string, c *Call, resp
 	if err := g.usage.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, credits); err != nil {
 		g.log.ErrorContext(ctx, "record chat usage", "account", account, "model", m.ID, "err", err)
 	}
+}
+
+// observeUpstream records one upstream call's duration and outcome by
+// provider: ok, or the UpstreamError's kind; a call the client cancelled
+// is "cancelled".
+func observeUpstream(provider string, d time.Duration, err error) {
+	outcome := "ok"
+	var ue *UpstreamError
+	switch {
+	case err == nil:
+	case errors.As(err, &ue):
+		outcome = [...]string{"failed", "bad_request", "rate_limited", "unavailable", "timeout"}[ue.Kind]
+	case errors.Is(err, context.Canceled):
+		outcome = "cancelled"
+	default:
+		outcome = "error"
+	}
+	metrics.Default.Observe("genway_upstream_seconds", "Chat upstream calls: duration (whole answer), by provider and outcome.",
+		[]string{"provider", "outcome"}, []string{provider, outcome}, d.Seconds())
 }

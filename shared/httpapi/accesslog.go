@@ -4,10 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/metrics"
 )
 
 // The access log: one JSON line per request (msg "request") with its
@@ -57,12 +60,14 @@ func noteTokens(ctx context.Context, prompt, completion int) {
 	}
 }
 
-// statusWriter records the status and the bytes written. Unwrap lets
-// http.ResponseController reach the writer's Flush and deadlines.
+// statusWriter records the status, the bytes written and when the first
+// byte was. Unwrap lets http.ResponseController reach the writer's Flush
+// and deadlines.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
+	first  time.Time
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -75,6 +80,9 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
+	}
+	if w.first.IsZero() {
+		w.first = time.Now()
 	}
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
@@ -114,8 +122,66 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 		if note.prompt+note.completion > 0 {
 			attrs = append(attrs, slog.Int("prompt_tokens", note.prompt), slog.Int("completion_tokens", note.completion))
 		}
+		d := time.Since(start)
+		record(r.Pattern, sw, note, d, start)
+		if onLambda {
+			attrs = append(attrs, emf(r.Pattern, sw.status, d)...)
+		}
 		log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	})
+}
+
+// record adds the request to the process's metrics (metrics.Default).
+func record(route string, sw *statusWriter, note *reqLog, d time.Duration, start time.Time) {
+	if route == "" {
+		route = "unmatched"
+	}
+	m := metrics.Default
+	m.Add("genway_http_requests_total", "HTTP requests by route and status.", []string{"route", "status"},
+		[]string{route, strconv.Itoa(sw.status)}, 1)
+	m.Observe("genway_http_request_seconds", "HTTP request duration (to the end of the answer), by route.", []string{"route"}, []string{route}, d.Seconds())
+	if !sw.first.IsZero() {
+		m.Observe("genway_http_first_byte_seconds", "Time to the first byte of the answer, by route (a stream's first event).",
+			[]string{"route"}, []string{route}, sw.first.Sub(start).Seconds())
+	}
+	if note.model != "" && note.prompt+note.completion > 0 {
+		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", []string{"model", "kind"}, []string{note.model, "prompt"}, float64(note.prompt))
+		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", []string{"model", "kind"}, []string{note.model, "completion"}, float64(note.completion))
+	}
+}
+
+// onLambda is set in a Lambda function: its access log lines are then in
+// CloudWatch Embedded Metric Format too, so the same metrics reach
+// CloudWatch from the log, with no API call on the request path.
+var onLambda = os.Getenv("AWS_LAMBDA_FUNCTION_NAME") != ""
+
+// emf returns the attributes that make an access log line an Embedded
+// Metric Format record: Requests (1), Latency (ms) and Errors5xx (0/1),
+// with the dimension Route, in the namespace Genway.
+func emf(route string, status int, d time.Duration) []slog.Attr {
+	if route == "" {
+		route = "unmatched"
+	}
+	e5 := 0
+	if status >= 500 {
+		e5 = 1
+	}
+	return []slog.Attr{
+		slog.Any("_aws", map[string]any{
+			"Timestamp": time.Now().UnixMilli(),
+			"CloudWatchMetrics": []map[string]any{{
+				"Namespace":  "Genway",
+				"Dimensions": [][]string{{"Route"}},
+				"Metrics": []map[string]string{
+					{"Name": "Requests", "Unit": "Count"}, {"Name": "Latency", "Unit": "Milliseconds"}, {"Name": "Errors5xx", "Unit": "Count"},
+				},
+			}},
+		}),
+		slog.String("Route", route),
+		slog.Int("Requests", 1),
+		slog.Float64("Latency", float64(d.Microseconds())/1000),
+		slog.Int("Errors5xx", e5),
+	}
 }
 
 // notingSink is a chat.Sink that notes the answer's model usage in the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/credits"
 )
 
@@ -106,6 +107,7 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 		}
 		return nil, fmt.Errorf("enqueue job %s: %w", j.ID, err)
 	}
+	metrics.Default.Add("genway_jobs_created_total", "Jobs created, by type and model.", []string{"type", "model"}, []string{got.Type, got.Model}, 1)
 	return got, nil
 }
 

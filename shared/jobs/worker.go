@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/metrics"
 )
 
 // Worker defaults.
@@ -402,7 +403,14 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 		return fmt.Errorf("complete: %w", err)
 	}
 	log.Info("job completed", "bytes", out.Bytes, "runs", j.Runs)
+	jobFinished(j, Completed)
 	return nil
+}
+
+// jobFinished counts a job that reached a final status.
+func jobFinished(j *Job, s Status) {
+	metrics.Default.Add("genway_jobs_finished_total", "Jobs that reached a final status, by type, model and status.",
+		[]string{"type", "model", "status"}, []string{j.Type, j.Model, string(s)}, 1)
 }
 
 // timeout fails j for passing its deadline, cancelling it at its vendor
@@ -427,6 +435,7 @@ func (w *Worker) fail(ctx context.Context, j *Job, e *JobError) error {
 	if err != nil {
 		return fmt.Errorf("fail job %s: %w", j.ID, err)
 	}
+	jobFinished(j, Failed)
 	return nil
 }
 

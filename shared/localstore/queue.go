@@ -406,3 +406,13 @@ func (s *Store) run(ctx context.Context, l lease, process func(ctx context.Conte
 		}
 	}
 }
+
+// QueueDepth returns how many job messages are waiting or leased.
+func (s *Store) QueueDepth() (int, error) {
+	var n int
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket([]byte(bucketQueue)).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
