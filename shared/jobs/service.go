@@ -9,8 +9,8 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/metrics"
 )
 
 // IdempotencyTTL is how long an Idempotency-Key maps to its job.
