@@ -170,16 +170,17 @@ func list[T any](ctx context.Context, c *Client, path string, query url.Values, 
 
 // createdKey is the answer of POST /admin/v1/keys.
 type createdKey struct {
-	ID      string `json:"id"`
-	Prefix  string `json:"prefix"`
-	Account string `json:"account"`
-	Created int64  `json:"created"`
-	Revoked int64  `json:"revoked"`
-	Key     string `json:"key"`
+	ID       string `json:"id"`
+	Prefix   string `json:"prefix"`
+	Account  string `json:"account"`
+	Created  int64  `json:"created"`
+	Revoked  int64  `json:"revoked"`
+	LastUsed int64  `json:"last_used"`
+	Key      string `json:"key"`
 }
 
 func (k createdKey) record() auth.Record {
-	return auth.Record{ID: k.ID, Prefix: k.Prefix, Account: k.Account, Created: k.Created, Revoked: k.Revoked}
+	return auth.Record{ID: k.ID, Prefix: k.Prefix, Account: k.Account, Created: k.Created, Revoked: k.Revoked, LastUsed: k.LastUsed}
 }
 
 // CreateKey implements Operator.

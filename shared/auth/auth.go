@@ -110,6 +110,20 @@ type Record struct {
 	Account string `json:"account"`
 	Created int64  `json:"created"`           // Unix seconds
 	Revoked int64  `json:"revoked,omitempty"` // Unix seconds, 0 if live
+	// LastUsed is when the key last authenticated a request, to within
+	// TouchEvery (Unix seconds, 0 if never).
+	LastUsed int64 `json:"last_used,omitempty"`
+}
+
+// TouchEvery is how often a key's LastUsed is written while it is in use:
+// at most once per key per process in that time, so that "last used"
+// costs one write an hour, not one per request.
+const TouchEvery = time.Hour
+
+// Toucher is a Store that records when a key was last used.
+type Toucher interface {
+	// TouchKey sets the LastUsed of the key with hash to at.
+	TouchKey(ctx context.Context, hash string, at time.Time) error
 }
 
 // NewRecord returns the record for key, owned by account.
@@ -168,8 +182,9 @@ type Authenticator struct {
 	ttl   time.Duration
 	now   func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]cached
+	mu      sync.Mutex
+	cache   map[string]cached
+	touched map[string]time.Time // by hash: when this process last wrote LastUsed
 }
 
 type cached struct {
@@ -211,7 +226,11 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 			if c.miss {
 				return Principal{}, ErrInvalidKey
 			}
-			return principal(c.rec)
+			p, err := principal(c.rec)
+			if err == nil {
+				a.touch(ctx, h, c.rec, now)
+			}
+			return p, err
 		}
 	}
 	rec, err := a.store.KeyByHash(ctx, h)
@@ -227,7 +246,35 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 	if a.ttl > 0 {
 		a.remember(h, cached{rec: rec, expires: now.Add(a.ttl)})
 	}
-	return principal(rec)
+	p, err := principal(rec)
+	if err == nil {
+		a.touch(ctx, h, rec, now)
+	}
+	return p, err
+}
+
+// touch writes the key's LastUsed if it is older than TouchEvery and this
+// process has not written it for TouchEvery. A failure changes nothing
+// for the request: last-used is for the operator's eyes.
+func (a *Authenticator) touch(ctx context.Context, h string, rec Record, now time.Time) {
+	t, ok := a.store.(Toucher)
+	if !ok || now.Sub(time.Unix(rec.LastUsed, 0)) < TouchEvery {
+		return
+	}
+	a.mu.Lock()
+	if a.touched == nil {
+		a.touched = map[string]time.Time{}
+	}
+	if now.Sub(a.touched[h]) < TouchEvery {
+		a.mu.Unlock()
+		return
+	}
+	if len(a.touched) >= maxCache {
+		clear(a.touched)
+	}
+	a.touched[h] = now
+	a.mu.Unlock()
+	_ = t.TouchKey(context.WithoutCancel(ctx), h, now)
 }
 
 // remember caches c for hash h, clearing the cache when it is full (a

@@ -133,3 +133,20 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (auth.Re
 	}
 	return decodeKey(out.Attributes)
 }
+
+// TouchKey implements auth.Toucher: one UpdateItem of the key's record,
+// only if it exists.
+func (s *Store) TouchKey(ctx context.Context, hash string, at time.Time) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.accounts),
+		Key:                       map[string]types.AttributeValue{"pk": str(keyPrefix + hash), "sk": str(skKey)},
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		UpdateExpression:          aws.String("SET last_used = :t"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":t": num(at.Unix())},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &ccf) {
+		return fmt.Errorf("touch key: %w", err)
+	}
+	return nil
+}

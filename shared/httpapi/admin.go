@@ -305,11 +305,14 @@ type keyView struct {
 	Account string `json:"account"`
 	Created int64  `json:"created"`
 	Revoked int64  `json:"revoked,omitempty"`
-	Status  string `json:"status"` // live or revoked
+	// LastUsed is when the key last authenticated a request, to within
+	// an hour (auth.TouchEvery); 0 if never.
+	LastUsed int64  `json:"last_used"`
+	Status   string `json:"status"` // live or revoked
 }
 
 func viewKey(r auth.Record) keyView {
-	v := keyView{ID: r.ID, Prefix: r.Prefix, Account: r.Account, Created: r.Created, Revoked: r.Revoked, Status: "live"}
+	v := keyView{ID: r.ID, Prefix: r.Prefix, Account: r.Account, Created: r.Created, Revoked: r.Revoked, LastUsed: r.LastUsed, Status: "live"}
 	if r.Revoked != 0 {
 		v.Status = "revoked"
 	}

@@ -103,3 +103,21 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (auth.Re
 	}
 	return r, nil
 }
+
+// TouchKey implements auth.Toucher.
+func (s *Store) TouchKey(ctx context.Context, hash string, at time.Time) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		kb := tx.Bucket([]byte(bucketKeys))
+		var r auth.Record
+		ok, err := getJSON(kb, []byte(hash), &r)
+		if err != nil || !ok {
+			return err
+		}
+		r.LastUsed = at.Unix()
+		return putJSON(kb, []byte(hash), r)
+	})
+	if err != nil {
+		return fmt.Errorf("touch key: %w", err)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -74,5 +75,38 @@ func testReconcile(t *testing.T, b Backend) {
 	fresh := final(5, jobs.Completed, false)
 	if res, err := jobs.Reconcile(ctx, b, rs, since, time.Hour, time.Unix(fresh.Updated, 0)); err != nil || res.Settled != 0 {
 		t.Errorf("Reconcile within the grace = %+v, %v; want nothing settled", res, err)
+	}
+}
+
+// testTouchKey: a key's last use is recorded and listed.
+func testTouchKey(t *testing.T, b Backend) {
+	tb, ok := b.(auth.Toucher)
+	if !ok {
+		t.Skip("backend is not an auth.Toucher")
+	}
+	ctx := context.Background()
+	acct := newAccount(t, b, 0)
+	key, err := auth.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := auth.NewRecord(key, acct, time.Now())
+	if err := b.PutKey(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1_800_000_000, 0)
+	if err := tb.TouchKey(ctx, rec.Hash, at); err != nil {
+		t.Fatalf("TouchKey = %v", err)
+	}
+	if err := tb.TouchKey(ctx, "0000000000000000000000000000000000000000000000000000000000000000", at); err != nil {
+		t.Errorf("TouchKey of an unknown key = %v; want nil (nothing to record)", err)
+	}
+	keys, err := b.Keys(ctx, acct)
+	if err != nil || len(keys) != 1 || keys[0].LastUsed != at.Unix() {
+		t.Errorf("Keys after TouchKey = %+v, %v; want last_used %d", keys, err, at.Unix())
+	}
+	got, err := b.KeyByHash(ctx, rec.Hash)
+	if err != nil || got.LastUsed != at.Unix() || got.Revoked != 0 {
+		t.Errorf("KeyByHash after TouchKey = %+v, %v", got, err)
 	}
 }

@@ -58,6 +58,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ListFilters", testListFilters},
 		{"ListBadCursor", testListBadCursor},
 		{"Reconcile", testReconcile},
+		{"TouchKey", testTouchKey},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
