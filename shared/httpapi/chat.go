@@ -41,6 +41,19 @@ func ChatKeepAlive(d time.Duration) ChatOption {
 	return func(c *chatConfig) { c.keepAlive = d }
 }
 
+// chatSetup applies opts to the default configuration, and gives a nil
+// log a discarding one.
+func chatSetup(log *slog.Logger, opts []ChatOption) (chatConfig, *slog.Logger) {
+	cfg := chatConfig{heartbeat: DefaultChatHeartbeat}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return cfg, log
+}
+
 // committer is a sink that may have sent part of its answer: writeChatError
 // asks it, and has it write the error in its format if so.
 type committer interface {
@@ -88,13 +101,7 @@ func ChatHeartbeat(d time.Duration) ChatOption {
 // recorded by the gateway after the sink's End, flushed first when the
 // recorder may wait on a store: the client has its whole answer before.
 func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
-	cfg := chatConfig{heartbeat: DefaultChatHeartbeat}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	cfg, log := chatSetup(log, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var sink committer
 		err := serveChat(w, r, gw, cfg, &sink)

@@ -33,13 +33,7 @@ import (
 // is understood without storage; a function call's events are therefore
 // sent once its arguments are complete.
 func Responses(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
-	cfg := chatConfig{heartbeat: DefaultChatHeartbeat}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	cfg, log := chatSetup(log, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var sink committer
 		var paths []string

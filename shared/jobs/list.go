@@ -147,17 +147,7 @@ func (s *Service) List(ctx context.Context, account string, q ListQuery) ([]*Job
 		return nil, "", fmt.Errorf("list jobs: no account")
 	}
 	q.Account = account
-	if err := q.Normalize(); err != nil {
-		return nil, "", err
-	}
-	js, next, err := s.Store.List(ctx, q)
-	if err != nil {
-		if e := apierr.As(err); e != nil {
-			return nil, "", e
-		}
-		return nil, "", fmt.Errorf("list jobs: %w", err)
-	}
-	return js, next, nil
+	return s.ListAny(ctx, q)
 }
 
 // ListAny is List for the operator: q.Account "" lists every account's
