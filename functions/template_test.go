@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -181,15 +182,15 @@ func dataWildcard(action string) bool {
 	return false
 }
 
-// allowedPolicyTemplates are the SAM policy templates whose expansion has
-// no wildcard action on data (checked against SAM's
-// policy_templates.json). SQSSendMessagePolicy is not here: it grants
-// sqs:SendMessage*; S3ReadPolicy / S3WritePolicy / S3CrudPolicy grant more
-// than a presign or a put needs; write inline statements instead.
-var allowedPolicyTemplates = map[string]bool{
-	"DynamoDBCrudPolicy":  true,
-	"DynamoDBReadPolicy":  true,
-	"DynamoDBWritePolicy": true,
+// policyTemplate reports whether a Policies entry key is a SAM policy
+// template (DynamoDBCrudPolicy, SQSSendMessagePolicy, ...). None is
+// allowed: each expands to more than a function uses (DynamoDBCrudPolicy
+// grants Scan, DeleteItem and BatchWriteItem on the table and every index;
+// SQSSendMessagePolicy grants sqs:SendMessage*), so every function has
+// inline statements, checked against the allow-list in
+// template_iam_test.go.
+func policyTemplate(key string) bool {
+	return strings.HasSuffix(key, "Policy")
 }
 
 // statements walks v for IAM statements (maps with Effect and Action),
@@ -325,8 +326,8 @@ func checkTemplate(tpl map[string]any, root string) []string {
 		if ps, ok := props["Policies"].([]any); ok {
 			for _, p := range ps {
 				for k := range mapAt(p) {
-					if strings.HasSuffix(k, "Policy") && !allowedPolicyTemplates[k] {
-						bad("%s: SAM policy template %s grants more than it should; use an inline statement", fn, k)
+					if policyTemplate(k) {
+						bad("%s: SAM policy template %s grants more than the function uses; use an inline statement", fn, k)
 					}
 				}
 			}
@@ -722,44 +723,77 @@ func withoutAWS(env []string) []string {
 	return out
 }
 
+// translation is template.yaml as the SAM translator turns it into
+// CloudFormation (testdata/translate.py).
+type translation struct {
+	// Stages are the AWS::ApiGateway::Stage resources.
+	Stages []string `json:"stages"`
+	// DeploymentStageNames are the StageName of each
+	// AWS::ApiGateway::Deployment (SAM's implicit "Stage" stage).
+	DeploymentStageNames []string `json:"deployment_stage_names"`
+	// Resources are every resource of the translated template.
+	Resources map[string]any `json:"resources"`
+}
+
+var (
+	translateOnce sync.Once
+	translated    translation
+	translateErr  error
+	translateSkip string
+)
+
+// translate translates template.yaml once per test binary (it takes a few
+// seconds) and returns the result; it skips the test where the SAM
+// translator is not installed (outside CI).
+func translate(t testing.TB) translation {
+	t.Helper()
+	translateOnce.Do(func() {
+		py, err := exec.LookPath("python3")
+		if err != nil {
+			translateSkip = "python3 not found; the SAM translator comes with cfn-lint (pip install cfn-lint)"
+			return
+		}
+		if exec.Command(py, "-c", "import samtranslator, cfnlint").Run() != nil {
+			translateSkip = "the SAM translator is missing (pip install cfn-lint)"
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, py, "testdata/translate.py", filepath.Join(repoRoot, "template.yaml"))
+		// None of the machine's AWS settings: only a region, which the
+		// translator needs for ARNs (it makes no call).
+		cmd.Env = append(withoutAWS(os.Environ()), "AWS_DEFAULT_REGION=us-east-1", "AWS_REGION=us-east-1",
+			"AWS_CONFIG_FILE="+os.DevNull, "AWS_SHARED_CREDENTIALS_FILE="+os.DevNull)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			translateErr = fmt.Errorf("translate: %v\n%s", err, stderr.String())
+			return
+		}
+		if err := json.Unmarshal(out, &translated); err != nil {
+			translateErr = fmt.Errorf("translate output: %v", err)
+		}
+	})
+	if translateSkip != "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal(translateSkip)
+		}
+		t.Skip(translateSkip)
+	}
+	if translateErr != nil {
+		t.Fatal(translateErr)
+	}
+	return translated
+}
+
 // TestTranslatedTemplateHasOneStage translates template.yaml with the SAM
 // translator (it comes with cfn-lint, which the test script installs) and
 // checks that the stack has exactly one API stage: without OpenApiVersion,
 // SAM's Deployment also carries StageName "Stage", a second stage reachable
 // at /Stage/v1/... without the real stage's throttling.
 func TestTranslatedTemplateHasOneStage(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("python3 not found; the SAM translator comes with cfn-lint (pip install cfn-lint)")
-	}
-	if exec.Command(py, "-c", "import samtranslator, cfnlint").Run() != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the SAM translator is missing (pip install cfn-lint)")
-		}
-		t.Skip("the SAM translator is missing (pip install cfn-lint)")
-	}
-	cmd := exec.Command(py, "testdata/translate.py", filepath.Join(repoRoot, "template.yaml"))
-	// None of the machine's AWS settings: only a region, which the
-	// translator needs for ARNs (it makes no call).
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "AWS_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, "AWS_DEFAULT_REGION=us-east-1", "AWS_REGION=us-east-1", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("translate: %v\n%s", err, stderr.String())
-	}
-	var got struct {
-		Stages               []string `json:"stages"`
-		DeploymentStageNames []string `json:"deployment_stage_names"`
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("translate output %q: %v", out, err)
-	}
+	got := translate(t)
 	if len(got.Stages) != 1 || len(got.DeploymentStageNames) != 0 {
 		t.Errorf("translated stack: stages %v, deployment stage names %v; want exactly one stage", got.Stages, got.DeploymentStageNames)
 	}

@@ -1,7 +1,9 @@
 """Translate template.yaml with the SAM translator (shipped with cfn-lint)
 and print, as JSON, the API Gateway stages the deployed stack would have:
 the AWS::ApiGateway::Stage resources, and the StageName of each
-AWS::ApiGateway::Deployment (SAM's extra "Stage" stage lives there).
+AWS::ApiGateway::Deployment (SAM's extra "Stage" stage lives there); and
+"resources", every resource of the translated template (the IAM roles SAM
+generates, with its event-source additions, are checked from there).
 No AWS call is made: CodeUri is replaced by a dummy S3 URI, and the
 managed-policy map is empty."""
 import json
@@ -29,4 +31,5 @@ print(json.dumps({
     "stages": sorted(k for k, v in res.items() if v["Type"] == "AWS::ApiGateway::Stage"),
     "deployment_stage_names": [v["Properties"]["StageName"] for v in res.values()
                                if v["Type"] == "AWS::ApiGateway::Deployment" and "StageName" in v.get("Properties", {})],
-}))
+    "resources": res,
+}, default=str))
