@@ -193,6 +193,63 @@ func TestFunctions(t *testing.T) {
 		}
 	})
 
+	t.Run("vendor keys from SSM", func(t *testing.T) {
+		// The chat function reads its vendor key from the SecureString
+		// parameter OPENAI_API_KEY_PARAMETER names; the models function
+		// lists the vendor from GENWAY_CONFIGURED and never reads the key.
+		const vendorKey = "sk-lambda-ssm-0123456789abcdef"
+		if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/genway/openai"),
+			Value: aws.String(vendorKey), Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		auth := make(chan string, 1)
+		upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			select {
+			case auth <- r.Header.Get("Authorization"):
+			default:
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"KEYFROMSSM"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+		}))
+		defer upstream.Close()
+		api := newRuntimeAPI(t)
+		p := start(t, bootstraps["chat"], api, env(endpoint, queueURL, "OPENAI_API_KEY_PARAMETER", "/genway/openai", "OPENAI_BASE_URL", upstream.URL+"/v1"))
+		res, err := api.invoke(readEvent(t, "chat.json", append(withKey, `synthetic/echo`, `openai/gpt-4o-mini`, `\"stream\":true`, `\"stream\":false`)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		select {
+		case got = <-auth:
+		default:
+		}
+		if _, body, _ := splitStream(res.body); got != "Bearer "+vendorKey || !strings.Contains(string(body), "KEYFROMSSM") {
+			t.Errorf("chat with the key in SSM: upstream saw %q, body %q; want the key from the parameter and the answer", got, body)
+		}
+		if strings.Contains(p.stderr.String(), vendorKey) {
+			t.Errorf("the chat function logged the key: %s", p.stderr.String())
+		}
+		// A key parameter it cannot read stops the start, naming it.
+		api = newRuntimeAPI(t)
+		p = start(t, bootstraps["chat"], api, env(endpoint, queueURL, "OPENAI_API_KEY_PARAMETER", "/genway/missing-key"))
+		if _, err := p.initTime(api); err == nil || !strings.Contains(err.Error(), "/genway/missing-key") {
+			t.Errorf("chat with an unreadable key parameter: %v; want a failed start naming the parameter", err)
+		}
+		for _, tt := range []struct {
+			extra  []string
+			listed bool
+		}{
+			{[]string{"OPENAI_API_KEY_PARAMETER", "/genway/openai"}, false}, // reading it would list openai
+			{[]string{"OPENAI_API_KEY_PARAMETER", "/genway/openai", "GENWAY_CONFIGURED", "openai"}, true},
+		} {
+			r := proxyResponse(t, run(t, "models", readEvent(t, "models.json", withKey...), tt.extra...))
+			if listed := strings.Contains(r.Body, `"id":"openai/gpt-4o-mini"`); r.StatusCode != 200 || listed != tt.listed {
+				t.Errorf("models with %v = %d, openai listed %v; want 200, %v", tt.extra, r.StatusCode, listed, tt.listed)
+			}
+		}
+	})
+
 	type jobView struct {
 		ID     string `json:"id"`
 		Status string `json:"status"`

@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/secrets"
 	"github.com/genway/genway/shared/upstreams"
 )
 
@@ -37,14 +39,20 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	providers, err := upstreams.New(cat, getenv, nil)
+	// The vendor keys come from SSM (OPENAI_API_KEY_PARAMETER, ...), read
+	// now and again every secrets.DefaultTTL: a rotated key takes over
+	// without a deploy. Only the functions that call a vendor link the SSM
+	// client (its package alone adds about 1 MB and 2 ms to a cold start).
+	keys := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
+	providers, err := upstreams.NewRotating(ctx, cat, upstreams.Rotation{Getenv: secrets.Env(getenv, keys),
+		Key: secrets.Lookup(getenv, keys), TTL: secrets.DefaultTTL, Log: b.Log}, nil)
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}
 	// Usage is written synchronously, after the response is flushed: a
 	// Lambda may be frozen or killed right after an invocation, so nothing
 	// may wait in memory (chat.BufferedRecorder is for genway serve).
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers.Providers(), Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store})
 	// A non-streamed answer is kept alive with spaces, so that API
 	// Gateway does not cut a silent reasoning model (GENWAY_CHAT_KEEPALIVE,
 	// default 10 s, the stream heartbeat's interval).

@@ -11,12 +11,14 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/secrets"
 	"github.com/genway/genway/shared/upstreams"
 )
 
@@ -45,12 +47,16 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// answers with its output link.
 	// The providers Cancel reaches: those whose key this function holds
 	// (GENWAY_CONFIGURED, names without keys, is for validation only).
-	providers, err := upstreams.NewMedia(cat, withoutConfigured(getenv), nil)
+	// Their keys come from SSM (FAL_KEY_PARAMETER, ...) and rotate as the
+	// worker's do.
+	keys := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
+	providers, err := upstreams.NewRotatingMedia(ctx, cat, upstreams.Rotation{Getenv: withoutConfigured(secrets.Env(getenv, keys)),
+		Key: secrets.Lookup(getenv, keys), TTL: secrets.DefaultTTL, Log: b.Log}, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("media providers: %w", err)
 	}
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(getenv), Balances: b.Store,
-		Providers: providers}
+		Providers: providers.Providers()}
 	h, err := b.API(getenv,
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: httpapi.CancelJob(svc, b.Log)},

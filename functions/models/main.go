@@ -32,6 +32,8 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	// This function reads no secret (it has no SSM client): it learns
+	// which vendors are configured from GENWAY_CONFIGURED, names only.
 	h, err := b.API(getenv,
 		httpapi.Route{Method: "GET", Pattern: "/v1/models", Handler: httpapi.ListModels(cat, getenv, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/models/{id...}", Handler: httpapi.GetModel(cat, getenv, b.Log)})

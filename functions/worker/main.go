@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdaevents"
+	"github.com/genway/genway/shared/secrets"
 	"github.com/genway/genway/shared/upstreams"
 )
 
@@ -43,9 +45,15 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	providers, err := upstreams.NewMedia(cat, getenv, nil)
+	// The vendor keys come from SSM (FAL_KEY_PARAMETER, ...), read now and
+	// again every secrets.DefaultTTL: a rotated key takes over without a
+	// deploy. Only the functions that call a vendor link the SSM client
+	// (its package alone adds about 1 MB and 2 ms to a cold start).
+	keys := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
+	providers, err := upstreams.NewRotatingMedia(ctx, cat, upstreams.Rotation{Getenv: secrets.Env(getenv, keys),
+		Key: secrets.Lookup(getenv, keys), TTL: secrets.DefaultTTL, Log: b.Log}, nil)
 	if err != nil {
-		return err
+		return fmt.Errorf("media providers: %w", err)
 	}
 	poll, err := jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL"))
 	if err != nil {
@@ -53,7 +61,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	}
 	// Lease: the function's timeout (template.yaml), so that an SQS duplicate
 	// never starts a job that a live invocation is still starting.
-	w := &jobs.Worker{Store: b.Store, Queue: queue, Media: b.Media(), Providers: providers, Catalog: cat, Log: b.Log,
+	w := &jobs.Worker{Store: b.Store, Queue: queue, Media: b.Media(), Providers: providers.Providers(), Catalog: cat, Log: b.Log,
 		Lease: WorkerTimeout, PollInterval: poll}
 	lambda.StartWithOptions(lambdaevents.SQS(w.Process, b.Log), lambda.WithContext(ctx))
 	return nil

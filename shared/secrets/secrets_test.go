@@ -91,3 +91,48 @@ func TestMissingAndEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupAndEnv: a variable whose _PARAMETER is set is read from SSM
+// (once per TTL), any other from the environment; an unreadable parameter
+// is Lookup's error, naming it, and Env's "".
+func TestLookupAndEnv(t *testing.T) {
+	f := &fakeSSM{values: map[string]string{"/genway/openai": "sk-from-ssm"}}
+	c := New(f, time.Minute)
+	env := map[string]string{
+		"OPENAI_API_KEY_PARAMETER":      "/genway/openai",
+		"OPENAI_API_KEY":                "sk-from-env-ignored",
+		"ANTHROPIC_API_KEY":             "sk-ant-plain",
+		"GEMINI_API_KEY_PARAMETER":      "/genway/missing",
+		"GENWAY_SYNTHETIC":              "on",
+		"REPLICATE_API_TOKEN_PARAMETER": "",
+	}
+	getenv := func(k string) string { return env[k] }
+	lookup, plain := Lookup(getenv, c), Env(getenv, c)
+	tests := []struct {
+		name    string
+		want    string
+		wantErr string
+	}{
+		{"OPENAI_API_KEY", "sk-from-ssm", ""},
+		{"ANTHROPIC_API_KEY", "sk-ant-plain", ""},
+		{"GENWAY_SYNTHETIC", "on", ""},
+		{"REPLICATE_API_TOKEN", "", ""}, // an empty _PARAMETER is no parameter
+		{"GEMINI_API_KEY", "", "/genway/missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := lookup(context.Background(), tt.name)
+			if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("Lookup(%s) = %q, %v; want %q and an error containing %q", tt.name, got, err, tt.want, tt.wantErr)
+			}
+			if got := plain(tt.name); got != tt.want {
+				t.Errorf("Env(%s) = %q; want %q", tt.name, got, tt.want)
+			}
+		})
+	}
+	// Two lookups of OPENAI_API_KEY and one of the missing parameter per
+	// subtest: the cached key is read once, the missing one every time.
+	if got := f.calls.Load(); got != 3 {
+		t.Errorf("%d SSM reads; want 3 (the key once, the missing parameter twice)", got)
+	}
+}

@@ -1,0 +1,328 @@
+package upstreams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/jobs"
+)
+
+// Rotation says where a Rotating reads its vendor keys, and how often.
+type Rotation struct {
+	// Getenv is the configuration other than the keys (base URLs,
+	// GENWAY_SYNTHETIC, GENWAY_BEDROCK, ...).
+	Getenv func(string) string
+	// Key reads a vendor key by its variable's name (secrets.Lookup: the
+	// SSM parameter named by OPENAI_API_KEY_PARAMETER, say). Its errors
+	// must name what failed, never a value.
+	Key func(ctx context.Context, name string) (string, error)
+	// TTL is how often the keys are read again (on use, at most once per
+	// TTL); <= 0: never, the keys read at start stay.
+	TTL time.Duration
+	// Log gets a failed re-read (the last key stays in use) and each
+	// rebuild, naming variables, never values. nil: slog.Default().
+	Log *slog.Logger
+}
+
+// refreshTimeout bounds one re-read of the keys, made on the request
+// path of the call that found them stale.
+const refreshTimeout = 5 * time.Second
+
+// Rotating holds the providers built from the current vendor keys (as New
+// or NewMedia builds them) and rebuilds them when a key changes, so that a
+// rotated key reaches a warm Lambda container without a deploy. Its
+// Providers are stable delegates that each call reaches the current
+// provider through; a call that finds the keys older than the TTL first
+// reads them again (one call at a time: the others go on with the current
+// providers) and, if any changed, swaps in providers built with the new
+// ones. It is safe for concurrent use.
+//
+// Which providers exist is settled at start: a vendor whose key appears or
+// disappears later needs a new container (a deploy or a cold start).
+type Rotating[T any] struct {
+	rot       Rotation
+	names     []string // the key variables read
+	build     func(getenv func(string) string) (map[string]T, error)
+	delegates map[string]T
+	now       func() time.Time
+
+	cur  atomic.Pointer[generation[T]]
+	next atomic.Int64 // UnixNano of the next read of the keys
+	mu   sync.Mutex   // held by the one refresh running
+}
+
+// generation is one set of keys and the providers built with them.
+type generation[T any] struct {
+	keys      map[string]string // key variable -> value
+	providers map[string]T
+}
+
+// NewRotating returns New's chat providers behind a Rotating. It reads the
+// key of every catalog provider with chat models through rot.Key, now: an
+// error fails it, naming the variable (and by rot.Key's error, the
+// parameter). httpClient may be nil (NewHTTPClient); every rebuild shares
+// it, and its connections.
+func NewRotating(ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client) (*Rotating[chat.Provider], error) {
+	if httpClient == nil {
+		httpClient = NewHTTPClient()
+	}
+	return newRotating(ctx, cat, rot, true, func(getenv func(string) string) (map[string]chat.Provider, error) {
+		return New(cat, getenv, httpClient)
+	}, wrapChat, time.Now)
+}
+
+// NewRotatingMedia is NewRotating for NewMedia's job providers
+// (httpClient nil: NewMediaHTTPClient).
+func NewRotatingMedia(ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client) (*Rotating[jobs.Provider], error) {
+	if httpClient == nil {
+		httpClient = NewMediaHTTPClient()
+	}
+	return newRotating(ctx, cat, rot, false, func(getenv func(string) string) (map[string]jobs.Provider, error) {
+		return NewMedia(cat, getenv, httpClient)
+	}, wrapMedia, time.Now)
+}
+
+// newRotating reads the keys of the catalog providers with chat models
+// (chatModels) or job models, builds the first generation with build and
+// wraps each of its providers in a delegate with wrap; now is the clock.
+func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, chatModels bool,
+	build func(getenv func(string) string) (map[string]T, error),
+	wrap func(r *Rotating[T], name string, first T) T, now func() time.Time) (*Rotating[T], error) {
+	if rot.Log == nil {
+		rot.Log = slog.Default()
+	}
+	r := &Rotating[T]{rot: rot, build: build, now: now}
+	for i := range cat.Providers {
+		if p := &cat.Providers[i]; p.KeyEnv != "" && serves(cat, p.Name, chatModels) && !slices.Contains(r.names, p.KeyEnv) {
+			r.names = append(r.names, p.KeyEnv)
+		}
+	}
+	keys, errs := r.readKeys(ctx)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	providers, err := build(r.overlay(keys))
+	if err != nil {
+		return nil, err
+	}
+	r.cur.Store(&generation[T]{keys: keys, providers: providers})
+	r.next.Store(r.now().Add(rot.TTL).UnixNano())
+	r.delegates = make(map[string]T, len(providers))
+	for name, p := range providers {
+		r.delegates[name] = wrap(r, name, p)
+	}
+	return r, nil
+}
+
+// Providers returns the providers by catalog provider name: delegates to
+// the current ones, the same map on every call. Each forwards exactly the
+// optional interfaces its provider has (chat.FeatureProvider,
+// chat.ImageBytesNeeder; jobs.Poller, jobs.Canceller).
+func (r *Rotating[T]) Providers() map[string]T { return r.delegates }
+
+// readKeys reads every key variable through rot.Key, in parallel (a cold
+// start waits for the slowest read, not their sum). errs[i] is the error
+// of names[i], wrapped to name the variable.
+func (r *Rotating[T]) readKeys(ctx context.Context) (map[string]string, []error) {
+	vals := make([]string, len(r.names))
+	errs := make([]error, len(r.names))
+	var wg sync.WaitGroup
+	for i, name := range r.names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			v, err := r.rot.Key(ctx, name)
+			if err != nil {
+				err = fmt.Errorf("vendor key %s: %w", name, err)
+			}
+			vals[i], errs[i] = v, err
+		}()
+	}
+	wg.Wait()
+	keys := make(map[string]string, len(r.names))
+	for i, name := range r.names {
+		keys[name] = vals[i]
+	}
+	return keys, errs
+}
+
+// overlay is rot.Getenv with keys in place of their variables.
+func (r *Rotating[T]) overlay(keys map[string]string) func(string) string {
+	return func(name string) string {
+		if v, ok := keys[name]; ok {
+			return v
+		}
+		return r.rot.Getenv(name)
+	}
+}
+
+// current returns the current generation's provider named name, reading
+// the keys again first if they are older than the TTL and no other call
+// is reading them.
+func (r *Rotating[T]) current(ctx context.Context, name string) T {
+	if r.rot.TTL > 0 && r.now().UnixNano() >= r.next.Load() && r.mu.TryLock() {
+		if r.now().UnixNano() >= r.next.Load() { // no refresh ended since the first check
+			r.refresh(ctx)
+		}
+		r.mu.Unlock()
+	}
+	return r.cur.Load().providers[name]
+}
+
+// peek returns the current generation's provider named name, as it is.
+func (r *Rotating[T]) peek(name string) T { return r.cur.Load().providers[name] }
+
+// refresh reads the keys again and, if any changed, builds and swaps in
+// new providers. A key that cannot be read keeps its last value (logged);
+// a rebuild that fails, or that would change which providers exist, keeps
+// the current generation (logged). Either way the next read is a TTL
+// after this one ended: a cache with the same TTL in front of the keys
+// (secrets.Cache) has let go of them by then. r.mu is held.
+func (r *Rotating[T]) refresh(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), refreshTimeout)
+	defer cancel()
+	old := r.cur.Load()
+	keys, errs := r.readKeys(ctx)
+	r.next.Store(r.now().Add(r.rot.TTL).UnixNano())
+	var changed []string
+	for i, name := range r.names {
+		if errs[i] != nil {
+			r.rot.Log.Error("vendor key re-read failed; keeping the last one", "err", errs[i])
+			keys[name] = old.keys[name]
+		} else if keys[name] != old.keys[name] {
+			changed = append(changed, name)
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	providers, err := r.build(r.overlay(keys))
+	if err != nil {
+		r.rot.Log.Error("providers not rebuilt after a key change; keeping the current ones", "changed", changed, "err", err)
+		return
+	}
+	if !slices.Equal(slices.Sorted(maps.Keys(providers)), slices.Sorted(maps.Keys(old.providers))) {
+		r.rot.Log.Error("a key change would change which vendors are configured; that takes a new container, keeping the current providers", "changed", changed)
+		return
+	}
+	r.cur.Store(&generation[T]{keys: keys, providers: providers})
+	r.rot.Log.Info("vendor keys changed; providers rebuilt", "changed", changed)
+}
+
+// wrapChat returns the delegate of chat provider name, with the optional
+// interfaces first has (the gateway type-asserts them). A rebuilt
+// provider has the same kind, and so the same type, as first.
+func wrapChat(r *Rotating[chat.Provider], name string, first chat.Provider) chat.Provider {
+	d := chatDelegate{r: r, name: name}
+	_, features := first.(chat.FeatureProvider)
+	_, images := first.(chat.ImageBytesNeeder)
+	switch {
+	case features && images:
+		return chatFeaturesImages{d}
+	case features:
+		return chatFeatures{d}
+	case images:
+		return chatImages{d}
+	}
+	return d
+}
+
+type chatDelegate struct {
+	r    *Rotating[chat.Provider]
+	name string
+}
+
+func (d chatDelegate) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
+	return d.r.current(ctx, d.name).Complete(ctx, req)
+}
+
+func (d chatDelegate) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
+	return d.r.current(ctx, d.name).Stream(ctx, req, w)
+}
+
+func (d chatDelegate) features() chat.Features {
+	return d.r.peek(d.name).(chat.FeatureProvider).Features()
+}
+
+func (d chatDelegate) needsImageBytes() bool {
+	return d.r.peek(d.name).(chat.ImageBytesNeeder).NeedsImageBytes()
+}
+
+type chatFeatures struct{ chatDelegate }
+
+func (d chatFeatures) Features() chat.Features { return d.features() }
+
+type chatImages struct{ chatDelegate }
+
+func (d chatImages) NeedsImageBytes() bool { return d.needsImageBytes() }
+
+type chatFeaturesImages struct{ chatDelegate }
+
+func (d chatFeaturesImages) Features() chat.Features { return d.features() }
+func (d chatFeaturesImages) NeedsImageBytes() bool   { return d.needsImageBytes() }
+
+// wrapMedia returns the delegate of job provider name, with the optional
+// interfaces first has (the worker and jobs.Service type-assert them).
+func wrapMedia(r *Rotating[jobs.Provider], name string, first jobs.Provider) jobs.Provider {
+	d := mediaDelegate{r: r, name: name}
+	_, poller := first.(jobs.Poller)
+	_, canceller := first.(jobs.Canceller)
+	switch {
+	case poller && canceller:
+		return mediaPollerCanceller{d}
+	case poller:
+		return mediaPoller{d}
+	case canceller:
+		return mediaCanceller{d}
+	}
+	return d
+}
+
+type mediaDelegate struct {
+	r    *Rotating[jobs.Provider]
+	name string
+}
+
+func (d mediaDelegate) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
+	return d.r.current(ctx, d.name).Start(ctx, m, j)
+}
+
+func (d mediaDelegate) poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
+	return d.r.current(ctx, d.name).(jobs.Poller).Poll(ctx, m, j)
+}
+
+func (d mediaDelegate) cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
+	return d.r.current(ctx, d.name).(jobs.Canceller).Cancel(ctx, m, j)
+}
+
+type mediaPoller struct{ mediaDelegate }
+
+func (d mediaPoller) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
+	return d.poll(ctx, m, j)
+}
+
+type mediaCanceller struct{ mediaDelegate }
+
+func (d mediaCanceller) Cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
+	return d.cancel(ctx, m, j)
+}
+
+type mediaPollerCanceller struct{ mediaDelegate }
+
+func (d mediaPollerCanceller) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
+	return d.poll(ctx, m, j)
+}
+
+func (d mediaPollerCanceller) Cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
+	return d.cancel(ctx, m, j)
+}
