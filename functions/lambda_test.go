@@ -387,6 +387,44 @@ func TestFunctions(t *testing.T) {
 		}
 	})
 
+	t.Run("jobs-sweeper reconcile", func(t *testing.T) {
+		// A poisoned stream record: a job that completed half an hour ago
+		// and whose capture never ran (its hold is still open).
+		acct := "reconcile-test"
+		if _, err := store.Grant(ctx, acct, 100, time.Now().Unix()); err != nil {
+			t.Fatal(err)
+		}
+		id, err := jobs.NewID(jobs.TypeSFX)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := time.Now().Add(-30 * time.Minute).Unix()
+		j := &jobs.Job{ID: id, Account: acct, Type: jobs.TypeSFX, Model: "synthetic-sfx", Status: jobs.Queued,
+			Input: jobs.Input{Prompt: "pop", Duration: 1, Format: "mp3"}, Price: 7, Created: at, Updated: at}
+		if _, err := store.Create(ctx, j, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Transition(ctx, id, jobs.Queued, jobs.Processing, jobs.Patch{Updated: at}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Transition(ctx, id, jobs.Processing, jobs.Completed, jobs.Patch{Updated: at, Output: &jobs.Output{Key: "k", ContentType: "audio/mpeg", Bytes: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		settled := 0
+		for i := range 3 { // the schedule fires again: nothing more is settled
+			res := run(t, "jobs-sweeper", []byte(`{"reconcile": true}`))
+			var got jobs.ReconcileResult
+			if err := json.Unmarshal(res.body, &got); res.kind != "response" || err != nil {
+				t.Fatalf("reconcile #%d = %s %s; want a reconcile result", i+1, res.kind, res.body)
+			}
+			settled += got.Settled
+		}
+		a, err := store.Account(ctx, acct)
+		if err != nil || a.Balance != 93 || a.Held != 0 || settled < 1 {
+			t.Errorf("after three reconciles: %+v, %v, settled %d; want balance 93, held 0, the job settled once", a, err, settled)
+		}
+	})
+
 	t.Run("jobs-sweeper", func(t *testing.T) {
 		// A job stored with its hold ten minutes ago whose message was
 		// never sent: jobs-create died between the two.

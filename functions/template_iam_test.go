@@ -142,6 +142,13 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:UpdateItem", jobsTable}: "Store.MarkSwept; jobs.Service.Sweep fails a job that never starts (Transition)",
 		{"dynamodb:GetItem", jobsTable}:    "MarkSwept's and Transition's read after a failed condition",
 		{"sqs:SendMessage", jobsQueue}:     "jobs.Service.Sweep: Enqueue again",
+		// The hourly reconciler ({"reconcile": true}): jobs.Reconcile.
+		{"dynamodb:Scan", accountsTable}:       "jobs.Reconcile: Store.Accounts (every account, filtered on sk)",
+		{"dynamodb:GetItem", accountsTable}:    "jobs.Reconcile: Store.LedgerEntry",
+		{"dynamodb:PutItem", accountsTable}:    "jobs.Reconcile -> credits.Apply -> Store.Settle: the ledger entry",
+		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold",
+		{"dynamodb:Query", byAccount}:          "jobs.Reconcile: Store.List, an account's final jobs",
+		{"dynamodb:BatchGetItem", jobsTable}:   "Store.List: getJobs, the page's jobs",
 	},
 	"CreditsFunction": {
 		{"dynamodb:PutItem", accountsTable}:    "lambdaevents.Credits -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",

@@ -295,8 +295,15 @@ func checkTemplate(tpl map[string]any, root string) []string {
 				}
 			case "Schedule":
 				sweeper = fn
-				if evp["Schedule"] != "rate(1 minute)" {
-					bad("%s.%s: Schedule %v; want rate(1 minute)", fn, name, evp["Schedule"])
+				switch name {
+				case "Reconcile": // the hourly reconciler, {"reconcile": true}
+					if evp["Schedule"] != "rate(1 hour)" || evp["Input"] != `{"reconcile": true}` {
+						bad("%s.%s: Schedule %v, Input %v; want rate(1 hour) with {\"reconcile\": true}", fn, name, evp["Schedule"], evp["Input"])
+					}
+				default:
+					if evp["Schedule"] != "rate(1 minute)" {
+						bad("%s.%s: Schedule %v; want rate(1 minute)", fn, name, evp["Schedule"])
+					}
 				}
 			case "DynamoDB":
 				creditsFn = fn
@@ -485,9 +492,11 @@ func checkQueuedIndex(tpl map[string]any, table string, bad func(string, ...any)
 	bad("%s (the jobs table): no %q queued index (GlobalSecondaryIndexes)", table, dynamostore.QueuedIndex)
 }
 
-// checkSweeper wants the sweeper to have only what it uses: Query on the
-// queued index (not the table), GetItem and UpdateItem on the jobs table,
-// SendMessage on the jobs queue, all in inline statements.
+// checkSweeper wants the sweeper's threshold set, inline statements only,
+// and the sweep's own grants: Query on the queued index (not the table),
+// UpdateItem on the jobs table, SendMessage on the jobs queue. That it has
+// nothing more than the sweep and the hourly reconcile use is
+// template_iam_test.go's allow-list.
 func checkSweeper(tpl map[string]any, fn, table, queue string, bad func(string, ...any)) {
 	props := mapAt(tpl, "Resources", fn, "Properties")
 	vars := mapAt(props, "Environment", "Variables")
@@ -504,34 +513,22 @@ func checkSweeper(tpl map[string]any, fn, table, queue string, bad func(string, 
 			}
 		}
 	}
-	allowed := map[string]bool{"dynamodb:Query": true, "dynamodb:GetItem": true, "dynamodb:UpdateItem": true, "sqs:SendMessage": true}
-	granted := map[string]bool{}
 	index := "${" + table + ".Arn}/index/" + dynamostore.QueuedIndex
+	granted := map[string]bool{}
 	statements(props["Policies"], func(st map[string]any) {
 		res, _ := st["Resource"].(map[string]any)
 		for _, a := range actions(st) {
-			granted[a] = true
-			if !allowed[a] {
-				bad("%s: action %s; the sweeper needs only %v", fn, a, []string{"dynamodb:Query", "dynamodb:GetItem", "dynamodb:UpdateItem", "sqs:SendMessage"})
-				continue
-			}
-			var ok bool
-			switch a {
-			case "dynamodb:Query":
-				ok = res["Fn::Sub"] == index
-			case "sqs:SendMessage":
-				ok = refName(res) == queue
-			default:
-				ok = refName(res) == table
-			}
-			if !ok {
-				bad("%s: %s on %v; want it on %s", fn, a, st["Resource"], map[bool]string{true: index, false: table}[a == "dynamodb:Query"])
+			switch {
+			case a == "dynamodb:Query" && res["Fn::Sub"] == index,
+				a == "dynamodb:UpdateItem" && refName(res) == table,
+				a == "sqs:SendMessage" && refName(res) == queue:
+				granted[a] = true
 			}
 		}
 	})
 	for _, a := range []string{"dynamodb:Query", "dynamodb:UpdateItem", "sqs:SendMessage"} {
 		if !granted[a] {
-			bad("%s: no %s", fn, a)
+			bad("%s: no %s for the sweep (Query on %s, UpdateItem on %s, SendMessage on %s)", fn, a, index, table, queue)
 		}
 	}
 }
@@ -661,11 +658,10 @@ func TestTemplateCheckFails(t *testing.T) {
 		{"sweeper queries the table", func(tpl map[string]any) {
 			st := mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties")["Policies"].([]any)[0]
 			mapAt(st)["Statement"].([]any)[0].(map[string]any)["Resource"] = map[string]any{"Fn::GetAtt": []any{"JobsTable", "Arn"}}
-		}, "dynamodb:Query on"},
-		{"sweeper scans", func(tpl map[string]any) {
-			st := mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties")["Policies"].([]any)[0]
-			mapAt(st)["Statement"].([]any)[1].(map[string]any)["Action"] = []any{"dynamodb:UpdateItem", "dynamodb:Scan"}
-		}, "action dynamodb:Scan"},
+		}, "no dynamodb:Query for the sweep"},
+		{"reconcile every minute", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties", "Events", "Reconcile", "Properties")["Schedule"] = "rate(1 minute)"
+		}, "want rate(1 hour)"},
 		{"sweeper with a CRUD policy", func(tpl map[string]any) {
 			p := mapAt(tpl, "Resources", "JobsSweeperFunction", "Properties")
 			p["Policies"] = append(p["Policies"].([]any), map[string]any{"DynamoDBCrudPolicy": map[string]any{"TableName": map[string]any{"Ref": "JobsTable"}}})

@@ -2,18 +2,24 @@
 // message of every job queued for longer than GENWAY_SWEEP_AFTER (a Go
 // duration, default 2m) again, and fails a job that never starts (its hold
 // released): a jobs-create that died between storing a job and enqueueing
-// it loses no job (jobs.Service.Sweep).
+// it loses no job (jobs.Service.Sweep). Invoked with {"reconcile": true}
+// (its hourly schedule) it runs the reconciler instead: final jobs of the
+// last GENWAY_RECONCILE_DAYS days (7) whose settlement the credits stream
+// never made are settled, exactly once (jobs.Reconcile).
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
+	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -38,8 +44,31 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	days := 7
+	if v := getenv("GENWAY_RECONCILE_DAYS"); v != "" {
+		if days, err = strconv.Atoi(v); err != nil || days < 1 {
+			return fmt.Errorf("GENWAY_RECONCILE_DAYS must be a positive number of days, got %q", v)
+		}
+	}
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Sweeps: b.Store, Log: b.Log}
-	lambda.StartWithOptions(func(ctx context.Context, _ events.EventBridgeEvent) (jobs.SweepResult, error) {
+	lambda.StartWithOptions(func(ctx context.Context, ev json.RawMessage) (any, error) {
+		var in struct {
+			Reconcile bool `json:"reconcile"`
+		}
+		_ = json.Unmarshal(ev, &in) // a scheduled EventBridge event has no such field: a sweep
+		if in.Reconcile {
+			now := time.Now()
+			res, err := jobs.Reconcile(ctx, b.Store, b.Store, now.AddDate(0, 0, -days), admin.ReconcileGrace, now)
+			switch {
+			case err != nil:
+				b.Log.Error("reconcile", "checked", res.Checked, "settled", res.Settled, "err", err)
+			case res.Settled > 0:
+				b.Log.Warn("reconcile settled jobs the credits stream had missed", "checked", res.Checked, "settled", res.Settled)
+			default:
+				b.Log.Info("reconcile", "checked", res.Checked, "settled", 0)
+			}
+			return res, err
+		}
 		res, err := svc.Sweep(ctx, after)
 		if err != nil {
 			// The next run (a minute later) retries what failed here.
