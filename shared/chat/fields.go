@@ -23,9 +23,10 @@ var toolName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // emptySchema is the parameters schema of a function that takes none.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// refuse is the 400 for a field Genway or the model's provider cannot
-// honour.
-func refuse(param, format string, args ...any) error {
+// Refuse is the 400 unsupported_parameter for a field Genway or the
+// model's provider cannot honour, naming it (param) and saying that
+// nothing was sent upstream.
+func Refuse(param, format string, args ...any) error {
 	return &apierr.Error{Kind: apierr.Invalid, Code: "unsupported_parameter", Param: param,
 		Message: fmt.Sprintf(format, args...) + " The request was not sent upstream."}
 }
@@ -44,25 +45,25 @@ func isSet(raw json.RawMessage) bool {
 func unsupported(p *Params) error {
 	switch {
 	case isSet(p.Functions):
-		return refuse("functions", "The deprecated functions field is not supported; send tools.")
+		return Refuse("functions", "The deprecated functions field is not supported; send tools.")
 	case isSet(p.FunctionCall) && !slices.Contains([]string{`"none"`, `"auto"`}, string(bytes.TrimSpace(p.FunctionCall))):
-		return refuse("function_call", "The deprecated function_call field is not supported; send tool_choice.")
+		return Refuse("function_call", "The deprecated function_call field is not supported; send tool_choice.")
 	case p.N != nil && *p.N != 1:
-		return refuse("n", "More than one choice (n) is not supported.")
+		return Refuse("n", "More than one choice (n) is not supported.")
 	case p.Logprobs != nil && *p.Logprobs:
-		return refuse("logprobs", "logprobs are not supported.")
+		return Refuse("logprobs", "logprobs are not supported.")
 	case p.TopLogprobs != nil:
-		return refuse("top_logprobs", "logprobs are not supported.")
+		return Refuse("top_logprobs", "logprobs are not supported.")
 	case p.Store != nil && *p.Store:
-		return refuse("store", "Genway does not store completions (store must be false).")
+		return Refuse("store", "Genway does not store completions (store must be false).")
 	case len(p.Modalities) > 0 && !slices.Equal(p.Modalities, []string{"text"}):
-		return refuse("modalities", "Only text output is supported.")
+		return Refuse("modalities", "Only text output is supported.")
 	case isSet(p.Audio):
-		return refuse("audio", "Audio output is not supported.")
+		return Refuse("audio", "Audio output is not supported.")
 	case isSet(p.Prediction):
-		return refuse("prediction", "Predicted outputs are not supported.")
+		return Refuse("prediction", "Predicted outputs are not supported.")
 	case isSet(p.WebSearchOptions):
-		return refuse("web_search_options", "Web search is not supported.")
+		return Refuse("web_search_options", "Web search is not supported.")
 	}
 	return nil
 }
@@ -105,7 +106,7 @@ func tools(p *Params, req *Request, m *catalog.Model) error {
 			if t.Type == "" {
 				return apierr.Invalidf(at(".type"), "missing_field", "type is required in a tool")
 			}
-			return refuse(at(".type"), "Only function tools are supported, not %q.", t.Type)
+			return Refuse(at(".type"), "Only function tools are supported, not %q.", t.Type)
 		}
 		if t.Function == nil {
 			return apierr.Invalidf(at(".function"), "missing_field", "function is required in a function tool")
@@ -222,23 +223,23 @@ func checkFeatures(req *Request, prov Provider) error {
 	f, name := fp.Features(), req.Model.Provider
 	switch {
 	case !f.Tools && usesTools(req):
-		return refuse("tools", "The %s provider does not support tool calling.", name)
+		return Refuse("tools", "The %s provider does not support tool calling.", name)
 	case !f.ToolChoiceNone && req.ToolChoice.Mode == ToolNone && len(req.Tools) > 0:
-		return refuse("tool_choice", `The %s provider cannot be told not to call the tools it is given (tool_choice "none"); send the request without tools.`, name)
+		return Refuse("tool_choice", `The %s provider cannot be told not to call the tools it is given (tool_choice "none"); send the request without tools.`, name)
 	case !f.ParallelToolCalls && req.ParallelToolCalls != nil && !*req.ParallelToolCalls && len(req.Tools) > 0:
-		return refuse("parallel_tool_calls", "The %s provider cannot be limited to one tool call (parallel_tool_calls false).", name)
+		return Refuse("parallel_tool_calls", "The %s provider cannot be limited to one tool call (parallel_tool_calls false).", name)
 	case !f.ResponseFormat && req.ResponseFormat != nil:
-		return refuse("response_format", "The %s provider does not support response_format %q.", name, req.ResponseFormat.Type)
+		return Refuse("response_format", "The %s provider does not support response_format %q.", name, req.ResponseFormat.Type)
 	case !f.ToolsWithFormat && req.ResponseFormat != nil && len(req.Tools) > 0:
-		return refuse("response_format", "The %s provider cannot take tools and response_format in one request.", name)
+		return Refuse("response_format", "The %s provider cannot take tools and response_format in one request.", name)
 	case !f.Seed && req.Seed != nil:
-		return refuse("seed", "The %s provider has no seed.", name)
+		return Refuse("seed", "The %s provider has no seed.", name)
 	case !f.Penalties && req.PresencePenalty != nil:
-		return refuse("presence_penalty", "The %s provider has no presence_penalty.", name)
+		return Refuse("presence_penalty", "The %s provider has no presence_penalty.", name)
 	case !f.Penalties && req.FrequencyPenalty != nil:
-		return refuse("frequency_penalty", "The %s provider has no frequency_penalty.", name)
+		return Refuse("frequency_penalty", "The %s provider has no frequency_penalty.", name)
 	case !f.LogitBias && len(req.LogitBias) > 0:
-		return refuse("logit_bias", "The %s provider has no logit_bias.", name)
+		return Refuse("logit_bias", "The %s provider has no logit_bias.", name)
 	}
 	if !f.OpenAIOnly {
 		for _, o := range []struct{ param, v string }{
@@ -246,7 +247,7 @@ func checkFeatures(req *Request, prov Provider) error {
 			{"prompt_cache_key", req.PromptCacheKey}, {"safety_identifier", req.SafetyIdentifier},
 		} {
 			if o.v != "" {
-				return refuse(o.param, "%s is an OpenAI field; the %s provider does not take it.", o.param, name)
+				return Refuse(o.param, "%s is an OpenAI field; the %s provider does not take it.", o.param, name)
 			}
 		}
 	}

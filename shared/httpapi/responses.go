@@ -165,23 +165,23 @@ func rawJSON(v any) json.RawMessage {
 func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 	switch {
 	case rp.PreviousResponseID != nil && *rp.PreviousResponseID != "":
-		return nil, nil, refuseField("previous_response_id", "previous_response_id needs stored responses, and Genway keeps none; send the whole conversation as input items.")
+		return nil, nil, refuse("previous_response_id", "previous_response_id needs stored responses, and Genway keeps none; send the whole conversation as input items.")
 	case isSetRaw(rp.Conversation):
-		return nil, nil, refuseField("conversation", "Conversations need stored state, and Genway keeps none; send the whole conversation as input items.")
+		return nil, nil, refuse("conversation", "Conversations need stored state, and Genway keeps none; send the whole conversation as input items.")
 	case isSetRaw(rp.Prompt):
-		return nil, nil, refuseField("prompt", "Stored prompt templates are not supported.")
+		return nil, nil, refuse("prompt", "Stored prompt templates are not supported.")
 	case rp.Background != nil && *rp.Background:
-		return nil, nil, refuseField("background", "Background responses need stored state, and Genway keeps none.")
+		return nil, nil, refuse("background", "Background responses need stored state, and Genway keeps none.")
 	case rp.MaxToolCalls != nil:
-		return nil, nil, refuseField("max_tool_calls", "max_tool_calls limits built-in tools, which Genway does not run.")
+		return nil, nil, refuse("max_tool_calls", "max_tool_calls limits built-in tools, which Genway does not run.")
 	case rp.TopLogprobs != nil:
-		return nil, nil, refuseField("top_logprobs", "logprobs are not supported.")
+		return nil, nil, refuse("top_logprobs", "logprobs are not supported.")
 	case rp.Truncation != "" && rp.Truncation != "disabled":
-		return nil, nil, refuseField("truncation", `Only truncation "disabled" is supported: input is never cut.`)
+		return nil, nil, refuse("truncation", `Only truncation "disabled" is supported: input is never cut.`)
 	}
 	for i, inc := range rp.Include {
 		if strings.Contains(inc, "logprobs") {
-			return nil, nil, refuseField(fmt.Sprintf("include[%d]", i), "logprobs are not supported.")
+			return nil, nil, refuse(fmt.Sprintf("include[%d]", i), "logprobs are not supported.")
 		}
 	}
 	p := &chat.Params{
@@ -202,7 +202,7 @@ func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 	}
 	for i, t := range rp.Tools {
 		if t.Type != "function" {
-			return nil, nil, refuseField(fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("Only function tools are supported, not %q: Genway runs no built-in tools.", t.Type))
+			return nil, nil, refuse(fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("Only function tools are supported, not %q: Genway runs no built-in tools.", t.Type))
 		}
 		p.Tools = append(p.Tools, chat.ParamsTool{Type: "function", Function: &chat.ParamsFunction{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
@@ -218,7 +218,7 @@ func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 		case json.Unmarshal(rp.ToolChoice, &named) == nil && named.Type == "function":
 			p.ToolChoice = rawJSON(map[string]any{"type": "function", "function": map[string]string{"name": named.Name}})
 		default:
-			return nil, nil, refuseField("tool_choice", `tool_choice must be "none", "auto", "required" or {"type": "function", "name": ...}.`)
+			return nil, nil, refuse("tool_choice", `tool_choice must be "none", "auto", "required" or {"type": "function", "name": ...}.`)
 		}
 	}
 	if t := rp.Text; t != nil {
@@ -261,7 +261,7 @@ func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 				continue // earlier reasoning is not sent upstream (as in chat completions)
 			}
 			if !ok {
-				return nil, nil, refuseField(at+".id", fmt.Sprintf("item_reference %q needs stored responses, and Genway keeps none; send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false).", it.ID))
+				return nil, nil, refuse(at+".id", fmt.Sprintf("item_reference %q needs stored responses, and Genway keeps none; send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false).", it.ID))
 			}
 			it = call
 		}
@@ -293,7 +293,7 @@ func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 		case "reasoning":
 			continue // earlier reasoning is not sent upstream (as in chat completions)
 		default:
-			return nil, nil, refuseField(at+".type", fmt.Sprintf("Input items of type %q are not supported.", it.Type))
+			return nil, nil, refuse(at+".type", fmt.Sprintf("Input items of type %q are not supported.", it.Type))
 		}
 	}
 	return p, paths, nil
@@ -324,13 +324,13 @@ func messageContent(raw json.RawMessage, at string) (json.RawMessage, error) {
 			out[j] = chat.ParamsPart{Type: "text", Text: &t}
 		case "input_image":
 			if pt.FileID != "" {
-				return nil, refuseField(pat+".file_id", "Files are not stored here: send the image as image_url (an https URL or a data URI).")
+				return nil, refuse(pat+".file_id", "Files are not stored here: send the image as image_url (an https URL or a data URI).")
 			}
 			out[j] = chat.ParamsPart{Type: "image_url", ImageURL: &chat.ParamsImageURL{URL: pt.ImageURL, Detail: pt.Detail}}
 		case "":
 			return nil, apierr.Invalidf(pat+".type", "missing_field", "type is required in a content part")
 		default:
-			return nil, refuseField(pat+".type", fmt.Sprintf("Content parts of type %q are not supported.", pt.Type))
+			return nil, refuse(pat+".type", fmt.Sprintf("Content parts of type %q are not supported.", pt.Type))
 		}
 	}
 	return rawJSON(out), nil
@@ -350,7 +350,7 @@ func outputText(raw json.RawMessage, at string) (string, error) {
 	var b strings.Builder
 	for j, pt := range parts {
 		if pt.Type != "input_text" || pt.Text == nil {
-			return "", refuseField(fmt.Sprintf("%s.output[%d]", at, j), "Only text tool output is supported.")
+			return "", refuse(fmt.Sprintf("%s.output[%d]", at, j), "Only text tool output is supported.")
 		}
 		b.WriteString(*pt.Text)
 	}
@@ -360,10 +360,6 @@ func outputText(raw json.RawMessage, at string) (string, error) {
 func isSetRaw(raw json.RawMessage) bool {
 	s := bytes.TrimSpace(raw)
 	return len(s) > 0 && string(s) != "null"
-}
-
-func refuseField(param, msg string) error {
-	return &apierr.Error{Kind: apierr.Invalid, Code: "unsupported_parameter", Param: param, Message: msg + " The request was not sent upstream."}
 }
 
 // encodeCallID is the id of a function_call output item: "fc_" and the
@@ -584,3 +580,6 @@ func (j *responseJSONSink) End(resp *chat.Response) error {
 	o.finish(resp)
 	return j.writeBody(o)
 }
+
+// refuse is chat.Refuse for a message without format verbs.
+func refuse(param, msg string) error { return chat.Refuse(param, "%s", msg) }
