@@ -107,13 +107,17 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 				return err
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPREFIX\tACCOUNT\tCREATED\tSTATUS")
+			fmt.Fprintln(tw, "ID\tPREFIX\tACCOUNT\tCREATED\tLAST USED\tSTATUS")
 			for _, r := range recs {
 				status := "live"
 				if r.Revoked != 0 {
 					status = "revoked " + time.Unix(r.Revoked, 0).UTC().Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\n", r.ID, r.Prefix, r.Account, time.Unix(r.Created, 0).UTC().Format(time.RFC3339), status)
+				used := "never"
+				if r.LastUsed != 0 {
+					used = time.Unix(r.LastUsed, 0).UTC().Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\t%s\n", r.ID, r.Prefix, r.Account, time.Unix(r.Created, 0).UTC().Format(time.RFC3339), used, status)
 			}
 			return tw.Flush()
 		})
