@@ -67,11 +67,7 @@ const wireToolLoop = `"system":"Be brief.","messages":[
 
 func TestToolRequestShape(t *testing.T) {
 	tools := []chat.Tool{weatherTool, timeTool}
-	tests := []struct {
-		name string
-		req  *chat.Request
-		want string
-	}{
+	tests := []bodyCase{
 		{
 			name: "tools, default choice: no tool_choice",
 			req:  &chat.Request{Model: small, Tools: tools, Messages: []chat.Message{user("hi")}},
@@ -197,21 +193,7 @@ func TestToolRequestShape(t *testing.T) {
 				"tool_choice":{"type":"tool","name":"json"},` + hiMessages + `}`,
 		},
 	}
-	u := newUpstream(t)
-	u.respond(http.StatusOK, fixture(t, "message.json"), nil)
-	p := u.provider()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := p.Complete(context.Background(), tt.req); err != nil {
-				t.Fatalf("Complete() error %v", err)
-			}
-			got := u.last()
-			if want := jsonValue(t, tt.want); !reflect.DeepEqual(got.body, want) {
-				gb, _ := json.Marshal(got.body)
-				t.Errorf("request body = %s\nwant %s", gb, tt.want)
-			}
-		})
-	}
+	checkBodies(t, tests)
 }
 
 func TestToolRequestRefused(t *testing.T) {

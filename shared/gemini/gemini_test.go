@@ -136,11 +136,7 @@ func TestProviderNeedsImageBytes(t *testing.T) {
 }
 
 func TestRequestShape(t *testing.T) {
-	tests := []struct {
-		name string
-		req  *chat.Request
-		want string
-	}{
+	tests := []bodyCase{
 		{
 			name: "system instruction, roles, merge",
 			req: &chat.Request{Model: old, Messages: []chat.Message{
@@ -193,21 +189,7 @@ func TestRequestShape(t *testing.T) {
 			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}]}`,
 		},
 	}
-	u := newUpstream(t)
-	u.respond(http.StatusOK, fixture(t, "response.json"), nil)
-	p := u.provider()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := p.Complete(context.Background(), tt.req); err != nil {
-				t.Fatalf("Complete() error %v", err)
-			}
-			got := u.last()
-			if want := jsonValue(t, tt.want); !reflect.DeepEqual(got.body, want) {
-				gb, _ := json.Marshal(got.body)
-				t.Errorf("request body = %s; want %s", gb, tt.want)
-			}
-		})
-	}
+	checkBodies(t, tests)
 }
 
 func TestRequestURLAndHeaders(t *testing.T) {
@@ -593,4 +575,33 @@ func appendDelta(ds []chat.Delta, d chat.Delta) []chat.Delta {
 		return ds
 	}
 	return append(ds, d)
+}
+
+// bodyCase is a request and the JSON body the upstream must receive for it
+// (stream omitted).
+type bodyCase struct {
+	name string
+	req  *chat.Request
+	want string
+}
+
+// checkBodies sends each case's request (Complete) to a fake upstream and
+// compares the body it received with the case's.
+func checkBodies(t *testing.T, tests []bodyCase) {
+	t.Helper()
+	u := newUpstream(t)
+	u.respond(http.StatusOK, fixture(t, "response.json"), nil)
+	p := u.provider()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := p.Complete(context.Background(), tt.req); err != nil {
+				t.Fatalf("Complete() error %v", err)
+			}
+			got := u.last()
+			if want := jsonValue(t, tt.want); !reflect.DeepEqual(got.body, want) {
+				gb, _ := json.Marshal(got.body)
+				t.Errorf("request body = %s\nwant %s", gb, tt.want)
+			}
+		})
+	}
 }

@@ -49,11 +49,7 @@ func TestFeatures(t *testing.T) {
 
 func TestToolRequestShape(t *testing.T) {
 	tools := []chat.Tool{weatherTool, timeTool}
-	tests := []struct {
-		name string
-		req  *chat.Request
-		want string
-	}{
+	tests := []bodyCase{
 		{
 			name: "tools, auto by default",
 			req:  &chat.Request{Model: flash, Tools: tools, Messages: []chat.Message{user("Weather in Paris?")}},
@@ -135,21 +131,7 @@ func TestToolRequestShape(t *testing.T) {
 			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"seed":7,"presencePenalty":0.5,"frequencyPenalty":-0.25}}`,
 		},
 	}
-	u := newUpstream(t)
-	u.respond(http.StatusOK, fixture(t, "response.json"), nil)
-	p := u.provider()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := p.Complete(context.Background(), tt.req); err != nil {
-				t.Fatalf("Complete() error %v", err)
-			}
-			got := u.last()
-			if want := jsonValue(t, tt.want); !reflect.DeepEqual(got.body, want) {
-				gb, _ := json.Marshal(got.body)
-				t.Errorf("request body = %s; want %s", gb, tt.want)
-			}
-		})
-	}
+	checkBodies(t, tests)
 }
 
 func TestToolRequestRefused(t *testing.T) {
