@@ -51,20 +51,8 @@ func BenchmarkBootstrap(b *testing.B) {
 				"GENWAY_JOBS_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/123456789012/genway-jobs",
 				"GENWAY_MEDIA_BUCKET":   "genway-media",
 			}
-			inits := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				api := newRuntimeAPI(b)
-				p := startBench(b, host, api, env)
-				d, err := p.initTime(api)
-				p.cmd.Process.Kill()
-				<-p.exited
-				api.srv.Close()
-				if err != nil {
-					b.Fatal(err)
-				}
-				inits = append(inits, d)
-			}
+			inits := measureInits(b, host, env)
 			b.StopTimer()
 			sort.Slice(inits, func(i, j int) bool { return inits[i] < inits[j] })
 			median := float64(inits[len(inits)/2]) / float64(time.Millisecond)
@@ -93,4 +81,25 @@ func startBench(b *testing.B, bootstrap string, api *runtimeAPI, env map[string]
 	}
 	go func() { p.cmd.Wait(); close(p.exited) }()
 	return p
+}
+
+// measureInits starts the bootstrap at path b.N times with env, each time
+// against a fresh fake Runtime API, and returns how long each took from
+// process start to its first /next (killed right after).
+func measureInits(b *testing.B, path string, env map[string]string) []time.Duration {
+	b.Helper()
+	inits := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		api := newRuntimeAPI(b)
+		p := startBench(b, path, api, env)
+		d, err := p.initTime(api)
+		p.cmd.Process.Kill()
+		<-p.exited
+		api.srv.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		inits = append(inits, d)
+	}
+	return inits
 }

@@ -85,21 +85,9 @@ func BenchmarkBootstrapSecrets(b *testing.B) {
 				}
 			}
 			b.Run(name+"/"+mode, func(b *testing.B) {
-				inits := make([]time.Duration, 0, b.N)
 				before := reads.Load()
 				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					api := newRuntimeAPI(b)
-					p := startBench(b, host, api, env)
-					d, err := p.initTime(api)
-					p.cmd.Process.Kill()
-					<-p.exited
-					api.srv.Close()
-					if err != nil {
-						b.Fatal(err)
-					}
-					inits = append(inits, d)
-				}
+				inits := measureInits(b, host, env)
 				b.StopTimer()
 				want := int64(0)
 				if mode == "ssm" {
