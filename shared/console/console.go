@@ -32,6 +32,7 @@ import (
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -56,7 +57,7 @@ type Config struct {
 	// nil: the playground has no job form.
 	JobService *jobs.Service
 	// Chat runs the playground's chat; nil: the playground has no chat.
-	Chat *chat.Gateway
+	Chat *chat.Gateway // the playground's chat runs through httpapi.ChatCompletions on it
 	// Extra are more pages and endpoints, each under /console/; they are
 	// served behind the same sign-in, CSRF check and headers.
 	Extra []Route
@@ -97,6 +98,7 @@ type Console struct {
 	now      func() time.Time
 	mux      *http.ServeMux
 	configed func(string) bool
+	chat     http.Handler // the API's chat completions on cfg.Chat; nil without it
 }
 
 // New returns the console for cfg.
@@ -121,6 +123,9 @@ func New(cfg Config) (*Console, error) {
 	c.signins = &limiter{burst: 10, per: 6 * time.Second, now: c.now, seen: map[string]*bucket{}}
 	if err := c.parse(); err != nil {
 		return nil, err
+	}
+	if cfg.Chat != nil {
+		c.chat = httpapi.ChatCompletions(cfg.Chat, c.log)
 	}
 	c.routes()
 	return c, nil

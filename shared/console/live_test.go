@@ -347,6 +347,7 @@ func chatStream(t *testing.T, c *http.Client, base, csrf string, body any) (*htt
 		switch {
 		case strings.HasPrefix(line, "event: "):
 			ev.Name = strings.TrimPrefix(line, "event: ")
+		case line == "data: [DONE]":
 		case strings.HasPrefix(line, "data: "):
 			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &ev.Data); err != nil {
 				t.Fatalf("event data %q: %v", line, err)
@@ -372,21 +373,33 @@ func TestPlaygroundChat(t *testing.T) {
 	if resp.StatusCode != 200 || evs == nil {
 		t.Fatalf("chat: %d %s", resp.StatusCode, raw)
 	}
+	// The API's chat completion chunks (the playground runs
+	// httpapi.ChatCompletions).
 	var content, reasoning strings.Builder
 	deltas := 0
 	var end map[string]any
 	for _, e := range evs {
-		switch e.Name {
-		case "message":
-			deltas++
-			c, _ := e.Data["content"].(string)
-			r, _ := e.Data["reasoning"].(string)
-			content.WriteString(c)
-			reasoning.WriteString(r)
-		case "end":
-			end = e.Data
-		case "error":
+		if e.Data == nil {
+			continue // [DONE]
+		}
+		if e.Data["error"] != nil {
 			t.Fatalf("error event: %v", e.Data)
+		}
+		choices, _ := e.Data["choices"].([]any)
+		if len(choices) == 0 {
+			continue
+		}
+		ch, _ := choices[0].(map[string]any)
+		d, _ := ch["delta"].(map[string]any)
+		c, _ := d["content"].(string)
+		r, _ := d["reasoning_content"].(string)
+		if c != "" || r != "" {
+			deltas++
+		}
+		content.WriteString(c)
+		reasoning.WriteString(r)
+		if ch["finish_reason"] != nil {
+			end = ch
 		}
 	}
 	if got := content.String(); !strings.HasPrefix(got, "You said: hello <b>there</b> friend") || !strings.Contains(got, "image/png, 1x1 pixels") {
@@ -430,10 +443,10 @@ func TestPlaygroundChat(t *testing.T) {
 	if resp, err := c.Do(req); err != nil || resp.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("form-encoded chat: %v %v; want 415", resp.StatusCode, err)
 	}
-	// A failure after the stream started is an error event.
+	// A failure after the stream started is the API's error event, last.
 	_, evs, _ = chatStream(t, c, l.srv.URL, csrf, map[string]any{"account": "dev", "model": "synthetic/echo",
 		"messages": []map[string]string{{"role": "user", "content": synthetic.FailPrefix + " now"}}})
-	if len(evs) == 0 || evs[len(evs)-1].Name != "error" || !strings.Contains(fmt.Sprint(evs[len(evs)-1].Data["message"]), "synthetic") {
+	if len(evs) == 0 || !strings.Contains(fmt.Sprint(evs[len(evs)-1].Data["error"]), "synthetic") {
 		t.Errorf("failing stream events = %v; want an error event last", evs)
 	}
 }

@@ -1,14 +1,16 @@
 package console
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"mime"
 	"net/http"
-	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
@@ -22,9 +24,6 @@ const (
 	maxPlayChatBody = 8 << 20
 	maxPlayJobBody  = 64 << 10
 	maxPlayMessages = 100
-	// streamWriteTimeout is how long one write of a stream may wait for a
-	// browser that does not read.
-	streamWriteTimeout = time.Minute
 )
 
 // playModel is a model as the playground's pickers show it.
@@ -153,14 +152,16 @@ func (q *playChatRequest) params() (*chat.Params, error) {
 	return p, nil
 }
 
-// playChat runs one chat turn for the account the operator picked and
-// streams it as Server-Sent Events (see sseSink). Errors before the
-// stream starts are JSON answers with their status.
+// playChat runs one chat turn for the account the operator picked,
+// through the API's own chat completions handler (httpapi.ChatCompletions
+// on the same gateway): the same validation, admission, usage, heartbeats
+// and stream as a client gets, OpenAI's chunks included, which
+// playground.js reads. Errors are the API's JSON error envelope.
 func (c *Console) playChat(p *Page, w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	var q playChatRequest
 	err := decodeJSON(w, r, maxPlayChatBody, &q)
-	if err == nil && c.cfg.Chat == nil {
+	if err == nil && c.chat == nil {
 		err = &apierr.Error{Kind: apierr.NotFound, Code: "not_found", Message: "Chat is not available on this server."}
 	}
 	if err == nil {
@@ -170,109 +171,19 @@ func (c *Console) playChat(p *Page, w http.ResponseWriter, r *http.Request) erro
 	if err == nil {
 		params, err = q.params()
 	}
+	var body []byte
+	if err == nil {
+		body, err = json.Marshal(params)
+	}
 	if err != nil {
 		return c.jsonError(w, r, err)
 	}
 	c.record(ctx, "playground.chat", q.Account, "model "+q.Model)
-	s := &sseSink{w: w, rc: http.NewResponseController(w)}
-	err = c.cfg.Chat.Run(ctx, q.Account, params, s)
-	switch {
-	case err == nil:
-		return nil
-	case ctx.Err() != nil:
-		return nil // the browser went away: no one to tell
-	case !s.started:
-		return c.jsonError(w, r, err)
-	}
-	status, msg := errorStatus(err)
-	if status >= http.StatusInternalServerError {
-		c.log.ErrorContext(ctx, "console: playground chat failed", "model", q.Model, "err", err)
-	}
-	s.event("error", map[string]string{"message": msg})
-	s.Flush()
+	api := r.Clone(auth.WithAccount(ctx, q.Account))
+	api.Body, api.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	api.Header.Set("Content-Type", "application/json")
+	c.chat.ServeHTTP(w, api)
 	return nil
-}
-
-// sseSink is the playground's chat.Sink: Server-Sent Events of its own
-// small shape, which playground.js reads with fetch. Each delta is
-// `data: {"content": "..."}` or `data: {"reasoning": "..."}`; the end is
-// `event: end` with the finish reason and usage, a failure after the
-// start `event: error` with a message. The response is committed at
-// Start (the call was admitted).
-type sseSink struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-	err     error // the first write error: the browser is gone
-	buf     []byte
-}
-
-// event writes one event (name "" is a plain data event), unflushed.
-func (s *sseSink) event(name string, v any) error {
-	if s.err != nil {
-		return s.err
-	}
-	if !s.started {
-		s.started = true
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("X-Accel-Buffering", "no")
-		s.w.WriteHeader(http.StatusOK)
-	}
-	b := s.buf[:0]
-	if name != "" {
-		b = append(b, "event: "+name+"\n"...)
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b = append(append(append(b, "data: "...), data...), "\n\n"...)
-	s.buf = b
-	s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
-	_, s.err = s.w.Write(b)
-	return s.err
-}
-
-// Start implements chat.Sink: it commits the response.
-func (s *sseSink) Start() error {
-	if err := s.event("start", struct{}{}); err != nil {
-		return err
-	}
-	return s.Flush()
-}
-
-// delta is one streamed piece.
-type delta struct {
-	Content   string `json:"content,omitempty"`
-	Reasoning string `json:"reasoning,omitempty"`
-}
-
-// Delta implements chat.Writer; tool call pieces are not shown.
-func (s *sseSink) Delta(d chat.Delta) error {
-	if d.Content == "" && d.Reasoning == "" {
-		return s.err
-	}
-	return s.event("", delta{Content: d.Content, Reasoning: d.Reasoning})
-}
-
-// Flush implements chat.Writer.
-func (s *sseSink) Flush() error {
-	if s.err != nil || !s.started {
-		return s.err
-	}
-	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		s.err = err
-	}
-	return s.err
-}
-
-// End implements chat.Sink: the finish reason and usage.
-func (s *sseSink) End(resp *chat.Response) error {
-	if err := s.event("end", map[string]any{"finish_reason": resp.FinishReason, "usage": resp.Usage}); err != nil {
-		return err
-	}
-	return s.Flush()
 }
 
 // playJobRequest is the playground's job form.

@@ -52,7 +52,8 @@ function readDataURL(file) {
 }
 
 // readEvents calls onEvent(name, data) for each Server-Sent Event of res's
-// body as it arrives.
+// body as it arrives (comments, the API's keep-alives, and [DONE] are
+// skipped).
 async function readEvents(res, onEvent) {
   const reader = res.body.getReader();
   const dec = new TextDecoder();
@@ -71,7 +72,7 @@ async function readEvents(res, onEvent) {
         if (line.startsWith("event: ")) name = line.slice(7);
         else if (line.startsWith("data: ")) data += line.slice(6);
       }
-      if (data) onEvent(name, JSON.parse(data));
+      if (data && data !== "[DONE]") onEvent(name, JSON.parse(data));
     }
   }
 }
@@ -137,23 +138,26 @@ function setupChat(form) {
       if (!res.ok) throw new Error(await errorOf(res));
       status.textContent = "Streaming…";
       let ended = false;
+      // The API's chat completion chunks: delta.content and
+      // delta.reasoning_content as they arrive, a last chunk with the
+      // finish reason and usage, or an error event mid-stream.
       await readEvents(res, (name, data) => {
-        if (name === "message") {
-          if (data.reasoning) {
-            reasoning.hidden = false;
-            reasoning.append(document.createTextNode(data.reasoning));
-          }
-          if (data.content) {
-            content += data.content;
-            answerText.appendData(data.content);
-          }
-          log.scrollTop = log.scrollHeight;
-        } else if (name === "end") {
+        if (data.error) throw new Error(data.error.message);
+        const choice = (data.choices || [])[0] || {};
+        const d = choice.delta || {};
+        if (d.reasoning_content) {
+          reasoning.hidden = false;
+          reasoning.append(document.createTextNode(d.reasoning_content));
+        }
+        if (d.content) {
+          content += d.content;
+          answerText.appendData(d.content);
+        }
+        log.scrollTop = log.scrollHeight;
+        if (choice.finish_reason) {
           ended = true;
           const u = data.usage || {};
-          status.textContent = "Done (" + data.finish_reason + "): " + u.prompt_tokens + " prompt and " + u.completion_tokens + " completion tokens.";
-        } else if (name === "error") {
-          throw new Error(data.message);
+          status.textContent = "Done (" + choice.finish_reason + "): " + u.prompt_tokens + " prompt and " + u.completion_tokens + " completion tokens.";
         }
       });
       if (!ended) throw new Error("the stream ended early");
