@@ -32,8 +32,8 @@ import (
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 )
 
