@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/admin"
-	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/httpapi"
@@ -257,52 +256,15 @@ func (c *Console) authed(rt Route) http.Handler {
 	})
 }
 
-// fail renders err on the error page: a client mistake (an *apierr.Error
-// that is not a server fault) in its own words, anything else as an
-// internal error, logged.
+// fail renders err on the error page with the status and message the API
+// would answer (httpapi.ErrorStatus); a server fault is logged.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, p *Page, err error) {
-	status, msg := errorStatus(err)
+	status, msg := httpapi.ErrorStatus(err, httpapi.RequestID(r.Context()))
 	if status >= http.StatusInternalServerError {
 		c.log.ErrorContext(r.Context(), "console: request failed", "path", r.URL.Path, "err", err)
 	}
 	p.Title, p.Error = http.StatusText(status), msg
 	c.render(w, r, status, "error", p)
-}
-
-// errorStatus is the HTTP status of err and the message the operator
-// sees: an *apierr.Error's own (its kind's status), a chat upstream's
-// failure in the vendor's words (the operator may see them), anything
-// else a 500 whose details are only in the server log.
-func errorStatus(err error) (int, string) {
-	if e := apierr.As(err); e != nil {
-		status := map[apierr.Kind]int{
-			apierr.Invalid: http.StatusBadRequest, apierr.Unauthenticated: http.StatusUnauthorized,
-			apierr.InsufficientQuota: http.StatusPaymentRequired, apierr.NotFound: http.StatusNotFound,
-			apierr.MethodNotAllowed: http.StatusMethodNotAllowed, apierr.Conflict: http.StatusConflict,
-			apierr.TooLarge: http.StatusRequestEntityTooLarge, apierr.UnsupportedMedia: http.StatusUnsupportedMediaType,
-			apierr.RateLimited: http.StatusTooManyRequests, apierr.Upstream: http.StatusBadGateway,
-			apierr.UpstreamUnavailable: http.StatusServiceUnavailable, apierr.UpstreamTimeout: http.StatusGatewayTimeout,
-		}[e.Kind]
-		if status != 0 && e.Message != "" {
-			return status, e.Message
-		}
-	}
-	var ue *chat.UpstreamError
-	if errors.As(err, &ue) {
-		status := map[chat.UpstreamKind]int{
-			chat.UpstreamBadRequest: http.StatusBadRequest, chat.UpstreamRateLimited: http.StatusTooManyRequests,
-			chat.UpstreamUnavailable: http.StatusServiceUnavailable, chat.UpstreamTimeout: http.StatusGatewayTimeout,
-		}[ue.Kind]
-		if status == 0 {
-			status = http.StatusBadGateway
-		}
-		msg := "The model's vendor (" + ue.Provider + ") failed"
-		if ue.Message != "" {
-			msg += ": " + ue.Message
-		}
-		return status, msg
-	}
-	return http.StatusInternalServerError, "Something went wrong; the server log has the details."
 }
 
 // render writes page name with p.

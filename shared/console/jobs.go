@@ -12,6 +12,7 @@ import (
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -199,13 +200,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
-// jsonError writes err as {"error": {"message": ...}} with its status.
+// jsonError writes err for the console's scripts as the API writes
+// errors: its status and the OpenAI envelope ({"error": {"message", ...}}).
 func (c *Console) jsonError(w http.ResponseWriter, r *http.Request, err error) error {
-	status, msg := errorStatus(err)
-	if status >= http.StatusInternalServerError {
-		c.log.ErrorContext(r.Context(), "console: request failed", "path", r.URL.Path, "err", err)
-	}
-	return writeJSON(w, status, map[string]any{"error": map[string]string{"message": msg}})
+	httpapi.WriteError(w, r, c.log, err)
+	return nil
 }
 
 // noJobs is the error of the jobs endpoints where there are no jobs.

@@ -111,6 +111,20 @@ func toAPIError(err error, requestID string) *apierr.Error {
 		Message: fmt.Sprintf("Internal error; quote request id %s when reporting it.", requestID)}
 }
 
+// ErrorStatus is the HTTP status of err and the message a client is shown,
+// as the API answers it (the operator console's pages use it).
+func ErrorStatus(err error, requestID string) (int, string) {
+	e := toAPIError(err, requestID)
+	status, _ := statusOf(e.Kind)
+	return status, e.Message
+}
+
+// WriteError writes err as the API does: its status and the OpenAI error
+// envelope, logged (the operator console's scripts get the same).
+func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	writeError(w, r, log, err)
+}
+
 // errorEnvelope returns the status, headers and OpenAI envelope for err.
 func errorEnvelope(err error, requestID string) (int, envelope, *apierr.Error) {
 	e := toAPIError(err, requestID)
