@@ -188,6 +188,27 @@ func TestAWSBackend(t *testing.T) {
 	if cr.Balance != 7 {
 		t.Errorf("new account's credits = %+v; want 7", cr)
 	}
+	// A job refused with 402 is a failed TransactWriteItems, which moto
+	// rolls back by swapping the table: the stream reader must still see
+	// (and settle) the next job.
+	if code, _ := acme.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "big", "duration": 10}, nil, nil); code != 402 {
+		t.Fatalf("a 10-credit job with 7 credits = %d; want 402", code)
+	}
+	var after jobResp
+	if code, _ := acme.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 2}, nil, &after); code != 200 {
+		t.Fatalf("create after the 402 = %d", code)
+	}
+	if j, seen := acme.waitJob(t, after.ID, 60*time.Second); j.Status != "completed" {
+		t.Fatalf("job after the 402 = %+v (statuses %v)", j, seen)
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if acme.do(t, "GET", "/v1/credits", nil, nil, &cr); cr.Held == 0 {
+			break
+		}
+	}
+	if cr.Balance != 5 || cr.Held != 0 {
+		t.Errorf("credits after a 402 and a 2-credit job = %+v; want balance 5, nothing held (settled)", cr)
+	}
 	out.Reset()
 	if err := run(t.Context(), []string{"credits", "ledger", "--account", "dev"}, testEnv(dir, env), &out, io.Discard); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,21 @@
 // credits held forever. A batch whose handler fails is retried, from the
 // same position, until it succeeds or the context ends, as Lambda does with
 // its default retry settings.
+//
+// Iterators are not kept for long: at every refresh (a few seconds) the
+// reader re-describes the stream and re-opens each shard's iterator. moto
+// rolls a failed TransactWriteItems back by swapping the whole table
+// object; every iterator opened before that point then reads a dead shard
+// that gets no new record but does hold the rolled-back writes, whose
+// sequence numbers the live shard gives to the next real records. So a
+// shard is re-opened at the first record handled since the previous
+// refresh, and the records read again are skipped by event id: a record
+// read from a dead shard is then followed by the live record that took its
+// sequence number. (In Genway's jobs table the only transaction is a job's
+// Create, so a rolled-back record is the INSERT of a queued job, which
+// settles nothing.) On AWS this costs one GetShardIterator per shard per
+// refresh and a re-read of a few seconds of records, none handed over
+// twice.
 package dynamostream
 
 import (
@@ -63,6 +78,10 @@ type Poller struct {
 	Interval time.Duration
 	// Batch is the most records per GetRecords call (0: 100; at most 1000).
 	Batch int
+	// Refresh is how often the stream is described again and every
+	// shard's iterator re-opened after its last handled sequence number
+	// (0: five seconds).
+	Refresh time.Duration
 	// Log receives transient errors; nil discards them.
 	Log *slog.Logger
 }
@@ -76,7 +95,26 @@ func Poll(ctx context.Context, api API, streamARN string, handle Handler) error 
 type shardState struct {
 	parent   string
 	iterator string // "" until opened
-	lastSeq  string // of the last record handled
+	lastSeq  string // of the last record read
+	// firstSeq and handled are the first record's sequence number and the
+	// event ids of the records handed over since the last refresh.
+	firstSeq string
+	handled  map[string]bool
+	// from is where the next iterator opens (AT_SEQUENCE_NUMBER; "" for
+	// after lastSeq), and skip the event ids already handed over that a
+	// read from there meets again.
+	from string
+	skip map[string]bool
+}
+
+// refresh makes the next read re-open the shard at the first record
+// handled since the last refresh, skipping the records already handled.
+func (s *shardState) refresh() {
+	s.iterator = ""
+	if s.firstSeq != "" {
+		s.from, s.skip = s.firstSeq, s.handled
+	}
+	s.firstSeq, s.handled = "", nil
 }
 
 // maxErrors is how many API failures in a row end Poll.
@@ -85,8 +123,9 @@ const maxErrors = 10
 // Poll reads every shard of the stream at streamARN, oldest records first
 // (a child shard after its parent), and calls handle with each non-empty
 // batch, until ctx ends; then it returns nil. It rereads the stream
-// description every ten rounds and when a shard closes, to find new shards.
-// It returns an error if the stream cannot be described or read maxErrors
+// description every Refresh and when a shard closes, to find new shards,
+// and at each timed refresh re-opens every shard's iterator after the last
+// record handled (see the package comment). It returns an error if the stream cannot be described or read maxErrors
 // times in a row.
 func (p Poller) Poll(ctx context.Context, api API, streamARN string, handle Handler) error {
 	interval := p.Interval
@@ -96,6 +135,10 @@ func (p Poller) Poll(ctx context.Context, api API, streamARN string, handle Hand
 	batch := int32(p.Batch)
 	if batch <= 0 || batch > 1000 {
 		batch = 100
+	}
+	refresh := p.Refresh
+	if refresh <= 0 {
+		refresh = 5 * time.Second
 	}
 	shards := map[string]*shardState{}
 	done := map[string]bool{}
@@ -111,8 +154,15 @@ func (p Poller) Poll(ctx context.Context, api API, streamARN string, handle Hand
 		return nil
 	}
 	describe := true
-	for round := 0; ctx.Err() == nil; round++ {
-		if describe || round%10 == 0 {
+	var described time.Time
+	for ctx.Err() == nil {
+		if timed := time.Since(described) >= refresh; describe || timed {
+			if timed {
+				for _, s := range shards {
+					s.refresh()
+				}
+				described = time.Now()
+			}
 			if err := p.describe(ctx, api, streamARN, shards, done); err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -184,14 +234,17 @@ func (p Poller) describe(ctx context.Context, api API, arn string, shards map[st
 func (p Poller) readShard(ctx context.Context, api API, arn, id string, s *shardState, batch int32, handle Handler) (int, bool, error) {
 	if s.iterator == "" {
 		in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(arn), ShardId: aws.String(id), ShardIteratorType: types.ShardIteratorTypeTrimHorizon}
-		if s.lastSeq != "" {
+		switch {
+		case s.from != "":
+			in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAtSequenceNumber, aws.String(s.from)
+		case s.lastSeq != "":
 			in.ShardIteratorType, in.SequenceNumber = types.ShardIteratorTypeAfterSequenceNumber, aws.String(s.lastSeq)
 		}
 		out, err := api.GetShardIterator(ctx, in)
 		if err != nil {
 			return 0, false, err
 		}
-		s.iterator = aws.ToString(out.ShardIterator)
+		s.iterator, s.from = aws.ToString(out.ShardIterator), ""
 		if s.iterator == "" {
 			return 0, true, nil
 		}
@@ -199,17 +252,21 @@ func (p Poller) readShard(ctx context.Context, api API, arn, id string, s *shard
 	out, err := api.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(s.iterator), Limit: aws.Int32(batch)})
 	var expired *types.ExpiredIteratorException
 	if errors.As(err, &expired) {
-		s.iterator = "" // reopen after lastSeq next round
+		s.iterator = "" // reopen next round
 		return 0, false, nil
 	}
 	if err != nil {
 		return 0, false, err
 	}
-	if len(out.Records) > 0 {
-		recs := make([]Record, len(out.Records))
-		for i, r := range out.Records {
-			recs[i] = record(id, r)
+	recs := make([]Record, 0, len(out.Records))
+	for _, r := range out.Records {
+		rec := record(id, r)
+		s.lastSeq = rec.SequenceNumber
+		if !s.skip[rec.EventID] {
+			recs = append(recs, rec)
 		}
+	}
+	if len(recs) > 0 {
 		for attempt := 0; ; attempt++ {
 			err := handle(ctx, recs)
 			if err == nil {
@@ -222,10 +279,15 @@ func (p Poller) readShard(ctx context.Context, api API, arn, id string, s *shard
 				return 0, false, ctx.Err()
 			}
 		}
-		s.lastSeq = recs[len(recs)-1].SequenceNumber
+		if s.firstSeq == "" {
+			s.firstSeq, s.handled = recs[0].SequenceNumber, map[string]bool{}
+		}
+		for _, r := range recs {
+			s.handled[r.EventID] = true
+		}
 	}
 	s.iterator = aws.ToString(out.NextShardIterator)
-	return len(out.Records), s.iterator == "", nil
+	return len(recs), s.iterator == "", nil
 }
 
 func record(shard string, r types.Record) Record {

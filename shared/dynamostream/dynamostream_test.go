@@ -60,7 +60,9 @@ func TestPollSeesCompletion(t *testing.T) {
 	calls := 0
 	failedOnce := false
 	var firstIDs, retryIDs []string
-	p := dynamostream.Poller{Interval: 50 * time.Millisecond}
+	// Refresh re-opens the iterator every few polls: the records read
+	// again must not be handed over twice (changes below are exact).
+	p := dynamostream.Poller{Interval: 50 * time.Millisecond, Refresh: 60 * time.Millisecond}
 	err = p.Poll(pctx, dynamodbstreams.NewFromConfig(cfg), arn, func(_ context.Context, recs []dynamostream.Record) error {
 		calls++
 		ids := make([]string, len(recs))
@@ -114,5 +116,87 @@ func TestPollSeesCompletion(t *testing.T) {
 	}
 	if a, _ := s.Account(ctx, "acct1"); a.Balance != 75 || a.Held != 0 || a.Available != 75 {
 		t.Errorf("Account after capture = %+v; want balance 75, held 0", a)
+	}
+}
+
+// TestPollAfterFailedTransaction is the settlement stall of the AWS-backed
+// local mode: moto rolls a failed TransactWriteItems (here a job refused
+// for want of credits) back by swapping the table, and an iterator opened
+// before it never sees another record. The reader must re-open its
+// iterators and see the next job.
+func TestPollAfterFailedTransaction(t *testing.T) {
+	endpoint := mototest.Start(t)
+	cfg := mototest.Config(endpoint)
+	db := dynamodb.NewFromConfig(cfg)
+	ctx := context.Background()
+	if err := dynamostore.CreateTables(ctx, db, "jobs", "accounts"); err != nil {
+		t.Fatal(err)
+	}
+	arn, err := dynamostore.StreamARN(ctx, db, "jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dynamostore.New(db, "jobs", "accounts")
+	if _, err := s.Grant(ctx, "acct1", 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	create := func(id string, price int64) error {
+		j := &jobs.Job{ID: id, Account: "acct1", Type: jobs.TypeSFX, Model: "m", Input: jobs.Input{Prompt: "p", Duration: 1}, Price: price, Created: 10, Updated: 10}
+		_, err := s.Create(ctx, j, nil)
+		return err
+	}
+	if err := create("job_1", 5); err != nil {
+		t.Fatal(err)
+	}
+
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	seen := make(chan string, 64)
+	done := make(chan error, 1)
+	go func() {
+		p := dynamostream.Poller{Interval: 50 * time.Millisecond, Refresh: 300 * time.Millisecond}
+		done <- p.Poll(pctx, dynamodbstreams.NewFromConfig(cfg), arn, func(_ context.Context, recs []dynamostream.Record) error {
+			for _, r := range recs {
+				if c, ok := dynamostore.ChangeFromImages(dynamostream.ToDynamoDB(r.OldImage), dynamostream.ToDynamoDB(r.NewImage)); ok {
+					seen <- c.JobID
+				}
+			}
+			return nil
+		})
+	}()
+	wait := func(id string) {
+		t.Helper()
+		for {
+			select {
+			case got := <-seen:
+				if got == id {
+					return
+				}
+			case <-pctx.Done():
+				t.Fatalf("the reader never delivered %s's record", id)
+			}
+		}
+	}
+	wait("job_1") // the iterator is open
+	// A job the account cannot pay: a failed TransactWriteItems.
+	if err := create("job_2", 50); !errors.Is(err, jobs.ErrInsufficientCredits) {
+		t.Fatalf("create job_2 = %v; want ErrInsufficient", err)
+	}
+	if err := create("job_3", 1); err != nil {
+		t.Fatal(err)
+	}
+	wait("job_3")
+	// A few more refreshes re-read the records handled since the last
+	// one: none may be handed over again.
+	time.Sleep(time.Second)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Poll = %v", err)
+	}
+	close(seen)
+	for id := range seen {
+		if id == "job_1" || id == "job_3" {
+			t.Errorf("%s's record was handed over again after a refresh", id)
+		}
 	}
 }
