@@ -1,0 +1,410 @@
+package route
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// failed is an attempt's error carrying its classification.
+type failed struct{ f Failure }
+
+func (e failed) Error() string { return "failed: " + e.f.Outcome() }
+
+func classify(err error) Failure {
+	var f failed
+	if errors.As(err, &f) {
+		return f.f
+	}
+	return Failure{Class: Transient, Reason: "connection"}
+}
+
+func status(code int) error { return failed{Failure{Class: StatusClass(code), Status: code}} }
+
+func retryAfter(code int, d time.Duration) error {
+	return failed{Failure{Class: StatusClass(code), Status: code, RetryAfter: d}}
+}
+
+var skip = failed{Failure{Class: Skip, Reason: "skipped"}}
+
+// clock is a fake time: sleeping moves it on.
+type clock struct {
+	t     time.Time
+	waits []time.Duration
+}
+
+func (c *clock) now() time.Time { return c.t }
+
+func (c *clock) sleep(_ context.Context, d time.Duration) bool {
+	c.waits = append(c.waits, d)
+	c.t = c.t.Add(d)
+	return true
+}
+
+func newTestRouter(p Policy) (*Router, *clock, *bytes.Buffer) {
+	var logs bytes.Buffer
+	r := New(p, slog.New(slog.NewTextHandler(&logs, nil)))
+	c := &clock{t: time.Unix(1_700_000_000, 0)}
+	r.now, r.sleep = c.now, c.sleep
+	r.jitter = func() float64 { return 0.5 }
+	return r, c, &logs
+}
+
+// script answers each target's attempts in turn from its list (nil: an
+// answer); past the end of a list, the last entry repeats.
+type script map[string][]error
+
+func (s script) do(targets []Target, keys *[]string, took time.Duration, c *clock) func(context.Context, Try) error {
+	n := map[string]int{}
+	return func(ctx context.Context, t Try) error {
+		m := targets[t.Target].Model
+		*keys = append(*keys, KeyFrom(ctx))
+		c.t = c.t.Add(took)
+		list := s[m]
+		if len(list) == 0 {
+			return nil
+		}
+		i := min(n[m], len(list)-1)
+		n[m]++
+		return list[i]
+	}
+}
+
+func targets(models ...string) []Target {
+	out := make([]Target, len(models))
+	for i, m := range models {
+		p, _, _ := strings.Cut(m, "/")
+		out[i] = Target{Model: m, Provider: p}
+	}
+	return out
+}
+
+func TestStatusClass(t *testing.T) {
+	tests := []struct {
+		status int
+		want   Class
+	}{
+		{400, Final}, {401, KeyRefused}, {403, KeyRefused}, {404, Unsupported}, {408, Transient},
+		{409, Final}, {413, Final}, {422, Final}, {429, RateLimited}, {500, Transient},
+		{502, Transient}, {503, Transient}, {504, Transient}, {529, Transient},
+	}
+	for _, tt := range tests {
+		if got := StatusClass(tt.status); got != tt.want {
+			t.Errorf("StatusClass(%d) = %v; want %v", tt.status, got, tt.want)
+		}
+	}
+}
+
+func TestRun(t *testing.T) {
+	ab := targets("a/one", "b/two")
+	tests := []struct {
+		name     string
+		targets  []Target
+		script   script
+		want     string // the attempts header
+		answered int
+		waits    []time.Duration
+		wantErr  string
+	}{
+		{"first answers", ab, script{}, "a/one=200", 0, nil, ""},
+		{"retries then falls back", ab, script{"a/one": {status(503)}}, "a/one=503, a/one=503, a/one=503, b/two=200", 1,
+			[]time.Duration{187500 * time.Microsecond, 375 * time.Millisecond}, ""},
+		{"a retry answers", ab, script{"a/one": {status(500), nil}}, "a/one=500, a/one=200", 0, []time.Duration{187500 * time.Microsecond}, ""},
+		{"529 and 408 are retried", ab, script{"a/one": {status(529), status(408), nil}}, "a/one=529, a/one=408, a/one=200", 0,
+			[]time.Duration{187500 * time.Microsecond, 375 * time.Millisecond}, ""},
+		{"a connection error is retried", ab, script{"a/one": {errors.New("dial tcp: refused"), nil}}, "a/one=connection, a/one=200", 0,
+			[]time.Duration{187500 * time.Microsecond}, ""},
+		{"a short Retry-After is honoured", ab, script{"a/one": {retryAfter(429, time.Second), nil}}, "a/one=429, a/one=200", 0,
+			[]time.Duration{time.Second}, ""},
+		{"a long Retry-After moves on at once", ab, script{"a/one": {retryAfter(429, 10 * time.Second)}}, "a/one=429, b/two=200", 1, nil, ""},
+		{"the last target waits a Retry-After that fits the budget", targets("a/one"), script{"a/one": {retryAfter(503, 10 * time.Second), nil}},
+			"a/one=503, a/one=200", 0, []time.Duration{10 * time.Second}, ""},
+		{"a Retry-After beyond the budget ends it", targets("a/one"), script{"a/one": {retryAfter(429, 100 * time.Second)}},
+			"a/one=429", -1, nil, "failed: 429"},
+		{"401 moves on at once", ab, script{"a/one": {status(401)}}, "a/one=401, b/two=200", 1, nil, ""},
+		{"403 moves on at once", ab, script{"a/one": {status(403)}}, "a/one=403, b/two=200", 1, nil, ""},
+		{"404 moves on at once", ab, script{"a/one": {status(404)}}, "a/one=404, b/two=200", 1, nil, ""},
+		{"400 is final", ab, script{"a/one": {status(400)}}, "a/one=400", -1, nil, "failed: 400"},
+		{"a skipped target is not an attempt", ab, script{"a/one": {skip}}, "b/two=200", 1, nil, ""},
+		{"every target skipped: the first one's error", ab, script{"a/one": {failed{Failure{Class: Skip, Reason: "vision"}}}, "b/two": {skip}}, "", -1, nil, "failed: vision"},
+		{"all fail: the last error", ab, script{"a/one": {status(401)}, "b/two": {status(502)}}, "a/one=401, b/two=502, b/two=502, b/two=502", -1,
+			[]time.Duration{187500 * time.Microsecond, 375 * time.Millisecond}, "failed: 502"},
+		{"stalls are retried", ab, script{"a/one": {failed{Failure{Class: Transient, Reason: "stall"}}, nil}}, "a/one=stall, a/one=200", 0,
+			[]time.Duration{187500 * time.Microsecond}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, c, _ := newTestRouter(Policy{})
+			var keys []string
+			res, err := r.Run(context.Background(), tt.targets, classify, tt.script.do(tt.targets, &keys, 0, c))
+			if got := FormatAttempts(res.Attempts); got != tt.want {
+				t.Errorf("attempts = %q; want %q", got, tt.want)
+			}
+			if res.Target != tt.answered {
+				t.Errorf("answered by %d; want %d", res.Target, tt.answered)
+			}
+			if !slices.Equal(c.waits, tt.waits) {
+				t.Errorf("waits = %v; want %v", c.waits, tt.waits)
+			}
+			if (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) {
+				t.Errorf("err = %v; want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestFirstTokenDeadline(t *testing.T) {
+	r, c, _ := newTestRouter(Policy{FirstToken: 5 * time.Second, Budget: 12 * time.Second})
+	ts := targets("a/one", "b/two", "c/three")
+	var deadlines []time.Duration
+	var keys []string
+	do := script{"a/one": {status(503)}, "b/two": {status(503)}}.do(ts, &keys, 3*time.Second, c)
+	start := c.t
+	_, err := r.Run(context.Background(), ts, classify, func(ctx context.Context, t Try) error {
+		d := time.Duration(0)
+		if !t.FirstToken.IsZero() {
+			d = t.FirstToken.Sub(c.t)
+		}
+		deadlines = append(deadlines, d)
+		return do(ctx, t)
+	})
+	// a: three attempts of 3 s (with backoffs) fit with a deadline; b's
+	// begins near the budget's end: no time for c after it, so b is not
+	// cut, and c is not tried.
+	if err == nil || len(deadlines) != 4 {
+		t.Fatalf("Run = %v after %d attempts; want b's failure after 4", err, len(deadlines))
+	}
+	if deadlines[0] != 5*time.Second {
+		t.Errorf("first attempt's first-token limit = %v; want 5s (another target remains)", deadlines[0])
+	}
+	if last := deadlines[len(deadlines)-1]; last != 0 {
+		t.Errorf("last attempt's limit = %v; want none (the last target is never cut)", last)
+	}
+	if c.t.Sub(start) > 30*time.Second {
+		t.Errorf("took %v", c.t.Sub(start))
+	}
+}
+
+func TestBudgetStopsNewTargets(t *testing.T) {
+	r, c, _ := newTestRouter(Policy{Budget: 10 * time.Second})
+	ts := targets("a/one", "b/two")
+	var keys []string
+	res, err := r.Run(context.Background(), ts, classify, script{"a/one": {errors.New("timeout")}}.do(ts, &keys, 11*time.Second, c))
+	if err == nil || res.Target != -1 || FormatAttempts(res.Attempts) != "a/one=connection" {
+		t.Errorf("Run = %v, %+v; want a/one's failure alone: the budget was spent", err, res)
+	}
+}
+
+func TestKeyPool(t *testing.T) {
+	r, c, logs := newTestRouter(Policy{})
+	ts := []Target{{Model: "a/one", Provider: "a", Keys: []string{"k1", "k2", "k3"}}, {Model: "b/two", Provider: "b"}}
+	refused := map[string]error{"k1": retryAfter(429, 20 * time.Second), "k2": status(401)}
+	var used []string
+	do := func(ctx context.Context, t Try) error {
+		k := KeyFrom(ctx)
+		if k != t.Key {
+			return fmt.Errorf("ctx key %q, try key %q", k, t.Key)
+		}
+		used = append(used, ts[t.Target].Model+":"+k)
+		if ts[t.Target].Model == "a/one" {
+			return refused[k]
+		}
+		return nil
+	}
+	for range 3 {
+		res, err := r.Run(context.Background(), ts, classify, do)
+		if err != nil || res.Target != 0 {
+			t.Fatalf("Run = %v, %+v; want a/one to answer with k3", err, res)
+		}
+	}
+	// k1 and k2 were tried once each, at once (no wait), then rested:
+	// every later request goes to k3.
+	if len(c.waits) != 0 {
+		t.Errorf("waits %v; want none (another key at once)", c.waits)
+	}
+	n := map[string]int{}
+	for _, u := range used {
+		n[u]++
+	}
+	if n["a/one:k1"] != 1 || n["a/one:k2"] != 1 || n["a/one:k3"] != 3 || n["b/two:"] != 0 {
+		t.Errorf("keys used %v; want k1 and k2 once, then k3 only", used)
+	}
+	if got := strings.Count(logs.String(), "refused"); got != 1 || strings.Contains(logs.String(), "sk-") {
+		t.Errorf("log %q; want one line about the refused key, by its id", logs.String())
+	}
+	// After the 429's Retry-After k1 is back; k2 stays benched 5 minutes.
+	c.t = c.t.Add(21 * time.Second)
+	used = nil
+	for range 4 {
+		r.Run(context.Background(), ts, classify, do)
+	}
+	if slices.Contains(used, "a/one:k2") {
+		t.Errorf("the benched key was used again: %v", used)
+	}
+}
+
+func TestKeyPoolAllResting(t *testing.T) {
+	// Every key rate-limited: the target is retried with backoff (the key
+	// whose rest ends first), then the next target.
+	r, _, _ := newTestRouter(Policy{})
+	ts := []Target{{Model: "a/one", Provider: "a", Keys: []string{"k1", "k2"}}, {Model: "b/two", Provider: "b"}}
+	var keys []string
+	c := &clock{}
+	res, err := r.Run(context.Background(), ts, classify, script{"a/one": {status(429)}}.do(ts, &keys, 0, c))
+	if err != nil || res.Target != 1 {
+		t.Fatalf("Run = %v, %+v", err, res)
+	}
+	// k1, then k2 at once; both resting, the retries take the one whose
+	// rest ends first.
+	if got := FormatAttempts(res.Attempts); got != "a/one=429, a/one=429, a/one=429, a/one=429, b/two=200" {
+		t.Errorf("attempts %q", got)
+	}
+}
+
+func TestBreaker(t *testing.T) {
+	r, c, _ := newTestRouter(Policy{Retries: -1})
+	ts := targets("a/one", "b/two")
+	calls := map[string]int{}
+	aFails := true
+	do := func(_ context.Context, t Try) error {
+		m := ts[t.Target].Model
+		calls[m]++
+		if m == "a/one" && aFails {
+			return status(500)
+		}
+		return nil
+	}
+	for range 5 {
+		r.Run(context.Background(), ts, classify, do)
+	}
+	if s := r.State("a/one"); s.State != Open || s.Calls != 5 || s.Failures != 5 {
+		t.Fatalf("after 5 failures in a row: %+v; want open", s)
+	}
+	calls = map[string]int{}
+	res, _ := r.Run(context.Background(), ts, classify, do)
+	if calls["a/one"] != 0 || res.Target != 1 {
+		t.Errorf("open breaker: a called %d times, answered by %d; want a skipped", calls["a/one"], res.Target)
+	}
+	// Every breaker open: tried anyway.
+	for _, m := range []string{"b/two"} {
+		b := r.breaker(m)
+		b.mu.Lock()
+		b.open, b.openTill = true, c.t.Add(time.Minute)
+		b.mu.Unlock()
+	}
+	calls = map[string]int{}
+	if res, err := r.Run(context.Background(), ts, classify, do); err != nil || calls["a/one"] != 1 || calls["b/two"] != 1 || res.Target != 1 {
+		t.Errorf("all open: calls %v, %+v, %v; want both tried anyway", calls, res, err)
+	}
+	// Half open after BreakerOpen: one probe; its success closes it.
+	c.t = c.t.Add(31 * time.Second)
+	if s := r.State("a/one"); s.State != HalfOpen {
+		t.Fatalf("after 30 s: %+v; want half open", s)
+	}
+	aFails = false
+	calls = map[string]int{}
+	if res, _ := r.Run(context.Background(), ts, classify, do); res.Target != 0 || calls["a/one"] != 1 {
+		t.Errorf("probe: %+v, calls %v; want a to answer", res, calls)
+	}
+	if s := r.State("a/one"); s.State != Closed || s.Calls != 0 {
+		t.Errorf("after a good probe: %+v; want closed, a clean window", s)
+	}
+}
+
+func TestBreakerHalfOfWindow(t *testing.T) {
+	b := &breaker{}
+	p := DefaultPolicy
+	now := time.Unix(0, 0)
+	// Two failures and a success, again and again, never make 5 in a
+	// row; the 11th failure of the last 20 calls is more than half.
+	for i := range 21 {
+		b.record(&p, i%3 != 2, now)
+		if s, _, f := b.state(now); s == Open {
+			if f != 11 {
+				t.Errorf("opened with %d failures; want 11 of the last 20", f)
+			}
+			return
+		}
+	}
+	t.Error("breaker never opened")
+}
+
+func TestHalfOpenOneProbe(t *testing.T) {
+	b := &breaker{}
+	p := DefaultPolicy
+	now := time.Unix(0, 0)
+	for range 5 {
+		b.record(&p, true, now)
+	}
+	later := now.Add(p.BreakerOpen)
+	if !b.allow(later) {
+		t.Fatal("half open: the first caller is the probe")
+	}
+	if b.allow(later) {
+		t.Error("half open: a second caller while the probe is out")
+	}
+	b.record(&p, true, later)
+	if b.allow(later.Add(time.Second)) {
+		t.Error("a failed probe opens the breaker again")
+	}
+	b.release()
+}
+
+func TestClientGone(t *testing.T) {
+	r, _, _ := newTestRouter(Policy{})
+	ts := targets("a/one", "b/two")
+	ctx, cancel := context.WithCancel(context.Background())
+	res, err := r.Run(ctx, ts, classify, func(context.Context, Try) error {
+		cancel()
+		return context.Canceled
+	})
+	if !errors.Is(err, context.Canceled) || len(res.Attempts) != 0 {
+		t.Errorf("Run = %v, %+v; want the client's cancellation, no attempt recorded", err, res)
+	}
+	if s := r.State("a/one"); s.Calls != 0 {
+		t.Errorf("breaker counted a cancelled call: %+v", s)
+	}
+}
+
+func TestPolicyFromEnv(t *testing.T) {
+	env := map[string]string{"GENWAY_ROUTE_RETRIES": "0", "GENWAY_ROUTE_BUDGET": "5s", "GENWAY_ROUTE_FIRST_TOKEN": "200ms"}
+	p, err := PolicyFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = p.withDefaults()
+	if p.Retries != 0 || p.Budget != 5*time.Second || p.FirstToken != 200*time.Millisecond || p.MaxWait != DefaultPolicy.MaxWait {
+		t.Errorf("policy %+v", p)
+	}
+	for _, bad := range []map[string]string{{"GENWAY_ROUTE_BUDGET": "soon"}, {"GENWAY_ROUTE_RETRIES": "-1"}, {"GENWAY_ROUTE_FIRST_TOKEN": "0s"}} {
+		if _, err := PolicyFromEnv(func(k string) string { return bad[k] }); err == nil {
+			t.Errorf("PolicyFromEnv(%v) = nil error", bad)
+		}
+	}
+}
+
+func TestKeySet(t *testing.T) {
+	k := NewKeySet(" sk-a , sk-b,,")
+	if ids := k.KeyIDs(); len(ids) != 2 || ids[0] != KeyID("sk-a") || strings.Contains(ids[0], "sk") {
+		t.Errorf("KeyIDs = %v", ids)
+	}
+	ctx := context.Background()
+	if got := k.Key(ctx); got != "sk-a" {
+		t.Errorf("Key() = %q; want the first", got)
+	}
+	if got := k.Key(WithKey(ctx, KeyID("sk-b"))); got != "sk-b" {
+		t.Errorf("Key(sk-b's id) = %q", got)
+	}
+	if got := k.Key(WithKey(ctx, "gone")); got != "sk-a" {
+		t.Errorf("Key(unknown id) = %q; want the first", got)
+	}
+	if got := (KeySet{}).Key(ctx); got != "" {
+		t.Errorf("empty set's key = %q", got)
+	}
+}
