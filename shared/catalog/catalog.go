@@ -89,6 +89,10 @@ type Model struct {
 	Created     int64  `json:"created"`
 	Description string `json:"description,omitempty"`
 	Test        bool   `json:"test,omitempty"` // a test model (synthetic provider)
+	// Fallbacks are other models of the same type tried in order when
+	// this one fails (see package route); a request's own list replaces
+	// them.
+	Fallbacks []string `json:"fallbacks,omitempty"`
 
 	// Chat models.
 	Capabilities *Capabilities `json:"capabilities,omitempty"`
@@ -309,6 +313,11 @@ func Parse(b []byte) (*Catalog, error) {
 		}
 		c.byID[m.ID] = m
 	}
+	for _, m := range c.byID {
+		if err := c.checkFallbacks(m); err != nil {
+			return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
+		}
+	}
 	sort.SliceStable(c.Models, func(i, j int) bool { return c.Models[i].ID < c.Models[j].ID })
 	for i := range c.Models { // re-point after sorting
 		c.byID[c.Models[i].ID] = &c.Models[i]
@@ -346,6 +355,25 @@ func (m *Model) checkJobLimits() error {
 	for s := range m.SizeDurations {
 		if !slices.Contains(m.Sizes, s) {
 			return fmt.Errorf("size_durations: %q is not one of sizes %v", s, m.Sizes)
+		}
+	}
+	return nil
+}
+
+// checkFallbacks checks that m's fallbacks are other models of its type,
+// each listed once.
+func (c *Catalog) checkFallbacks(m *Model) error {
+	for i, id := range m.Fallbacks {
+		f, ok := c.byID[id]
+		switch {
+		case !ok:
+			return fmt.Errorf("fallbacks: unknown model %q", id)
+		case id == m.ID:
+			return fmt.Errorf("fallbacks: a model is not its own fallback")
+		case f.Type != m.Type:
+			return fmt.Errorf("fallbacks: %q is a %s model, not %s", id, f.Type, m.Type)
+		case slices.Contains(m.Fallbacks[:i], id):
+			return fmt.Errorf("fallbacks: %q is listed twice", id)
 		}
 	}
 	return nil

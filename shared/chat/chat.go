@@ -204,15 +204,19 @@ type Writer interface {
 	Flush() error
 }
 
-// Sink is where the gateway runs one completion: a Writer for its deltas
-// (streamed calls only), Start when the call is admitted and the upstream
-// is about to be asked (a stream may commit its response from then on, a
-// heartbeat for instance), and End with the finished Response: a streamed
-// call's finish reason and usage, or a whole answer. Each wire format (chat
-// chunks, a chat.completion object, Responses events) is a Sink.
+// Sink is where the gateway runs one completion: Start when the call is
+// admitted and the first upstream is about to be asked (a stream may send
+// heartbeats from then on, but nothing of the answer), Begin when an
+// attempt's first token commits the answer (it names the model that
+// answers; a whole answer is begun just before End), a Writer for the
+// deltas that follow (streamed calls only), and End with the finished
+// Response: a streamed call's finish reason and usage, or a whole answer.
+// Begin is called at most once. Each wire format (chat chunks, a
+// chat.completion object, Responses events) is a Sink.
 type Sink interface {
 	Writer
 	Start() error
+	Begin(Answer) error
 	End(*Response) error
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/metrics"
+	"github.com/genway/genway/shared/route"
 )
 
 // UsageRecorder records what a completion used, per account. Gateway.Run
@@ -70,8 +71,13 @@ type Config struct {
 	// with no credits left; nil: Admit admits every call.
 	Balances Balances
 	Log      *slog.Logger // nil: discard
-	// Timeout bounds one completion, streamed or not; 0 means 10 minutes.
+	// Timeout bounds one completion, streamed or not, all its attempts
+	// together; 0 means 10 minutes.
 	Timeout time.Duration
+	// Router routes each completion over its candidates (retries,
+	// fallbacks, key pools, breakers); nil means a router of its own
+	// with route.DefaultPolicy.
+	Router *route.Router
 }
 
 // Gateway applies the chat completion rules of API.md in front of the
@@ -92,6 +98,7 @@ type Gateway struct {
 	balances   Balances
 	log        *slog.Logger
 	timeout    time.Duration
+	router     *route.Router
 }
 
 // NewGateway returns a Gateway for cfg.
@@ -106,6 +113,7 @@ func NewGateway(cfg Config) *Gateway {
 		balances: cfg.Balances,
 		log:      cfg.Log,
 		timeout:  cfg.Timeout,
+		router:   cfg.Router,
 	}
 	if g.images == nil {
 		g.images = NewImageFetcher(ImageFetcherConfig{})
@@ -127,6 +135,9 @@ func NewGateway(cfg Config) *Gateway {
 	}
 	if g.timeout <= 0 {
 		g.timeout = 10 * time.Minute
+	}
+	if g.router == nil {
+		g.router = route.New(route.DefaultPolicy, g.log)
 	}
 	return g
 }
@@ -561,59 +572,54 @@ func stops(raw json.RawMessage) ([]string, error) {
 }
 
 // Run runs one completion of p for account into sink, the one call a
-// handler makes: it validates p (Prepare), admits it (Admit: a priced model
-// with no credits left is refused before any upstream call), starts the
-// sink, streams the upstream's deltas into it (p.Stream) or completes the
-// call, and ends the sink with the Response. Usage is recorded after End,
-// also when End failed (the client went away: the usage happened), and
-// when the recorder may wait on a store the sink is flushed first, so the
-// client has its whole answer before the write. Errors are those of
-// Prepare, Admit, the provider (*UpstreamError) and the sink; nothing is
-// recorded for a failed call.
+// handler makes, routed by the gateway's route.Router over the request's
+// candidates (candidates: the model, then the request's models or the
+// model's catalog fallbacks). Each candidate is prepared on its first
+// attempt: validated (Prepare), admitted (Admit: a priced model with no
+// credits left is refused before any upstream call) and its images
+// fetched; one that cannot serve the request is skipped, and when none
+// can, the lead's refusal is the error. The sink is started before the
+// first upstream call; an attempt's deltas reach it only from the
+// attempt's first token (Sink.Begin names the model that answers), so a
+// failure before that moves on by the policy, unseen by the client. The
+// Response ends the sink. Usage is recorded, for the model that
+// answered, after End, also when End failed (the client went away: the
+// usage happened), and when the recorder may wait on a store the sink is
+// flushed first, so the client has its whole answer before the write.
+//
+// A completion no candidate answered returns an *AttemptsError with the
+// attempts made around the last one's error: Prepare's, Admit's, the
+// provider's (*UpstreamError) or the sink's. Nothing is recorded for it.
 func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink) error {
-	c, err := g.Prepare(ctx, p)
+	ids, err := g.candidates(p)
 	if err != nil {
 		return err
 	}
-	if err := g.Admit(ctx, account, c); err != nil {
-		return err
+	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	defer cancel()
+	rt := &routed{g: g, account: account, p: p, ids: ids, calls: make([]*Call, len(ids)), errs: make([]error, len(ids)), sink: sink}
+	targets := make([]route.Target, len(ids))
+	for i, id := range ids {
+		targets[i].Model = id
+		if m, ok := g.cat.Model(id); ok {
+			targets[i].Provider = m.Provider
+			targets[i].Keys = keyIDs(g.providers[m.Provider])
+		}
 	}
-	if err := g.FetchImages(ctx, c); err != nil {
-		return err
-	}
-	if err := sink.Start(); err != nil {
-		return err
-	}
-	resp, err := g.call(ctx, c, sink)
+	res, err := g.router.Run(ctx, targets, classify, rt.attempt)
 	if err != nil {
-		return err
+		var s skipped
+		if errors.As(err, &s) {
+			err = s.error // the refusal as Prepare or Admit made it
+		}
+		return &AttemptsError{Attempts: res.Attempts, Err: err}
 	}
-	err = sink.End(resp)
+	err = sink.End(rt.resp)
 	if err == nil && g.usageWaits() {
 		err = sink.Flush()
 	}
-	g.recordUsage(ctx, account, c, resp)
+	g.recordUsage(ctx, account, rt.served, rt.resp)
 	return err
-}
-
-// call runs c upstream: streamed into w, or whole.
-func (g *Gateway) call(ctx context.Context, c *Call, w Writer) (*Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
-	defer cancel()
-	var resp *Response
-	var err error
-	start := time.Now()
-	if c.Stream {
-		resp, err = c.provider.Stream(ctx, c.Request, w)
-	} else {
-		resp, err = c.provider.Complete(ctx, c.Request)
-	}
-	observeUpstream(c.Request.Model.Provider, time.Since(start), err)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.Request.Model.ID, err)
-	}
-	normalize(resp)
-	return resp, nil
 }
 
 // normalize fills in what a provider may leave out: the finish reason

@@ -67,6 +67,10 @@ type sink struct {
 }
 
 func (s *sink) Start() error { s.calls = append(s.calls, "start"); return nil }
+func (s *sink) Begin(a chat.Answer) error {
+	s.calls = append(s.calls, "begin "+a.Model)
+	return nil
+}
 func (s *sink) Delta(d chat.Delta) error {
 	s.calls = append(s.calls, "delta "+d.Content)
 	return nil
@@ -431,9 +435,9 @@ func TestRun(t *testing.T) {
 		wantCalls string
 		wantUsage int
 	}{
-		{"whole answer", body(false), nil, nil, nil, `start|end "ok" stop 5|flush`, 1},
-		{"stream", body(true), nil, nil, nil, `start|delta ok|flush|end "" stop 5|flush`, 1},
-		{"client gone at the end still records", body(true), nil, gone, gone, `start|delta ok|flush|end "" stop 5`, 1},
+		{"whole answer", body(false), nil, nil, nil, `start|begin synthetic/echo|end "ok" stop 5|flush`, 1},
+		{"stream", body(true), nil, nil, nil, `start|begin synthetic/echo|delta ok|flush|end "" stop 5|flush`, 1},
+		{"client gone at the end still records", body(true), nil, gone, gone, `start|begin synthetic/echo|delta ok|flush|end "" stop 5`, 1},
 		{"upstream failure", body(false), &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamRateLimited}, nil, nil, `start`, 0},
 		{"invalid request", `{"model":"synthetic/echo","messages":[]}`, nil, nil, nil, ``, 0},
 	}

@@ -11,7 +11,11 @@ import "encoding/json"
 // is here, and each is honoured, mapped to the provider, or refused with a
 // 400 naming it (see Gateway.Prepare and Features).
 type Params struct {
-	Model               string             `json:"model"`
+	Model string `json:"model"`
+	// Models are OpenRouter's fallbacks: model ids tried in order after
+	// Model (Models[0] leads when Model is empty). Set, they replace the
+	// lead model's catalog fallbacks for this request.
+	Models              []string           `json:"models"`
 	Messages            []ParamsMessage    `json:"messages"`
 	Stream              bool               `json:"stream"`
 	StreamOptions       *StreamOptions     `json:"stream_options"`

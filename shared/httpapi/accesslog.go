@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -22,7 +23,9 @@ import (
 type reqLog struct {
 	mu                 sync.Mutex
 	account, keyID     string
-	model              string
+	model              string // asked for
+	served             string // answered (another, after a fallback)
+	attempts           int    // upstream attempts made
 	prompt, completion int
 }
 
@@ -47,6 +50,16 @@ func noteModel(ctx context.Context, model string) {
 	if l := noteOf(ctx); l != nil {
 		l.mu.Lock()
 		l.model = model
+		l.mu.Unlock()
+	}
+}
+
+// noteRoute records the model that answered (none if no attempt did) and
+// how many attempts were made.
+func noteRoute(ctx context.Context, served string, attempts int) {
+	if l := noteOf(ctx); l != nil {
+		l.mu.Lock()
+		l.served, l.attempts = served, attempts
 		l.mu.Unlock()
 	}
 }
@@ -119,6 +132,9 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 		if note.model != "" {
 			attrs = append(attrs, slog.String("model", note.model))
 		}
+		if note.attempts > 0 {
+			attrs = append(attrs, slog.String("served_model", note.served), slog.Int("attempts", note.attempts))
+		}
 		if note.prompt+note.completion > 0 {
 			attrs = append(attrs, slog.Int("prompt_tokens", note.prompt), slog.Int("completion_tokens", note.completion))
 		}
@@ -144,9 +160,9 @@ func record(route string, sw *statusWriter, note *reqLog, d time.Duration, start
 		m.Observe("genway_http_first_byte_seconds", "Time to the first byte of the answer, by route (a stream's first event).",
 			[]string{"route"}, []string{route}, sw.first.Sub(start).Seconds())
 	}
-	if note.model != "" && note.prompt+note.completion > 0 {
-		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", []string{"model", "kind"}, []string{note.model, "prompt"}, float64(note.prompt))
-		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", []string{"model", "kind"}, []string{note.model, "completion"}, float64(note.completion))
+	if model := cmp.Or(note.served, note.model); model != "" && note.prompt+note.completion > 0 {
+		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", []string{"model", "kind"}, []string{model, "prompt"}, float64(note.prompt))
+		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", []string{"model", "kind"}, []string{model, "completion"}, float64(note.completion))
 	}
 }
 
@@ -184,11 +200,17 @@ func emf(route string, status int, d time.Duration) []slog.Attr {
 	}
 }
 
-// notingSink is a chat.Sink that notes the answer's model usage in the
-// access log before its End.
+// notingSink is a chat.Sink that notes, for the access log, the model
+// that answers and the attempts made (at Begin) and the answer's usage
+// (before its End).
 type notingSink struct {
 	chat.Sink
 	ctx context.Context
+}
+
+func (n notingSink) Begin(a chat.Answer) error {
+	noteRoute(n.ctx, a.Model, len(a.Attempts))
+	return n.Sink.Begin(a)
 }
 
 func (n notingSink) End(resp *chat.Response) error {

@@ -12,7 +12,15 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/route"
 )
+
+// AttemptsHeader names the upstream attempts a chat answer (or its
+// error) took, as route.FormatAttempts writes them: the model that
+// answered last ("openai/gpt-4o-mini=503, anthropic/claude-haiku-4-5=200").
+// It is set when the answer is committed; a stream that a heartbeat
+// committed before its first token has none (the access log has them).
+const AttemptsHeader = "X-Genway-Attempts"
 
 // StreamWriteTimeout is how long one write of a stream may wait for a
 // client that does not read.
@@ -123,7 +131,8 @@ func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg cha
 	if err := unmarshal(body, &p); err != nil {
 		return err
 	}
-	// The model in every answer is the id the client asked for.
+	// The model in every answer is the one that answers (chat.Answer); the
+	// id the client asked for until then.
 	meta := chunkMeta{ID: "chatcmpl-" + rand.Text(), Created: time.Now().Unix(), Model: p.Model}
 	ctx := r.Context()
 	noteModel(ctx, p.Model)
@@ -154,6 +163,13 @@ func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s 
 	ctx := r.Context()
 	rid := RequestID(ctx)
 	committed := s != nil && s.committed()
+	var ae *chat.AttemptsError
+	if errors.As(err, &ae) && len(ae.Attempts) > 0 {
+		noteRoute(ctx, "", len(ae.Attempts))
+		if !committed {
+			w.Header().Set(AttemptsHeader, route.FormatAttempts(ae.Attempts))
+		}
+	}
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || committed) {
 		log.InfoContext(ctx, "chat: client went away", "request_id", rid, "err", err)
 		return
@@ -187,6 +203,18 @@ func (j *jsonSink) Start() error {
 		j.mu.Lock()
 		j.timer = time.AfterFunc(j.keepAlive, j.beat)
 		j.mu.Unlock()
+	}
+	return nil
+}
+
+// Begin names the model that answers, and the attempts in the header
+// (unless a keep-alive space has sent the headers).
+func (j *jsonSink) Begin(a chat.Answer) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.meta.Model = a.Model
+	if !j.started {
+		j.w.Header().Set(AttemptsHeader, route.FormatAttempts(a.Attempts))
 	}
 	return nil
 }
@@ -291,6 +319,7 @@ func (j *jsonSink) End(resp *chat.Response) error {
 // of a stream that fails after it was committed. Each appends to b and
 // returns it. sseStream calls them under its lock, one at a time.
 type streamEncoder interface {
+	model(id string) // the model that answers, before start
 	start(b []byte) []byte
 	delta(b []byte, d chat.Delta) []byte
 	end(b []byte, resp *chat.Response) []byte
@@ -299,16 +328,18 @@ type streamEncoder interface {
 
 // sseStream is the chat.Sink of a streamed answer: it writes the events
 // of its encoder (chat chunks, or Responses events) as Server-Sent
-// Events, commits the response at the first delta or heartbeat, sends
-// heartbeats while the upstream is silent, and drops a client that stops
-// reading.
+// Events, the start events once the answer begins (Begin: the first
+// token), sends heartbeats while the upstream is silent (the first one
+// commits the status, 200, but nothing of the answer), and drops a client
+// that stops reading.
 type sseStream struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
 	enc streamEncoder
 
 	mu        sync.Mutex
-	started   bool          // headers and the role chunk are written
+	started   bool          // the headers are written (status 200 committed)
+	began     bool          // the start events are written (the role chunk)
 	last      time.Time     // of the last write (or the start of the request)
 	err       error         // the first write error: the client is gone
 	buf       []byte        // the event being written, reused
@@ -317,7 +348,7 @@ type sseStream struct {
 	stopped   bool          // no more heartbeats
 }
 
-// start writes the headers and the role chunk; s.mu is held.
+// start writes the headers; s.mu is held.
 func (s *sseStream) start() {
 	if s.started {
 		return
@@ -328,8 +359,32 @@ func (s *sseStream) start() {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	s.w.WriteHeader(http.StatusOK)
+}
+
+// begin writes the headers if they are not yet, and the start events;
+// s.mu is held.
+func (s *sseStream) begin() {
+	if s.began {
+		return
+	}
+	s.began = true
+	s.start()
 	s.buf = s.enc.start(s.buf[:0])
 	s.raw(s.buf)
+}
+
+// Begin implements chat.Sink: the answer's first token is here. The
+// attempts go in the header (unless a heartbeat sent the headers), the
+// model in every event.
+func (s *sseStream) Begin(a chat.Answer) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.enc.model(a.Model)
+	if !s.started {
+		s.w.Header().Set(AttemptsHeader, route.FormatAttempts(a.Attempts))
+	}
+	s.begin()
+	return s.err
 }
 
 // Start implements chat.Sink: the call is admitted, the upstream is about
@@ -339,12 +394,12 @@ func (s *sseStream) Start() error {
 	return nil
 }
 
-// Delta implements chat.Writer: the start events first (committing the
-// response), then the events of d, written but not flushed.
+// Delta implements chat.Writer: the events of d, written but not
+// flushed (after the start events, if Begin was not called).
 func (s *sseStream) Delta(d chat.Delta) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.start()
+	s.begin()
 	s.buf = s.enc.delta(s.buf[:0], d)
 	if len(s.buf) > 0 {
 		s.raw(s.buf)
@@ -366,7 +421,7 @@ func (s *sseStream) Flush() error {
 func (s *sseStream) End(resp *chat.Response) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.start()
+	s.begin()
 	s.buf = s.enc.end(s.buf[:0], resp)
 	s.raw(s.buf)
 	return s.err
@@ -461,7 +516,7 @@ func (s *sseStream) flushLocked() {
 type chunkMeta struct {
 	ID      string `json:"id"`
 	Created int64  `json:"created"`
-	Model   string `json:"model"` // the id the client asked for
+	Model   string `json:"model"` // the model that answers
 }
 
 type chunk struct {
@@ -537,6 +592,11 @@ type chunkEncoder struct {
 	jbuf  bytes.Buffer
 	chunk chunk
 	calls [1]chunkToolCall // the tool call piece of a chunk, reused
+}
+
+func (c *chunkEncoder) model(id string) {
+	c.meta.Model = id
+	c.chunk.Model = id
 }
 
 func (c *chunkEncoder) start(b []byte) []byte {

@@ -562,6 +562,12 @@ type responseJSONSink struct {
 	meta     *responseObject
 }
 
+// Begin names the model that answers, and the attempts in the header.
+func (j *responseJSONSink) Begin(a chat.Answer) error {
+	j.meta.Model = a.Model
+	return j.jsonSink.Begin(a)
+}
+
 // End writes the response object.
 func (j *responseJSONSink) End(resp *chat.Response) error {
 	o := j.meta

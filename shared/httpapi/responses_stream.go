@@ -103,6 +103,8 @@ func (e *responsesEncoder) append(b []byte, typ string, v any) []byte {
 	return append(b, '\n')
 }
 
+func (e *responsesEncoder) model(id string) { e.meta.Model = id }
+
 func (e *responsesEncoder) start(b []byte) []byte {
 	b = e.event(b, responseEvent{Type: "response.created", Response: e.meta})
 	return e.event(b, responseEvent{Type: "response.in_progress", Response: e.meta})

@@ -1187,7 +1187,8 @@ type fpSink struct {
 	resp    *chat.Response
 }
 
-func (s *fpSink) Start() error { s.started = true; return nil }
+func (s *fpSink) Start() error            { s.started = true; return nil }
+func (s *fpSink) Begin(chat.Answer) error { return nil }
 func (s *fpSink) Delta(d chat.Delta) error {
 	s.content.WriteString(d.Content)
 	return nil

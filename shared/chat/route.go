@@ -1,0 +1,300 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/route"
+)
+
+// MaxModels is the most model ids a request's models list may hold.
+const MaxModels = 8
+
+// Answer says who answers a completion: Sink.Begin gets it when the
+// answer is committed to the client.
+type Answer struct {
+	// Model is the catalog id of the model that answers: the model of the
+	// answer and of every chunk, the model usage and credits are counted
+	// for.
+	Model string
+	// Attempts are the attempts made, the answering one last
+	// (route.FormatAttempts: the x-genway-attempts header).
+	Attempts []route.Attempt
+}
+
+// AttemptsError is the error of a completion that no target answered, with
+// the attempts made (none if the request was refused before any call).
+type AttemptsError struct {
+	Attempts []route.Attempt
+	Err      error
+}
+
+func (e *AttemptsError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the last attempt's error.
+func (e *AttemptsError) Unwrap() error { return e.Err }
+
+// Failure classifies e by the routing policy: by its upstream status
+// (route.StatusClass) when it has one, else by its kind: a timeout or a
+// failure to talk to the upstream (connection refused, a dropped stream)
+// is Transient, a provider that is not configured is skipped, a bad
+// request is Final.
+func (e *UpstreamError) Failure() route.Failure {
+	f := route.Failure{Status: e.Status, RetryAfter: e.RetryAfter}
+	if e.Status != 0 {
+		f.Class = route.StatusClass(e.Status)
+		return f
+	}
+	switch e.Kind {
+	case UpstreamTimeout:
+		f.Class, f.Reason = route.Transient, "timeout"
+	case UpstreamRateLimited:
+		f.Class, f.Reason = route.RateLimited, "rate_limited"
+	case UpstreamUnavailable:
+		f.Class, f.Reason = route.Skip, "unavailable"
+	case UpstreamBadRequest:
+		f.Class, f.Reason = route.Final, "bad_request"
+	default:
+		f.Class, f.Reason = route.Transient, "connection"
+	}
+	return f
+}
+
+// errStall cancels an attempt that produced no token before its
+// route.Try.FirstToken.
+var errStall = errors.New("no first token in time")
+
+// skipped is a target that cannot serve the request: Prepare or Admit
+// refused it.
+type skipped struct{ error }
+
+func (e skipped) Unwrap() error { return e.error }
+
+// committed is a failure after the answer was committed to the client.
+type committed struct{ error }
+
+func (e committed) Unwrap() error { return e.error }
+
+// classify is the routing classification of an attempt's error.
+func classify(err error) route.Failure {
+	var (
+		s  skipped
+		c  committed
+		ue *UpstreamError
+	)
+	switch {
+	case errors.As(err, &c):
+		return route.Failure{Class: route.Final, Reason: "after_content"}
+	case errors.As(err, &s):
+		return route.Failure{Class: route.Skip, Reason: "skipped"}
+	case errors.Is(err, errStall):
+		return route.Failure{Class: route.Transient, Reason: "stall"}
+	case errors.As(err, &ue):
+		return ue.Failure()
+	}
+	return route.Failure{Class: route.Final}
+}
+
+// candidates returns the ids of the models that may serve p, in order: the
+// lead (model, or models[0] without it), then p's models, or else the
+// lead's catalog fallbacks. An id of models that is unknown or not a chat
+// model is a 404 or 400 naming it; an id listed twice is tried once. The
+// lead itself is checked by Prepare.
+func (g *Gateway) candidates(p *Params) ([]string, error) {
+	lead, rest, offset := p.Model, p.Models, 0
+	if len(p.Models) > MaxModels {
+		return nil, apierr.Invalidf("models", "invalid_value", "models may list at most %d model ids", MaxModels)
+	}
+	if lead == "" && len(rest) > 0 {
+		lead, rest, offset = rest[0], rest[1:], 1
+	}
+	if p.Models == nil {
+		if m, ok := g.cat.Model(lead); ok {
+			rest = m.Fallbacks
+		}
+	}
+	if len(rest) == 0 {
+		return []string{lead}, nil
+	}
+	ids := make([]string, 1, 1+len(rest))
+	ids[0] = lead
+	for i, id := range rest {
+		if p.Models != nil {
+			param := fmt.Sprintf("models[%d]", i+offset)
+			m, ok := g.cat.Model(id)
+			if !ok {
+				return nil, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: param,
+					Message: fmt.Sprintf("The model %q does not exist. GET /v1/models lists the models.", id)}
+			}
+			if m.Type != catalog.TypeChat {
+				return nil, apierr.Invalidf(param, "model_type_mismatch", "model %q is a %s model, not a chat model", id, m.Type)
+			}
+		}
+		dup := false
+		for _, have := range ids {
+			dup = dup || have == id
+		}
+		if !dup {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
+// routed is one request's candidates as Run tries them: each prepared
+// (Prepare, Admit, FetchImages) on its first attempt.
+type routed struct {
+	g       *Gateway
+	account string
+	p       *Params
+	ids     []string
+	calls   []*Call
+	errs    []error // a candidate that cannot serve the request: why
+	sink    Sink
+	started bool // sink.Start was called
+	served  *Call
+	resp    *Response
+}
+
+// call returns candidate i prepared for an attempt, or its error
+// (skipped, for one that cannot serve the request).
+func (rt *routed) call(ctx context.Context, i int) (*Call, error) {
+	if rt.calls[i] != nil || rt.errs[i] != nil {
+		return rt.calls[i], rt.errs[i]
+	}
+	p := rt.p
+	if p.Model != rt.ids[i] {
+		cp := *p
+		cp.Model = rt.ids[i]
+		p = &cp
+	}
+	c, err := rt.g.Prepare(ctx, p)
+	if err == nil {
+		err = rt.g.Admit(ctx, rt.account, c)
+	}
+	if err != nil {
+		var ae *apierr.Error
+		if errors.As(err, &ae) { // the request, or this model's fit for it
+			err = skipped{err}
+		}
+		rt.errs[i] = err
+		return nil, err
+	}
+	// A URL that cannot be fetched is the client's: Final.
+	if err := rt.g.FetchImages(ctx, c); err != nil {
+		rt.errs[i] = err
+		return nil, err
+	}
+	rt.calls[i] = c
+	return c, nil
+}
+
+// attempt states, of firstToken.state.
+const (
+	waiting int32 = iota // no token yet
+	began                // the answer is committed: the sink has it
+	stalled              // abandoned: no token before the deadline
+)
+
+// firstToken is an attempt's Writer: nothing reaches the client before
+// the attempt's first content, reasoning or tool-call delta, when it
+// commits the answer (Sink.Begin), so that every earlier failure can be
+// routed elsewhere; the stall timer and the first delta race for the
+// state.
+type firstToken struct {
+	sink   Sink
+	answer Answer
+	state  atomic.Int32
+}
+
+func (f *firstToken) Delta(d Delta) error {
+	if f.state.Load() != began {
+		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+			return nil
+		}
+		if !f.state.CompareAndSwap(waiting, began) {
+			return errStall
+		}
+		if err := f.sink.Begin(f.answer); err != nil {
+			return err
+		}
+	}
+	return f.sink.Delta(d)
+}
+
+func (f *firstToken) Flush() error {
+	if f.state.Load() != began {
+		return nil
+	}
+	return f.sink.Flush()
+}
+
+// attempt runs one attempt of Run: candidate try.Target on its provider,
+// streamed through a firstToken writer or whole, abandoned as a stall if
+// it has no token by try.FirstToken.
+func (rt *routed) attempt(ctx context.Context, try route.Try) error {
+	c, err := rt.call(ctx, try.Target)
+	if err != nil {
+		return err
+	}
+	if !rt.started {
+		rt.started = true
+		if err := rt.sink.Start(); err != nil {
+			return err
+		}
+	}
+	m := c.Request.Model
+	f := &firstToken{sink: rt.sink, answer: Answer{Model: m.ID, Attempts: append(try.Attempts, route.Attempt{Model: m.ID, Outcome: "200"})}}
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if !try.FirstToken.IsZero() {
+		t := time.AfterFunc(time.Until(try.FirstToken), func() {
+			if f.state.CompareAndSwap(waiting, stalled) {
+				cancel(errStall)
+			}
+		})
+		defer t.Stop()
+	}
+	var resp *Response
+	start := time.Now()
+	if c.Stream {
+		resp, err = c.provider.Stream(actx, c.Request, f)
+	} else {
+		resp, err = c.provider.Complete(actx, c.Request)
+	}
+	observeUpstream(m.Provider, time.Since(start), err)
+	if err != nil {
+		switch {
+		case f.state.Load() == began:
+			err = committed{err}
+		case ctx.Err() == nil && errors.Is(context.Cause(actx), errStall):
+			err = fmt.Errorf("%w: %w", errStall, err)
+		}
+		return fmt.Errorf("%s: %w", m.ID, err)
+	}
+	// A whole answer, or a stream that sent no delta: committed now (an
+	// answer that beat the stall timer by a hair is kept).
+	if f.state.Swap(began) != began {
+		if err := rt.sink.Begin(f.answer); err != nil {
+			return committed{err}
+		}
+	}
+	normalize(resp)
+	rt.served, rt.resp = c, resp
+	return nil
+}
+
+// keyIDs returns the KeyIDs of provider's key pool, nil without one.
+func keyIDs(p Provider) []string {
+	if k, ok := p.(route.Keyed); ok {
+		if ids := k.KeyIDs(); len(ids) > 1 {
+			return ids
+		}
+	}
+	return nil
+}
