@@ -19,13 +19,30 @@ import (
 // scripts are in clients/npm; scripts/test.sh installs their packages
 // (npm ci). Without node or the packages the test skips, in CI it fails.
 func TestNPMClients(t *testing.T) {
+	node, dir := npmClients(t, filepath.Join("@ai-sdk", "openai-compatible"))
+	s := startServer(t, t.TempDir(), nil)
+	for _, script := range []string{"openai.mjs", "ai-sdk.mjs"} {
+		t.Run(script, func(t *testing.T) {
+			out := runNode(t, node, dir, []string{"GENWAY_URL=" + s.base, "GENWAY_KEY=" + s.key}, script)
+			if strings.Count(string(out), "ok ") < 5 {
+				t.Errorf("node %s reported too few checks", script)
+			}
+		})
+	}
+}
+
+// npmClients returns node and the clients/npm directory, whose
+// node_modules must hold need (a package directory or file). Without node
+// or the packages the test skips; in CI (CI set) it fails.
+func npmClients(t *testing.T, need string) (node, dir string) {
+	t.Helper()
 	dir, err := filepath.Abs("../../clients/npm")
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := exec.LookPath("node")
+	node, err = exec.LookPath("node")
 	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@ai-sdk", "openai-compatible"))
+		_, err = os.Stat(filepath.Join(dir, "node_modules", need))
 	}
 	if err != nil {
 		msg := "node and the npm client packages are needed (scripts/test.sh runs npm ci in clients/npm): " + err.Error()
@@ -34,24 +51,25 @@ func TestNPMClients(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	s := startServer(t, t.TempDir(), nil)
-	for _, script := range []string{"openai.mjs", "ai-sdk.mjs"} {
-		t.Run(script, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, script)
-			cmd.Dir = dir
-			// Only loopback: no proxy, and the key of this server.
-			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NO_PROXY=*",
-				"GENWAY_URL=" + s.base, "GENWAY_KEY=" + s.key}
-			out, err := cmd.CombinedOutput()
-			t.Logf("%s:\n%s", script, out)
-			if err != nil {
-				t.Fatalf("node %s: %v", script, err)
-			}
-			if strings.Count(string(out), "ok ") < 5 {
-				t.Errorf("node %s reported too few checks", script)
-			}
-		})
+	return node, dir
+}
+
+// runNode runs node on script (relative to dir) with only loopback in
+// reach: no proxy, no inherited secrets, just PATH, a fresh HOME and env.
+// It returns stdout (stderr is logged) and fails the test if node fails.
+func runNode(t *testing.T, node, dir string, env []string, script string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, script)
+	cmd.Dir = dir
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "NO_PROXY=*"}, env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	t.Logf("node %s:\n%s%s", script, out, stderr.String())
+	if err != nil {
+		t.Fatalf("node %s: %v", script, err)
 	}
+	return out
 }

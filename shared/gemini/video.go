@@ -201,25 +201,22 @@ func (v *Video) keyOnlyToOrigin() *http.Client {
 }
 
 // googleError reads a Google API error envelope:
-// {"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT"}}.
-// A refusal on safety grounds is content_policy.
+// {"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT",
+// "details":[...]}}. A refusal on safety grounds is content_policy. A
+// refused key is our configuration's fault, not the prompt's: 401, 403,
+// and the Gemini API's own answer to a bad key, 400 INVALID_ARGUMENT with
+// reason API_KEY_INVALID.
 func googleError(status int, body []byte) (string, string) {
-	var e struct {
-		Error struct {
-			Message string `json:"message"`
-			Status  string `json:"status"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil {
+	var e errorBody
+	if json.Unmarshal(body, &e) != nil || e.Error == nil {
 		return "", ""
 	}
-	code := ""
-	lower := strings.ToLower(e.Error.Message)
-	if status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")) {
-		code = jobs.CodeContentPolicy
-	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+	if status == http.StatusUnauthorized || status == http.StatusForbidden || e.Error.hasReason("API_KEY_INVALID") {
 		return "", "The Gemini API refused the configured key: " + e.Error.Message
 	}
-	return code, e.Error.Message
+	lower := strings.ToLower(e.Error.Message)
+	if status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")) {
+		return jobs.CodeContentPolicy, e.Error.Message
+	}
+	return "", e.Error.Message
 }

@@ -8,7 +8,9 @@ package gemini
 // /v1beta/{name} answers {"name", "done", "error"?, "response":
 // {"generateVideoResponse": {"generatedSamples": [{"video": {"uri"}}],
 // "raiMediaFilteredCount", "raiMediaFilteredReasons"}}}; the uri is
-// downloaded with the key (curl -L), redirecting to the file.
+// downloaded with the key (curl -L), redirecting to the file. A bad key
+// is a 400 INVALID_ARGUMENT with reason API_KEY_INVALID (what the Gemini
+// API answers; the SDK contract test in cmd/genway reads it so).
 
 import (
 	"context"
@@ -50,7 +52,9 @@ func newVeoFake(t *testing.T, submitStatus int, submitBody string) (*veoFake, *h
 	t.Cleanup(f.fileHost.Close)
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("x-goog-api-key") != veoKey || r.URL.RawQuery != "" && !strings.HasSuffix(r.URL.Path, ":download") {
-			http.Error(w, `{"error":{"code":401,"message":"API key not valid.","status":"UNAUTHENTICATED"}}`, 401)
+			// The Gemini API answers a bad key 400, not 401.
+			http.Error(w, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT",`+
+				`"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`, 400)
 			return
 		}
 		f.mu.Lock()
@@ -99,6 +103,8 @@ func TestVideoStart(t *testing.T) {
 			nil, jobs.CodeUpstream, "durationSeconds must be 4, 6 or 8"},
 		{"refused prompt", "1280x720", 400, `{"error":{"code":400,"message":"The prompt could not be submitted: it violates the usage policy (safety).","status":"INVALID_ARGUMENT"}}`,
 			nil, jobs.CodeContentPolicy, "usage policy"},
+		{"bad key", "1280x720", 400, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}`,
+			nil, jobs.CodeUpstream, "refused the configured key"},
 		{"rate limited", "1280x720", 429, `{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}`, nil, "transient", ""},
 		{"unavailable", "1280x720", 503, `{"error":{"code":503,"message":"The service is currently unavailable.","status":"UNAVAILABLE"}}`, nil, "transient", ""},
 		{"no operation name", "1280x720", 200, `{}`, nil, jobs.CodeUpstream, "no operation"},

@@ -11,7 +11,8 @@
 //     succeeded downloads the output (a URL, a list of URLs, or an object
 //     with a url; Replicate's delivery links are public: no token is sent
 //     to them, and they expire after an hour, so the worker copies them);
-//     failed and canceled fail the job.
+//     failed, canceled and aborted (past its deadline before it started)
+//     fail the job.
 //   - Cancel: POST urls.cancel.
 //
 // The token goes in "Authorization: Bearer <token>" to the API only. Safe
@@ -148,6 +149,8 @@ func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jo
 		return nil, &jobs.ProviderError{Code: code, Message: "Replicate: the prediction failed: " + msg}
 	case "canceled":
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate: the prediction was cancelled at the vendor."}
+	case "aborted":
+		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate: the prediction passed its deadline before it started."}
 	default:
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: fmt.Sprintf("Replicate reported the unknown status %q.", pr.Status)}
 	}

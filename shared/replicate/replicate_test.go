@@ -5,7 +5,9 @@ package replicate
 // predictions {"input"} for official models, POST /v1/predictions
 // {"version", "input"} for a version; both answer a prediction {"id",
 // "status": "starting", "urls": {"get", "cancel"}}; GET urls.get answers
-// it with status starting / processing / succeeded / failed / canceled,
+// it with status starting / processing / succeeded / failed / canceled /
+// aborted (the replicate SDK's Status type has it: past the deadline
+// before it started),
 // "output" (a URL or a list of them for file outputs) and "error"; POST
 // urls.cancel cancels. Errors are problem details {"title", "detail",
 // "status"}.
@@ -129,6 +131,7 @@ func TestPoll(t *testing.T) {
 		{"failed", `{"id":"p1","status":"failed","error":"CUDA out of memory"}`, "", jobs.CodeUpstream},
 		{"nsfw", `{"id":"p1","status":"failed","error":"NSFW content detected. Try running it again, or try a different prompt."}`, "", jobs.CodeContentPolicy},
 		{"canceled", `{"id":"p1","status":"canceled"}`, "", jobs.CodeUpstream},
+		{"aborted", `{"id":"p1","status":"aborted"}`, "", jobs.CodeUpstream},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,7 +151,8 @@ func TestPoll(t *testing.T) {
 			switch {
 			case tt.wantCode != "":
 				var pe *jobs.ProviderError
-				if !errors.As(err, &pe) || pe.Code != tt.wantCode {
+				// Every status here is one Replicate documents.
+				if !errors.As(err, &pe) || pe.Code != tt.wantCode || strings.Contains(pe.Message, "unknown status") {
 					t.Fatalf("Poll = %+v, %v; want %s", res, err, tt.wantCode)
 				}
 			case tt.wantFile == "":
