@@ -122,10 +122,10 @@ func TestRun(t *testing.T) {
 			[]time.Duration{187500 * time.Microsecond}, ""},
 		{"a short Retry-After is honoured", ab, script{"a/one": {retryAfter(429, time.Second), nil}}, "a/one=429, a/one=200", 0,
 			[]time.Duration{time.Second}, ""},
-		{"a long Retry-After moves on at once", ab, script{"a/one": {retryAfter(429, 10 * time.Second)}}, "a/one=429, b/two=200", 1, nil, ""},
-		{"the last target waits a Retry-After that fits the budget", targets("a/one"), script{"a/one": {retryAfter(503, 10 * time.Second), nil}},
+		{"a long Retry-After moves on at once", ab, script{"a/one": {retryAfter(429, 10*time.Second)}}, "a/one=429, b/two=200", 1, nil, ""},
+		{"the last target waits a Retry-After that fits the budget", targets("a/one"), script{"a/one": {retryAfter(503, 10*time.Second), nil}},
 			"a/one=503, a/one=200", 0, []time.Duration{10 * time.Second}, ""},
-		{"a Retry-After beyond the budget ends it", targets("a/one"), script{"a/one": {retryAfter(429, 100 * time.Second)}},
+		{"a Retry-After beyond the budget ends it", targets("a/one"), script{"a/one": {retryAfter(429, 100*time.Second)}},
 			"a/one=429", -1, nil, "failed: 429"},
 		{"401 moves on at once", ab, script{"a/one": {status(401)}}, "a/one=401, b/two=200", 1, nil, ""},
 		{"403 moves on at once", ab, script{"a/one": {status(403)}}, "a/one=403, b/two=200", 1, nil, ""},
@@ -204,7 +204,7 @@ func TestBudgetStopsNewTargets(t *testing.T) {
 func TestKeyPool(t *testing.T) {
 	r, c, logs := newTestRouter(Policy{})
 	ts := []Target{{Model: "a/one", Provider: "a", Keys: []string{"k1", "k2", "k3"}}, {Model: "b/two", Provider: "b"}}
-	refused := map[string]error{"k1": retryAfter(429, 20 * time.Second), "k2": status(401)}
+	refused := map[string]error{"k1": retryAfter(429, 20*time.Second), "k2": status(401)}
 	var used []string
 	do := func(ctx context.Context, t Try) error {
 		k := KeyFrom(ctx)
