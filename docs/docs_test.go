@@ -268,6 +268,7 @@ func checkPath(tok string, entries map[string]bool) string {
 	tok = strings.Trim(tok, `"'(),;:[]`)
 	tok = strings.TrimPrefix(tok, "./")
 	tok = strings.TrimSuffix(tok, "/...")
+	tok = strings.TrimRight(tok, ".") // the end of a sentence
 	if !strings.Contains(tok, "/") || !pathToken.MatchString(tok) {
 		return ""
 	}
