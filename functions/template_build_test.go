@@ -26,7 +26,8 @@ import (
 // with "property ResponseTransferMode not defined").
 const minSAMCLI = "1.157.1"
 
-// bootstrapBuild is the build line the template and README document.
+// bootstrapBuild is the build line the template, samconfig.toml and
+// docs/aws.md document.
 const bootstrapBuild = "CGO_ENABLED=0 GOFLAGS=-tags=lambda.norpc sam build"
 
 // checkBootstrap returns what is wrong with a built bootstrap: not
@@ -92,10 +93,10 @@ func TestTemplateBootstrapCheckFails(t *testing.T) {
 	}
 }
 
-// TestTemplateBuildDocumented wants template.yaml and samconfig.toml to
-// name the build line and the minimum SAM CLI.
+// TestTemplateBuildDocumented wants template.yaml, samconfig.toml and the
+// deployment guide to name the build line and the minimum SAM CLI.
 func TestTemplateBuildDocumented(t *testing.T) {
-	for _, f := range []string{"template.yaml", "samconfig.toml"} {
+	for _, f := range []string{"template.yaml", "samconfig.toml", "docs/aws.md"} {
 		b, err := os.ReadFile(filepath.Join(repoRoot, f))
 		if err != nil {
 			t.Fatal(err)

@@ -12,7 +12,7 @@
 //
 // With GENWAY_BACKEND=embedded (the default) everything lives in
 // GENWAY_DATA_DIR (default ./.genway); the operator commands work while
-// `genway serve` runs on the same directory. See README.md.
+// `genway serve` runs on the same directory. See docs/operations.md.
 package main
 
 import (
@@ -84,7 +84,7 @@ the jobs worker and credits settlement in the same process. Configured by enviro
   GENWAY_MEDIA_POLL   delay between polls of a long-running media vendor (10s)
   GENWAY_CATALOG      a catalog file of your own
 and the providers' keys (OPENAI_API_KEY, GEMINI_API_KEY, ELEVENLABS_API_KEY, FAL_KEY, ...).
-See README.md for the whole list.
+See docs/operations.md ("Configuration") for the whole list.
 `
 
 // version is the module version and VCS revision the binary was built

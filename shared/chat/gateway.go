@@ -80,7 +80,7 @@ type Config struct {
 	Router *route.Router
 }
 
-// Gateway applies the chat completion rules of API.md in front of the
+// Gateway applies the chat completion rules of docs/api.md in front of the
 // providers, in one call per request (Run): it validates a request against
 // the catalog, refuses a priced model to an account with no credits left
 // (Admit), fetches images for providers that need bytes, calls the

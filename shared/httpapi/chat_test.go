@@ -521,7 +521,8 @@ func TestChatHeartbeat(t *testing.T) {
 }
 
 // TestChatUpstreamErrors: upstream failures map to the statuses of
-// API.md, before the first byte as JSON, for stream and non-stream.
+// docs/api.md ("Requests and errors"), before the first byte as JSON, for
+// stream and non-stream.
 func TestChatUpstreamErrors(t *testing.T) {
 	tests := []struct {
 		name       string

@@ -17,7 +17,8 @@ import (
 	"github.com/genway/genway/shared/credits"
 )
 
-// DefaultPerMinute is the default requests per minute per key (API.md).
+// DefaultPerMinute is the default requests per minute per key (docs/api.md,
+// "Rate limits").
 const DefaultPerMinute = 3000
 
 // Window is the length of a counting window.
