@@ -119,8 +119,8 @@ func StatusClass(status int) Class {
 // its default (DefaultPolicy).
 type Policy struct {
 	// Retries is how many more times a target is tried after a Transient
-	// failure (2). Another key of a pool after a 429, 401 or 403 is not a
-	// retry.
+	// failure (2; a negative number for none). Another key of a pool
+	// after a 429, 401 or 403 is not a retry.
 	Retries int
 	// Backoff is the wait before the first retry (250 ms); it doubles
 	// with each retry, with jitter (between half and all of it).
@@ -168,7 +168,6 @@ var DefaultPolicy = Policy{
 }
 
 // withDefaults returns p with its zero fields set to DefaultPolicy's.
-// Retries < 0 means none.
 func (p Policy) withDefaults() Policy {
 	d := DefaultPolicy
 	set := func(v *time.Duration, def time.Duration) {
@@ -176,11 +175,8 @@ func (p Policy) withDefaults() Policy {
 			*v = def
 		}
 	}
-	switch {
-	case p.Retries == 0:
+	if p.Retries == 0 {
 		p.Retries = d.Retries
-	case p.Retries < 0:
-		p.Retries = 0
 	}
 	set(&p.Backoff, d.Backoff)
 	set(&p.MaxWait, d.MaxWait)
@@ -230,6 +226,84 @@ func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 		}
 	}
 	return p, nil
+}
+
+// Action is what the policy says to do after a failed attempt.
+type Action int
+
+// Actions.
+const (
+	// Stop: answer the client with the failure (Final).
+	Stop Action = iota
+	// Again: the same target again, after the wait Decide returns.
+	Again
+	// OtherKey: the same target at once, with another key of its pool
+	// (not a retry).
+	OtherKey
+	// Next: the next target at once (or, with none left, Stop with this
+	// failure).
+	Next
+)
+
+var actionNames = [...]string{"stop", "again", "other_key", "next"}
+
+func (a Action) String() string {
+	if a >= 0 && int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return fmt.Sprintf("Action(%d)", int(a))
+}
+
+// State is where a request stands when an attempt fails, for Decide.
+type State struct {
+	Retry   int           // retries of this target so far (0 after its first attempt)
+	More    bool          // another target remains after this one
+	KeyFree bool          // another key of the target's pool is free (not tried, not resting)
+	Left    time.Duration // what is left of the budget
+	Jitter  float64       // in [0, 1): where the backoff falls between half and all of it
+}
+
+// Decide is the policy, the one place it is written: what to do after
+// failure f in state s, and for Again how long to wait first.
+//
+//   - Final: Stop.
+//   - Skip (the target cannot serve the request) and Unsupported (404):
+//     Next.
+//   - KeyRefused (401/403): OtherKey if one is free, else Next.
+//   - RateLimited (429): OtherKey if one is free, else as Transient.
+//   - Transient: Again after a backoff (Backoff doubled per retry, with
+//     jitter) or the upstream's Retry-After, while retries are left and
+//     the wait fits: within the budget left, and within MaxWait while
+//     another target remains; else Next.
+func (p Policy) Decide(f Failure, s State) (Action, time.Duration) {
+	p = p.withDefaults()
+	switch f.Class {
+	case Final:
+		return Stop, 0
+	case Skip, Unsupported:
+		return Next, 0
+	case KeyRefused:
+		if s.KeyFree {
+			return OtherKey, 0
+		}
+		return Next, 0
+	case RateLimited:
+		if s.KeyFree {
+			return OtherKey, 0
+		}
+	}
+	if s.Retry >= max(p.Retries, 0) {
+		return Next, 0
+	}
+	wait := f.RetryAfter
+	if wait <= 0 {
+		d := p.Backoff << min(s.Retry, 10)
+		wait = d/2 + time.Duration(s.Jitter*float64(d/2))
+	}
+	if (s.More && wait > p.MaxWait) || wait > s.Left {
+		return Next, 0
+	}
+	return Again, wait
 }
 
 // statusText is a status code as text, without allocating for the common

@@ -213,35 +213,20 @@ func (r *Router) target(ctx context.Context, targets []Target, i int, b *breaker
 			return false, true, finalError{err}
 		}
 		b.record(p, true, r.now())
-		switch f.Class {
-		case KeyRefused:
-			if try.Key != "" {
-				r.rest(t, try.Key, p.KeyBench, true)
-				if r.freeKey(t.Keys, tried) {
-					continue
-				}
-			}
-			return false, true, err
-		case Unsupported:
-			return false, true, err
-		case RateLimited:
-			if try.Key != "" {
-				r.rest(t, try.Key, cmp(f.RetryAfter, p.KeyCooldown), false)
-				if r.freeKey(t.Keys, tried) {
-					continue
-				}
-			}
+		// A key refused or rate-limited rests, whatever comes next.
+		switch {
+		case try.Key == "":
+		case f.Class == KeyRefused:
+			r.rest(t, try.Key, p.KeyBench, true)
+		case f.Class == RateLimited:
+			r.rest(t, try.Key, cmp(f.RetryAfter, p.KeyCooldown), false)
 		}
-		// Transient (and RateLimited with no other key): the same target
-		// again, after a wait that fits.
-		if retry >= p.Retries {
-			return false, true, err
-		}
-		wait := f.RetryAfter
-		if wait <= 0 {
-			wait = r.backoff(retry)
-		}
-		if (more && wait > p.MaxWait) || r.now().Add(wait).After(budgetEnd) {
+		act, wait := p.Decide(f, State{Retry: retry, More: more, KeyFree: pool && r.freeKey(t.Keys, tried),
+			Left: budgetEnd.Sub(r.now()), Jitter: r.jitter()})
+		switch act {
+		case OtherKey:
+			continue
+		case Next:
 			return false, true, err
 		}
 		if !r.sleep(ctx, wait) {
@@ -259,13 +244,6 @@ func cmp(a, b time.Duration) time.Duration {
 		return a
 	}
 	return b
-}
-
-// backoff is the wait before retry n+1: Backoff doubled n times, with
-// jitter (between half and all of it).
-func (r *Router) backoff(n int) time.Duration {
-	d := r.policy.Backoff << min(n, 10)
-	return d/2 + time.Duration(r.jitter()*float64(d/2))
 }
 
 // breaker returns the breaker of target model, made on first use.

@@ -379,7 +379,7 @@ func TestPolicyFromEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	p = p.withDefaults()
-	if p.Retries != 0 || p.Budget != 5*time.Second || p.FirstToken != 200*time.Millisecond || p.MaxWait != DefaultPolicy.MaxWait {
+	if p.Retries != -1 || p.Budget != 5*time.Second || p.FirstToken != 200*time.Millisecond || p.MaxWait != DefaultPolicy.MaxWait {
 		t.Errorf("policy %+v", p)
 	}
 	for _, bad := range []map[string]string{{"GENWAY_ROUTE_BUDGET": "soon"}, {"GENWAY_ROUTE_RETRIES": "-1"}, {"GENWAY_ROUTE_FIRST_TOKEN": "0s"}} {
@@ -406,5 +406,40 @@ func TestKeySet(t *testing.T) {
 	}
 	if got := (KeySet{}).Key(ctx); got != "" {
 		t.Errorf("empty set's key = %q", got)
+	}
+}
+
+func TestDecide(t *testing.T) {
+	p := DefaultPolicy
+	fresh := State{More: true, Left: time.Minute, Jitter: 0.5}
+	last := State{Left: time.Minute, Jitter: 0.5}
+	tests := []struct {
+		name string
+		f    Failure
+		s    State
+		want Action
+		wait time.Duration
+	}{
+		{"final", Failure{Class: Final, Status: 400}, fresh, Stop, 0},
+		{"skip", Failure{Class: Skip}, fresh, Next, 0},
+		{"404", Failure{Class: Unsupported, Status: 404}, fresh, Next, 0},
+		{"401 with a free key", Failure{Class: KeyRefused, Status: 401}, State{KeyFree: true, More: true, Left: time.Minute}, OtherKey, 0},
+		{"401 without", Failure{Class: KeyRefused, Status: 401}, fresh, Next, 0},
+		{"429 with a free key", Failure{Class: RateLimited, Status: 429, RetryAfter: time.Hour}, State{KeyFree: true, Left: time.Minute}, OtherKey, 0},
+		{"429 short Retry-After", Failure{Class: RateLimited, Status: 429, RetryAfter: time.Second}, fresh, Again, time.Second},
+		{"429 long Retry-After, more targets", Failure{Class: RateLimited, Status: 429, RetryAfter: 5 * time.Second}, fresh, Next, 0},
+		{"429 long Retry-After, last target", Failure{Class: RateLimited, Status: 429, RetryAfter: 5 * time.Second}, last, Again, 5 * time.Second},
+		{"Retry-After beyond the budget", Failure{Class: Transient, Status: 503, RetryAfter: 2 * time.Minute}, last, Next, 0},
+		{"first retry", Failure{Class: Transient, Status: 500}, fresh, Again, 187500 * time.Microsecond},
+		{"second retry", Failure{Class: Transient, Status: 500}, State{Retry: 1, More: true, Left: time.Minute, Jitter: 0.5}, Again, 375 * time.Millisecond},
+		{"retries spent", Failure{Class: Transient, Status: 500}, State{Retry: 2, More: true, Left: time.Minute}, Next, 0},
+		{"no jitter: half the backoff", Failure{Class: Transient, Reason: "stall"}, State{Left: time.Minute}, Again, 125 * time.Millisecond},
+		{"budget spent", Failure{Class: Transient, Reason: "connection"}, State{Left: 0}, Next, 0},
+	}
+	for _, tt := range tests {
+		act, wait := p.Decide(tt.f, tt.s)
+		if act != tt.want || wait != tt.wait {
+			t.Errorf("%s: Decide(%+v, %+v) = %v, %v; want %v, %v", tt.name, tt.f, tt.s, act, wait, tt.want, tt.wait)
+		}
 	}
 }
