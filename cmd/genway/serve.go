@@ -26,6 +26,7 @@ import (
 	"github.com/genway/genway/shared/localmedia"
 	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/ratelimit"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/upstreams"
 )
 
@@ -210,7 +211,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stop()
 		usage.Close(done)
 	}()
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store})
+	// One router for chat and jobs: its breakers and key rests are this
+	// process's (GENWAY_ROUTE_* tune its policy).
+	policy, err := route.PolicyFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	router := route.New(policy, log)
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store, Router: router})
 	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Configured: cat.ConfiguredFunc(getenv), Balances: be.store}
 	media, err := upstreams.NewMedia(cat, getenv, nil)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/secrets"
 	"github.com/genway/genway/shared/upstreams"
 )
@@ -52,7 +53,14 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// Usage is written synchronously, after the response is flushed: a
 	// Lambda may be frozen or killed right after an invocation, so nothing
 	// may wait in memory (chat.BufferedRecorder is for genway serve).
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers.Providers(), Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store})
+	// The router's breakers and key rests are this container's
+	// (GENWAY_ROUTE_* tune its policy).
+	policy, err := route.PolicyFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers.Providers(), Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store,
+		Router: route.New(policy, b.Log)})
 	// A non-streamed answer is kept alive with spaces, so that API
 	// Gateway does not cut a silent reasoning model (GENWAY_CHAT_KEEPALIVE,
 	// default 10 s, the stream heartbeat's interval).
