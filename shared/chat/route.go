@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -39,15 +40,15 @@ func (e *AttemptsError) Error() string { return e.Err.Error() }
 // Unwrap returns the last attempt's error.
 func (e *AttemptsError) Unwrap() error { return e.Err }
 
-// Failure classifies e by the routing policy: by its upstream status
-// (route.StatusClass) when it has one, else by its kind: a timeout or a
-// failure to talk to the upstream (connection refused, a dropped stream)
-// is Transient, a provider that is not configured is skipped, a bad
-// request is Final.
+// Failure classifies e by the routing policy: by its upstream error
+// status (route.StatusClass) when it has one, else by its kind: a timeout
+// or a failure to talk to the upstream (connection refused, a dropped
+// stream, an error event inside a 200 stream) is Transient, a provider
+// that is not configured is skipped, a bad request is Final.
 func (e *UpstreamError) Failure() route.Failure {
-	f := route.Failure{Status: e.Status, RetryAfter: e.RetryAfter}
-	if e.Status != 0 {
-		f.Class = route.StatusClass(e.Status)
+	f := route.Failure{RetryAfter: e.RetryAfter}
+	if e.Status >= 400 {
+		f.Class, f.Status = route.StatusClass(e.Status), e.Status
 		return f
 	}
 	switch e.Kind {
@@ -61,6 +62,9 @@ func (e *UpstreamError) Failure() route.Failure {
 		f.Class, f.Reason = route.Final, "bad_request"
 	default:
 		f.Class, f.Reason = route.Transient, "connection"
+		if e.Status == http.StatusOK {
+			f.Reason = "in_band" // an error inside a 200 stream
+		}
 	}
 	return f
 }

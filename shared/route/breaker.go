@@ -47,6 +47,9 @@ func (b *breaker) allow(now time.Time) bool {
 
 // record counts a call's outcome and opens or closes the breaker.
 func (b *breaker) record(p *Policy, failed bool, now time.Time) {
+	if p.NoBreakers {
+		return
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.window) != p.BreakerWindow {

@@ -117,7 +117,7 @@ func (r *Router) Run(ctx context.Context, targets []Target, classify func(error)
 				return res, last
 			}
 			b := r.breaker(targets[i].Model)
-			if pass == 0 && !b.allow(r.now()) {
+			if pass == 0 && !r.policy.NoBreakers && !b.allow(r.now()) {
 				continue
 			}
 			ok, made, err := r.target(ctx, targets, i, b, budgetEnd, &res, classify, do)

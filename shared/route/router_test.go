@@ -382,7 +382,10 @@ func TestPolicyFromEnv(t *testing.T) {
 	if p.Retries != -1 || p.Budget != 5*time.Second || p.FirstToken != 200*time.Millisecond || p.MaxWait != DefaultPolicy.MaxWait {
 		t.Errorf("policy %+v", p)
 	}
-	for _, bad := range []map[string]string{{"GENWAY_ROUTE_BUDGET": "soon"}, {"GENWAY_ROUTE_RETRIES": "-1"}, {"GENWAY_ROUTE_FIRST_TOKEN": "0s"}} {
+	if p, _ := PolicyFromEnv(func(k string) string { return map[string]string{"GENWAY_ROUTE_BREAKERS": "off"}[k] }); !p.NoBreakers {
+		t.Error("GENWAY_ROUTE_BREAKERS=off did not turn breakers off")
+	}
+	for _, bad := range []map[string]string{{"GENWAY_ROUTE_BREAKERS": "maybe"}, {"GENWAY_ROUTE_BUDGET": "soon"}, {"GENWAY_ROUTE_RETRIES": "-1"}, {"GENWAY_ROUTE_FIRST_TOKEN": "0s"}} {
 		if _, err := PolicyFromEnv(func(k string) string { return bad[k] }); err == nil {
 			t.Errorf("PolicyFromEnv(%v) = nil error", bad)
 		}
