@@ -3,7 +3,9 @@
 // settled exactly once when the job's status becomes final: captured on
 // completed, released on failed. Settle is driven by the job change stream
 // (DynamoDB Streams in AWS, the embedded store's change feed locally) through
-// Apply, the one function both use.
+// Apply, the one function both use. A capture also counts the job in the
+// account's job usage (JobUsage) in the same atomic step, so usage and
+// charges cannot disagree. Chat usage is recorded apart (UsageStore).
 package credits
 
 import (
