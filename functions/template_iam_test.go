@@ -111,8 +111,8 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:PutItem", accountsTable}: "admin.Service: CreateKey/ImportKey (PutKey's transaction Puts), Grant's ledger entry, " +
 			"AddAudit; Reconcile: Settle's ledger entry",
 		{"dynamodb:UpdateItem", accountsTable}: "admin.Service: Grant (transaction Update), SetRateLimit, RevokeKey; " +
-			"Reconcile: Settle's account update; playground jobs: Store.Create's hold",
-		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage, Audit (one partition each)",
+			"Reconcile: Settle's account update and job usage counters; playground jobs: Store.Create's hold",
+		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage (chat and job usage), Audit (one partition each)",
 		{"dynamodb:Scan", accountsTable}:  "admin.Service: Accounts and Keys (operator listings)",
 		{"dynamodb:GetItem", jobsTable}:   "jobs.Service.GetAny and CancelAny: Store.Get",
 		{"dynamodb:PutItem", jobsTable}:   "playground jobs: Store.Create (the job and its idempotency key)",
@@ -146,13 +146,13 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:Scan", accountsTable}:       "jobs.Reconcile: Store.Accounts (every account, filtered on sk)",
 		{"dynamodb:GetItem", accountsTable}:    "jobs.Reconcile: Store.LedgerEntry",
 		{"dynamodb:PutItem", accountsTable}:    "jobs.Reconcile -> credits.Apply -> Store.Settle: the ledger entry",
-		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold",
+		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, and a capture's job usage counters",
 		{"dynamodb:Query", byAccount}:          "jobs.Reconcile: Store.List, an account's final jobs",
 		{"dynamodb:BatchGetItem", jobsTable}:   "Store.List: getJobs, the page's jobs",
 	},
 	"CreditsFunction": {
 		{"dynamodb:PutItem", accountsTable}:    "lambdaevents.Credits -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",
-		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold (transaction Update)",
+		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, and a capture's job usage counters (transaction Updates)",
 		// Added by SAM for the stream's DestinationConfig.OnFailure.
 		{"sqs:SendMessage", failureQueue}: "SAM: the stream event source's OnFailure destination (translation only)",
 	},

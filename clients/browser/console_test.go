@@ -645,24 +645,29 @@ func TestConsole(t *testing.T) {
 	}
 	b.shot("job")
 
-	// Usage: the chat shows in the table and the chart.
+	// Usage: the chat and the completed jobs show in the table and the
+	// charts (credits: the jobs, as the synthetic chat is unpriced;
+	// tokens: the chat).
 	deadline = time.Now().Add(stepTimeout)
 	for {
 		b.open("/console/usage")
-		if strings.Contains(b.text("#usage-table"), "synthetic/thinker") {
+		if table := b.text("#usage-table"); strings.Contains(table, "synthetic/thinker") && strings.Contains(table, "synthetic-sfx") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the chat never shows on the usage page")
+			t.Fatal("the chat and the jobs never show on the usage page")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if n := eval[int](b, `document.querySelectorAll("#usage-chart rect.bar").length`); n < 1 {
-		t.Error("the usage chart has no bar")
+		t.Error("the tokens chart has no bar")
+	}
+	if n := eval[int](b, `document.querySelectorAll("#credits-chart rect.bar").length`); n < 1 {
+		t.Error("the credits chart has no bar")
 	}
 	b.shot("usage")
-	b.open("/console/usage?metric=tokens")
-	b.shot("usage-tokens")
+	b.open("/console/usage?metric=jobs")
+	b.shot("usage-jobs")
 
 	// The audit log has the operator's actions.
 	b.open("/console/audit")

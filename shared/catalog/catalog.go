@@ -100,6 +100,8 @@ type Model struct {
 	Thinking     string        `json:"thinking,omitempty"` // ThinkingEffort, ThinkingBudget or ThinkingAdaptive
 
 	// Job models.
+	// Formats are the output formats the model produces (a job's
+	// "format"): mp3 and/or wav for audio, ["mp4"] for video. Required.
 	Formats         []string `json:"formats,omitempty"`
 	MinDuration     int      `json:"min_duration,omitempty"` // 0: 1 second
 	MaxDuration     int      `json:"max_duration,omitempty"`
@@ -296,8 +298,8 @@ func Parse(b []byte) (*Catalog, error) {
 			if m.MaxDuration <= 0 || m.Price == nil {
 				return nil, fmt.Errorf("parse catalog: job model %q needs max_duration and price", m.ID)
 			}
-			if m.Type != TypeVideo && len(m.Formats) == 0 {
-				return nil, fmt.Errorf("parse catalog: audio model %q needs formats", m.ID)
+			if err := m.checkFormats(); err != nil {
+				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
 			}
 			if err := m.checkJobLimits(); err != nil {
 				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
@@ -323,6 +325,23 @@ func Parse(b []byte) (*Catalog, error) {
 		c.byID[c.Models[i].ID] = &c.Models[i]
 	}
 	return &c, nil
+}
+
+// VideoFormat is the one format of every video model: each video adapter
+// delivers MP4 (the synthetic provider Motion JPEG in MP4, Veo and the
+// hosted models H.264), and none asks its vendor for another container.
+const VideoFormat = "mp4"
+
+// checkFormats checks that a job model lists the formats it produces: at
+// least one for audio, exactly VideoFormat for video.
+func (m *Model) checkFormats() error {
+	switch {
+	case m.Type == TypeVideo && (len(m.Formats) != 1 || m.Formats[0] != VideoFormat):
+		return fmt.Errorf(`a video model needs "formats": [%q] (Genway delivers video as MP4); got %q`, VideoFormat, m.Formats)
+	case len(m.Formats) == 0:
+		return fmt.Errorf(`an audio model needs "formats", e.g. ["mp3", "wav"]`)
+	}
+	return nil
 }
 
 // checkJobLimits checks that a job model's default duration and size are

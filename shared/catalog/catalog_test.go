@@ -20,13 +20,46 @@ func TestDefaultParses(t *testing.T) {
 		if _, ok := c.Provider(m.Provider); !ok {
 			t.Errorf("model %s: unknown provider %s", m.ID, m.Provider)
 		}
+		if m.Type != TypeChat && len(m.Formats) == 0 {
+			t.Errorf("job model %s lists no formats", m.ID)
+		}
+	}
+}
+
+// TestFormats checks that every job model must list the formats it
+// produces, and that a video model's are exactly mp4.
+func TestFormats(t *testing.T) {
+	const cat = `{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"m","type":%q,"provider":"v","max_duration":8,"price":{"credits_per_second":1}%s}]}`
+	tests := []struct {
+		name, typ, formats, wantErr string
+	}{
+		{"video mp4", "video", `,"formats":["mp4"]`, ""},
+		{"video without formats", "video", ``, `"formats": ["mp4"]`},
+		{"video empty formats", "video", `,"formats":[]`, `"formats": ["mp4"]`},
+		{"video webm", "video", `,"formats":["webm"]`, `"formats": ["mp4"]`},
+		{"video mp4 and webm", "video", `,"formats":["mp4","webm"]`, `"formats": ["mp4"]`},
+		{"music mp3 and wav", "music", `,"formats":["mp3","wav"],"modes":["DESCRIPTION"]`, ""},
+		{"music without formats", "music", `,"modes":["DESCRIPTION"]`, `needs "formats"`},
+		{"sfx wav", "sfx", `,"formats":["wav"]`, ""},
+		{"sfx without formats", "sfx", ``, `needs "formats"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(fmt.Sprintf(cat, tt.typ, tt.formats)))
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("Parse(%s) = %v; want nil", tt.formats, err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Parse(%s) = %v; want an error containing %q", tt.formats, err, tt.wantErr)
+			}
+		})
 	}
 }
 
 // TestJobLimits checks that a job model's defaults are among the values it
 // allows, so that a request with no duration or size is never refused.
 func TestJobLimits(t *testing.T) {
-	const head = `{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"m","type":"video","provider":"v","price":{"credits_per_second":1},`
+	const head = `{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"m","type":"video","provider":"v","formats":["mp4"],"price":{"credits_per_second":1},`
 	tests := []struct {
 		name, model, wantErr string
 	}{

@@ -130,7 +130,7 @@ type accountPage struct {
 	Account credits.Account
 	Keys    []auth.Record
 	Ledger  []credits.Entry
-	Usage   []credits.Usage
+	Usage   []admin.DayUsage
 }
 
 func (c *Console) account(p *Page, w http.ResponseWriter, r *http.Request) error {

@@ -3,13 +3,16 @@
 // settled exactly once when the job's status becomes final: captured on
 // completed, released on failed. Settle is driven by the job change stream
 // (DynamoDB Streams in AWS, the embedded store's change feed locally) through
-// Apply, the one function both use.
+// Apply, the one function both use. A capture also counts the job in the
+// account's job usage (JobUsage) in the same atomic step, so usage and
+// charges cannot disagree. Chat usage is recorded apart (UsageStore).
 package credits
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/genway/genway/shared/apierr"
 )
@@ -42,7 +45,13 @@ type Entry struct {
 	Kind    string `json:"kind"`
 	Amount  int64  `json:"amount"`
 	JobID   string `json:"job_id,omitempty"`
-	At      int64  `json:"at"` // Unix seconds
+	// JobType and Model are the settled job's type (music, sfx, video)
+	// and model: a Capture that has them is counted in the job usage
+	// (see Store.Settle). Entries written before they existed have
+	// neither.
+	JobType string `json:"job_type,omitempty"`
+	Model   string `json:"model,omitempty"`
+	At      int64  `json:"at"` // Unix seconds; for a settlement, when the job ended
 }
 
 // ErrAccountNotFound is returned for an unknown account.
@@ -57,7 +66,11 @@ var ErrAlreadySettled = errors.New("job already settled")
 type Store interface {
 	// Settle writes e (ID "job:<id>") and applies it to the account in one
 	// atomic step, only if no entry with e.ID exists; otherwise it returns
-	// ErrAlreadySettled and changes nothing.
+	// ErrAlreadySettled and changes nothing. A Capture with a JobType and
+	// a Model also adds its job and amount to the account's job usage
+	// (JobUsageOf) in that same step, so a job is counted exactly when it
+	// is charged: once, however often it is settled again. Arguments
+	// CheckSettlement refuses are an error and nothing is written.
 	Settle(ctx context.Context, e Entry) error
 	// Account returns the account, or ErrAccountNotFound.
 	Account(ctx context.Context, id string) (Account, error)
@@ -72,14 +85,17 @@ type Store interface {
 type Change struct {
 	JobID     string
 	Account   string
+	JobType   string // music, sfx or video
+	Model     string
 	OldStatus string
 	NewStatus string
 	Price     int64
-	At        int64
+	At        int64 // Unix seconds of the change (the job's updated)
 }
 
 // Apply settles the job in c if c is a transition into a final status:
-// capture on "completed", release on "failed". Records that are not final
+// capture on "completed" (counted in the job usage of c's type and model,
+// on the UTC day of c.At), release on "failed". Records that are not final
 // transitions, or have no price, are ignored. A redelivered change is a
 // success that changes nothing.
 func Apply(ctx context.Context, s Store, c Change) error {
@@ -95,9 +111,36 @@ func Apply(ctx context.Context, s Store, c Change) error {
 	default:
 		return nil
 	}
-	err := s.Settle(ctx, Entry{ID: "job:" + c.JobID, Account: c.Account, Kind: kind, Amount: c.Price, JobID: c.JobID, At: c.At})
+	e := Entry{ID: "job:" + c.JobID, Account: c.Account, Kind: kind, Amount: c.Price, JobID: c.JobID, At: c.At}
+	// A change without a usable type and model (a record from before they
+	// were sent) is settled all the same, and counted in no job usage: a
+	// label must never hold up a settlement.
+	if c.JobType != "" && c.Model != "" && !strings.ContainsRune(c.JobType+c.Model, 0) {
+		e.JobType, e.Model = c.JobType, c.Model
+	}
+	err := s.Settle(ctx, e)
 	if err != nil && !errors.Is(err, ErrAlreadySettled) {
 		return fmt.Errorf("settle job %s (%s): %w", c.JobID, kind, err)
+	}
+	return nil
+}
+
+// CheckSettlement validates the arguments of Store.Settle; stores call it
+// first. The entry needs an id, an account, the kind Capture or Release
+// and a non-negative amount; JobType and Model are both set or both
+// empty, and free of NUL bytes.
+func CheckSettlement(e Entry) error {
+	switch {
+	case e.ID == "" || e.Account == "":
+		return fmt.Errorf("settle %q: need an id and an account", e.ID)
+	case e.Kind != Capture && e.Kind != Release:
+		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
+	case e.Amount < 0:
+		return fmt.Errorf("settle %s: negative amount %d", e.ID, e.Amount)
+	case (e.JobType == "") != (e.Model == ""):
+		return fmt.Errorf("settle %s: job type %q and model %q: give both or neither", e.ID, e.JobType, e.Model)
+	case strings.ContainsRune(e.JobType+e.Model+e.Account, 0):
+		return fmt.Errorf("settle %s: NUL byte in account, job type or model", e.ID)
 	}
 	return nil
 }

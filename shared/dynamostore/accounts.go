@@ -37,45 +37,44 @@ func (a accountItem) account() credits.Account {
 // "ledger#<entry id>"). Seq (Unix nanoseconds at write) orders the ledger:
 // entry ids are not ordered, and At has only second resolution.
 type ledgerItem struct {
-	PK     string `json:"pk"`
-	SK     string `json:"sk"`
-	Kind   string `json:"kind"`
-	Amount int64  `json:"amount"`
-	JobID  string `json:"job_id,omitempty"`
-	At     int64  `json:"at"`
-	Seq    int64  `json:"seq"`
+	PK      string `json:"pk"`
+	SK      string `json:"sk"`
+	Kind    string `json:"kind"`
+	Amount  int64  `json:"amount"`
+	JobID   string `json:"job_id,omitempty"`
+	JobType string `json:"job_type,omitempty"`
+	Model   string `json:"model,omitempty"`
+	At      int64  `json:"at"`
+	Seq     int64  `json:"seq"`
 }
 
 func newLedgerItem(e credits.Entry) ledgerItem {
 	return ledgerItem{
 		PK: acctPrefix + e.Account, SK: ledgerPrefix + e.ID, Kind: e.Kind, Amount: e.Amount,
-		JobID: e.JobID, At: e.At, Seq: time.Now().UnixNano(),
+		JobID: e.JobID, JobType: e.JobType, Model: e.Model, At: e.At, Seq: time.Now().UnixNano(),
 	}
 }
 
 func (l ledgerItem) entry() credits.Entry {
 	return credits.Entry{
 		ID: strings.TrimPrefix(l.SK, ledgerPrefix), Account: strings.TrimPrefix(l.PK, acctPrefix),
-		Kind: l.Kind, Amount: l.Amount, JobID: l.JobID, At: l.At,
+		Kind: l.Kind, Amount: l.Amount, JobID: l.JobID, JobType: l.JobType, Model: l.Model, At: l.At,
 	}
 }
 
 // Settle implements credits.Store: capture (balance -= amount, held -=
 // amount) or release (held -= amount, available += amount), exactly once per
-// entry id. It returns credits.ErrAccountNotFound if the account does not
-// exist, and an error for any other kind.
+// entry id, in one TransactWriteItems: the ledger entry (put with
+// attribute_not_exists(sk)), the account update and, for a Capture with a
+// job type and model, the ADD of its job usage counters. It returns
+// credits.ErrAccountNotFound if the account does not exist.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
-	if e.ID == "" || e.Account == "" || e.Amount < 0 {
-		return fmt.Errorf("settle %q: need an id, an account and a non-negative amount", e.ID)
+	if err := credits.CheckSettlement(e); err != nil {
+		return err
 	}
-	var update string
-	switch e.Kind {
-	case credits.Capture:
+	update := "SET held = held - :a, available = available + :a"
+	if e.Kind == credits.Capture {
 		update = "SET balance = balance - :a, held = held - :a"
-	case credits.Release:
-		update = "SET held = held - :a, available = available + :a"
-	default:
-		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
 	}
 	item, err := marshalMap(newLedgerItem(e))
 	if err != nil {
@@ -94,6 +93,9 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			UpdateExpression:          aws.String(update),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(e.Amount)},
 		}},
+	}
+	if u, ok := credits.JobUsageOf(e); ok {
+		items = append(items, types.TransactWriteItem{Update: s.jobUsageUpdate(u)})
 	}
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})

@@ -26,7 +26,9 @@ func ChangeFromImages(oldImage, newImage map[string]types.AttributeValue) (credi
 		return credits.Change{}, false
 	}
 	return credits.Change{
-		JobID: id, Account: stringAttr(newImage, "account"), OldStatus: old, NewStatus: status,
+		JobID: id, Account: stringAttr(newImage, "account"),
+		JobType: stringAttr(newImage, "type"), Model: stringAttr(newImage, "model"),
+		OldStatus: old, NewStatus: status,
 		Price: numberAttr(newImage, "price"), At: numberAttr(newImage, "updated"),
 	}, true
 }

@@ -179,7 +179,7 @@ func AdminRoutes(cfg AdminConfig) []Route {
 				return nil, err
 			}
 			if u == nil {
-				u = []credits.Usage{}
+				u = []admin.DayUsage{}
 			}
 			return listOf(u, false), nil
 		})},

@@ -69,7 +69,10 @@ func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time
 					if ok {
 						continue
 					}
-					c := credits.Change{JobID: j.ID, Account: j.Account, OldStatus: string(Processing), NewStatus: string(j.Status), Price: j.Price, At: now.Unix()}
+					// At is when the job ended, as the stream would have
+					// said: its job usage counts on that day.
+					c := credits.Change{JobID: j.ID, Account: j.Account, JobType: j.Type, Model: j.Model,
+						OldStatus: string(Processing), NewStatus: string(j.Status), Price: j.Price, At: j.Updated}
 					if err := credits.Apply(ctx, cs, c); err != nil {
 						return res, fmt.Errorf("reconcile: %w", err)
 					}

@@ -37,11 +37,12 @@ func validAccount(id string) error {
 // Settle writes e and applies it to its account in one transaction, only if
 // no entry with e.ID exists; otherwise it returns credits.ErrAlreadySettled
 // and changes nothing. A Capture takes e.Amount from the balance and the
-// held credits; a Release returns it from held to available. It returns
-// credits.ErrAccountNotFound for an unknown account.
+// held credits, and adds its job usage (credits.JobUsageOf) in the same
+// transaction; a Release returns the amount from held to available. It
+// returns credits.ErrAccountNotFound for an unknown account.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
-	if e.ID == "" || (e.Kind != credits.Capture && e.Kind != credits.Release) || e.Amount < 0 {
-		return fmt.Errorf("settle %q: need an id, kind capture or release and a non-negative amount", e.ID)
+	if err := credits.CheckSettlement(e); err != nil {
+		return err
 	}
 	err := s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket([]byte(bucketLedger)).Get([]byte(e.ID)) != nil {
@@ -62,6 +63,9 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		}
 		a.Available = a.Balance - a.Held
 		if err := putJSON(ab, []byte(a.ID), a); err != nil {
+			return err
+		}
+		if err := addJobUsage(tx, e); err != nil {
 			return err
 		}
 		return putEntry(tx, e)

@@ -198,7 +198,8 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 			return err
 		}
 		return appendChange(tx, credits.Change{
-			JobID: j.ID, Account: j.Account, OldStatus: string(from), NewStatus: string(to), Price: j.Price, At: at,
+			JobID: j.ID, Account: j.Account, JobType: j.Type, Model: j.Model,
+			OldStatus: string(from), NewStatus: string(to), Price: j.Price, At: at,
 		})
 	})
 	if err != nil {
