@@ -225,8 +225,12 @@ func TestFFmpegDecodeVideo(t *testing.T) {
 				}
 				for _, p := range planes {
 					for y := 0; y < p.h; y++ {
-						if !bytes.Equal(got[:p.w], p.want[y*p.stride:y*p.stride+p.w]) {
-							t.Fatalf("frame %d: %s row %d decodes to %v; want %v", i, p.name, y, got[:min(p.w, 16)], p.want[y*p.stride:y*p.stride+min(p.w, 16)])
+						want := p.want[y*p.stride : y*p.stride+p.w]
+						for x := range want {
+							if got[x] != want[x] {
+								at := x &^ 7
+								t.Fatalf("frame %d: %s row %d from column %d decodes to %v; want %v", i, p.name, y, at, got[at:min(at+16, p.w)], want[at:min(at+16, p.w)])
+							}
 						}
 						got = got[p.w:]
 					}

@@ -9,33 +9,36 @@ import (
 
 // The H.264 encoder writes a Constrained Baseline stream (ITU-T H.264,
 // profile_idc 66 with constraint_set0 and constraint_set1) that every
-// browser's decoder plays, and that is lossless for 4:2:0 8-bit samples:
+// browser's decoder plays, and that is lossless for 4:2:0 8-bit samples.
+// Each macroblock takes the first of these codings that reproduces it
+// exactly:
 //
-//   - Every macroblock of an IDR picture, and every macroblock that
-//     differs from the previous picture in a P picture, is intra-coded:
-//     as Intra_16x16 with no residual when a 16x16 luma prediction and an
-//     8x8 chroma prediction from its neighbours reproduce its samples
-//     exactly (flat or row-constant areas: most of the synthetic scene),
-//     else as I_PCM (the raw samples, 384 bytes).
-//   - Every macroblock of a P picture equal to the one at the same place in
-//     the previous picture is skipped (mb_skip_run): a P_Skip whose motion
-//     vector is always zero here, because every neighbour is either intra
-//     or a zero-vector skip.
+//   - in a P picture, P_Skip (counted in an mb_skip_run): the previous
+//     picture at the vector a skip infers from its neighbours, mostly zero;
+//   - in a P picture, P_L0_16x16 with no residual: the previous picture at
+//     a zero vector or at one of the displacements the scene says its
+//     sliding parts moved by (whole even pixels, so that luma and chroma
+//     are copied, never interpolated);
+//   - Intra_16x16 with no residual: a 16x16 luma and an 8x8 chroma
+//     prediction from its neighbours (flat or row-constant areas: most of
+//     the synthetic scene);
+//   - I_PCM: the raw samples, 384 bytes (edges that move).
 //
 // So the decoder's output is exactly the encoder's input, with no transform
 // and no entropy coding beyond the header-level syntax: Exp-Golomb codes and
-// one CAVLC coeff_token (the empty Intra16x16DCLevel block). One slice per
-// picture, one reference frame, picture order type 2 (output order is
+// one CAVLC coeff_token (the empty Intra16x16DCLevel block). The encoder
+// tracks each macroblock's vector to predict the next ones' as the decoder
+// does (8.4.1). One slice per picture, one reference frame, an IDR picture
+// every h264IDRInterval frames, picture order type 2 (output order is
 // decoding order), the deblocking filter off, CAVLC. Sizes that are not a
 // multiple of 16 are coded as whole macroblocks and cropped (frame_cropping
 // in the SPS; the padding repeats the background). The VUI says: square
 // pixels, BT.601 (SMPTE 170M) limited-range colour, the frame rate, and no
 // frame reordering.
 //
-// Level: the lowest whose frame size and macroblock rate fit. Lossless
-// intra macroblocks exceed what the levels allow for bit rate and
-// compression ratio (MaxBR, MinCR); decoders do not enforce those, and the
-// stream says so nowhere else.
+// Level: the lowest whose frame size and macroblock rate fit. I_PCM
+// macroblocks exceed what the levels allow for bit rate and compression
+// ratio (MaxBR, MinCR); decoders do not enforce those limits.
 
 // h264IDRInterval is the distance in frames between IDR pictures: the
 // random-access points that seeking starts decoding from.
@@ -264,12 +267,14 @@ func isIDR(i int) bool { return i%h264IDRInterval == 0 }
 
 // encodeFrame appends frame i (cur) as one MP4 sample: a length-prefixed
 // slice NAL unit. prev is frame i-1, ignored for an IDR frame. Both are
-// padded frames of mbw*16 x mbh*16 (see scene.newFrame); scratch is
-// reused between calls.
-func (e *h264Encoder) encodeFrame(dst []byte, cur, prev *image.YCbCr, i int, s *h264Scratch) []byte {
+// padded frames of mbw*16 x mbh*16 (see scene.newFrame). motion lists
+// displacements, in whole even pixels, that parts of prev may have moved
+// by to make cur (the scene knows them: its sweeping bar's); a P frame
+// tries them on its changed macroblocks. scratch is reused between calls.
+func (e *h264Encoder) encodeFrame(dst []byte, cur, prev *image.YCbCr, i int, motion []image.Point, s *h264Scratch) []byte {
 	idr := isIDR(i)
-	if len(s.pcm) != e.mbw*e.mbh {
-		s.pcm = make([]bool, e.mbw*e.mbh)
+	if n := e.mbw * e.mbh; len(s.mbs) != n {
+		s.mbs = make([]mbInfo, n)
 	}
 	w := &s.bits
 	w.resetGrow(w.buf)
@@ -297,6 +302,14 @@ func (e *h264Encoder) encodeFrame(dst []byte, cur, prev *image.YCbCr, i int, s *
 	w.se(0) // slice_qp_delta
 	w.ue(1) // disable_deblocking_filter_idc: off
 
+	// The motion vectors a P macroblock may take, in quarter samples.
+	s.cands = append(s.cands[:0], mv{})
+	for _, d := range motion {
+		if d.X%2 == 0 && d.Y%2 == 0 && d != (image.Point{}) {
+			s.cands = append(s.cands, mv{-4 * d.X, -4 * d.Y}) // a vector points back to where the samples were
+		}
+	}
+
 	// Slice data (7.3.4), CAVLC.
 	mbBase := uint32(0)
 	if !idr {
@@ -305,30 +318,47 @@ func (e *h264Encoder) encodeFrame(dst []byte, cur, prev *image.YCbCr, i int, s *
 	skipRun := uint32(0)
 	for my := 0; my < e.mbh; my++ {
 		for mx := 0; mx < e.mbw; mx++ {
-			addr := my*e.mbw + mx
-			if !idr && sameMB(cur, prev, mx, my) {
-				s.pcm[addr] = false
-				skipRun++
-				continue
-			}
+			mb := &s.mbs[my*e.mbw+mx]
 			if !idr {
+				pred, skip := e.mvPred(s.mbs, mx, my)
+				if e.interMatches(cur, prev, mx, my, skip) {
+					*mb = mbInfo{mv: skip}
+					skipRun++
+					continue
+				}
 				w.ue(skipRun)
 				skipRun = 0
+				coded := false
+				for _, c := range s.cands {
+					if e.interMatches(cur, prev, mx, my, c) {
+						w.ue(0) // mb_type P_L0_16x16
+						w.se(int32(c.x - pred.x))
+						w.se(int32(c.y - pred.y))
+						w.ue(0) // coded_block_pattern 0: no residual (codeNum 0, inter)
+						*mb = mbInfo{mv: c}
+						coded = true
+						break
+					}
+				}
+				if coded {
+					continue
+				}
 			}
 			luma, chroma, ok := exactIntra16x16(cur, mx, my, &s.pred)
-			s.pcm[addr] = !ok
 			if !ok {
+				*mb = mbInfo{intra: true, pcm: true}
 				w.ue(mbBase + mbTypeIPCM)
 				w.align() // pcm_alignment_zero_bit
 				appendMB(w, cur, mx, my)
 				continue
 			}
+			*mb = mbInfo{intra: true}
 			w.ue(mbBase + mbTypeI16x16 + uint32(luma))
 			w.ue(uint32(chroma)) // intra_chroma_pred_mode
 			w.se(0)              // mb_qp_delta
 			// The Intra16x16DCLevel block, empty: coeff_token with
 			// TotalCoeff 0 and TrailingOnes 0 for this nC (Table 9-5).
-			switch nC := e.nC(s.pcm, mx, my); {
+			switch nC := e.nC(s.mbs, mx, my); {
 			case nC < 2:
 				w.put(1, 1)
 			case nC < 4:
@@ -351,21 +381,123 @@ func (e *h264Encoder) encodeFrame(dst []byte, cur, prev *image.YCbCr, i int, s *
 	return appendNAL(dst, header, w.bytes())
 }
 
+// mv is a luma motion vector in quarter samples.
+type mv struct{ x, y int }
+
+// mbInfo is what later macroblocks of the picture need of a coded one.
+type mbInfo struct {
+	intra bool // intra-coded: no motion vector (refIdx -1)
+	pcm   bool // I_PCM
+	mv    mv   // an inter macroblock's vector (refIdx 0, the one reference)
+}
+
 // h264Scratch is one worker's reusable buffers.
 type h264Scratch struct {
-	bits bitWriter // the slice's RBSP
-	pcm  []bool    // per macroblock of the current picture: coded as I_PCM
-	pred [256]byte
+	bits  bitWriter // the slice's RBSP
+	mbs   []mbInfo  // the current picture's macroblocks, as coded
+	cands []mv
+	pred  [256]byte
+}
+
+// mvPred returns the motion vector prediction of the 16x16 macroblock
+// (mx, my) of a P picture (8.4.1.3), and the vector a P_Skip macroblock
+// there takes (8.4.1.1), from the macroblocks coded before it: A on the
+// left, B above, C above right (or D above left where C is outside the
+// picture).
+func (e *h264Encoder) mvPred(mbs []mbInfo, mx, my int) (pred, skip mv) {
+	type neighbour struct {
+		avail bool
+		ref   int // 0, or -1 if unavailable or intra
+		mv    mv
+	}
+	at := func(x, y int) neighbour {
+		if x < 0 || y < 0 || x >= e.mbw {
+			return neighbour{ref: -1}
+		}
+		m := mbs[y*e.mbw+x]
+		if m.intra {
+			return neighbour{avail: true, ref: -1}
+		}
+		return neighbour{avail: true, mv: m.mv}
+	}
+	a, b, c := at(mx-1, my), at(mx, my-1), at(mx+1, my-1)
+	if !c.avail {
+		c = at(mx-1, my-1)
+	}
+	if !b.avail && !c.avail && a.avail {
+		b, c = a, a
+	}
+	switch {
+	case a.ref == 0 && b.ref != 0 && c.ref != 0:
+		pred = a.mv
+	case a.ref != 0 && b.ref == 0 && c.ref != 0:
+		pred = b.mv
+	case a.ref != 0 && b.ref != 0 && c.ref == 0:
+		pred = c.mv
+	default:
+		pred = mv{median(a.mv.x, b.mv.x, c.mv.x), median(a.mv.y, b.mv.y, c.mv.y)}
+	}
+	// P_Skip: a zero vector at the picture's top or left edge, or next to
+	// a zero-vector inter macroblock on the left or above.
+	a, b = at(mx-1, my), at(mx, my-1)
+	if !a.avail || !b.avail || a.ref == 0 && a.mv == (mv{}) || b.ref == 0 && b.mv == (mv{}) {
+		return pred, mv{}
+	}
+	return pred, pred
+}
+
+func median(a, b, c int) int {
+	return max(min(a, b), min(max(a, b), c))
+}
+
+// interMatches reports whether the inter prediction of macroblock (mx, my)
+// from ref with vector v, with no residual, is exactly cur's macroblock.
+// Only vectors of whole even luma samples are tried (others interpolate
+// luma or chroma), and report false. Samples outside ref repeat its edge
+// samples, as the decoder's do (8.4.2.2).
+func (e *h264Encoder) interMatches(cur, ref *image.YCbCr, mx, my int, v mv) bool {
+	if v == (mv{}) {
+		return sameMB(cur, ref, mx, my)
+	}
+	if v.x%8 != 0 || v.y%8 != 0 {
+		return false
+	}
+	return blockMoved(cur.Y, ref.Y, cur.YStride, e.mbw*16, e.mbh*16, mx*16, my*16, 16, v.x/4, v.y/4) &&
+		blockMoved(cur.Cb, ref.Cb, cur.CStride, e.mbw*8, e.mbh*8, mx*8, my*8, 8, v.x/8, v.y/8) &&
+		blockMoved(cur.Cr, ref.Cr, cur.CStride, e.mbw*8, e.mbh*8, mx*8, my*8, 8, v.x/8, v.y/8)
+}
+
+// blockMoved reports whether the n x n block of cur at (x0, y0) equals the
+// block of ref at (x0+dx, y0+dy), ref's samples outside its w x h repeating
+// its edge.
+func blockMoved(cur, ref []byte, stride, w, h, x0, y0, n, dx, dy int) bool {
+	inside := x0+dx >= 0 && x0+dx+n <= w
+	for y := 0; y < n; y++ {
+		c := cur[(y0+y)*stride+x0 : (y0+y)*stride+x0+n]
+		row := ref[min(max(y0+y+dy, 0), h-1)*stride:]
+		if inside {
+			if !bytes.Equal(c, row[x0+dx:x0+dx+n]) {
+				return false
+			}
+			continue
+		}
+		for x := 0; x < n; x++ {
+			if c[x] != row[min(max(x0+x+dx, 0), w-1)] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // nC is the CAVLC table selector of a macroblock's first luma block
 // (9.2.1): the mean of the coefficient counts of the blocks left of and
 // above it. Here a neighbouring block holds 16 coefficients if its
-// macroblock is I_PCM and none otherwise (skipped, or Intra_16x16 with no
-// AC residual).
-func (e *h264Encoder) nC(pcm []bool, mx, my int) int {
+// macroblock is I_PCM and none otherwise (skipped, inter or Intra_16x16
+// with no residual).
+func (e *h264Encoder) nC(mbs []mbInfo, mx, my int) int {
 	count := func(addr int) int {
-		if pcm[addr] {
+		if mbs[addr].pcm {
 			return 16
 		}
 		return 0

@@ -153,3 +153,92 @@ func TestIntraPrediction(t *testing.T) {
 		})
 	}
 }
+
+// TestMVPred checks motion vector prediction (8.4.1.3) and the P_Skip
+// vector (8.4.1.1) on a 3x2-macroblock picture whose first row is coded as
+// each case says; the macroblock predicted is (mx, my).
+func TestMVPred(t *testing.T) {
+	inter := func(x, y int) mbInfo { return mbInfo{mv: mv{x, y}} }
+	intra := mbInfo{intra: true}
+	tests := []struct {
+		name       string
+		row        [3]mbInfo // the first row; (0, 1) is inter (-40, 0)
+		mx, my     int
+		pred, skip mv
+	}{
+		{"top left: nothing around", [3]mbInfo{}, 0, 0, mv{}, mv{}},
+		// Top row: B and C are outside, so both take A's vector; a skip
+		// there has a zero vector (no B).
+		{"top row", [3]mbInfo{inter(-40, 0)}, 1, 0, mv{-40, 0}, mv{}},
+		// Only A is inter: its vector; the skip takes it too (B is intra).
+		{"only A inter", [3]mbInfo{intra, intra, intra}, 1, 1, mv{-40, 0}, mv{-40, 0}},
+		// A zero-vector B makes a skip's vector zero; the median is A's.
+		{"B zero", [3]mbInfo{intra, inter(0, 0), inter(-40, 8)}, 1, 1, mv{-40, 0}, mv{}},
+		// Three inter neighbours: the median of each component.
+		{"median", [3]mbInfo{intra, inter(-8, 16), inter(-24, -8)}, 1, 1, mv{-24, 0}, mv{-24, 0}},
+		// Right edge: C is outside, so D (above left) stands for it; A,
+		// (1, 1), is intra.
+		{"C outside: D", [3]mbInfo{inter(-16, 0), inter(-8, 0), intra}, 2, 1, mv{-8, 0}, mv{-8, 0}},
+		// Left edge: A is outside (refIdx -1, vector 0), so C is the only
+		// inter neighbour; a skip there has a zero vector.
+		{"A outside", [3]mbInfo{intra, inter(-16, 0), inter(-8, 0)}, 0, 1, mv{-16, 0}, mv{}},
+		{"A outside, two inter", [3]mbInfo{inter(-16, 8), inter(-8, 0), intra}, 0, 1, mv{-8, 0}, mv{}},
+	}
+	e := &h264Encoder{mbw: 3, mbh: 2}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mbs := append(tt.row[:], inter(-40, 0), intra, intra)
+			if tt.my == 0 {
+				mbs = append(tt.row[:1:1], intra, intra, intra, intra, intra)
+			}
+			pred, skip := e.mvPred(mbs, tt.mx, tt.my)
+			if pred != tt.pred || skip != tt.skip {
+				t.Errorf("mvPred(%d, %d) = %v, %v; want %v, %v", tt.mx, tt.my, pred, skip, tt.pred, tt.skip)
+			}
+		})
+	}
+}
+
+// TestBlockMoved checks the motion-compensated comparison, inside the
+// picture and past its edges, where the reference repeats its edge
+// samples.
+func TestBlockMoved(t *testing.T) {
+	// A 32x16 plane (stride 40, 8 unused columns) whose samples are 1+x,
+	// and blocks of 8x8.
+	const stride, w, h = 40, 32, 16
+	ref := make([]byte, stride*h)
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			ref[y*stride+x] = byte(1 + x)
+		}
+	}
+	block := func(f func(x int) int) []byte {
+		cur := make([]byte, stride*h)
+		for y := 0; y < 8; y++ {
+			for x := 0; x < 8; x++ {
+				cur[(4+y)*stride+8+x] = byte(f(x))
+			}
+		}
+		return cur
+	}
+	tests := []struct {
+		name   string
+		cur    []byte
+		dx, dy int
+		want   bool
+	}{
+		{"same place", block(func(x int) int { return 9 + x }), 0, 0, true},
+		{"moved left by 4", block(func(x int) int { return 5 + x }), -4, 0, true},
+		{"moved left by 4, wrong vector", block(func(x int) int { return 5 + x }), -2, 0, false},
+		{"vertical move, columns constant", block(func(x int) int { return 9 + x }), 0, 6, true},
+		{"past the left edge", block(func(x int) int { return max(1, 1+x-12) }), -20, 0, true},
+		{"past the right edge", block(func(x int) int { return min(32, 31+x) }), 22, 0, true},
+		{"past the right edge, not repeated", block(func(x int) int { return 31 + x }), 22, 0, false},
+		{"past the bottom edge", block(func(x int) int { return 9 + x }), 0, 30, true},
+	}
+	for _, tt := range tests {
+		if got := blockMoved(tt.cur, ref, stride, w, h, 8, 4, 8, tt.dx, tt.dy); got != tt.want {
+			t.Errorf("%s: blockMoved(%d, %d) = %v; want %v", tt.name, tt.dx, tt.dy, got, tt.want)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func video(seed uint64, seconds, width, height, workers int) ([]byte, error) {
 			var scratch h264Scratch
 			for i := first; i < end; i++ {
 				sc.draw(cur, i)
-				buf = enc.encodeFrame(buf[:0], cur, prev, i, &scratch)
+				buf = enc.encodeFrame(buf[:0], cur, prev, i, []image.Point{sc.motion(i)}, &scratch)
 				frames[i] = bytes.Clone(buf)
 				cur, prev = prev, cur
 			}
@@ -225,8 +225,7 @@ func (sc *scene) draw(img *image.YCbCr, i int) {
 	copy(img.Cr, sc.bgCr)
 	t := float64(i) / FrameRate
 	// The sweeping bar crosses the frame once over the clip.
-	barW := max(2, sc.w/40)
-	barX := int(float64(i) / float64(sc.frames) * float64(sc.w-barW+1))
+	barX, barW := sc.barAt(i)
 	sc.fillRect(img, barX, 0, barX+barW, sc.h, sc.bar)
 	// The ball bounces off the edges.
 	rad := sc.radius
@@ -249,7 +248,24 @@ func (sc *scene) draw(img *image.YCbCr, i int) {
 	}
 }
 
-// fillRect paints [x0, x1) x [y0, y1), clipped to the image.
+// barAt returns the sweeping bar's left edge and width in frame i. Both are
+// even, so that the bar's edges fall between chroma samples and it moves
+// by whole chroma samples: the encoder then codes its moves as motion.
+func (sc *scene) barAt(i int) (x, w int) {
+	w = max(2, sc.w/40&^1)
+	return int(float64(i)/float64(sc.frames)*float64(sc.w-w+1)) &^ 1, w
+}
+
+// motion returns how far the parts of the scene that slide (the bar) moved
+// from frame i-1 to frame i, for the encoder to try as motion vectors.
+func (sc *scene) motion(i int) image.Point {
+	a, _ := sc.barAt(i - 1)
+	b, _ := sc.barAt(i)
+	return image.Pt(b-a, 0)
+}
+
+// fillRect paints [x0, x1) x [y0, y1), clipped to the picture (not its
+// padding).
 func (sc *scene) fillRect(img *image.YCbCr, x0, y0, x1, y1 int, c yCbCr) {
 	x0, y0 = max(x0, 0), max(y0, 0)
 	x1, y1 = min(x1, sc.w), min(y1, sc.h)
