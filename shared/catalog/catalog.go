@@ -98,6 +98,13 @@ type Model struct {
 	Capabilities *Capabilities `json:"capabilities,omitempty"`
 	MaxTokens    int           `json:"max_tokens,omitempty"`
 	Thinking     string        `json:"thinking,omitempty"` // ThinkingEffort, ThinkingBudget or ThinkingAdaptive
+	// TokensPerSecond, on a chat model of the synthetic provider only,
+	// makes it answer at that pace, as a slow model does: each streamed
+	// delta (a word) comes 1/TokensPerSecond s after the one before, and
+	// a whole answer after as long as its completion tokens take. 0, the
+	// default: at once. For seeing a stream arrive (the console's browser
+	// tests) and for exercising timeouts and cancellation.
+	TokensPerSecond int `json:"tokens_per_second,omitempty"`
 
 	// Job models.
 	// Formats are the output formats the model produces (a job's
@@ -285,6 +292,9 @@ func Parse(b []byte) (*Catalog, error) {
 		}
 		if _, ok := c.byProvider[m.Provider]; !ok {
 			return nil, fmt.Errorf("parse catalog: model %q: unknown provider %q", m.ID, m.Provider)
+		}
+		if m.TokensPerSecond != 0 && (m.TokensPerSecond < 0 || m.Type != TypeChat || c.byProvider[m.Provider].Kind != "synthetic") {
+			return nil, fmt.Errorf("parse catalog: model %q: tokens_per_second must be positive, on a chat model of the synthetic provider", m.ID)
 		}
 		switch m.Type {
 		case TypeChat:

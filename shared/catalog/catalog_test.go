@@ -169,3 +169,35 @@ func TestConfigured(t *testing.T) {
 		}
 	}
 }
+
+// TestTokensPerSecond: only a synthetic chat model may be paced, and only
+// at a positive rate; other providers would ignore the setting.
+func TestTokensPerSecond(t *testing.T) {
+	const cat = `{"providers":[{"name":"synthetic","kind":"synthetic"},{"name":"openai","kind":"openai"}],"models":[%s]}`
+	tests := []struct {
+		name, model string
+		ok          bool
+	}{
+		{"synthetic chat", `{"id":"synthetic/slow","type":"chat","provider":"synthetic","tokens_per_second":40}`, true},
+		{"negative", `{"id":"synthetic/slow","type":"chat","provider":"synthetic","tokens_per_second":-1}`, false},
+		{"another provider", `{"id":"openai/gpt-4o","type":"chat","provider":"openai","tokens_per_second":40}`, false},
+		{"a job model", `{"id":"synthetic-sfx","type":"sfx","provider":"synthetic","formats":["mp3"],"max_duration":5,"price":{"credits_per_job":1},"tokens_per_second":40}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(fmt.Sprintf(cat, tt.model)))
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("Parse = %v; want nil", err)
+				}
+				if m, _ := c.Model("synthetic/slow"); m.TokensPerSecond != 40 {
+					t.Errorf("tokens_per_second = %d; want 40", m.TokensPerSecond)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "tokens_per_second") {
+				t.Errorf("Parse = %v; want an error naming tokens_per_second", err)
+			}
+		})
+	}
+}

@@ -14,7 +14,9 @@ import (
 	_ "image/jpeg"
 	_ "image/png"
 	"strings"
+	"time"
 
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 )
 
@@ -39,7 +41,16 @@ const defaultMaxTokens = 4096
 // tools or a response_format it calls tools or answers JSON by the rules
 // in tools.go (the trigger: name a tool in the last user message). Chat is
 // safe for concurrent use.
-type Chat struct{}
+//
+// A model whose catalog entry sets tokens_per_second answers at that pace:
+// Stream waits 1/tokens_per_second before each delta, Complete waits as
+// long as the completion's tokens take. Either stops waiting, and returns
+// ctx's error, when ctx is done.
+type Chat struct {
+	// wait pauses for d, or until ctx is done (returning its error); nil
+	// means a timer. Tests record the pauses instead.
+	wait func(ctx context.Context, d time.Duration) error
+}
 
 var (
 	_ chat.Provider         = (*Chat)(nil)
@@ -59,6 +70,9 @@ func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response,
 	if p.fail {
 		return nil, failure()
 	}
+	if err := c.pause(ctx, time.Duration(p.usage.CompletionTokens)*gap(req.Model)); err != nil {
+		return nil, err
+	}
 	resp := &chat.Response{FinishReason: p.finish, Usage: p.usage, ToolCalls: p.calls}
 	resp.Reasoning = strings.Join(p.reasoning, " ")
 	resp.Content = strings.Join(p.content, " ")
@@ -69,21 +83,28 @@ func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response,
 }
 
 // Stream writes the reasoning words, then the content words, one flushed
-// delta each.
+// delta each, paced as the model's catalog entry says.
 // It stops with ctx's error when ctx is done.
 func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	p := plan(req)
+	g := gap(req.Model)
+	emit := func(d chat.Delta) error {
+		if err := c.pause(ctx, g); err != nil {
+			return err
+		}
+		return send(ctx, w, d)
+	}
 	for i, word := range p.reasoning {
 		if i > 0 {
 			word = " " + word
 		}
-		if err := send(ctx, w, chat.Delta{Reasoning: word}); err != nil {
+		if err := emit(chat.Delta{Reasoning: word}); err != nil {
 			return nil, err
 		}
 	}
 	if p.json != "" {
 		for _, s := range pieces(p.json) {
-			if err := send(ctx, w, chat.Delta{Content: s}); err != nil {
+			if err := emit(chat.Delta{Content: s}); err != nil {
 				return nil, err
 			}
 		}
@@ -95,7 +116,7 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 		if i > 0 {
 			word = " " + word
 		}
-		if err := send(ctx, w, chat.Delta{Content: word}); err != nil {
+		if err := emit(chat.Delta{Content: word}); err != nil {
 			return nil, err
 		}
 		if p.fail {
@@ -103,11 +124,11 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 		}
 	}
 	for i, c := range p.calls {
-		if err := send(ctx, w, chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}}); err != nil {
+		if err := emit(chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}}); err != nil {
 			return nil, err
 		}
 		for _, s := range pieces(c.Arguments) {
-			if err := send(ctx, w, chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, Arguments: s}}); err != nil {
+			if err := emit(chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, Arguments: s}}); err != nil {
 				return nil, err
 			}
 		}
@@ -116,6 +137,33 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 		return nil, failure()
 	}
 	return &chat.Response{FinishReason: p.finish, Usage: p.usage}, nil
+}
+
+// gap is the time between two tokens of model m: 0 unless its catalog
+// entry paces it.
+func gap(m *catalog.Model) time.Duration {
+	if m == nil || m.TokensPerSecond <= 0 {
+		return 0
+	}
+	return time.Second / time.Duration(m.TokensPerSecond)
+}
+
+// pause waits d, or until ctx is done, and returns ctx's error then.
+func (c *Chat) pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if c.wait != nil {
+		return c.wait(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // send writes and flushes one delta: each word is its own event.

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
@@ -180,5 +182,74 @@ func TestChatStreamStops(t *testing.T) {
 	_, err = NewChat().Stream(ctx, req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Stream with cancelled ctx = %v; want context.Canceled", err)
+	}
+}
+
+// TestChatPace checks that a model whose catalog entry sets
+// tokens_per_second pauses 1/tokens_per_second before each streamed delta,
+// and as long as the completion's tokens take before a whole answer, and
+// that an unpaced model never pauses.
+func TestChatPace(t *testing.T) {
+	paced := *model(t, "synthetic/echo")
+	paced.TokensPerSecond = 50
+	tests := []struct {
+		name   string
+		model  *catalog.Model
+		stream bool
+		want   []time.Duration
+	}{
+		{"paced stream", &paced, true, []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}},
+		{"paced answer", &paced, false, []time.Duration{100 * time.Millisecond}},
+		{"unpaced stream", model(t, "synthetic/echo"), true, nil},
+		{"unpaced answer", model(t, "synthetic/echo"), false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pauses []time.Duration
+			c := &Chat{wait: func(ctx context.Context, d time.Duration) error {
+				pauses = append(pauses, d)
+				return ctx.Err()
+			}}
+			req := &chat.Request{Model: tt.model, Messages: []chat.Message{user("a b c")}} // 5 tokens: You said: a b c
+			var err error
+			if tt.stream {
+				_, err = c.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+			} else {
+				_, err = c.Complete(context.Background(), req)
+			}
+			if err != nil || !slices.Equal(pauses, tt.want) {
+				t.Errorf("pauses = %v, error %v; want %v, nil", pauses, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestChatPaceCancel checks that a pause ends when the context does: a
+// paced stream or answer whose context is cancelled returns at once with
+// context.Canceled instead of waiting out its hour.
+func TestChatPaceCancel(t *testing.T) {
+	slow := *model(t, "synthetic/echo")
+	slow.TokensPerSecond = 1
+	req := &chat.Request{Model: &slow, Messages: []chat.Message{user("a b c")}}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := NewChat()
+	done := make(chan [3]error, 1)
+	go func() {
+		var errs [3]error
+		errs[0] = c.pause(ctx, time.Hour)
+		_, errs[1] = c.Complete(ctx, req)
+		_, errs[2] = c.Stream(ctx, req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+		done <- errs
+	}()
+	cancel()
+	select {
+	case errs := <-done:
+		for i, err := range errs {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("call %d after cancel = %v; want context.Canceled", i, err)
+			}
+		}
+	case <-time.After(time.Minute): // the pauses add up to over an hour
+		t.Fatal("a paused call did not stop when its context was cancelled")
 	}
 }
