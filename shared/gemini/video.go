@@ -27,6 +27,12 @@ import (
 //
 // The key is sent as x-goog-api-key, never in a URL. Safe for concurrent
 // use.
+//
+// Google shut Veo down on the Gemini API (the veo-3.1 preview models, the
+// only ones it had, since October 2026; @google/genai 3.x dropped the
+// call), so the catalog's Veo models are VertexVideo's. Video stays for a
+// catalog of one's own whose GEMINI_BASE_URL is a server speaking this
+// API.
 type Video struct {
 	base   string
 	apiKey string
@@ -200,10 +206,16 @@ func (v *Video) keyOnlyToOrigin() *http.Client {
 	return &c
 }
 
-// googleError reads a Google API error envelope:
-// {"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT"}}.
-// A refusal on safety grounds is content_policy.
+// googleError reads a Gemini API error envelope (googleAPIError).
 func googleError(status int, body []byte) (string, string) {
+	return googleAPIError(status, body, "The Gemini API refused the configured key: ")
+}
+
+// googleAPIError reads a Google API error envelope:
+// {"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT"}}.
+// A refusal on safety grounds is content_policy; a 401 or 403 is the
+// message prefixed with refused (which credentials were refused).
+func googleAPIError(status int, body []byte, refused string) (string, string) {
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
@@ -219,7 +231,7 @@ func googleError(status int, body []byte) (string, string) {
 		code = jobs.CodeContentPolicy
 	}
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		return "", "The Gemini API refused the configured key: " + e.Error.Message
+		return "", refused + e.Error.Message
 	}
 	return code, e.Error.Message
 }
