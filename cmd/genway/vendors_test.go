@@ -10,9 +10,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/genway/genway/shared/media"
+	"github.com/genway/genway/shared/vertextest"
 )
 
 // Fake media vendors for the end-to-end tests: httptest servers on
@@ -23,7 +23,6 @@ import (
 // vendorKeys are the fake vendors' API keys; a test asserts that none of
 // them appears in a job, a link or a log line.
 var vendorKeys = map[string]string{
-	"GEMINI_API_KEY":      "gemini-secret-key-1234567890",
 	"ELEVENLABS_API_KEY":  "eleven-secret-key-1234567890",
 	"FAL_KEY":             "fal-secret-key-1234567890",
 	"REPLICATE_API_TOKEN": "r8_replicate-secret-1234567890",
@@ -33,45 +32,14 @@ var vendorKeys = map[string]string{
 type fakeVendor struct {
 	srv *httptest.Server
 	// donePolls is how many status reads a long-running generation takes
-	// to finish (the answer to the last of them is "done"); with doneAfter
-	// set, a generation is done that long after its submit instead.
+	// to finish (the answer to the last of them is "done").
 	donePolls int
-	doneAfter time.Duration
 
-	mu        sync.Mutex
-	submits   int
-	calls     int                  // every request, authorised or not
-	submitted map[string]time.Time // by generation id
-	byPrompt  map[string]string    // generation id by prompt
-	polls     map[string]int       // by generation id
-	badAuth   int
-	refused   []string // generation ids the vendor refuses
-}
-
-// doneAt is when generation id finished at the vendor (doneAfter mode):
-// doneAfter after its submit, plus n x 173 ms modulo 1 s for the n-th
-// submit, so that done times fall anywhere between two polls.
-func (v *fakeVendor) doneAt(id string) time.Time {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	n, _ := strconv.Atoi(strings.TrimPrefix(id, "gen"))
-	return v.submitted[id].Add(v.doneAfter + time.Duration(n*173%1000)*time.Millisecond)
-}
-
-func (v *fakeVendor) callCount() int {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.calls
-}
-
-// count wraps a vendor's handler to count its calls.
-func (v *fakeVendor) count(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		v.mu.Lock()
-		v.calls++
-		v.mu.Unlock()
-		h(w, r)
-	}
+	mu      sync.Mutex
+	submits int
+	polls   map[string]int // by generation id
+	badAuth int
+	refused []string // generation ids the vendor refuses
 }
 
 func (v *fakeVendor) counts() (submits, badAuth int) {
@@ -85,12 +53,7 @@ func (v *fakeVendor) submit() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.submits++
-	id := "gen" + strconv.Itoa(v.submits)
-	if v.submitted == nil {
-		v.submitted = map[string]time.Time{}
-	}
-	v.submitted[id] = time.Now()
-	return id
+	return "gen" + strconv.Itoa(v.submits)
 }
 
 // poll records a status read of id and reports whether it is done.
@@ -101,12 +64,6 @@ func (v *fakeVendor) poll(id string) bool {
 		v.polls = map[string]int{}
 	}
 	v.polls[id]++
-	if v.doneAfter > 0 {
-		v.mu.Unlock()
-		done := !time.Now().Before(v.doneAt(id))
-		v.mu.Lock()
-		return done
-	}
 	return v.polls[id] >= v.donePolls
 }
 
@@ -139,67 +96,23 @@ var testMP3 = sync.OnceValue(func() []byte {
 	return b
 })
 
-// fakeVeo speaks the Gemini API's long-running video protocol:
-// predictLongRunning answers an operation, GET of the operation answers
-// done after donePolls reads, and the video's uri redirects to the file.
-func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
-	v := &fakeVendor{donePolls: donePolls}
-	key := vendorKeys["GEMINI_API_KEY"]
-	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
-		p := r.URL.Path
-		switch {
-		case r.Method == "POST" && strings.HasSuffix(p, ":predictLongRunning"):
-			if !v.authorized(w, r, "x-goog-api-key", key) {
-				return
-			}
-			model := strings.TrimSuffix(strings.TrimPrefix(p, "/v1beta/models/"), ":predictLongRunning")
-			var body struct {
-				Instances []struct {
-					Prompt string `json:"prompt"`
-				} `json:"instances"`
-			}
-			if json.NewDecoder(r.Body).Decode(&body) != nil || len(body.Instances) != 1 || body.Instances[0].Prompt == "" {
-				http.Error(w, `{"error":{"code":400,"message":"instances[0].prompt is required","status":"INVALID_ARGUMENT"}}`, 400)
-				return
-			}
-			id := v.submit()
-			v.mu.Lock()
-			if v.byPrompt == nil {
-				v.byPrompt = map[string]string{}
-			}
-			v.byPrompt[body.Instances[0].Prompt] = id
-			v.mu.Unlock()
-			writeJSONTest(w, map[string]any{"name": "models/" + model + "/operations/" + id})
-		case r.Method == "GET" && strings.Contains(p, "/operations/"):
-			if !v.authorized(w, r, "x-goog-api-key", key) {
-				return
-			}
-			name := strings.TrimPrefix(p, "/v1beta/")
-			id := name[strings.LastIndex(name, "/")+1:]
-			if !v.poll(id) {
-				writeJSONTest(w, map[string]any{"name": name})
-				return
-			}
-			writeJSONTest(w, map[string]any{"name": name, "done": true, "response": map[string]any{
-				"@type": "type.googleapis.com/google.ai.generativelanguage.v1beta.PredictLongRunningResponse",
-				"generateVideoResponse": map[string]any{"generatedSamples": []any{
-					map[string]any{"video": map[string]any{"uri": v.srv.URL + "/v1beta/files/" + id + ":download?alt=media"}},
-				}},
-			}})
-		case r.Method == "GET" && strings.HasPrefix(p, "/v1beta/files/"):
-			if !v.authorized(w, r, "x-goog-api-key", key) {
-				return
-			}
-			http.Redirect(w, r, "/storage/"+strings.TrimSuffix(strings.TrimPrefix(p, "/v1beta/files/"), ":download")+".mp4", http.StatusFound)
-		case r.Method == "GET" && strings.HasPrefix(p, "/storage/"):
-			w.Header().Set("Content-Type", "video/mp4")
-			w.Write(testVideo())
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	t.Cleanup(v.srv.Close)
+// fakeVertex is Veo on Vertex AI (vertextest: the token endpoint of its
+// service account, predictLongRunning, fetchPredictOperation answering
+// done after donePolls reads, the video inline), handing out testVideo.
+func fakeVertex(t testing.TB, donePolls int) *vertextest.Server {
+	v := vertextest.NewServer(t)
+	v.DonePolls = donePolls
+	v.Video = testVideo()
 	return v
+}
+
+// vertexVendor counts a fakeVertex's submits and refused calls, as a
+// fakeVendor does.
+type vertexVendor struct{ *vertextest.Server }
+
+func (v vertexVendor) counts() (submits, badAuth int) {
+	submits, _, badAuth = v.Counts()
+	return submits, badAuth
 }
 
 // fakeElevenLabs answers sound generation and music with the audio bytes:
@@ -207,7 +120,7 @@ func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
 func fakeElevenLabs(t testing.TB) *fakeVendor {
 	v := &fakeVendor{}
 	key := vendorKeys["ELEVENLABS_API_KEY"]
-	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != "POST" || (r.URL.Path != "/v1/sound-generation" && r.URL.Path != "/v1/music") {
 			http.NotFound(w, r)
 			return
@@ -252,7 +165,7 @@ func fakeElevenLabs(t testing.TB) *fakeVendor {
 func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 	v := &fakeVendor{donePolls: donePolls}
 	auth := "Key " + vendorKeys["FAL_KEY"]
-	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
 		case strings.HasPrefix(p, "/files/"):
@@ -311,7 +224,7 @@ func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 func fakeReplicate(t testing.TB, donePolls int) *fakeVendor {
 	v := &fakeVendor{donePolls: donePolls}
 	auth := "Bearer " + vendorKeys["REPLICATE_API_TOKEN"]
-	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
 		case strings.HasPrefix(p, "/delivery/"):
@@ -354,24 +267,38 @@ func writeJSONTest(w http.ResponseWriter, v any) {
 }
 
 // vendorEnv points genway serve at the fake vendors.
-func vendorEnv(veo, eleven, fal, replicate *fakeVendor) map[string]string {
+func vendorEnv(vertex *vertextest.Server, eleven, fal, replicate *fakeVendor) map[string]string {
 	env := map[string]string{"GENWAY_MEDIA_POLL": "1s"}
 	for k, v := range vendorKeys {
 		env[k] = v
 	}
-	env["GEMINI_BASE_URL"] = veo.srv.URL
+	for k, v := range vertexEnv(vertex) {
+		env[k] = v
+	}
 	env["ELEVENLABS_BASE_URL"] = eleven.srv.URL
 	env["FAL_BASE_URL"] = fal.srv.URL
 	env["REPLICATE_BASE_URL"] = replicate.srv.URL
 	return env
 }
 
-// noSecrets fails if any vendor key appears in s.
+// vertexEnv points genway serve at a fakeVertex: its service-account key
+// (the JSON itself, as an SSM parameter would hold it) and its URL.
+func vertexEnv(v *vertextest.Server) map[string]string {
+	return map[string]string{"GOOGLE_VERTEX_CREDENTIALS": v.Credentials(), "GOOGLE_VERTEX_BASE_URL": v.URL}
+}
+
+// noSecrets fails if any vendor key appears in s, or a service-account
+// key's private key, or one of the access tokens it was exchanged for.
 func noSecrets(t *testing.T, where, s string) {
 	t.Helper()
 	for name, k := range vendorKeys {
 		if strings.Contains(s, k) {
 			t.Errorf("%s contains the %s value", where, name)
+		}
+	}
+	for _, k := range []string{"PRIVATE KEY", "ya29."} {
+		if strings.Contains(s, k) {
+			t.Errorf("%s contains %q: a service-account key or its token", where, k)
 		}
 	}
 }
