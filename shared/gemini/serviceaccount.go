@@ -187,25 +187,26 @@ func (ts *tokenSource) Token(ctx context.Context) (string, error) {
 		return t, nil
 	}
 	f := ts.inflight
-	leader := f == nil
-	if leader {
+	if f == nil {
+		// The first caller starts the fetch; it runs for all of them, on its
+		// own goroutine, so that no caller waits past its own context.
 		f = &tokenFetch{done: make(chan struct{})}
 		ts.inflight = f
+		go func() {
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tokenTimeout)
+			token, refreshAt, err := ts.fetch(fctx)
+			cancel()
+			ts.mu.Lock()
+			if err == nil {
+				ts.token, ts.refreshAt = token, refreshAt
+			}
+			ts.inflight = nil
+			f.token, f.err = token, err
+			ts.mu.Unlock()
+			close(f.done)
+		}()
 	}
 	ts.mu.Unlock()
-	if leader {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tokenTimeout)
-		token, refreshAt, err := ts.fetch(fctx)
-		cancel()
-		ts.mu.Lock()
-		if err == nil {
-			ts.token, ts.refreshAt = token, refreshAt
-		}
-		ts.inflight = nil
-		f.token, f.err = token, err
-		ts.mu.Unlock()
-		close(f.done)
-	}
 	select {
 	case <-f.done:
 		return f.token, f.err

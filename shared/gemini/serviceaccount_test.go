@@ -140,8 +140,8 @@ func TestTokenCache(t *testing.T) {
 }
 
 // TestTokenTransient: a token endpoint that fails or cannot be reached is
-// worth another try, and a waiting caller's own context still ends its
-// wait.
+// worth another try, and a caller's own context ends its wait, the first
+// caller's too (the fetch it started goes on for the others).
 func TestTokenTransient(t *testing.T) {
 	fake := vertextest.NewServer(t)
 	release := make(chan struct{})
@@ -151,19 +151,21 @@ func TestTokenTransient(t *testing.T) {
 		return true
 	}
 	ts := newTokenSource(testAccount(t, fake.Credentials()), CloudPlatformScope, http.DefaultClient)
-	leader := make(chan error, 1)
-	go func() { _, err := ts.Token(context.Background()); leader <- err }()
+	first, cancel := context.WithCancel(context.Background())
+	firstErr := make(chan error, 1)
+	go func() { _, err := ts.Token(first); firstErr <- err }()
 	for fake.Calls() == 0 { // bounded by the test's timeout
 		time.Sleep(time.Millisecond)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	waiter := make(chan error, 1)
+	go func() { _, err := ts.Token(context.Background()); waiter <- err }()
 	cancel()
-	if _, err := ts.Token(ctx); !errors.Is(err, context.Canceled) {
-		t.Errorf("a cancelled waiter's Token = %v; want context.Canceled", err)
+	if err := <-firstErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("the cancelled first caller's Token = %v; want context.Canceled while the fetch hangs", err)
 	}
 	close(release)
 	var te *jobs.TransientError
-	if err := <-leader; !errors.As(err, &te) {
+	if err := <-waiter; !errors.As(err, &te) {
 		t.Errorf("Token after a 503 = %v; want a TransientError", err)
 	}
 }

@@ -247,7 +247,7 @@ func (v *VertexVideo) readOperation(ctx context.Context, body io.ReadCloser, sp 
 		var te *json.UnmarshalTypeError
 		var we *sinkError
 		switch {
-		case errors.As(err, &pe) && errors.Is(err, errPayloadTooLarge):
+		case errors.Is(err, errPayloadTooLarge):
 			return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: fmt.Sprintf("Vertex AI's video is larger than %d bytes; no credits were charged.", maxInlineVideo), Err: err}
 		case errors.As(err, &pe), errors.As(err, &se), errors.As(err, &te):
 			return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Vertex AI answered something that is not the expected JSON.", Err: fmt.Errorf("vertex poll: %w", err)}
