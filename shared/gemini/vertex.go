@@ -169,16 +169,12 @@ type vertexRequest struct {
 
 // vertexOperation is a google.longrunning.Operation of a Veo prediction.
 type vertexOperation struct {
-	Name  string `json:"name"`
-	Done  bool   `json:"done"`
-	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Name     string     `json:"name"`
+	Done     bool       `json:"done"`
+	Error    *rpcStatus `json:"error"`
 	Response *struct {
-		RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
-		RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
-		Videos                  []struct {
+		raiFiltered
+		Videos []struct {
 			GCSURI   string `json:"gcsUri"`
 			MimeType string `json:"mimeType"`
 		} `json:"videos"`
@@ -260,18 +256,13 @@ func (v *VertexVideo) readOperation(ctx context.Context, body io.ReadCloser, sp 
 	case !op.Done:
 		return nil, nil
 	case op.Error != nil:
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo failed: " + op.Error.Message,
-			Err: fmt.Errorf("vertex operation %s: error %d", j.Handle.ID, op.Error.Code)}
+		return nil, op.Error.failure(j.Handle.ID)
 	case op.Response == nil:
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a response."}
 	}
 	r := op.Response
-	if r.RAIMediaFilteredCount > 0 {
-		msg := "Veo's safety filters blocked the video."
-		if len(r.RAIMediaFilteredReasons) > 0 {
-			msg = "Veo's safety filters blocked the video: " + strings.Join(r.RAIMediaFilteredReasons, " ")
-		}
-		return nil, &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: msg}
+	if err := r.failure(); err != nil {
+		return nil, err
 	}
 	if len(r.Videos) == 0 {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a video."}

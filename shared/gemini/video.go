@@ -75,12 +75,9 @@ type videoParameters struct {
 
 // operation is a google.longrunning.Operation of a video generation.
 type operation struct {
-	Name  string `json:"name"`
-	Done  bool   `json:"done"`
-	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Name     string     `json:"name"`
+	Done     bool       `json:"done"`
+	Error    *rpcStatus `json:"error"`
 	Response *struct {
 		GenerateVideoResponse struct {
 			GeneratedSamples []struct {
@@ -88,10 +85,41 @@ type operation struct {
 					URI string `json:"uri"`
 				} `json:"video"`
 			} `json:"generatedSamples"`
-			RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
-			RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+			raiFiltered
 		} `json:"generateVideoResponse"`
 	} `json:"response"`
+}
+
+// rpcStatus is a google.rpc.Status: a finished operation's error.
+type rpcStatus struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// failure is the job failure of operation name ending with s.
+func (s *rpcStatus) failure(name string) error {
+	return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo failed: " + s.Message,
+		Err: fmt.Errorf("veo operation %s: error %d", name, s.Code)}
+}
+
+// raiFiltered is what Veo's answer says of its safety filters (the same
+// fields on the Gemini API and on Vertex AI).
+type raiFiltered struct {
+	RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
+	RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+}
+
+// failure is the content_policy failure of a video the filters blocked,
+// with Veo's reasons; nil if none was.
+func (r *raiFiltered) failure() error {
+	if r.RAIMediaFilteredCount == 0 {
+		return nil
+	}
+	msg := "Veo's safety filters blocked the video."
+	if len(r.RAIMediaFilteredReasons) > 0 {
+		msg = "Veo's safety filters blocked the video: " + strings.Join(r.RAIMediaFilteredReasons, " ")
+	}
+	return &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: msg}
 }
 
 // videoParams maps a job's size ("WxH") and duration onto Veo's
@@ -163,18 +191,13 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	case !op.Done:
 		return nil, nil
 	case op.Error != nil:
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo failed: " + op.Error.Message,
-			Err: fmt.Errorf("veo operation %s: error %d", name, op.Error.Code)}
+		return nil, op.Error.failure(name)
 	case op.Response == nil:
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a response."}
 	}
 	gv := op.Response.GenerateVideoResponse
-	if gv.RAIMediaFilteredCount > 0 {
-		msg := "Veo's safety filters blocked the video."
-		if len(gv.RAIMediaFilteredReasons) > 0 {
-			msg = "Veo's safety filters blocked the video: " + strings.Join(gv.RAIMediaFilteredReasons, " ")
-		}
-		return nil, &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: msg}
+	if err := gv.failure(); err != nil {
+		return nil, err
 	}
 	if len(gv.GeneratedSamples) == 0 || gv.GeneratedSamples[0].Video.URI == "" {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a video."}
