@@ -9,8 +9,8 @@ import (
 )
 
 // BenchmarkMediaJobs runs long-running video jobs through genway serve
-// against a fake Veo on Vertex AI that finishes each generation 3 to 4 s after its
-// submit (spread so done times fall anywhere between two polls), with
+// against a fake Veo on Vertex AI that finishes each generation 3 to 4 s
+// after its submit (spread so done times fall anywhere between two polls), with
 // GENWAY_MEDIA_POLL=1s and clients polling GET /v1/jobs every 50 ms.
 // It reports the end-to-end overhead (the completion a polling client
 // sees minus the vendor's done time: the wait for the next poll, the
@@ -21,7 +21,11 @@ import (
 func BenchmarkMediaJobs(b *testing.B) {
 	const poll, gen = time.Second, 3 * time.Second
 	veo := fakeVertex(b, 0)
-	veo.DoneAfter = gen
+	veo.DoneAfter = func(prompt string) time.Duration { // "clip n": n x 173 ms modulo 1 s later, anywhere between two polls
+		var n int
+		fmt.Sscanf(prompt, "clip %d", &n)
+		return gen + time.Duration(n*173%1000)*time.Millisecond
+	}
 	env := vertexEnv(veo)
 	env["GENWAY_MEDIA_POLL"] = poll.String()
 	s := startServer(b, b.TempDir(), env)

@@ -15,7 +15,7 @@
 //
 // and the throwaway service-account key file whose token_uri is that
 // server. Generations finish after DonePolls reads of their operation (or
-// DoneAfter their submit); a prompt starting "forbidden" is blocked by the
+// DoneAfter(prompt) after their submit); a prompt starting "forbidden" is blocked by the
 // safety filters (raiMediaFilteredCount), one starting "broken" ends with
 // an operation error. The wire as seen by @google/genai 3.3.0 in Vertex
 // mode and in the Veo API reference.
@@ -63,8 +63,10 @@ type Server struct {
 	Region        string
 	Email         string // the service account
 
-	DonePolls int           // fetchPredictOperation reads until done; default 1
-	DoneAfter time.Duration // if set: done this long after the submit instead
+	DonePolls int // fetchPredictOperation reads until done; default 1
+	// DoneAfter, if set, says how long after its submit the generation of
+	// a prompt is done, instead of DonePolls.
+	DoneAfter func(prompt string) time.Duration
 	Video     []byte        // what every generation makes
 	TokenLife time.Duration // the tokens' expires_in; default an hour
 	// ExtraTokens are bearer tokens accepted besides those it issued (an
@@ -189,16 +191,16 @@ func (s *Server) Refusals() []string {
 	return slices.Clone(s.refusals)
 }
 
-// DoneAt returns when the generation of prompt finished (DoneAfter mode),
+// DoneAt returns when the generation of prompt finishes (DoneAfter mode),
 // or the zero time if there is none.
 func (s *Server) DoneAt(prompt string) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	op := s.ops[s.byPrompt[prompt]]
-	if op == nil {
+	if op == nil || s.DoneAfter == nil {
 		return time.Time{}
 	}
-	return op.submitted.Add(s.DoneAfter)
+	return op.submitted.Add(s.DoneAfter(op.prompt))
 }
 
 var (
@@ -409,8 +411,8 @@ func (s *Server) fetch(w http.ResponseWriter, resource string, body []byte) {
 		return
 	}
 	done := op.polls >= s.DonePolls
-	if s.DoneAfter > 0 {
-		done = !time.Now().Before(op.submitted.Add(s.DoneAfter))
+	if s.DoneAfter != nil {
+		done = !time.Now().Before(op.submitted.Add(s.DoneAfter(op.prompt)))
 	}
 	if !done {
 		writeJSON(w, map[string]any{"name": name})
