@@ -132,10 +132,11 @@ var iamAllow = map[string]map[perm]string{
 			"CompleteMultipartUpload (authorized as s3:PutObject)",
 		{"s3:AbortMultipartUpload", mediaObjects}:                     "s3media.putMultipart: abort an upload that failed midway",
 		{"sqs:SendMessage", jobsQueue}:                                "jobs.Worker: re-enqueue with a delay (polls of long generations, retries)",
-		{"ssm:GetParameter", ssmParameter("GeminiKeyParameter")}:      whySecrets + " (GEMINI_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("ElevenLabsKeyParameter")}:  whySecrets + " (ELEVENLABS_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("FalKeyParameter")}:         whySecrets + " (FAL_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("ReplicateTokenParameter")}: whySecrets + " (REPLICATE_API_TOKEN_PARAMETER)",
+		{"ssm:GetParameter", ssmParameter("VertexCredentialsParameter")}: whySecrets + " (GOOGLE_VERTEX_CREDENTIALS_PARAMETER: " +
+			"the service-account key Veo's access tokens are made from)",
 	},
 	"JobsSweeperFunction": {
 		{"dynamodb:Query", queuedIndex}:    "Store.QueuedBefore: the sparse index of jobs waiting for a message",
@@ -613,6 +614,7 @@ var vendorParams = map[string]struct{ param, cond string }{
 	"elevenlabs": {"ElevenLabsKeyParameter", "HasElevenLabs"},
 	"fal":        {"FalKeyParameter", "HasFal"},
 	"replicate":  {"ReplicateTokenParameter", "HasReplicate"},
+	"vertex":     {"VertexCredentialsParameter", "HasVertex"},
 }
 
 // secretVendors are the vendors each function calls, so whose key it may
@@ -621,7 +623,7 @@ var vendorParams = map[string]struct{ param, cond string }{
 // Replicate). Every other function reads no vendor key.
 var secretVendors = map[string][]string{
 	"ChatFunction":       {"openai", "anthropic", "gemini"},
-	"WorkerFunction":     {"gemini", "elevenlabs", "fal", "replicate"},
+	"WorkerFunction":     {"elevenlabs", "fal", "replicate", "vertex"},
 	"JobsCreateFunction": {"fal", "replicate"},
 }
 

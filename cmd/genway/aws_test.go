@@ -40,8 +40,11 @@ func TestAWSBackend(t *testing.T) {
 		"GENWAY_DEV_CREDITS":    "500",
 	}
 	// A long-running vendor too: its polls go through SQS DelaySeconds.
-	veo := fakeVeo(t, 2)
-	env["GEMINI_API_KEY"], env["GEMINI_BASE_URL"], env["GENWAY_MEDIA_POLL"] = vendorKeys["GEMINI_API_KEY"], veo.srv.URL, "1s"
+	veo := fakeVertex(t, 2)
+	for k, v := range vertexEnv(veo) {
+		env[k] = v
+	}
+	env["GENWAY_MEDIA_POLL"] = "1s"
 	// The SDK reads credentials and profiles from the process environment;
 	// make sure the machine's own settings cannot leak in.
 	t.Setenv("AWS_PROFILE", "")
@@ -216,7 +219,7 @@ func TestAWSBackend(t *testing.T) {
 	if n := strings.Count(out.String(), " capture "); n != 4 {
 		t.Errorf("dev ledger has %d captures; want 4:\n%s", n, out.String())
 	}
-	if submits, _ := veo.counts(); submits != 1 {
+	if submits, _, _ := veo.Counts(); submits != 1 {
 		t.Errorf("the Veo job was submitted %d times; want once", submits)
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/genway/genway/shared/media"
+	"github.com/genway/genway/shared/vertextest"
 )
 
 // Fake media vendors for the end-to-end tests: httptest servers on
@@ -34,7 +34,7 @@ import (
 // vendorKeys are the fake vendors' API keys; a test asserts that none of
 // them appears in a job, a link or a log line.
 var vendorKeys = map[string]string{
-	"GEMINI_API_KEY":      "gemini-secret-key-1234567890",
+	"GEMINI_API_KEY":      "gemini-secret-key-1234567890", // Veo through the Gemini API (the contract test)
 	"ELEVENLABS_API_KEY":  "eleven-secret-key-1234567890",
 	"FAL_KEY":             "fal-secret-key-1234567890",
 	"REPLICATE_API_TOKEN": "r8_replicate-secret-1234567890",
@@ -44,17 +44,14 @@ var vendorKeys = map[string]string{
 type fakeVendor struct {
 	srv *httptest.Server
 	// donePolls is how many status reads a long-running generation takes
-	// to finish (the answer to the last of them is "done"); with doneAfter
-	// set, a generation is done that long after its submit instead.
+	// to finish (the answer to the last of them is "done").
 	donePolls int
-	doneAfter time.Duration
 
 	mu        sync.Mutex
 	submits   int
-	calls     int                  // every request, authorised or not
-	submitted map[string]time.Time // by generation id
-	byPrompt  map[string]string    // generation id by prompt
-	polls     map[string]int       // by generation id
+	calls     int               // every request, authorised or not
+	byPrompt  map[string]string // generation id by prompt
+	polls     map[string]int    // by generation id
 	badAuth   int
 	refused   map[string]bool // generation ids of "forbidden" prompts
 	throttled map[string]bool // "throttled" prompts answered 429 once
@@ -62,16 +59,6 @@ type fakeVendor struct {
 	// them with the vendor SDK's).
 	record bool
 	seen   []wireRequest
-}
-
-// doneAt is when generation id finished at the vendor (doneAfter mode):
-// doneAfter after its submit, plus n x 173 ms modulo 1 s for the n-th
-// submit, so that done times fall anywhere between two polls.
-func (v *fakeVendor) doneAt(id string) time.Time {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	n, _ := strconv.Atoi(strings.TrimPrefix(id, "gen"))
-	return v.submitted[id].Add(v.doneAfter + time.Duration(n*173%1000)*time.Millisecond)
 }
 
 func (v *fakeVendor) callCount() int {
@@ -114,12 +101,7 @@ func (v *fakeVendor) submit() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.submits++
-	id := "gen" + strconv.Itoa(v.submits)
-	if v.submitted == nil {
-		v.submitted = map[string]time.Time{}
-	}
-	v.submitted[id] = time.Now()
-	return id
+	return "gen" + strconv.Itoa(v.submits)
 }
 
 // poll records a status read of id and reports how many reads it has had
@@ -132,12 +114,6 @@ func (v *fakeVendor) poll(id string) (n int, done bool) {
 	}
 	v.polls[id]++
 	n = v.polls[id]
-	if v.doneAfter > 0 {
-		v.mu.Unlock()
-		done = !time.Now().Before(v.doneAt(id))
-		v.mu.Lock()
-		return n, done
-	}
 	return n, n >= v.donePolls
 }
 
@@ -273,6 +249,25 @@ func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
 	return v
 }
 
+// fakeVertex is Veo on Vertex AI (vertextest: the token endpoint of its
+// service account, predictLongRunning, fetchPredictOperation answering
+// done after donePolls reads, the video inline), handing out testVideo.
+func fakeVertex(t testing.TB, donePolls int) *vertextest.Server {
+	v := vertextest.NewServer(t)
+	v.DonePolls = donePolls
+	v.Video = testVideo()
+	return v
+}
+
+// vertexVendor counts a fakeVertex's submits and refused calls, as a
+// fakeVendor does.
+type vertexVendor struct{ *vertextest.Server }
+
+func (v vertexVendor) counts() (submits, badAuth int) {
+	submits, _, badAuth = v.Counts()
+	return submits, badAuth
+}
+
 // fakeElevenLabs answers sound generation and music with the audio bytes:
 // MP3, or raw 16-bit PCM for a pcm_* output format. It checks the
 // documented bounds (duration_seconds 0.5-30, music_length_ms 3000-600000,
@@ -282,7 +277,7 @@ func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
 func fakeElevenLabs(t testing.TB) *fakeVendor {
 	v := &fakeVendor{}
 	key := vendorKeys["ELEVENLABS_API_KEY"]
-	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != "POST" || (r.URL.Path != "/v1/sound-generation" && r.URL.Path != "/v1/music") {
 			http.NotFound(w, r)
 			return
@@ -512,24 +507,38 @@ func writeJSONTest(w http.ResponseWriter, v any) {
 }
 
 // vendorEnv points genway serve at the fake vendors.
-func vendorEnv(veo, eleven, fal, replicate *fakeVendor) map[string]string {
+func vendorEnv(vertex *vertextest.Server, eleven, fal, replicate *fakeVendor) map[string]string {
 	env := map[string]string{"GENWAY_MEDIA_POLL": "1s"}
 	for k, v := range vendorKeys {
 		env[k] = v
 	}
-	env["GEMINI_BASE_URL"] = veo.srv.URL
+	for k, v := range vertexEnv(vertex) {
+		env[k] = v
+	}
 	env["ELEVENLABS_BASE_URL"] = eleven.srv.URL
 	env["FAL_BASE_URL"] = fal.srv.URL
 	env["REPLICATE_BASE_URL"] = replicate.srv.URL
 	return env
 }
 
-// noSecrets fails if any vendor key appears in s.
+// vertexEnv points genway serve at a fakeVertex: its service-account key
+// (the JSON itself, as an SSM parameter would hold it) and its URL.
+func vertexEnv(v *vertextest.Server) map[string]string {
+	return map[string]string{"GOOGLE_VERTEX_CREDENTIALS": v.Credentials(), "GOOGLE_VERTEX_BASE_URL": v.URL}
+}
+
+// noSecrets fails if any vendor key appears in s, or a service-account
+// key's private key, or one of the access tokens it was exchanged for.
 func noSecrets(t *testing.T, where, s string) {
 	t.Helper()
 	for name, k := range vendorKeys {
 		if strings.Contains(s, k) {
 			t.Errorf("%s contains the %s value", where, name)
+		}
+	}
+	for _, k := range []string{"PRIVATE KEY", "ya29."} {
+		if strings.Contains(s, k) {
+			t.Errorf("%s contains %q: a service-account key or its token", where, k)
 		}
 	}
 }

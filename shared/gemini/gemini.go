@@ -36,6 +36,11 @@
 // gateway fetches image URLs before calling it.
 //
 // A Provider is safe for concurrent use.
+//
+// The package also makes Veo videos, jobs.Providers of the same Google
+// family: Video through the Gemini API (an API key; Google no longer
+// serves Veo there, see video.go), and VertexVideo on Vertex AI (a
+// service account, whose OAuth2 tokens it makes itself).
 package gemini
 
 import (

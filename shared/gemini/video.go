@@ -27,6 +27,12 @@ import (
 //
 // The key is sent as x-goog-api-key, never in a URL. Safe for concurrent
 // use.
+//
+// Google shut Veo down on the Gemini API (the veo-3.1 preview models, the
+// only ones it had, since October 2026; @google/genai 3.x dropped the
+// call), so the catalog's Veo models are VertexVideo's. Video stays for a
+// catalog of one's own whose GEMINI_BASE_URL is a server speaking this
+// API.
 type Video struct {
 	base   string
 	apiKey string
@@ -69,12 +75,9 @@ type videoParameters struct {
 
 // operation is a google.longrunning.Operation of a video generation.
 type operation struct {
-	Name  string `json:"name"`
-	Done  bool   `json:"done"`
-	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Name     string     `json:"name"`
+	Done     bool       `json:"done"`
+	Error    *rpcStatus `json:"error"`
 	Response *struct {
 		GenerateVideoResponse struct {
 			GeneratedSamples []struct {
@@ -82,10 +85,41 @@ type operation struct {
 					URI string `json:"uri"`
 				} `json:"video"`
 			} `json:"generatedSamples"`
-			RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
-			RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+			raiFiltered
 		} `json:"generateVideoResponse"`
 	} `json:"response"`
+}
+
+// rpcStatus is a google.rpc.Status: a finished operation's error.
+type rpcStatus struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// failure is the job failure of operation name ending with s.
+func (s *rpcStatus) failure(name string) error {
+	return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo failed: " + s.Message,
+		Err: fmt.Errorf("veo operation %s: error %d", name, s.Code)}
+}
+
+// raiFiltered is what Veo's answer says of its safety filters (the same
+// fields on the Gemini API and on Vertex AI).
+type raiFiltered struct {
+	RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
+	RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+}
+
+// failure is the content_policy failure of a video the filters blocked,
+// with Veo's reasons; nil if none was.
+func (r *raiFiltered) failure() error {
+	if r.RAIMediaFilteredCount == 0 {
+		return nil
+	}
+	msg := "Veo's safety filters blocked the video."
+	if len(r.RAIMediaFilteredReasons) > 0 {
+		msg = "Veo's safety filters blocked the video: " + strings.Join(r.RAIMediaFilteredReasons, " ")
+	}
+	return &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: msg}
 }
 
 // videoParams maps a job's size ("WxH") and duration onto Veo's
@@ -157,18 +191,13 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	case !op.Done:
 		return nil, nil
 	case op.Error != nil:
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo failed: " + op.Error.Message,
-			Err: fmt.Errorf("veo operation %s: error %d", name, op.Error.Code)}
+		return nil, op.Error.failure(name)
 	case op.Response == nil:
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a response."}
 	}
 	gv := op.Response.GenerateVideoResponse
-	if gv.RAIMediaFilteredCount > 0 {
-		msg := "Veo's safety filters blocked the video."
-		if len(gv.RAIMediaFilteredReasons) > 0 {
-			msg = "Veo's safety filters blocked the video: " + strings.Join(gv.RAIMediaFilteredReasons, " ")
-		}
-		return nil, &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: msg}
+	if err := gv.failure(); err != nil {
+		return nil, err
 	}
 	if len(gv.GeneratedSamples) == 0 || gv.GeneratedSamples[0].Video.URI == "" {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a video."}
@@ -200,19 +229,25 @@ func (v *Video) keyOnlyToOrigin() *http.Client {
 	return &c
 }
 
-// googleError reads a Google API error envelope:
+// googleError reads a Gemini API error envelope (googleAPIError).
+func googleError(status int, body []byte) (string, string) {
+	return googleAPIError(status, body, "The Gemini API refused the configured key: ")
+}
+
+// googleAPIError reads a Google API error envelope:
 // {"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT",
 // "details":[...]}}. A refusal on safety grounds is content_policy. A
-// refused key is our configuration's fault, not the prompt's: 401, 403,
-// and the Gemini API's own answer to a bad key, 400 INVALID_ARGUMENT with
-// reason API_KEY_INVALID.
-func googleError(status int, body []byte) (string, string) {
+// refused credential is our configuration's fault, not the prompt's: 401,
+// 403, and the Gemini API's own answer to a bad key, 400 INVALID_ARGUMENT
+// with reason API_KEY_INVALID; its message is prefixed with refused (which
+// credentials were refused).
+func googleAPIError(status int, body []byte, refused string) (string, string) {
 	var e errorBody
 	if json.Unmarshal(body, &e) != nil || e.Error == nil {
 		return "", ""
 	}
 	if status == http.StatusUnauthorized || status == http.StatusForbidden || e.Error.hasReason("API_KEY_INVALID") {
-		return "", "The Gemini API refused the configured key: " + e.Error.Message
+		return "", refused + e.Error.Message
 	}
 	lower := strings.ToLower(e.Error.Message)
 	if status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")) {

@@ -23,6 +23,7 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/secrets"
+	"github.com/genway/genway/shared/vertextest"
 )
 
 // fakeSSM answers GetParameter from values; fail makes it fail.
@@ -331,7 +332,8 @@ func TestRotatingInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k", "GROQ_API_KEY": "k",
-		"ELEVENLABS_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "GENWAY_BEDROCK": "on", "AWS_REGION": "us-east-1"}
+		"ELEVENLABS_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "GENWAY_BEDROCK": "on", "AWS_REGION": "us-east-1",
+		"GOOGLE_VERTEX_CREDENTIALS": vertextest.NewServer(t).Credentials()} // Vertex AI's Veo: a Poller, not a Canceller
 	getenv := func(k string) string { return env[k] }
 	rot := Rotation{Getenv: getenv, Key: func(_ context.Context, k string) (string, error) { return env[k], nil }, TTL: time.Minute}
 
