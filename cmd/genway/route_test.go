@@ -184,6 +184,10 @@ func chaos(t *testing.T, breakers string) {
 		t.Errorf("usage (requests, credits) A %v B %v; want A %v B %v", usage[chaosA], usage[chaosB],
 			[2]int64{served[chaosA], 5 * served[chaosA]}, [2]int64{served[chaosB], 10 * served[chaosB]})
 	}
+	// The admin API shows A's breaker and its recent failures.
+	if st := adminRouting(t, s, chaosA); st.Calls == 0 || st.Failures == 0 || (breakers == "off" && st.State != "closed") {
+		t.Errorf("admin routing of %s = %+v; want its recent calls and failures (closed with breakers off)", chaosA, st)
+	}
 	var cr struct{ Balance int64 }
 	s.do(t, "GET", "/v1/credits", nil, nil, &cr)
 	if want := 1000000 - 5*served[chaosA] - 10*served[chaosB]; cr.Balance != want {
@@ -376,4 +380,35 @@ func adminUsage(t *testing.T, s *server) map[string][2]int64 {
 		out[u.Model] = [2]int64{v[0] + u.Requests, v[1] + u.Credits}
 	}
 	return out
+}
+
+// adminRouting returns model's routing state from GET /admin/v1/models.
+func adminRouting(t *testing.T, s *server, model string) (st struct {
+	State    string `json:"state"`
+	Calls    int    `json:"calls"`
+	Failures int    `json:"failures"`
+}) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", s.base+"/admin/v1/models", nil)
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			ID      string          `json:"id"`
+			Routing json.RawMessage `json:"routing"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Data {
+		if m.ID == model {
+			json.Unmarshal(m.Routing, &st)
+		}
+	}
+	return st
 }
