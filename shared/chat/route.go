@@ -253,7 +253,10 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 		}
 	}
 	m := c.Request.Model
-	f := &firstToken{sink: rt.sink, answer: Answer{Model: m.ID, Attempts: append(try.Attempts, route.Attempt{Model: m.ID, Outcome: "200"})}}
+	// The attempts so far and this one, in a slice of its own (the
+	// router appends to try.Attempts' array).
+	attempts := append(try.Attempts[:len(try.Attempts):len(try.Attempts)], route.Attempt{Model: m.ID, Outcome: "200"})
+	f := &firstToken{sink: rt.sink, answer: Answer{Model: m.ID, Attempts: attempts}}
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if !try.FirstToken.IsZero() {
