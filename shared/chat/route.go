@@ -40,14 +40,15 @@ func (e *AttemptsError) Error() string { return e.Err.Error() }
 func (e *AttemptsError) Unwrap() error { return e.Err }
 
 // Failure classifies e by the routing policy: by its upstream status
-// (route.StatusClass) when it has one, else by its kind: a timeout or a
-// failure to talk to the upstream (connection refused, a dropped stream)
-// is Transient, a provider that is not configured is skipped, a bad
-// request is Final.
+// (route.StatusClass) when it is an error status (>= 400), else by its
+// kind: a timeout or a failure to talk to the upstream (connection
+// refused, a dropped stream, a malformed answer) is Transient, a provider
+// that is not configured is skipped, a bad request is Final. The Reason of
+// a failure without a status is e's Reason, else its kind's name.
 func (e *UpstreamError) Failure() route.Failure {
-	f := route.Failure{Status: e.Status, RetryAfter: e.RetryAfter}
-	if e.Status != 0 {
-		f.Class = route.StatusClass(e.Status)
+	f := route.Failure{RetryAfter: e.RetryAfter}
+	if e.Status >= 400 {
+		f.Class, f.Status = route.StatusClass(e.Status), e.Status
 		return f
 	}
 	switch e.Kind {
@@ -61,6 +62,9 @@ func (e *UpstreamError) Failure() route.Failure {
 		f.Class, f.Reason = route.Final, "bad_request"
 	default:
 		f.Class, f.Reason = route.Transient, "connection"
+	}
+	if e.Reason != "" {
+		f.Reason = e.Reason
 	}
 	return f
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"time"
 )
 
 // StatusKind classifies an upstream's HTTP error status the same way for
@@ -43,5 +45,26 @@ func TransportError(ctx context.Context, provider, what string, err error) error
 	if ctxErr != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return &UpstreamError{Provider: provider, Kind: UpstreamTimeout, Message: "upstream timed out", Err: err}
 	}
-	return &UpstreamError{Provider: provider, Kind: UpstreamFailed, Message: what + " failed", Err: err}
+	e := &UpstreamError{Provider: provider, Kind: UpstreamFailed, Message: what + " failed", Err: err}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		e.Reason = ReasonDropped // the body was cut
+	}
+	return e
+}
+
+// StatusError returns the UpstreamError of an upstream's error status: an
+// HTTP status, or the status an in-band error stands for (an error event
+// inside a 200 stream). Its Kind is StatusKind's, its RetryAfter read from
+// h (nil for an in-band error: no headers of its own); msg is the
+// upstream's message, shown to the client for a bad request (a generic
+// one naming provider and status when msg is empty); cause is for logs.
+func StatusError(provider string, status int, h http.Header, msg string, cause error) *UpstreamError {
+	e := &UpstreamError{Provider: provider, Kind: StatusKind(status), Status: status, Message: msg, Err: cause}
+	if h != nil {
+		e.RetryAfter = RetryAfter(h, time.Now())
+	}
+	if e.Kind == UpstreamBadRequest && e.Message == "" {
+		e.Message = fmt.Sprintf("The %s provider rejected the request (HTTP %d).", provider, status)
+	}
+	return e
 }

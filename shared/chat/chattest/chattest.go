@@ -1,0 +1,50 @@
+// Package chattest holds what the tests of every chat provider share: the
+// check of a provider's routing table, which says, for each way an
+// upstream can fail (an HTTP status, an in-band stream error, a dropped
+// stream), which route.Failure the provider's *chat.UpstreamError must
+// classify as and what the routing policy then does.
+package chattest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/route"
+)
+
+// Routing is one row's expectation: the failure (Class, Status,
+// RetryAfter, Reason; Reason only for a failure without a status) and the
+// policy's Action for it.
+type Routing struct {
+	Class      route.Class
+	Status     int
+	RetryAfter time.Duration
+	Reason     string
+	Action     route.Action
+}
+
+// State is where CheckRouting decides: the first attempt on a target, with
+// another target left and a minute of budget, no other key free.
+var State = route.State{More: true, Left: time.Minute}
+
+// CheckRouting fails t unless err is (or wraps) an *chat.UpstreamError
+// whose Failure is want's and whose action by route.DefaultPolicy in
+// State is want.Action. It returns the error.
+func CheckRouting(t testing.TB, err error, want Routing) *chat.UpstreamError {
+	t.Helper()
+	var ue *chat.UpstreamError
+	if !errors.As(err, &ue) {
+		t.Fatalf("error = %v (%T); want a *chat.UpstreamError", err, err)
+	}
+	f := ue.Failure()
+	if f.Class != want.Class || f.Status != want.Status || f.RetryAfter != want.RetryAfter || (want.Status == 0 && f.Reason != want.Reason) {
+		t.Errorf("Failure() of %v = %+v; want class %v, status %d, retry after %v, reason %q",
+			err, f, want.Class, want.Status, want.RetryAfter, want.Reason)
+	}
+	if act, _ := route.DefaultPolicy.Decide(f, State); act != want.Action {
+		t.Errorf("Decide(%+v) = %v; want %v", f, act, want.Action)
+	}
+	return ue
+}
