@@ -42,7 +42,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
@@ -202,7 +201,7 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
-			return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed,
+			return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped,
 				Message: "stream ended before message_stop", Err: io.ErrUnexpectedEOF}
 		}
 		if err != nil {
@@ -348,41 +347,38 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 func (p *Provider) statusError(resp *http.Response, body []byte) error {
 	var eb errorBody
 	_ = json.Unmarshal(body, &eb)
-	msg := eb.Error.Message
-	e := &chat.UpstreamError{Provider: p.name, Status: resp.StatusCode, Message: msg,
-		Err: fmt.Errorf("status %d: %s: %s", resp.StatusCode, eb.Error.Type, truncate(string(body), 512))}
-	e.Kind = chat.StatusKind(resp.StatusCode)
-	switch e.Kind {
-	case chat.UpstreamBadRequest:
-		if e.Message == "" {
-			e.Message = http.StatusText(resp.StatusCode)
-		}
-	case chat.UpstreamRateLimited:
-		e.RetryAfter = chat.RetryAfter(resp.Header, time.Now())
-	}
-	return e
+	return chat.StatusError(p.name, resp.StatusCode, resp.Header, eb.Error.Message,
+		fmt.Errorf("status %d: %s: %s", resp.StatusCode, eb.Error.Type, truncate(string(body), 512)))
+}
+
+// errorStatuses are the HTTP statuses of the Messages API's error types
+// (https://docs.anthropic.com/en/api/errors): what an error event inside a
+// 200 stream, or an error object in a 200 body, stands for.
+var errorStatuses = map[string]int{
+	"invalid_request_error": http.StatusBadRequest,
+	"authentication_error":  http.StatusUnauthorized,
+	"billing_error":         http.StatusPaymentRequired,
+	"permission_error":      http.StatusForbidden,
+	"not_found_error":       http.StatusNotFound,
+	"request_too_large":     http.StatusRequestEntityTooLarge,
+	"rate_limit_error":      http.StatusTooManyRequests,
+	"api_error":             http.StatusInternalServerError,
+	"timeout_error":         http.StatusGatewayTimeout,
+	"overloaded_error":      529,
 }
 
 // eventError maps an error object (a mid-stream error event, or an error
-// body with a 2xx status) to an UpstreamError by its type.
+// body with a 2xx status) to an UpstreamError with the status its type
+// stands for (errorStatuses; an unknown type is an api_error, 500).
 func (p *Provider) eventError(ed *errorDetail) error {
 	if ed == nil {
 		ed = &errorDetail{Type: "api_error"}
 	}
-	e := &chat.UpstreamError{Provider: p.name, Message: ed.Message, Err: fmt.Errorf("error event: %s: %s", ed.Type, ed.Message)}
-	switch ed.Type {
-	case "invalid_request_error", "not_found_error", "request_too_large":
-		e.Kind, e.Status = chat.UpstreamBadRequest, http.StatusBadRequest
-	case "rate_limit_error":
-		e.Kind, e.Status = chat.UpstreamRateLimited, http.StatusTooManyRequests
-	case "overloaded_error":
-		e.Kind, e.Status = chat.UpstreamUnavailable, 529
-	case "timeout_error":
-		e.Kind, e.Status = chat.UpstreamTimeout, http.StatusGatewayTimeout
-	default: // api_error, authentication_error, permission_error, unknown
-		e.Kind = chat.UpstreamFailed
+	status, ok := errorStatuses[ed.Type]
+	if !ok {
+		status = http.StatusInternalServerError
 	}
-	return e
+	return chat.StatusError(p.name, status, nil, ed.Message, fmt.Errorf("error event: %s: %s", ed.Type, ed.Message))
 }
 
 func truncate(s string, n int) string {

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,10 +33,12 @@ func StatusKind(status int) UpstreamKind {
 }
 
 // TransportError classifies a failure to talk to provider's upstream or
-// to read its answer; what names the step ("send request", "read stream").
-// When ctx was cancelled (the client went away) it is ctx's error, not an
-// upstream failure. A deadline (ctx's, or a network timeout) is an
-// UpstreamTimeout; anything else an UpstreamFailed.
+// to read its answer; what names the step ("send request", "read stream",
+// "decode response"). When ctx was cancelled (the client went away) it is
+// ctx's error, not an upstream failure. A deadline (ctx's, or a network
+// timeout) is an UpstreamTimeout; anything else an UpstreamFailed: with
+// Reason ReasonDropped for a body that was cut (io.ErrUnexpectedEOF), and
+// ReasonMalformed for one that is not the JSON expected.
 func TransportError(ctx context.Context, provider, what string, err error) error {
 	ctxErr := ctx.Err()
 	if errors.Is(ctxErr, context.Canceled) {
@@ -46,8 +49,13 @@ func TransportError(ctx context.Context, provider, what string, err error) error
 		return &UpstreamError{Provider: provider, Kind: UpstreamTimeout, Message: "upstream timed out", Err: err}
 	}
 	e := &UpstreamError{Provider: provider, Kind: UpstreamFailed, Message: what + " failed", Err: err}
-	if errors.Is(err, io.ErrUnexpectedEOF) {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
 		e.Reason = ReasonDropped // the body was cut
+	case errors.As(err, &syntax) || errors.As(err, &typ):
+		e.Reason = ReasonMalformed
 	}
 	return e
 }

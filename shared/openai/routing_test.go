@@ -20,8 +20,6 @@ package openai
 
 import (
 	"context"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -85,9 +83,9 @@ func TestRouting(t *testing.T) {
 				defer srv.Close()
 				url = srv.URL
 			case tt.drop == "refused":
-				url = closedURL(t)
+				url = chattest.ClosedURL(t)
 			default:
-				url = cutServer(t, tt.drop)
+				url = chattest.CutServer(t, "text/event-stream", tt.drop)
 			}
 			p := New(Config{BaseURL: url, APIKey: "k"})
 			req := &chat.Request{Model: model(t, "openai/gpt-4o-mini"), Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "x"}}}}}
@@ -107,35 +105,4 @@ func TestRouting(t *testing.T) {
 // sseUp is an upstream answering 200 with the event stream of fixture name.
 func sseUp(t *testing.T, name string) *upstream {
 	return &upstream{header: map[string]string{"Content-Type": "text/event-stream"}, body: fixture(t, name)}
-}
-
-// cutServer returns the URL of a server that answers 200, streams body and
-// closes the connection without ending the chunked body: the client's read
-// fails with io.ErrUnexpectedEOF.
-func cutServer(t *testing.T, body string) string {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.WriteHeader(http.StatusOK)
-		w.Write([]byte(body))
-		w.(http.Flusher).Flush()
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		conn.Close()
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// closedURL returns the URL of a loopback port nobody listens on.
-func closedURL(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return "http://" + addr
 }

@@ -7,6 +7,9 @@ package chattest
 
 import (
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -47,4 +50,40 @@ func CheckRouting(t testing.TB, err error, want Routing) *chat.UpstreamError {
 		t.Errorf("Decide(%+v) = %v; want %v", f, act, want.Action)
 	}
 	return ue
+}
+
+// CutServer starts a loopback server that answers every request 200 with
+// contentType and body, then closes the connection without ending the
+// chunked body, as a dropped upstream connection does: the client's read
+// fails with io.ErrUnexpectedEOF. It returns the server's URL; the server
+// stops when t ends.
+func CutServer(t testing.TB, contentType, body string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", contentType)
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(body))
+		w.(http.Flusher).Flush()
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		conn.Close()
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// ClosedURL returns an http URL of a loopback port nobody listens on: a
+// call to it is refused.
+func ClosedURL(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
 }
