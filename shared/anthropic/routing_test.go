@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -23,20 +22,19 @@ import (
 
 func TestRouting(t *testing.T) {
 	type r = chattest.Routing
-	sse := func(name string) answer {
-		return answer{status: 200, ctype: "text/event-stream", body: string(fixture(t, name))}
+	type a = chattest.Answer
+	sse := func(name string) a { return a{ContentType: "text/event-stream", Body: string(fixture(t, name))} }
+	event := func(typ string) a { // an error event as the stream's first event
+		return a{ContentType: "text/event-stream",
+			Body: fmt.Sprintf("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":%q,\"message\":\"m\"}}\n\n", typ)}
 	}
-	event := func(typ string) answer { // an error event as the stream's first event
-		return answer{status: 200, ctype: "text/event-stream",
-			body: fmt.Sprintf("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":%q,\"message\":\"m\"}}\n\n", typ)}
-	}
-	status := func(code int, typ string, h http.Header) answer {
-		return answer{status: code, header: h, ctype: "application/json",
-			body: fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":"m"},"request_id":"req_1"}`, typ)}
+	status := func(code int, typ string, h http.Header) a {
+		return a{Status: code, Header: h, ContentType: "application/json",
+			Body: fmt.Sprintf(`{"type":"error","error":{"type":%q,"message":"m"},"request_id":"req_1"}`, typ)}
 	}
 	tests := []struct {
 		name   string
-		a      answer
+		a      a
 		stream bool
 		want   r
 	}{
@@ -51,12 +49,12 @@ func TestRouting(t *testing.T) {
 		{"429 short retry-after", status(429, "rate_limit_error", http.Header{"Retry-After": {"1"}}), false,
 			r{Class: route.RateLimited, Status: 429, RetryAfter: time.Second, Action: route.Again}},
 		{"500", status(500, "api_error", nil), false, r{Class: route.Transient, Status: 500, Action: route.Again}},
-		{"503 not JSON", answer{status: 503, ctype: "text/plain", body: "upstream connect error"}, true, r{Class: route.Transient, Status: 503, Action: route.Again}},
+		{"503 not JSON", a{Status: 503, ContentType: "text/plain", Body: "upstream connect error"}, true, r{Class: route.Transient, Status: 503, Action: route.Again}},
 		{"504", status(504, "timeout_error", nil), false, r{Class: route.Transient, Status: 504, Action: route.Again}},
 		{"529 overloaded", status(529, "overloaded_error", nil), true, r{Class: route.Transient, Status: 529, Action: route.Again}},
-		{"error object in a 200 body", answer{status: 200, ctype: "application/json", body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, false,
+		{"error object in a 200 body", a{ContentType: "application/json", Body: `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`}, false,
 			r{Class: route.Transient, Status: 529, Action: route.Again}},
-		{"malformed 200 body", answer{status: 200, ctype: "application/json", body: `<html>hi</html>`}, false, r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
+		{"malformed 200 body", a{ContentType: "application/json", Body: `<html>hi</html>`}, false, r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
 
 		// In-band stream errors.
 		{"overloaded after message_start", sse("inband_overloaded_first.sse"), true, r{Class: route.Transient, Status: 529, Action: route.Again}},
@@ -74,13 +72,13 @@ func TestRouting(t *testing.T) {
 
 		// Dropped and malformed streams.
 		{"ends before message_stop", sse("stream_truncated.sse"), true, r{Class: route.Transient, Reason: "dropped", Action: route.Again}},
-		{"connection cut mid-stream", answer{cut: true, body: string(fixture(t, "stream_truncated.sse"))}, true, r{Class: route.Transient, Reason: "dropped", Action: route.Again}},
-		{"connection refused", answer{refused: true}, true, r{Class: route.Transient, Reason: "connection", Action: route.Again}},
-		{"malformed event", answer{status: 200, ctype: "text/event-stream", body: "event: message_start\ndata: {nope\n\n"}, true, r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
+		{"connection cut mid-stream", a{Cut: true, ContentType: "text/event-stream", Body: string(fixture(t, "stream_truncated.sse"))}, true, r{Class: route.Transient, Reason: "dropped", Action: route.Again}},
+		{"connection refused", a{Refused: true}, true, r{Class: route.Transient, Reason: "connection", Action: route.Again}},
+		{"malformed event", a{ContentType: "text/event-stream", Body: "event: message_start\ndata: {nope\n\n"}, true, r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := New(Config{BaseURL: tt.a.url(t), APIKey: "sk-test"})
+			p := New(Config{BaseURL: tt.a.URL(t), APIKey: "sk-test"})
 			req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}
 			var err error
 			if tt.stream {
@@ -93,33 +91,4 @@ func TestRouting(t *testing.T) {
 			}
 		})
 	}
-}
-
-// answer is an upstream's answer to every request: a status, headers and
-// body; or a body cut by a dropped connection; or no server at all.
-type answer struct {
-	status       int
-	header       http.Header
-	ctype, body  string
-	cut, refused bool
-}
-
-// url starts a server giving a and returns its URL.
-func (a answer) url(t *testing.T) string {
-	switch {
-	case a.refused:
-		return chattest.ClosedURL(t)
-	case a.cut:
-		return chattest.CutServer(t, "text/event-stream", a.body)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		for k, v := range a.header {
-			w.Header()[k] = v
-		}
-		w.Header().Set("Content-Type", a.ctype)
-		w.WriteHeader(a.status)
-		_, _ = w.Write([]byte(a.body))
-	}))
-	t.Cleanup(srv.Close)
-	return srv.URL
 }

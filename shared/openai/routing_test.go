@@ -20,7 +20,7 @@ package openai
 
 import (
 	"context"
-	"net/http/httptest"
+	"net/http"
 	"testing"
 	"time"
 
@@ -31,63 +31,53 @@ import (
 
 func TestRouting(t *testing.T) {
 	type r = chattest.Routing
+	type a = chattest.Answer
+	sse := func(name string) a { return a{ContentType: "text/event-stream", Body: fixture(t, name)} }
 	tests := []struct {
 		name   string
-		up     *upstream // nil: see drop
+		a      a
 		stream bool
-		drop   string // a stream cut after this body; "refused": no server at all
 		want   r
 	}{
 		// HTTP statuses.
-		{"400", &upstream{status: 400, body: `{"error":{"message":"bad","type":"invalid_request_error","code":null}}`}, false, "", r{Class: route.Final, Status: 400, Action: route.Stop}},
-		{"401", &upstream{status: 401, body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`}, false, "", r{Class: route.KeyRefused, Status: 401, Action: route.Next}},
-		{"403", &upstream{status: 403, body: `{"error":{"message":"Country, region, or territory not supported","code":"unsupported_country_region_territory"}}`}, false, "", r{Class: route.KeyRefused, Status: 403, Action: route.Next}},
-		{"404", &upstream{status: 404, body: `{"error":{"message":"The model does not exist","code":"model_not_found"}}`}, false, "", r{Class: route.Unsupported, Status: 404, Action: route.Next}},
-		{"408", &upstream{status: 408}, false, "", r{Class: route.Transient, Status: 408, Action: route.Again}},
-		{"429 long Retry-After", &upstream{status: 429, header: map[string]string{"Retry-After": "20"}, body: `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`}, true, "",
+		{"400", a{Status: 400, Body: `{"error":{"message":"bad","type":"invalid_request_error","code":null}}`}, false, r{Class: route.Final, Status: 400, Action: route.Stop}},
+		{"401", a{Status: 401, Body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`}, false, r{Class: route.KeyRefused, Status: 401, Action: route.Next}},
+		{"403", a{Status: 403, Body: `{"error":{"message":"Country, region, or territory not supported","code":"unsupported_country_region_territory"}}`}, false, r{Class: route.KeyRefused, Status: 403, Action: route.Next}},
+		{"404", a{Status: 404, Body: `{"error":{"message":"The model does not exist","code":"model_not_found"}}`}, false, r{Class: route.Unsupported, Status: 404, Action: route.Next}},
+		{"408", a{Status: 408}, false, r{Class: route.Transient, Status: 408, Action: route.Again}},
+		{"429 long Retry-After", a{Status: 429, Header: http.Header{"Retry-After": {"20"}}, Body: `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`}, true,
 			r{Class: route.RateLimited, Status: 429, RetryAfter: 20 * time.Second, Action: route.Next}},
-		{"429 Retry-After-Ms", &upstream{status: 429, header: map[string]string{"Retry-After-Ms": "800"}}, false, "",
+		{"429 Retry-After-Ms", a{Status: 429, Header: http.Header{"Retry-After-Ms": {"800"}}}, false,
 			r{Class: route.RateLimited, Status: 429, RetryAfter: 800 * time.Millisecond, Action: route.Again}},
-		{"500", &upstream{status: 500, body: `{"error":{"message":"The server had an error","type":"server_error"}}`}, true, "", r{Class: route.Transient, Status: 500, Action: route.Again}},
-		{"503 Retry-After", &upstream{status: 503, header: map[string]string{"Retry-After": "1"}}, false, "",
+		{"500", a{Status: 500, Body: `{"error":{"message":"The server had an error","type":"server_error"}}`}, true, r{Class: route.Transient, Status: 500, Action: route.Again}},
+		{"503 Retry-After", a{Status: 503, Header: http.Header{"Retry-After": {"1"}}}, false,
 			r{Class: route.Transient, Status: 503, RetryAfter: time.Second, Action: route.Again}},
-		{"200 body with an OpenRouter error", &upstream{body: `{"error":{"code":502,"message":"Provider returned error"}}`}, false, "", r{Class: route.Transient, Status: 502, Action: route.Again}},
-		{"200 body with finish_reason error", &upstream{body: `{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"error"}]}`}, false, "", r{Class: route.Transient, Status: 502, Action: route.Again}},
-		{"200 body garbage", &upstream{body: `<html>oops</html>`}, false, "", r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
+		{"200 body with an OpenRouter error", a{Body: `{"error":{"code":502,"message":"Provider returned error"}}`}, false, r{Class: route.Transient, Status: 502, Action: route.Again}},
+		{"200 body with finish_reason error", a{Body: `{"choices":[{"index":0,"message":{"role":"assistant","content":""},"finish_reason":"error"}]}`}, false, r{Class: route.Transient, Status: 502, Action: route.Again}},
+		{"200 body garbage", a{Body: `<html>oops</html>`}, false, r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
 
 		// In-band stream errors.
-		{"OpenAI server_error after content", sseUp(t, "stream_error.sse"), true, "", r{Class: route.Transient, Status: 500, Action: route.Again}},
-		{"OpenAI rate limit before content", sseUp(t, "inband_rate_limit.sse"), true, "", r{Class: route.RateLimited, Status: 429, Action: route.Again}},
-		{"OpenAI insufficient_quota", sseUp(t, "inband_insufficient_quota.sse"), true, "", r{Class: route.RateLimited, Status: 429, Action: route.Again}},
-		{"OpenRouter numeric 529 before content", sseUp(t, "inband_openrouter_529.sse"), true, "", r{Class: route.Transient, Status: 529, Action: route.Again}},
-		{"OpenRouter server_error after content", sseUp(t, "inband_openrouter_server_error.sse"), true, "", r{Class: route.Transient, Status: 500, Action: route.Again}},
-		{"vLLM 400 in-band", sseUp(t, "inband_vllm_400.sse"), true, "", r{Class: route.Final, Status: 400, Action: route.Stop}},
-		{"vLLM 500 before the first token", sseUp(t, "inband_vllm_500.sse"), true, "", r{Class: route.Transient, Status: 500, Action: route.Again}},
-		{"TGI validation error", sseUp(t, "inband_tgi_validation.sse"), true, "", r{Class: route.Final, Status: 400, Action: route.Stop}},
-		{"SSE error event", sseUp(t, "inband_event_error.sse"), true, "", r{Class: route.Transient, Status: 503, Action: route.Again}},
-		{"raw JSON error, no data: field", sseUp(t, "inband_raw_json.sse"), true, "", r{Class: route.Transient, Status: 500, Action: route.Again}},
-		{"finish_reason error alone", sseUp(t, "inband_finish_error.sse"), true, "", r{Class: route.Transient, Status: 502, Action: route.Again}},
+		{"OpenAI server_error after content", sse("stream_error.sse"), true, r{Class: route.Transient, Status: 500, Action: route.Again}},
+		{"OpenAI rate limit before content", sse("inband_rate_limit.sse"), true, r{Class: route.RateLimited, Status: 429, Action: route.Again}},
+		{"OpenAI insufficient_quota", sse("inband_insufficient_quota.sse"), true, r{Class: route.RateLimited, Status: 429, Action: route.Again}},
+		{"OpenRouter numeric 529 before content", sse("inband_openrouter_529.sse"), true, r{Class: route.Transient, Status: 529, Action: route.Again}},
+		{"OpenRouter server_error after content", sse("inband_openrouter_server_error.sse"), true, r{Class: route.Transient, Status: 500, Action: route.Again}},
+		{"vLLM 400 in-band", sse("inband_vllm_400.sse"), true, r{Class: route.Final, Status: 400, Action: route.Stop}},
+		{"vLLM 500 before the first token", sse("inband_vllm_500.sse"), true, r{Class: route.Transient, Status: 500, Action: route.Again}},
+		{"TGI validation error", sse("inband_tgi_validation.sse"), true, r{Class: route.Final, Status: 400, Action: route.Stop}},
+		{"SSE error event", sse("inband_event_error.sse"), true, r{Class: route.Transient, Status: 503, Action: route.Again}},
+		{"raw JSON error, no data: field", sse("inband_raw_json.sse"), true, r{Class: route.Transient, Status: 500, Action: route.Again}},
+		{"finish_reason error alone", sse("inband_finish_error.sse"), true, r{Class: route.Transient, Status: 502, Action: route.Again}},
 
 		// Dropped and malformed streams.
-		{"ends without [DONE] or a finish_reason", sseUp(t, "stream_truncated.sse"), true, "", r{Class: route.Transient, Reason: "dropped", Action: route.Again}},
-		{"connection cut mid-stream", nil, true, fixture(t, "stream_truncated.sse"), r{Class: route.Transient, Reason: "dropped", Action: route.Again}},
-		{"connection refused", nil, true, "refused", r{Class: route.Transient, Reason: "connection", Action: route.Again}},
-		{"malformed chunk", sseUp(t, "stream_garbage.sse"), true, "", r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
+		{"ends without [DONE] or a finish_reason", sse("stream_truncated.sse"), true, r{Class: route.Transient, Reason: "dropped", Action: route.Again}},
+		{"connection cut mid-stream", a{Cut: true, ContentType: "text/event-stream", Body: fixture(t, "stream_truncated.sse")}, true, r{Class: route.Transient, Reason: "dropped", Action: route.Again}},
+		{"connection refused", a{Refused: true}, true, r{Class: route.Transient, Reason: "connection", Action: route.Again}},
+		{"malformed chunk", sse("stream_garbage.sse"), true, r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var url string
-			switch {
-			case tt.up != nil:
-				srv := httptest.NewServer(tt.up)
-				defer srv.Close()
-				url = srv.URL
-			case tt.drop == "refused":
-				url = chattest.ClosedURL(t)
-			default:
-				url = chattest.CutServer(t, "text/event-stream", tt.drop)
-			}
-			p := New(Config{BaseURL: url, APIKey: "k"})
+			p := New(Config{BaseURL: tt.a.URL(t), APIKey: "k"})
 			req := &chat.Request{Model: model(t, "openai/gpt-4o-mini"), Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "x"}}}}}
 			var err error
 			if tt.stream {
@@ -100,9 +90,4 @@ func TestRouting(t *testing.T) {
 			}
 		})
 	}
-}
-
-// sseUp is an upstream answering 200 with the event stream of fixture name.
-func sseUp(t *testing.T, name string) *upstream {
-	return &upstream{header: map[string]string{"Content-Type": "text/event-stream"}, body: fixture(t, name)}
 }

@@ -6,6 +6,7 @@
 package chattest
 
 import (
+	"cmp"
 	"errors"
 	"net"
 	"net/http"
@@ -86,4 +87,40 @@ func ClosedURL(t testing.TB) string {
 	addr := l.Addr().String()
 	l.Close()
 	return "http://" + addr
+}
+
+// Answer is how an upstream answers every request, for a routing table:
+// Status (200 if 0), Header, ContentType and Body; or, with Cut, a 200
+// whose Body is cut by a dropped connection (CutServer); or, with Refused,
+// no server at all (ClosedURL).
+type Answer struct {
+	Status       int
+	Header       http.Header
+	ContentType  string
+	Body         string
+	Cut, Refused bool
+}
+
+// URL starts a loopback server giving a (stopped when t ends) and
+// returns its URL.
+func (a Answer) URL(t testing.TB) string {
+	t.Helper()
+	switch {
+	case a.Refused:
+		return ClosedURL(t)
+	case a.Cut:
+		return CutServer(t, a.ContentType, a.Body)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range a.Header {
+			w.Header()[k] = v
+		}
+		if a.ContentType != "" {
+			w.Header().Set("Content-Type", a.ContentType)
+		}
+		w.WriteHeader(cmp.Or(a.Status, http.StatusOK))
+		_, _ = w.Write([]byte(a.Body))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }
