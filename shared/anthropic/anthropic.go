@@ -45,6 +45,7 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -69,7 +70,7 @@ var thinkingBudgets = map[string]int{"low": 1024, "medium": 4096, "high": 16384}
 type Config struct {
 	Name       string       // the provider's catalog name, for errors; "anthropic" if empty
 	BaseURL    string       // DefaultBaseURL if empty; "/v1/messages" is appended
-	APIKey     string       // sent as x-api-key
+	APIKey     string       // sent as x-api-key: one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil; should have no overall Timeout (streams are long)
 }
 
@@ -77,18 +78,19 @@ type Config struct {
 type Provider struct {
 	name   string
 	url    string
-	apiKey string
+	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
 }
 
 var (
 	_ chat.Provider        = (*Provider)(nil)
 	_ chat.FeatureProvider = (*Provider)(nil)
+	_ route.Keyed          = (*Provider)(nil)
 )
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, apiKey: cfg.APIKey, client: cfg.HTTPClient}
+	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
 	if p.name == "" {
 		p.name = "anthropic"
 	}
@@ -102,6 +104,9 @@ func New(cfg Config) *Provider {
 	}
 	return p
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
 
 // Features reports what the Messages API honours: tools (with tool_choice
 // none, and disable_parallel_tool_use for parallel_tool_calls false) and
@@ -323,7 +328,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	if err != nil {
 		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
 	}
-	hr.Header.Set("x-api-key", p.apiKey)
+	hr.Header.Set("x-api-key", p.keys.Key(ctx))
 	hr.Header.Set("anthropic-version", APIVersion)
 	hr.Header.Set("content-type", "application/json")
 	if stream {

@@ -53,6 +53,7 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -70,7 +71,7 @@ var thinkingBudgets = map[string]int{"low": 1024, "medium": 8192, "high": 24576}
 type Config struct {
 	Name       string       // the provider's catalog name, for errors; "gemini" if empty
 	BaseURL    string       // DefaultBaseURL if empty; "/v1beta/models/..." is appended
-	APIKey     string       // sent as x-goog-api-key
+	APIKey     string       // sent as x-goog-api-key: one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil; should have no overall Timeout (streams are long)
 }
 
@@ -78,18 +79,19 @@ type Config struct {
 type Provider struct {
 	name   string
 	base   string
-	apiKey string
+	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
 }
 
 var (
 	_ chat.Provider        = (*Provider)(nil)
 	_ chat.FeatureProvider = (*Provider)(nil)
+	_ route.Keyed          = (*Provider)(nil)
 )
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, apiKey: cfg.APIKey, client: cfg.HTTPClient, base: strings.TrimRight(cfg.BaseURL, "/")}
+	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient, base: strings.TrimRight(cfg.BaseURL, "/")}
 	if p.name == "" {
 		p.name = "gemini"
 	}
@@ -101,6 +103,9 @@ func New(cfg Config) *Provider {
 	}
 	return p
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
 
 // NeedsImageBytes reports that Gemini takes images as inline bytes only: the
 // gateway must fetch image URLs into Image.Data before calling the Provider.
@@ -358,7 +363,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	if err != nil {
 		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
 	}
-	hr.Header.Set("x-goog-api-key", p.apiKey)
+	hr.Header.Set("x-goog-api-key", p.keys.Key(ctx))
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := p.client.Do(hr)
 	if err != nil {

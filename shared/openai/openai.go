@@ -22,6 +22,7 @@ import (
 	"sync"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -33,9 +34,12 @@ const maxBody = 16 << 20
 
 // Config configures a Provider.
 type Config struct {
-	Name       string       // the catalog provider name, used in errors; default "openai"
-	BaseURL    string       // up to and including /v1; default DefaultBaseURL
-	APIKey     string       // sent as a bearer token if set (Ollama needs none)
+	Name    string // the catalog provider name, used in errors; default "openai"
+	BaseURL string // up to and including /v1; default DefaultBaseURL
+	// APIKey is sent as a bearer token if set (Ollama needs none): one
+	// key, or a pool of keys separated by commas (route.NewKeySet), of
+	// which each call sends the one its ctx names (route.WithKey).
+	APIKey     string
 	HTTPClient *http.Client // default http.DefaultClient
 }
 
@@ -44,16 +48,19 @@ type Config struct {
 type Provider struct {
 	name     string
 	endpoint string
-	key      string
+	keys     route.KeySet
 	client   *http.Client
 	readers  sync.Pool // of *sse.Reader, reused across streams
 }
 
-var _ chat.Provider = (*Provider)(nil)
+var (
+	_ chat.Provider = (*Provider)(nil)
+	_ route.Keyed   = (*Provider)(nil)
+)
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, key: cfg.APIKey, client: cfg.HTTPClient}
+	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
 	if p.name == "" {
 		p.name = "openai"
 	}
@@ -165,8 +172,8 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	} else {
 		hr.Header.Set("Accept", "application/json")
 	}
-	if p.key != "" {
-		hr.Header.Set("Authorization", "Bearer "+p.key)
+	if key := p.keys.Key(ctx); key != "" {
+		hr.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := p.client.Do(hr)
 	if err != nil {
@@ -467,6 +474,9 @@ func (u *wireUsage) usage() chat.Usage {
 	}
 	return chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: t}
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
 
 // Features reports that an OpenAI-compatible upstream takes every field:
 // the request goes out as the client sent it, and a server that lacks a
