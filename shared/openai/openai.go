@@ -182,8 +182,13 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		msg := errorMessage(b)
-		return nil, chat.StatusError(p.name, resp.StatusCode, resp.Header, msg, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg))
+		msg, status := errorMessage(b), resp.StatusCode
+		if status == http.StatusForbidden && flagged(b) {
+			// OpenRouter's moderation refused the client's input: the
+			// request's fault (400), not a key to rest.
+			status = http.StatusBadRequest
+		}
+		return nil, chat.StatusError(p.name, status, resp.Header, msg, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg))
 	}
 	return resp, nil
 }
@@ -262,9 +267,23 @@ var inbandStatuses = map[string]int{
 	"model_not_found": 404, "not_found_error": 404, "NotFoundError": 404,
 	"rate_limit_exceeded": 429, "rate_limit_error": 429, "insufficient_quota": 429, "requests": 429, "tokens": 429, "RateLimitError": 429,
 	"server_error": 500, "internal_error": 500, "internal_server_error": 500, "api_error": 500, "InternalServerError": 500, "generation": 500,
-	"overloaded": 503, "server_overloaded": 503, "service_unavailable": 503, "ServiceUnavailableError": 503,
-	"overloaded_error": 529,
-	"timeout":          504, "timeout_error": 504,
+	"overloaded": 503, "server_overloaded": 503, "service_unavailable": 503, "ServiceUnavailableError": 503, "overloaded_error": 529,
+	"timeout": 504, "timeout_error": 504,
+}
+
+// flagged reports whether an error body is OpenRouter's moderation
+// refusal: a 403 whose error.metadata names the flagged input
+// (https://openrouter.ai/docs/api/reference/errors-and-debugging).
+func flagged(body []byte) bool {
+	var v struct {
+		Error struct {
+			Metadata struct {
+				Reasons      []string `json:"reasons"`
+				FlaggedInput *string  `json:"flagged_input"`
+			} `json:"metadata"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(body, &v) == nil && (v.Error.Metadata.FlaggedInput != nil || len(v.Error.Metadata.Reasons) > 0)
 }
 
 // errorMessage extracts the message of an error body: OpenAI's

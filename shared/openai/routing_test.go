@@ -43,6 +43,8 @@ func TestRouting(t *testing.T) {
 		{"400", a{Status: 400, Body: `{"error":{"message":"bad","type":"invalid_request_error","code":null}}`}, false, r{Class: route.Final, Status: 400, Action: route.Stop}},
 		{"401", a{Status: 401, Body: `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`}, false, r{Class: route.KeyRefused, Status: 401, Action: route.Next}},
 		{"403", a{Status: 403, Body: `{"error":{"message":"Country, region, or territory not supported","code":"unsupported_country_region_territory"}}`}, false, r{Class: route.KeyRefused, Status: 403, Action: route.Next}},
+		{"403 OpenRouter moderation is the input's", a{Status: 403, Body: `{"error":{"code":403,"message":"Your chosen model requires moderation and your input was flagged","metadata":{"reasons":["violence"],"flagged_input":"...","provider_name":"OpenAI","model_slug":"openai/gpt-4o"}}}`}, false,
+			r{Class: route.Final, Status: 400, Action: route.Stop}},
 		{"404", a{Status: 404, Body: `{"error":{"message":"The model does not exist","code":"model_not_found"}}`}, false, r{Class: route.Unsupported, Status: 404, Action: route.Next}},
 		{"408", a{Status: 408}, false, r{Class: route.Transient, Status: 408, Action: route.Again}},
 		{"429 long Retry-After", a{Status: 429, Header: http.Header{"Retry-After": {"20"}}, Body: `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`}, true,

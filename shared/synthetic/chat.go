@@ -15,8 +15,10 @@
 //	                 fail:401, fail:400, ...), before any output
 //	fail:inband ...  a stream that fails before its first token with an
 //	                 in-band overload (status 529, as Anthropic's
-//	                 overloaded_error event inside a 200 stream)
-//	fail:drop ...    a stream dropped before its first token (no status)
+//	                 overloaded_error event inside a 200 stream; Complete
+//	                 fails the same, as an error inside a 200 body)
+//	fail:drop ...    a stream dropped before its first token (no status;
+//	                 Complete: a body cut short)
 //
 // A rich trigger may name the one model it fails, so that a fallback can
 // answer: "fail:503@synthetic/echo" fails synthetic/echo and lets
