@@ -442,8 +442,8 @@ func (p *Provider) Configured(getenv func(string) string) bool {
 		return getenv("GENWAY_BEDROCK") == "on"
 	case p.KeyOptional:
 		return p.BaseURLEnv != "" && getenv(p.BaseURLEnv) != ""
-	default:
-		return p.KeyEnv != "" && getenv(p.KeyEnv) != ""
+	default: // a key, or a pool of keys separated by commas ("sk-a,sk-b")
+		return p.KeyEnv != "" && strings.Trim(getenv(p.KeyEnv), ", \t") != ""
 	}
 }
 

@@ -159,6 +159,8 @@ func TestConfigured(t *testing.T) {
 		{map[string]string{"GENWAY_CONFIGURED": "synthetic", "GENWAY_SYNTHETIC": "off"}, "synthetic", false},
 		{nil, "fal", false},
 		{map[string]string{"FAL_KEY": "k"}, "fal", true},
+		{map[string]string{"FAL_KEY": "k1,k2"}, "fal", true}, // a key pool
+		{map[string]string{"FAL_KEY": " , "}, "fal", false},  // a pool of no key
 		{map[string]string{"GENWAY_CONFIGURED": "gemini, fal"}, "fal", true},
 		{map[string]string{"GENWAY_CONFIGURED": "gemini"}, "fal", false},
 		{map[string]string{"GENWAY_CONFIGURED": "fal"}, "nope", false},

@@ -40,11 +40,13 @@ func (e *AttemptsError) Error() string { return e.Err.Error() }
 // Unwrap returns the last attempt's error.
 func (e *AttemptsError) Unwrap() error { return e.Err }
 
-// Failure classifies e by the routing policy: by its upstream error
-// status (route.StatusClass) when it has one, else by its kind: a timeout
-// or a failure to talk to the upstream (connection refused, a dropped
-// stream, an error event inside a 200 stream) is Transient, a provider
-// that is not configured is skipped, a bad request is Final.
+// Failure classifies e by the routing policy: by its upstream status
+// (route.StatusClass) when it is an error status (>= 400), else by its
+// kind: a timeout or a failure to talk to the upstream (connection
+// refused, a dropped stream, a malformed answer, an error inside a 200
+// stream) is Transient, a provider
+// that is not configured is skipped, a bad request is Final. The Reason of
+// a failure without a status is e's Reason, else its kind's name.
 func (e *UpstreamError) Failure() route.Failure {
 	f := route.Failure{RetryAfter: e.RetryAfter}
 	if e.Status >= 400 {
@@ -65,6 +67,9 @@ func (e *UpstreamError) Failure() route.Failure {
 		if e.Status == http.StatusOK {
 			f.Reason = "in_band" // an error inside a 200 stream
 		}
+	}
+	if e.Reason != "" {
+		f.Reason = e.Reason
 	}
 	return f
 }

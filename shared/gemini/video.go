@@ -12,6 +12,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mediafetch"
+	"github.com/genway/genway/shared/route"
 )
 
 // Video makes videos with Veo through the Gemini API, a long-running
@@ -35,13 +36,14 @@ import (
 // API.
 type Video struct {
 	base   string
-	apiKey string
+	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
 }
 
 var (
 	_ jobs.Provider = (*Video)(nil)
 	_ jobs.Poller   = (*Video)(nil)
+	_ route.Keyed   = (*Video)(nil)
 )
 
 // NewVideo returns the Veo provider for cfg (Name is not used).
@@ -54,8 +56,11 @@ func NewVideo(cfg Config) *Video {
 	if c == nil {
 		c = http.DefaultClient
 	}
-	return &Video{base: base, apiKey: cfg.APIKey, client: c}
+	return &Video{base: base, keys: route.NewKeySet(cfg.APIKey), client: c}
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (v *Video) KeyIDs() []string { return v.keys.KeyIDs() }
 
 // videoRequest is the predictLongRunning body.
 type videoRequest struct {
@@ -150,7 +155,7 @@ func (v *Video) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs
 	if err != nil {
 		return nil, fmt.Errorf("veo: encode request: %w", err)
 	}
-	req, err := mediafetch.NewRequest(http.MethodPost, v.base+"/v1beta/models/"+m.Upstream+":predictLongRunning", body, v.keyHeader())
+	req, err := mediafetch.NewRequest(http.MethodPost, v.base+"/v1beta/models/"+m.Upstream+":predictLongRunning", body, v.keyHeader(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +180,7 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	if !strings.Contains(name, "/operations/") || strings.Contains(name, "..") || strings.ContainsAny(name, "?#") {
 		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The stored Veo operation name is not usable.", Err: fmt.Errorf("operation %q", name)}
 	}
-	req, err := mediafetch.NewRequest(http.MethodGet, v.base+"/v1beta/"+name, nil, v.keyHeader())
+	req, err := mediafetch.NewRequest(http.MethodGet, v.base+"/v1beta/"+name, nil, v.keyHeader(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +207,7 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	if len(gv.GeneratedSamples) == 0 || gv.GeneratedSamples[0].Video.URI == "" {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a video."}
 	}
-	res, err := mediafetch.Download(ctx, v.keyOnlyToOrigin(), gv.GeneratedSamples[0].Video.URI, v.keyHeader(), "video/mp4")
+	res, err := mediafetch.Download(ctx, v.keyOnlyToOrigin(), gv.GeneratedSamples[0].Video.URI, v.keyHeader(ctx), "video/mp4")
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +215,11 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	return res, nil
 }
 
-func (v *Video) keyHeader() http.Header { return http.Header{"x-goog-api-key": {v.apiKey}} }
+// keyHeader is the header of the key ctx names (route.WithKey; the first
+// of the pool if none): a job's polls send the key that submitted it.
+func (v *Video) keyHeader(ctx context.Context) http.Header {
+	return http.Header{"x-goog-api-key": {v.keys.Key(ctx)}}
+}
 
 // keyOnlyToOrigin returns the client with a redirect policy that drops the
 // key when a redirect leaves the host it was sent to (net/http drops only

@@ -170,7 +170,7 @@ func TestRouteFallback(t *testing.T) {
 	}{
 		{"503", false, modelA + "=503, " + modelA + "=503, " + modelA + "=503, " + modelB + "=200", true, 3},
 		{"503", true, modelA + "=503, " + modelA + "=503, " + modelA + "=503, " + modelB + "=200", true, 3},
-		{"in-band", true, modelA + "=in_band, " + modelA + "=in_band, " + modelA + "=in_band, " + modelB + "=200", true, 3},
+		{"in-band", true, modelA + "=500, " + modelA + "=500, " + modelA + "=500, " + modelB + "=200", true, 3}, // server_error stands for 500
 		{"stall", true, modelA + "=stall, " + modelA + "=stall, " + modelA + "=stall, " + modelB + "=200", true, 3},
 		{"silent", true, modelA + "=stall, " + modelA + "=stall, " + modelA + "=stall, " + modelB + "=200", true, 3},
 		{"silent", false, modelA + "=stall, " + modelA + "=stall, " + modelA + "=stall, " + modelB + "=200", true, 3},

@@ -235,6 +235,9 @@ func TestKeyPool(t *testing.T) {
 	if n["a/one:k1"] != 1 || n["a/one:k2"] != 1 || n["a/one:k3"] != 3 || n["b/two:"] != 0 {
 		t.Errorf("keys used %v; want k1 and k2 once, then k3 only", used)
 	}
+	if used[0] != "a/one:k1" {
+		t.Errorf("first key used %s; want the pool's first, k1", used[0])
+	}
 	if got := strings.Count(logs.String(), "refused"); got != 1 || strings.Contains(logs.String(), "sk-") {
 		t.Errorf("log %q; want one line about the refused key, by its id", logs.String())
 	}

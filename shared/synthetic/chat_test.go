@@ -14,6 +14,8 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/chat/chattest"
+	"github.com/genway/genway/shared/route"
 )
 
 func model(t *testing.T, id string) *catalog.Model {
@@ -219,6 +221,54 @@ func TestChatPace(t *testing.T) {
 			}
 			if err != nil || !slices.Equal(pauses, tt.want) {
 				t.Errorf("pauses = %v, error %v; want %v, nil", pauses, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestChatFailTriggers(t *testing.T) {
+	type r = chattest.Routing
+	tests := []struct {
+		text, model string
+		want        *r // nil: plain fail: (after the first delta) or no failure, as fail says
+		plain       bool
+	}{
+		{"fail:503 busy", "synthetic/echo", &r{Class: route.Transient, Status: 503, Action: route.Again}, false},
+		{"fail:429", "synthetic/echo", &r{Class: route.RateLimited, Status: 429, Action: route.Again}, false},
+		{"fail:401", "synthetic/echo", &r{Class: route.KeyRefused, Status: 401, Action: route.Next}, false},
+		{"fail:404", "synthetic/echo", &r{Class: route.Unsupported, Status: 404, Action: route.Next}, false},
+		{"fail:400 no", "synthetic/echo", &r{Class: route.Final, Status: 400, Action: route.Stop}, false},
+		{"fail:inband", "synthetic/echo", &r{Class: route.Transient, Status: 529, Action: route.Again}, false},
+		{"fail:drop\nnow", "synthetic/echo", &r{Class: route.Transient, Reason: "dropped", Action: route.Again}, false},
+		{"fail:503@synthetic/echo", "synthetic/echo", &r{Class: route.Transient, Status: 503, Action: route.Again}, false},
+		{"fail:503@synthetic/echo", "synthetic/thinker", nil, false}, // another model answers
+		{"fail: 503", "synthetic/echo", nil, true},                   // a space: plain fail:
+		{"fail:399", "synthetic/echo", nil, true},
+		{"fail:5030", "synthetic/echo", nil, true},
+		{"fail:please", "synthetic/echo", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text+"/"+tt.model, func(t *testing.T) {
+			req := &chat.Request{Model: model(t, tt.model), Messages: []chat.Message{user(tt.text)}}
+			_, cerr := NewChat().Complete(context.Background(), req)
+			var deltas int
+			_, serr := NewChat().Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { deltas++; return nil }))
+			switch {
+			case tt.want != nil:
+				chattest.CheckRouting(t, cerr, *tt.want)
+				chattest.CheckRouting(t, serr, *tt.want)
+				if deltas != 0 {
+					t.Errorf("Stream wrote %d deltas before failing; want none", deltas)
+				}
+			case tt.plain:
+				var ue *chat.UpstreamError
+				if !errors.As(cerr, &ue) || ue.Status != 502 || !errors.As(serr, &ue) || deltas != 1 {
+					t.Errorf("Complete = %v, Stream = %v after %d deltas; want plain fail: (502, and a failure after the first delta)", cerr, serr, deltas)
+				}
+			default:
+				if cerr != nil || serr != nil {
+					t.Errorf("Complete = %v, Stream = %v; want an answer", cerr, serr)
+				}
 			}
 		})
 	}
