@@ -24,13 +24,24 @@ need_go() {
   fi
 }
 
+# apt_install NAME PACKAGE... installs Debian packages when run as root
+# with apt-get (the package lists are updated once per run); NAME names
+# the log, /tmp/genway-NAME-install.log. It reports failure in a message.
+apt_updated=""
+apt_install() {
+  local name=$1; shift
+  [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || return 0
+  echo "scripts/test.sh: installing $* with apt-get..." >&2
+  {
+    if [ -z "$apt_updated" ]; then apt-get update -qq && apt_updated=1; fi
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+  } >"/tmp/genway-$name-install.log" 2>&1 \
+    || echo "scripts/test.sh: apt-get install $* failed (see /tmp/genway-$name-install.log)" >&2
+}
+
 install_ffprobe() {
   command -v ffprobe >/dev/null 2>&1 && return 0
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "scripts/test.sh: installing ffmpeg (for ffprobe) with apt-get..." >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg) >/tmp/genway-ffmpeg-install.log 2>&1 \
-      || echo "scripts/test.sh: apt-get install ffmpeg failed (see /tmp/genway-ffmpeg-install.log)" >&2
-  fi
+  apt_install ffmpeg ffmpeg
   command -v ffprobe >/dev/null 2>&1 || echo "scripts/test.sh: ffprobe not found; install ffmpeg to check media with it" >&2
 }
 
@@ -38,11 +49,7 @@ has_chromium() { command -v chromium >/dev/null 2>&1 || command -v chromium-brow
 
 install_chromium() {
   has_chromium && return 0
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "scripts/test.sh: installing chromium with apt-get..." >&2
-    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium) >/tmp/genway-chromium-install.log 2>&1 \
-      || echo "scripts/test.sh: apt-get install chromium failed (see /tmp/genway-chromium-install.log)" >&2
-  fi
+  apt_install chromium chromium
   has_chromium || echo "scripts/test.sh: chromium not found; install Debian's chromium to run the console's browser tests" >&2
 }
 
@@ -58,18 +65,21 @@ install_python_tool() { # $1 command, $2 pip package
 
 # The official JavaScript clients (openai, ai, @ai-sdk/openai,
 # @ai-sdk/openai-compatible), pinned by clients/npm/package-lock.json, for
-# cmd/genway's TestNPMClients. Node comes from Debian if it is missing.
+# cmd/genway's TestNPMClients, and the media vendors' SDKs for the
+# contract tests. Node comes from Debian if it is missing (bookworm's is
+# 18; some pinned SDKs declare 20 or 22, and say so in a warning).
 install_npm_clients() {
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-      echo "scripts/test.sh: installing nodejs and npm with apt-get..." >&2
-      (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm) >/tmp/genway-node-install.log 2>&1 \
-        || echo "scripts/test.sh: apt-get install nodejs npm failed (see /tmp/genway-node-install.log)" >&2
-    fi
+    apt_install node nodejs npm
   fi
   if ! command -v npm >/dev/null 2>&1; then
-    echo "scripts/test.sh: node/npm not found; install Node.js 18+ to run the JavaScript client tests" >&2
+    echo "scripts/test.sh: node/npm not found; install Node.js 20+ to run the JavaScript client tests" >&2
     return 0
+  fi
+  local major
+  major=$(node --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/')
+  if [ -n "$major" ] && [ "$major" -lt 20 ] 2>/dev/null; then
+    echo "scripts/test.sh: warning: node $(node --version) is older than some pinned SDKs declare (20+; @google/genai 3 wants 22+); the tests pass on it today" >&2
   fi
   if [ ! -d clients/npm/node_modules/@ai-sdk/openai-compatible ] || [ clients/npm/package-lock.json -nt clients/npm/node_modules ]; then
     echo "scripts/test.sh: installing the npm client packages (npm ci in clients/npm)..." >&2
