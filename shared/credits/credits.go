@@ -1,9 +1,11 @@
-// Package credits is accounts, balances and the ledger. A job's price is held
-// when the job is created (by the jobs Store, atomically with the job) and
-// settled exactly once when the job's status becomes final: captured on
-// completed, released on failed. Settle is driven by the job change stream
-// (DynamoDB Streams in AWS, the embedded store's change feed locally) through
-// Apply, the one function both use.
+// Package credits is accounts, balances and the ledger. A job's hold is
+// taken when the job is created (by the jobs Store, atomically with the
+// job) and settled exactly once when the job's status becomes final: on
+// completed its charge is captured and the rest of the hold released (a
+// job served by a cheaper fallback is charged less than it held), on
+// failed all of it is released. Settle is driven by the job change stream
+// (DynamoDB Streams in AWS, the embedded store's change feed locally)
+// through Apply, the one function both use.
 package credits
 
 import (
@@ -29,10 +31,32 @@ type Account struct {
 
 // Ledger entry kinds.
 const (
-	Capture = "capture" // a completed job: balance -= amount, held -= amount
+	Capture = "capture" // a completed job: balance -= amount, held -= hold (the rest of the hold is released)
 	Release = "release" // a failed job: held -= amount
 	Grant   = "grant"   // an operator grant: balance += amount
 )
+
+// HeldAmount returns the held credits a settlement clears: Hold for a
+// Capture that has one, else Amount.
+func (e Entry) HeldAmount() int64 {
+	if e.Kind == Capture && e.Hold > 0 {
+		return e.Hold
+	}
+	return e.Amount
+}
+
+// Valid reports why a settlement entry cannot be applied, nil if it can.
+func (e Entry) Valid() error {
+	switch {
+	case e.ID == "" || e.Account == "":
+		return fmt.Errorf("settle %q: need an id and an account", e.ID)
+	case e.Kind != Capture && e.Kind != Release:
+		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
+	case e.Amount < 0 || (e.Hold != 0 && e.Hold < e.Amount):
+		return fmt.Errorf("settle %s: amount %d, hold %d: need 0 <= amount <= hold", e.ID, e.Amount, e.Hold)
+	}
+	return nil
+}
 
 // Entry is one ledger line. For Capture and Release there is exactly one
 // entry per job (JobID is its key); that is what makes settling idempotent.
@@ -41,8 +65,12 @@ type Entry struct {
 	Account string `json:"account"`
 	Kind    string `json:"kind"`
 	Amount  int64  `json:"amount"`
-	JobID   string `json:"job_id,omitempty"`
-	At      int64  `json:"at"` // Unix seconds
+	// Hold is, for a Capture, the credits the job held, all of which the
+	// capture clears: Amount is charged, Hold - Amount released. 0 means
+	// Amount (a job charged what it held).
+	Hold  int64  `json:"hold,omitempty"`
+	JobID string `json:"job_id,omitempty"`
+	At    int64  `json:"at"` // Unix seconds
 }
 
 // ErrAccountNotFound is returned for an unknown account.
@@ -57,7 +85,10 @@ var ErrAlreadySettled = errors.New("job already settled")
 type Store interface {
 	// Settle writes e (ID "job:<id>") and applies it to the account in one
 	// atomic step, only if no entry with e.ID exists; otherwise it returns
-	// ErrAlreadySettled and changes nothing.
+	// ErrAlreadySettled and changes nothing. A Capture takes e.Amount from
+	// the balance and e.HeldAmount() from the held credits; a Release
+	// returns e.Amount from held to available. An entry with a negative
+	// Amount, or a Hold below its Amount, is an error.
 	Settle(ctx context.Context, e Entry) error
 	// Account returns the account, or ErrAccountNotFound.
 	Account(ctx context.Context, id string) (Account, error)
@@ -74,28 +105,49 @@ type Change struct {
 	Account   string
 	OldStatus string
 	NewStatus string
-	Price     int64
-	At        int64
+	// Price is the job's price as stored with the change: the hold while
+	// it runs, its charge once completed (the price of the model that
+	// made the output).
+	Price int64
+	// Hold is the credits held for the job at create; 0 (a job stored
+	// before holds and charges could differ) means Price.
+	Hold int64
+	At   int64
+}
+
+// Held returns the credits held for the job: Hold, or Price without one.
+func (c Change) Held() int64 {
+	if c.Hold > 0 {
+		return c.Hold
+	}
+	return c.Price
 }
 
 // Apply settles the job in c if c is a transition into a final status:
-// capture on "completed", release on "failed". Records that are not final
-// transitions, or have no price, are ignored. A redelivered change is a
+// on "completed" it captures Price and releases the rest of the hold, on
+// "failed" it releases the whole hold. Records that are not final
+// transitions, or hold nothing, are ignored. A redelivered change is a
 // success that changes nothing.
 func Apply(ctx context.Context, s Store, c Change) error {
-	if c.OldStatus == c.NewStatus || c.Price <= 0 {
+	held := c.Held()
+	if c.OldStatus == c.NewStatus || held <= 0 {
 		return nil
 	}
-	var kind string
+	e := Entry{ID: "job:" + c.JobID, Account: c.Account, JobID: c.JobID, At: c.At}
 	switch c.NewStatus {
 	case "completed":
-		kind = Capture
+		// Never more than the hold: that is what the account agreed to.
+		e.Kind, e.Amount = Capture, min(max(c.Price, 0), held)
+		if e.Amount != held {
+			e.Hold = held
+		}
 	case "failed":
-		kind = Release
+		e.Kind, e.Amount = Release, held
 	default:
 		return nil
 	}
-	err := s.Settle(ctx, Entry{ID: "job:" + c.JobID, Account: c.Account, Kind: kind, Amount: c.Price, JobID: c.JobID, At: c.At})
+	kind := e.Kind
+	err := s.Settle(ctx, e)
 	if err != nil && !errors.Is(err, ErrAlreadySettled) {
 		return fmt.Errorf("settle job %s (%s): %w", c.JobID, kind, err)
 	}

@@ -41,6 +41,7 @@ type ledgerItem struct {
 	SK     string `json:"sk"`
 	Kind   string `json:"kind"`
 	Amount int64  `json:"amount"`
+	Hold   int64  `json:"hold,omitempty"` // a capture's hold, when it was more than the amount
 	JobID  string `json:"job_id,omitempty"`
 	At     int64  `json:"at"`
 	Seq    int64  `json:"seq"`
@@ -49,33 +50,31 @@ type ledgerItem struct {
 func newLedgerItem(e credits.Entry) ledgerItem {
 	return ledgerItem{
 		PK: acctPrefix + e.Account, SK: ledgerPrefix + e.ID, Kind: e.Kind, Amount: e.Amount,
-		JobID: e.JobID, At: e.At, Seq: time.Now().UnixNano(),
+		Hold: e.Hold, JobID: e.JobID, At: e.At, Seq: time.Now().UnixNano(),
 	}
 }
 
 func (l ledgerItem) entry() credits.Entry {
 	return credits.Entry{
 		ID: strings.TrimPrefix(l.SK, ledgerPrefix), Account: strings.TrimPrefix(l.PK, acctPrefix),
-		Kind: l.Kind, Amount: l.Amount, JobID: l.JobID, At: l.At,
+		Kind: l.Kind, Amount: l.Amount, Hold: l.Hold, JobID: l.JobID, At: l.At,
 	}
 }
 
 // Settle implements credits.Store: capture (balance -= amount, held -=
-// amount) or release (held -= amount, available += amount), exactly once per
-// entry id. It returns credits.ErrAccountNotFound if the account does not
-// exist, and an error for any other kind.
+// hold, available += hold - amount: the rest of the hold is released) or
+// release (held -= amount, available += amount), exactly once per entry
+// id. It returns credits.ErrAccountNotFound if the account does not
+// exist, and an error for an entry that is not a valid settlement.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
-	if e.ID == "" || e.Account == "" || e.Amount < 0 {
-		return fmt.Errorf("settle %q: need an id, an account and a non-negative amount", e.ID)
+	if err := e.Valid(); err != nil {
+		return err
 	}
-	var update string
-	switch e.Kind {
-	case credits.Capture:
-		update = "SET balance = balance - :a, held = held - :a"
-	case credits.Release:
-		update = "SET held = held - :a, available = available + :a"
-	default:
-		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
+	update := "SET held = held - :a, available = available + :a"
+	vals := map[string]types.AttributeValue{":a": num(e.Amount)}
+	if e.Kind == credits.Capture {
+		update = "SET balance = balance - :a, held = held - :h, available = available + :r"
+		vals[":h"], vals[":r"] = num(e.HeldAmount()), num(e.HeldAmount()-e.Amount)
 	}
 	item, err := marshalMap(newLedgerItem(e))
 	if err != nil {
@@ -92,7 +91,7 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			Key:                       acctKey(e.Account),
 			ConditionExpression:       aws.String("attribute_exists(pk)"),
 			UpdateExpression:          aws.String(update),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(e.Amount)},
+			ExpressionAttributeValues: vals,
 		}},
 	}
 	for attempt := 0; ; attempt++ {

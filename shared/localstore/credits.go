@@ -36,12 +36,13 @@ func validAccount(id string) error {
 
 // Settle writes e and applies it to its account in one transaction, only if
 // no entry with e.ID exists; otherwise it returns credits.ErrAlreadySettled
-// and changes nothing. A Capture takes e.Amount from the balance and the
-// held credits; a Release returns it from held to available. It returns
-// credits.ErrAccountNotFound for an unknown account.
+// and changes nothing. A Capture takes e.Amount from the balance and
+// e.HeldAmount() from the held credits; a Release returns e.Amount from
+// held to available. It returns credits.ErrAccountNotFound for an unknown
+// account.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
-	if e.ID == "" || (e.Kind != credits.Capture && e.Kind != credits.Release) || e.Amount < 0 {
-		return fmt.Errorf("settle %q: need an id, kind capture or release and a non-negative amount", e.ID)
+	if err := e.Valid(); err != nil {
+		return err
 	}
 	err := s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket([]byte(bucketLedger)).Get([]byte(e.ID)) != nil {
@@ -56,7 +57,7 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		if !ok {
 			return refuse(credits.ErrAccountNotFound)
 		}
-		a.Held -= e.Amount
+		a.Held -= e.HeldAmount()
 		if e.Kind == credits.Capture {
 			a.Balance -= e.Amount
 		}
