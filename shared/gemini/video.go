@@ -205,18 +205,23 @@ func (v *Video) keyOnlyToOrigin() *http.Client {
 // "details":[...]}}. A refusal on safety grounds is content_policy. A
 // refused key is our configuration's fault, not the prompt's: 401, 403,
 // and the Gemini API's own answer to a bad key, 400 INVALID_ARGUMENT with
-// reason API_KEY_INVALID.
-func googleError(status int, body []byte) (string, string) {
+// reason API_KEY_INVALID. A 429 RESOURCE_EXHAUSTED whose QuotaFailure
+// names a daily quota is the operator's quota used up (retrying soon will
+// not cure it); its RetryInfo delay is kept either way.
+func googleError(status int, body []byte) jobs.Refusal {
 	var e errorBody
 	if json.Unmarshal(body, &e) != nil || e.Error == nil {
-		return "", ""
+		return jobs.Refusal{}
 	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden || e.Error.hasReason("API_KEY_INVALID") {
-		return "", "The Gemini API refused the configured key: " + e.Error.Message
-	}
+	r := jobs.Refusal{Message: e.Error.Message, RetryAfter: e.Error.retryDelay()}
 	lower := strings.ToLower(e.Error.Message)
-	if status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")) {
-		return jobs.CodeContentPolicy, e.Error.Message
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || e.Error.hasReason("API_KEY_INVALID"):
+		r.Message, r.Account = "The Gemini API refused the configured key: "+e.Error.Message, true
+	case status == http.StatusTooManyRequests && e.Error.dailyQuota():
+		r.Account = true
+	case status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")):
+		r.Code = jobs.CodeContentPolicy
 	}
-	return "", e.Error.Message
+	return r
 }
