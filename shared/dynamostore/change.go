@@ -27,7 +27,7 @@ func ChangeFromImages(oldImage, newImage map[string]types.AttributeValue) (credi
 	}
 	return credits.Change{
 		JobID: id, Account: stringAttr(newImage, "account"), OldStatus: old, NewStatus: status,
-		Price: numberAttr(newImage, "price"), At: numberAttr(newImage, "updated"),
+		Price: numberAttr(newImage, "price"), Hold: numberAttr(newImage, "hold"), At: numberAttr(newImage, "updated"),
 	}, true
 }
 

@@ -22,6 +22,12 @@ func TestChangeFromImages(t *testing.T) {
 		}
 		return m
 	}
+	withNum := func(m map[string]types.AttributeValue, kv ...any) map[string]types.AttributeValue {
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = num(int64(kv[i+1].(int)))
+		}
+		return m
+	}
 	idem := map[string]types.AttributeValue{"id": str("idem#acct1/k"), "job_id": str("job_1"), "expires": num(5)}
 	tests := []struct {
 		name     string
@@ -38,6 +44,8 @@ func TestChangeFromImages(t *testing.T) {
 		{"idempotency insert", nil, idem, credits.Change{}, false},
 		{"idempotency modify", idem, idem, credits.Change{}, false},
 		{"no status", nil, job(""), credits.Change{}, false},
+		{"served by a cheaper fallback", job("processing"), withNum(job("completed"), "price", 8, "hold", 30),
+			credits.Change{JobID: "job_1", Account: "acct1", OldStatus: "processing", NewStatus: "completed", Price: 8, Hold: 30, At: 99}, true},
 		{"bad price", job("processing"), job("completed", "price", "x"), credits.Change{JobID: "job_1", Account: "acct1", OldStatus: "processing", NewStatus: "completed", At: 99}, true},
 	}
 	for _, tt := range tests {

@@ -36,10 +36,12 @@ type ReconcileResult struct {
 // reconcilePages bounds the pages Reconcile reads per account and status.
 const reconcilePages = 1000
 
-// Reconcile settles the final, priced jobs created since since and
-// final for at least grace (the stream usually settles within seconds;
-// grace keeps the reconciler off its heels) whose settlement entry is
-// missing. It reads each account's completed and failed jobs through the
+// Reconcile settles the final, priced jobs (a hold, or a price without
+// one) created since since and final for at least grace (the stream
+// usually settles within seconds; grace keeps the reconciler off its
+// heels) whose settlement entry is missing, as the stream would have: a completed job's Price (its charge)
+// captured and the rest of its Hold released, a failed job's hold
+// released. It reads each account's completed and failed jobs through the
 // jobs store's listing, one ledger read per priced job.
 func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time, grace time.Duration, now time.Time) (ReconcileResult, error) {
 	var res ReconcileResult
@@ -57,7 +59,9 @@ func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time
 					return res, fmt.Errorf("reconcile: list %s jobs of %s: %w", status, a.ID, err)
 				}
 				for _, j := range page {
-					if j.Price <= 0 || j.Updated > cutoff {
+					c := credits.Change{JobID: j.ID, Account: j.Account, OldStatus: string(Processing), NewStatus: string(j.Status),
+						Price: j.Price, Hold: j.Hold, At: now.Unix()}
+					if c.Held() <= 0 || j.Updated > cutoff {
 						continue
 					}
 					res.Checked++
@@ -69,7 +73,6 @@ func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time
 					if ok {
 						continue
 					}
-					c := credits.Change{JobID: j.ID, Account: j.Account, OldStatus: string(Processing), NewStatus: string(j.Status), Price: j.Price, At: now.Unix()}
 					if err := credits.Apply(ctx, cs, c); err != nil {
 						return res, fmt.Errorf("reconcile: %w", err)
 					}

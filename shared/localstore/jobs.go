@@ -166,6 +166,12 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 		if p.NextRun != 0 {
 			j.NextRun = p.NextRun
 		}
+		if p.Candidate != nil {
+			j.Candidate, j.AttemptsBefore = *p.Candidate, p.AttemptsBefore
+		}
+		if p.Price != nil {
+			j.Price = *p.Price
+		}
 		j.Status = to
 		if p.Output != nil {
 			j.Output = p.Output
@@ -198,7 +204,7 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 			return err
 		}
 		return appendChange(tx, credits.Change{
-			JobID: j.ID, Account: j.Account, OldStatus: string(from), NewStatus: string(to), Price: j.Price, At: at,
+			JobID: j.ID, Account: j.Account, OldStatus: string(from), NewStatus: string(to), Price: j.Price, Hold: j.Hold, At: at,
 		})
 	})
 	if err != nil {
