@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -42,6 +44,11 @@ func TestAWSBackend(t *testing.T) {
 	// A long-running vendor too: its polls go through SQS DelaySeconds.
 	veo := fakeVeo(t, 2)
 	env["GEMINI_API_KEY"], env["GEMINI_BASE_URL"], env["GENWAY_MEDIA_POLL"] = vendorKeys["GEMINI_API_KEY"], veo.srv.URL, "1s"
+	// And veo-3.1 falls back to a fal model: a job Veo refuses for its
+	// quota moves there (the move a conditional DynamoDB write), and the
+	// stream settles it at fal's price.
+	fal := fakeFal(t, 1)
+	env["FAL_KEY"], env["FAL_BASE_URL"], env["GENWAY_CATALOG"] = vendorKeys["FAL_KEY"], fal.srv.URL, fallbackCatalog(t)
 	// The SDK reads credentials and profiles from the process environment;
 	// make sure the machine's own settings cannot leak in.
 	t.Setenv("AWS_PROFILE", "")
@@ -100,12 +107,14 @@ func TestAWSBackend(t *testing.T) {
 		req         map[string]any
 		contentType string
 		duration    float64
-		price       int64
+		price       int64 // charged
+		servedBy    string
 	}{
-		{map[string]any{"type": "music", "model": "synthetic-music", "prompt": "tune", "duration": 2}, "audio/mpeg", 2, 2},
-		{map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1, "format": "wav"}, "audio/wav", 1, 1},
-		{map[string]any{"type": "video", "model": "synthetic-video", "prompt": "ball", "duration": 1, "size": "160x120"}, "video/mp4", 1, 1},
-		{map[string]any{"type": "video", "model": "veo-3.1-fast", "prompt": "a fox", "duration": 4}, "video/mp4", 2, 60},
+		{map[string]any{"type": "music", "model": "synthetic-music", "prompt": "tune", "duration": 2}, "audio/mpeg", 2, 2, ""},
+		{map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1, "format": "wav"}, "audio/wav", 1, 1, ""},
+		{map[string]any{"type": "video", "model": "synthetic-video", "prompt": "ball", "duration": 1, "size": "160x120"}, "video/mp4", 1, 1, ""},
+		{map[string]any{"type": "video", "model": "veo-3.1-fast", "prompt": "a fox", "duration": 4}, "video/mp4", 2, 60, ""},
+		{map[string]any{"type": "video", "model": "veo-3.1", "prompt": "quota: a fox"}, "video/mp4", 2, falPrice8s, "fal-video-8s"},
 	}
 	var spent int64
 	for _, tt := range tests {
@@ -121,7 +130,16 @@ func TestAWSBackend(t *testing.T) {
 			t.Errorf("output url %q is not a presigned S3 link on the endpoint", got.Output.URL)
 		}
 		checkMedia(t, downloadAny(t, got.Output.URL), tt.contentType, tt.duration)
+		if want := cmp.Or(tt.servedBy, tt.req["model"].(string)); got.ServedBy != want {
+			t.Errorf("job %s served_by %q; want %q", j.ID, got.ServedBy, want)
+		}
 		spent += tt.price
+	}
+	veo.mu.Lock()
+	veoRefused := veo.quota
+	veo.mu.Unlock()
+	if falTaken, _ := fal.counts(); veoRefused != 1 || falTaken != 1 {
+		t.Errorf("Veo refused %d submits, fal took %d; want one each", veoRefused, falTaken)
 	}
 	var failed jobResp
 	s.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "fail: please", "duration": 3}, nil, &failed)
@@ -213,8 +231,11 @@ func TestAWSBackend(t *testing.T) {
 	if err := run(t.Context(), []string{"credits", "ledger", "--account", "dev"}, testEnv(dir, env), &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), " capture "); n != 4 {
-		t.Errorf("dev ledger has %d captures; want 4:\n%s", n, out.String())
+	if n := strings.Count(out.String(), " capture "); n != len(tests) {
+		t.Errorf("dev ledger has %d captures; want %d, one per job:\n%s", n, len(tests), out.String())
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf(" capture  %d ", falPrice8s)) {
+		t.Errorf("dev ledger has no capture of %d (the fallback's price):\n%s", falPrice8s, out.String())
 	}
 	if submits, _ := veo.counts(); submits != 1 {
 		t.Errorf("the Veo job was submitted %d times; want once", submits)

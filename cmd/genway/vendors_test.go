@@ -30,6 +30,10 @@ import (
 //     shape and place (at submit, in the status or in the result);
 //   - "throttled ...": the first submit of that prompt is answered 429
 //     in the vendor's shape; the next is accepted.
+//
+// The Veo fake knows a third: "quota ...": every submit is answered as
+// the Gemini API answers a used-up daily quota (429 RESOURCE_EXHAUSTED
+// with a QuotaFailure and a RetryInfo), counted in quota.
 
 // vendorKeys are the fake vendors' API keys; a test asserts that none of
 // them appears in a job, a link or a log line.
@@ -58,6 +62,7 @@ type fakeVendor struct {
 	badAuth   int
 	refused   map[string]bool // generation ids of "forbidden" prompts
 	throttled map[string]bool // "throttled" prompts answered 429 once
+	quota     int             // submits refused for a used-up quota ("quota" prompts)
 	// record keeps every request in seen (the contract tests compare
 	// them with the vendor SDK's).
 	record bool
@@ -231,6 +236,13 @@ func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
 				writeStatusJSON(w, 400, `{"error":{"code":400,"message":"instances[0].prompt is required","status":"INVALID_ARGUMENT"}}`)
 				return
 			}
+			if strings.HasPrefix(body.Instances[0].Prompt, "quota") {
+				v.mu.Lock()
+				v.quota++
+				v.mu.Unlock()
+				writeStatusJSON(w, 429, veoDailyQuota)
+				return
+			}
 			id := v.accept(body.Instances[0].Prompt)
 			if id == "" {
 				writeStatusJSON(w, 429, `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`)
@@ -272,6 +284,14 @@ func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
 	t.Cleanup(v.srv.Close)
 	return v
 }
+
+// veoDailyQuota is the Gemini API's answer to a submit when the
+// project's daily quota for the model is used up.
+const veoDailyQuota = `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.",` +
+	`"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[` +
+	`{"quotaMetric":"generativelanguage.googleapis.com/predict_long_running_requests","quotaId":"PredictLongRunningRequestsPerDayPerProjectPerModel",` +
+	`"quotaDimensions":{"location":"global","model":"veo-3.1-generate-preview"},"quotaValue":"10"}]},` +
+	`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"3600s"}]}}`
 
 // fakeElevenLabs answers sound generation and music with the audio bytes:
 // MP3, or raw 16-bit PCM for a pcm_* output format. It checks the

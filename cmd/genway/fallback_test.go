@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Prices in the fallback catalog: veo-3.1 at 40 credits/s, its fallback
+// fal-video-8s at 7/s; an 8-second job holds the higher, 320, and is
+// charged the price of the model that made it.
+const (
+	veoPrice8s = 320
+	falPrice8s = 56
+)
+
+// fallbackCatalog writes the default catalog with one change: veo-3.1
+// falls back to fal-video-8s, a fal model that makes what Veo makes at 8 s
+// (1280x720 among its sizes), at 7 credits/s. It returns the file's path
+// (for GENWAY_CATALOG).
+func fallbackCatalog(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../shared/catalog/catalog.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Providers []json.RawMessage `json:"providers"`
+		Models    []map[string]any  `json:"models"`
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range c.Models {
+		if m["id"] == "veo-3.1" {
+			m["fallbacks"], found = []string{"fal-video-8s"}, true
+		}
+	}
+	if !found {
+		t.Fatal("the default catalog has no veo-3.1")
+	}
+	c.Models = append(c.Models, map[string]any{
+		"id": "fal-video-8s", "type": "video", "provider": "fal", "upstream": "fal-ai/test-video/text-to-video", "created": 1,
+		"max_duration": 8, "default_duration": 8, "durations": []int{4, 6, 8},
+		"sizes": []string{"1280x720", "720x1280"}, "default_size": "1280x720",
+		"input": map[string]any{"prompt": "prompt", "duration": "duration", "aspect_ratio": "aspect_ratio"},
+		"price": map[string]any{"credits_per_second": 7},
+	})
+	out, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestJobFallbackEndToEnd: a Veo job whose Veo quota is used up (429
+// RESOURCE_EXHAUSTED with a daily QuotaFailure at submit) completes on its
+// fal fallback through genway serve: one submit to each vendor (the one
+// Veo refused, the one fal took), served_by naming the fal model, the
+// highest price held while it ran and fal's price charged, the rest
+// released.
+func TestJobFallbackEndToEnd(t *testing.T) {
+	veo, fal := fakeVeo(t, 1), fakeFal(t, 1)
+	env := map[string]string{"GENWAY_CATALOG": fallbackCatalog(t), "GENWAY_MEDIA_POLL": "1s",
+		"GEMINI_API_KEY": vendorKeys["GEMINI_API_KEY"], "GEMINI_BASE_URL": veo.srv.URL,
+		"FAL_KEY": vendorKeys["FAL_KEY"], "FAL_BASE_URL": fal.srv.URL}
+	logs := &syncBuffer{}
+	s := startServerLog(t, t.TempDir(), env, logs)
+	before := waitSettled(t, s)
+
+	var j jobResp
+	if code, _ := s.do(t, "POST", "/v1/jobs", map[string]any{"type": "video", "model": "veo-3.1", "prompt": "quota: a fox in the snow"}, nil, &j); code != 200 {
+		t.Fatalf("create = %d", code)
+	}
+	// The first poll of fal comes a poll interval (1 s) after its submit:
+	// the job is still running, its hold the higher price.
+	var cr balance
+	s.do(t, "GET", "/v1/credits", nil, nil, &cr)
+	if cr.Held != veoPrice8s {
+		t.Errorf("held while the job runs = %d; want %d (the highest price among veo-3.1 and its fallback)", cr.Held, veoPrice8s)
+	}
+	got, statuses := s.waitJob(t, j.ID, 60*time.Second)
+	if got.Status != "completed" || got.Model != "veo-3.1" || got.ServedBy != "fal-video-8s" || got.Output == nil || got.Output.ContentType != "video/mp4" {
+		t.Fatalf("job = %+v (statuses %v); want completed, model veo-3.1, served_by fal-video-8s, a video", got, statuses)
+	}
+	if data := download(t, got.Output.URL); len(data) != len(testVideo()) {
+		t.Errorf("output is %d bytes; want fal's %d-byte video", len(data), len(testVideo()))
+	}
+	veo.mu.Lock()
+	veoRefused := veo.quota
+	veo.mu.Unlock()
+	veoTaken, _ := veo.counts()
+	falTaken, _ := fal.counts()
+	if veoRefused != 1 || veoTaken != 0 || falTaken != 1 {
+		t.Errorf("Veo refused %d and took %d submits, fal took %d; want one submit to each (Veo's refused)", veoRefused, veoTaken, falTaken)
+	}
+	after := waitSettled(t, s)
+	if before.Balance-after.Balance != falPrice8s || after.Held != 0 {
+		t.Errorf("credits %+v -> %+v; want fal's price %d charged, the rest of the %d hold released", before, after, falPrice8s, veoPrice8s)
+	}
+	var list struct {
+		Data []jobResp `json:"data"`
+	}
+	s.do(t, "GET", "/v1/jobs", nil, nil, &list)
+	if len(list.Data) != 1 || list.Data[0].ServedBy != "fal-video-8s" {
+		t.Errorf("GET /v1/jobs = %+v; want the job served by fal-video-8s", list.Data)
+	}
+	noSecrets(t, "the server log", logs.String())
+}
