@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -118,6 +119,19 @@ func TestCreateHold(t *testing.T) {
 	if err != nil || j.Price != 20 || j.Hold != 20 || len(j.Candidates) != 1 {
 		t.Errorf("Create(no fallbacks) = %+v, %v; want price = hold = 20, one candidate", j, err)
 	}
+	// An account short of the hold: the 402 says it is the highest price.
+	svc.Store = brokeStore{st}
+	_, err = svc.Create(ctx, "a", &CreateRequest{Type: TypeVideo, Model: "lead-video", Prompt: "p"}, "", "")
+	if !errors.As(err, &ae) || ae.Code != ErrInsufficientCredits.Code || !strings.Contains(ae.Message, "up to 400 credits") {
+		t.Errorf("Create(short of the hold) = %v; want 402 saying the job costs up to 400 credits", err)
+	}
+}
+
+// brokeStore is a memStore whose accounts can pay for nothing.
+type brokeStore struct{ *memStore }
+
+func (brokeStore) Create(context.Context, *Job, *Idempotency) (*Job, error) {
+	return nil, ErrInsufficientCredits
 }
 
 // TestFailure: the classification of failed submits, and which of them
@@ -407,5 +421,42 @@ func TestSubmitKeyPool(t *testing.T) {
 	}
 	if s := w.Router.State("lead-video"); s.Calls != 2 || s.Failures != 1 {
 		t.Errorf("breaker %+v; want the two submits counted, one failed", s)
+	}
+}
+
+// handleLost is a memStore that cannot store a vendor's handle: the
+// crash window between a vendor taking the job and the handle's write.
+type handleLost struct{ *memStore }
+
+func (s handleLost) Transition(ctx context.Context, id string, from, to Status, p Patch) (*Job, error) {
+	if p.Handle != nil {
+		return nil, errors.New("store unavailable")
+	}
+	return s.memStore.Transition(ctx, id, from, to, p)
+}
+
+// TestLostHandleStays: when the vendor took the job but its handle was
+// not stored (a crash, a store down), the job may have been accepted:
+// after the lease it is started again at the same candidate, as before
+// fallbacks existed, never at the fallback.
+func TestLostHandleStays(t *testing.T) {
+	ctx := context.Background()
+	veo, fal := &fakeVendor{script: []pollAnswer{{done: true, body: "veo"}}}, &fakeVendor{}
+	w, st, _, c := routed(t, veo, fal)
+	w.Store = handleLost{st}
+	if err := w.Process(ctx, rtID); err == nil {
+		t.Fatal("Process with the handle lost = nil; want an error (the message comes back)")
+	}
+	w.Store = st
+	c.t = c.t.Add(w.Lease + time.Second) // the claim's lease is over
+	if err := w.Process(ctx, rtID); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := st.Get(ctx, rtID)
+	veoSubmits, _, _ := veo.counts()
+	falSubmits, _, _ := fal.counts()
+	if j.Candidate != 0 || j.Handle == nil || veoSubmits != 2 || falSubmits != 0 {
+		t.Errorf("candidate %d, handle %+v, submits veo %d fal %d; want the same candidate again (2 submits there), none to the fallback",
+			j.Candidate, j.Handle, veoSubmits, falSubmits)
 	}
 }
