@@ -27,6 +27,7 @@ import (
 	"github.com/genway/genway/shared/mototest"
 	"github.com/genway/genway/shared/s3media"
 	"github.com/genway/genway/shared/sqsqueue"
+	"github.com/genway/genway/shared/vertextest"
 )
 
 // Names of the test's AWS resources, given to the functions as Lambda
@@ -624,6 +625,71 @@ func TestFunctions(t *testing.T) {
 		_, body, _ := splitStream(res.body)
 		if data := sseData(string(body)); len(data) == 0 || data[len(data)-1] != "[DONE]" {
 			t.Errorf("stream body = %q; want it to end with data: [DONE]", body)
+		}
+	})
+
+	t.Run("veo on vertex, its key from SSM", func(t *testing.T) {
+		// The worker reads the service-account key (its JSON) from the
+		// SecureString parameter GOOGLE_VERTEX_CREDENTIALS_PARAMETER names,
+		// makes an access token from it at Google's token endpoint (the
+		// fake's), submits, is re-enqueued with a delay, polls, and copies
+		// the video into S3. Each run is a new container: a token each.
+		fake := vertextest.NewServer(t)
+		if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/genway/vertex"),
+			Value: aws.String(fake.Credentials()), Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
+			t.Fatal(err)
+		}
+		r := proxyResponse(t, run(t, "jobs-create", readEvent(t, "jobs-create.json", append(withKey,
+			`{\"type\":\"music\",\"model\":\"synthetic-music\",\"prompt\":\"a calm piano loop\",\"duration\":5}`,
+			`{\"type\":\"video\",\"model\":\"veo-3.1-fast\",\"prompt\":\"a fox\",\"duration\":4}`,
+			"3f6c1a52-events-jobs-create", "3f6c1a52-events-veo-on-vertex")...), "GENWAY_CONFIGURED", "vertex"))
+		var veo jobView
+		if err := json.Unmarshal([]byte(r.Body), &veo); err != nil || r.StatusCode/100 != 2 || veo.ID == "" {
+			t.Fatalf("POST /v1/jobs (veo-3.1-fast) = %d %s; want a queued job", r.StatusCode, r.Body)
+		}
+		workerEnv := env(endpoint, queueURL, "GOOGLE_VERTEX_CREDENTIALS_PARAMETER", "/genway/vertex",
+			"GOOGLE_VERTEX_BASE_URL", fake.URL, "GENWAY_MEDIA_POLL", "1s")
+		var logs strings.Builder
+		for i := 0; i < 4; i++ { // a start, then a poll; a spare run or two for a slow queue
+			out, err := sqsClient.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 5})
+			if err != nil || len(out.Messages) != 1 {
+				t.Fatalf("run %d: ReceiveMessage = %v, %v; want the job's message", i, out, err)
+			}
+			var ev events.SQSEvent
+			if err := json.Unmarshal(readEvent(t, "worker.json"), &ev); err != nil {
+				t.Fatal(err)
+			}
+			ev.Records[0].MessageId = aws.ToString(out.Messages[0].MessageId)
+			ev.Records[0].Body = aws.ToString(out.Messages[0].Body)
+			payload, _ := json.Marshal(ev)
+			api := newRuntimeAPI(t)
+			p := start(t, bootstraps["worker"], api, workerEnv)
+			res, err := api.invoke(payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp events.SQSEventResponse
+			if err := json.Unmarshal(res.body, &resp); res.kind != "response" || err != nil || len(resp.BatchItemFailures) != 0 {
+				t.Fatalf("worker run %d = %s %s; want no batch item failures\n%s", i, res.kind, res.body, p.stderr.String())
+			}
+			sqsClient.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(queueURL), ReceiptHandle: out.Messages[0].ReceiptHandle})
+			logs.WriteString(p.stderr.String())
+			if j, err := store.Get(ctx, veo.ID); err == nil && j.Status.Final() {
+				break
+			}
+		}
+		j, err := store.Get(ctx, veo.ID)
+		if err != nil || j.Status != jobs.Completed || j.Output == nil || j.Output.Bytes != int64(len(fake.Video)) || j.Output.ContentType != "video/mp4" {
+			t.Fatalf("veo job = %+v, %v; want completed with the fake's %d-byte video", j, err, len(fake.Video))
+		}
+		if submits, tokens, badAuth := fake.Counts(); submits != 1 || tokens < 2 || badAuth != 0 || len(fake.Refusals()) != 0 {
+			t.Errorf("Vertex AI saw %d submits, %d tokens, %d refused calls, refusals %v; want one submit, a token per container, none refused",
+				submits, tokens, badAuth, fake.Refusals())
+		}
+		for _, secret := range []string{"PRIVATE KEY", "ya29."} {
+			if strings.Contains(logs.String(), secret) {
+				t.Errorf("the worker logged %q", secret)
+			}
 		}
 	})
 }

@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/vertextest"
 )
 
 // TestSecretReaders: only the functions that read a secret (a vendor key,
@@ -47,12 +49,21 @@ func BenchmarkBootstrapSecrets(b *testing.B) {
 		b.Skipf("bootstraps are linux binaries; this is %s", runtime.GOOS)
 	}
 	var reads atomic.Int64
+	// Each key is "key-of-<its parameter or variable>", but a Vertex AI
+	// service-account key, which must be one to be taken.
+	vertexKey := vertextest.NewServer(b).Credentials()
+	value := func(name string) string {
+		if strings.HasSuffix(name, "GOOGLE_VERTEX_CREDENTIALS") {
+			return vertexKey
+		}
+		return "key-of-" + name
+	}
 	ssmFake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var in struct{ Name string }
 		json.NewDecoder(r.Body).Decode(&in)
 		reads.Add(1)
 		w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-		json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{"Name": in.Name, "Type": "SecureString", "Value": "key-of-" + in.Name, "Version": 1}})
+		json.NewEncoder(w).Encode(map[string]any{"Parameter": map[string]any{"Name": in.Name, "Type": "SecureString", "Value": value(in.Name), "Version": 1}})
 	}))
 	defer ssmFake.Close()
 	base := map[string]string{
@@ -63,7 +74,7 @@ func BenchmarkBootstrapSecrets(b *testing.B) {
 	// The keys each function holds in the template.
 	keys := map[string][]string{
 		"chat":        {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"},
-		"worker":      {"GEMINI_API_KEY", "ELEVENLABS_API_KEY", "FAL_KEY", "REPLICATE_API_TOKEN"},
+		"worker":      {"ELEVENLABS_API_KEY", "FAL_KEY", "REPLICATE_API_TOKEN", "GOOGLE_VERTEX_CREDENTIALS"},
 		"jobs-create": {"FAL_KEY", "REPLICATE_API_TOKEN"},
 	}
 	dir := b.TempDir()
@@ -81,7 +92,7 @@ func BenchmarkBootstrapSecrets(b *testing.B) {
 				if mode == "ssm" {
 					env[k+"_PARAMETER"] = "/genway/" + k
 				} else {
-					env[k] = "key-of-" + k
+					env[k] = value(k)
 				}
 			}
 			b.Run(name+"/"+mode, func(b *testing.B) {

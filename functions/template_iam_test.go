@@ -111,8 +111,8 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:PutItem", accountsTable}: "admin.Service: CreateKey/ImportKey (PutKey's transaction Puts), Grant's ledger entry, " +
 			"AddAudit; Reconcile: Settle's ledger entry",
 		{"dynamodb:UpdateItem", accountsTable}: "admin.Service: Grant (transaction Update), SetRateLimit, RevokeKey; " +
-			"Reconcile: Settle's account update; playground jobs: Store.Create's hold",
-		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage, Audit (one partition each)",
+			"Reconcile: Settle's account update and job usage counters; playground jobs: Store.Create's hold",
+		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage (chat and job usage), Audit (one partition each)",
 		{"dynamodb:Scan", accountsTable}:  "admin.Service: Accounts and Keys (operator listings)",
 		{"dynamodb:GetItem", jobsTable}:   "jobs.Service.GetAny and CancelAny: Store.Get",
 		{"dynamodb:PutItem", jobsTable}:   "playground jobs: Store.Create (the job and its idempotency key)",
@@ -132,10 +132,11 @@ var iamAllow = map[string]map[perm]string{
 			"CompleteMultipartUpload (authorized as s3:PutObject)",
 		{"s3:AbortMultipartUpload", mediaObjects}:                     "s3media.putMultipart: abort an upload that failed midway",
 		{"sqs:SendMessage", jobsQueue}:                                "jobs.Worker: re-enqueue with a delay (polls of long generations, retries)",
-		{"ssm:GetParameter", ssmParameter("GeminiKeyParameter")}:      whySecrets + " (GEMINI_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("ElevenLabsKeyParameter")}:  whySecrets + " (ELEVENLABS_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("FalKeyParameter")}:         whySecrets + " (FAL_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("ReplicateTokenParameter")}: whySecrets + " (REPLICATE_API_TOKEN_PARAMETER)",
+		{"ssm:GetParameter", ssmParameter("VertexCredentialsParameter")}: whySecrets + " (GOOGLE_VERTEX_CREDENTIALS_PARAMETER: " +
+			"the service-account key Veo's access tokens are made from)",
 	},
 	"JobsSweeperFunction": {
 		{"dynamodb:Query", queuedIndex}:    "Store.QueuedBefore: the sparse index of jobs waiting for a message",
@@ -146,13 +147,13 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:Scan", accountsTable}:       "jobs.Reconcile: Store.Accounts (every account, filtered on sk)",
 		{"dynamodb:GetItem", accountsTable}:    "jobs.Reconcile: Store.LedgerEntry",
 		{"dynamodb:PutItem", accountsTable}:    "jobs.Reconcile -> credits.Apply -> Store.Settle: the ledger entry",
-		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold",
+		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, and a capture's job usage counters",
 		{"dynamodb:Query", byAccount}:          "jobs.Reconcile: Store.List, an account's final jobs",
 		{"dynamodb:BatchGetItem", jobsTable}:   "Store.List: getJobs, the page's jobs",
 	},
 	"CreditsFunction": {
 		{"dynamodb:PutItem", accountsTable}:    "lambdaevents.Credits -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",
-		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold (transaction Update)",
+		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, and a capture's job usage counters (transaction Updates)",
 		// Added by SAM for the stream's DestinationConfig.OnFailure.
 		{"sqs:SendMessage", failureQueue}: "SAM: the stream event source's OnFailure destination (translation only)",
 	},
@@ -613,6 +614,7 @@ var vendorParams = map[string]struct{ param, cond string }{
 	"elevenlabs": {"ElevenLabsKeyParameter", "HasElevenLabs"},
 	"fal":        {"FalKeyParameter", "HasFal"},
 	"replicate":  {"ReplicateTokenParameter", "HasReplicate"},
+	"vertex":     {"VertexCredentialsParameter", "HasVertex"},
 }
 
 // secretVendors are the vendors each function calls, so whose key it may
@@ -621,7 +623,7 @@ var vendorParams = map[string]struct{ param, cond string }{
 // Replicate). Every other function reads no vendor key.
 var secretVendors = map[string][]string{
 	"ChatFunction":       {"openai", "anthropic", "gemini"},
-	"WorkerFunction":     {"gemini", "elevenlabs", "fal", "replicate"},
+	"WorkerFunction":     {"elevenlabs", "fal", "replicate", "vertex"},
 	"JobsCreateFunction": {"fal", "replicate"},
 }
 

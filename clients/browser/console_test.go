@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
@@ -34,6 +35,12 @@ const stepTimeout = 30 * time.Second
 // pageBudget is the most a page may weigh: its HTML and every script and
 // style sheet it loads.
 const pageBudget = 100 << 10
+
+// chatPace is the pace, in tokens a second, of the chat model the test
+// streams from (synthetic/thinker, paced by the test's catalog): slow
+// enough that the answer reaches the page in many pieces, as from a real
+// model; its 230-odd words take about 2.3 s.
+const chatPace = 100
 
 // tinyPNG is a 1x1 PNG, the image the vision model is shown.
 const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -98,10 +105,49 @@ type server struct {
 
 var servingRE = regexp.MustCompile(`serving on (http://\S+)/v1`)
 
+// pacedCatalog writes this checkout's catalog (shared/catalog/catalog.json,
+// the one genway embeds) with synthetic/thinker paced at chatPace tokens
+// a second (the catalog's tokens_per_second), and returns the file's path.
+// On loopback an unpaced synthetic answer reaches the page in one read.
+func pacedCatalog(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "shared", "catalog", "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cat map[string]any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&cat); err != nil {
+		t.Fatalf("catalog.json: %v", err)
+	}
+	models, _ := cat["models"].([]any)
+	paced := false
+	for _, m := range models {
+		if m, ok := m.(map[string]any); ok && m["id"] == "synthetic/thinker" {
+			m["tokens_per_second"] = chatPace
+			paced = true
+		}
+	}
+	if !paced {
+		t.Fatal("catalog.json has no synthetic/thinker")
+	}
+	out, err := json.Marshal(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "catalog.json")
+	if err := os.WriteFile(path, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // startGenway runs `genway serve` on a free loopback port with a fresh
-// data directory, the embedded backend, and an environment of only what
-// it needs (no AWS_* or vendor keys: every model is the synthetic one).
-func startGenway(t *testing.T, bin string) *server {
+// data directory, the embedded backend, the catalog at catalog, and an
+// environment of only what it needs (no AWS_* or vendor keys: every model
+// is the synthetic one).
+func startGenway(t *testing.T, bin, catalog string) *server {
 	t.Helper()
 	dir := t.TempDir()
 	s := &server{Token: "gwop_" + strings.ToLower(rand.Text()+rand.Text()), DevKey: "sk_live_" + strings.ToLower(rand.Text()+rand.Text())}
@@ -111,6 +157,7 @@ func startGenway(t *testing.T, bin string) *server {
 		"GENWAY_ADDR=127.0.0.1:0", "GENWAY_BACKEND=embedded", "GENWAY_DATA_DIR=" + filepath.Join(dir, "data"),
 		"GENWAY_ADMIN_TOKEN=" + s.Token, "GENWAY_DEV_KEY=" + s.DevKey,
 		"GENWAY_USAGE_FLUSH=100ms", // usage shows on the usage page at once
+		"GENWAY_CATALOG=" + catalog,
 	}
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
@@ -194,13 +241,20 @@ func screenshotDir(t *testing.T) string {
 	return dir
 }
 
-// browser drives one Chromium tab.
+// browser drives one Chromium tab. It uses only stable DevTools protocol
+// methods and parameters (none marked experimental), so that a new
+// Chromium does not break it: the chromedp actions it calls were checked
+// against Chromium 156's /json/protocol, and Click and FullScreenshot,
+// which are not, are replaced by click and shot.
 type browser struct {
-	t     *testing.T
-	ctx   context.Context
-	base  string
-	shots string
-	n     int // screenshots taken, for their order
+	t      *testing.T
+	ctx    context.Context
+	base   string
+	shots  string
+	n      int   // screenshots taken, for their order
+	width  int64 // the viewport, as set by viewport
+	height int64
+	mobile bool
 
 	mu       sync.Mutex
 	problems []string // exceptions and console errors of the pages
@@ -223,11 +277,16 @@ func newBrowser(t *testing.T, path, base, shots string) *browser {
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })
-	b := &browser{t: t, ctx: ctx, base: base, shots: shots}
+	b := &browser{t: t, ctx: ctx, base: base, shots: shots, width: 1280, height: 900}
 	// The first call starts the browser; it must not have a timeout.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
+	v, err := cdp.Call(ctx, chromedp.FromContext(ctx).Browser, cdpbrowser.GetVersion, cdp.Empty{})
+	if err != nil {
+		t.Fatalf("Browser.getVersion: %v", err)
+	}
+	t.Logf("browser: %s (DevTools protocol %s, %s), %s", v.Product, v.ProtocolVersion, v.Revision, path)
 	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
 	go func() {
 		for ev, err := range dialogs {
@@ -301,13 +360,37 @@ func (b *browser) open(path string) {
 	b.do("open "+path, chromedp.Navigate(b.base+path))
 }
 
+// click is a left mouse click at the centre of the first element sel
+// matches, scrolled into view, as chromedp.Click does but without its
+// experimental DOM.getContentQuads: the page says where the element is.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		type point struct{ X, Y float64 }
+		p, err := chromedp.Evaluate[*point](`(() => {
+  const e = document.querySelector(`+jsString(sel)+`);
+  if (!e) return null;
+  e.scrollIntoView({block: "center", inline: "center"});
+  const r = e.getBoundingClientRect();
+  return {x: r.left + r.width / 2, y: r.top + r.height / 2};
+})()`)(ctx, tg)
+		if err != nil {
+			return err
+		}
+		if p == nil {
+			return fmt.Errorf("click: no element matches %s", sel)
+		}
+		_, err = chromedp.MouseClickXY(p.X, p.Y)(ctx, tg)
+		return err
+	})
+}
+
 // submit clicks sel and waits for the page it leads to; it fails the
 // test unless that page's status is want.
 func (b *browser) submit(what, sel string, want int64) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, stepTimeout)
 	defer cancel()
-	resp, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(sel)))
+	resp, err := chromedp.RunResponse(ctx, chromedp.WaitVisible(chromedp.CSS(sel)), click(sel))
 	if err != nil {
 		b.t.Fatalf("%s: %v", what, err)
 	}
@@ -334,10 +417,31 @@ func (b *browser) text(sel string) string {
 	return run(b, "text of "+sel, chromedp.TextContent(chromedp.CSS(sel)))
 }
 
-// shot saves a full-page PNG of the current page as name.
+// shot saves a full-page PNG of the current page as name: the viewport is
+// made as tall as the page for Page.captureScreenshot (with none of its
+// experimental parameters, such as captureBeyondViewport), then restored.
+// A page whose height follows the viewport's (the chat log is at most 60vh)
+// grows with it, so the height is measured again, a few times at most.
 func (b *browser) shot(name string) {
 	b.t.Helper()
-	png := run(b, "screenshot "+name, chromedp.FullScreenshot(100))
+	height := b.height
+	for range 4 {
+		h := int64(eval[float64](b, `document.documentElement.scrollHeight`))
+		if h <= height {
+			break
+		}
+		height = h
+		b.do("page-high viewport", b.emulate(b.width, height))
+	}
+	eval[bool](b, `(() => { window.scrollTo(0, 0); return true; })()`)
+	png := run(b, "screenshot "+name, chromedp.Action[[]byte](func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
+		r, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
+		if err != nil {
+			return nil, err
+		}
+		return r.Data, nil
+	}))
+	b.do("restore the viewport", b.emulate(b.width, b.height))
 	b.n++
 	file := filepath.Join(b.shots, fmt.Sprintf("%02d-%s.png", b.n, name))
 	if err := os.WriteFile(file, png, 0o644); err != nil {
@@ -348,28 +452,22 @@ func (b *browser) shot(name string) {
 // viewport sets the tab's width (375: a phone, emulated as mobile).
 func (b *browser) viewport(width int64) {
 	b.t.Helper()
-	if width < 600 {
-		b.do("viewport", chromedp.EmulateViewport(width, 812, chromedp.EmulateScale(1), chromedp.EmulateMobile))
-		return
+	b.width, b.height, b.mobile = width, 900, width < 600
+	if b.mobile {
+		b.height = 812
 	}
-	b.do("viewport", chromedp.EmulateViewport(width, 900, chromedp.EmulateScale(1)))
+	b.do("viewport", b.emulate(b.width, b.height))
 }
 
-// throttle limits the download speed of the requests to url to
-// bytesPerSecond; url "" lifts every limit.
-func (b *browser) throttle(url string, bytesPerSecond float64) {
-	b.t.Helper()
-	b.do("throttle", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		if _, err := cdp.Call(ctx, tg, network.Enable, network.EnableParams{}); err != nil {
-			return err
-		}
-		var rules []*network.Conditions
-		if url != "" {
-			rules = append(rules, &network.Conditions{URLPattern: url, DownloadThroughput: bytesPerSecond, UploadThroughput: -1})
-		}
-		_, err := cdp.Call(ctx, tg, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: rules})
-		return err
-	}))
+// emulate sets the viewport to width x height at scale 1, mobile if the
+// last viewport call said so (Emulation.setDeviceMetricsOverride and
+// setTouchEmulationEnabled, stable parameters only).
+func (b *browser) emulate(width, height int64) chromedp.Action[chromedp.Void] {
+	opts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+	if b.mobile {
+		opts = append(opts, chromedp.EmulateMobile)
+	}
+	return chromedp.EmulateViewport(width, height, opts...)
 }
 
 // jsString is s as a JavaScript string literal.
@@ -428,7 +526,7 @@ func (m metrics) weight() int64 {
 // every page at 1280 and 375 px wide, weighed and timed.
 func TestConsole(t *testing.T) {
 	chromium := findChromium(t)
-	srv := startGenway(t, buildGenway(t))
+	srv := startGenway(t, buildGenway(t), pacedCatalog(t))
 	b := newBrowser(t, chromium, srv.URL, screenshotDir(t))
 
 	// Sign in.
@@ -536,15 +634,11 @@ func TestConsole(t *testing.T) {
   return true;
 })()`)
 	b.do("write the message", chromedp.SetValue(chromedp.ID("chat-input"), msg), chromedp.Focus(chromedp.ID("chat-input")))
-	// The synthetic model answers at once, and on loopback the whole
-	// stream would reach the page in one read: the chat's answer is
-	// throttled to 8 KB/s, as from a slow model, so that it arrives in
-	// pieces the page must show as they come.
-	b.throttle(srv.URL+"/console/playground/chat", 8<<10)
-	// Ctrl+Enter sends, from the keyboard.
+	// The model streams at chatPace tokens a second (the test's catalog
+	// paces it), as a real one does, so the answer arrives in pieces the
+	// page must show as they come. Ctrl+Enter sends, from the keyboard.
 	b.do("send", chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
 	b.waitJS("the chat to finish", `document.getElementById("chat-status").textContent.startsWith("Done")`)
-	b.throttle("", 0)
 	answer := b.text(".msg.assistant .answer")
 	if !strings.HasPrefix(answer, "You said: <i>hello</i> word0 word1") || !strings.Contains(answer, "word199 Image 1 is image/png, 1x1 pixels") {
 		t.Errorf("answer = %.120q…", answer)
@@ -573,7 +667,7 @@ func TestConsole(t *testing.T) {
 	b.do("fill the job",
 		chromedp.SetValue(chromedp.ID("job-duration"), "2"),
 		chromedp.SendKeys(chromedp.ID("job-prompt"), "<b>door</b> creak"),
-		chromedp.Click(chromedp.ID("job-send")),
+		click("#job-send"),
 		chromedp.WaitVisible(chromedp.CSS("#job-player audio")),
 	)
 	b.waitJS("the audio to load", `document.querySelector("#job-player audio").readyState >= 1`)
@@ -587,21 +681,58 @@ func TestConsole(t *testing.T) {
 		t.Errorf("the audio lasts %.2f s; want about 2", dur)
 	}
 	b.shot("playground-job")
-	// And a video job.
+	// And a video job, which must play: the player loads the H.264 file,
+	// plays it (muted, as a page may without a gesture), decodes frames of
+	// the clip's size, and its clock advances; a frame drawn on a canvas
+	// is the scene (many colours, some bright), not a black box.
 	b.choose("#job-type", "video")
 	b.do("fill the video job",
-		chromedp.SetValue(chromedp.ID("job-duration"), "1"),
+		chromedp.SetValue(chromedp.ID("job-duration"), "2"),
 		chromedp.SetValue(chromedp.ID("job-prompt"), "moving shapes"),
-		chromedp.Click(chromedp.ID("job-send")),
+		click("#job-send"),
 		chromedp.WaitVisible(chromedp.CSS("#job-player video")),
 	)
 	videoID := b.text("#job-status code")
-	// The synthetic video is Motion JPEG in MP4, which Chromium may not
-	// decode: the player is there, whether it can play is only logged.
-	time.Sleep(500 * time.Millisecond)
-	t.Logf("video job %s: player readyState %d, error %s", videoID,
-		eval[int](b, `document.querySelector("#job-player video").readyState`),
-		eval[string](b, `(() => { const e = document.querySelector("#job-player video").error; return e ? e.code + " " + e.message : "none"; })()`))
+	const video = `document.querySelector("#job-player video")`
+	b.waitJS("the video's metadata, or an error", video+`.readyState >= 1 || `+video+`.error !== null`)
+	if e := eval[string](b, `(() => { const e = `+video+`.error; return e ? e.code + " " + e.message : ""; })()`); e != "" {
+		t.Fatalf("video job %s: the player cannot load the video: %s", videoID, e)
+	}
+	// play() rejects (and eval fails the test) if the video cannot play.
+	eval[bool](b, `(async () => { const v = `+video+`; v.muted = true; await v.play(); return true; })()`)
+	b.waitJS("a decoded frame", `(() => { const v = `+video+`; return v.readyState >= 2 && v.videoWidth > 0; })()`)
+	b.waitJS("the video's clock to advance", video+`.currentTime >= 0.5`)
+	type frame struct {
+		Width, Height   int
+		Duration, Time  float64
+		Colours, Bright int
+		Error           string
+	}
+	f := eval[frame](b, `(() => {
+  const v = `+video+`;
+  const c = document.createElement("canvas");
+  c.width = v.videoWidth;
+  c.height = v.videoHeight;
+  const g = c.getContext("2d");
+  g.drawImage(v, 0, 0);
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  const colours = new Set();
+  let bright = 0;
+  for (let i = 0; i < d.length; i += 4 * 7) {
+    colours.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
+    if (Math.max(d[i], d[i + 1], d[i + 2]) >= 128) bright++;
+  }
+  return {width: v.videoWidth, height: v.videoHeight, duration: v.duration, time: v.currentTime,
+    colours: colours.size, bright, error: v.error ? v.error.message : ""};
+})()`)
+	t.Logf("video job %s: %dx%d, %.2f s, playing at %.2f s; a frame has %d colours, %d bright samples", videoID,
+		f.Width, f.Height, f.Duration, f.Time, f.Colours, f.Bright)
+	if f.Width != 640 || f.Height != 360 || f.Duration < 1.9 || f.Duration > 2.1 || f.Error != "" {
+		t.Errorf("the video is %dx%d, %.2f s, error %q; want 640x360 (the default size), 2 s, none", f.Width, f.Height, f.Duration, f.Error)
+	}
+	if f.Colours < 10 || f.Bright == 0 {
+		t.Errorf("a frame of the video has %d colours and %d bright samples: not the scene", f.Colours, f.Bright)
+	}
 	b.shot("playground-video")
 
 	// The jobs list updates in place: a job made through the API shows up
@@ -645,24 +776,29 @@ func TestConsole(t *testing.T) {
 	}
 	b.shot("job")
 
-	// Usage: the chat shows in the table and the chart.
+	// Usage: the chat and the completed jobs show in the table and the
+	// charts (credits: the jobs, as the synthetic chat is unpriced;
+	// tokens: the chat).
 	deadline = time.Now().Add(stepTimeout)
 	for {
 		b.open("/console/usage")
-		if strings.Contains(b.text("#usage-table"), "synthetic/thinker") {
+		if table := b.text("#usage-table"); strings.Contains(table, "synthetic/thinker") && strings.Contains(table, "synthetic-sfx") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("the chat never shows on the usage page")
+			t.Fatal("the chat and the jobs never show on the usage page")
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	if n := eval[int](b, `document.querySelectorAll("#usage-chart rect.bar").length`); n < 1 {
-		t.Error("the usage chart has no bar")
+		t.Error("the tokens chart has no bar")
+	}
+	if n := eval[int](b, `document.querySelectorAll("#credits-chart rect.bar").length`); n < 1 {
+		t.Error("the credits chart has no bar")
 	}
 	b.shot("usage")
-	b.open("/console/usage?metric=tokens")
-	b.shot("usage-tokens")
+	b.open("/console/usage?metric=jobs")
+	b.shot("usage-jobs")
 
 	// The audit log has the operator's actions.
 	b.open("/console/audit")

@@ -42,11 +42,14 @@ func TestAWSBackend(t *testing.T) {
 		"GENWAY_DEV_CREDITS":    "500",
 	}
 	// A long-running vendor too: its polls go through SQS DelaySeconds.
-	veo := fakeVeo(t, 2)
-	env["GEMINI_API_KEY"], env["GEMINI_BASE_URL"], env["GENWAY_MEDIA_POLL"] = vendorKeys["GEMINI_API_KEY"], veo.srv.URL, "1s"
-	// And veo-3.1 falls back to a fal model: a job Veo refuses for its
-	// quota moves there (the move a conditional DynamoDB write), and the
-	// stream settles it at fal's price.
+	veo := fakeVertex(t, 2)
+	for k, v := range vertexEnv(veo) {
+		env[k] = v
+	}
+	env["GENWAY_MEDIA_POLL"] = "1s"
+	// And veo-3.1 falls back to a fal model: a job Vertex AI refuses for
+	// its Veo quota moves there (the move a conditional DynamoDB write),
+	// and the stream settles it at fal's price.
 	fal := fakeFal(t, 1)
 	env["FAL_KEY"], env["FAL_BASE_URL"], env["GENWAY_CATALOG"] = vendorKeys["FAL_KEY"], fal.srv.URL, fallbackCatalog(t)
 	// The SDK reads credentials and profiles from the process environment;
@@ -135,11 +138,8 @@ func TestAWSBackend(t *testing.T) {
 		}
 		spent += tt.price
 	}
-	veo.mu.Lock()
-	veoRefused := veo.quota
-	veo.mu.Unlock()
-	if falTaken, _ := fal.counts(); veoRefused != 1 || falTaken != 1 {
-		t.Errorf("Veo refused %d submits, fal took %d; want one each", veoRefused, falTaken)
+	if falTaken, _ := fal.counts(); veo.Quota() != 1 || falTaken != 1 {
+		t.Errorf("Veo refused %d submits, fal took %d; want one each", veo.Quota(), falTaken)
 	}
 	var failed jobResp
 	s.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "fail: please", "duration": 3}, nil, &failed)
@@ -237,7 +237,7 @@ func TestAWSBackend(t *testing.T) {
 	if !strings.Contains(out.String(), fmt.Sprintf(" capture  %d ", falPrice8s)) {
 		t.Errorf("dev ledger has no capture of %d (the fallback's price):\n%s", falPrice8s, out.String())
 	}
-	if submits, _ := veo.counts(); submits != 1 {
+	if submits, _, _ := veo.Counts(); submits != 1 {
 		t.Errorf("the Veo job was submitted %d times; want once", submits)
 	}
 }

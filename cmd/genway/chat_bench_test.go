@@ -273,6 +273,9 @@ const pacedRounds = 3
 // then through the gateway, pacedRounds times; added-p50 is the median
 // over rounds of the difference of the p50s, each over b.N requests.
 //
+// The -fallbacks modes send the same request with two fallback models
+// (models): routing's cost on the happy path, where the first answers.
+//
 // For a stream, latency is the time to the first content delta. CPU time
 // per request of the whole process (load generator, gateway and fake
 // upstream) is reported too: it is less sensitive than rates to other load
@@ -296,16 +299,21 @@ func BenchmarkChatGateway(b *testing.B) {
 	proxy := httptest.NewServer(rp)
 	defer proxy.Close()
 	for _, mode := range []struct {
-		name   string
-		stream bool
-	}{{"nonstream", false}, {"stream-ttfb", true}} {
+		name      string
+		stream    bool
+		fallbacks bool // the request lists fallbacks (models), all of which would answer
+	}{{"nonstream", false, false}, {"stream-ttfb", true, false}, {"nonstream-fallbacks", false, true}, {"stream-fallbacks-ttfb", true, true}} {
 		b.Run(mode.name, func(b *testing.B) {
 			body := `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hello there"}],"max_tokens":16`
 			if mode.stream {
 				body += `,"stream":true`
 			}
+			if mode.fallbacks {
+				body += `,"models":["openai/gpt-4o","openai/gpt-4.1"]`
+			}
 			body += "}"
 			upBody := strings.Replace(body, "openai/gpt-4o-mini", "gpt-4o-mini", 1)
+			upBody = strings.Replace(upBody, `,"models":["openai/gpt-4o","openai/gpt-4.1"]`, "", 1)
 			n := max(b.N, 200)
 			direct := newLoadClient(up.URL+"/v1/chat/completions", "k", upBody, mode.stream, benchConcurrency)
 			via := newLoadClient(srv.base+"/v1/chat/completions", srv.key, body, mode.stream, benchConcurrency)

@@ -253,7 +253,7 @@ func TestEndToEndJobs(t *testing.T) {
 		{"music mp3", map[string]any{"type": "music", "model": "synthetic-music", "prompt": "a calm piano tune", "duration": 4}, "audio/mpeg", 4, "mp3", ""},
 		{"music wav", map[string]any{"type": "music", "model": "synthetic-music", "prompt": "drums", "duration": 3, "format": "wav"}, "audio/wav", 3, "pcm_s16le", ""},
 		{"sfx default", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "door slam"}, "audio/mpeg", 5, "mp3", ""},
-		{"video", map[string]any{"type": "video", "model": "synthetic-video", "prompt": "bouncing ball", "duration": 2, "size": "320x240"}, "video/mp4", 2, "mjpeg", "320x240"},
+		{"video", map[string]any{"type": "video", "model": "synthetic-video", "prompt": "bouncing ball", "duration": 2, "size": "320x240"}, "video/mp4", 2, "h264", "320x240"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

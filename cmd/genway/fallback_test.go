@@ -44,7 +44,7 @@ func fallbackCatalog(t *testing.T) string {
 	}
 	c.Models = append(c.Models, map[string]any{
 		"id": "fal-video-8s", "type": "video", "provider": "fal", "upstream": "fal-ai/test-video/text-to-video", "created": 1,
-		"max_duration": 8, "default_duration": 8, "durations": []int{4, 6, 8},
+		"formats": []string{"mp4"}, "max_duration": 8, "default_duration": 8, "durations": []int{4, 6, 8},
 		"sizes": []string{"1280x720", "720x1280"}, "default_size": "1280x720",
 		"input": map[string]any{"prompt": "prompt", "duration": "duration", "aspect_ratio": "aspect_ratio"},
 		"price": map[string]any{"credits_per_second": 7},
@@ -60,17 +60,17 @@ func fallbackCatalog(t *testing.T) string {
 	return path
 }
 
-// TestJobFallbackEndToEnd: a Veo job whose Veo quota is used up (429
-// RESOURCE_EXHAUSTED with a daily QuotaFailure at submit) completes on its
-// fal fallback through genway serve: one submit to each vendor (the one
-// Veo refused, the one fal took), served_by naming the fal model, the
-// highest price held while it ran and fal's price charged, the rest
-// released.
+// TestJobFallbackEndToEnd: a Veo job whose Veo quota on Vertex AI is used
+// up (429 RESOURCE_EXHAUSTED with a daily QuotaFailure at submit)
+// completes on its fal fallback through genway serve: one submit to each
+// vendor (the one Vertex AI refused, the one fal took), served_by naming
+// the fal model, the highest price held while it ran and fal's price
+// charged, the rest released.
 func TestJobFallbackEndToEnd(t *testing.T) {
-	veo, fal := fakeVeo(t, 1), fakeFal(t, 1)
-	env := map[string]string{"GENWAY_CATALOG": fallbackCatalog(t), "GENWAY_MEDIA_POLL": "1s",
-		"GEMINI_API_KEY": vendorKeys["GEMINI_API_KEY"], "GEMINI_BASE_URL": veo.srv.URL,
-		"FAL_KEY": vendorKeys["FAL_KEY"], "FAL_BASE_URL": fal.srv.URL}
+	veo, fal := fakeVertex(t, 1), fakeFal(t, 1)
+	env := vertexEnv(veo)
+	env["GENWAY_CATALOG"], env["GENWAY_MEDIA_POLL"] = fallbackCatalog(t), "1s"
+	env["FAL_KEY"], env["FAL_BASE_URL"] = vendorKeys["FAL_KEY"], fal.srv.URL
 	logs := &syncBuffer{}
 	s := startServerLog(t, t.TempDir(), env, logs)
 	before := waitSettled(t, s)
@@ -93,13 +93,10 @@ func TestJobFallbackEndToEnd(t *testing.T) {
 	if data := download(t, got.Output.URL); len(data) != len(testVideo()) {
 		t.Errorf("output is %d bytes; want fal's %d-byte video", len(data), len(testVideo()))
 	}
-	veo.mu.Lock()
-	veoRefused := veo.quota
-	veo.mu.Unlock()
-	veoTaken, _ := veo.counts()
+	veoTaken, _, _ := veo.Counts()
 	falTaken, _ := fal.counts()
-	if veoRefused != 1 || veoTaken != 0 || falTaken != 1 {
-		t.Errorf("Veo refused %d and took %d submits, fal took %d; want one submit to each (Veo's refused)", veoRefused, veoTaken, falTaken)
+	if veo.Quota() != 1 || veoTaken != 0 || falTaken != 1 {
+		t.Errorf("Veo refused %d and took %d submits, fal took %d; want one submit to each (Veo's refused)", veo.Quota(), veoTaken, falTaken)
 	}
 	after := waitSettled(t, s)
 	if before.Balance-after.Balance != falPrice8s || after.Held != 0 {

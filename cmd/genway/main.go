@@ -55,7 +55,7 @@ Usage:
   genway credits grant --account NAME --amount N [--create] [--note TEXT]  add credits (--create: a new account)
   genway credits show --account NAME             balance, held, available
   genway credits ledger --account NAME           the account's ledger
-  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens per day and model
+  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens and job credits per day
   genway credits limit --account NAME --rpm N    per-key requests per minute (0 default, -1 unlimited)
   genway credits reconcile [--days N]            settle final jobs whose hold the stream never settled
   genway accounts list|create                     accounts: list, or make one (--account, --credits, --note)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const testAdminToken = "gwop_remotetestremotetestremotetestremote"
@@ -65,6 +66,18 @@ func TestRemoteCLI(t *testing.T) {
 	if out, err := cli(env, "credits", "show", "--account", "acme"); err != nil || strings.Contains(out, "balance 50,") {
 		t.Errorf("after the job: %q, %v; want it charged", out, err)
 	}
+	// The job's credits show in the usage, read through the admin API,
+	// once the feed has settled it.
+	const wantLine = " sfx synthetic-sfx 0 0 0 1 2\n" // after the day
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		out, err := cli(env, "credits", "usage", "--account", "acme")
+		if err == nil && strings.Contains(collapse(out)+"\n", wantLine) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("credits usage = %q, %v; want a line %q", out, err, wantLine)
+		}
+	}
 	// The feed settled the job: the reconciler finds nothing to do (the
 	// job is within its grace anyway), and says so.
 	if out, err := cli(env, "credits", "reconcile", "--days", "1"); err != nil || !strings.Contains(out, "settled 0") {
@@ -73,4 +86,13 @@ func TestRemoteCLI(t *testing.T) {
 	if _, err := cli(env, "credits", "reconcile", "--days", "0"); err == nil {
 		t.Error("credits reconcile --days 0 was accepted")
 	}
+}
+
+// collapse joins each line's fields with one space.
+func collapse(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.Join(strings.Fields(l), " ")
+	}
+	return strings.Join(lines, "\n")
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // usageCmd is `genway credits usage --account NAME [--from DAY] [--to
-// DAY]`: the account's chat usage per UTC day and model, with totals. args
-// are the arguments after "usage".
+// DAY]`: the account's usage per UTC day, kind and model (chat: requests
+// and tokens; music, sfx, video: completed jobs), each with its credits,
+// and totals. args are the arguments after "usage".
 func usageCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := newFlags("credits usage")
 	account := fs.String("account", "", "the account")
@@ -35,16 +36,17 @@ func usageCmd(ctx context.Context, args []string, getenv func(string) string, st
 			return fmt.Errorf("usage of %s: %w", *account, err)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "DAY\tMODEL\tREQUESTS\tPROMPT_TOKENS\tCOMPLETION_TOKENS\tCREDITS")
-		var total credits.Usage
+		fmt.Fprintln(tw, "DAY\tKIND\tMODEL\tREQUESTS\tPROMPT_TOKENS\tCOMPLETION_TOKENS\tJOBS\tCREDITS")
+		var total admin.DayUsage
 		for _, u := range us {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", u.Day, u.Model, u.Requests, u.PromptTokens, u.CompletionTokens, u.Credits)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", u.Day, u.Kind, u.Model, u.Requests, u.PromptTokens, u.CompletionTokens, u.Jobs, u.Credits)
 			total.Requests += u.Requests
 			total.PromptTokens += u.PromptTokens
 			total.CompletionTokens += u.CompletionTokens
+			total.Jobs += u.Jobs
 			total.Credits += u.Credits
 		}
-		fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\n", total.Requests, total.PromptTokens, total.CompletionTokens, total.Credits)
+		fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%d\t%d\n", total.Requests, total.PromptTokens, total.CompletionTokens, total.Jobs, total.Credits)
 		return tw.Flush()
 	})
 }

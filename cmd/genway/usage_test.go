@@ -30,6 +30,22 @@ func TestUsageCmd(t *testing.T) {
 			t.Fatalf("AddUsage = %v", err)
 		}
 	}
+	// Two completed jobs and a failed one, settled as the change feed
+	// does (the failed one is not counted).
+	for _, j := range []struct {
+		id, typ, model, to string
+		price              int64
+		at                 time.Time
+	}{
+		{"job_sfx_a", "sfx", "synthetic-sfx", "completed", 4, time.Date(2025, 3, 2, 8, 0, 0, 0, time.UTC)},
+		{"job_video_b", "video", "synthetic-video", "completed", 6, time.Date(2025, 3, 2, 23, 59, 59, 0, time.UTC)},
+		{"job_sfx_c", "sfx", "synthetic-sfx", "failed", 9, time.Date(2025, 3, 2, 9, 0, 0, 0, time.UTC)},
+	} {
+		c := credits.Change{JobID: j.id, Account: "acct1", JobType: j.typ, Model: j.model, OldStatus: "processing", NewStatus: j.to, Price: j.price, At: j.at.Unix()}
+		if err := credits.Apply(ctx, st, c); err != nil {
+			t.Fatalf("Apply(%+v) = %v", c, err)
+		}
+	}
 	if err := st.Close(); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
@@ -45,13 +61,16 @@ func TestUsageCmd(t *testing.T) {
 		usage     bool     // a usageError
 	}{
 		{[]string{"--account", "acct1"}, []string{
-			"DAY MODEL REQUESTS PROMPT_TOKENS COMPLETION_TOKENS CREDITS",
-			"2025-03-01 synthetic-chat 1 10 5 1",
-			"2025-03-02 synthetic-chat 2 20 10 2",
-			"total 3 30 15 3",
+			"DAY KIND MODEL REQUESTS PROMPT_TOKENS COMPLETION_TOKENS JOBS CREDITS",
+			"2025-03-01 chat synthetic-chat 1 10 5 0 1",
+			"2025-03-02 chat synthetic-chat 2 20 10 0 2",
+			"2025-03-02 sfx synthetic-sfx 0 0 0 1 4",
+			"2025-03-02 video synthetic-video 0 0 0 1 6",
+			"total 3 30 15 2 13",
 		}, false},
-		{[]string{"--account", "acct1", "--from", "2025-03-02"}, []string{"2025-03-02 synthetic-chat 2 20 10 2", "total 2 20 10 2"}, false},
-		{[]string{"--account", "acct1", "--to", "2025-02-28"}, []string{"total 0 0 0 0"}, false},
+		{[]string{"--account", "acct1", "--from", "2025-03-02"}, []string{"2025-03-02 chat synthetic-chat 2 20 10 0 2", "total 2 20 10 2 12"}, false},
+		{[]string{"--account", "acct1", "--to", "2025-03-01"}, []string{"total 1 10 5 0 1"}, false},
+		{[]string{"--account", "acct1", "--to", "2025-02-28"}, []string{"total 0 0 0 0 0"}, false},
 		{[]string{}, nil, true},
 		{[]string{"--account", "acct1", "--from", "yesterday"}, nil, true},
 		{[]string{"--account", "acct1", "extra"}, nil, true},
@@ -100,7 +119,7 @@ func TestServeRecordsChatUsage(t *testing.T) {
 			dir := t.TempDir()
 			getenv := testEnv(dir, nil)
 			// 3 requests of "hello world": 2 prompt and 4 completion tokens each.
-			const want = "total 3 6 12 0"
+			const want = "total 3 6 12 0 0"
 			// The server stops when this subtest ends.
 			t.Run("serve", func(t *testing.T) {
 				s := startServer(t, dir, map[string]string{"GENWAY_USAGE_FLUSH": tt.flush})

@@ -14,12 +14,12 @@ import (
 // storage and served by our link, charged once; what a vendor cannot do
 // is a 400 before any hold; no vendor key shows anywhere.
 func TestVendorsEndToEnd(t *testing.T) {
-	veo, eleven, fal, rep := fakeVeo(t, 2), fakeElevenLabs(t), fakeFal(t, 2), fakeReplicate(t, 2)
+	veo, eleven, fal, rep := fakeVertex(t, 2), fakeElevenLabs(t), fakeFal(t, 2), fakeReplicate(t, 2)
 	logs := &syncBuffer{}
 	s := startServerLog(t, t.TempDir(), vendorEnv(veo, eleven, fal, rep), logs)
 
-	byVendor := map[string]*fakeVendor{"gemini": veo, "elevenlabs": eleven, "fal": fal, "replicate": rep}
-	wantTypes := map[string]string{"gemini": "video", "elevenlabs": "sfx music", "fal": "video", "replicate": "music"}
+	byVendor := map[string]interface{ counts() (submits, badAuth int) }{"vertex": vertexVendor{veo}, "elevenlabs": eleven, "fal": fal, "replicate": rep}
+	wantTypes := map[string]string{"vertex": "video", "elevenlabs": "sfx music", "fal": "video", "replicate": "music"}
 	var models []modelRecord
 	seen := map[string]string{}
 	for _, m := range listModels(t, s) {
@@ -98,14 +98,14 @@ func TestVendorsEndToEnd(t *testing.T) {
 		noSecrets(t, "job "+got.ID, string(raw))
 		charged += r.model.credits(got.Input.Duration)
 	}
-	want := map[*fakeVendor]int{}
+	want := map[string]int{}
 	for _, r := range runs {
-		want[byVendor[r.model.OwnedBy]]++
+		want[r.model.OwnedBy]++
 	}
 	for name, v := range byVendor {
 		submits, badAuth := v.counts()
-		if submits != want[v] || badAuth != 0 {
-			t.Errorf("%s: %d submits, %d unauthorised calls; want %d submits (one per job), none unauthorised", name, submits, badAuth, want[v])
+		if submits != want[name] || badAuth != 0 {
+			t.Errorf("%s: %d submits, %d unauthorised calls; want %d submits (one per job), none unauthorised", name, submits, badAuth, want[name])
 		}
 	}
 	after := waitSettled(t, s)
@@ -115,10 +115,10 @@ func TestVendorsEndToEnd(t *testing.T) {
 
 	// What Veo cannot do is refused at create: nothing held, no vendor call.
 	for _, m := range models {
-		if m.OwnedBy != "gemini" {
+		if m.OwnedBy != "vertex" {
 			continue
 		}
-		submits, _ := veo.counts()
+		submits, _, _ := veo.Counts()
 		var e struct {
 			Error struct{ Param, Code string } `json:"error"`
 		}
@@ -130,7 +130,7 @@ func TestVendorsEndToEnd(t *testing.T) {
 		if code != 400 || e.Error.Param != "size" {
 			t.Errorf("%s with size 640x480 = %d %+v; want 400 naming size", m.ID, code, e)
 		}
-		if now, _ := veo.counts(); now != submits {
+		if now, _, _ := veo.Counts(); now != submits {
 			t.Errorf("a refused request reached the vendor")
 		}
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 // BenchmarkMediaJobs runs long-running video jobs through genway serve
-// against a fake Veo that finishes each generation 3 to 4 s after its
-// submit (spread so done times fall anywhere between two polls), with
+// against a fake Veo on Vertex AI that finishes each generation 3 to 4 s
+// after its submit (spread so done times fall anywhere between two polls), with
 // GENWAY_MEDIA_POLL=1s and clients polling GET /v1/jobs every 50 ms.
 // It reports the end-to-end overhead (the completion a polling client
 // sees minus the vendor's done time: the wait for the next poll, the
@@ -20,9 +20,14 @@ import (
 //	go test ./cmd/genway -run '^$' -bench MediaJobs -benchtime 8x
 func BenchmarkMediaJobs(b *testing.B) {
 	const poll, gen = time.Second, 3 * time.Second
-	veo := fakeVeo(b, 0)
-	veo.doneAfter = gen
-	env := map[string]string{"GENWAY_MEDIA_POLL": poll.String(), "GEMINI_API_KEY": vendorKeys["GEMINI_API_KEY"], "GEMINI_BASE_URL": veo.srv.URL}
+	veo := fakeVertex(b, 0)
+	veo.DoneAfter = func(prompt string) time.Duration { // "clip n": n x 173 ms modulo 1 s later, anywhere between two polls
+		var n int
+		fmt.Sscanf(prompt, "clip %d", &n)
+		return gen + time.Duration(n*173%1000)*time.Millisecond
+	}
+	env := vertexEnv(veo)
+	env["GENWAY_MEDIA_POLL"] = poll.String()
 	s := startServer(b, b.TempDir(), env)
 	var list struct{ Data []modelRecord }
 	if code, _, err := doRequest(s, "GET", "/v1/models?type=video", nil, nil, &list); err != nil || code != 200 {
@@ -30,7 +35,7 @@ func BenchmarkMediaJobs(b *testing.B) {
 	}
 	var model string
 	for _, m := range list.Data {
-		if m.OwnedBy == "gemini" && m.Type == "video" {
+		if m.OwnedBy == "vertex" && m.Type == "video" {
 			model = m.ID
 		}
 	}
@@ -59,10 +64,7 @@ func BenchmarkMediaJobs(b *testing.B) {
 					return
 				}
 				if got.Status == "completed" {
-					veo.mu.Lock()
-					id := veo.byPrompt[prompt]
-					veo.mu.Unlock()
-					overheads[i] = time.Since(veo.doneAt(id))
+					overheads[i] = time.Since(veo.DoneAt(prompt))
 					return
 				}
 				if got.Status == "failed" {
@@ -81,5 +83,5 @@ func BenchmarkMediaJobs(b *testing.B) {
 	b.ReportMetric(float64(overheads[len(overheads)/2].Milliseconds()), "overhead-p50-ms")
 	b.ReportMetric(float64(overheads[len(overheads)-1].Milliseconds()), "overhead-max-ms")
 	genMinutes := float64(b.N) * gen.Minutes()
-	b.ReportMetric(float64(veo.callCount())/genMinutes, "vendor-calls/gen-min")
+	b.ReportMetric(float64(veo.Calls())/genMinutes, "vendor-calls/gen-min")
 }

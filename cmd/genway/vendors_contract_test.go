@@ -159,6 +159,9 @@ func TestVendorContractVeo(t *testing.T) {
 			t.Errorf("our adapter: %d pending polls, %s, %d bytes; want 1 pending poll, then the fake's MP4", ours.Pending, ours.ContentType, len(ours.Media))
 		}
 	}
+	// The catalog's Veo models run on Vertex AI (TestVertexSDKContract in
+	// shared/gemini); the Gemini API route stays for catalogs of one's own,
+	// with the preview ids Google served there.
 	vendorContract{
 		pkg: "genai2", version: "2.32.0", script: "veo.mjs",
 		key:  vendorKeys["GEMINI_API_KEY"],
@@ -181,13 +184,13 @@ func TestVendorContractVeo(t *testing.T) {
 				"redirects, as the Gemini API's REST guide does (curl -L with x-goog-api-key)",
 		},
 		cases: []contractCase{
-			{name: "landscape 720p", model: "veo-3.1", wire: true,
+			{name: "landscape 720p", model: "veo-3.1", upstream: "veo-3.1-generate-preview", wire: true,
 				input: jobs.Input{Prompt: "a fox in the snow", Duration: 8, Size: "1280x720"},
 				sdk:   video("veo-3.1-generate-preview", "a fox in the snow", "16:9", "720p", 8), check: done},
-			{name: "portrait 1080p", model: "veo-3.1-fast", wire: true,
+			{name: "portrait 1080p", model: "veo-3.1-fast", upstream: "veo-3.1-fast-generate-preview", wire: true,
 				input: jobs.Input{Prompt: "a fox in the rain", Duration: 8, Size: "1080x1920"},
 				sdk:   video("veo-3.1-fast-generate-preview", "a fox in the rain", "9:16", "1080p", 8), check: done},
-			{name: "wrong key", model: "veo-3.1", badKey: true,
+			{name: "wrong key", model: "veo-3.1", upstream: "veo-3.1-generate-preview", badKey: true,
 				input: jobs.Input{Prompt: "a fox", Duration: 8, Size: "1280x720"},
 				sdk:   video("veo-3.1-generate-preview", "a fox", "16:9", "720p", 8),
 				check: func(t *testing.T, sdk sdkReport, ours adapterRun) {
@@ -196,7 +199,7 @@ func TestVendorContractVeo(t *testing.T) {
 					}
 					oursEnded(t, ours, jobs.CodeUpstream, "refused the configured key")
 				}},
-			{name: "invalid argument", model: "veo-3.1",
+			{name: "invalid argument", model: "veo-3.1", upstream: "veo-3.1-generate-preview",
 				input: jobs.Input{Prompt: "", Duration: 8, Size: "1280x720"},
 				sdk:   video("veo-3.1-generate-preview", "", "16:9", "720p", 8),
 				check: func(t *testing.T, sdk sdkReport, ours adapterRun) {
@@ -205,7 +208,7 @@ func TestVendorContractVeo(t *testing.T) {
 					}
 					oursEnded(t, ours, jobs.CodeUpstream, "prompt is required")
 				}},
-			{name: "filtered by safety", model: "veo-3.1",
+			{name: "filtered by safety", model: "veo-3.1", upstream: "veo-3.1-generate-preview",
 				input: jobs.Input{Prompt: "forbidden scene", Duration: 8, Size: "1280x720"},
 				sdk:   video("veo-3.1-generate-preview", "forbidden scene", "16:9", "720p", 8),
 				check: func(t *testing.T, sdk sdkReport, ours adapterRun) {
@@ -215,7 +218,7 @@ func TestVendorContractVeo(t *testing.T) {
 					}
 					oursEnded(t, ours, jobs.CodeContentPolicy, "usage policies")
 				}},
-			{name: "throttled", model: "veo-3.1",
+			{name: "throttled", model: "veo-3.1", upstream: "veo-3.1-generate-preview",
 				input: jobs.Input{Prompt: "throttled fox", Duration: 8, Size: "1280x720"},
 				sdk:   video("veo-3.1-generate-preview", "throttled fox", "16:9", "720p", 8),
 				check: func(t *testing.T, sdk sdkReport, ours adapterRun) {

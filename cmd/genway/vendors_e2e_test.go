@@ -80,19 +80,20 @@ func TestKillWhilePolling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and kills a real server")
 	}
-	veo := fakeVeo(t, 4)
-	env := map[string]string{"GENWAY_MEDIA_POLL": "1s", "GEMINI_API_KEY": vendorKeys["GEMINI_API_KEY"], "GEMINI_BASE_URL": veo.srv.URL}
+	veo := fakeVertex(t, 4)
+	env := vertexEnv(veo)
+	env["GENWAY_MEDIA_POLL"] = "1s"
 	dir := t.TempDir()
 	s, cmd := startProcess(t, dir, env)
 	var model string
 	for _, m := range listModels(t, s) {
-		if m.OwnedBy == "gemini" && m.Type == "video" {
+		if m.OwnedBy == "vertex" && m.Type == "video" {
 			model = m.ID
 			break
 		}
 	}
 	if model == "" {
-		t.Fatal("no Veo model listed with GEMINI_API_KEY set")
+		t.Fatal("no Veo model listed with GOOGLE_VERTEX_CREDENTIALS set")
 	}
 	before := waitSettled(t, s)
 	var j jobResp
@@ -102,10 +103,7 @@ func TestKillWhilePolling(t *testing.T) {
 	// Kill once the vendor has been polled (the job is mid-generation).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		veo.mu.Lock()
-		polled := veo.polls["gen1"]
-		veo.mu.Unlock()
-		if polled >= 1 {
+		if veo.Polls() >= 1 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -123,7 +121,7 @@ func TestKillWhilePolling(t *testing.T) {
 	if got.Status != "completed" {
 		t.Fatalf("job after restart = %+v (statuses %v); want completed", got, statuses)
 	}
-	if submits, _ := veo.counts(); submits != 1 {
+	if submits, _, _ := veo.Counts(); submits != 1 {
 		t.Errorf("submitted %d times across the kill; want once", submits)
 	}
 	after := waitSettled(t, s2)
@@ -136,8 +134,5 @@ func TestKillWhilePolling(t *testing.T) {
 	if before.Balance-after.Balance != price || after.Held != 0 {
 		t.Errorf("credits %+v -> %+v; want the job's price %d charged once", before, after, price)
 	}
-	veo.mu.Lock()
-	polls := veo.polls["gen1"]
-	veo.mu.Unlock()
-	t.Logf("killed after the first poll; completed after restart with %d polls in all, 1 submit", polls)
+	t.Logf("killed after the first poll; completed after restart with %d polls in all, 1 submit", veo.Polls())
 }

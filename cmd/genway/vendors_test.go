@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/genway/genway/shared/media"
+	"github.com/genway/genway/shared/vertextest"
 )
 
 // Fake media vendors for the end-to-end tests: httptest servers on
@@ -31,14 +31,15 @@ import (
 //   - "throttled ...": the first submit of that prompt is answered 429
 //     in the vendor's shape; the next is accepted.
 //
-// The Veo fake knows a third: "quota ...": every submit is answered as
-// the Gemini API answers a used-up daily quota (429 RESOURCE_EXHAUSTED
-// with a QuotaFailure and a RetryInfo), counted in quota.
+// Veo on Vertex AI (fakeVertex, shared/vertextest) knows "forbidden",
+// "broken" and "quota ...": every submit of that prompt is answered as
+// Vertex AI answers a used-up daily quota (429 RESOURCE_EXHAUSTED with a
+// QuotaFailure and a RetryInfo), counted in its Quota.
 
 // vendorKeys are the fake vendors' API keys; a test asserts that none of
 // them appears in a job, a link or a log line.
 var vendorKeys = map[string]string{
-	"GEMINI_API_KEY":      "gemini-secret-key-1234567890",
+	"GEMINI_API_KEY":      "gemini-secret-key-1234567890", // Veo through the Gemini API (the contract test)
 	"ELEVENLABS_API_KEY":  "eleven-secret-key-1234567890",
 	"FAL_KEY":             "fal-secret-key-1234567890",
 	"REPLICATE_API_TOKEN": "r8_replicate-secret-1234567890",
@@ -48,35 +49,21 @@ var vendorKeys = map[string]string{
 type fakeVendor struct {
 	srv *httptest.Server
 	// donePolls is how many status reads a long-running generation takes
-	// to finish (the answer to the last of them is "done"); with doneAfter
-	// set, a generation is done that long after its submit instead.
+	// to finish (the answer to the last of them is "done").
 	donePolls int
-	doneAfter time.Duration
 
 	mu        sync.Mutex
 	submits   int
-	calls     int                  // every request, authorised or not
-	submitted map[string]time.Time // by generation id
-	byPrompt  map[string]string    // generation id by prompt
-	polls     map[string]int       // by generation id
+	calls     int               // every request, authorised or not
+	byPrompt  map[string]string // generation id by prompt
+	polls     map[string]int    // by generation id
 	badAuth   int
 	refused   map[string]bool // generation ids of "forbidden" prompts
 	throttled map[string]bool // "throttled" prompts answered 429 once
-	quota     int             // submits refused for a used-up quota ("quota" prompts)
 	// record keeps every request in seen (the contract tests compare
 	// them with the vendor SDK's).
 	record bool
 	seen   []wireRequest
-}
-
-// doneAt is when generation id finished at the vendor (doneAfter mode):
-// doneAfter after its submit, plus n x 173 ms modulo 1 s for the n-th
-// submit, so that done times fall anywhere between two polls.
-func (v *fakeVendor) doneAt(id string) time.Time {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	n, _ := strconv.Atoi(strings.TrimPrefix(id, "gen"))
-	return v.submitted[id].Add(v.doneAfter + time.Duration(n*173%1000)*time.Millisecond)
 }
 
 func (v *fakeVendor) callCount() int {
@@ -119,12 +106,7 @@ func (v *fakeVendor) submit() string {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.submits++
-	id := "gen" + strconv.Itoa(v.submits)
-	if v.submitted == nil {
-		v.submitted = map[string]time.Time{}
-	}
-	v.submitted[id] = time.Now()
-	return id
+	return "gen" + strconv.Itoa(v.submits)
 }
 
 // poll records a status read of id and reports how many reads it has had
@@ -137,12 +119,6 @@ func (v *fakeVendor) poll(id string) (n int, done bool) {
 	}
 	v.polls[id]++
 	n = v.polls[id]
-	if v.doneAfter > 0 {
-		v.mu.Unlock()
-		done = !time.Now().Before(v.doneAt(id))
-		v.mu.Lock()
-		return n, done
-	}
 	return n, n >= v.donePolls
 }
 
@@ -236,13 +212,6 @@ func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
 				writeStatusJSON(w, 400, `{"error":{"code":400,"message":"instances[0].prompt is required","status":"INVALID_ARGUMENT"}}`)
 				return
 			}
-			if strings.HasPrefix(body.Instances[0].Prompt, "quota") {
-				v.mu.Lock()
-				v.quota++
-				v.mu.Unlock()
-				writeStatusJSON(w, 429, veoDailyQuota)
-				return
-			}
 			id := v.accept(body.Instances[0].Prompt)
 			if id == "" {
 				writeStatusJSON(w, 429, `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`)
@@ -285,13 +254,25 @@ func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
 	return v
 }
 
-// veoDailyQuota is the Gemini API's answer to a submit when the
-// project's daily quota for the model is used up.
-const veoDailyQuota = `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.",` +
-	`"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[` +
-	`{"quotaMetric":"generativelanguage.googleapis.com/predict_long_running_requests","quotaId":"PredictLongRunningRequestsPerDayPerProjectPerModel",` +
-	`"quotaDimensions":{"location":"global","model":"veo-3.1-generate-preview"},"quotaValue":"10"}]},` +
-	`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"3600s"}]}}`
+// fakeVertex is Veo on Vertex AI (vertextest: the token endpoint of its
+// service account, predictLongRunning, fetchPredictOperation answering
+// done after donePolls reads, the video inline), handing out testVideo;
+// a "quota" prompt is refused for a used-up daily quota.
+func fakeVertex(t testing.TB, donePolls int) *vertextest.Server {
+	v := vertextest.NewServer(t)
+	v.DonePolls = donePolls
+	v.Video = testVideo()
+	return v
+}
+
+// vertexVendor counts a fakeVertex's submits and refused calls, as a
+// fakeVendor does.
+type vertexVendor struct{ *vertextest.Server }
+
+func (v vertexVendor) counts() (submits, badAuth int) {
+	submits, _, badAuth = v.Counts()
+	return submits, badAuth
+}
 
 // fakeElevenLabs answers sound generation and music with the audio bytes:
 // MP3, or raw 16-bit PCM for a pcm_* output format. It checks the
@@ -302,7 +283,7 @@ const veoDailyQuota = `{"error":{"code":429,"message":"You exceeded your current
 func fakeElevenLabs(t testing.TB) *fakeVendor {
 	v := &fakeVendor{}
 	key := vendorKeys["ELEVENLABS_API_KEY"]
-	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
+	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != "POST" || (r.URL.Path != "/v1/sound-generation" && r.URL.Path != "/v1/music") {
 			http.NotFound(w, r)
 			return
@@ -532,24 +513,38 @@ func writeJSONTest(w http.ResponseWriter, v any) {
 }
 
 // vendorEnv points genway serve at the fake vendors.
-func vendorEnv(veo, eleven, fal, replicate *fakeVendor) map[string]string {
+func vendorEnv(vertex *vertextest.Server, eleven, fal, replicate *fakeVendor) map[string]string {
 	env := map[string]string{"GENWAY_MEDIA_POLL": "1s"}
 	for k, v := range vendorKeys {
 		env[k] = v
 	}
-	env["GEMINI_BASE_URL"] = veo.srv.URL
+	for k, v := range vertexEnv(vertex) {
+		env[k] = v
+	}
 	env["ELEVENLABS_BASE_URL"] = eleven.srv.URL
 	env["FAL_BASE_URL"] = fal.srv.URL
 	env["REPLICATE_BASE_URL"] = replicate.srv.URL
 	return env
 }
 
-// noSecrets fails if any vendor key appears in s.
+// vertexEnv points genway serve at a fakeVertex: its service-account key
+// (the JSON itself, as an SSM parameter would hold it) and its URL.
+func vertexEnv(v *vertextest.Server) map[string]string {
+	return map[string]string{"GOOGLE_VERTEX_CREDENTIALS": v.Credentials(), "GOOGLE_VERTEX_BASE_URL": v.URL}
+}
+
+// noSecrets fails if any vendor key appears in s, or a service-account
+// key's private key, or one of the access tokens it was exchanged for.
 func noSecrets(t *testing.T, where, s string) {
 	t.Helper()
 	for name, k := range vendorKeys {
 		if strings.Contains(s, k) {
 			t.Errorf("%s contains the %s value", where, name)
+		}
+	}
+	for _, k := range []string{"PRIVATE KEY", "ya29."} {
+		if strings.Contains(s, k) {
+			t.Errorf("%s contains %q: a service-account key or its token", where, k)
 		}
 	}
 }

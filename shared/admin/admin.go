@@ -1,17 +1,19 @@
 // Package admin is the operator's side of the service: making and revoking
-// API keys, granting credits and reading balances, the ledger and chat
-// usage. The genway CLI uses a Service directly on a store it can open, or,
+// API keys, granting credits and reading balances, the ledger and the
+// usage (chat tokens and job credits). The genway CLI uses a Service directly on a store it can open, or,
 // when `genway serve` holds the embedded store, a Client that talks to the
 // server's Handler over a unix socket in the data directory — so an
 // operator can add a key without stopping the service.
 package admin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
@@ -42,8 +44,40 @@ type AccountInfo struct {
 	Keys int `json:"keys"`
 }
 
-// DayUsage is one account's chat usage of one model on one day.
-type DayUsage = credits.Usage
+// KindChat is the Kind of chat usage in a DayUsage; job usage has the
+// job's type (music, sfx, video).
+const KindChat = "chat"
+
+// DayUsage is what one account used of one model on one UTC day: chat
+// completions (Kind "chat": requests, tokens and the credits of priced
+// chat models) or completed jobs of one type (Kind music, sfx or video:
+// jobs and their credits). Credits are the common unit of both; a failed
+// job costs nothing and is not counted.
+type DayUsage struct {
+	Account          string `json:"account"`
+	Day              string `json:"day"` // YYYY-MM-DD, UTC
+	Kind             string `json:"kind"`
+	Model            string `json:"model"`
+	Requests         int64  `json:"requests"`          // chat completions
+	PromptTokens     int64  `json:"prompt_tokens"`     // chat
+	CompletionTokens int64  `json:"completion_tokens"` // chat
+	Jobs             int64  `json:"jobs"`              // completed jobs
+	Credits          int64  `json:"credits"`
+}
+
+// Tokens returns the usage's prompt and completion tokens.
+func (u DayUsage) Tokens() int64 { return u.PromptTokens + u.CompletionTokens }
+
+// chatDay is chat usage as a DayUsage.
+func chatDay(u credits.Usage) DayUsage {
+	return DayUsage{Account: u.Account, Day: u.Day, Kind: KindChat, Model: u.Model, Requests: u.Requests,
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Credits: u.Credits}
+}
+
+// jobDay is job usage as a DayUsage.
+func jobDay(u credits.JobUsage) DayUsage {
+	return DayUsage{Account: u.Account, Day: u.Day, Kind: u.JobType, Model: u.Model, Jobs: u.Jobs, Credits: u.Credits}
+}
 
 // Operator is the set of operator commands; Service and Client implement it.
 type Operator interface {
@@ -61,10 +95,11 @@ type Operator interface {
 	Accounts(ctx context.Context) ([]AccountInfo, error)
 	Ledger(ctx context.Context, account string) ([]credits.Entry, error)
 	SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error)
-	// Usage returns chat usage per day and model from day from to day to
-	// (YYYY-MM-DD, inclusive; "" for no bound) of account, or of every
-	// account when account is "".
-	Usage(ctx context.Context, account, from, to string) ([]credits.Usage, error)
+	// Usage returns chat and job usage per day, kind and model from day
+	// from to day to (YYYY-MM-DD, inclusive; "" for no bound) of account,
+	// or of every account when account is "", ordered by account, day,
+	// kind and model.
+	Usage(ctx context.Context, account, from, to string) ([]DayUsage, error)
 	// Audit returns up to limit audit entries older than before ("" for
 	// the newest), newest first.
 	Audit(ctx context.Context, before string, limit int) ([]AuditEntry, error)
@@ -319,10 +354,13 @@ func (s *Service) SetRateLimit(ctx context.Context, account string, rpm int) (cr
 	return s.Store.Account(ctx, account)
 }
 
-// Usage returns the account's chat usage per day and model from day from to
-// day to (YYYY-MM-DD, inclusive; "" for no bound). Malformed days are an
-// *apierr.Error (Invalid); an unknown account is credits.ErrAccountNotFound.
-func (s *Service) Usage(ctx context.Context, account, from, to string) ([]credits.Usage, error) {
+// Usage returns the account's chat and job usage per day, kind and model
+// from day from to day to (YYYY-MM-DD, inclusive; "" for no bound), of
+// every account when account is "", ordered by account, day, kind and
+// model. Malformed days are an *apierr.Error (Invalid); an unknown account
+// is credits.ErrAccountNotFound. Each account costs two reads of its own
+// (on DynamoDB, two Queries of its partition), never a scan of the usage.
+func (s *Service) Usage(ctx context.Context, account, from, to string) ([]DayUsage, error) {
 	for _, d := range []struct{ param, day string }{{"from", from}, {"to", to}} {
 		if d.day != "" && credits.CheckDay(d.day) != nil {
 			return nil, apierr.Invalidf(d.param, "invalid_value", "%s must be a day as YYYY-MM-DD, not %q", d.param, d.day)
@@ -331,27 +369,38 @@ func (s *Service) Usage(ctx context.Context, account, from, to string) ([]credit
 	if from != "" && to != "" && from > to {
 		return nil, apierr.Invalidf("from", "invalid_value", "from (%s) is after to (%s)", from, to)
 	}
+	accounts := []string{account}
 	if account == "" { // every account's
 		accts, err := s.Store.Accounts(ctx)
 		if err != nil {
 			return nil, err
 		}
-		var all []credits.Usage
+		accounts = accounts[:0]
 		for _, a := range accts {
-			u, err := s.Store.Usage(ctx, a.ID, from, to)
-			if err != nil {
-				return nil, fmt.Errorf("usage of %s: %w", a.ID, err)
-			}
-			all = append(all, u...)
+			accounts = append(accounts, a.ID)
 		}
-		return all, nil
-	}
-	if _, err := s.Store.Account(ctx, account); err != nil {
+	} else if _, err := s.Store.Account(ctx, account); err != nil {
 		return nil, err
 	}
-	u, err := s.Store.Usage(ctx, account, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("usage of %s: %w", account, err)
+	var out []DayUsage
+	for _, id := range accounts {
+		chat, err := s.Store.Usage(ctx, id, from, to)
+		if err != nil {
+			return nil, fmt.Errorf("usage of %s: %w", id, err)
+		}
+		jobs, err := s.Store.JobUsage(ctx, id, from, to)
+		if err != nil {
+			return nil, fmt.Errorf("usage of %s: %w", id, err)
+		}
+		for _, u := range chat {
+			out = append(out, chatDay(u))
+		}
+		for _, u := range jobs {
+			out = append(out, jobDay(u))
+		}
 	}
-	return u, nil
+	slices.SortStableFunc(out, func(a, b DayUsage) int {
+		return cmp.Or(cmp.Compare(a.Account, b.Account), cmp.Compare(a.Day, b.Day), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Model, b.Model))
+	})
+	return out, nil
 }

@@ -257,7 +257,7 @@ func (c *Client) SetRateLimit(ctx context.Context, account string, rpm int) (cre
 }
 
 // Usage implements Operator.
-func (c *Client) Usage(ctx context.Context, account, from, to string) ([]credits.Usage, error) {
+func (c *Client) Usage(ctx context.Context, account, from, to string) ([]DayUsage, error) {
 	q := url.Values{}
 	for k, v := range map[string]string{"account": account, "from": from, "to": to} {
 		if v != "" {
@@ -265,9 +265,14 @@ func (c *Client) Usage(ctx context.Context, account, from, to string) ([]credits
 		}
 	}
 	var out struct {
-		Data []credits.Usage `json:"data"`
+		Data []DayUsage `json:"data"`
 	}
 	err := c.call(ctx, http.MethodGet, "/usage", q, nil, &out)
+	for i := range out.Data {
+		if out.Data[i].Kind == "" { // a server from before job usage lists chat only
+			out.Data[i].Kind = KindChat
+		}
+	}
 	return out.Data, err
 }
 

@@ -67,18 +67,42 @@ func TestUsage(t *testing.T) {
 			t.Fatalf("AddUsage = %v", err)
 		}
 	}
-	u := func(day, model string, n, c int64) credits.Usage {
-		return credits.Usage{Account: "acct1", Day: day, Model: model, Requests: n, PromptTokens: 10 * n, CompletionTokens: 20 * n, Credits: c}
+	// Jobs settled as the change feed settles them: two completed (one
+	// delivered twice), one failed (not counted).
+	for _, c := range []credits.Change{
+		{JobID: "job_sfx_1", Account: "acct1", JobType: "sfx", Model: "m3", OldStatus: "processing", NewStatus: "completed", Price: 4, At: time.Date(2025, 3, 2, 10, 0, 0, 0, time.UTC).Unix()},
+		{JobID: "job_sfx_1", Account: "acct1", JobType: "sfx", Model: "m3", OldStatus: "processing", NewStatus: "completed", Price: 4, At: time.Date(2025, 3, 2, 10, 0, 0, 0, time.UTC).Unix()},
+		{JobID: "job_video_2", Account: "acct1", JobType: "video", Model: "m4", OldStatus: "processing", NewStatus: "completed", Price: 9, At: time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC).Unix()},
+		{JobID: "job_video_3", Account: "acct1", JobType: "video", Model: "m4", OldStatus: "processing", NewStatus: "failed", Price: 9, At: time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC).Unix()},
+	} {
+		if err := credits.Apply(ctx, st, c); err != nil {
+			t.Fatalf("Apply(%+v) = %v", c, err)
+		}
+	}
+	if _, err := st.Grant(ctx, "acct2", 5, 1); err != nil {
+		t.Fatalf("Grant = %v", err)
+	}
+	if err := credits.Apply(ctx, st, credits.Change{JobID: "job_sfx_9", Account: "acct2", JobType: "sfx", Model: "m3", OldStatus: "queued", NewStatus: "completed", Price: 1, At: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC).Unix()}); err != nil {
+		t.Fatalf("Apply = %v", err)
+	}
+	chat := func(day, model string, n, c int64) admin.DayUsage {
+		return admin.DayUsage{Account: "acct1", Day: day, Kind: "chat", Model: model, Requests: n, PromptTokens: 10 * n, CompletionTokens: 20 * n, Credits: c}
+	}
+	job := func(acct, day, kind, model string, n, c int64) admin.DayUsage {
+		return admin.DayUsage{Account: acct, Day: day, Kind: kind, Model: model, Jobs: n, Credits: c}
 	}
 	tests := []struct {
 		name              string
 		account, from, to string
-		want              []credits.Usage
+		want              []admin.DayUsage
 		wantErr           error // nil: no error; errAny: some error
 	}{
-		{"all", "acct1", "", "", []credits.Usage{u("2025-03-01", "m1", 1, 0), u("2025-03-01", "m2", 1, 2), u("2025-03-02", "m1", 2, 3)}, nil},
-		{"one day", "acct1", "2025-03-02", "2025-03-02", []credits.Usage{u("2025-03-02", "m1", 2, 3)}, nil},
-		{"until", "acct1", "", "2025-03-01", []credits.Usage{u("2025-03-01", "m1", 1, 0), u("2025-03-01", "m2", 1, 2)}, nil},
+		{"all", "acct1", "", "", []admin.DayUsage{chat("2025-03-01", "m1", 1, 0), chat("2025-03-01", "m2", 1, 2), job("acct1", "2025-03-01", "video", "m4", 1, 9),
+			chat("2025-03-02", "m1", 2, 3), job("acct1", "2025-03-02", "sfx", "m3", 1, 4)}, nil},
+		{"one day", "acct1", "2025-03-02", "2025-03-02", []admin.DayUsage{chat("2025-03-02", "m1", 2, 3), job("acct1", "2025-03-02", "sfx", "m3", 1, 4)}, nil},
+		{"until", "acct1", "", "2025-03-01", []admin.DayUsage{chat("2025-03-01", "m1", 1, 0), chat("2025-03-01", "m2", 1, 2), job("acct1", "2025-03-01", "video", "m4", 1, 9)}, nil},
+		{"every account, one day", "", "2025-03-01", "2025-03-01", []admin.DayUsage{chat("2025-03-01", "m1", 1, 0), chat("2025-03-01", "m2", 1, 2),
+			job("acct1", "2025-03-01", "video", "m4", 1, 9), job("acct2", "2025-03-01", "sfx", "m3", 1, 1)}, nil},
 		{"none", "acct1", "2025-04-01", "", nil, nil},
 		{"bad from", "acct1", "March", "", nil, errAny},
 		{"bad to", "acct1", "", "2025-02-30", nil, errAny},

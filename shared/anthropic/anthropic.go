@@ -42,10 +42,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -70,7 +70,7 @@ var thinkingBudgets = map[string]int{"low": 1024, "medium": 4096, "high": 16384}
 type Config struct {
 	Name       string       // the provider's catalog name, for errors; "anthropic" if empty
 	BaseURL    string       // DefaultBaseURL if empty; "/v1/messages" is appended
-	APIKey     string       // sent as x-api-key
+	APIKey     string       // sent as x-api-key: one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil; should have no overall Timeout (streams are long)
 }
 
@@ -78,18 +78,19 @@ type Config struct {
 type Provider struct {
 	name   string
 	url    string
-	apiKey string
+	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
 }
 
 var (
 	_ chat.Provider        = (*Provider)(nil)
 	_ chat.FeatureProvider = (*Provider)(nil)
+	_ route.Keyed          = (*Provider)(nil)
 )
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, apiKey: cfg.APIKey, client: cfg.HTTPClient}
+	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
 	if p.name == "" {
 		p.name = "anthropic"
 	}
@@ -103,6 +104,9 @@ func New(cfg Config) *Provider {
 	}
 	return p
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
 
 // Features reports what the Messages API honours: tools (with tool_choice
 // none, and disable_parallel_tool_use for parallel_tool_calls false) and
@@ -202,7 +206,7 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
-			return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed,
+			return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped,
 				Message: "stream ended before message_stop", Err: io.ErrUnexpectedEOF}
 		}
 		if err != nil {
@@ -324,7 +328,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	if err != nil {
 		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
 	}
-	hr.Header.Set("x-api-key", p.apiKey)
+	hr.Header.Set("x-api-key", p.keys.Key(ctx))
 	hr.Header.Set("anthropic-version", APIVersion)
 	hr.Header.Set("content-type", "application/json")
 	if stream {
@@ -348,41 +352,38 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 func (p *Provider) statusError(resp *http.Response, body []byte) error {
 	var eb errorBody
 	_ = json.Unmarshal(body, &eb)
-	msg := eb.Error.Message
-	e := &chat.UpstreamError{Provider: p.name, Status: resp.StatusCode, Message: msg,
-		Err: fmt.Errorf("status %d: %s: %s", resp.StatusCode, eb.Error.Type, truncate(string(body), 512))}
-	e.Kind = chat.StatusKind(resp.StatusCode)
-	switch e.Kind {
-	case chat.UpstreamBadRequest:
-		if e.Message == "" {
-			e.Message = http.StatusText(resp.StatusCode)
-		}
-	case chat.UpstreamRateLimited:
-		e.RetryAfter = chat.RetryAfter(resp.Header, time.Now())
-	}
-	return e
+	return chat.StatusError(p.name, resp.StatusCode, resp.Header, eb.Error.Message,
+		fmt.Errorf("status %d: %s: %s", resp.StatusCode, eb.Error.Type, truncate(string(body), 512)))
+}
+
+// errorStatuses are the HTTP statuses of the Messages API's error types
+// (https://docs.anthropic.com/en/api/errors): what an error event inside a
+// 200 stream, or an error object in a 200 body, stands for.
+var errorStatuses = map[string]int{
+	"invalid_request_error": http.StatusBadRequest,
+	"authentication_error":  http.StatusUnauthorized,
+	"billing_error":         http.StatusPaymentRequired,
+	"permission_error":      http.StatusForbidden,
+	"not_found_error":       http.StatusNotFound,
+	"request_too_large":     http.StatusRequestEntityTooLarge,
+	"rate_limit_error":      http.StatusTooManyRequests,
+	"api_error":             http.StatusInternalServerError,
+	"timeout_error":         http.StatusGatewayTimeout,
+	"overloaded_error":      529,
 }
 
 // eventError maps an error object (a mid-stream error event, or an error
-// body with a 2xx status) to an UpstreamError by its type.
+// body with a 2xx status) to an UpstreamError with the status its type
+// stands for (errorStatuses; an unknown type is an api_error, 500).
 func (p *Provider) eventError(ed *errorDetail) error {
 	if ed == nil {
 		ed = &errorDetail{Type: "api_error"}
 	}
-	e := &chat.UpstreamError{Provider: p.name, Message: ed.Message, Err: fmt.Errorf("error event: %s: %s", ed.Type, ed.Message)}
-	switch ed.Type {
-	case "invalid_request_error", "not_found_error", "request_too_large":
-		e.Kind, e.Status = chat.UpstreamBadRequest, http.StatusBadRequest
-	case "rate_limit_error":
-		e.Kind, e.Status = chat.UpstreamRateLimited, http.StatusTooManyRequests
-	case "overloaded_error":
-		e.Kind, e.Status = chat.UpstreamUnavailable, 529
-	case "timeout_error":
-		e.Kind, e.Status = chat.UpstreamTimeout, http.StatusGatewayTimeout
-	default: // api_error, authentication_error, permission_error, unknown
-		e.Kind = chat.UpstreamFailed
+	status, ok := errorStatuses[ed.Type]
+	if !ok {
+		status = http.StatusInternalServerError
 	}
-	return e
+	return chat.StatusError(p.name, status, nil, ed.Message, fmt.Errorf("error event: %s: %s", ed.Type, ed.Message))
 }
 
 func truncate(s string, n int) string {

@@ -43,8 +43,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -296,7 +298,8 @@ read:
 		return nil, upstreamError(ctx, err)
 	}
 	if !stopped {
-		return nil, &chat.UpstreamError{Provider: Name, Kind: chat.UpstreamFailed, Message: "stream ended before messageStop"}
+		return nil, &chat.UpstreamError{Provider: Name, Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped,
+			Message: "stream ended before messageStop", Err: io.ErrUnexpectedEOF}
 	}
 	resp.Content, resp.Reasoning = content.String(), reasoning.String()
 	for i := range resp.ToolCalls {
@@ -346,7 +349,9 @@ func finishReason(s types.StopReason, calls bool) string {
 
 // upstreamError classifies an SDK error: ctx's own error if ctx was
 // cancelled (not an upstream failure), UpstreamTimeout past a deadline, and
-// by the API error's code otherwise.
+// by the API error's code otherwise, with the status the code stands for
+// (errorStatuses) in Status: an exception event inside a 200 stream has no
+// HTTP status of its own. Retry-After is the HTTP answer's, if any.
 func upstreamError(ctx context.Context, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
 		return &chat.UpstreamError{Provider: Name, Kind: chat.UpstreamTimeout, Message: "upstream timed out", Err: err}
@@ -358,6 +363,9 @@ func upstreamError(ctx context.Context, err error) error {
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
 		e.Status = re.HTTPStatusCode()
+		if re.Response != nil && re.Response.Response != nil {
+			e.RetryAfter = chat.RetryAfter(re.Response.Header, time.Now())
+		}
 	}
 	var ae smithy.APIError
 	if !errors.As(err, &ae) {
@@ -365,25 +373,65 @@ func upstreamError(ctx context.Context, err error) error {
 		return e
 	}
 	e.Message = ae.ErrorMessage()
-	switch ae.ErrorCode() {
+	code := ae.ErrorCode()
+	if s, ok := errorStatuses[code]; ok {
+		e.Status = s
+	}
+	switch code {
 	case "ValidationException", "ResourceNotFoundException":
 		e.Kind = chat.UpstreamBadRequest
-		if e.Status == 0 {
-			e.Status = http.StatusBadRequest
-		}
 	case "ThrottlingException", "ServiceQuotaExceededException":
 		e.Kind = chat.UpstreamRateLimited
-		if e.Status == 0 {
-			e.Status = http.StatusTooManyRequests
-		}
 	case "ServiceUnavailableException", "ModelNotReadyException":
 		e.Kind = chat.UpstreamUnavailable
 	case "ModelTimeoutException":
 		e.Kind = chat.UpstreamTimeout
-	default: // AccessDeniedException (our credentials), InternalServerException, ModelErrorException, ModelStreamErrorException...
+	case "ModelErrorException", "ModelStreamErrorException":
+		// The model behind Bedrock failed (HTTP 424): its own status, if
+		// it says one, tells the client's fault (4xx) from its own.
+		e.Status = http.StatusBadGateway
+		if s := originalStatus(err); s >= 400 && s <= 599 {
+			e.Status = s
+		}
+		e.Kind = chat.StatusKind(e.Status)
+	default: // AccessDeniedException (our credentials), InternalServerException, ...
 		e.Kind = chat.UpstreamFailed
 	}
+	if e.Status == 0 { // an unknown exception inside a stream
+		e.Status = http.StatusBadGateway
+	}
 	return e
+}
+
+// errorStatuses are the HTTP statuses of the Bedrock runtime's errors, as
+// its API reference lists them (API_runtime_Converse.html,
+// API_runtime_ConverseStreamOutput.html): what an exception event inside a
+// 200 stream stands for. ServiceQuotaExceededException is sent as 400
+// but is a quota ("resubmit your request later"): it stands for 429.
+var errorStatuses = map[string]int{
+	"AccessDeniedException":         http.StatusForbidden,
+	"InternalServerException":       http.StatusInternalServerError,
+	"ModelNotReadyException":        http.StatusTooManyRequests,
+	"ModelTimeoutException":         http.StatusRequestTimeout,
+	"ResourceNotFoundException":     http.StatusNotFound,
+	"ServiceQuotaExceededException": http.StatusTooManyRequests,
+	"ServiceUnavailableException":   http.StatusServiceUnavailable,
+	"ThrottlingException":           http.StatusTooManyRequests,
+	"ValidationException":           http.StatusBadRequest,
+}
+
+// originalStatus returns the status the model itself answered with, of a
+// ModelErrorException or ModelStreamErrorException; 0 if none.
+func originalStatus(err error) int {
+	var me *types.ModelErrorException
+	var mse *types.ModelStreamErrorException
+	switch {
+	case errors.As(err, &me) && me.OriginalStatusCode != nil:
+		return int(*me.OriginalStatusCode)
+	case errors.As(err, &mse) && mse.OriginalStatusCode != nil:
+		return int(*mse.OriginalStatusCode)
+	}
+	return 0
 }
 
 // emptySchema is the input schema of a tool declared only because the

@@ -401,13 +401,13 @@ func TestErrors(t *testing.T) {
 		{400, "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/", chat.UpstreamBadRequest, 400},
 		{404, "ResourceNotFoundException", chat.UpstreamBadRequest, 404},
 		{429, "ThrottlingException", chat.UpstreamRateLimited, 429},
-		{400, "ServiceQuotaExceededException", chat.UpstreamRateLimited, 400},
+		{400, "ServiceQuotaExceededException", chat.UpstreamRateLimited, 429}, // a quota: stands for 429
 		{503, "ServiceUnavailableException", chat.UpstreamUnavailable, 503},
 		{429, "ModelNotReadyException", chat.UpstreamUnavailable, 429},
 		{408, "ModelTimeoutException", chat.UpstreamTimeout, 408},
 		{403, "AccessDeniedException", chat.UpstreamFailed, 403},
 		{500, "InternalServerException", chat.UpstreamFailed, 500},
-		{424, "ModelErrorException", chat.UpstreamFailed, 424},
+		{424, "ModelErrorException", chat.UpstreamFailed, 502}, // the model failed, with no status of its own
 		{502, "", chat.UpstreamFailed, 502},
 	}
 	f := newFake(t)

@@ -98,8 +98,17 @@ type Model struct {
 	Capabilities *Capabilities `json:"capabilities,omitempty"`
 	MaxTokens    int           `json:"max_tokens,omitempty"`
 	Thinking     string        `json:"thinking,omitempty"` // ThinkingEffort, ThinkingBudget or ThinkingAdaptive
+	// TokensPerSecond, on a chat model of the synthetic provider only,
+	// makes it answer at that pace, as a slow model does: each streamed
+	// delta (a word) comes 1/TokensPerSecond s after the one before, and
+	// a whole answer after as long as its completion tokens take. 0, the
+	// default: at once. For seeing a stream arrive (the console's browser
+	// tests) and for exercising timeouts and cancellation.
+	TokensPerSecond int `json:"tokens_per_second,omitempty"`
 
 	// Job models.
+	// Formats are the output formats the model produces (a job's
+	// "format"): mp3 and/or wav for audio, ["mp4"] for video. Required.
 	Formats         []string `json:"formats,omitempty"`
 	MinDuration     int      `json:"min_duration,omitempty"` // 0: 1 second
 	MaxDuration     int      `json:"max_duration,omitempty"`
@@ -284,6 +293,9 @@ func Parse(b []byte) (*Catalog, error) {
 		if _, ok := c.byProvider[m.Provider]; !ok {
 			return nil, fmt.Errorf("parse catalog: model %q: unknown provider %q", m.ID, m.Provider)
 		}
+		if m.TokensPerSecond != 0 && (m.TokensPerSecond < 0 || m.Type != TypeChat || c.byProvider[m.Provider].Kind != "synthetic") {
+			return nil, fmt.Errorf("parse catalog: model %q: tokens_per_second must be positive, on a chat model of the synthetic provider", m.ID)
+		}
 		switch m.Type {
 		case TypeChat:
 			if !strings.HasPrefix(m.ID, m.Provider+"/") {
@@ -296,8 +308,8 @@ func Parse(b []byte) (*Catalog, error) {
 			if m.MaxDuration <= 0 || m.Price == nil {
 				return nil, fmt.Errorf("parse catalog: job model %q needs max_duration and price", m.ID)
 			}
-			if m.Type != TypeVideo && len(m.Formats) == 0 {
-				return nil, fmt.Errorf("parse catalog: audio model %q needs formats", m.ID)
+			if err := m.checkFormats(); err != nil {
+				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
 			}
 			if err := m.checkJobLimits(); err != nil {
 				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
@@ -323,6 +335,23 @@ func Parse(b []byte) (*Catalog, error) {
 		c.byID[c.Models[i].ID] = &c.Models[i]
 	}
 	return &c, nil
+}
+
+// VideoFormat is the one format of every video model: each video adapter
+// delivers MP4 (the synthetic provider Motion JPEG in MP4, Veo and the
+// hosted models H.264), and none asks its vendor for another container.
+const VideoFormat = "mp4"
+
+// checkFormats checks that a job model lists the formats it produces: at
+// least one for audio, exactly VideoFormat for video.
+func (m *Model) checkFormats() error {
+	switch {
+	case m.Type == TypeVideo && (len(m.Formats) != 1 || m.Formats[0] != VideoFormat):
+		return fmt.Errorf(`a video model needs "formats": [%q] (Genway delivers video as MP4); got %q`, VideoFormat, m.Formats)
+	case len(m.Formats) == 0:
+		return fmt.Errorf(`an audio model needs "formats", e.g. ["mp3", "wav"]`)
+	}
+	return nil
 }
 
 // checkJobLimits checks that a job model's default duration and size are
@@ -413,8 +442,8 @@ func (p *Provider) Configured(getenv func(string) string) bool {
 		return getenv("GENWAY_BEDROCK") == "on"
 	case p.KeyOptional:
 		return p.BaseURLEnv != "" && getenv(p.BaseURLEnv) != ""
-	default:
-		return p.KeyEnv != "" && getenv(p.KeyEnv) != ""
+	default: // a key, or a pool of keys separated by commas ("sk-a,sk-b")
+		return p.KeyEnv != "" && strings.Trim(getenv(p.KeyEnv), ", \t") != ""
 	}
 }
 

@@ -20,13 +20,46 @@ func TestDefaultParses(t *testing.T) {
 		if _, ok := c.Provider(m.Provider); !ok {
 			t.Errorf("model %s: unknown provider %s", m.ID, m.Provider)
 		}
+		if m.Type != TypeChat && len(m.Formats) == 0 {
+			t.Errorf("job model %s lists no formats", m.ID)
+		}
+	}
+}
+
+// TestFormats checks that every job model must list the formats it
+// produces, and that a video model's are exactly mp4.
+func TestFormats(t *testing.T) {
+	const cat = `{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"m","type":%q,"provider":"v","max_duration":8,"price":{"credits_per_second":1}%s}]}`
+	tests := []struct {
+		name, typ, formats, wantErr string
+	}{
+		{"video mp4", "video", `,"formats":["mp4"]`, ""},
+		{"video without formats", "video", ``, `"formats": ["mp4"]`},
+		{"video empty formats", "video", `,"formats":[]`, `"formats": ["mp4"]`},
+		{"video webm", "video", `,"formats":["webm"]`, `"formats": ["mp4"]`},
+		{"video mp4 and webm", "video", `,"formats":["mp4","webm"]`, `"formats": ["mp4"]`},
+		{"music mp3 and wav", "music", `,"formats":["mp3","wav"],"modes":["DESCRIPTION"]`, ""},
+		{"music without formats", "music", `,"modes":["DESCRIPTION"]`, `needs "formats"`},
+		{"sfx wav", "sfx", `,"formats":["wav"]`, ""},
+		{"sfx without formats", "sfx", ``, `needs "formats"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(fmt.Sprintf(cat, tt.typ, tt.formats)))
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("Parse(%s) = %v; want nil", tt.formats, err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Parse(%s) = %v; want an error containing %q", tt.formats, err, tt.wantErr)
+			}
+		})
 	}
 }
 
 // TestJobLimits checks that a job model's defaults are among the values it
 // allows, so that a request with no duration or size is never refused.
 func TestJobLimits(t *testing.T) {
-	const head = `{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"m","type":"video","provider":"v","price":{"credits_per_second":1},`
+	const head = `{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"m","type":"video","provider":"v","formats":["mp4"],"price":{"credits_per_second":1},`
 	tests := []struct {
 		name, model, wantErr string
 	}{
@@ -126,6 +159,8 @@ func TestConfigured(t *testing.T) {
 		{map[string]string{"GENWAY_CONFIGURED": "synthetic", "GENWAY_SYNTHETIC": "off"}, "synthetic", false},
 		{nil, "fal", false},
 		{map[string]string{"FAL_KEY": "k"}, "fal", true},
+		{map[string]string{"FAL_KEY": "k1,k2"}, "fal", true}, // a key pool
+		{map[string]string{"FAL_KEY": " , "}, "fal", false},  // a pool of no key
 		{map[string]string{"GENWAY_CONFIGURED": "gemini, fal"}, "fal", true},
 		{map[string]string{"GENWAY_CONFIGURED": "gemini"}, "fal", false},
 		{map[string]string{"GENWAY_CONFIGURED": "fal"}, "nope", false},
@@ -134,5 +169,37 @@ func TestConfigured(t *testing.T) {
 		if got := c.ConfiguredFunc(func(k string) string { return tt.env[k] })(tt.name); got != tt.want {
 			t.Errorf("configured(%s) with %v = %v; want %v", tt.name, tt.env, got, tt.want)
 		}
+	}
+}
+
+// TestTokensPerSecond: only a synthetic chat model may be paced, and only
+// at a positive rate; other providers would ignore the setting.
+func TestTokensPerSecond(t *testing.T) {
+	const cat = `{"providers":[{"name":"synthetic","kind":"synthetic"},{"name":"openai","kind":"openai"}],"models":[%s]}`
+	tests := []struct {
+		name, model string
+		ok          bool
+	}{
+		{"synthetic chat", `{"id":"synthetic/slow","type":"chat","provider":"synthetic","tokens_per_second":40}`, true},
+		{"negative", `{"id":"synthetic/slow","type":"chat","provider":"synthetic","tokens_per_second":-1}`, false},
+		{"another provider", `{"id":"openai/gpt-4o","type":"chat","provider":"openai","tokens_per_second":40}`, false},
+		{"a job model", `{"id":"synthetic-sfx","type":"sfx","provider":"synthetic","formats":["mp3"],"max_duration":5,"price":{"credits_per_job":1},"tokens_per_second":40}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(fmt.Sprintf(cat, tt.model)))
+			if tt.ok {
+				if err != nil {
+					t.Fatalf("Parse = %v; want nil", err)
+				}
+				if m, _ := c.Model("synthetic/slow"); m.TokensPerSecond != 40 {
+					t.Errorf("tokens_per_second = %d; want 40", m.TokensPerSecond)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "tokens_per_second") {
+				t.Errorf("Parse = %v; want an error naming tokens_per_second", err)
+			}
+		})
 	}
 }

@@ -246,15 +246,38 @@ type Provider interface {
 // UpstreamError is a failure reported by, or talking to, an upstream.
 // Providers return it for every upstream failure; httpapi maps Kind to a
 // status (UpstreamBadRequest 400, UpstreamRateLimited 429, UpstreamFailed
-// 502, UpstreamUnavailable 503, UpstreamTimeout 504).
+// 502, UpstreamUnavailable 503, UpstreamTimeout 504), and Failure
+// classifies it for routing: by Status when it is an error status, else by
+// Kind and Reason.
 type UpstreamError struct {
-	Provider   string
-	Kind       UpstreamKind
-	Status     int           // the upstream's HTTP status, 0 if none
+	Provider string
+	Kind     UpstreamKind
+	// Status is the upstream's HTTP error status, or the status an
+	// in-band error stands for (an error event inside a 200 stream:
+	// Anthropic's overloaded_error is 529, Gemini's RESOURCE_EXHAUSTED
+	// 429); 0 if none, as for a dropped stream or a malformed answer.
+	Status     int
 	Message    string        // for UpstreamBadRequest: the upstream's message, shown to the client
-	RetryAfter time.Duration // for UpstreamRateLimited
-	Err        error         // cause, for logs only
+	RetryAfter time.Duration // the wait the upstream asked for (Retry-After), 0 if none
+	// Reason names a failure without an error status for routing's
+	// attempts header and metrics: ReasonDropped, ReasonMalformed,
+	// ReasonModel; "" to name it by Kind.
+	Reason string
+	Err    error // cause, for logs only
 }
+
+// Reasons of UpstreamErrors without an error status (UpstreamError.Reason).
+const (
+	// ReasonDropped is a stream that ended (the connection closed, or
+	// the body ended) before its terminal event ([DONE], message_stop,
+	// messageStop, a finishReason): a truncated answer is never a success.
+	ReasonDropped = "dropped"
+	// ReasonMalformed is an answer that could not be decoded.
+	ReasonMalformed = "malformed"
+	// ReasonModel is an answer the model itself spoiled (Gemini's
+	// finishReason MALFORMED_FUNCTION_CALL): another attempt may do better.
+	ReasonModel = "model_error"
+)
 
 // UpstreamKind classifies an UpstreamError.
 type UpstreamKind int

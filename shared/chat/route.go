@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -40,14 +41,16 @@ func (e *AttemptsError) Error() string { return e.Err.Error() }
 func (e *AttemptsError) Unwrap() error { return e.Err }
 
 // Failure classifies e by the routing policy: by its upstream status
-// (route.StatusClass) when it has one, else by its kind: a timeout or a
-// failure to talk to the upstream (connection refused, a dropped stream)
-// is Transient, a provider that is not configured is skipped, a bad
-// request is Final.
+// (route.StatusClass) when it is an error status (>= 400), else by its
+// kind: a timeout or a failure to talk to the upstream (connection
+// refused, a dropped stream, a malformed answer, an error inside a 200
+// stream) is Transient, a provider
+// that is not configured is skipped, a bad request is Final. The Reason of
+// a failure without a status is e's Reason, else its kind's name.
 func (e *UpstreamError) Failure() route.Failure {
-	f := route.Failure{Status: e.Status, RetryAfter: e.RetryAfter}
-	if e.Status != 0 {
-		f.Class = route.StatusClass(e.Status)
+	f := route.Failure{RetryAfter: e.RetryAfter}
+	if e.Status >= 400 {
+		f.Class, f.Status = route.StatusClass(e.Status), e.Status
 		return f
 	}
 	switch e.Kind {
@@ -61,6 +64,12 @@ func (e *UpstreamError) Failure() route.Failure {
 		f.Class, f.Reason = route.Final, "bad_request"
 	default:
 		f.Class, f.Reason = route.Transient, "connection"
+		if e.Status == http.StatusOK {
+			f.Reason = "in_band" // an error inside a 200 stream
+		}
+	}
+	if e.Reason != "" {
+		f.Reason = e.Reason
 	}
 	return f
 }
@@ -249,7 +258,10 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 		}
 	}
 	m := c.Request.Model
-	f := &firstToken{sink: rt.sink, answer: Answer{Model: m.ID, Attempts: append(try.Attempts, route.Attempt{Model: m.ID, Outcome: "200"})}}
+	// The attempts so far and this one, in a slice of its own (the
+	// router appends to try.Attempts' array).
+	attempts := append(try.Attempts[:len(try.Attempts):len(try.Attempts)], route.Attempt{Model: m.ID, Outcome: "200"})
+	f := &firstToken{sink: rt.sink, answer: Answer{Model: m.ID, Attempts: attempts}}
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if !try.FirstToken.IsZero() {

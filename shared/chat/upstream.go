@@ -2,10 +2,13 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"time"
 )
 
 // StatusKind classifies an upstream's HTTP error status the same way for
@@ -30,10 +33,12 @@ func StatusKind(status int) UpstreamKind {
 }
 
 // TransportError classifies a failure to talk to provider's upstream or
-// to read its answer; what names the step ("send request", "read stream").
-// When ctx was cancelled (the client went away) it is ctx's error, not an
-// upstream failure. A deadline (ctx's, or a network timeout) is an
-// UpstreamTimeout; anything else an UpstreamFailed.
+// to read its answer; what names the step ("send request", "read stream",
+// "decode response"). When ctx was cancelled (the client went away) it is
+// ctx's error, not an upstream failure. A deadline (ctx's, or a network
+// timeout) is an UpstreamTimeout; anything else an UpstreamFailed: with
+// Reason ReasonDropped for a body that was cut (io.ErrUnexpectedEOF), and
+// ReasonMalformed for one that is not the JSON expected.
 func TransportError(ctx context.Context, provider, what string, err error) error {
 	ctxErr := ctx.Err()
 	if errors.Is(ctxErr, context.Canceled) {
@@ -43,5 +48,31 @@ func TransportError(ctx context.Context, provider, what string, err error) error
 	if ctxErr != nil || errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return &UpstreamError{Provider: provider, Kind: UpstreamTimeout, Message: "upstream timed out", Err: err}
 	}
-	return &UpstreamError{Provider: provider, Kind: UpstreamFailed, Message: what + " failed", Err: err}
+	e := &UpstreamError{Provider: provider, Kind: UpstreamFailed, Message: what + " failed", Err: err}
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		e.Reason = ReasonDropped // the body was cut
+	case errors.As(err, &syntax) || errors.As(err, &typ):
+		e.Reason = ReasonMalformed
+	}
+	return e
+}
+
+// StatusError returns the UpstreamError of an upstream's error status: an
+// HTTP status, or the status an in-band error stands for (an error event
+// inside a 200 stream). Its Kind is StatusKind's, its RetryAfter read from
+// h (nil for an in-band error: no headers of its own); msg is the
+// upstream's message, shown to the client for a bad request (a generic
+// one naming provider and status when msg is empty); cause is for logs.
+func StatusError(provider string, status int, h http.Header, msg string, cause error) *UpstreamError {
+	e := &UpstreamError{Provider: provider, Kind: StatusKind(status), Status: status, Message: msg, Err: cause}
+	if h != nil {
+		e.RetryAfter = RetryAfter(h, time.Now())
+	}
+	if e.Kind == UpstreamBadRequest && e.Message == "" {
+		e.Message = fmt.Sprintf("The %s provider rejected the request (HTTP %d).", provider, status)
+	}
+	return e
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/route"
 )
 
 //go:embed templates/*.html
@@ -57,6 +58,9 @@ type Config struct {
 	JobService *jobs.Service
 	// Chat runs the playground's chat; nil: the playground has no chat.
 	Chat *chat.Gateway // the playground's chat runs through httpapi.ChatCompletions on it
+	// Router is this process's router: the models page shows each
+	// model's breaker and recent error rate; nil: not shown.
+	Router *route.Router
 	// Extra are more pages and endpoints, each under /console/; they are
 	// served behind the same sign-in, CSRF check and headers.
 	Extra []Route

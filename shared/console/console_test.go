@@ -30,7 +30,7 @@ type fakeOperator struct {
 	accts map[string]credits.Account
 	keys  []auth.Record
 	audit []admin.AuditEntry
-	usage []credits.Usage
+	usage []admin.DayUsage
 }
 
 func newFake() *fakeOperator { return &fakeOperator{accts: map[string]credits.Account{}} }
@@ -124,10 +124,10 @@ func (f *fakeOperator) Ledger(context.Context, string) ([]credits.Entry, error) 
 func (f *fakeOperator) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {
 	return f.Account(ctx, account)
 }
-func (f *fakeOperator) Usage(_ context.Context, account, from, to string) ([]credits.Usage, error) {
+func (f *fakeOperator) Usage(_ context.Context, account, from, to string) ([]admin.DayUsage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []credits.Usage
+	var out []admin.DayUsage
 	for _, u := range f.usage {
 		if (account == "" || u.Account == account) && (from == "" || u.Day >= from) && (to == "" || u.Day <= to) {
 			out = append(out, u)

@@ -511,31 +511,66 @@ func TestUsagePage(t *testing.T) {
 	today := time.Now().UTC()
 	day := func(n int) string { return today.AddDate(0, 0, -n).Format(time.DateOnly) }
 	evil := `<script>alert(9)</script>`
-	l.op.usage = []credits.Usage{
-		{Account: "acme", Day: day(0), Model: "synthetic/echo", Requests: 3, PromptTokens: 30, CompletionTokens: 40, Credits: 5},
-		{Account: "dev", Day: day(1), Model: evil, Requests: 7, PromptTokens: 70, CompletionTokens: 10, Credits: 0},
-		{Account: "acme", Day: day(40), Model: "synthetic/echo", Requests: 100},
+	l.op.usage = []admin.DayUsage{
+		{Account: "acme", Day: day(0), Kind: "chat", Model: "synthetic/echo", Requests: 3, PromptTokens: 30, CompletionTokens: 40, Credits: 5},
+		{Account: "dev", Day: day(1), Kind: "chat", Model: evil, Requests: 7, PromptTokens: 70, CompletionTokens: 10},
+		{Account: "acme", Day: day(40), Kind: "chat", Model: "synthetic/echo", Requests: 100},
+		{Account: "acme", Day: day(0), Kind: "video", Model: "veo-3.1", Jobs: 2, Credits: 640},
+		{Account: "dev", Day: day(2), Kind: "sfx", Model: "synthetic-sfx", Jobs: 3, Credits: 15},
 	}
-	resp, body := get(t, c, l.srv.URL+"/console/usage")
-	if resp.StatusCode != 200 {
-		t.Fatalf("usage: %d", resp.StatusCode)
+	bars := func(body, chart string) int {
+		t.Helper()
+		_, svg, ok := strings.Cut(body, `<svg id="`+chart+`"`)
+		svg, _, _ = strings.Cut(svg, "</svg>")
+		if !ok {
+			t.Fatalf("no chart %s", chart)
+		}
+		return strings.Count(svg, `<rect class="bar`)
 	}
-	if strings.Contains(body, "<script>alert") {
-		t.Error("usage page renders a model name unescaped")
+	tests := []struct {
+		name, query     string
+		credits, counts int      // bars in each chart
+		want            []string // in the page
+		rows            int      // rows of the table
+	}{
+		{"default: credits of chat and jobs, chat tokens", "", 3, 2,
+			[]string{"Credits (chat and jobs), ", "660 in all, at most 645 in a day.", "Chat tokens (prompt &#43; completion), ", "150 in all, at most 80 in a day.",
+				`<td class="num">640</td>`, `<th scope="row" colspan="4">Total</th><td class="num">10</td><td class="num">100</td><td class="num">50</td><td class="num">5</td><td class="num">660</td>`}, 4},
+		{"chat requests of acme", "metric=requests&account=acme", 2, 1, []string{"3 in all, at most 3 in a day.", "645 in all"}, 2},
+		{"completed jobs", "metric=jobs", 3, 2, []string{"Completed jobs, ", "5 in all, at most 3 in a day."}, 4},
+		{"a job kind charts its jobs", "kind=video", 1, 1, []string{"Completed jobs, ", "2 in all", "640 in all"}, 1},
+		{"chat only", "kind=chat", 1, 2, []string{"5 in all, at most 5 in a day.", "150 in all"}, 2},
+		{"nothing of a kind", "kind=music", 0, 0, []string{"No credits spent in this range.", "No completed jobs in this range.", "No usage in this range."}, 0},
+		{"a model over a longer range", "model=synthetic/echo&metric=requests&from=" + day(45), 1, 2, []string{"103 in all"}, 2},
 	}
-	if n := strings.Count(body, `<rect class="bar`); n != 2 {
-		t.Errorf("chart has %d bars; want 2 (the third day is out of range)", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := get(t, c, l.srv.URL+"/console/usage?"+tt.query)
+			if resp.StatusCode != 200 {
+				t.Fatalf("usage?%s: %d", tt.query, resp.StatusCode)
+			}
+			if strings.Contains(body, "<script>alert") {
+				t.Error("usage page renders a model name unescaped")
+			}
+			if n := bars(body, "credits-chart"); n != tt.credits {
+				t.Errorf("usage?%s: the credits chart has %d bars; want %d", tt.query, n, tt.credits)
+			}
+			if n := bars(body, "usage-chart"); n != tt.counts {
+				t.Errorf("usage?%s: the second chart has %d bars; want %d", tt.query, n, tt.counts)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("usage?%s lacks %q", tt.query, w)
+				}
+			}
+			_, table, _ := strings.Cut(body, `<table id="usage-table">`)
+			table, _, _ = strings.Cut(table, "</tbody>")
+			if n := strings.Count(table, `<tr><td class="day">`); n != tt.rows {
+				t.Errorf("usage?%s: the table has %d rows; want %d", tt.query, n, tt.rows)
+			}
+		})
 	}
-	if !strings.Contains(body, "Requests, ") || !strings.Contains(body, "10 in all, at most 7 in a day.") {
-		t.Error("chart summary wrong for requests")
-	}
-	if _, body = get(t, c, l.srv.URL+"/console/usage?metric=tokens&account=acme"); !strings.Contains(body, "70 in all") || strings.Count(body, `<rect class="bar`) != 1 {
-		t.Error("tokens of acme: want one bar of 70")
-	}
-	if _, body = get(t, c, l.srv.URL+"/console/usage?model=synthetic/echo&from="+day(45)); !strings.Contains(body, "103 in all") {
-		t.Error("model filter and a longer range: want 103 requests")
-	}
-	for _, q := range []string{"from=yesterday", "from=" + day(0) + "&to=" + day(2), "from=2000-01-01"} {
+	for _, q := range []string{"from=yesterday", "from=" + day(0) + "&to=" + day(2), "from=2000-01-01", "kind=image"} {
 		if resp, _ := get(t, c, l.srv.URL+"/console/usage?"+q); resp.StatusCode != 400 {
 			t.Errorf("usage?%s: %d; want 400", q, resp.StatusCode)
 		}
@@ -592,13 +627,15 @@ func TestLivePagesSecureAndSmall(t *testing.T) {
 
 func TestLayoutChart(t *testing.T) {
 	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rows := []credits.Usage{
-		{Day: "2026-01-01", Model: "a", Requests: 4},
-		{Day: "2026-01-01", Model: "b", Requests: 6},
-		{Day: "2026-01-03", Model: "b", Requests: 3},
+	points := []point{
+		{Day: "2026-01-01", Model: "a", Kind: "chat", Value: 4},
+		{Day: "2026-01-01", Model: "b", Kind: "sfx", Value: 6},
+		{Day: "2026-01-03", Model: "b", Kind: "sfx", Value: 3},
+		{Day: "2026-01-02", Model: "c", Kind: "chat", Value: 0}, // nothing to draw
 	}
-	ch := layoutChart(rows, from, 3, "requests", "Requests")
-	if len(ch.Bars) != 3 || len(ch.Legend) != 2 || ch.Legend[0].Model != "b" || ch.Legend[0].Total != 9 {
+	class := seriesClasses(points)
+	ch := layoutChart("x", points, from, 3, "Requests", class)
+	if len(ch.Bars) != 3 || len(ch.Legend) != 2 || ch.Legend[0].Model != "b" || ch.Legend[0].Total != 9 || ch.Legend[0].Kind != "sfx" {
 		t.Fatalf("chart = %+v", ch)
 	}
 	// Day 1 stacks b (6, the bigger series) under a (4) up to the top (10).
@@ -607,7 +644,10 @@ func TestLayoutChart(t *testing.T) {
 	if b.Class != "s0" || a.Class != "s1" || b.Y+b.H != ch.Bottom || a.Y+a.H != b.Y || abs(a.Y-ch.Top) > 0.01 || abs(b.H-0.6*plot) > 0.01 {
 		t.Errorf("stack = %+v, %+v", b, a)
 	}
-	for n, want := range map[int64]int64{0: 1, 1: 1, 7: 10, 10: 10, 11: 20, 250: 500, 1001: 2000} {
+	if !strings.Contains(b.Title, "b (sfx): 6") {
+		t.Errorf("bar title %q; want the model, its kind and the value", b.Title)
+	}
+	for n, want := range map[int64]int64{0: 1, 1: 1, 7: 8, 9: 10, 10: 10, 11: 20, 250: 300, 288: 300, 301: 400, 777: 800, 801: 1000, 1001: 2000, 277257: 300000} {
 		if got := niceCeil(n); got != want {
 			t.Errorf("niceCeil(%d) = %d; want %d", n, got, want)
 		}
@@ -620,11 +660,32 @@ func TestLayoutChart(t *testing.T) {
 	if len(ch.YTicks) != 3 || ch.YTicks[1].Label != "5" || ch.YTicks[2].Label != "10" {
 		t.Errorf("y ticks of a chart up to 10 = %+v; want 0, 5, 10", ch.YTicks)
 	}
-	if one := layoutChart(rows[:1], from, 3, "credits", "Credits"); len(one.YTicks) != 2 || one.YTicks[1].Label != "1" {
+	if one := layoutChart("x", []point{{Day: "2026-01-01", Model: "a", Value: 1}}, from, 3, "Credits", class); len(one.YTicks) != 2 || one.YTicks[1].Label != "1" {
 		t.Errorf("y ticks of a chart up to 1 = %+v; want 0 and 1 only", one.YTicks)
 	}
-	if e := layoutChart(nil, from, 30, "credits", "Credits"); !e.Empty || len(e.Bars) != 0 || len(e.XTicks) == 0 {
+	if e := layoutChart("x", nil, from, 30, "Credits", class); !e.Empty || len(e.Bars) != 0 || len(e.XTicks) == 0 {
 		t.Errorf("empty chart = %+v", e)
+	}
+}
+
+// TestSeriesClasses: a model has one colour in both charts, the models
+// that spent the most first, then those that counted the most; the ninth
+// and later share the last colour.
+func TestSeriesClasses(t *testing.T) {
+	spent := []point{{Model: "veo", Value: 640}, {Model: "sfx", Value: 15}, {Model: "echo", Value: 0}}
+	counted := []point{{Model: "echo", Value: 150}, {Model: "thinker", Value: 900}, {Model: "sfx", Value: 3}}
+	got := seriesClasses(spent, counted)
+	want := map[string]string{"veo": "s0", "sfx": "s1", "thinker": "s2", "echo": "s3"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("seriesClasses = %v; want %v", got, want)
+	}
+	var many []point
+	for i := range 10 {
+		many = append(many, point{Model: fmt.Sprintf("m%d", i), Value: int64(100 - i)})
+	}
+	got = seriesClasses(many)
+	if got["m0"] != "s0" || got["m6"] != "s6" || got["m7"] != "s7" || got["m9"] != "s7" {
+		t.Errorf("seriesClasses of 10 models = %v; want s0..s7, the last ones sharing s7", got)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/route"
 )
 
 // coreRoutes are the pages built on the operator commands: models,
@@ -37,6 +38,7 @@ type modelRow struct {
 	Configured bool
 	Price      string
 	Durations  string
+	Routing    *route.TargetState // nil without a router
 }
 
 func (c *Console) models(p *Page, w http.ResponseWriter, r *http.Request) error {
@@ -45,6 +47,10 @@ func (c *Console) models(p *Page, w http.ResponseWriter, r *http.Request) error 
 	for i := range all {
 		m := &all[i]
 		rows[i] = modelRow{Model: m, Configured: c.configed(m.Provider), Price: price(m), Durations: durations(m)}
+		if c.cfg.Router != nil {
+			st := c.cfg.Router.State(m.ID)
+			rows[i].Routing = &st
+		}
 	}
 	p.Section, p.Title, p.Data = "models", "Models", rows
 	return p.Render(w, r, "models")
@@ -130,7 +136,7 @@ type accountPage struct {
 	Account credits.Account
 	Keys    []auth.Record
 	Ledger  []credits.Entry
-	Usage   []credits.Usage
+	Usage   []admin.DayUsage
 }
 
 func (c *Console) account(p *Page, w http.ResponseWriter, r *http.Request) error {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"math"
 	"net/http"
 	"slices"
@@ -10,7 +11,7 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
-	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/catalog"
 )
 
 // Usage page bounds.
@@ -22,28 +23,41 @@ const (
 
 // The chart's geometry, in SVG user units (the SVG scales to its box).
 const (
-	chartW, chartH      = 720.0, 260.0
-	plotLeft, plotRight = 56.0, 8.0
+	chartW, chartH = 720.0, 260.0
+	// The y axis is labelled on both sides: a phone shows the chart's
+	// newest (right) end first, a wide screen the whole.
+	plotLeft, plotRight = 56.0, 56.0
 	plotTop, plotBottom = 12.0, 28.0
 	chartMaxXLabels     = 8
 	chartBarOf          = 0.75 // a bar's width: this much of its day's slot
 )
 
-// metrics are what the chart can show, by the metric parameter.
-var metrics = []struct{ ID, Label string }{
-	{"requests", "Requests"},
-	{"tokens", "Tokens (prompt + completion)"},
-	{"credits", "Credits"},
+// counts are what the second chart can show, by the metric parameter:
+// chat tokens (the default), chat requests or completed jobs. The first
+// chart always shows credits, the one unit chat and jobs share.
+var counts = []count{
+	{"tokens", "Chat tokens", "Chat tokens (prompt + completion)"},
+	{"requests", "Chat requests", "Chat requests"},
+	{"jobs", "Completed jobs", "Completed jobs"},
 }
 
-func metricOf(u *credits.Usage, metric string) int64 {
+// count is a metric of the second chart: its parameter value, its name in
+// the menu and its chart's label.
+type count struct{ ID, Option, Label string }
+
+// kinds are the kind filter's values: chat, then the job types.
+var kinds = []string{admin.KindChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo}
+
+// countOf is row u's value for a count metric (0 where it does not apply:
+// a job row has no tokens, a chat row no jobs).
+func countOf(u *admin.DayUsage, metric string) int64 {
 	switch metric {
 	case "tokens":
-		return u.PromptTokens + u.CompletionTokens
-	case "credits":
-		return u.Credits
+		return u.Tokens()
+	case "requests":
+		return u.Requests
 	}
-	return u.Requests
+	return u.Jobs
 }
 
 // bar is one rectangle of the chart: one model's part of one day.
@@ -61,29 +75,36 @@ type tick struct {
 
 // series is one model of the legend.
 type series struct {
-	Class, Model string
-	Total        int64
+	Class, Model, Kind string
+	Total              int64
 }
 
-// chart is the usage chart, laid out for the template.
+// chart is one usage chart, laid out for the template.
 type chart struct {
+	ID                             string // the svg's id; its title and description ids derive from it
 	W, H, Left, Right, Top, Bottom float64
 	Bars                           []bar
 	YTicks, XTicks                 []tick
 	Legend                         []series
-	Label, Summary                 string
+	Label, Summary, None           string
 	Empty                          bool
+}
+
+// point is one model's value on one day, for a chart.
+type point struct {
+	Day, Model, Kind string
+	Value            int64
 }
 
 // usagePage is the usage page's data.
 type usagePage struct {
-	Account, Model, From, To, Metric string
-	Accounts                         []admin.AccountInfo
-	Models                           []string
-	Metrics                          []struct{ ID, Label string }
-	Rows                             []credits.Usage
-	Total                            credits.Usage
-	Chart                            chart
+	Account, Kind, Model, From, To, Metric string
+	Accounts                               []admin.AccountInfo
+	Kinds, Models                          []string
+	Counts                                 []count
+	Rows                                   []admin.DayUsage
+	Total                                  admin.DayUsage
+	Credits, Count                         chart
 }
 
 // dayParam parses a YYYY-MM-DD query parameter, or returns def.
@@ -114,10 +135,17 @@ func (c *Console) usage(p *Page, w http.ResponseWriter, r *http.Request) error {
 	if days < 1 || days > usageMaxDays {
 		return apierr.Invalidf("from", "invalid_value", "from must be on or before to, and at most %d days before it", usageMaxDays-1)
 	}
-	d := usagePage{Account: strings.TrimSpace(q.Get("account")), Model: strings.TrimSpace(q.Get("model")),
-		From: from.Format(time.DateOnly), To: to.Format(time.DateOnly), Metric: q.Get("metric"), Metrics: metrics}
-	if !slices.ContainsFunc(metrics, func(m struct{ ID, Label string }) bool { return m.ID == d.Metric }) {
-		d.Metric = "requests"
+	d := usagePage{Account: strings.TrimSpace(q.Get("account")), Kind: q.Get("kind"), Model: strings.TrimSpace(q.Get("model")),
+		From: from.Format(time.DateOnly), To: to.Format(time.DateOnly), Metric: q.Get("metric"), Kinds: kinds, Counts: counts}
+	if d.Kind != "" && !slices.Contains(kinds, d.Kind) {
+		return apierr.Invalidf("kind", "invalid_value", "kind must be one of %s; got %q", strings.Join(kinds, ", "), d.Kind)
+	}
+	if !slices.ContainsFunc(counts, func(m count) bool { return m.ID == d.Metric }) {
+		// The count that fits the kind shown: jobs for a job type.
+		d.Metric = "tokens"
+		if d.Kind != "" && d.Kind != admin.KindChat {
+			d.Metric = "jobs"
+		}
 	}
 	rows, err := c.cfg.Operator.Usage(ctx, d.Account, d.From, d.To)
 	if err != nil {
@@ -129,87 +157,121 @@ func (c *Console) usage(p *Page, w http.ResponseWriter, r *http.Request) error {
 	models := map[string]bool{}
 	for _, u := range rows {
 		models[u.Model] = true
-		if d.Model == "" || u.Model == d.Model {
+		if (d.Model == "" || u.Model == d.Model) && (d.Kind == "" || u.Kind == d.Kind) {
 			d.Rows = append(d.Rows, u)
 		}
 	}
-	for _, m := range c.cfg.Catalog.List("chat", nil) {
+	for _, m := range c.cfg.Catalog.List("", nil) {
 		models[m.ID] = true
 	}
 	for m := range models {
 		d.Models = append(d.Models, m)
 	}
 	slices.Sort(d.Models)
-	// Newest day first; then by account and model.
-	slices.SortFunc(d.Rows, func(a, b credits.Usage) int {
-		if c := strings.Compare(b.Day, a.Day); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.Account, b.Account); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Model, b.Model)
+	// Newest day first; then by account, kind and model.
+	slices.SortFunc(d.Rows, func(a, b admin.DayUsage) int {
+		return cmp.Or(cmp.Compare(b.Day, a.Day), cmp.Compare(a.Account, b.Account), cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Model, b.Model))
 	})
-	for _, u := range d.Rows {
+	var spent, counted []point
+	for i := range d.Rows {
+		u := &d.Rows[i]
 		d.Total.Requests += u.Requests
 		d.Total.PromptTokens += u.PromptTokens
 		d.Total.CompletionTokens += u.CompletionTokens
+		d.Total.Jobs += u.Jobs
 		d.Total.Credits += u.Credits
+		spent = append(spent, point{u.Day, u.Model, u.Kind, u.Credits})
+		counted = append(counted, point{u.Day, u.Model, u.Kind, countOf(u, d.Metric)})
 	}
 	label := d.Metric
-	for _, m := range metrics {
+	for _, m := range counts {
 		if m.ID == d.Metric {
 			label = m.Label
 		}
 	}
-	d.Chart = layoutChart(d.Rows, from, days, d.Metric, label)
+	// One colour per model in both charts: the models that spent the
+	// most first, then those that counted the most.
+	class := seriesClasses(spent, counted)
+	d.Credits = layoutChart("credits-chart", spent, from, days, "Credits (chat and jobs)", class)
+	d.Credits.None = "No credits spent in this range."
+	d.Count = layoutChart("usage-chart", counted, from, days, label, class)
+	d.Count.None = "No " + strings.ToLower(label) + " in this range."
 	p.Section, p.Title, p.Data = "usage", "Usage", d
 	return p.Render(w, r, "usage")
 }
 
-// layoutChart lays out a bar chart of rows' metric: one bar a day from
-// from, stacked by model (the models with the most first, at the bottom).
-func layoutChart(rows []credits.Usage, from time.Time, days int, metric, label string) chart {
-	ch := chart{W: chartW, H: chartH, Left: plotLeft, Right: chartW - plotRight, Top: plotTop, Bottom: chartH - plotBottom, Label: label}
+// seriesClasses gives each model of the point sets a colour class, in
+// order of its total in the first set, then in the next (so that the
+// biggest spenders get the distinct colours); models past chartSeries-1
+// share the last.
+func seriesClasses(sets ...[]point) map[string]string {
+	totals := make([]map[string]int64, len(sets))
+	seen := map[string]bool{}
+	var order []string
+	for i, ps := range sets {
+		totals[i] = map[string]int64{}
+		for _, p := range ps {
+			if p.Value == 0 {
+				continue
+			}
+			if !seen[p.Model] {
+				seen[p.Model] = true
+				order = append(order, p.Model)
+			}
+			totals[i][p.Model] += p.Value
+		}
+	}
+	slices.SortFunc(order, func(a, b string) int {
+		for _, t := range totals {
+			if c := cmp.Compare(t[b], t[a]); c != 0 {
+				return c
+			}
+		}
+		return strings.Compare(a, b)
+	})
+	class := make(map[string]string, len(order))
+	for i, m := range order {
+		class[m] = "s" + strconv.Itoa(min(i, chartSeries-1))
+	}
+	return class
+}
+
+// layoutChart lays out a bar chart of points: one bar a day from from,
+// stacked by model (the models with the most first, at the bottom), each
+// in its class.
+func layoutChart(id string, points []point, from time.Time, days int, label string, class map[string]string) chart {
+	ch := chart{ID: id, W: chartW, H: chartH, Left: plotLeft, Right: chartW - plotRight, Top: plotTop, Bottom: chartH - plotBottom, Label: label}
 	// Sums per model and per day and model.
 	totals := map[string]int64{}
+	kindOf := map[string]string{}
 	byDay := make([]map[string]int64, days)
 	var all int64
-	for i := range rows {
-		u := &rows[i]
-		t, err := time.Parse(time.DateOnly, u.Day)
-		if err != nil {
+	for _, p := range points {
+		t, err := time.Parse(time.DateOnly, p.Day)
+		if err != nil || p.Value == 0 {
 			continue
 		}
 		i := int(t.Sub(from).Hours() / 24)
 		if i < 0 || i >= days {
 			continue
 		}
-		v := metricOf(u, metric)
 		if byDay[i] == nil {
 			byDay[i] = map[string]int64{}
 		}
-		byDay[i][u.Model] += v
-		totals[u.Model] += v
-		all += v
+		byDay[i][p.Model] += p.Value
+		totals[p.Model] += p.Value
+		kindOf[p.Model] = p.Kind
+		all += p.Value
 	}
 	order := make([]string, 0, len(totals))
 	for m := range totals {
 		order = append(order, m)
 	}
 	slices.SortFunc(order, func(a, b string) int {
-		if totals[a] != totals[b] {
-			if totals[a] > totals[b] {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a, b)
+		return cmp.Or(cmp.Compare(totals[b], totals[a]), strings.Compare(a, b))
 	})
-	class := map[string]string{}
-	for i, m := range order {
-		class[m] = "s" + strconv.Itoa(min(i, chartSeries-1))
-		ch.Legend = append(ch.Legend, series{Class: class[m], Model: m, Total: totals[m]})
+	for _, m := range order {
+		ch.Legend = append(ch.Legend, series{Class: class[m], Model: m, Kind: kindOf[m], Total: totals[m]})
 	}
 	var peak int64
 	for _, day := range byDay {
@@ -249,19 +311,20 @@ func layoutChart(rows []credits.Usage, from time.Time, days int, metric, label s
 			h := float64(v) / float64(top) * plotH
 			y -= h
 			ch.Bars = append(ch.Bars, bar{X: round2(x + (slot-barW)/2), Y: round2(y), W: round2(barW), H: round2(h), Class: class[m],
-				Title: day.Format(time.DateOnly) + " · " + m + ": " + strconv.FormatInt(v, 10)})
+				Title: day.Format(time.DateOnly) + " · " + m + " (" + kindOf[m] + "): " + strconv.FormatInt(v, 10)})
 		}
 	}
 	return ch
 }
 
-// niceCeil rounds n up to 1, 2 or 5 times a power of ten (at least 1).
+// niceCeil rounds n up to 1, 2, 3, 4, 5, 6 or 8 times a power of ten (at
+// least 1), so that the tallest bar fills most of the chart.
 func niceCeil(n int64) int64 {
 	if n <= 1 {
 		return 1
 	}
 	p := int64(math.Pow(10, math.Floor(math.Log10(float64(n)))))
-	for _, f := range []int64{1, 2, 5, 10} {
+	for _, f := range []int64{1, 2, 3, 4, 5, 6, 8, 10} {
 		if f*p >= n {
 			return f * p
 		}

@@ -5,13 +5,16 @@
 // job served by a cheaper fallback is charged less than it held), on
 // failed all of it is released. Settle is driven by the job change stream
 // (DynamoDB Streams in AWS, the embedded store's change feed locally)
-// through Apply, the one function both use.
+// through Apply, the one function both use. A capture also counts the job
+// in the account's job usage (JobUsage) in the same atomic step, so usage
+// and charges cannot disagree. Chat usage is recorded apart (UsageStore).
 package credits
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/genway/genway/shared/apierr"
 )
@@ -45,19 +48,6 @@ func (e Entry) HeldAmount() int64 {
 	return e.Amount
 }
 
-// Valid reports why a settlement entry cannot be applied, nil if it can.
-func (e Entry) Valid() error {
-	switch {
-	case e.ID == "" || e.Account == "":
-		return fmt.Errorf("settle %q: need an id and an account", e.ID)
-	case e.Kind != Capture && e.Kind != Release:
-		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
-	case e.Amount < 0 || (e.Hold != 0 && e.Hold < e.Amount):
-		return fmt.Errorf("settle %s: amount %d, hold %d: need 0 <= amount <= hold", e.ID, e.Amount, e.Hold)
-	}
-	return nil
-}
-
 // Entry is one ledger line. For Capture and Release there is exactly one
 // entry per job (JobID is its key); that is what makes settling idempotent.
 type Entry struct {
@@ -70,7 +60,14 @@ type Entry struct {
 	// Amount (a job charged what it held).
 	Hold  int64  `json:"hold,omitempty"`
 	JobID string `json:"job_id,omitempty"`
-	At    int64  `json:"at"` // Unix seconds
+	// JobType and Model are the settled job's type (music, sfx, video)
+	// and model: for a Capture the model that made the output (a
+	// fallback's when one served it), for a Release the model asked for.
+	// A Capture that has them is counted in the job usage (see
+	// Store.Settle). Entries written before they existed have neither.
+	JobType string `json:"job_type,omitempty"`
+	Model   string `json:"model,omitempty"`
+	At      int64  `json:"at"` // Unix seconds; for a settlement, when the job ended
 }
 
 // ErrAccountNotFound is returned for an unknown account.
@@ -87,8 +84,11 @@ type Store interface {
 	// atomic step, only if no entry with e.ID exists; otherwise it returns
 	// ErrAlreadySettled and changes nothing. A Capture takes e.Amount from
 	// the balance and e.HeldAmount() from the held credits; a Release
-	// returns e.Amount from held to available. An entry with a negative
-	// Amount, or a Hold below its Amount, is an error.
+	// returns e.Amount from held to available. A Capture with a JobType
+	// and a Model also adds its job and amount to the account's job usage
+	// (JobUsageOf) in that same step, so a job is counted exactly when it
+	// is charged: once, however often it is settled again. Arguments
+	// CheckSettlement refuses are an error and nothing is written.
 	Settle(ctx context.Context, e Entry) error
 	// Account returns the account, or ErrAccountNotFound.
 	Account(ctx context.Context, id string) (Account, error)
@@ -101,8 +101,13 @@ type Store interface {
 
 // Change is a job status change as the change stream reports it.
 type Change struct {
-	JobID     string
-	Account   string
+	JobID   string
+	Account string
+	JobType string // music, sfx or video
+	// Model is the model that made the output once the job completed
+	// (its served candidate, a fallback's when one served it), else the
+	// model asked for: job usage is counted under it.
+	Model     string
 	OldStatus string
 	NewStatus string
 	// Price is the job's price as stored with the change: the hold while
@@ -112,7 +117,7 @@ type Change struct {
 	// Hold is the credits held for the job at create; 0 (a job stored
 	// before holds and charges could differ) means Price.
 	Hold int64
-	At   int64
+	At   int64 // Unix seconds of the change (the job's updated)
 }
 
 // Held returns the credits held for the job: Hold, or Price without one.
@@ -124,9 +129,10 @@ func (c Change) Held() int64 {
 }
 
 // Apply settles the job in c if c is a transition into a final status:
-// on "completed" it captures Price and releases the rest of the hold, on
-// "failed" it releases the whole hold. Records that are not final
-// transitions, or hold nothing, are ignored. A redelivered change is a
+// on "completed" it captures Price and releases the rest of the hold
+// (counted in the job usage of c's type and model, on the UTC day of
+// c.At), on "failed" it releases the whole hold. Records that are not
+// final transitions, or hold nothing, are ignored. A redelivered change is a
 // success that changes nothing.
 func Apply(ctx context.Context, s Store, c Change) error {
 	held := c.Held()
@@ -146,10 +152,36 @@ func Apply(ctx context.Context, s Store, c Change) error {
 	default:
 		return nil
 	}
-	kind := e.Kind
+	// A change without a usable type and model (a record from before they
+	// were sent) is settled all the same, and counted in no job usage: a
+	// label must never hold up a settlement.
+	if c.JobType != "" && c.Model != "" && !strings.ContainsRune(c.JobType+c.Model, 0) {
+		e.JobType, e.Model = c.JobType, c.Model
+	}
 	err := s.Settle(ctx, e)
 	if err != nil && !errors.Is(err, ErrAlreadySettled) {
-		return fmt.Errorf("settle job %s (%s): %w", c.JobID, kind, err)
+		return fmt.Errorf("settle job %s (%s): %w", c.JobID, e.Kind, err)
+	}
+	return nil
+}
+
+// CheckSettlement validates the arguments of Store.Settle; stores call it
+// first. The entry needs an id, an account, the kind Capture or Release
+// and a non-negative amount, no more than its Hold when it has one (a
+// Capture never charges more than the job held); JobType and Model are
+// both set or both empty, and free of NUL bytes.
+func CheckSettlement(e Entry) error {
+	switch {
+	case e.ID == "" || e.Account == "":
+		return fmt.Errorf("settle %q: need an id and an account", e.ID)
+	case e.Kind != Capture && e.Kind != Release:
+		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
+	case e.Amount < 0 || e.Hold < 0 || (e.Hold != 0 && e.Hold < e.Amount):
+		return fmt.Errorf("settle %s: amount %d, hold %d: need 0 <= amount <= hold", e.ID, e.Amount, e.Hold)
+	case (e.JobType == "") != (e.Model == ""):
+		return fmt.Errorf("settle %s: job type %q and model %q: give both or neither", e.ID, e.JobType, e.Model)
+	case strings.ContainsRune(e.JobType+e.Model+e.Account, 0):
+		return fmt.Errorf("settle %s: NUL byte in account, job type or model", e.ID)
 	}
 	return nil
 }

@@ -32,8 +32,34 @@ type Usage struct {
 	Credits          int64  `json:"credits"`
 }
 
+// JobUsage is what an account spent on jobs of one type and model on one
+// UTC day: its completed jobs settled under that day (Store.Settle counts
+// each Capture once) and the credits they were charged. Failed jobs cost
+// nothing and are not counted. The day is that of the job's end (the
+// settlement's At: the job's final transition), so a job the reconciler
+// settles days later still counts on the day it completed.
+type JobUsage struct {
+	Account string `json:"account"`
+	Day     string `json:"day"` // YYYY-MM-DD, UTC
+	JobType string `json:"type"`
+	Model   string `json:"model"`
+	Jobs    int64  `json:"jobs"`
+	Credits int64  `json:"credits"`
+}
+
+// JobUsageOf returns the job usage increment that settling e adds (one
+// job, e.Amount credits, on the UTC day of e.At), and whether it adds
+// any: only a Capture with a JobType and a Model does.
+func JobUsageOf(e Entry) (JobUsage, bool) {
+	if e.Kind != Capture || e.JobType == "" || e.Model == "" {
+		return JobUsage{}, false
+	}
+	return JobUsage{Account: e.Account, Day: Day(time.Unix(e.At, 0)), JobType: e.JobType, Model: e.Model, Jobs: 1, Credits: e.Amount}, true
+}
+
 // UsageStore records chat usage per account, day and model, and charges
-// priced completions. Implementations are safe for concurrent use.
+// priced completions; it reads the job usage that Store.Settle counts.
+// Implementations are safe for concurrent use.
 type UsageStore interface {
 	// AddUsage adds u.Requests (>= 1) requests and u's tokens and credits
 	// to the (u.Account, u.Day, u.Model) usage, as atomic increments. If
@@ -60,6 +86,10 @@ type UsageStore interface {
 	// ("" for no bound on that side), ordered by day, then model. An
 	// unknown account has none.
 	Usage(ctx context.Context, account, fromDay, toDay string) ([]Usage, error)
+	// JobUsage returns the account's job usage from fromDay to toDay
+	// inclusive ("" for no bound on that side), ordered by day, then job
+	// type, then model. An unknown account has none.
+	JobUsage(ctx context.Context, account, fromDay, toDay string) ([]JobUsage, error)
 }
 
 // Day returns the usage day of t: its UTC date as YYYY-MM-DD.

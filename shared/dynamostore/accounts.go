@@ -37,37 +37,41 @@ func (a accountItem) account() credits.Account {
 // "ledger#<entry id>"). Seq (Unix nanoseconds at write) orders the ledger:
 // entry ids are not ordered, and At has only second resolution.
 type ledgerItem struct {
-	PK     string `json:"pk"`
-	SK     string `json:"sk"`
-	Kind   string `json:"kind"`
-	Amount int64  `json:"amount"`
-	Hold   int64  `json:"hold,omitempty"` // a capture's hold, when it was more than the amount
-	JobID  string `json:"job_id,omitempty"`
-	At     int64  `json:"at"`
-	Seq    int64  `json:"seq"`
+	PK      string `json:"pk"`
+	SK      string `json:"sk"`
+	Kind    string `json:"kind"`
+	Amount  int64  `json:"amount"`
+	Hold    int64  `json:"hold,omitempty"` // a capture's hold, when it was more than the amount
+	JobID   string `json:"job_id,omitempty"`
+	JobType string `json:"job_type,omitempty"`
+	Model   string `json:"model,omitempty"`
+	At      int64  `json:"at"`
+	Seq     int64  `json:"seq"`
 }
 
 func newLedgerItem(e credits.Entry) ledgerItem {
 	return ledgerItem{
 		PK: acctPrefix + e.Account, SK: ledgerPrefix + e.ID, Kind: e.Kind, Amount: e.Amount,
-		Hold: e.Hold, JobID: e.JobID, At: e.At, Seq: time.Now().UnixNano(),
+		Hold: e.Hold, JobID: e.JobID, JobType: e.JobType, Model: e.Model, At: e.At, Seq: time.Now().UnixNano(),
 	}
 }
 
 func (l ledgerItem) entry() credits.Entry {
 	return credits.Entry{
 		ID: strings.TrimPrefix(l.SK, ledgerPrefix), Account: strings.TrimPrefix(l.PK, acctPrefix),
-		Kind: l.Kind, Amount: l.Amount, Hold: l.Hold, JobID: l.JobID, At: l.At,
+		Kind: l.Kind, Amount: l.Amount, Hold: l.Hold, JobID: l.JobID, JobType: l.JobType, Model: l.Model, At: l.At,
 	}
 }
 
 // Settle implements credits.Store: capture (balance -= amount, held -=
 // hold, available += hold - amount: the rest of the hold is released) or
 // release (held -= amount, available += amount), exactly once per entry
-// id. It returns credits.ErrAccountNotFound if the account does not
-// exist, and an error for an entry that is not a valid settlement.
+// id, in one TransactWriteItems: the ledger entry (put with
+// attribute_not_exists(sk)), the account update and, for a Capture with a
+// job type and model, the ADD of its job usage counters. It returns
+// credits.ErrAccountNotFound if the account does not exist.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
-	if err := e.Valid(); err != nil {
+	if err := credits.CheckSettlement(e); err != nil {
 		return err
 	}
 	update := "SET held = held - :a, available = available + :a"
@@ -93,6 +97,9 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			UpdateExpression:          aws.String(update),
 			ExpressionAttributeValues: vals,
 		}},
+	}
+	if u, ok := credits.JobUsageOf(e); ok {
+		items = append(items, types.TransactWriteItem{Update: s.jobUsageUpdate(u)})
 	}
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})

@@ -49,6 +49,9 @@
 //	pk = "keyid#" + id, sk = "key"                 the key id -> hash pointer, for RevokeKey
 //	pk = "acct#" + id,  sk = "usage#<day>#<model>" chat usage: requests, prompt_tokens,
 //	                                               completion_tokens, credits (ADD counters)
+//	pk = "acct#" + id,  sk = "jobusage#<day>#<type>#<model>"
+//	                                               job usage: day, job_type, model, jobs,
+//	                                               credits (ADD counters, written by Settle)
 //	pk = "rate#" + counter, sk = "rate"            a rate-limit counter: n, expires (TTL)
 //
 // available = balance - held is stored, not computed, so that holding a
@@ -68,7 +71,9 @@
 // price, available -= price). The cancellation reasons say which condition
 // failed. Transition is one UpdateItem conditioned on the current status.
 // Settle is one TransactWriteItems: Put the ledger entry
-// (attribute_not_exists(sk)) and Update the account.
+// (attribute_not_exists(sk)), Update the account and, for a capture, ADD
+// to the job usage counters of the job's day, type and model: the entry's
+// condition makes the count exactly-once with the charge.
 //
 // A Store is safe for concurrent use.
 package dynamostore

@@ -17,6 +17,11 @@ import (
 // account's partition, so that a day range is one Query.
 const usagePrefix = "usage#"
 
+// jobUsagePrefix starts a job usage item's sort key:
+// "jobusage#<day>#<type>#<model>" in the account's partition, so that a
+// day range is one Query (beside the chat usage's).
+const jobUsagePrefix = "jobusage#"
+
 var _ credits.UsageStore = (*Store)(nil)
 
 // usageItem is a usage counter as stored.
@@ -151,6 +156,86 @@ func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]cr
 			return out[i].Day < out[j].Day
 		}
 		return out[i].Model < out[j].Model
+	})
+	return out, nil
+}
+
+// jobUsageItem is a job usage counter as stored.
+type jobUsageItem struct {
+	PK      string `json:"pk"`
+	SK      string `json:"sk"`
+	Day     string `json:"day"`
+	JobType string `json:"job_type"`
+	Model   string `json:"model"`
+	Jobs    int64  `json:"jobs"`
+	Credits int64  `json:"credits"`
+}
+
+// jobUsageUpdate is the ADD of increment u to its counters, for Settle's
+// transaction (whose ledger entry condition makes it count once).
+func (s *Store) jobUsageUpdate(u credits.JobUsage) *types.Update {
+	return &types.Update{
+		TableName: aws.String(s.accounts),
+		Key: map[string]types.AttributeValue{
+			"pk": str(acctPrefix + u.Account), "sk": str(jobUsagePrefix + u.Day + "#" + u.JobType + "#" + u.Model),
+		},
+		UpdateExpression:         aws.String("SET #d = :day, job_type = :type, #m = :model ADD jobs :n, credits :cr"),
+		ExpressionAttributeNames: map[string]string{"#d": "day", "#m": "model"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":day": str(u.Day), ":type": str(u.JobType), ":model": str(u.Model), ":n": num(u.Jobs), ":cr": num(u.Credits),
+		},
+	}
+}
+
+// JobUsage implements credits.UsageStore with one Query of the account's
+// partition over the sort-key range of the days.
+func (s *Store) JobUsage(ctx context.Context, account, fromDay, toDay string) ([]credits.JobUsage, error) {
+	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
+		return nil, fmt.Errorf("job usage of %s: %w", account, err)
+	}
+	// '#' < '$': "jobusage#<day>$" sorts after every "jobusage#<day>#...".
+	lo, hi := jobUsagePrefix+fromDay, "jobusage$"
+	if toDay != "" {
+		hi = jobUsagePrefix + toDay + "$"
+	}
+	var out []credits.JobUsage
+	var start map[string]types.AttributeValue
+	for {
+		page, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(s.accounts),
+			KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(acctPrefix + account), ":lo": str(lo), ":hi": str(hi),
+			},
+			ConsistentRead:    aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("job usage of %s: %w", account, err)
+		}
+		for _, m := range page.Items {
+			var u jobUsageItem
+			if err := unmarshalMap(m, &u); err != nil {
+				return nil, fmt.Errorf("job usage of %s: decode: %w", account, err)
+			}
+			out = append(out, credits.JobUsage{Account: account, Day: u.Day, JobType: u.JobType, Model: u.Model, Jobs: u.Jobs, Credits: u.Credits})
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = page.LastEvaluatedKey
+	}
+	// The key sorts by day, type and model already, but a model holding
+	// '#' could sort before a shorter one; sort by the fields.
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Day != b.Day {
+			return a.Day < b.Day
+		}
+		if a.JobType != b.JobType {
+			return a.JobType < b.JobType
+		}
+		return a.Model < b.Model
 	})
 	return out, nil
 }

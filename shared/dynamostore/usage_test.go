@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -46,6 +47,57 @@ func TestUsageContract(t *testing.T) {
 			t.Errorf("usage item = %+v; want %+v", u, want)
 		}
 	})
+
+	t.Run("JobUsageLayout", func(t *testing.T) {
+		ctx := context.Background()
+		if _, err := s.Grant(ctx, "acct-joblayout", 100, 1); err != nil {
+			t.Fatalf("Grant = %v", err)
+		}
+		at := time.Date(2025, 3, 1, 23, 0, 0, 0, time.UTC).Unix()
+		e := credits.Entry{ID: "job:job_video_layout", Account: "acct-joblayout", Kind: credits.Capture, Amount: 40,
+			JobID: "job_video_layout", JobType: "video", Model: "veo-3.1", At: at}
+		if err := s.Settle(ctx, e); err != nil {
+			t.Fatalf("Settle = %v", err)
+		}
+		key := map[string]types.AttributeValue{"pk": str("acct#acct-joblayout"), "sk": str("jobusage#2025-03-01#video#veo-3.1")}
+		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("accounts"), Key: key, ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			t.Fatalf("GetItem(%v) = %v", key, err)
+		}
+		var u jobUsageItem
+		if err := unmarshalMap(out.Item, &u); err != nil {
+			t.Fatalf("decode %v: %v", out.Item, err)
+		}
+		want := jobUsageItem{PK: "acct#acct-joblayout", SK: "jobusage#2025-03-01#video#veo-3.1", Day: "2025-03-01", JobType: "video", Model: "veo-3.1", Jobs: 1, Credits: 40}
+		if u != want {
+			t.Errorf("job usage item = %+v; want %+v", u, want)
+		}
+		// Reading is one Query of the account's partition, never a Scan.
+		counted := &countingAPI{API: client}
+		got, err := New(counted, "jobs", "accounts").JobUsage(ctx, "acct-joblayout", "2025-03-01", "2025-03-01")
+		if err != nil || len(got) != 1 || got[0].Jobs != 1 {
+			t.Errorf("JobUsage = %+v, %v; want the one job", got, err)
+		}
+		if counted.scans != 0 || counted.queries != 1 {
+			t.Errorf("JobUsage made %d Scans and %d Queries; want 0 and 1", counted.scans, counted.queries)
+		}
+	})
+}
+
+// countingAPI counts the Scans and Queries made through it.
+type countingAPI struct {
+	API
+	scans, queries int
+}
+
+func (c *countingAPI) Scan(ctx context.Context, in *dynamodb.ScanInput, opts ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	c.scans++
+	return c.API.Scan(ctx, in, opts...)
+}
+
+func (c *countingAPI) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c.queries++
+	return c.API.Query(ctx, in, opts...)
 }
 
 // TestAddUsageCancellations checks how a priced AddUsage reads the reasons

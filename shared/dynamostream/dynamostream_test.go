@@ -97,9 +97,9 @@ func TestPollSeesCompletion(t *testing.T) {
 		t.Errorf("batch after a failure starts with %v; want the failed batch %v again", retryIDs, firstIDs)
 	}
 	want := []credits.Change{
-		{JobID: "job_1", Account: "acct1", OldStatus: "", NewStatus: "queued", Price: 25, At: 10},
-		{JobID: "job_1", Account: "acct1", OldStatus: "queued", NewStatus: "processing", Price: 25, At: 11},
-		{JobID: "job_1", Account: "acct1", OldStatus: "processing", NewStatus: "completed", Price: 25, At: 13},
+		{JobID: "job_1", Account: "acct1", JobType: "sfx", Model: "m", OldStatus: "", NewStatus: "queued", Price: 25, At: 10},
+		{JobID: "job_1", Account: "acct1", JobType: "sfx", Model: "m", OldStatus: "queued", NewStatus: "processing", Price: 25, At: 11},
+		{JobID: "job_1", Account: "acct1", JobType: "sfx", Model: "m", OldStatus: "processing", NewStatus: "completed", Price: 25, At: 13},
 	}
 	if len(changes) != len(want) {
 		t.Fatalf("changes = %+v (records %v); want %+v", changes, names, want)

@@ -29,6 +29,7 @@ import (
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/media"
 	"github.com/genway/genway/shared/mediafetch"
+	"github.com/genway/genway/shared/route"
 )
 
 // DefaultBaseURL is ElevenLabs' API.
@@ -49,19 +50,22 @@ const (
 
 // Config configures a Provider.
 type Config struct {
-	BaseURL    string // DefaultBaseURL if empty
-	APIKey     string
+	BaseURL    string       // DefaultBaseURL if empty
+	APIKey     string       // one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil
 }
 
 // Provider talks to ElevenLabs.
 type Provider struct {
 	base   string
-	key    string
+	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
 }
 
-var _ jobs.Provider = (*Provider)(nil)
+var (
+	_ jobs.Provider = (*Provider)(nil)
+	_ route.Keyed   = (*Provider)(nil)
+)
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
@@ -73,8 +77,11 @@ func New(cfg Config) *Provider {
 	if c == nil {
 		c = http.DefaultClient
 	}
-	return &Provider{base: base, key: cfg.APIKey, client: c}
+	return &Provider{base: base, keys: route.NewKeySet(cfg.APIKey), client: c}
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
 
 type sfxRequest struct {
 	Text            string  `json:"text"`
@@ -141,7 +148,7 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 	if err != nil {
 		return nil, fmt.Errorf("elevenlabs: encode request: %w", err)
 	}
-	req, err := mediafetch.NewRequest(http.MethodPost, p.base+path+"?output_format="+url.QueryEscape(format), b, http.Header{"xi-api-key": {p.key}})
+	req, err := mediafetch.NewRequest(http.MethodPost, p.base+path+"?output_format="+url.QueryEscape(format), b, http.Header{"xi-api-key": {p.keys.Key(ctx)}})
 	if err != nil {
 		return nil, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mediafetch"
+	"github.com/genway/genway/shared/route"
 )
 
 // DefaultBaseURL is fal's queue.
@@ -34,15 +35,15 @@ const DefaultBaseURL = "https://queue.fal.run"
 
 // Config configures a Provider.
 type Config struct {
-	BaseURL    string // DefaultBaseURL if empty
-	APIKey     string
+	BaseURL    string       // DefaultBaseURL if empty
+	APIKey     string       // one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil
 }
 
 // Provider talks to fal's queue.
 type Provider struct {
 	base   string
-	key    string
+	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
 }
 
@@ -50,6 +51,7 @@ var (
 	_ jobs.Provider  = (*Provider)(nil)
 	_ jobs.Poller    = (*Provider)(nil)
 	_ jobs.Canceller = (*Provider)(nil)
+	_ route.Keyed    = (*Provider)(nil)
 )
 
 // New returns a Provider for cfg.
@@ -62,8 +64,11 @@ func New(cfg Config) *Provider {
 	if c == nil {
 		c = http.DefaultClient
 	}
-	return &Provider{base: base, key: cfg.APIKey, client: c}
+	return &Provider{base: base, keys: route.NewKeySet(cfg.APIKey), client: c}
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
 
 type queued struct {
 	RequestID   string `json:"request_id"`
@@ -78,8 +83,11 @@ type status struct {
 	ErrorType string `json:"error_type"`
 }
 
-func (p *Provider) request(method, rawURL string, body []byte) (*http.Request, error) {
-	return mediafetch.NewRequest(method, rawURL, body, http.Header{"Authorization": {"Key " + p.key}})
+// request returns a request to fal with the key ctx names (route.WithKey;
+// the first of the pool if none): a job's polls send the key that
+// submitted it.
+func (p *Provider) request(ctx context.Context, method, rawURL string, body []byte) (*http.Request, error) {
+	return mediafetch.NewRequest(method, rawURL, body, http.Header{"Authorization": {"Key " + p.keys.Key(ctx)}})
 }
 
 // Start implements jobs.Provider: it queues the request.
@@ -93,7 +101,7 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 	if model == "" || strings.Contains(model, "..") || strings.ContainsAny(model, "?#") {
 		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The fal model id in the catalog is not usable."}
 	}
-	req, err := p.request(http.MethodPost, p.base+"/"+model, body)
+	req, err := p.request(ctx, http.MethodPost, p.base+"/"+model, body)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +121,7 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 
 // Poll implements jobs.Poller.
 func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
-	req, err := p.request(http.MethodGet, j.Handle.StatusURL, nil)
+	req, err := p.request(ctx, http.MethodGet, j.Handle.StatusURL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +147,7 @@ func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jo
 		}
 		return nil, &jobs.ProviderError{Code: code, Message: "fal: " + st.Error}
 	}
-	req, err = p.request(http.MethodGet, j.Handle.ResultURL, nil)
+	req, err = p.request(ctx, http.MethodGet, j.Handle.ResultURL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +180,7 @@ func (p *Provider) Cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) er
 	if j.Handle == nil || j.Handle.CancelURL == "" {
 		return nil
 	}
-	req, err := p.request(http.MethodPut, j.Handle.CancelURL, nil)
+	req, err := p.request(ctx, http.MethodPut, j.Handle.CancelURL, nil)
 	if err != nil {
 		return err
 	}

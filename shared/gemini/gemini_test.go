@@ -350,7 +350,7 @@ func TestErrors(t *testing.T) {
 			chat.UpstreamBadRequest, "* GenerateContentRequest.contents: contents is not specified\n", 0, 400},
 		{"bad api key", 400, nil, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT",
 			"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID","domain":"googleapis.com"}]}}`,
-			chat.UpstreamFailed, "API key not valid. Please pass a valid API key.", 0, 400},
+			chat.UpstreamFailed, "API key not valid. Please pass a valid API key.", 0, 401}, // stands for 401: our key
 		{"not found", 404, nil, `{"error":{"code":404,"message":"models/gemini-9 is not found for API version v1beta","status":"NOT_FOUND"}}`,
 			chat.UpstreamBadRequest, "models/gemini-9 is not found for API version v1beta", 0, 404},
 		{"quota with retry info", 429, nil, `{"error":{"code":429,"message":"You exceeded your current quota.","status":"RESOURCE_EXHAUSTED",

@@ -12,6 +12,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mediafetch"
+	"github.com/genway/genway/shared/route"
 )
 
 // Video makes videos with Veo through the Gemini API, a long-running
@@ -27,15 +28,22 @@ import (
 //
 // The key is sent as x-goog-api-key, never in a URL. Safe for concurrent
 // use.
+//
+// Google shut Veo down on the Gemini API (the veo-3.1 preview models, the
+// only ones it had, since October 2026; @google/genai 3.x dropped the
+// call), so the catalog's Veo models are VertexVideo's. Video stays for a
+// catalog of one's own whose GEMINI_BASE_URL is a server speaking this
+// API.
 type Video struct {
 	base   string
-	apiKey string
+	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
 }
 
 var (
 	_ jobs.Provider = (*Video)(nil)
 	_ jobs.Poller   = (*Video)(nil)
+	_ route.Keyed   = (*Video)(nil)
 )
 
 // NewVideo returns the Veo provider for cfg (Name is not used).
@@ -48,8 +56,11 @@ func NewVideo(cfg Config) *Video {
 	if c == nil {
 		c = http.DefaultClient
 	}
-	return &Video{base: base, apiKey: cfg.APIKey, client: c}
+	return &Video{base: base, keys: route.NewKeySet(cfg.APIKey), client: c}
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (v *Video) KeyIDs() []string { return v.keys.KeyIDs() }
 
 // videoRequest is the predictLongRunning body.
 type videoRequest struct {
@@ -69,12 +80,9 @@ type videoParameters struct {
 
 // operation is a google.longrunning.Operation of a video generation.
 type operation struct {
-	Name  string `json:"name"`
-	Done  bool   `json:"done"`
-	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Name     string     `json:"name"`
+	Done     bool       `json:"done"`
+	Error    *rpcStatus `json:"error"`
 	Response *struct {
 		GenerateVideoResponse struct {
 			GeneratedSamples []struct {
@@ -82,10 +90,41 @@ type operation struct {
 					URI string `json:"uri"`
 				} `json:"video"`
 			} `json:"generatedSamples"`
-			RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
-			RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+			raiFiltered
 		} `json:"generateVideoResponse"`
 	} `json:"response"`
+}
+
+// rpcStatus is a google.rpc.Status: a finished operation's error.
+type rpcStatus struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+// failure is the job failure of operation name ending with s.
+func (s *rpcStatus) failure(name string) error {
+	return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo failed: " + s.Message,
+		Err: fmt.Errorf("veo operation %s: error %d", name, s.Code)}
+}
+
+// raiFiltered is what Veo's answer says of its safety filters (the same
+// fields on the Gemini API and on Vertex AI).
+type raiFiltered struct {
+	RAIMediaFilteredCount   int      `json:"raiMediaFilteredCount"`
+	RAIMediaFilteredReasons []string `json:"raiMediaFilteredReasons"`
+}
+
+// failure is the content_policy failure of a video the filters blocked,
+// with Veo's reasons; nil if none was.
+func (r *raiFiltered) failure() error {
+	if r.RAIMediaFilteredCount == 0 {
+		return nil
+	}
+	msg := "Veo's safety filters blocked the video."
+	if len(r.RAIMediaFilteredReasons) > 0 {
+		msg = "Veo's safety filters blocked the video: " + strings.Join(r.RAIMediaFilteredReasons, " ")
+	}
+	return &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: msg}
 }
 
 // videoParams maps a job's size ("WxH") and duration onto Veo's
@@ -116,7 +155,7 @@ func (v *Video) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs
 	if err != nil {
 		return nil, fmt.Errorf("veo: encode request: %w", err)
 	}
-	req, err := mediafetch.NewRequest(http.MethodPost, v.base+"/v1beta/models/"+m.Upstream+":predictLongRunning", body, v.keyHeader())
+	req, err := mediafetch.NewRequest(http.MethodPost, v.base+"/v1beta/models/"+m.Upstream+":predictLongRunning", body, v.keyHeader(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +180,7 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	if !strings.Contains(name, "/operations/") || strings.Contains(name, "..") || strings.ContainsAny(name, "?#") {
 		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "The stored Veo operation name is not usable.", Err: fmt.Errorf("operation %q", name)}
 	}
-	req, err := mediafetch.NewRequest(http.MethodGet, v.base+"/v1beta/"+name, nil, v.keyHeader())
+	req, err := mediafetch.NewRequest(http.MethodGet, v.base+"/v1beta/"+name, nil, v.keyHeader(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -157,23 +196,18 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	case !op.Done:
 		return nil, nil
 	case op.Error != nil:
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo failed: " + op.Error.Message,
-			Err: fmt.Errorf("veo operation %s: error %d", name, op.Error.Code)}
+		return nil, op.Error.failure(name)
 	case op.Response == nil:
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a response."}
 	}
 	gv := op.Response.GenerateVideoResponse
-	if gv.RAIMediaFilteredCount > 0 {
-		msg := "Veo's safety filters blocked the video."
-		if len(gv.RAIMediaFilteredReasons) > 0 {
-			msg = "Veo's safety filters blocked the video: " + strings.Join(gv.RAIMediaFilteredReasons, " ")
-		}
-		return nil, &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: msg}
+	if err := gv.failure(); err != nil {
+		return nil, err
 	}
 	if len(gv.GeneratedSamples) == 0 || gv.GeneratedSamples[0].Video.URI == "" {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Veo finished without a video."}
 	}
-	res, err := mediafetch.Download(ctx, v.keyOnlyToOrigin(), gv.GeneratedSamples[0].Video.URI, v.keyHeader(), "video/mp4")
+	res, err := mediafetch.Download(ctx, v.keyOnlyToOrigin(), gv.GeneratedSamples[0].Video.URI, v.keyHeader(ctx), "video/mp4")
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +215,11 @@ func (v *Video) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.
 	return res, nil
 }
 
-func (v *Video) keyHeader() http.Header { return http.Header{"x-goog-api-key": {v.apiKey}} }
+// keyHeader is the header of the key ctx names (route.WithKey; the first
+// of the pool if none): a job's polls send the key that submitted it.
+func (v *Video) keyHeader(ctx context.Context) http.Header {
+	return http.Header{"x-goog-api-key": {v.keys.Key(ctx)}}
+}
 
 // keyOnlyToOrigin returns the client with a redirect policy that drops the
 // key when a redirect leaves the host it was sent to (net/http drops only
@@ -200,15 +238,22 @@ func (v *Video) keyOnlyToOrigin() *http.Client {
 	return &c
 }
 
-// googleError reads a Google API error envelope:
-// {"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT",
-// "details":[...]}}. A refusal on safety grounds is content_policy. A
-// refused key is our configuration's fault, not the prompt's: 401, 403,
-// and the Gemini API's own answer to a bad key, 400 INVALID_ARGUMENT with
-// reason API_KEY_INVALID. A 429 RESOURCE_EXHAUSTED whose QuotaFailure
+// googleError reads a Gemini API error envelope (googleAPIError).
+func googleError(status int, body []byte) jobs.Refusal {
+	return googleAPIError(status, body, "The Gemini API refused the configured key: ")
+}
+
+// googleAPIError reads a Google API error envelope, the Gemini API's and
+// Vertex AI's alike: {"error":{"code":400,"message":"...","status":
+// "INVALID_ARGUMENT","details":[...]}}. A refusal on safety grounds is
+// content_policy. A refused credential is our configuration's fault, not
+// the prompt's, and the operator's account: 401, 403, and the Gemini
+// API's own answer to a bad key, 400 INVALID_ARGUMENT with reason
+// API_KEY_INVALID; its message is prefixed with refused (which
+// credentials were refused). A 429 RESOURCE_EXHAUSTED whose QuotaFailure
 // names a daily quota is the operator's quota used up (retrying soon will
 // not cure it); its RetryInfo delay is kept either way.
-func googleError(status int, body []byte) jobs.Refusal {
+func googleAPIError(status int, body []byte, refused string) jobs.Refusal {
 	var e errorBody
 	if json.Unmarshal(body, &e) != nil || e.Error == nil {
 		return jobs.Refusal{}
@@ -217,7 +262,7 @@ func googleError(status int, body []byte) jobs.Refusal {
 	lower := strings.ToLower(e.Error.Message)
 	switch {
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || e.Error.hasReason("API_KEY_INVALID"):
-		r.Message, r.Account = "The Gemini API refused the configured key: "+e.Error.Message, true
+		r.Message, r.Account = refused+e.Error.Message, true
 	case status == http.StatusTooManyRequests && e.Error.dailyQuota():
 		r.Account = true
 	case status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")):

@@ -13,6 +13,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/route"
 )
 
 // AdminConfig is what the admin API serves.
@@ -28,7 +29,10 @@ type AdminConfig struct {
 	Verifier *admin.Verifier
 	// Jobs serves the job routes (every account's jobs); nil: none.
 	Jobs *jobs.Service
-	Log  *slog.Logger
+	// Router is this process's router: each model's breaker and recent
+	// error rate are shown with it; nil: none shown.
+	Router *route.Router
+	Log    *slog.Logger
 }
 
 // adminHandler is an admin route: it returns the value to answer with
@@ -169,6 +173,10 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			views := make([]adminModelView, len(all))
 			for i := range all {
 				views[i] = adminModelView{modelView: viewModel(&all[i]), Provider: all[i].Provider, Configured: configured(all[i].Provider)}
+				if cfg.Router != nil {
+					st := cfg.Router.State(all[i].ID)
+					views[i].Routing = &st
+				}
 			}
 			return listOf(views, false), nil
 		})},
@@ -179,7 +187,7 @@ func AdminRoutes(cfg AdminConfig) []Route {
 				return nil, err
 			}
 			if u == nil {
-				u = []credits.Usage{}
+				u = []admin.DayUsage{}
 			}
 			return listOf(u, false), nil
 		})},
@@ -338,6 +346,9 @@ type adminModelView struct {
 	modelView
 	Provider   string `json:"provider"`
 	Configured bool   `json:"configured"`
+	// Routing is the model's circuit breaker in this process: its state
+	// and its last calls' error rate.
+	Routing *route.TargetState `json:"routing,omitempty"`
 }
 
 // adminList is an OpenAI-style list.

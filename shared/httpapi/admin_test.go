@@ -3,15 +3,18 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 )
 
 const adminTestToken = "gwop_admintestadmintestadmintestadmintest"
@@ -239,5 +242,72 @@ func TestAdminJobs(t *testing.T) {
 	}
 	if status, _ := e.call(t, bearer, "GET", "/admin/v1/jobs/job_sfx_nope0000000000000000", "", nil); status != 404 {
 		t.Errorf("unknown job: %d; want 404", status)
+	}
+}
+
+// TestAdminUsage: GET /admin/v1/usage lists chat usage and, once the
+// change feed has settled them, completed jobs (by type and model, with
+// their credits); a cancelled job is not counted.
+func TestAdminUsage(t *testing.T) {
+	e := adminServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	fed := make(chan error, 1)
+	go func() {
+		fed <- e.store.Feed(ctx, func(ctx context.Context, c credits.Change) error { return credits.Apply(ctx, e.store, c) })
+	}()
+	t.Cleanup(func() { cancel(); <-fed })
+	if err := e.store.AddUsage(ctx, "u1", credits.Usage{Account: "a", Day: "2025-06-01", Model: "synthetic/echo", Requests: 2, PromptTokens: 3, CompletionTokens: 4}); err != nil {
+		t.Fatal(err)
+	}
+	e.complete(t, e.create(t, "a", "sfx"))
+	e.complete(t, e.create(t, "a", "sfx"))
+	e.complete(t, e.create(t, "b", "video"))
+	if status, body := e.call(t, bearer, "POST", "/admin/v1/jobs/"+e.create(t, "a", "music")+"/cancel", "", nil); status != 200 {
+		t.Fatalf("cancel: %d %s", status, body)
+	}
+	type row struct {
+		Account          string `json:"account"`
+		Day              string `json:"day"`
+		Kind             string `json:"kind"`
+		Model            string `json:"model"`
+		Requests         int64  `json:"requests"`
+		PromptTokens     int64  `json:"prompt_tokens"`
+		CompletionTokens int64  `json:"completion_tokens"`
+		Jobs             int64  `json:"jobs"`
+		Credits          int64  `json:"credits"`
+	}
+	var got struct {
+		Object string `json:"object"`
+		Data   []row  `json:"data"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if status, body := e.call(t, bearer, "GET", "/admin/v1/usage", "", &got); status != 200 {
+			t.Fatalf("GET /admin/v1/usage = %d %s", status, body)
+		}
+		if len(got.Data) == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	// Jobs count on the UTC day they ended: today, give or take a midnight.
+	for i := range got.Data {
+		if got.Data[i].Kind != "chat" {
+			if credits.CheckDay(got.Data[i].Day) != nil {
+				t.Errorf("row %+v: day is not YYYY-MM-DD", got.Data[i])
+			}
+			got.Data[i].Day = "today"
+		}
+	}
+	// synthetic-sfx and synthetic-video cost 1 credit a second; the jobs
+	// are 2 seconds long.
+	want := []row{
+		{Account: "a", Day: "2025-06-01", Kind: "chat", Model: "synthetic/echo", Requests: 2, PromptTokens: 3, CompletionTokens: 4},
+		{Account: "a", Day: "today", Kind: "sfx", Model: "synthetic-sfx", Jobs: 2, Credits: 4},
+		{Account: "b", Day: "today", Kind: "video", Model: "synthetic-video", Jobs: 1, Credits: 2},
+	}
+	if got.Object != "list" || fmt.Sprint(got.Data) != fmt.Sprint(want) {
+		t.Errorf("GET /admin/v1/usage = %s %+v; want list %+v", got.Object, got.Data, want)
+	}
+	if status, body := e.call(t, bearer, "GET", "/admin/v1/usage?account=a&from=2025-06-02&to=2025-06-01", "", nil); status != 400 || !strings.Contains(body, `"param":"from"`) {
+		t.Errorf("from after to: %d %s; want a 400 naming from", status, body)
 	}
 }

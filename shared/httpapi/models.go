@@ -32,13 +32,16 @@ type modelView struct {
 	Modes           []string       `json:"modes,omitempty"`
 	DefaultSize     string         `json:"default_size,omitempty"`
 	Price           *catalog.Price `json:"price,omitempty"`
+	// Fallbacks are the models tried, in order, when this one fails.
+	Fallbacks []string `json:"fallbacks,omitempty"`
 }
 
 func viewModel(m *catalog.Model) modelView {
 	return modelView{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Type: m.Type,
 		Description: m.Description, Test: m.Test, Capabilities: m.Capabilities, MaxTokens: m.MaxTokens,
 		Formats: m.Formats, MinDuration: m.MinDuration, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
-		Durations: m.Durations, Sizes: m.Sizes, MaxPixels: m.MaxPixels, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: m.Price}
+		Durations: m.Durations, Sizes: m.Sizes, MaxPixels: m.MaxPixels, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: m.Price,
+		Fallbacks: m.Fallbacks}
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured

@@ -76,6 +76,7 @@ func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cf
 // responsesRequest is the body of POST /v1/responses.
 type responsesRequest struct {
 	Model              string              `json:"model"`
+	Models             []string            `json:"models"` // fallbacks, as in chat completions
 	Input              json.RawMessage     `json:"input"`
 	Instructions       *string             `json:"instructions"`
 	MaxOutputTokens    json.RawMessage     `json:"max_output_tokens"`
@@ -185,7 +186,7 @@ func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 		}
 	}
 	p := &chat.Params{
-		Model: rp.Model, Stream: rp.Stream, MaxCompletionTokens: rp.MaxOutputTokens,
+		Model: rp.Model, Models: rp.Models, Stream: rp.Stream, MaxCompletionTokens: rp.MaxOutputTokens,
 		Temperature: rp.Temperature, TopP: rp.TopP, Seed: rp.Seed, User: rp.User, Metadata: rp.Metadata,
 		ParallelToolCalls: rp.ParallelToolCalls, ServiceTier: rp.ServiceTier,
 		PromptCacheKey: rp.PromptCacheKey, SafetyIdentifier: rp.SafetyIdentifier,

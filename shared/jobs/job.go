@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 )
 
 // Status is a job's place in its lifecycle.
@@ -184,6 +185,22 @@ func (j *Job) ServedBy() string {
 		return ""
 	}
 	return j.Current().Model
+}
+
+// Change returns the job's transition from old into its status at at as
+// the change stream reports it to settlement (credits.Apply): its price
+// (the charge once completed), its hold, and, for its job usage, its type
+// and the model that made the output (ServedBy: a fallback's when one
+// served it), or the model asked for while no model made one.
+func (j *Job) Change(old Status, at int64) credits.Change {
+	model := j.ServedBy()
+	if model == "" {
+		model = j.Model
+	}
+	return credits.Change{
+		JobID: j.ID, Account: j.Account, JobType: j.Type, Model: model,
+		OldStatus: string(old), NewStatus: string(j.Status), Price: j.Price, Hold: j.Hold, At: at,
+	}
 }
 
 // HistoryEntry returns the History entry a Transition into to with p

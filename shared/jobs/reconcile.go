@@ -39,10 +39,12 @@ const reconcilePages = 1000
 // Reconcile settles the final, priced jobs (a hold, or a price without
 // one) created since since and final for at least grace (the stream
 // usually settles within seconds; grace keeps the reconciler off its
-// heels) whose settlement entry is missing, as the stream would have: a completed job's Price (its charge)
-// captured and the rest of its Hold released, a failed job's hold
-// released. It reads each account's completed and failed jobs through the
-// jobs store's listing, one ledger read per priced job.
+// heels) whose settlement entry is missing, as the stream would have: a
+// completed job's Price (its charge) captured and the rest of its Hold
+// released, counted in the job usage of the model that served it; a
+// failed job's hold released. It reads each account's completed and
+// failed jobs through the jobs store's listing, one ledger read per
+// priced job.
 func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time, grace time.Duration, now time.Time) (ReconcileResult, error) {
 	var res ReconcileResult
 	accts, err := cs.Accounts(ctx)
@@ -59,8 +61,9 @@ func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time
 					return res, fmt.Errorf("reconcile: list %s jobs of %s: %w", status, a.ID, err)
 				}
 				for _, j := range page {
-					c := credits.Change{JobID: j.ID, Account: j.Account, OldStatus: string(Processing), NewStatus: string(j.Status),
-						Price: j.Price, Hold: j.Hold, At: now.Unix()}
+					// At is when the job ended, as the stream would have
+					// said: its job usage counts on that day.
+					c := j.Change(Processing, j.Updated)
 					if c.Held() <= 0 || j.Updated > cutoff {
 						continue
 					}

@@ -52,6 +52,15 @@ func defaultDuration(typ string) int {
 	}
 }
 
+// DefaultFormat is the format a job of type typ gets when the request names
+// none: mp4 for video, mp3 for audio.
+func DefaultFormat(typ string) string {
+	if typ == TypeVideo {
+		return catalog.VideoFormat
+	}
+	return "mp3"
+}
+
 // DefaultDuration is the duration a job of model m gets when the request
 // names none: the model's default_duration, else the seed's default for its
 // type (cut to the model's max_duration); 0 for a chat model.
@@ -101,7 +110,6 @@ func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, 
 		set  bool
 		only string
 	}{
-		{"format", req.Format != nil, "audio"},
 		{"mode", req.Mode != nil, TypeMusic},
 		{"lyrics", req.Lyrics != nil, TypeMusic},
 		{"category", req.Category != nil, TypeSFX},
@@ -109,10 +117,8 @@ func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, 
 		{"resolution", req.Resolution != nil, TypeVideo},
 	}
 	for _, f := range foreign {
-		allowed := f.only == req.Type || (f.only == "audio" && req.Type != TypeVideo)
-		if f.set && !allowed {
-			what := f.only + " jobs"
-			return nil, in, apierr.Invalidf(f.name, "invalid_value", "%s applies only to %s, not %s.", f.name, what, req.Type)
+		if f.set && f.only != req.Type {
+			return nil, in, apierr.Invalidf(f.name, "invalid_value", "%s applies only to %s jobs, not %s.", f.name, f.only, req.Type)
 		}
 	}
 
@@ -128,15 +134,14 @@ func Validate(cat *catalog.Catalog, req *CreateRequest) (*catalog.Model, Input, 
 		return nil, in, apierr.Invalidf("duration", "invalid_value", "duration must be one of %s seconds for %s; got %d.", joinInts(m.Durations), m.ID, in.Duration)
 	}
 
-	switch req.Type {
-	case TypeMusic, TypeSFX:
-		in.Format = "mp3"
-		if req.Format != nil {
-			in.Format = *req.Format
-		}
-		if !contains(m.Formats, in.Format) {
-			return nil, in, apierr.Invalidf("format", "invalid_value", "format must be one of %s for %s; got %q.", strings.Join(m.Formats, ", "), m.ID, in.Format)
-		}
+	// format is the output's container: mp3 or wav for audio (default
+	// mp3), mp4 for video (the only one; the catalog refuses others).
+	in.Format = DefaultFormat(req.Type)
+	if req.Format != nil {
+		in.Format = *req.Format
+	}
+	if !contains(m.Formats, in.Format) {
+		return nil, in, apierr.Invalidf("format", "invalid_value", "format must be one of %s for %s; got %q.", strings.Join(m.Formats, ", "), m.ID, in.Format)
 	}
 	switch req.Type {
 	case TypeMusic:

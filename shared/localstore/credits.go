@@ -37,11 +37,12 @@ func validAccount(id string) error {
 // Settle writes e and applies it to its account in one transaction, only if
 // no entry with e.ID exists; otherwise it returns credits.ErrAlreadySettled
 // and changes nothing. A Capture takes e.Amount from the balance and
-// e.HeldAmount() from the held credits; a Release returns e.Amount from
-// held to available. It returns credits.ErrAccountNotFound for an unknown
-// account.
+// e.HeldAmount() from the held credits (the rest of the hold is
+// released), and adds its job usage (credits.JobUsageOf) in the same
+// transaction; a Release returns e.Amount from held to available. It
+// returns credits.ErrAccountNotFound for an unknown account.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
-	if err := e.Valid(); err != nil {
+	if err := credits.CheckSettlement(e); err != nil {
 		return err
 	}
 	err := s.update(func(tx *bolt.Tx) error {
@@ -63,6 +64,9 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		}
 		a.Available = a.Balance - a.Held
 		if err := putJSON(ab, []byte(a.ID), a); err != nil {
+			return err
+		}
+		if err := addJobUsage(tx, e); err != nil {
 			return err
 		}
 		return putEntry(tx, e)

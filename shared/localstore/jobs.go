@@ -203,9 +203,7 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 		if err := indexJob(tx, &j); err != nil {
 			return err
 		}
-		return appendChange(tx, credits.Change{
-			JobID: j.ID, Account: j.Account, OldStatus: string(from), NewStatus: string(to), Price: j.Price, Hold: j.Hold, At: at,
-		})
+		return appendChange(tx, j.Change(from, at))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("transition job %s %s->%s: %w", id, from, to, err)

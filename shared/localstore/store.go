@@ -1,6 +1,7 @@
 // Package localstore is the embedded, persistent store behind `genway
 // serve`: jobs, idempotency keys, API keys, accounts, the credit ledger, chat
-// usage, a durable job queue and the job change feed, all in one bbolt file.
+// and job usage, a durable job queue and the job change feed, all in one
+// bbolt file.
 //
 // Crash safety: every operation is one bbolt read-write transaction, and
 // bbolt commits are atomic and durable (the meta page is written and fsynced
@@ -8,7 +9,7 @@
 // was committed and never exposes half of an operation: a job is stored
 // together with its credit hold, its idempotency record and its queue
 // message; a status change together with its change-feed record; a
-// settlement together with its ledger entry.
+// settlement together with its ledger entry and its job usage count.
 //
 // The file is opened by one process at a time (bbolt takes an exclusive
 // lock); a second Open fails with ErrLocked after its timeout.
@@ -61,6 +62,7 @@ const (
 	bucketChanges   = "changes"     // seq -> change
 	bucketMeta      = "meta"        // feed cursor
 	bucketUsage     = "usage"       // account \x00 day \x00 model -> credits.Usage
+	bucketJobUsage  = "job_usage"   // account \x00 day \x00 type \x00 model -> credits.JobUsage
 )
 
 // Options tune OpenWith.
@@ -145,7 +147,7 @@ func (s *Store) init() error {
 		for _, name := range []string{
 			bucketJobs, bucketIdem, bucketAccounts, bucketLedger, bucketLedgerSeq,
 			bucketKeys, bucketKeyIDs, bucketQueue, bucketQueueVis, bucketChanges, bucketMeta,
-			bucketUsage,
+			bucketUsage, bucketJobUsage,
 		} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)

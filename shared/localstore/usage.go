@@ -112,3 +112,59 @@ func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]cr
 	}
 	return out, nil
 }
+
+// jobUsageKey is account \x00 day \x00 type \x00 model: an account's job
+// usage sorts by day, then type, then model.
+func jobUsageKey(account, day, typ, model string) []byte {
+	return []byte(account + "\x00" + day + "\x00" + typ + "\x00" + model)
+}
+
+// addJobUsage adds the job usage of settling e, if any, in tx.
+func addJobUsage(tx *bolt.Tx, e credits.Entry) error {
+	inc, ok := credits.JobUsageOf(e)
+	if !ok {
+		return nil
+	}
+	b := tx.Bucket([]byte(bucketJobUsage))
+	k := jobUsageKey(inc.Account, inc.Day, inc.JobType, inc.Model)
+	var sum credits.JobUsage
+	if _, err := getJSON(b, k, &sum); err != nil {
+		return err
+	}
+	sum.Account, sum.Day, sum.JobType, sum.Model = inc.Account, inc.Day, inc.JobType, inc.Model
+	sum.Jobs += inc.Jobs
+	sum.Credits += inc.Credits
+	return putJSON(b, k, sum)
+}
+
+// JobUsage implements credits.UsageStore: one cursor walk over the
+// account's days.
+func (s *Store) JobUsage(ctx context.Context, account, fromDay, toDay string) ([]credits.JobUsage, error) {
+	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
+		return nil, fmt.Errorf("job usage of %s: %w", account, err)
+	}
+	var out []credits.JobUsage
+	err := s.db.View(func(tx *bolt.Tx) error {
+		prefix := account + "\x00"
+		c := tx.Bucket([]byte(bucketJobUsage)).Cursor()
+		for k, v := c.Seek([]byte(prefix + fromDay)); k != nil; k, v = c.Next() {
+			rest, ok := strings.CutPrefix(string(k), prefix)
+			if !ok {
+				break
+			}
+			if day := rest[:min(len(rest), len(credits.DayLayout))]; toDay != "" && day > toDay {
+				break
+			}
+			var u credits.JobUsage
+			if err := json.Unmarshal(v, &u); err != nil {
+				return fmt.Errorf("decode job usage %q: %w", k, err)
+			}
+			out = append(out, u)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job usage of %s: %w", account, err)
+	}
+	return out, nil
+}

@@ -39,3 +39,16 @@ func BenchmarkVideo_5s_640x360(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 	}
 }
+
+// BenchmarkVideo_8s_1280x720 measures an 8 s 720p clip, the size of a
+// typical vendor video.
+func BenchmarkVideo_8s_1280x720(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		data, err := Video(uint64(i), 8, 1280, 720)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(len(data)))
+	}
+}

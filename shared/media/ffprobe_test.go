@@ -13,19 +13,33 @@ import (
 	"testing"
 )
 
-// TestFFprobe runs ffprobe, when installed, on each kind of output and checks
-// the codec, duration and size it reports.
-func TestFFprobe(t *testing.T) {
-	ffprobe, err := exec.LookPath("ffprobe")
-	if err != nil {
-		t.Skip("ffprobe not on PATH; skipping the external decoder check")
+// lookTool returns the path of ffprobe or ffmpeg (Debian package ffmpeg).
+// Without it the test skips, except in CI (CI set), where it fails.
+func lookTool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
 	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s is required in CI (scripts/test.sh installs Debian's ffmpeg)", name)
+	}
+	t.Skipf("%s not on PATH; skipping the external decoder check (apt-get install ffmpeg)", name)
+	return ""
+}
+
+// TestFFprobe runs ffprobe, when installed, on each kind of output and checks
+// the codec, duration and size it reports, and for video the profile and
+// the number of frames it decodes.
+func TestFFprobe(t *testing.T) {
+	ffprobe := lookTool(t, "ffprobe")
 	type output struct {
-		name  string
-		make  func() ([]byte, error)
-		codec string
-		secs  float64
-		w, h  int
+		name    string
+		make    func() ([]byte, error)
+		codec   string
+		profile string
+		secs    float64
+		w, h    int
 	}
 	audio := func(kind AudioKind, secs int, format string) func() ([]byte, error) {
 		return func() ([]byte, error) {
@@ -34,11 +48,12 @@ func TestFFprobe(t *testing.T) {
 		}
 	}
 	tests := []output{
-		{"music.mp3", audio(Music, 30, "mp3"), "mp3", 30, 0, 0},
-		{"sfx.mp3", audio(SFX, 3, "mp3"), "mp3", 3, 0, 0},
-		{"music.wav", audio(Music, 7, "wav"), "pcm_s16le", 7, 0, 0},
-		{"clip.mp4", func() ([]byte, error) { return Video(5, 4, 640, 360) }, "mjpeg", 4, 640, 360},
-		{"odd.mp4", func() ([]byte, error) { return Video(6, 1, 101, 37) }, "mjpeg", 1, 101, 37},
+		{"music.mp3", audio(Music, 30, "mp3"), "mp3", "", 30, 0, 0},
+		{"sfx.mp3", audio(SFX, 3, "mp3"), "mp3", "", 3, 0, 0},
+		{"music.wav", audio(Music, 7, "wav"), "pcm_s16le", "", 7, 0, 0},
+		{"clip.mp4", func() ([]byte, error) { return Video(5, 4, 640, 360) }, "h264", "Constrained Baseline", 4, 640, 360},
+		{"odd.mp4", func() ([]byte, error) { return Video(6, 1, 101, 37) }, "h264", "Constrained Baseline", 1, 102, 38},
+		{"hd.mp4", func() ([]byte, error) { return Video(7, 8, 1280, 720) }, "h264", "Constrained Baseline", 8, 1280, 720},
 	}
 	dir := t.TempDir()
 	for _, tt := range tests {
@@ -52,16 +67,18 @@ func TestFFprobe(t *testing.T) {
 				t.Fatal(err)
 			}
 			out, err := exec.Command(ffprobe, "-v", "error", "-count_frames", "-show_entries",
-				"format=duration:stream=codec_name,width,height,nb_read_frames", "-of", "json", path).Output()
+				"format=duration:stream=codec_name,profile,width,height,nb_read_frames,duration", "-of", "json", path).Output()
 			if err != nil {
 				t.Fatalf("ffprobe %s: %v", tt.name, err)
 			}
 			var probe struct {
 				Streams []struct {
 					CodecName string `json:"codec_name"`
+					Profile   string `json:"profile"`
 					Width     int    `json:"width"`
 					Height    int    `json:"height"`
 					Frames    string `json:"nb_read_frames"`
+					Duration  string `json:"duration"`
 				} `json:"streams"`
 				Format struct {
 					Duration string `json:"duration"`
@@ -80,14 +97,25 @@ func TestFFprobe(t *testing.T) {
 			if s.Width != tt.w || s.Height != tt.h {
 				t.Errorf("size = %dx%d; want %dx%d", s.Width, s.Height, tt.w, tt.h)
 			}
-			if tt.codec == "mjpeg" {
-				if want := strconv.Itoa(int(tt.secs) * FrameRate); s.Frames != want {
-					t.Errorf("nb_read_frames = %q; want %q", s.Frames, want)
-				}
+			if tt.profile != "" && s.Profile != tt.profile {
+				t.Errorf("profile = %q; want %q", s.Profile, tt.profile)
 			}
-			d, err := strconv.ParseFloat(probe.Format.Duration, 64)
-			if err != nil || math.Abs(d-tt.secs) > 0.1 {
-				t.Errorf("duration = %q; want %g ± 0.1", probe.Format.Duration, tt.secs)
+			if tt.codec != "h264" {
+				d, err := strconv.ParseFloat(probe.Format.Duration, 64)
+				if err != nil || math.Abs(d-tt.secs) > 0.1 {
+					t.Errorf("duration = %q; want %g ± 0.1", probe.Format.Duration, tt.secs)
+				}
+				return
+			}
+			// Video: every frame, and the durations exact.
+			if want := strconv.Itoa(int(tt.secs) * FrameRate); s.Frames != want {
+				t.Errorf("nb_read_frames = %q; want %q", s.Frames, want)
+			}
+			for _, d := range []string{probe.Format.Duration, s.Duration} {
+				if v, err := strconv.ParseFloat(d, 64); err != nil || v != tt.secs {
+					t.Errorf("format and stream durations = %q, %q; want %g exactly", probe.Format.Duration, s.Duration, tt.secs)
+					break
+				}
 			}
 		})
 	}
@@ -97,10 +125,7 @@ func TestFFprobe(t *testing.T) {
 // decode without errors to exactly the WAV's length (ffmpeg honours the
 // Info tag's delay and padding) and sound like the WAV.
 func TestFFmpegDecode(t *testing.T) {
-	ffmpeg, err := exec.LookPath("ffmpeg")
-	if err != nil {
-		t.Skip("ffmpeg not on PATH; skipping the external decoder check")
-	}
+	ffmpeg := lookTool(t, "ffmpeg")
 	tests := []struct {
 		kind    AudioKind
 		seconds int
@@ -139,6 +164,77 @@ func TestFFmpegDecode(t *testing.T) {
 			}
 			if c := correlation(want, got); c < 0.7 {
 				t.Errorf("correlation(wav, ffmpeg-decoded mp3) = %.3f; want >= 0.7", c)
+			}
+		})
+	}
+}
+
+// TestFFmpegDecodeVideo decodes clips with ffmpeg, when installed: every
+// frame must decode without a message on stderr, and, the coding being
+// lossless, equal the scene's frame sample for sample (Y, Cb and Cr, the
+// padding cropped off). The cases cover cropping on both sides, odd sizes,
+// two IDR periods, and a frame one macroblock high.
+func TestFFmpegDecodeVideo(t *testing.T) {
+	ffmpeg := lookTool(t, "ffmpeg")
+	tests := []struct {
+		seed          uint64
+		seconds, w, h int
+	}{
+		{31, 1, 16, 16},
+		{32, 2, 101, 37},
+		{33, 3, 640, 360},
+		{34, 1, 4096, 16},
+		{35, 2, 1280, 720},
+	}
+	dir := t.TempDir()
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%ds/%dx%d", tt.seconds, tt.w, tt.h), func(t *testing.T) {
+			data, err := Video(tt.seed, tt.seconds, tt.w, tt.h)
+			if err != nil {
+				t.Fatalf("Video() error = %v", err)
+			}
+			path := filepath.Join(dir, "v.mp4")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd := exec.Command(ffmpeg, "-nostdin", "-hide_banner", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-")
+			cmd.Stderr = &stderr
+			raw, err := cmd.Output()
+			if err != nil || stderr.Len() > 0 {
+				t.Fatalf("ffmpeg decode: %v: %s", err, stderr.String())
+			}
+			w, h := VideoSize(tt.w, tt.h)
+			sc := newScene(tt.seed, w, h, tt.seconds*FrameRate)
+			size := w*h + 2*(w/2)*(h/2)
+			if len(raw) != sc.frames*size {
+				t.Fatalf("ffmpeg decoded %d bytes; want %d frames of %dx%d (%d bytes)", len(raw), sc.frames, w, h, sc.frames*size)
+			}
+			img := sc.newFrame()
+			for i := 0; i < sc.frames; i++ {
+				sc.draw(img, i)
+				got := raw[i*size : (i+1)*size]
+				planes := []struct {
+					name         string
+					want         []byte
+					stride, w, h int
+				}{
+					{"Y", img.Y, img.YStride, w, h},
+					{"Cb", img.Cb, img.CStride, w / 2, h / 2},
+					{"Cr", img.Cr, img.CStride, w / 2, h / 2},
+				}
+				for _, p := range planes {
+					for y := 0; y < p.h; y++ {
+						want := p.want[y*p.stride : y*p.stride+p.w]
+						for x := range want {
+							if got[x] != want[x] {
+								at := x &^ 7
+								t.Fatalf("frame %d: %s row %d from column %d decodes to %v; want %v", i, p.name, y, at, got[at:min(at+16, p.w)], want[at:min(at+16, p.w)])
+							}
+						}
+						got = got[p.w:]
+					}
+				}
 			}
 		})
 	}

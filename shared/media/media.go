@@ -1,14 +1,14 @@
 // Package media synthesises honest, playable media for the built-in synthetic
 // job provider: melodies and sound effects as WAV or MP3, and moving-shape
-// clips as Motion JPEG in MP4.
+// clips as H.264 in MP4.
 //
 // Output is a pure function of the arguments: the same seed gives the same
 // bytes (callers derive the seed from the prompt), a different seed gives
 // different media. Bytes may differ between CPU architectures, where the Go
 // compiler may fuse floating-point multiply-adds; they never vary between runs
 // or with the number of CPUs. Every function is safe for concurrent use; the package
-// holds no mutable state. Only the standard library is used; the MP3 encoder
-// and the MP4 muxer are written here.
+// holds no mutable state. Only the standard library is used; the MP3 encoder,
+// the H.264 encoder and the MP4 muxer are written here.
 package media
 
 import (

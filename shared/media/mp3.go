@@ -497,30 +497,3 @@ func crc16(crc uint16, b []byte) uint16 {
 	}
 	return crc
 }
-
-// bitWriter writes big-endian bit fields into a zeroed byte slice. Writing
-// past the end sets overflow and drops the bits.
-type bitWriter struct {
-	buf      []byte
-	pos      int // in bits
-	overflow bool
-}
-
-func (w *bitWriter) reset(buf []byte) { w.buf, w.pos = buf, 0 }
-
-// put writes the low n bits of v, most significant first.
-func (w *bitWriter) put(v uint32, n int) {
-	for n > 0 {
-		i := w.pos >> 3
-		if i >= len(w.buf) {
-			w.overflow = true
-			return
-		}
-		free := 8 - w.pos&7
-		take := min(free, n)
-		bitsv := (v >> (n - take)) & (1<<take - 1)
-		w.buf[i] |= byte(bitsv << (free - take))
-		w.pos += take
-		n -= take
-	}
-}

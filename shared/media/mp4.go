@@ -6,18 +6,24 @@ import (
 	"math"
 )
 
-// The MP4 muxer writes one video track of Motion JPEG samples (sample entry
-// 'jpeg', which ffmpeg's mov demuxer maps to mjpeg), all in one chunk, with
-// the moov box before mdat so players can start before the download ends.
+// The MP4 muxer writes one H.264 video track (sample entry 'avc1' with its
+// avcC, ISO/IEC 14496-15), all samples in one chunk, with the moov box
+// before mdat so players can start before the download ends. Every sample
+// lasts one tick of a timescale of fps ticks per second, and decoding order
+// is presentation order, so there is no ctts box and no edit list; stss
+// lists the IDR samples.
 //
 // Layout: ftyp, moov (mvhd, trak (tkhd, mdia (mdhd, hdlr, minf (vmhd, dinf
-// (dref (url)), stbl (stsd (jpeg), stts, stsc, stsz, stco))))), mdat.
+// (dref (url)), stbl (stsd (avc1 (avcC, colr, pasp)), stts, stss, stsc,
+// stsz, stco))))), mdat.
 
 // mp4Movie describes the track being muxed.
 type mp4Movie struct {
 	width, height int
-	fps           int   // media timescale: one tick per frame
-	sizes         []int // sample sizes in bytes, in order
+	fps           int    // media timescale: one tick per frame
+	sizes         []int  // sample sizes in bytes, in order
+	sync          []int  // the sync (IDR) samples, 0-based, ascending
+	avcC          []byte // the AVCDecoderConfigurationRecord
 }
 
 // boxWriter appends ISO BMFF boxes to a byte slice.
@@ -66,15 +72,18 @@ func mp4Header(m mp4Movie) ([]byte, error) {
 	if frames == 0 || m.fps <= 0 {
 		return nil, fmt.Errorf("media: mp4 with %d frames at %d fps", frames, m.fps)
 	}
+	if len(m.sync) == 0 || m.sync[0] != 0 {
+		return nil, fmt.Errorf("media: mp4 whose first sample is not a sync sample")
+	}
 	// The chunk offset is the length of everything written here, known only
 	// at the end: write a placeholder and patch it.
 	durationMs := uint32(int64(frames) * 1000 / int64(m.fps))
 
-	w := &boxWriter{b: make([]byte, 0, 1024+4*frames)}
+	w := &boxWriter{b: make([]byte, 0, 1024+len(m.avcC)+4*frames+4*len(m.sync))}
 	ftyp := w.open("ftyp")
 	w.str("isom")
 	w.u32(0x200)
-	w.str("isomiso2mp41")
+	w.str("isomiso2avc1mp41")
 	w.close(ftyp)
 
 	moov := w.open("moov")
@@ -129,7 +138,7 @@ func mp4Header(m mp4Movie) ([]byte, error) {
 	stbl := w.open("stbl")
 	stsd := w.openFull("stsd", 0, 0)
 	w.u32(1)
-	entry := w.open("jpeg")
+	entry := w.open("avc1")
 	w.zeros(6) // reserved
 	w.u16(1)   // data_reference_index
 	w.zeros(16)
@@ -137,20 +146,36 @@ func mp4Header(m mp4Movie) ([]byte, error) {
 	w.u16(uint16(m.height))
 	w.u32(0x00480000) // 72 dpi
 	w.u32(0x00480000)
-	w.u32(0) // reserved
-	w.u16(1) // frame_count
-	name := "Photo - JPEG"
-	w.u8(uint8(len(name)))
-	w.str(name)
-	w.zeros(31 - len(name))
+	w.u32(0)      // reserved
+	w.u16(1)      // frame_count
+	w.zeros(32)   // compressorname: none
 	w.u16(0x18)   // depth
 	w.u16(0xFFFF) // pre_defined = -1
+	avcC := w.open("avcC")
+	w.b = append(w.b, m.avcC...)
+	w.close(avcC)
+	colr := w.open("colr") // as the SPS's VUI says: BT.601 limited range
+	w.str("nclx")
+	w.u16(6) // colour_primaries: SMPTE 170M
+	w.u16(6) // transfer_characteristics
+	w.u16(6) // matrix_coefficients
+	w.u8(0)  // full_range_flag 0, reserved
+	w.close(colr)
+	pasp := w.open("pasp") // square pixels
+	w.u32s(1, 1)
+	w.close(pasp)
 	w.close(entry)
 	w.close(stsd)
 
 	stts := w.openFull("stts", 0, 0)
 	w.u32s(1, uint32(frames), 1) // every frame lasts one tick
 	w.close(stts)
+	stss := w.openFull("stss", 0, 0)
+	w.u32(uint32(len(m.sync)))
+	for _, i := range m.sync {
+		w.u32(uint32(i + 1)) // sample numbers start at 1
+	}
+	w.close(stss)
 	stsc := w.openFull("stsc", 0, 0)
 	w.u32s(1, 1, uint32(frames), 1) // one chunk holds every sample
 	w.close(stsc)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"image"
 	"image/color"
-	"image/jpeg"
 	"math"
 	"runtime"
 	"sync"
@@ -15,20 +14,22 @@ import (
 // has exactly FrameRate*s frames, each lasting 1/FrameRate s.
 const FrameRate = 12
 
-// jpegQuality is the image/jpeg quality of each frame.
-const jpegQuality = 75
-
 // Video synthesises a clip of seconds at width x height pixels: a ball
 // bouncing over a seed-coloured gradient, a bar sweeping across once per
 // clip, and the frame number drawn as a row of binary blocks. It returns an
-// MP4 file (content type ContentTypeMP4) with one Motion JPEG track of
-// FrameRate*seconds frames whose movie and track durations are exactly
-// seconds.
+// MP4 file (content type ContentTypeMP4) with one H.264 track (Constrained
+// Baseline, lossless: see h264.go) of FrameRate*seconds frames whose movie
+// and track durations are exactly seconds, playable in every browser. An
+// IDR frame (a sync sample) starts every two seconds.
 //
-// Frames are encoded in parallel (one worker per CPU); memory is about twice
-// the output size plus one frame buffer per worker. The error wraps
-// ErrInvalidArgument if seconds is outside [1, MaxVideoSeconds] or a side is
-// outside [MinVideoSize, MaxVideoSize].
+// H.264 codes 4:2:0 pictures, whose sides are even: the clip's size is
+// VideoSize(width, height), one pixel wider or taller than asked if a side
+// is odd.
+//
+// Frames are encoded in parallel (one run of frames per CPU); memory is
+// about twice the output size plus two frame buffers per worker. The error
+// wraps ErrInvalidArgument if seconds is outside [1, MaxVideoSeconds] or a
+// side is outside [MinVideoSize, MaxVideoSize].
 func Video(seed uint64, seconds, width, height int) ([]byte, error) {
 	if seconds < 1 || seconds > MaxVideoSeconds {
 		return nil, fmt.Errorf("media: video duration %d s not in [1, %d]: %w", seconds, MaxVideoSeconds, ErrInvalidArgument)
@@ -36,39 +37,52 @@ func Video(seed uint64, seconds, width, height int) ([]byte, error) {
 	if width < MinVideoSize || width > MaxVideoSize || height < MinVideoSize || height > MaxVideoSize {
 		return nil, fmt.Errorf("media: video size %dx%d not within %d..%d: %w", width, height, MinVideoSize, MaxVideoSize, ErrInvalidArgument)
 	}
+	return video(seed, seconds, width, height, runtime.GOMAXPROCS(0))
+}
+
+// video is Video with the number of workers: the bytes do not depend on it.
+func video(seed uint64, seconds, width, height, workers int) ([]byte, error) {
+	width, height = VideoSize(width, height)
+	enc, err := newH264Encoder(width, height, FrameRate)
+	if err != nil {
+		return nil, err
+	}
 	sc := newScene(seed, width, height, seconds*FrameRate)
 	frames := make([][]byte, sc.frames)
-	errs := make([]error, sc.frames)
-	workers := min(runtime.GOMAXPROCS(0), sc.frames)
+	workers = max(1, min(workers, sc.frames))
 	var wg sync.WaitGroup
 	for wk := 0; wk < workers; wk++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			img := newFrame(width, height)
-			var buf bytes.Buffer
-			for i := wk; i < sc.frames; i += workers {
-				sc.draw(img, i)
-				buf.Reset()
-				if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: jpegQuality}); err != nil {
-					errs[i] = fmt.Errorf("media: encode frame %d: %w", i, err)
-					continue
-				}
-				frames[i] = bytes.Clone(buf.Bytes())
+			// A P frame codes what changed since the frame before, so each
+			// worker takes a run of frames and draws the one before it.
+			first, end := wk*sc.frames/workers, (wk+1)*sc.frames/workers
+			cur, prev := sc.newFrame(), sc.newFrame()
+			if !isIDR(first) {
+				sc.draw(prev, first-1)
+			}
+			var buf []byte
+			var scratch h264Scratch
+			for i := first; i < end; i++ {
+				sc.draw(cur, i)
+				buf = enc.encodeFrame(buf[:0], cur, prev, i, []image.Point{sc.motion(i)}, &scratch)
+				frames[i] = bytes.Clone(buf)
+				cur, prev = prev, cur
 			}
 		}()
 	}
 	wg.Wait()
-	sizes := make([]int, len(frames))
+	m := mp4Movie{width: width, height: height, fps: FrameRate, sizes: make([]int, len(frames)), avcC: enc.avcC()}
 	total := 0
 	for i, f := range frames {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
-		sizes[i] = len(f)
+		m.sizes[i] = len(f)
 		total += len(f)
+		if isIDR(i) {
+			m.sync = append(m.sync, i)
+		}
 	}
-	head, err := mp4Header(mp4Movie{width: width, height: height, fps: FrameRate, sizes: sizes})
+	head, err := mp4Header(m)
 	if err != nil {
 		return nil, err
 	}
@@ -81,18 +95,23 @@ func Video(seed uint64, seconds, width, height int) ([]byte, error) {
 	return out, nil
 }
 
-// newFrame returns a frame buffer in the layout draw expects.
-func newFrame(w, h int) *image.YCbCr {
-	return image.NewYCbCr(image.Rect(0, 0, w, h), image.YCbCrSubsampleRatio420)
+// VideoSize returns the size of the clip Video makes when asked for width
+// x height: each odd side rounded up to even.
+func VideoSize(width, height int) (int, int) {
+	return width + width%2, height + height%2
 }
 
 // scene holds what every frame shares: the background planes and the
 // seed-derived motion. It is read-only once built.
+//
+// Frames are w x h pictures padded to whole 16x16 macroblocks (pw x ph),
+// the padding being background: the encoder codes the padding and the
+// decoder crops it.
 type scene struct {
 	w, h, frames int
-	bgY          []byte // background luma, w*h
-	bgCb, bgCr   []byte // background chroma, cw*ch
-	cw, ch       int
+	pw, ph       int    // padded size
+	bgY          []byte // background luma, pw*ph
+	bgCb, bgCr   []byte // background chroma, (pw/2)*(ph/2)
 	ball         yCbCr
 	bar          yCbCr
 	on, off      yCbCr // frame-counter blocks
@@ -103,9 +122,19 @@ type scene struct {
 
 type yCbCr struct{ y, cb, cr uint8 }
 
+// toYCbCr converts c to BT.601 limited ("video") range, the range an H.264
+// stream without a full-range flag is shown in: Y in [16, 235], Cb and Cr
+// in [16, 240].
 func toYCbCr(c color.RGBA) yCbCr {
-	y, cb, cr := color.RGBToYCbCr(c.R, c.G, c.B)
-	return yCbCr{y, cb, cr}
+	y, cb, cr := color.RGBToYCbCr(c.R, c.G, c.B) // BT.601, full range
+	chroma := func(v uint8) uint8 {
+		d := (int(v) - 128) * 224
+		if d < 0 {
+			return uint8(128 - (-d+127)/255)
+		}
+		return uint8(128 + (d+127)/255)
+	}
+	return yCbCr{uint8(16 + (int(y)*219+127)/255), chroma(cb), chroma(cr)}
 }
 
 // hsv returns an opaque colour; h in [0, 1), s and v in [0, 1].
@@ -137,7 +166,7 @@ func newScene(seed uint64, w, h, frames int) *scene {
 	hue := r.float()
 	sc := &scene{
 		w: w, h: h, frames: frames,
-		cw: (w + 1) / 2, ch: (h + 1) / 2,
+		pw: (w + 15) &^ 15, ph: (h + 15) &^ 15,
 		ball:   toYCbCr(hsv(hue+0.5, 0.8, 1)),
 		bar:    toYCbCr(hsv(hue+0.25, 0.5, 0.95)),
 		on:     toYCbCr(color.RGBA{255, 255, 255, 255}),
@@ -149,25 +178,31 @@ func newScene(seed uint64, w, h, frames int) *scene {
 		vy:     r.between(0.4, 1.0) * float64(1-2*r.intn(2)),
 	}
 	// Background: a vertical gradient from a dark to a lighter shade of the
-	// seed's hue.
-	sc.bgY = make([]byte, w*h)
-	sc.bgCb = make([]byte, sc.cw*sc.ch)
-	sc.bgCr = make([]byte, sc.cw*sc.ch)
-	for yy := 0; yy < h; yy++ {
-		c := toYCbCr(hsv(hue, 0.6, 0.35+0.4*float64(yy)/float64(h)))
-		row := sc.bgY[yy*w : (yy+1)*w]
+	// seed's hue. The padding below repeats the last row.
+	cw := sc.pw / 2
+	sc.bgY = make([]byte, sc.pw*sc.ph)
+	sc.bgCb = make([]byte, cw*sc.ph/2)
+	sc.bgCr = make([]byte, cw*sc.ph/2)
+	for yy := 0; yy < sc.ph; yy++ {
+		c := toYCbCr(hsv(hue, 0.6, 0.35+0.4*float64(min(yy, h-1))/float64(h)))
+		row := sc.bgY[yy*sc.pw : (yy+1)*sc.pw]
 		for x := range row {
 			row[x] = c.y
 		}
 		if yy%2 == 0 {
 			cy := yy / 2
-			for x := 0; x < sc.cw; x++ {
-				sc.bgCb[cy*sc.cw+x] = c.cb
-				sc.bgCr[cy*sc.cw+x] = c.cr
+			for x := 0; x < cw; x++ {
+				sc.bgCb[cy*cw+x] = c.cb
+				sc.bgCr[cy*cw+x] = c.cr
 			}
 		}
 	}
 	return sc
+}
+
+// newFrame returns a frame buffer for draw: pw x ph, 4:2:0.
+func (sc *scene) newFrame() *image.YCbCr {
+	return image.NewYCbCr(image.Rect(0, 0, sc.pw, sc.ph), image.YCbCrSubsampleRatio420)
 }
 
 // bounce maps a position that moves at constant speed to one that reflects
@@ -183,15 +218,14 @@ func bounce(p float64) float64 {
 	return p
 }
 
-// draw renders frame i into img, which must be w x h, 4:2:0.
+// draw renders frame i into img, which must come from newFrame.
 func (sc *scene) draw(img *image.YCbCr, i int) {
 	copy(img.Y, sc.bgY)
 	copy(img.Cb, sc.bgCb)
 	copy(img.Cr, sc.bgCr)
 	t := float64(i) / FrameRate
 	// The sweeping bar crosses the frame once over the clip.
-	barW := max(2, sc.w/40)
-	barX := int(float64(i) / float64(sc.frames) * float64(sc.w-barW+1))
+	barX, barW := sc.barAt(i)
 	sc.fillRect(img, barX, 0, barX+barW, sc.h, sc.bar)
 	// The ball bounces off the edges.
 	rad := sc.radius
@@ -214,7 +248,24 @@ func (sc *scene) draw(img *image.YCbCr, i int) {
 	}
 }
 
-// fillRect paints [x0, x1) x [y0, y1), clipped to the image.
+// barAt returns the sweeping bar's left edge and width in frame i. Both are
+// even, so that the bar's edges fall between chroma samples and it moves
+// by whole chroma samples: the encoder then codes its moves as motion.
+func (sc *scene) barAt(i int) (x, w int) {
+	w = max(2, sc.w/40&^1)
+	return int(float64(i)/float64(sc.frames)*float64(sc.w-w+1)) &^ 1, w
+}
+
+// motion returns how far the parts of the scene that slide (the bar) moved
+// from frame i-1 to frame i, for the encoder to try as motion vectors.
+func (sc *scene) motion(i int) image.Point {
+	a, _ := sc.barAt(i - 1)
+	b, _ := sc.barAt(i)
+	return image.Pt(b-a, 0)
+}
+
+// fillRect paints [x0, x1) x [y0, y1), clipped to the picture (not its
+// padding).
 func (sc *scene) fillRect(img *image.YCbCr, x0, y0, x1, y1 int, c yCbCr) {
 	x0, y0 = max(x0, 0), max(y0, 0)
 	x1, y1 = min(x1, sc.w), min(y1, sc.h)

@@ -20,9 +20,9 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -34,9 +34,12 @@ const maxBody = 16 << 20
 
 // Config configures a Provider.
 type Config struct {
-	Name       string       // the catalog provider name, used in errors; default "openai"
-	BaseURL    string       // up to and including /v1; default DefaultBaseURL
-	APIKey     string       // sent as a bearer token if set (Ollama needs none)
+	Name    string // the catalog provider name, used in errors; default "openai"
+	BaseURL string // up to and including /v1; default DefaultBaseURL
+	// APIKey is sent as a bearer token if set (Ollama needs none): one
+	// key, or a pool of keys separated by commas (route.NewKeySet), of
+	// which each call sends the one its ctx names (route.WithKey).
+	APIKey     string
 	HTTPClient *http.Client // default http.DefaultClient
 }
 
@@ -45,16 +48,19 @@ type Config struct {
 type Provider struct {
 	name     string
 	endpoint string
-	key      string
+	keys     route.KeySet
 	client   *http.Client
 	readers  sync.Pool // of *sse.Reader, reused across streams
 }
 
-var _ chat.Provider = (*Provider)(nil)
+var (
+	_ chat.Provider = (*Provider)(nil)
+	_ route.Keyed   = (*Provider)(nil)
+)
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, key: cfg.APIKey, client: cfg.HTTPClient}
+	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
 	if p.name == "" {
 		p.name = "openai"
 	}
@@ -84,13 +90,16 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	if err := json.Unmarshal(b, &wr); err != nil {
 		return nil, p.garbage(fmt.Errorf("decode response: %w", err))
 	}
-	if wr.Error != nil {
-		return nil, p.garbage(fmt.Errorf("error in a 200 response: %s", wr.Error.Message))
+	if isError(wr.Error) {
+		return nil, p.inband(wr.Error, wr.ErrorType)
 	}
 	if len(wr.Choices) == 0 {
 		return nil, p.garbage(errors.New("response has no choices"))
 	}
 	c := wr.Choices[0]
+	if c.FinishReason == "error" {
+		return nil, p.inband(nil, "")
+	}
 	out := &chat.Response{
 		Content:      c.Message.Content,
 		Reasoning:    c.Message.ReasoningContent + c.Message.Reasoning,
@@ -136,6 +145,9 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer)
 			return nil, ee.err
 		case errors.As(err, &ue):
 			ue.Provider = p.name
+			if ue.Kind == chat.UpstreamBadRequest && ue.Message == "" {
+				ue.Message = fmt.Sprintf("The %s provider rejected the request.", p.name)
+			}
 			return nil, ue
 		}
 		return nil, chat.TransportError(ctx, p.name, "read stream", err)
@@ -160,8 +172,8 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	} else {
 		hr.Header.Set("Accept", "application/json")
 	}
-	if p.key != "" {
-		hr.Header.Set("Authorization", "Bearer "+p.key)
+	if key := p.keys.Key(ctx); key != "" {
+		hr.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := p.client.Do(hr)
 	if err != nil {
@@ -170,30 +182,108 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, statusError(p.name, resp, b)
+		msg, status := errorMessage(b), resp.StatusCode
+		if status == http.StatusForbidden && flagged(b) {
+			// OpenRouter's moderation refused the client's input: the
+			// request's fault (400), not a key to rest.
+			status = http.StatusBadRequest
+		}
+		return nil, chat.StatusError(p.name, status, resp.Header, msg, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg))
 	}
 	return resp, nil
 }
 
 func (p *Provider) garbage(err error) error {
-	return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Status: http.StatusOK, Message: "malformed response", Err: err}
+	return &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Reason: chat.ReasonMalformed, Message: "malformed response", Err: err}
 }
 
-// statusError maps a non-200 upstream response to an *chat.UpstreamError.
-func statusError(provider string, resp *http.Response, body []byte) *chat.UpstreamError {
-	msg := errorMessage(body)
-	e := &chat.UpstreamError{Provider: provider, Status: resp.StatusCode, Message: msg,
-		Err: fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)}
-	e.Kind = chat.StatusKind(resp.StatusCode)
-	switch e.Kind {
-	case chat.UpstreamBadRequest:
-		if e.Message == "" {
-			e.Message = fmt.Sprintf("The %s provider rejected the request (HTTP %d).", provider, resp.StatusCode)
-		}
-	case chat.UpstreamRateLimited:
-		e.RetryAfter = chat.RetryAfter(resp.Header, time.Now())
+// inband is the UpstreamError of an error object inside a 200 answer.
+func (p *Provider) inband(raw json.RawMessage, errorType string) *chat.UpstreamError {
+	e := inbandError(raw, errorType)
+	e.Provider = p.name
+	if e.Kind == chat.UpstreamBadRequest && e.Message == "" {
+		e.Message = fmt.Sprintf("The %s provider rejected the request.", p.name)
 	}
 	return e
+}
+
+// isError reports whether raw is an error field that is set.
+func isError(raw json.RawMessage) bool {
+	return len(raw) > 0 && string(raw) != "null" && string(raw) != `""` && string(raw) != "{}"
+}
+
+// inbandError maps an error object inside a 200 answer (a stream's error
+// event, an error in a 200 body; raw nil for a bare finish_reason
+// "error") to an *chat.UpstreamError (Provider unset) with the status it
+// stands for (see inbandStatus). errorType is Hugging Face TGI's
+// top-level error_type, "" if none.
+func inbandError(raw json.RawMessage, errorType string) *chat.UpstreamError {
+	var we wireError
+	if json.Unmarshal(raw, &we) != nil {
+		_ = json.Unmarshal(raw, &we.Message) // a bare string (TGI)
+	}
+	if we.Type == "" {
+		we.Type = errorType
+	}
+	status := inbandStatus(we.Code, we.Type)
+	msg := we.Message
+	if raw == nil {
+		msg = "the upstream ended the answer with finish_reason error"
+	}
+	e := chat.StatusError("", status, nil, msg,
+		fmt.Errorf("error in a 200 answer: code %s, type %q: %s", bytes.TrimSpace(we.Code), we.Type, msg))
+	e.Message = msg // the caller names the provider in a message of its own
+	return e
+}
+
+// inbandStatus is the HTTP status an in-band error stands for: its code
+// when that is a number from 400 to 599 (OpenRouter, vLLM, SGLang send the
+// status there), else its code's or its type's name (OpenAI's in-stream
+// errors have a type such as server_error and a code that is null or a
+// name); 502 for one that names nothing known (the upstream failed).
+func inbandStatus(code json.RawMessage, typ string) int {
+	var n int
+	if json.Unmarshal(code, &n) == nil && n >= 400 && n <= 599 {
+		return n
+	}
+	var name string
+	_ = json.Unmarshal(code, &name)
+	if s, ok := inbandStatuses[name]; ok {
+		return s
+	}
+	if s, ok := inbandStatuses[typ]; ok {
+		return s
+	}
+	return http.StatusBadGateway
+}
+
+// inbandStatuses maps the error codes and types OpenAI-compatible servers
+// use (OpenAI, OpenRouter, Groq, vLLM, TGI, Anthropic's through
+// compatible proxies) to the HTTP status each stands for.
+var inbandStatuses = map[string]int{
+	"invalid_request_error": 400, "BadRequestError": 400, "context_length_exceeded": 400, "validation": 400,
+	"invalid_api_key": 401, "authentication_error": 401, "AuthenticationError": 401,
+	"permission_error": 403, "permission_denied": 403, "PermissionDeniedError": 403,
+	"model_not_found": 404, "not_found_error": 404, "NotFoundError": 404,
+	"rate_limit_exceeded": 429, "rate_limit_error": 429, "insufficient_quota": 429, "requests": 429, "tokens": 429, "RateLimitError": 429,
+	"server_error": 500, "internal_error": 500, "internal_server_error": 500, "api_error": 500, "InternalServerError": 500, "generation": 500,
+	"overloaded": 503, "server_overloaded": 503, "service_unavailable": 503, "ServiceUnavailableError": 503, "overloaded_error": 529,
+	"timeout": 504, "timeout_error": 504,
+}
+
+// flagged reports whether an error body is OpenRouter's moderation
+// refusal: a 403 whose error.metadata names the flagged input
+// (https://openrouter.ai/docs/api/reference/errors-and-debugging).
+func flagged(body []byte) bool {
+	var v struct {
+		Error struct {
+			Metadata struct {
+				Reasons      []string `json:"reasons"`
+				FlaggedInput *string  `json:"flagged_input"`
+			} `json:"metadata"`
+		} `json:"error"`
+	}
+	return json.Unmarshal(body, &v) == nil && (v.Error.Metadata.FlaggedInput != nil || len(v.Error.Metadata.Reasons) > 0)
 }
 
 // errorMessage extracts the message of an error body: OpenAI's
@@ -261,11 +351,19 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 	for {
 		name, raw, err := sr.NextBytes()
 		if err == io.EOF {
-			if out.FinishReason == "" {
-				return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
-					Message: "stream ended early", Err: io.ErrUnexpectedEOF}
+			if out.FinishReason != "" {
+				return out, nil
 			}
-			return out, nil
+			// Some servers write an error as raw JSON, not as an event.
+			var stray struct {
+				Error     json.RawMessage `json:"error"`
+				ErrorType string          `json:"error_type"`
+			}
+			if json.Unmarshal(sr.Stray(), &stray) == nil && isError(stray.Error) {
+				return nil, inbandError(stray.Error, stray.ErrorType)
+			}
+			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped,
+				Message: "stream ended early", Err: io.ErrUnexpectedEOF}
 		}
 		if err != nil {
 			return nil, err
@@ -277,9 +375,15 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 			}
 			return out, nil
 		}
-		if name == "error" {
-			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
-				Message: "error event", Err: fmt.Errorf("error event: %s", errorMessageOr(string(data)))}
+		if name == "error" { // an SSE error event: {"error": {...}}, or the error object itself
+			var ev struct {
+				Error     json.RawMessage `json:"error"`
+				ErrorType string          `json:"error_type"`
+			}
+			if json.Unmarshal(data, &ev) != nil || !isError(ev.Error) {
+				ev.Error = data
+			}
+			return nil, inbandError(ev.Error, ev.ErrorType)
 		}
 		// Reuse the choices' array, zeroed (Unmarshal leaves absent
 		// fields as they are), and the first choice's tool calls' array,
@@ -291,17 +395,16 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 			calls = calls[:0]
 		}
 		clear(c.Choices[:cap(c.Choices)])
-		c.Choices, c.Usage, c.Error = c.Choices[:0], nil, nil
+		c.Choices, c.Usage, c.Error, c.ErrorType = c.Choices[:0], nil, nil, ""
 		if cap(c.Choices) > 0 {
 			c.Choices[:1][0].Delta.ToolCalls = calls
 		}
 		if err := json.Unmarshal(data, &c); err != nil {
-			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
+			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Reason: chat.ReasonMalformed,
 				Message: "malformed stream chunk", Err: fmt.Errorf("decode chunk: %w", err)}
 		}
-		if len(c.Error) > 0 && string(c.Error) != "null" {
-			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: http.StatusOK,
-				Message: "error in stream", Err: fmt.Errorf("error in stream: %s", errorMessageOr(string(data)))}
+		if isError(c.Error) { // OpenRouter's mid-stream error has choices with finish_reason "error" too
+			return nil, inbandError(c.Error, c.ErrorType)
 		}
 		if c.Usage != nil {
 			out.Usage = c.Usage.usage()
@@ -322,6 +425,9 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 					return nil, &emitError{err}
 				}
 			}
+			if ch.FinishReason != nil && *ch.FinishReason == "error" {
+				return nil, inbandError(nil, "")
+			}
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				out.FinishReason = finishReason(*ch.FinishReason)
 			}
@@ -329,21 +435,12 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 	}
 }
 
-func errorMessageOr(data string) string {
-	if m := errorMessage([]byte(data)); m != "" {
-		return m
-	}
-	if len(data) > 200 {
-		data = data[:200]
-	}
-	return data
-}
-
 // wireResponse is a non-streamed response body.
 type wireResponse struct {
-	Choices []wireResponseChoice `json:"choices"`
-	Usage   *wireUsage           `json:"usage"`
-	Error   *wireErrorBody       `json:"error"`
+	Choices   []wireResponseChoice `json:"choices"`
+	Usage     *wireUsage           `json:"usage"`
+	Error     json.RawMessage      `json:"error"`
+	ErrorType string               `json:"error_type"`
 }
 
 // wireResponseChoice is one choice of a non-streamed response.
@@ -360,15 +457,20 @@ type wireMessageOut struct {
 	Reasoning        string         `json:"reasoning"`         // OpenRouter, newer vLLM, Ollama
 }
 
-type wireErrorBody struct {
-	Message string `json:"message"`
+// wireError is an error object: OpenAI's {"message", "type", "code"}
+// (code a name or null), OpenRouter's and vLLM's (code the HTTP status).
+type wireError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Code    json.RawMessage `json:"code"`
 }
 
 // wireChunk is one streamed chunk.
 type wireChunk struct {
-	Choices []wireChoice    `json:"choices"`
-	Usage   *wireUsage      `json:"usage"`
-	Error   json.RawMessage `json:"error"`
+	Choices   []wireChoice    `json:"choices"`
+	Usage     *wireUsage      `json:"usage"`
+	Error     json.RawMessage `json:"error"`
+	ErrorType string          `json:"error_type"` // TGI's, beside a string error
 }
 
 // wireChoice is one choice of a streamed chunk.
@@ -391,6 +493,9 @@ func (u *wireUsage) usage() chat.Usage {
 	}
 	return chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: t}
 }
+
+// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
+func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
 
 // Features reports that an OpenAI-compatible upstream takes every field:
 // the request goes out as the client sent it, and a server that lacks a

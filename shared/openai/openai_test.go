@@ -228,12 +228,12 @@ func TestComplete(t *testing.T) {
 		{
 			name:    "garbage 200",
 			up:      upstream{body: `not json`},
-			wantErr: &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: 200, Message: "malformed response"},
+			wantErr: &chat.UpstreamError{Kind: chat.UpstreamFailed, Message: "malformed response"},
 		},
 		{
 			name:    "no choices",
 			up:      upstream{body: `{"choices":[]}`},
-			wantErr: &chat.UpstreamError{Kind: chat.UpstreamFailed, Status: 200, Message: "malformed response"},
+			wantErr: &chat.UpstreamError{Kind: chat.UpstreamFailed, Message: "malformed response"},
 		},
 	}
 	for _, tt := range tests {
@@ -284,11 +284,11 @@ func TestStream(t *testing.T) {
 		{"stream_no_done.sse", []chat.Delta{{Content: "Yes"}},
 			&chat.Response{FinishReason: "stop", Usage: chat.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}}, nil},
 		{"stream_error.sse", []chat.Delta{{Content: "Hi"}}, nil,
-			&chat.UpstreamError{Kind: chat.UpstreamFailed, Status: 200}},
+			&chat.UpstreamError{Kind: chat.UpstreamFailed, Status: 500}},
 		{"stream_truncated.sse", []chat.Delta{{Content: "Hi"}, {Content: " the"}}, nil,
-			&chat.UpstreamError{Kind: chat.UpstreamFailed, Status: 200, Message: "stream ended early"}},
+			&chat.UpstreamError{Kind: chat.UpstreamFailed, Message: "stream ended early"}},
 		{"stream_garbage.sse", []chat.Delta{{Content: "Hi"}}, nil,
-			&chat.UpstreamError{Kind: chat.UpstreamFailed, Status: 200, Message: "malformed stream chunk"}},
+			&chat.UpstreamError{Kind: chat.UpstreamFailed, Message: "malformed stream chunk"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.fixture, func(t *testing.T) {

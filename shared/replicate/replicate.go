@@ -30,6 +30,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mediafetch"
+	"github.com/genway/genway/shared/route"
 )
 
 // DefaultBaseURL is Replicate's API.
@@ -37,15 +38,15 @@ const DefaultBaseURL = "https://api.replicate.com"
 
 // Config configures a Provider.
 type Config struct {
-	BaseURL    string // DefaultBaseURL if empty
-	APIToken   string
+	BaseURL    string       // DefaultBaseURL if empty
+	APIToken   string       // one token, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil
 }
 
 // Provider talks to Replicate.
 type Provider struct {
 	base   string
-	token  string
+	tokens route.KeySet // each call sends the token its ctx names (route.WithKey)
 	client *http.Client
 }
 
@@ -53,6 +54,7 @@ var (
 	_ jobs.Provider  = (*Provider)(nil)
 	_ jobs.Poller    = (*Provider)(nil)
 	_ jobs.Canceller = (*Provider)(nil)
+	_ route.Keyed    = (*Provider)(nil)
 )
 
 // New returns a Provider for cfg.
@@ -65,8 +67,11 @@ func New(cfg Config) *Provider {
 	if c == nil {
 		c = http.DefaultClient
 	}
-	return &Provider{base: base, token: cfg.APIToken, client: c}
+	return &Provider{base: base, tokens: route.NewKeySet(cfg.APIToken), client: c}
 }
+
+// KeyIDs returns the KeyIDs of the provider's token pool (route.Keyed).
+func (p *Provider) KeyIDs() []string { return p.tokens.KeyIDs() }
 
 // prediction is Replicate's prediction object.
 type prediction struct {
@@ -80,8 +85,11 @@ type prediction struct {
 	} `json:"urls"`
 }
 
-func (p *Provider) request(method, rawURL string, body []byte) (*http.Request, error) {
-	return mediafetch.NewRequest(method, rawURL, body, http.Header{"Authorization": {"Bearer " + p.token}})
+// request returns a request to the API with the token ctx names
+// (route.WithKey; the first of the pool if none): a prediction's polls
+// send the token that created it.
+func (p *Provider) request(ctx context.Context, method, rawURL string, body []byte) (*http.Request, error) {
+	return mediafetch.NewRequest(method, rawURL, body, http.Header{"Authorization": {"Bearer " + p.tokens.Key(ctx)}})
 }
 
 // Start implements jobs.Provider: it creates the prediction.
@@ -101,7 +109,7 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 	if err != nil {
 		return nil, fmt.Errorf("replicate: encode input: %w", err)
 	}
-	req, err := p.request(http.MethodPost, p.base+path, b)
+	req, err := p.request(ctx, http.MethodPost, p.base+path, b)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +129,7 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 
 // Poll implements jobs.Poller.
 func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
-	req, err := p.request(http.MethodGet, j.Handle.StatusURL, nil)
+	req, err := p.request(ctx, http.MethodGet, j.Handle.StatusURL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +183,7 @@ func (p *Provider) Cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) er
 	if j.Handle == nil || j.Handle.CancelURL == "" {
 		return nil
 	}
-	req, err := p.request(http.MethodPost, j.Handle.CancelURL, nil)
+	req, err := p.request(ctx, http.MethodPost, j.Handle.CancelURL, nil)
 	if err != nil {
 		return err
 	}

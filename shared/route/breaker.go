@@ -45,7 +45,8 @@ func (b *breaker) allow(now time.Time) bool {
 	return true
 }
 
-// record counts a call's outcome and opens or closes the breaker.
+// record counts a call's outcome and opens or closes the breaker (with
+// breakers off, it only counts).
 func (b *breaker) record(p *Policy, failed bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -67,6 +68,7 @@ func (b *breaker) record(p *Policy, failed bool, now time.Time) {
 	wasProbe := b.probing
 	b.probing = false
 	switch {
+	case p.NoBreakers: // the window is kept for the error rate; nothing opens
 	case failed && (wasProbe || b.run >= p.BreakerRun || 2*b.failures > len(b.window)):
 		b.open, b.openTill = true, now.Add(p.BreakerOpen)
 	case !failed && wasProbe:

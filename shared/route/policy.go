@@ -154,6 +154,8 @@ type Policy struct {
 	// BreakerOpen is how long an open breaker skips its target before a
 	// single probe (30 s).
 	BreakerOpen time.Duration
+	// NoBreakers turns circuit breaking off: every target is always tried.
+	NoBreakers bool
 }
 
 // DefaultPolicy is the policy with every default.
@@ -199,11 +201,19 @@ func (p Policy) withDefaults() Policy {
 
 // PolicyFromEnv returns DefaultPolicy with the GENWAY_ROUTE_* variables
 // of getenv applied: GENWAY_ROUTE_RETRIES (a count; 0 for none),
-// GENWAY_ROUTE_BUDGET, GENWAY_ROUTE_FIRST_TOKEN, GENWAY_ROUTE_MAX_WAIT and
-// GENWAY_ROUTE_BREAKER_OPEN (Go durations). A malformed value is an error
+// GENWAY_ROUTE_BUDGET, GENWAY_ROUTE_FIRST_TOKEN, GENWAY_ROUTE_BACKOFF,
+// GENWAY_ROUTE_MAX_WAIT and GENWAY_ROUTE_BREAKER_OPEN (Go durations), and
+// GENWAY_ROUTE_BREAKERS (on, the default, or off). A malformed value is an error
 // naming the variable.
 func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 	p := DefaultPolicy
+	switch v := getenv("GENWAY_ROUTE_BREAKERS"); v {
+	case "", "on":
+	case "off":
+		p.NoBreakers = true
+	default:
+		return p, fmt.Errorf("GENWAY_ROUTE_BREAKERS=%q: want on or off", v)
+	}
 	if v := getenv("GENWAY_ROUTE_RETRIES"); v != "" {
 		var n int
 		if _, err := fmt.Sscan(v, &n); err != nil || n < 0 || n > 10 {
@@ -216,6 +226,7 @@ func PolicyFromEnv(getenv func(string) string) (Policy, error) {
 	}
 	for name, d := range map[string]*time.Duration{
 		"GENWAY_ROUTE_BUDGET":       &p.Budget,
+		"GENWAY_ROUTE_BACKOFF":      &p.Backoff,
 		"GENWAY_ROUTE_FIRST_TOKEN":  &p.FirstToken,
 		"GENWAY_ROUTE_MAX_WAIT":     &p.MaxWait,
 		"GENWAY_ROUTE_BREAKER_OPEN": &p.BreakerOpen,

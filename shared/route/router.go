@@ -117,7 +117,7 @@ func (r *Router) Run(ctx context.Context, targets []Target, classify func(error)
 				return res, last
 			}
 			b := r.breaker(targets[i].Model)
-			if pass == 0 && !b.allow(r.now()) {
+			if pass == 0 && !r.policy.NoBreakers && !b.allow(r.now()) {
 				continue
 			}
 			ok, made, err := r.target(ctx, targets, i, b, budgetEnd, &res, classify, do)
@@ -320,12 +320,13 @@ func (r *Router) breaker(model string) *breaker {
 	return b
 }
 
-// pickKey returns a key of ids not in tried, spreading calls over them:
-// one that is not resting if there is one, else the one whose rest ends
-// first ("" if every key was tried).
+// pickKey returns a key of ids not in tried, spreading calls over them
+// (round robin, from the first key of the pool): one that is not resting
+// if there is one, else the one whose rest ends first ("" if every key was
+// tried).
 func (r *Router) pickKey(ids []string, tried map[string]bool) string {
 	now := r.now()
-	start := int(r.rr.Add(1) % uint64(len(ids)))
+	start := int((r.rr.Add(1) - 1) % uint64(len(ids)))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	best, bestUntil := "", time.Time{}

@@ -237,6 +237,9 @@ func TestKeyPool(t *testing.T) {
 	if n["a/one:k1"] != 1 || n["a/one:k2"] != 1 || n["a/one:k3"] != 3 || n["b/two:"] != 0 {
 		t.Errorf("keys used %v; want k1 and k2 once, then k3 only", used)
 	}
+	if used[0] != "a/one:k1" {
+		t.Errorf("first key used %s; want the pool's first, k1", used[0])
+	}
 	if got := strings.Count(logs.String(), "refused"); got != 1 || strings.Contains(logs.String(), "sk-") {
 		t.Errorf("log %q; want one line about the refused key, by its id", logs.String())
 	}
@@ -384,7 +387,10 @@ func TestPolicyFromEnv(t *testing.T) {
 	if p.Retries != -1 || p.Budget != 5*time.Second || p.FirstToken != 200*time.Millisecond || p.MaxWait != DefaultPolicy.MaxWait {
 		t.Errorf("policy %+v", p)
 	}
-	for _, bad := range []map[string]string{{"GENWAY_ROUTE_BUDGET": "soon"}, {"GENWAY_ROUTE_RETRIES": "-1"}, {"GENWAY_ROUTE_FIRST_TOKEN": "0s"}} {
+	if p, _ := PolicyFromEnv(func(k string) string { return map[string]string{"GENWAY_ROUTE_BREAKERS": "off"}[k] }); !p.NoBreakers {
+		t.Error("GENWAY_ROUTE_BREAKERS=off did not turn breakers off")
+	}
+	for _, bad := range []map[string]string{{"GENWAY_ROUTE_BREAKERS": "maybe"}, {"GENWAY_ROUTE_BUDGET": "soon"}, {"GENWAY_ROUTE_RETRIES": "-1"}, {"GENWAY_ROUTE_FIRST_TOKEN": "0s"}} {
 		if _, err := PolicyFromEnv(func(k string) string { return bad[k] }); err == nil {
 			t.Errorf("PolicyFromEnv(%v) = nil error", bad)
 		}

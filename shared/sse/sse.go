@@ -44,7 +44,11 @@ type Reader struct {
 	skipLF bool // the previous line ended in CR: a following LF is part of it
 	err    error
 	onWait func() // called before a read that may block; nil: none
+	stray  []byte // lines that are no SSE field, up to maxStray bytes (Stray)
 }
+
+// maxStray bounds what a Reader keeps of a stream's stray lines.
+const maxStray = 16 << 10
 
 // NewReader returns a Reader of r that accepts events of up to
 // DefaultMaxEventSize bytes.
@@ -74,6 +78,7 @@ func (r *Reader) Reset(src io.Reader) {
 		r.line, r.data = nil, nil // do not keep a huge event's buffers
 	}
 	r.name, r.hasDat, r.skipLF, r.err, r.onWait = "", false, false, nil, nil
+	r.stray = nil
 }
 
 // OnWait sets f to be called each time the Reader is about to read from
@@ -172,9 +177,27 @@ func (r *Reader) field(line []byte) {
 		}
 		r.data = append(r.data, value...)
 		r.hasDat = true
+	case "id", "retry":
+	default:
+		// Not a field the standard knows, and so ignored; but an upstream
+		// may write an error as raw JSON into its stream: kept for Stray.
+		if len(r.stray)+len(line) < maxStray {
+			if len(r.stray) > 0 {
+				r.stray = append(r.stray, '\n')
+			}
+			r.stray = append(r.stray, line...)
+		}
 	}
-	// "id", "retry" and unknown fields are ignored.
 }
+
+// Stray returns the lines read so far that were no SSE field (no comment,
+// no event, data, id or retry field), joined with "\n", up to 16 KiB: the
+// standard ignores them, but some upstreams write an error as raw JSON
+// into an event stream (Gemini's {"error": {...}} after its last event,
+// spread over several lines), which a decoder reads here at the end of the
+// stream. The result is the Reader's own buffer: later reads may append to
+// it, and Reset empties it.
+func (r *Reader) Stray() []byte { return r.stray }
 
 // readLine returns the next line without its terminator. It returns
 // ErrTooLarge if the line is longer than limit bytes, and io.EOF (with the

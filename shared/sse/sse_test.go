@@ -328,3 +328,37 @@ func TestLineEnd(t *testing.T) {
 		}
 	}
 }
+
+func TestStray(t *testing.T) {
+	// Gemini writes an error as raw, indented JSON after its last event
+	// (github.com/vercel/ai/issues/5217).
+	in := "data: {\"candidates\": []}\n\n{\n  \"error\": {\n    \"code\": 503,\n    \"status\": \"UNAVAILABLE\"\n  }\n}\n"
+	tests := []struct {
+		name, in, want string
+	}{
+		{"raw JSON after the events", in, "{\n  \"error\": {\n    \"code\": 503,\n    \"status\": \"UNAVAILABLE\"\n  }\n}"},
+		{"fields and comments are not stray", ": ping\nevent: e\nid: 7\nretry: 10\ndata: x\n\n", ""},
+		{"one line", "data: x\n\n{\"error\":{\"message\":\"boom\"}}", "{\"error\":{\"message\":\"boom\"}}"},
+	}
+	for _, tt := range tests {
+		r := NewReader(strings.NewReader(tt.in))
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+		if got := string(r.Stray()); got != tt.want {
+			t.Errorf("%s: Stray() = %q; want %q", tt.name, got, tt.want)
+		}
+		r.Reset(strings.NewReader(""))
+		if got := r.Stray(); len(got) != 0 {
+			t.Errorf("%s: Stray() after Reset = %q; want empty", tt.name, got)
+		}
+	}
+	// Bounded: a stream of garbage is not kept whole.
+	r := NewReader(strings.NewReader(strings.Repeat("garbage line\n", 10000)))
+	r.Next()
+	if n := len(r.Stray()); n == 0 || n > maxStray {
+		t.Errorf("len(Stray()) = %d after 130 KB of garbage; want 0 < n <= %d", n, maxStray)
+	}
+}

@@ -21,8 +21,11 @@ type UsageBackend interface {
 // day and model (of single and multi-request increments), day ranges,
 // concurrent increments, the charge of priced usage (debit and Chat ledger
 // entry, atomically with the usage) and its idempotency (an id applied once
-// with credits is not applied again; without credits it is). newBackend returns the backend for one subtest (it may return the
-// same one every time).
+// with credits is not applied again; without credits it is); and the job
+// usage that Settle counts: once per completed job however often it is
+// settled (redelivered, concurrently, by the reconciler), never for a
+// failed one, by UTC day, type and model. newBackend returns the backend
+// for one subtest (it may return the same one every time).
 func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 	tests := []struct {
 		name string
@@ -38,6 +41,11 @@ func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 		{"UnknownAccount", testUsageUnknownAccount},
 		{"Invalid", testUsageInvalid},
 		{"Concurrent", testUsageConcurrent},
+		{"JobUsageOnce", testJobUsageOnce},
+		{"JobUsageRanges", testJobUsageRanges},
+		{"JobUsageConcurrent", testJobUsageConcurrent},
+		{"JobUsageUnlabelled", testJobUsageUnlabelled},
+		{"JobUsageReconcile", testJobUsageReconcile},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,18 +3,44 @@
 // the benchmarks run the whole pipeline with no credentials and no cost.
 //
 // Chat is its chat provider (models synthetic/echo and synthetic/thinker).
+//
+// Failures on request, for the tests and demos of failure paths and of
+// routing (retries, fallbacks): a chat whose last user message begins with
+// one of these fails so (any other text after FailPrefix is plain fail:).
+//
+//	fail: ...        a 502 (Complete); the first content delta, then a
+//	                 mid-stream error (Stream): a failure after the answer
+//	                 began, which no fallback can hide
+//	fail:503 ...     the upstream status 503 (any of 400-599: fail:429,
+//	                 fail:401, fail:400, ...), before any output
+//	fail:inband ...  a stream that fails before its first token with an
+//	                 in-band overload (status 529, as Anthropic's
+//	                 overloaded_error event inside a 200 stream; Complete
+//	                 fails the same, as an error inside a 200 body)
+//	fail:drop ...    a stream dropped before its first token (no status;
+//	                 Complete: a body cut short)
+//
+// A rich trigger may name the one model it fails, so that a fallback can
+// answer: "fail:503@synthetic/echo" fails synthetic/echo and lets
+// synthetic/thinker answer the same conversation.
 package synthetic
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	_ "image/gif" // DecodeConfig of gif images
 	_ "image/jpeg"
 	_ "image/png"
+	"io"
+	"strconv"
 	"strings"
+	"time"
+	"unicode"
 
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 )
 
@@ -27,7 +53,9 @@ const defaultMaxTokens = 4096
 
 // Chat is the synthetic chat provider. A last user message beginning with
 // FailPrefix makes it fail with a 502-kind *chat.UpstreamError: before any
-// output for Complete, after the first content delta for Stream. Its answer is "You said: " and the
+// output for Complete, after the first content delta for Stream; the rich
+// triggers of the package doc (fail:503, fail:inband, fail:drop) fail
+// before any output, as a failure a fallback can hide. Its answer is "You said: " and the
 // words of the last user message, then one sentence per image of that
 // message describing it (media type, pixel size, bytes). With a reasoning
 // effort it first reasons (1, 2 or 3 sentences for low, medium, high).
@@ -39,7 +67,16 @@ const defaultMaxTokens = 4096
 // tools or a response_format it calls tools or answers JSON by the rules
 // in tools.go (the trigger: name a tool in the last user message). Chat is
 // safe for concurrent use.
-type Chat struct{}
+//
+// A model whose catalog entry sets tokens_per_second answers at that pace:
+// Stream waits 1/tokens_per_second before each delta, Complete waits as
+// long as the completion's tokens take. Either stops waiting, and returns
+// ctx's error, when ctx is done.
+type Chat struct {
+	// wait pauses for d, or until ctx is done (returning its error); nil
+	// means a timer. Tests record the pauses instead.
+	wait func(ctx context.Context, d time.Duration) error
+}
 
 var (
 	_ chat.Provider         = (*Chat)(nil)
@@ -56,8 +93,14 @@ func (*Chat) NeedsImageBytes() bool { return true }
 // Complete returns the whole answer.
 func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
 	p := plan(req)
+	if p.early != nil {
+		return nil, p.early
+	}
 	if p.fail {
 		return nil, failure()
+	}
+	if err := c.pause(ctx, time.Duration(p.usage.CompletionTokens)*gap(req.Model)); err != nil {
+		return nil, err
 	}
 	resp := &chat.Response{FinishReason: p.finish, Usage: p.usage, ToolCalls: p.calls}
 	resp.Reasoning = strings.Join(p.reasoning, " ")
@@ -69,21 +112,31 @@ func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response,
 }
 
 // Stream writes the reasoning words, then the content words, one flushed
-// delta each.
+// delta each, paced as the model's catalog entry says.
 // It stops with ctx's error when ctx is done.
 func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	p := plan(req)
+	if p.early != nil {
+		return nil, p.early
+	}
+	g := gap(req.Model)
+	emit := func(d chat.Delta) error {
+		if err := c.pause(ctx, g); err != nil {
+			return err
+		}
+		return send(ctx, w, d)
+	}
 	for i, word := range p.reasoning {
 		if i > 0 {
 			word = " " + word
 		}
-		if err := send(ctx, w, chat.Delta{Reasoning: word}); err != nil {
+		if err := emit(chat.Delta{Reasoning: word}); err != nil {
 			return nil, err
 		}
 	}
 	if p.json != "" {
 		for _, s := range pieces(p.json) {
-			if err := send(ctx, w, chat.Delta{Content: s}); err != nil {
+			if err := emit(chat.Delta{Content: s}); err != nil {
 				return nil, err
 			}
 		}
@@ -95,7 +148,7 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 		if i > 0 {
 			word = " " + word
 		}
-		if err := send(ctx, w, chat.Delta{Content: word}); err != nil {
+		if err := emit(chat.Delta{Content: word}); err != nil {
 			return nil, err
 		}
 		if p.fail {
@@ -103,11 +156,11 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 		}
 	}
 	for i, c := range p.calls {
-		if err := send(ctx, w, chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}}); err != nil {
+		if err := emit(chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}}); err != nil {
 			return nil, err
 		}
 		for _, s := range pieces(c.Arguments) {
-			if err := send(ctx, w, chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, Arguments: s}}); err != nil {
+			if err := emit(chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, Arguments: s}}); err != nil {
 				return nil, err
 			}
 		}
@@ -116,6 +169,33 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 		return nil, failure()
 	}
 	return &chat.Response{FinishReason: p.finish, Usage: p.usage}, nil
+}
+
+// gap is the time between two tokens of model m: 0 unless its catalog
+// entry paces it.
+func gap(m *catalog.Model) time.Duration {
+	if m == nil || m.TokensPerSecond <= 0 {
+		return 0
+	}
+	return time.Second / time.Duration(m.TokensPerSecond)
+}
+
+// pause waits d, or until ctx is done, and returns ctx's error then.
+func (c *Chat) pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if c.wait != nil {
+		return c.wait(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // send writes and flushes one delta: each word is its own event.
@@ -134,6 +214,39 @@ func failure() error {
 		Message: "synthetic failure requested by a message starting with " + FailPrefix}
 }
 
+// failures returns what text (the last user message, trimmed) asks of
+// model: a rich trigger's failure before any output (early), or plain
+// fail: (see the package doc); neither for a rich trigger that names
+// another model, or text without FailPrefix.
+func failures(text, model string) (early *chat.UpstreamError, plain bool) {
+	rest, ok := strings.CutPrefix(text, FailPrefix)
+	if !ok {
+		return nil, false
+	}
+	trigger := rest // the word right after the prefix ("fail: 503" is plain fail:)
+	if i := strings.IndexFunc(rest, unicode.IsSpace); i >= 0 {
+		trigger = rest[:i]
+	}
+	trigger, only, named := strings.Cut(trigger, "@")
+	msg := "synthetic failure requested by a message starting with " + FailPrefix + trigger
+	status, err := strconv.Atoi(trigger)
+	switch {
+	case trigger == "inband":
+		early = chat.StatusError("synthetic", 529, nil, msg, errors.New("in-band overloaded_error before the first token"))
+	case trigger == "drop":
+		early = &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped,
+			Message: msg, Err: io.ErrUnexpectedEOF}
+	case err == nil && len(trigger) == 3 && status >= 400 && status <= 599:
+		early = chat.StatusError("synthetic", status, nil, msg, fmt.Errorf("status %d on request", status))
+	default:
+		return nil, true
+	}
+	if named && only != model {
+		return nil, false
+	}
+	return early, false
+}
+
 // answer is a planned completion.
 type answer struct {
 	reasoning, content []string        // words, within the token budget
@@ -141,7 +254,8 @@ type answer struct {
 	calls              []chat.ToolCall // tool calls: the answer, without content
 	finish             string
 	usage              chat.Usage
-	fail               bool
+	fail               bool                // plain fail: after the first content delta
+	early              *chat.UpstreamError // a rich fail: trigger: before any output
 }
 
 // plan computes the deterministic answer to req.
@@ -174,7 +288,11 @@ func plan(req *chat.Request) answer {
 			}
 		}
 	}
-	a.fail = strings.HasPrefix(strings.TrimSpace(text), FailPrefix)
+	model := ""
+	if req.Model != nil {
+		model = req.Model.ID
+	}
+	a.early, a.fail = failures(strings.TrimSpace(text), model)
 
 	words := strings.Fields(text)
 	var reasoning []string

@@ -6,12 +6,16 @@ import (
 	"errors"
 	"image"
 	"image/png"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/chat/chattest"
+	"github.com/genway/genway/shared/route"
 )
 
 func model(t *testing.T, id string) *catalog.Model {
@@ -180,5 +184,122 @@ func TestChatStreamStops(t *testing.T) {
 	_, err = NewChat().Stream(ctx, req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Stream with cancelled ctx = %v; want context.Canceled", err)
+	}
+}
+
+// TestChatPace checks that a model whose catalog entry sets
+// tokens_per_second pauses 1/tokens_per_second before each streamed delta,
+// and as long as the completion's tokens take before a whole answer, and
+// that an unpaced model never pauses.
+func TestChatPace(t *testing.T) {
+	paced := *model(t, "synthetic/echo")
+	paced.TokensPerSecond = 50
+	tests := []struct {
+		name   string
+		model  *catalog.Model
+		stream bool
+		want   []time.Duration
+	}{
+		{"paced stream", &paced, true, []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}},
+		{"paced answer", &paced, false, []time.Duration{100 * time.Millisecond}},
+		{"unpaced stream", model(t, "synthetic/echo"), true, nil},
+		{"unpaced answer", model(t, "synthetic/echo"), false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pauses []time.Duration
+			c := &Chat{wait: func(ctx context.Context, d time.Duration) error {
+				pauses = append(pauses, d)
+				return ctx.Err()
+			}}
+			req := &chat.Request{Model: tt.model, Messages: []chat.Message{user("a b c")}} // 5 tokens: You said: a b c
+			var err error
+			if tt.stream {
+				_, err = c.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+			} else {
+				_, err = c.Complete(context.Background(), req)
+			}
+			if err != nil || !slices.Equal(pauses, tt.want) {
+				t.Errorf("pauses = %v, error %v; want %v, nil", pauses, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestChatFailTriggers(t *testing.T) {
+	type r = chattest.Routing
+	tests := []struct {
+		text, model string
+		want        *r // nil: plain fail: (after the first delta) or no failure, as fail says
+		plain       bool
+	}{
+		{"fail:503 busy", "synthetic/echo", &r{Class: route.Transient, Status: 503, Action: route.Again}, false},
+		{"fail:429", "synthetic/echo", &r{Class: route.RateLimited, Status: 429, Action: route.Again}, false},
+		{"fail:401", "synthetic/echo", &r{Class: route.KeyRefused, Status: 401, Action: route.Next}, false},
+		{"fail:404", "synthetic/echo", &r{Class: route.Unsupported, Status: 404, Action: route.Next}, false},
+		{"fail:400 no", "synthetic/echo", &r{Class: route.Final, Status: 400, Action: route.Stop}, false},
+		{"fail:inband", "synthetic/echo", &r{Class: route.Transient, Status: 529, Action: route.Again}, false},
+		{"fail:drop\nnow", "synthetic/echo", &r{Class: route.Transient, Reason: "dropped", Action: route.Again}, false},
+		{"fail:503@synthetic/echo", "synthetic/echo", &r{Class: route.Transient, Status: 503, Action: route.Again}, false},
+		{"fail:503@synthetic/echo", "synthetic/thinker", nil, false}, // another model answers
+		{"fail: 503", "synthetic/echo", nil, true},                   // a space: plain fail:
+		{"fail:399", "synthetic/echo", nil, true},
+		{"fail:5030", "synthetic/echo", nil, true},
+		{"fail:please", "synthetic/echo", nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text+"/"+tt.model, func(t *testing.T) {
+			req := &chat.Request{Model: model(t, tt.model), Messages: []chat.Message{user(tt.text)}}
+			_, cerr := NewChat().Complete(context.Background(), req)
+			var deltas int
+			_, serr := NewChat().Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { deltas++; return nil }))
+			switch {
+			case tt.want != nil:
+				chattest.CheckRouting(t, cerr, *tt.want)
+				chattest.CheckRouting(t, serr, *tt.want)
+				if deltas != 0 {
+					t.Errorf("Stream wrote %d deltas before failing; want none", deltas)
+				}
+			case tt.plain:
+				var ue *chat.UpstreamError
+				if !errors.As(cerr, &ue) || ue.Status != 502 || !errors.As(serr, &ue) || deltas != 1 {
+					t.Errorf("Complete = %v, Stream = %v after %d deltas; want plain fail: (502, and a failure after the first delta)", cerr, serr, deltas)
+				}
+			default:
+				if cerr != nil || serr != nil {
+					t.Errorf("Complete = %v, Stream = %v; want an answer", cerr, serr)
+				}
+			}
+		})
+	}
+}
+
+// TestChatPaceCancel checks that a pause ends when the context does: a
+// paced stream or answer whose context is cancelled returns at once with
+// context.Canceled instead of waiting out its hour.
+func TestChatPaceCancel(t *testing.T) {
+	slow := *model(t, "synthetic/echo")
+	slow.TokensPerSecond = 1
+	req := &chat.Request{Model: &slow, Messages: []chat.Message{user("a b c")}}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := NewChat()
+	done := make(chan [3]error, 1)
+	go func() {
+		var errs [3]error
+		errs[0] = c.pause(ctx, time.Hour)
+		_, errs[1] = c.Complete(ctx, req)
+		_, errs[2] = c.Stream(ctx, req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+		done <- errs
+	}()
+	cancel()
+	select {
+	case errs := <-done:
+		for i, err := range errs {
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("call %d after cancel = %v; want context.Canceled", i, err)
+			}
+		}
+	case <-time.After(time.Minute): // the pauses add up to over an hour
+		t.Fatal("a paused call did not stop when its context was cancelled")
 	}
 }

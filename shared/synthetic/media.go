@@ -21,7 +21,9 @@ const FailPrefix = "fail:"
 
 // Media is the synthetic job provider: it synthesises real, playable media
 // of the requested duration, format and size, deterministically from the
-// prompt (package media does the synthesis). A prompt beginning with
+// prompt (package media does the synthesis): MP3 or WAV audio, and H.264
+// video in MP4 (a video's odd side is made one pixel longer, as H.264
+// needs, and the result says so). A prompt beginning with
 // FailPrefix fails the job with error code upstream_error. Safe for
 // concurrent use.
 type Media struct{}
@@ -64,7 +66,8 @@ func (Media) generate(ctx context.Context, j *jobs.Job) ([]byte, *jobs.Result, e
 			return nil, nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: "invalid video size", Err: perr}
 		}
 		data, err = media.Video(seed, in.Duration, w, h)
-		res.ContentType, res.Ext, res.Width, res.Height = media.ContentTypeMP4, "mp4", w, h
+		res.Width, res.Height = media.VideoSize(w, h) // an odd side is made one pixel longer
+		res.ContentType, res.Ext = media.ContentTypeMP4, "mp4"
 	default:
 		return nil, nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: fmt.Sprintf("unknown job type %q", j.Type)}
 	}

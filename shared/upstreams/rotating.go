@@ -15,6 +15,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/route"
 )
 
 // Rotation says where a Rotating reads its vendor keys, and how often.
@@ -127,7 +128,9 @@ func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation,
 // Providers returns the providers by catalog provider name: delegates to
 // the current ones, the same map on every call. Each forwards exactly the
 // optional interfaces its provider has (chat.FeatureProvider,
-// chat.ImageBytesNeeder; jobs.Poller, jobs.Canceller).
+// chat.ImageBytesNeeder; jobs.Poller, jobs.Canceller), and each is a
+// route.Keyed whose KeyIDs are those of the current provider's key pool
+// (none for a provider without one), so that a rotated pool takes effect.
 func (r *Rotating[T]) Providers() map[string]T { return r.delegates }
 
 // readKeys reads every key variable through rot.Key, in parallel (a cold
@@ -250,6 +253,12 @@ func (d chatDelegate) Stream(ctx context.Context, req *chat.Request, w chat.Writ
 	return d.r.current(ctx, d.name).Stream(ctx, req, w)
 }
 
+// KeyIDs returns the KeyIDs of the current provider's key pool, nil if it
+// has none (route.Keyed). It reads the keys again first if they are older
+// than the TTL, as a call does: the router picks from the pool the call
+// will use.
+func (d chatDelegate) KeyIDs() []string { return keyIDs(d.r.current(context.Background(), d.name)) }
+
 func (d chatDelegate) features() chat.Features {
 	return d.r.peek(d.name).(chat.FeatureProvider).Features()
 }
@@ -295,6 +304,19 @@ type mediaDelegate struct {
 
 func (d mediaDelegate) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
 	return d.r.current(ctx, d.name).Start(ctx, m, j)
+}
+
+// KeyIDs returns the KeyIDs of the current provider's key pool, nil if it
+// has none (route.Keyed), reading the keys again first if they are older
+// than the TTL.
+func (d mediaDelegate) KeyIDs() []string { return keyIDs(d.r.current(context.Background(), d.name)) }
+
+// keyIDs returns p's KeyIDs if it is a route.Keyed, else nil.
+func keyIDs(p any) []string {
+	if k, ok := p.(route.Keyed); ok {
+		return k.KeyIDs()
+	}
+	return nil
 }
 
 func (d mediaDelegate) poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {

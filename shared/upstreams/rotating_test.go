@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,9 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/secrets"
+	"github.com/genway/genway/shared/vertextest"
 )
 
 // fakeSSM answers GetParameter from values; fail makes it fail.
@@ -331,7 +334,8 @@ func TestRotatingInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k", "GROQ_API_KEY": "k",
-		"ELEVENLABS_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "GENWAY_BEDROCK": "on", "AWS_REGION": "us-east-1"}
+		"ELEVENLABS_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "GENWAY_BEDROCK": "on", "AWS_REGION": "us-east-1",
+		"GOOGLE_VERTEX_CREDENTIALS": vertextest.NewServer(t).Credentials()} // Vertex AI's Veo: a Poller, not a Canceller
 	getenv := func(k string) string { return env[k] }
 	rot := Rotation{Getenv: getenv, Key: func(_ context.Context, k string) (string, error) { return env[k], nil }, TTL: time.Minute}
 
@@ -489,4 +493,75 @@ func newRotatingAt(cat *catalog.Catalog, rot Rotation, hc *http.Client, now func
 	return newRotating(context.Background(), cat, rot, true, func(getenv func(string) string) (map[string]chat.Provider, error) {
 		return New(cat, getenv, hc)
 	}, wrapChat, now)
+}
+
+// TestRotatingKeyPool: the delegates forward the current provider's key
+// pool (route.Keyed), so that a rotated list in SSM takes effect: a pool
+// rotated from "a,b" to "b,c" is the router's "b,c" after the TTL, and a
+// call naming c sends c.
+func TestRotatingKeyPool(t *testing.T) {
+	up := newAuthRecorder(t)
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, rot, logs := rotationEnv(t,
+		map[string]string{"OPENAI_API_KEY_PARAMETER": "/genway/openai", "OPENAI_BASE_URL": up.URL + "/v1",
+			"REPLICATE_API_TOKEN_PARAMETER": "/genway/replicate"},
+		map[string]string{"/genway/openai": "sk-a-secret-value,sk-b-secret-value", "/genway/replicate": "r8_a,r8_b"})
+	r, err := NewRotating(context.Background(), cat, rot, up.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	media, err := NewRotatingMedia(context.Background(), cat, rot, up.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk, mclk := fixClock(r), fixClock(media)
+	ids := func(keys ...string) []string {
+		var out []string
+		for _, k := range keys {
+			out = append(out, route.KeyID(k))
+		}
+		return out
+	}
+	p, ok := r.Providers()["openai"].(route.Keyed)
+	if !ok {
+		t.Fatalf("the openai delegate %T is not route.Keyed", r.Providers()["openai"])
+	}
+	rep, ok := media.Providers()["replicate"].(route.Keyed)
+	if !ok {
+		t.Fatalf("the replicate delegate %T is not route.Keyed", media.Providers()["replicate"])
+	}
+	if got := p.KeyIDs(); !slices.Equal(got, ids("sk-a-secret-value", "sk-b-secret-value")) {
+		t.Errorf("openai KeyIDs() = %v; want a, b", got)
+	}
+	if got := rep.KeyIDs(); !slices.Equal(got, ids("r8_a", "r8_b")) {
+		t.Errorf("replicate KeyIDs() = %v; want a, b", got)
+	}
+	if s, ok := r.Providers()["synthetic"].(route.Keyed); !ok || s.KeyIDs() != nil {
+		t.Errorf("synthetic delegate: KeyIDs %v; want none (it takes no key)", s)
+	}
+
+	f.set("/genway/openai", "sk-b-secret-value,sk-c-secret-value", false)
+	f.set("/genway/replicate", "r8_b,r8_c", false)
+	clk.advance(2 * time.Minute)
+	mclk.advance(2 * time.Minute)
+	if got := p.KeyIDs(); !slices.Equal(got, ids("sk-b-secret-value", "sk-c-secret-value")) {
+		t.Errorf("openai KeyIDs() after the rotation = %v; want b, c", got)
+	}
+	if got := rep.KeyIDs(); !slices.Equal(got, ids("r8_b", "r8_c")) {
+		t.Errorf("replicate KeyIDs() after the rotation = %v; want b, c", got)
+	}
+	m, _ := cat.Model("openai/gpt-4o-mini")
+	ctx := route.WithKey(context.Background(), route.KeyID("sk-c-secret-value"))
+	if _, err := r.Providers()["openai"].Complete(ctx, &chat.Request{Model: m, Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "x"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := up.last(); got != "Bearer sk-c-secret-value" {
+		t.Errorf("a call naming c sent %q; want c", got)
+	}
+	if strings.Contains(logs.String(), "secret-value") {
+		t.Errorf("logs show a key: %s", logs.String())
+	}
 }

@@ -2,8 +2,8 @@
 // environment configures: one chat.Provider per configured catalog
 // provider, of the package for its kind (synthetic, openai, anthropic,
 // gemini, bedrock), and one jobs.Provider per configured media vendor
-// (synthetic, elevenlabs, gemini for Veo, fal, replicate). It is wiring,
-// used by cmd/genway and the chat and worker functions.
+// (synthetic, elevenlabs, vertex and gemini for Veo, fal, replicate). It is
+// wiring, used by cmd/genway and the chat and worker functions.
 package upstreams
 
 import (
@@ -128,6 +128,13 @@ func NewMediaHTTPClient() *http.Client {
 // URL (the catalog's, overridden by its env var). httpClient may be nil
 // (NewMediaHTTPClient). Providers whose kind makes no media (openai,
 // anthropic, ...) are skipped.
+//
+// A vertex provider's key is a service-account key (its JSON, or a file's
+// path); GOOGLE_VERTEX_PROJECT (default: the key's project_id),
+// GOOGLE_VERTEX_REGION (default us-central1) and GOOGLE_VERTEX_STORAGE_URI
+// (a gs:// prefix for the videos; default: answered inline) configure it.
+// A key that cannot be used is an error, naming the provider, never
+// quoting the key.
 func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]jobs.Provider, error) {
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
@@ -141,6 +148,13 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 			return elevenlabs.New(elevenlabs.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
 		case "gemini":
 			return gemini.NewVideo(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "vertex":
+			v, err := gemini.NewVertexVideo(gemini.VertexConfig{Credentials: key, BaseURL: base, HTTPClient: c,
+				Project: getenv("GOOGLE_VERTEX_PROJECT"), Region: getenv("GOOGLE_VERTEX_REGION"), StorageURI: getenv("GOOGLE_VERTEX_STORAGE_URI")})
+			if err != nil {
+				return nil, err
+			}
+			return v, nil
 		case "fal":
 			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
 		case "replicate":

@@ -16,6 +16,7 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/vertextest"
 )
 
 // isolate keeps the AWS SDK away from the machine's own configuration.
@@ -110,20 +111,35 @@ func TestNewMedia(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := map[string]string{"ELEVENLABS_API_KEY": "k", "GEMINI_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "OPENAI_API_KEY": "k"}
+	key := vertextest.NewServer(t).Credentials()
+	all := map[string]string{"ELEVENLABS_API_KEY": "k", "GEMINI_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "OPENAI_API_KEY": "k",
+		"GOOGLE_VERTEX_CREDENTIALS": key}
 	tests := []struct {
-		name string
-		env  map[string]string
-		want string // provider=type, sorted
+		name    string
+		env     map[string]string
+		want    string // provider=type, sorted
+		wantErr string
 	}{
-		{"defaults", nil, "synthetic=synthetic.Media"},
-		{"synthetic off", map[string]string{"GENWAY_SYNTHETIC": "off"}, ""},
+		{"defaults", nil, "synthetic=synthetic.Media", ""},
+		{"synthetic off", map[string]string{"GENWAY_SYNTHETIC": "off"}, "", ""},
+		// Gemini's key is a chat provider's only: the catalog's Veo models
+		// are Vertex AI's.
 		{"every vendor; chat-only providers skipped", all,
-			"elevenlabs=*elevenlabs.Provider fal=*fal.Provider gemini=*gemini.Video replicate=*replicate.Provider synthetic=synthetic.Media"},
+			"elevenlabs=*elevenlabs.Provider fal=*fal.Provider replicate=*replicate.Provider synthetic=synthetic.Media vertex=*gemini.VertexVideo", ""},
+		{"an unusable Vertex AI key", map[string]string{"GOOGLE_VERTEX_CREDENTIALS": strings.Replace(key, "service_account", "authorized_user", 1)},
+			"", "provider vertex: vertex credentials: not a service-account key"},
+		{"an unusable Vertex AI region", map[string]string{"GOOGLE_VERTEX_CREDENTIALS": key, "GOOGLE_VERTEX_REGION": "us central"},
+			"", "provider vertex: vertex: region"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			provs, err := NewMedia(cat, func(k string) string { return tt.env[k] }, nil)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "PRIVATE KEY") {
+					t.Fatalf("NewMedia = %v; want an error with %q, without the key", err, tt.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatalf("NewMedia = %v", err)
 			}

@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"testing"
+
+	"github.com/genway/genway/shared/catalog"
+)
+
+// everyProvider configures every provider of the default catalog.
+func everyProvider(name string) string {
+	switch name {
+	case "GENWAY_SYNTHETIC", "GENWAY_CONFIGURED":
+		return ""
+	case "GENWAY_BEDROCK":
+		return "on"
+	}
+	return "configured"
+}
+
+// TestListModelsFormats checks that GET /v1/models shows, for every job
+// model, the formats it produces: mp3/wav for audio, exactly mp4 for
+// video (Veo and Kling included).
+func TestListModelsFormats(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(ListModels(cat, everyProvider, slog.New(slog.DiscardHandler)))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/models = %d %s, %v", resp.StatusCode, b, err)
+	}
+	var list struct {
+		Data []struct {
+			ID      string    `json:"id"`
+			Type    string    `json:"type"`
+			Formats *[]string `json:"formats"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(b, &list); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	got := map[string][]string{}
+	for _, m := range list.Data {
+		switch {
+		case m.Type == catalog.TypeChat && m.Formats != nil:
+			t.Errorf("chat model %s lists formats %q; want none", m.ID, *m.Formats)
+		case m.Type != catalog.TypeChat && m.Formats == nil:
+			t.Errorf("job model %s lists no formats", m.ID)
+		case m.Type != catalog.TypeChat:
+			got[m.ID] = *m.Formats
+		}
+	}
+	tests := []struct {
+		model string
+		want  []string
+	}{
+		{"synthetic-music", []string{"mp3", "wav"}},
+		{"synthetic-sfx", []string{"mp3", "wav"}},
+		{"synthetic-video", []string{"mp4"}},
+		{"elevenlabs-sfx", []string{"mp3", "wav"}},
+		{"elevenlabs-music", []string{"mp3", "wav"}},
+		{"musicgen", []string{"mp3", "wav"}},
+		{"veo-3.1", []string{"mp4"}},
+		{"veo-3.1-fast", []string{"mp4"}},
+		{"kling-2.5-turbo", []string{"mp4"}},
+	}
+	for _, tt := range tests {
+		if !slices.Equal(got[tt.model], tt.want) {
+			t.Errorf("GET /v1/models: %s formats = %q; want %q", tt.model, got[tt.model], tt.want)
+		}
+	}
+	if len(got) != len(tests) {
+		t.Errorf("GET /v1/models lists %d job models (%v); the table has %d: add the new ones", len(got), got, len(tests))
+	}
+}
+
+// TestCreateJobFormat checks format on POST /v1/jobs: a video job takes
+// mp4 (its default) and refuses anything else with a 400 naming format,
+// as an audio job refuses a format its model does not make.
+func TestCreateJobFormat(t *testing.T) {
+	e := jtServer(t)
+	tests := []struct {
+		name, body string
+		status     int
+		format     string // the job's input.format when 200
+	}{
+		{"video without format", `{"type":"video","model":"synthetic-video","prompt":"p","duration":1}`, 200, "mp4"},
+		{"video mp4", `{"type":"video","model":"synthetic-video","prompt":"p","duration":1,"format":"mp4"}`, 200, "mp4"},
+		{"video webm", `{"type":"video","model":"synthetic-video","prompt":"p","duration":1,"format":"webm"}`, 400, ""},
+		{"video wav", `{"type":"video","model":"synthetic-video","prompt":"p","duration":1,"format":"wav"}`, 400, ""},
+		{"video empty", `{"type":"video","model":"synthetic-video","prompt":"p","duration":1,"format":""}`, 400, ""},
+		{"video null (as absent)", `{"type":"video","model":"synthetic-video","prompt":"p","duration":1,"format":null}`, 200, "mp4"},
+		{"video number", `{"type":"video","model":"synthetic-video","prompt":"p","duration":1,"format":4}`, 400, ""},
+		{"sfx wav", `{"type":"sfx","model":"synthetic-sfx","prompt":"p","duration":1,"format":"wav"}`, 200, "wav"},
+		{"sfx mp4", `{"type":"sfx","model":"synthetic-sfx","prompt":"p","duration":1,"format":"mp4"}`, 400, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, b := e.do(t, "a", "POST", "/v1/jobs", tt.body)
+			if status != tt.status {
+				t.Fatalf("POST /v1/jobs %s = %d %s; want %d", tt.body, status, b, tt.status)
+			}
+			if status == 200 {
+				var j struct {
+					Input struct{ Format string } `json:"input"`
+				}
+				if err := json.Unmarshal(b, &j); err != nil || j.Input.Format != tt.format {
+					t.Errorf("POST /v1/jobs %s: input.format = %q (%v); want %q", tt.body, j.Input.Format, err, tt.format)
+				}
+				return
+			}
+			var env struct {
+				Error struct{ Type, Param string } `json:"error"`
+			}
+			if err := json.Unmarshal(b, &env); err != nil || env.Error.Param != "format" || env.Error.Type != "invalid_request_error" {
+				t.Errorf("POST /v1/jobs %s = %s; want an invalid_request_error naming format", tt.body, b)
+			}
+		})
+	}
+}
