@@ -105,12 +105,13 @@ func TestFeedOrder(t *testing.T) {
 }
 
 // TestFeedChargeAndHold: a job completed by a cheaper fallback is in the
-// feed with its charge (the price its completion wrote) and its hold.
+// feed with its charge (the price its completion wrote), its hold and the
+// fallback's model (its job usage is counted under it).
 func TestFeedChargeAndHold(t *testing.T) {
 	ctx := context.Background()
 	s := newFeedStore(t, filepath.Join(t.TempDir(), "f.db"))
 	id := "job_sfx_" + fmt.Sprintf("%020s", "h")
-	if _, err := s.Create(ctx, &jobs.Job{ID: id, Account: "acct", Price: 30, Hold: 30,
+	if _, err := s.Create(ctx, &jobs.Job{ID: id, Account: "acct", Type: jobs.TypeSFX, Model: "a", Price: 30, Hold: 30,
 		Candidates: []jobs.Candidate{{Model: "a", Price: 30}, {Model: "b", Price: 8}}}, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +129,11 @@ func TestFeedChargeAndHold(t *testing.T) {
 		}
 	}
 	got := feedRun(t, s, 2, func(credits.Change) error { return nil })
-	if len(got) != 2 || got[1].NewStatus != "completed" || got[1].Price != 8 || got[1].Hold != 30 {
-		t.Errorf("Feed = %+v; want the completion with price 8 and hold 30", got)
+	if len(got) != 2 || got[1].NewStatus != "completed" || got[1].Price != 8 || got[1].Hold != 30 || got[1].JobType != "sfx" || got[1].Model != "b" {
+		t.Errorf("Feed = %+v; want the completion with price 8 and hold 30, labelled sfx and b (the model that served it)", got)
+	}
+	if got[0].Model != "a" {
+		t.Errorf("Feed = %+v; want the start labelled a (the model asked for)", got)
 	}
 }
 

@@ -687,14 +687,19 @@ func testServedByFallback(t *testing.T, b Backend) {
 	if _, err := b.Transition(ctx, failed.ID, jobs.Queued, jobs.Failed, jobs.Patch{Error: &jobs.JobError{Code: jobs.CodeUpstream, Message: "x"}}); err != nil {
 		t.Fatal(err)
 	}
+	failedJob, err := b.Get(ctx, failed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	wantAccount(t, b, acct, 100, 80)
-	// The changes as the stream or feed reports them (price and hold as
-	// stored), delivered three times.
+	// The changes as the stream or feed reports them (price, hold and the
+	// model that made the output, as stored), delivered three times.
+	completion, failure := done.Change(jobs.Processing, 3), failedJob.Change(jobs.Queued, 4)
+	if completion.Model != "cheap-sfx" || completion.Price != 20 || completion.Hold != 50 || failure.Model != "test-sfx" || failure.Held() != 30 {
+		t.Errorf("changes = %+v, %+v; want the completion at cheap-sfx's 20 of a 50 hold, the failure of test-sfx's 30", completion, failure)
+	}
 	for range 3 {
-		for _, c := range []credits.Change{
-			{JobID: j.ID, Account: acct, OldStatus: "processing", NewStatus: "completed", Price: done.Price, Hold: done.Hold, At: 3},
-			{JobID: failed.ID, Account: acct, OldStatus: "queued", NewStatus: "failed", Price: 30, Hold: 30, At: 4},
-		} {
+		for _, c := range []credits.Change{completion, failure} {
 			if err := credits.Apply(ctx, b, c); err != nil {
 				t.Fatalf("Apply(%+v) = %v", c, err)
 			}
