@@ -240,6 +240,16 @@ func TestAWSBackend(t *testing.T) {
 	if submits, _, _ := veo.Counts(); submits != 1 {
 		t.Errorf("the Veo job was submitted %d times; want once", submits)
 	}
+	// The job usage, counted in the settlements' transactions: the job
+	// Veo refused counts under fal-video-8s, which made it, at its price.
+	out.Reset()
+	if err := run(t.Context(), []string{"credits", "usage", "--account", "dev"}, testEnv(dir, env), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	usage := collapse(out.String()) + "\n"
+	if want := fmt.Sprintf(" video fal-video-8s 0 0 0 1 %d\n", falPrice8s); !strings.Contains(usage, want) || strings.Contains(usage, " video veo-3.1 ") {
+		t.Errorf("credits usage:\n%s\nwant a line ending %q and none for veo-3.1", out.String(), want)
+	}
 }
 
 // downloadAny fetches a link from any loopback host.

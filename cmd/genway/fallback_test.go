@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -65,11 +67,12 @@ func fallbackCatalog(t *testing.T) string {
 // completes on its fal fallback through genway serve: one submit to each
 // vendor (the one Vertex AI refused, the one fal took), served_by naming
 // the fal model, the highest price held while it ran and fal's price
-// charged, the rest released.
+// charged, the rest released, and the job counted in the job usage under
+// the fal model at fal's price (none under veo-3.1).
 func TestJobFallbackEndToEnd(t *testing.T) {
 	veo, fal := fakeVertex(t, 1), fakeFal(t, 1)
 	env := vertexEnv(veo)
-	env["GENWAY_CATALOG"], env["GENWAY_MEDIA_POLL"] = fallbackCatalog(t), "1s"
+	env["GENWAY_CATALOG"], env["GENWAY_MEDIA_POLL"], env["GENWAY_ADMIN_TOKEN"] = fallbackCatalog(t), "1s", testAdminToken
 	env["FAL_KEY"], env["FAL_BASE_URL"] = vendorKeys["FAL_KEY"], fal.srv.URL
 	logs := &syncBuffer{}
 	s := startServerLog(t, t.TempDir(), env, logs)
@@ -109,5 +112,71 @@ func TestJobFallbackEndToEnd(t *testing.T) {
 	if len(list.Data) != 1 || list.Data[0].ServedBy != "fal-video-8s" {
 		t.Errorf("GET /v1/jobs = %+v; want the job served by fal-video-8s", list.Data)
 	}
+	usage := adminJobUsage(t, s)
+	if got := usage["fal-video-8s"]; got != [2]int64{1, falPrice8s} || len(usage) != 1 {
+		t.Errorf("job usage (jobs, credits) by model = %v; want fal-video-8s %v alone", usage, [2]int64{1, falPrice8s})
+	}
 	noSecrets(t, "the server log", logs.String())
+}
+
+// adminJobUsage returns the job usage rows of GET /admin/v1/usage by
+// model: jobs, credits.
+func adminJobUsage(t *testing.T, s *server) map[string][2]int64 {
+	t.Helper()
+	req, _ := http.NewRequest("GET", s.base+"/admin/v1/usage", nil)
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			Kind    string `json:"kind"`
+			Model   string `json:"model"`
+			Jobs    int64  `json:"jobs"`
+			Credits int64  `json:"credits"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /admin/v1/usage = %d, %v", resp.StatusCode, err)
+	}
+	out := map[string][2]int64{}
+	for _, u := range list.Data {
+		if u.Kind != "chat" {
+			v := out[u.Model]
+			out[u.Model] = [2]int64{v[0] + u.Jobs, v[1] + u.Credits}
+		}
+	}
+	return out
+}
+
+// TestJobKeyPoolEndToEnd: a job's submit takes its key from the
+// provider's pool through the router, and its polls and the result's read
+// run with the key that submitted it (Handle.KeyID, route.WithKey), not
+// the pool's first: with FAL_KEY a refused key, then the good one, the
+// submit with the refused key is answered 401, the good key takes the
+// job at once in the same run, and every later call to fal is accepted.
+func TestJobKeyPoolEndToEnd(t *testing.T) {
+	fal := fakeFal(t, 2)
+	env := map[string]string{"GENWAY_MEDIA_POLL": "1s", "FAL_BASE_URL": fal.srv.URL,
+		"FAL_KEY": "fal-refused-key-0000000000," + vendorKeys["FAL_KEY"]}
+	logs := &syncBuffer{}
+	s := startServerLog(t, t.TempDir(), env, logs)
+	var j jobResp
+	if code, _ := s.do(t, "POST", "/v1/jobs", map[string]any{"type": "video", "model": "kling-2.5-turbo", "prompt": "a fox"}, nil, &j); code != 200 {
+		t.Fatalf("create = %d", code)
+	}
+	got, statuses := s.waitJob(t, j.ID, 60*time.Second)
+	if got.Status != "completed" || got.ServedBy != "kling-2.5-turbo" {
+		t.Fatalf("job = %+v (statuses %v); want completed by kling-2.5-turbo", got, statuses)
+	}
+	submits, badAuth := fal.counts()
+	if submits != 1 || badAuth != 1 {
+		t.Errorf("fal took %d submits and refused %d calls; want one submit, one refusal (the refused key's submit; none of the polls)", submits, badAuth)
+	}
+	noSecrets(t, "the server log", logs.String())
+	if strings.Contains(logs.String(), "fal-refused-key") {
+		t.Error("the server log contains the refused key")
+	}
 }
