@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -45,6 +47,11 @@ func TestAWSBackend(t *testing.T) {
 		env[k] = v
 	}
 	env["GENWAY_MEDIA_POLL"] = "1s"
+	// And veo-3.1 falls back to a fal model: a job Vertex AI refuses for
+	// its Veo quota moves there (the move a conditional DynamoDB write),
+	// and the stream settles it at fal's price.
+	fal := fakeFal(t, 1)
+	env["FAL_KEY"], env["FAL_BASE_URL"], env["GENWAY_CATALOG"] = vendorKeys["FAL_KEY"], fal.srv.URL, fallbackCatalog(t)
 	// The SDK reads credentials and profiles from the process environment;
 	// make sure the machine's own settings cannot leak in.
 	t.Setenv("AWS_PROFILE", "")
@@ -103,12 +110,14 @@ func TestAWSBackend(t *testing.T) {
 		req         map[string]any
 		contentType string
 		duration    float64
-		price       int64
+		price       int64 // charged
+		servedBy    string
 	}{
-		{map[string]any{"type": "music", "model": "synthetic-music", "prompt": "tune", "duration": 2}, "audio/mpeg", 2, 2},
-		{map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1, "format": "wav"}, "audio/wav", 1, 1},
-		{map[string]any{"type": "video", "model": "synthetic-video", "prompt": "ball", "duration": 1, "size": "160x120"}, "video/mp4", 1, 1},
-		{map[string]any{"type": "video", "model": "veo-3.1-fast", "prompt": "a fox", "duration": 4}, "video/mp4", 2, 60},
+		{map[string]any{"type": "music", "model": "synthetic-music", "prompt": "tune", "duration": 2}, "audio/mpeg", 2, 2, ""},
+		{map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1, "format": "wav"}, "audio/wav", 1, 1, ""},
+		{map[string]any{"type": "video", "model": "synthetic-video", "prompt": "ball", "duration": 1, "size": "160x120"}, "video/mp4", 1, 1, ""},
+		{map[string]any{"type": "video", "model": "veo-3.1-fast", "prompt": "a fox", "duration": 4}, "video/mp4", 2, 60, ""},
+		{map[string]any{"type": "video", "model": "veo-3.1", "prompt": "quota: a fox"}, "video/mp4", 2, falPrice8s, "fal-video-8s"},
 	}
 	var spent int64
 	for _, tt := range tests {
@@ -124,7 +133,13 @@ func TestAWSBackend(t *testing.T) {
 			t.Errorf("output url %q is not a presigned S3 link on the endpoint", got.Output.URL)
 		}
 		checkMedia(t, downloadAny(t, got.Output.URL), tt.contentType, tt.duration)
+		if want := cmp.Or(tt.servedBy, tt.req["model"].(string)); got.ServedBy != want {
+			t.Errorf("job %s served_by %q; want %q", j.ID, got.ServedBy, want)
+		}
 		spent += tt.price
+	}
+	if falTaken, _ := fal.counts(); veo.Quota() != 1 || falTaken != 1 {
+		t.Errorf("Veo refused %d submits, fal took %d; want one each", veo.Quota(), falTaken)
 	}
 	var failed jobResp
 	s.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "fail: please", "duration": 3}, nil, &failed)
@@ -216,11 +231,24 @@ func TestAWSBackend(t *testing.T) {
 	if err := run(t.Context(), []string{"credits", "ledger", "--account", "dev"}, testEnv(dir, env), &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), " capture "); n != 4 {
-		t.Errorf("dev ledger has %d captures; want 4:\n%s", n, out.String())
+	if n := strings.Count(out.String(), " capture "); n != len(tests) {
+		t.Errorf("dev ledger has %d captures; want %d, one per job:\n%s", n, len(tests), out.String())
+	}
+	if !strings.Contains(out.String(), fmt.Sprintf(" capture  %d ", falPrice8s)) {
+		t.Errorf("dev ledger has no capture of %d (the fallback's price):\n%s", falPrice8s, out.String())
 	}
 	if submits, _, _ := veo.Counts(); submits != 1 {
 		t.Errorf("the Veo job was submitted %d times; want once", submits)
+	}
+	// The job usage, counted in the settlements' transactions: the job
+	// Veo refused counts under fal-video-8s, which made it, at its price.
+	out.Reset()
+	if err := run(t.Context(), []string{"credits", "usage", "--account", "dev"}, testEnv(dir, env), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	usage := collapse(out.String()) + "\n"
+	if want := fmt.Sprintf(" video fal-video-8s 0 0 0 1 %d\n", falPrice8s); !strings.Contains(usage, want) || strings.Contains(usage, " video veo-3.1 ") {
+		t.Errorf("credits usage:\n%s\nwant a line ending %q and none for veo-3.1", out.String(), want)
 	}
 }
 

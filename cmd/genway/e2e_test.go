@@ -176,9 +176,10 @@ type jobResp struct {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	} `json:"error"`
-	Created int64  `json:"created"`
-	Model   string `json:"model"`
-	Input   struct {
+	Created  int64  `json:"created"`
+	Model    string `json:"model"`
+	ServedBy string `json:"served_by"`
+	Input    struct {
 		Duration int `json:"duration"`
 	} `json:"input"`
 }

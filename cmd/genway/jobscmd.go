@@ -81,9 +81,11 @@ func accountsCmd(ctx context.Context, args []string, getenv func(string) string,
 
 // apiJob is the part of a job the CLI reads.
 type apiJob struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
-	Output *struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Model    string `json:"model"`
+	ServedBy string `json:"served_by"`
+	Output   *struct {
 		URL         string  `json:"url"`
 		ContentType string  `json:"content_type"`
 		Duration    float64 `json:"duration"`
@@ -174,6 +176,9 @@ func jobsCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return fmt.Errorf("job %s failed: %s (%s)", j.ID, j.Error.Message, j.Error.Code)
 		}
 		return fmt.Errorf("job %s ended %s", j.ID, j.Status)
+	}
+	if j.ServedBy != "" && j.ServedBy != j.Model {
+		fmt.Fprintf(stdout, "served by: %s (a fallback of %s)\n", j.ServedBy, j.Model)
 	}
 	fmt.Fprintf(stdout, "output: %s\n", j.Output.URL)
 	if *output == "" {

@@ -226,7 +226,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	svc.Providers = media // a processing job is cancelled at its vendor
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
-		Providers: media, PollInterval: cfg.mediaPoll}
+		Providers: media, PollInterval: cfg.mediaPoll, Router: router}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)

@@ -30,6 +30,11 @@ import (
 //     shape and place (at submit, in the status or in the result);
 //   - "throttled ...": the first submit of that prompt is answered 429
 //     in the vendor's shape; the next is accepted.
+//
+// Veo on Vertex AI (fakeVertex, shared/vertextest) knows "forbidden",
+// "broken" and "quota ...": every submit of that prompt is answered as
+// Vertex AI answers a used-up daily quota (429 RESOURCE_EXHAUSTED with a
+// QuotaFailure and a RetryInfo), counted in its Quota.
 
 // vendorKeys are the fake vendors' API keys; a test asserts that none of
 // them appears in a job, a link or a log line.
@@ -251,7 +256,8 @@ func fakeVeo(t testing.TB, donePolls int) *fakeVendor {
 
 // fakeVertex is Veo on Vertex AI (vertextest: the token endpoint of its
 // service account, predictLongRunning, fetchPredictOperation answering
-// done after donePolls reads, the video inline), handing out testVideo.
+// done after donePolls reads, the video inline), handing out testVideo;
+// a "quota" prompt is refused for a used-up daily quota.
 func fakeVertex(t testing.TB, donePolls int) *vertextest.Server {
 	v := vertextest.NewServer(t)
 	v.DonePolls = donePolls

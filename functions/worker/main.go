@@ -15,6 +15,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdaevents"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/secrets"
 	"github.com/genway/genway/shared/upstreams"
 )
@@ -59,10 +60,16 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("GENWAY_MEDIA_POLL: %w", err)
 	}
+	// The routing policy (GENWAY_ROUTE_*) decides failed submits; the
+	// router's key rests and breakers are this container's.
+	policy, err := route.PolicyFromEnv(getenv)
+	if err != nil {
+		return err
+	}
 	// Lease: the function's timeout (template.yaml), so that an SQS duplicate
 	// never starts a job that a live invocation is still starting.
 	w := &jobs.Worker{Store: b.Store, Queue: queue, Media: b.Media(), Providers: providers.Providers(), Catalog: cat, Log: b.Log,
-		Lease: WorkerTimeout, PollInterval: poll}
+		Lease: WorkerTimeout, PollInterval: poll, Router: route.New(policy, b.Log)}
 	lambda.StartWithOptions(lambdaevents.SQS(w.Process, b.Log), lambda.WithContext(ctx))
 	return nil
 }

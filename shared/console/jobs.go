@@ -102,15 +102,18 @@ func (f jobFilter) values(cursor string) string {
 
 // jobRow is a job as the jobs table shows it (and jobs.json sends it).
 type jobRow struct {
-	ID      string      `json:"id"`
-	Account string      `json:"account"`
-	Type    string      `json:"type"`
-	Model   string      `json:"model"`
-	Status  jobs.Status `json:"status"`
-	Price   int64       `json:"price"`
-	Created string      `json:"created"`
-	Updated string      `json:"updated"`
-	Prompt  string      `json:"prompt"`
+	ID      string `json:"id"`
+	Account string `json:"account"`
+	Type    string `json:"type"`
+	Model   string `json:"model"`
+	// ServedBy is the model that made a completed job's output (the
+	// model, or one of its fallbacks); "" until then.
+	ServedBy string      `json:"served_by,omitempty"`
+	Status   jobs.Status `json:"status"`
+	Price    int64       `json:"price"`
+	Created  string      `json:"created"`
+	Updated  string      `json:"updated"`
+	Prompt   string      `json:"prompt"`
 }
 
 // promptPreview is the first words of a prompt, for a table cell.
@@ -123,7 +126,7 @@ func promptPreview(s string) string {
 }
 
 func rowOf(j *jobs.Job) jobRow {
-	return jobRow{ID: j.ID, Account: j.Account, Type: j.Type, Model: j.Model, Status: j.Status, Price: j.Price,
+	return jobRow{ID: j.ID, Account: j.Account, Type: j.Type, Model: j.Model, ServedBy: j.ServedBy(), Status: j.Status, Price: j.Price,
 		Created: unixTime(j.Created), Updated: unixTime(j.Updated), Prompt: promptPreview(j.Input.Prompt)}
 }
 

@@ -695,3 +695,54 @@ func abs(f float64) float64 {
 	}
 	return f
 }
+
+// TestJobServedByFallback: a job completed by one of its model's
+// fallbacks shows it in the jobs table (and jobs.json) and on its page,
+// with the charge and what was released of the hold.
+func TestJobServedByFallback(t *testing.T) {
+	l := liveServer(t)
+	c := browser(t)
+	signIn(t, c, l.srv.URL)
+	ctx := context.Background()
+	id, err := jobs.NewID(jobs.TypeSFX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Unix()
+	j := &jobs.Job{ID: id, Account: "acme", Type: jobs.TypeSFX, Model: "lead-sfx", Input: jobs.Input{Prompt: "rain", Duration: 2, Format: "mp3"},
+		Price: 50, Hold: 50, Candidates: []jobs.Candidate{{Model: "lead-sfx", Price: 50}, {Model: "cheap-sfx", Price: 20}}, Created: now, Updated: now}
+	if _, err := l.store.Create(ctx, j, nil); err != nil {
+		t.Fatal(err)
+	}
+	zero, one, charge := 0, 1, int64(20)
+	for _, s := range []struct {
+		from, to jobs.Status
+		p        jobs.Patch
+	}{
+		{jobs.Queued, jobs.Processing, jobs.Patch{IncAttempts: true, IfRuns: &zero, NextRun: now}},
+		{jobs.Processing, jobs.Processing, jobs.Patch{Candidate: &one, AttemptsBefore: 1, IfRuns: &one, NextRun: now}},
+		{jobs.Processing, jobs.Completed, jobs.Patch{Price: &charge, Output: &jobs.Output{Key: "out/" + id, ContentType: "audio/mpeg", Bytes: 9, Duration: 2}}},
+	} {
+		if _, err := l.store.Transition(ctx, id, s.from, s.to, s.p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, body := get(t, c, l.srv.URL+"/console/jobs")
+	if !strings.Contains(body, `<code>lead-sfx</code> → <code>cheap-sfx</code>`) {
+		t.Errorf("jobs table lacks lead-sfx → cheap-sfx")
+	}
+	var list struct {
+		Jobs []jobRow `json:"jobs"`
+	}
+	getJSON(t, c, l.srv.URL+"/console/jobs.json", &list)
+	if len(list.Jobs) != 1 || list.Jobs[0].ServedBy != "cheap-sfx" || list.Jobs[0].Price != 20 {
+		t.Errorf("jobs.json = %+v; want the job served by cheap-sfx at 20", list.Jobs)
+	}
+	_, body = get(t, c, l.srv.URL+"/console/jobs/"+id)
+	for _, want := range []string{"<dt>Served by</dt><dd><code>cheap-sfx</code></dd>", "<code>lead-sfx</code> (50), <code>cheap-sfx</code> (20)",
+		"20 credits (charged; 50 were held, the rest released)"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("job page lacks %q", want)
+		}
+	}
+}

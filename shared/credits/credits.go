@@ -1,11 +1,13 @@
-// Package credits is accounts, balances and the ledger. A job's price is held
-// when the job is created (by the jobs Store, atomically with the job) and
-// settled exactly once when the job's status becomes final: captured on
-// completed, released on failed. Settle is driven by the job change stream
-// (DynamoDB Streams in AWS, the embedded store's change feed locally) through
-// Apply, the one function both use. A capture also counts the job in the
-// account's job usage (JobUsage) in the same atomic step, so usage and
-// charges cannot disagree. Chat usage is recorded apart (UsageStore).
+// Package credits is accounts, balances and the ledger. A job's hold is
+// taken when the job is created (by the jobs Store, atomically with the
+// job) and settled exactly once when the job's status becomes final: on
+// completed its charge is captured and the rest of the hold released (a
+// job served by a cheaper fallback is charged less than it held), on
+// failed all of it is released. Settle is driven by the job change stream
+// (DynamoDB Streams in AWS, the embedded store's change feed locally)
+// through Apply, the one function both use. A capture also counts the job
+// in the account's job usage (JobUsage) in the same atomic step, so usage
+// and charges cannot disagree. Chat usage is recorded apart (UsageStore).
 package credits
 
 import (
@@ -32,10 +34,19 @@ type Account struct {
 
 // Ledger entry kinds.
 const (
-	Capture = "capture" // a completed job: balance -= amount, held -= amount
+	Capture = "capture" // a completed job: balance -= amount, held -= hold (the rest of the hold is released)
 	Release = "release" // a failed job: held -= amount
 	Grant   = "grant"   // an operator grant: balance += amount
 )
+
+// HeldAmount returns the held credits a settlement clears: Hold for a
+// Capture that has one, else Amount.
+func (e Entry) HeldAmount() int64 {
+	if e.Kind == Capture && e.Hold > 0 {
+		return e.Hold
+	}
+	return e.Amount
+}
 
 // Entry is one ledger line. For Capture and Release there is exactly one
 // entry per job (JobID is its key); that is what makes settling idempotent.
@@ -44,11 +55,16 @@ type Entry struct {
 	Account string `json:"account"`
 	Kind    string `json:"kind"`
 	Amount  int64  `json:"amount"`
-	JobID   string `json:"job_id,omitempty"`
+	// Hold is, for a Capture, the credits the job held, all of which the
+	// capture clears: Amount is charged, Hold - Amount released. 0 means
+	// Amount (a job charged what it held).
+	Hold  int64  `json:"hold,omitempty"`
+	JobID string `json:"job_id,omitempty"`
 	// JobType and Model are the settled job's type (music, sfx, video)
-	// and model: a Capture that has them is counted in the job usage
-	// (see Store.Settle). Entries written before they existed have
-	// neither.
+	// and model: for a Capture the model that made the output (a
+	// fallback's when one served it), for a Release the model asked for.
+	// A Capture that has them is counted in the job usage (see
+	// Store.Settle). Entries written before they existed have neither.
 	JobType string `json:"job_type,omitempty"`
 	Model   string `json:"model,omitempty"`
 	At      int64  `json:"at"` // Unix seconds; for a settlement, when the job ended
@@ -66,8 +82,10 @@ var ErrAlreadySettled = errors.New("job already settled")
 type Store interface {
 	// Settle writes e (ID "job:<id>") and applies it to the account in one
 	// atomic step, only if no entry with e.ID exists; otherwise it returns
-	// ErrAlreadySettled and changes nothing. A Capture with a JobType and
-	// a Model also adds its job and amount to the account's job usage
+	// ErrAlreadySettled and changes nothing. A Capture takes e.Amount from
+	// the balance and e.HeldAmount() from the held credits; a Release
+	// returns e.Amount from held to available. A Capture with a JobType
+	// and a Model also adds its job and amount to the account's job usage
 	// (JobUsageOf) in that same step, so a job is counted exactly when it
 	// is charged: once, however often it is settled again. Arguments
 	// CheckSettlement refuses are an error and nothing is written.
@@ -83,35 +101,57 @@ type Store interface {
 
 // Change is a job status change as the change stream reports it.
 type Change struct {
-	JobID     string
-	Account   string
-	JobType   string // music, sfx or video
+	JobID   string
+	Account string
+	JobType string // music, sfx or video
+	// Model is the model that made the output once the job completed
+	// (its served candidate, a fallback's when one served it), else the
+	// model asked for: job usage is counted under it.
 	Model     string
 	OldStatus string
 	NewStatus string
-	Price     int64
-	At        int64 // Unix seconds of the change (the job's updated)
+	// Price is the job's price as stored with the change: the hold while
+	// it runs, its charge once completed (the price of the model that
+	// made the output).
+	Price int64
+	// Hold is the credits held for the job at create; 0 (a job stored
+	// before holds and charges could differ) means Price.
+	Hold int64
+	At   int64 // Unix seconds of the change (the job's updated)
+}
+
+// Held returns the credits held for the job: Hold, or Price without one.
+func (c Change) Held() int64 {
+	if c.Hold > 0 {
+		return c.Hold
+	}
+	return c.Price
 }
 
 // Apply settles the job in c if c is a transition into a final status:
-// capture on "completed" (counted in the job usage of c's type and model,
-// on the UTC day of c.At), release on "failed". Records that are not final
-// transitions, or have no price, are ignored. A redelivered change is a
+// on "completed" it captures Price and releases the rest of the hold
+// (counted in the job usage of c's type and model, on the UTC day of
+// c.At), on "failed" it releases the whole hold. Records that are not
+// final transitions, or hold nothing, are ignored. A redelivered change is a
 // success that changes nothing.
 func Apply(ctx context.Context, s Store, c Change) error {
-	if c.OldStatus == c.NewStatus || c.Price <= 0 {
+	held := c.Held()
+	if c.OldStatus == c.NewStatus || held <= 0 {
 		return nil
 	}
-	var kind string
+	e := Entry{ID: "job:" + c.JobID, Account: c.Account, JobID: c.JobID, At: c.At}
 	switch c.NewStatus {
 	case "completed":
-		kind = Capture
+		// Never more than the hold: that is what the account agreed to.
+		e.Kind, e.Amount = Capture, min(max(c.Price, 0), held)
+		if e.Amount != held {
+			e.Hold = held
+		}
 	case "failed":
-		kind = Release
+		e.Kind, e.Amount = Release, held
 	default:
 		return nil
 	}
-	e := Entry{ID: "job:" + c.JobID, Account: c.Account, Kind: kind, Amount: c.Price, JobID: c.JobID, At: c.At}
 	// A change without a usable type and model (a record from before they
 	// were sent) is settled all the same, and counted in no job usage: a
 	// label must never hold up a settlement.
@@ -120,23 +160,24 @@ func Apply(ctx context.Context, s Store, c Change) error {
 	}
 	err := s.Settle(ctx, e)
 	if err != nil && !errors.Is(err, ErrAlreadySettled) {
-		return fmt.Errorf("settle job %s (%s): %w", c.JobID, kind, err)
+		return fmt.Errorf("settle job %s (%s): %w", c.JobID, e.Kind, err)
 	}
 	return nil
 }
 
 // CheckSettlement validates the arguments of Store.Settle; stores call it
 // first. The entry needs an id, an account, the kind Capture or Release
-// and a non-negative amount; JobType and Model are both set or both
-// empty, and free of NUL bytes.
+// and a non-negative amount, no more than its Hold when it has one (a
+// Capture never charges more than the job held); JobType and Model are
+// both set or both empty, and free of NUL bytes.
 func CheckSettlement(e Entry) error {
 	switch {
 	case e.ID == "" || e.Account == "":
 		return fmt.Errorf("settle %q: need an id and an account", e.ID)
 	case e.Kind != Capture && e.Kind != Release:
 		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
-	case e.Amount < 0:
-		return fmt.Errorf("settle %s: negative amount %d", e.ID, e.Amount)
+	case e.Amount < 0 || e.Hold < 0 || (e.Hold != 0 && e.Hold < e.Amount):
+		return fmt.Errorf("settle %s: amount %d, hold %d: need 0 <= amount <= hold", e.ID, e.Amount, e.Hold)
 	case (e.JobType == "") != (e.Model == ""):
 		return fmt.Errorf("settle %s: job type %q and model %q: give both or neither", e.ID, e.JobType, e.Model)
 	case strings.ContainsRune(e.JobType+e.Model+e.Account, 0):

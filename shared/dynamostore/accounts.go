@@ -41,6 +41,7 @@ type ledgerItem struct {
 	SK      string `json:"sk"`
 	Kind    string `json:"kind"`
 	Amount  int64  `json:"amount"`
+	Hold    int64  `json:"hold,omitempty"` // a capture's hold, when it was more than the amount
 	JobID   string `json:"job_id,omitempty"`
 	JobType string `json:"job_type,omitempty"`
 	Model   string `json:"model,omitempty"`
@@ -51,20 +52,21 @@ type ledgerItem struct {
 func newLedgerItem(e credits.Entry) ledgerItem {
 	return ledgerItem{
 		PK: acctPrefix + e.Account, SK: ledgerPrefix + e.ID, Kind: e.Kind, Amount: e.Amount,
-		JobID: e.JobID, JobType: e.JobType, Model: e.Model, At: e.At, Seq: time.Now().UnixNano(),
+		Hold: e.Hold, JobID: e.JobID, JobType: e.JobType, Model: e.Model, At: e.At, Seq: time.Now().UnixNano(),
 	}
 }
 
 func (l ledgerItem) entry() credits.Entry {
 	return credits.Entry{
 		ID: strings.TrimPrefix(l.SK, ledgerPrefix), Account: strings.TrimPrefix(l.PK, acctPrefix),
-		Kind: l.Kind, Amount: l.Amount, JobID: l.JobID, JobType: l.JobType, Model: l.Model, At: l.At,
+		Kind: l.Kind, Amount: l.Amount, Hold: l.Hold, JobID: l.JobID, JobType: l.JobType, Model: l.Model, At: l.At,
 	}
 }
 
 // Settle implements credits.Store: capture (balance -= amount, held -=
-// amount) or release (held -= amount, available += amount), exactly once per
-// entry id, in one TransactWriteItems: the ledger entry (put with
+// hold, available += hold - amount: the rest of the hold is released) or
+// release (held -= amount, available += amount), exactly once per entry
+// id, in one TransactWriteItems: the ledger entry (put with
 // attribute_not_exists(sk)), the account update and, for a Capture with a
 // job type and model, the ADD of its job usage counters. It returns
 // credits.ErrAccountNotFound if the account does not exist.
@@ -73,8 +75,10 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		return err
 	}
 	update := "SET held = held - :a, available = available + :a"
+	vals := map[string]types.AttributeValue{":a": num(e.Amount)}
 	if e.Kind == credits.Capture {
-		update = "SET balance = balance - :a, held = held - :a"
+		update = "SET balance = balance - :a, held = held - :h, available = available + :r"
+		vals[":h"], vals[":r"] = num(e.HeldAmount()), num(e.HeldAmount()-e.Amount)
 	}
 	item, err := marshalMap(newLedgerItem(e))
 	if err != nil {
@@ -91,7 +95,7 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			Key:                       acctKey(e.Account),
 			ConditionExpression:       aws.String("attribute_exists(pk)"),
 			UpdateExpression:          aws.String(update),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(e.Amount)},
+			ExpressionAttributeValues: vals,
 		}},
 	}
 	if u, ok := credits.JobUsageOf(e); ok {

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/jobs"
 )
 
 // ChangeFromImages turns a jobs-table stream record's images into a
@@ -14,7 +15,8 @@ import (
 // change: idempotency items, removals (no new image), items without an id or
 // status, and modifications that left the status as it was (moto, and a
 // Transition that only bumps attempts, emit those). An insert is a change
-// from "" to the new status. oldImage may be nil.
+// from "" to the new status. oldImage may be nil. The change is the one
+// jobs.Job.Change reports (Model: the model that served a completed job).
 func ChangeFromImages(oldImage, newImage map[string]types.AttributeValue) (credits.Change, bool) {
 	id := stringAttr(newImage, "id")
 	status := stringAttr(newImage, "status")
@@ -25,12 +27,20 @@ func ChangeFromImages(oldImage, newImage map[string]types.AttributeValue) (credi
 	if old == status {
 		return credits.Change{}, false
 	}
-	return credits.Change{
-		JobID: id, Account: stringAttr(newImage, "account"),
-		JobType: stringAttr(newImage, "type"), Model: stringAttr(newImage, "model"),
-		OldStatus: old, NewStatus: status,
-		Price: numberAttr(newImage, "price"), At: numberAttr(newImage, "updated"),
-	}, true
+	j := jobs.Job{
+		ID: id, Account: stringAttr(newImage, "account"), Type: stringAttr(newImage, "type"),
+		Model: stringAttr(newImage, "model"), Status: jobs.Status(status),
+		Price: numberAttr(newImage, "price"), Hold: numberAttr(newImage, "hold"),
+		Candidate: int(numberAttr(newImage, "candidate")),
+	}
+	// The candidates name the model that served a completed job; a list
+	// that does not decode leaves the job's own model in the change.
+	if c, ok := newImage["candidates"]; ok {
+		if err := unmarshalMap(map[string]types.AttributeValue{"candidates": c}, &j); err != nil {
+			j.Candidates = nil
+		}
+	}
+	return j.Change(jobs.Status(old), numberAttr(newImage, "updated")), true
 }
 
 func stringAttr(m map[string]types.AttributeValue, name string) string {

@@ -22,6 +22,19 @@ func TestChangeFromImages(t *testing.T) {
 		}
 		return m
 	}
+	withNum := func(m map[string]types.AttributeValue, kv ...any) map[string]types.AttributeValue {
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = num(int64(kv[i+1].(int)))
+		}
+		return m
+	}
+	withCandidates := func(m map[string]types.AttributeValue) map[string]types.AttributeValue {
+		cand := func(model string, price int64) types.AttributeValue {
+			return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"model": str(model), "price": num(price)}}
+		}
+		m["candidates"] = &types.AttributeValueMemberL{Value: []types.AttributeValue{cand("sfx-1", 30), cand("sfx-cheap", 8)}}
+		return m
+	}
 	idem := map[string]types.AttributeValue{"id": str("idem#acct1/k"), "job_id": str("job_1"), "expires": num(5)}
 	tests := []struct {
 		name     string
@@ -44,6 +57,14 @@ func TestChangeFromImages(t *testing.T) {
 		{"idempotency insert", nil, idem, credits.Change{}, false},
 		{"idempotency modify", idem, idem, credits.Change{}, false},
 		{"no status", nil, job(""), credits.Change{}, false},
+		{"served by a cheaper fallback", job("processing"), withCandidates(withNum(job("completed"), "price", 8, "hold", 30, "candidate", 1)),
+			credits.Change{JobID: "job_1", Account: "acct1", JobType: "sfx", Model: "sfx-cheap", OldStatus: "processing", NewStatus: "completed", Price: 8, Hold: 30, At: 99}, true},
+		{"failed at a fallback", job("processing"), withCandidates(withNum(job("failed"), "hold", 30, "candidate", 1)),
+			credits.Change{JobID: "job_1", Account: "acct1", JobType: "sfx", Model: "sfx-1", OldStatus: "processing", NewStatus: "failed", Price: 30, Hold: 30, At: 99}, true},
+		{"served by the lead", job("processing"), withCandidates(withNum(job("completed"), "hold", 30)),
+			credits.Change{JobID: "job_1", Account: "acct1", JobType: "sfx", Model: "sfx-1", OldStatus: "processing", NewStatus: "completed", Price: 30, Hold: 30, At: 99}, true},
+		{"candidates that do not decode", job("processing"), withNum(job("completed", "candidates", "x"), "candidate", 1),
+			credits.Change{JobID: "job_1", Account: "acct1", JobType: "sfx", Model: "sfx-1", OldStatus: "processing", NewStatus: "completed", Price: 30, At: 99}, true},
 		{"bad price", job("processing"), job("completed", "price", "x"), credits.Change{JobID: "job_1", Account: "acct1", JobType: "sfx", Model: "sfx-1", OldStatus: "processing", NewStatus: "completed", At: 99}, true},
 	}
 	for _, tt := range tests {

@@ -11,9 +11,10 @@
 // it as gone. It holds two kinds of item:
 //
 //	id = <job id>                      a job: account, type, model, status, input (M),
-//	                                   output (M), error (M), price, attempts, created, updated,
-//	                                   history (L of M), created_id; while queued also
-//	                                   queued_shard, queued_at; sweeps
+//	                                   output (M), error (M), price, hold, attempts, created,
+//	                                   updated, history (L of M), candidates (L of M: model,
+//	                                   price), candidate, attempts_before, created_id; while
+//	                                   queued also queued_shard, queued_at; sweeps
 //	id = "idem#" + <account>/<key>     an Idempotency-Key: body_hash, job_id, expires (TTL)
 //
 // The global secondary index "queued" (QueuedIndex, KEYS_ONLY) is sparse:
@@ -42,7 +43,7 @@
 // TTL on "expires" (for the rate-limit counters):
 //
 //	pk = "acct#" + id,  sk = "account"             balance, held, available, rate_limit, created
-//	pk = "acct#" + id,  sk = "ledger#" + entry id  a ledger entry: kind, amount, job_id, at, seq
+//	pk = "acct#" + id,  sk = "ledger#" + entry id  a ledger entry: kind, amount, hold, job_id, at, seq
 //	pk = "key#" + hash, sk = "key"                 an API key record: id, hash, prefix, account,
 //	                                               created, revoked
 //	pk = "keyid#" + id, sk = "key"                 the key id -> hash pointer, for RevokeKey
@@ -386,6 +387,14 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	if p.NextRun != 0 {
 		set = append(set, "next_run = :nr")
 		vals[":nr"] = num(p.NextRun)
+	}
+	if p.Candidate != nil {
+		set = append(set, "candidate = :cand", "attempts_before = :ab")
+		vals[":cand"], vals[":ab"] = num(int64(*p.Candidate)), num(int64(p.AttemptsBefore))
+	}
+	if p.Price != nil {
+		set = append(set, "price = :price")
+		vals[":price"] = num(*p.Price)
 	}
 	if to.Final() {
 		// Kept as long as its output, from now, then removed by the

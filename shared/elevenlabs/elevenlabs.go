@@ -266,13 +266,15 @@ func Plan(prompt, lyrics string, lengthMS int) (*CompositionPlan, error) {
 // "message"}} and FastAPI's validation list {"detail": [{"msg", "loc"}]}.
 // A prompt or plan the music API refuses (copyrighted material, an
 // artist's name: bad_prompt, bad_composition_plan) and a moderation
-// refusal are content_policy.
-func apiError(status int, body []byte) (string, string) {
+// refusal are content_policy. A refused key and a used-up quota
+// (quota_exceeded, which ElevenLabs answers with 401) are the operator's
+// account's.
+func apiError(status int, body []byte) jobs.Refusal {
 	var e struct {
 		Detail json.RawMessage `json:"detail"`
 	}
 	if json.Unmarshal(body, &e) != nil || len(e.Detail) == 0 {
-		return "", ""
+		return jobs.Refusal{}
 	}
 	var d struct {
 		Status  string `json:"status"`
@@ -290,15 +292,17 @@ func apiError(status int, body []byte) (string, string) {
 		for _, l := range list {
 			msgs = append(msgs, fmt.Sprintf("%v: %s", l.Loc, l.Msg))
 		}
-		return "", "ElevenLabs refused the request: " + strings.Join(msgs, "; ")
+		return jobs.Refusal{Message: "ElevenLabs refused the request: " + strings.Join(msgs, "; ")}
 	case json.Unmarshal(e.Detail, &text) == nil:
-		return "", text
+		return jobs.Refusal{Message: text}
 	}
 	switch {
+	case d.Status == "quota_exceeded":
+		return jobs.Refusal{Message: "ElevenLabs: the account's quota is used up: " + d.Message, Account: true}
 	case status == http.StatusUnauthorized:
-		return "", "ElevenLabs rejected the configured API key: " + d.Message
+		return jobs.Refusal{Message: "ElevenLabs rejected the configured API key: " + d.Message, Account: true}
 	case d.Status == "bad_prompt" || d.Status == "bad_composition_plan" || strings.Contains(d.Status, "moderation") || strings.Contains(d.Status, "policy"):
-		return jobs.CodeContentPolicy, d.Message
+		return jobs.Refusal{Code: jobs.CodeContentPolicy, Message: d.Message}
 	}
-	return "", d.Message
+	return jobs.Refusal{Message: d.Message}
 }

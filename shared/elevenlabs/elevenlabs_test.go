@@ -252,6 +252,7 @@ func TestErrors(t *testing.T) {
 		{"validation", 422, nil, `{"detail":[{"loc":["body","duration_seconds"],"msg":"Input should be less than or equal to 30","type":"less_than_equal"}]}`, testKey, jobs.CodeUpstream, "less than or equal to 30"},
 		{"copyrighted prompt", 400, nil, `{"detail":{"status":"bad_prompt","message":"The prompt names an artist.","data":{"prompt_suggestion":"a pop song"}}}`, testKey, jobs.CodeContentPolicy, "names an artist"},
 		{"bad key", 401, nil, "", "wrong", jobs.CodeUpstream, "API key"},
+		{"quota used up", 401, nil, `{"detail":{"status":"quota_exceeded","message":"This request exceeds your quota of 10000. You have 0 credits remaining, while 91 credits are required for this request."}}`, testKey, jobs.CodeUpstream, "quota is used up"},
 		{"quota", 429, map[string]string{"Retry-After": "12"}, `{"detail":{"status":"too_many_concurrent_requests","message":"busy"}}`, testKey, "transient", ""},
 		{"server error", 500, nil, `oops`, testKey, "transient", ""},
 	}
@@ -279,6 +280,11 @@ func TestErrors(t *testing.T) {
 			var pe *jobs.ProviderError
 			if !errors.As(err, &pe) || pe.Code != tt.wantCode || !strings.Contains(pe.Message, tt.wantMsg) {
 				t.Fatalf("Start = %v; want %s mentioning %q", err, tt.wantCode, tt.wantMsg)
+			}
+			// A refused key and a used-up quota are the operator's account's
+			// (the routing policy moves a job on), the request's errors not.
+			if account := tt.status == 401; pe.Account != account || pe.Status != tt.status {
+				t.Errorf("ProviderError = %+v; want status %d, Account %v", pe, tt.status, account)
 			}
 		})
 	}

@@ -256,20 +256,24 @@ func isPolicy(s string) bool {
 
 // apiError reads fal's error bodies: {"detail": "..."} or a validation list
 // {"detail": [{"loc", "msg", "type"}]}; a content_policy_violation is
-// content_policy.
-func apiError(status int, body []byte) (string, string) {
+// content_policy. A 401 or 403 (a bad key, or an account locked for an
+// exhausted balance) and a 402 are the operator's account's.
+func apiError(status int, body []byte) jobs.Refusal {
 	var e struct {
 		Detail json.RawMessage `json:"detail"`
 	}
 	if json.Unmarshal(body, &e) != nil || len(e.Detail) == 0 {
-		return "", ""
+		return jobs.Refusal{}
 	}
 	var text string
 	if json.Unmarshal(e.Detail, &text) == nil {
-		if status == http.StatusUnauthorized || status == http.StatusForbidden {
-			return "", "fal refused the configured key: " + text
+		switch status {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return jobs.Refusal{Message: "fal refused the configured key: " + text, Account: true}
+		case http.StatusPaymentRequired:
+			return jobs.Refusal{Message: "fal refused the account (payment required): " + text, Account: true}
 		}
-		return "", "fal: " + text
+		return jobs.Refusal{Message: "fal: " + text}
 	}
 	var list []struct {
 		Msg  string `json:"msg"`
@@ -277,15 +281,16 @@ func apiError(status int, body []byte) (string, string) {
 		Loc  []any  `json:"loc"`
 	}
 	if json.Unmarshal(e.Detail, &list) != nil {
-		return "", ""
+		return jobs.Refusal{}
 	}
-	code := ""
+	var r jobs.Refusal
 	var msgs []string
 	for _, l := range list {
 		if isPolicy(l.Type) {
-			code = jobs.CodeContentPolicy
+			r.Code = jobs.CodeContentPolicy
 		}
 		msgs = append(msgs, l.Msg)
 	}
-	return code, "fal: " + strings.Join(msgs, "; ")
+	r.Message = "fal: " + strings.Join(msgs, "; ")
+	return r
 }

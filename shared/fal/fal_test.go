@@ -222,6 +222,30 @@ func TestStartErrors(t *testing.T) {
 	}
 }
 
+// TestAccountErrors: a refused key, a locked account and payment required
+// are the operator's account's, kept with their status.
+func TestAccountErrors(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		body   string
+	}{
+		{401, `{"detail":"Invalid key"}`},
+		{403, `{"detail":"User is locked. Reason: Exhausted balance."}`},
+		{402, `{"detail":"Payment required"}`},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tt.status)
+			io.WriteString(w, tt.body)
+		}))
+		_, err := New(Config{BaseURL: srv.URL, APIKey: testKey}).Start(context.Background(), klingModel, videoJob())
+		srv.Close()
+		var pe *jobs.ProviderError
+		if !errors.As(err, &pe) || !pe.Account || pe.Status != tt.status || pe.Code != jobs.CodeUpstream {
+			t.Errorf("HTTP %d: Start = %v; want an upstream_error of the operator's account, status kept", tt.status, err)
+		}
+	}
+}
+
 func TestCancel(t *testing.T) {
 	f := newFalFake(t)
 	p := New(Config{BaseURL: f.api.URL, APIKey: testKey})

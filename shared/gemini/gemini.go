@@ -446,14 +446,7 @@ func retryAfter(h http.Header, ae *apiError) time.Duration {
 	if d := chat.RetryAfter(h, time.Now()); d > 0 {
 		return d
 	}
-	for _, d := range ae.Details {
-		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") && d.RetryDelay != "" {
-			if v, err := time.ParseDuration(d.RetryDelay); err == nil && v > 0 {
-				return v
-			}
-		}
-	}
-	return 0
+	return ae.retryDelay()
 }
 
 func truncate(s string, n int) string {

@@ -261,20 +261,21 @@ func (ts *tokenSource) fetch(ctx context.Context) (string, time.Time, error) {
 }
 
 // oauthError reads an OAuth2 error answer ({"error": "invalid_grant",
-// "error_description": "..."}): a refused key is permanent.
-func oauthError(status int, body []byte) (string, string) {
+// "error_description": "..."}): a refused key is permanent, and the
+// operator's account (jobs.Refusal.Account), not the request's fault.
+func oauthError(status int, body []byte) jobs.Refusal {
 	var e struct {
 		Error       string `json:"error"`
 		Description string `json:"error_description"`
 	}
 	if json.Unmarshal(body, &e) != nil || e.Error == "" {
-		return "", ""
+		return jobs.Refusal{}
 	}
 	msg := e.Error
 	if e.Description != "" {
 		msg += ": " + e.Description
 	}
-	return "", "Google refused the Vertex AI service-account key (" + msg + ")."
+	return jobs.Refusal{Message: "Google refused the Vertex AI service-account key (" + msg + ").", Account: !jobs.Retryable(status)}
 }
 
 // loadServiceAccount reads credentials: the key file's JSON itself, or the

@@ -303,7 +303,9 @@ func (v *VertexVideo) download(ctx context.Context, gcsURI, contentType string) 
 }
 
 // call POSTs body to rawURL with a bearer token and returns the 2xx
-// answer. Errors are classified as the Gemini API's are (googleAPIError);
+// answer. Errors are classified as the Gemini API's are (googleAPIError:
+// a refused service account or a used-up daily quota is the operator's
+// account, jobs.Refusal.Account, which may move a job to its fallback);
 // a 401 drops the token and is worth another try (a token revoked or
 // expired early: the next call fetches a new one).
 func (v *VertexVideo) call(ctx context.Context, rawURL string, body []byte, what string) (*http.Response, error) {
@@ -316,13 +318,16 @@ func (v *VertexVideo) call(ctx context.Context, rawURL string, body []byte, what
 		return nil, err
 	}
 	unauthorized := false
-	resp, err := mediafetch.Do(ctx, v.client, req, what, func(status int, body []byte) (string, string) {
+	resp, err := mediafetch.Do(ctx, v.client, req, what, func(status int, body []byte) jobs.Refusal {
 		unauthorized = status == http.StatusUnauthorized
 		return googleAPIError(status, body, "Vertex AI refused the service account: ")
 	})
 	if unauthorized {
+		// Only a fault worth another try (jobs.Failure: Transient), not
+		// the refused account the 401's own classification says: the
+		// error is kept as text so that it does not wrap that one.
 		v.tokens.Invalidate(tok)
-		return nil, &jobs.TransientError{Err: err}
+		return nil, &jobs.TransientError{Err: fmt.Errorf("%s: token refused, dropped: %s", what, err)}
 	}
 	return resp, err
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/vertextest"
 )
 
@@ -243,6 +244,79 @@ func TestVertexUnauthorized(t *testing.T) {
 	}
 	if _, tokens, _ := fake.Counts(); tokens != 2 {
 		t.Errorf("%d tokens fetched; want 2 (the refused one dropped)", tokens)
+	}
+}
+
+// TestVertexRefusals: how a refused submit is classified for the routing
+// policy (jobs.Failure), read from Google's error envelope as the Gemini
+// API's Veo answers are: a used-up daily quota (the fake's "quota"
+// trigger: 429 RESOURCE_EXHAUSTED with a QuotaFailure naming a PerDay
+// quota) and a refused service account are the operator's account, which
+// moves a job to its fallback; a per-minute quota is a rate limit; a 401
+// (a token revoked or expired early) only a fault worth another try.
+func TestVertexRefusals(t *testing.T) {
+	answer := func(code int, body string) func(w http.ResponseWriter, r *http.Request) bool {
+		return func(w http.ResponseWriter, r *http.Request) bool {
+			if !strings.HasSuffix(r.URL.Path, ":predictLongRunning") {
+				return false
+			}
+			w.WriteHeader(code)
+			io.WriteString(w, body)
+			return true
+		}
+	}
+	perMinute := strings.ReplaceAll(vertextest.QuotaAnswer, "PerDay", "PerMinute")
+	perMinute = strings.ReplaceAll(perMinute, "_per_day", "_per_minute")
+	tests := []struct {
+		name      string
+		prompt    string
+		intercept func(w http.ResponseWriter, r *http.Request) bool
+		badKey    bool
+		class     route.Class
+		refused   bool
+		account   bool
+		wait      time.Duration
+	}{
+		{"daily quota", "quota: a fox", nil, false, route.KeyRefused, true, true, time.Hour},
+		{"per-minute quota", "a fox", answer(429, perMinute), false, route.RateLimited, true, false, time.Hour},
+		{"no permission", "a fox", answer(403, `{"error":{"code":403,"message":"Permission 'aiplatform.endpoints.predict' denied","status":"PERMISSION_DENIED"}}`),
+			false, route.KeyRefused, true, true, 0},
+		{"key refused by the token endpoint", "a fox", nil, true, route.KeyRefused, true, true, 0},
+		{"token refused", "a fox", answer(401, `{"error":{"code":401,"message":"Request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}`),
+			false, route.Transient, false, false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fake := vertextest.NewServer(t)
+			fake.Intercept = tt.intercept
+			cfg := VertexConfig{Credentials: fake.Credentials(), BaseURL: fake.URL, TempDir: t.TempDir()}
+			if tt.badKey {
+				cfg.Credentials = fake.CredentialsWith(func(f map[string]any) { f["client_email"] = "stranger@genway-test.iam.gserviceaccount.com" })
+			}
+			v, err := NewVertexVideo(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = v.Start(context.Background(), vertexModel, vertexJob(tt.prompt, "1280x720", 8))
+			if err == nil {
+				t.Fatal("Start succeeded; want a refusal")
+			}
+			f, refused := jobs.Failure(err)
+			if f.Class != tt.class || refused != tt.refused || f.RetryAfter != tt.wait {
+				t.Errorf("Failure(%v) = %+v, refused %v; want class %v, refused %v, RetryAfter %v", err, f, refused, tt.class, tt.refused, tt.wait)
+			}
+			var (
+				pe *jobs.ProviderError
+				te *jobs.TransientError
+			)
+			account := errors.As(err, &te) && te.Account || errors.As(err, &pe) && pe.Account
+			if account != tt.account {
+				t.Errorf("Start = %v: the operator's account %v; want %v", err, account, tt.account)
+			}
+			if n := fake.Quota(); (tt.name == "daily quota") != (n == 1) {
+				t.Errorf("the fake refused %d submits for their quota", n)
+			}
+		})
 	}
 }
 

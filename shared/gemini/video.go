@@ -239,28 +239,34 @@ func (v *Video) keyOnlyToOrigin() *http.Client {
 }
 
 // googleError reads a Gemini API error envelope (googleAPIError).
-func googleError(status int, body []byte) (string, string) {
+func googleError(status int, body []byte) jobs.Refusal {
 	return googleAPIError(status, body, "The Gemini API refused the configured key: ")
 }
 
-// googleAPIError reads a Google API error envelope:
-// {"error":{"code":400,"message":"...","status":"INVALID_ARGUMENT",
-// "details":[...]}}. A refusal on safety grounds is content_policy. A
-// refused credential is our configuration's fault, not the prompt's: 401,
-// 403, and the Gemini API's own answer to a bad key, 400 INVALID_ARGUMENT
-// with reason API_KEY_INVALID; its message is prefixed with refused (which
-// credentials were refused).
-func googleAPIError(status int, body []byte, refused string) (string, string) {
+// googleAPIError reads a Google API error envelope, the Gemini API's and
+// Vertex AI's alike: {"error":{"code":400,"message":"...","status":
+// "INVALID_ARGUMENT","details":[...]}}. A refusal on safety grounds is
+// content_policy. A refused credential is our configuration's fault, not
+// the prompt's, and the operator's account: 401, 403, and the Gemini
+// API's own answer to a bad key, 400 INVALID_ARGUMENT with reason
+// API_KEY_INVALID; its message is prefixed with refused (which
+// credentials were refused). A 429 RESOURCE_EXHAUSTED whose QuotaFailure
+// names a daily quota is the operator's quota used up (retrying soon will
+// not cure it); its RetryInfo delay is kept either way.
+func googleAPIError(status int, body []byte, refused string) jobs.Refusal {
 	var e errorBody
 	if json.Unmarshal(body, &e) != nil || e.Error == nil {
-		return "", ""
+		return jobs.Refusal{}
 	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden || e.Error.hasReason("API_KEY_INVALID") {
-		return "", refused + e.Error.Message
-	}
+	r := jobs.Refusal{Message: e.Error.Message, RetryAfter: e.Error.retryDelay()}
 	lower := strings.ToLower(e.Error.Message)
-	if status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")) {
-		return jobs.CodeContentPolicy, e.Error.Message
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || e.Error.hasReason("API_KEY_INVALID"):
+		r.Message, r.Account = refused+e.Error.Message, true
+	case status == http.StatusTooManyRequests && e.Error.dailyQuota():
+		r.Account = true
+	case status == http.StatusBadRequest && (strings.Contains(lower, "safety") || strings.Contains(lower, "responsible ai") || strings.Contains(lower, "policy")):
+		r.Code = jobs.CodeContentPolicy
 	}
-	return "", e.Error.Message
+	return r
 }

@@ -106,6 +106,7 @@ func TestVideoStart(t *testing.T) {
 		{"bad key", "1280x720", 400, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}`,
 			nil, jobs.CodeUpstream, "refused the configured key"},
 		{"rate limited", "1280x720", 429, `{"error":{"code":429,"message":"Resource has been exhausted","status":"RESOURCE_EXHAUSTED"}}`, nil, "transient", ""},
+		{"daily quota", "1280x720", 429, dailyQuota, nil, "transient", ""},
 		{"unavailable", "1280x720", 503, `{"error":{"code":503,"message":"The service is currently unavailable.","status":"UNAVAILABLE"}}`, nil, "transient", ""},
 		{"no operation name", "1280x720", 200, `{}`, nil, jobs.CodeUpstream, "no operation"},
 		{"square size", "720x720", 200, `{}`, nil, jobs.CodeUpstream, "size"},
@@ -142,15 +143,53 @@ func TestVideoStart(t *testing.T) {
 					t.Fatalf("Start = %v; want a TransientError", err)
 				}
 				if tt.status == 429 && te.RetryAfter != 7*time.Second {
-					t.Errorf("RetryAfter = %v; want 7s", te.RetryAfter)
+					t.Errorf("RetryAfter = %v; want 7s (the header wins over the body's delay)", te.RetryAfter)
+				}
+				if daily := tt.body == dailyQuota; te.Account != daily || te.Status != tt.status {
+					t.Errorf("TransientError = %+v; want status %d, Account %v (a daily quota is the operator's)", te, tt.status, daily)
 				}
 			default:
 				var pe *jobs.ProviderError
 				if !errors.As(err, &pe) || pe.Code != tt.wantCode || !strings.Contains(pe.Message, tt.wantMsg) {
 					t.Fatalf("Start = %v; want %s mentioning %q", err, tt.wantCode, tt.wantMsg)
 				}
+				if badKey := tt.name == "bad key"; pe.Account != badKey {
+					t.Errorf("ProviderError.Account = %v; want %v (only a refused key is the operator's)", pe.Account, badKey)
+				}
 			}
 		})
+	}
+}
+
+// dailyQuota is the Gemini API's answer when a daily quota is used up:
+// 429 RESOURCE_EXHAUSTED with a QuotaFailure naming the quota and a
+// RetryInfo.
+const dailyQuota = `{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.",` +
+	`"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[` +
+	`{"quotaMetric":"generativelanguage.googleapis.com/predict_long_running_requests","quotaId":"PredictLongRunningRequestsPerDayPerProjectPerModel"}]},` +
+	`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"41s"}]}}`
+
+// TestGoogleErrorSignals: what googleError reads in the body for the
+// routing policy: a daily quota is the operator's account, a per-minute
+// one is not; RetryInfo's delay is kept.
+func TestGoogleErrorSignals(t *testing.T) {
+	perMinute := strings.Replace(dailyQuota, "PerDay", "PerMinute", 1)
+	for _, tt := range []struct {
+		name    string
+		status  int
+		body    string
+		account bool
+		wait    time.Duration
+	}{
+		{"daily quota", 429, dailyQuota, true, 41 * time.Second},
+		{"per-minute quota", 429, perMinute, false, 41 * time.Second},
+		{"plain 429", 429, `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}`, false, 0},
+		{"bad key", 400, `{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}`, true, 0},
+	} {
+		r := googleError(tt.status, []byte(tt.body))
+		if r.Account != tt.account || r.RetryAfter != tt.wait || r.Message == "" {
+			t.Errorf("%s: googleError = %+v; want Account %v, RetryAfter %v, a message", tt.name, r, tt.account, tt.wait)
+		}
 	}
 }
 

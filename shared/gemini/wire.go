@@ -10,7 +10,11 @@ package gemini
 // https://ai.google.dev/gemini-api/docs/structured-output
 // (responseMimeType, responseJsonSchema).
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strings"
+	"time"
+)
 
 type generateRequest struct {
 	Contents          []content         `json:"contents"`
@@ -133,12 +137,41 @@ type errorDetail struct {
 	Type       string `json:"@type"`
 	Reason     string `json:"reason"`     // google.rpc.ErrorInfo
 	RetryDelay string `json:"retryDelay"` // google.rpc.RetryInfo
+	Violations []struct {
+		QuotaID string `json:"quotaId"` // "GenerateRequestsPerDayPerProjectPerModel"
+	} `json:"violations"` // google.rpc.QuotaFailure
 }
 
 func (e *apiError) hasReason(r string) bool {
 	for _, d := range e.Details {
 		if d.Reason == r {
 			return true
+		}
+	}
+	return false
+}
+
+// retryDelay returns the delay of a google.rpc.RetryInfo detail ("30s"),
+// 0 if there is none.
+func (e *apiError) retryDelay() time.Duration {
+	for _, d := range e.Details {
+		if strings.HasSuffix(d.Type, "google.rpc.RetryInfo") && d.RetryDelay != "" {
+			if v, err := time.ParseDuration(d.RetryDelay); err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+// dailyQuota reports whether a google.rpc.QuotaFailure detail names a
+// daily quota (its quotaId has "PerDay"): used up until the day ends.
+func (e *apiError) dailyQuota() bool {
+	for _, d := range e.Details {
+		for _, v := range d.Violations {
+			if strings.Contains(v.QuotaID, "PerDay") {
+				return true
+			}
 		}
 	}
 	return false

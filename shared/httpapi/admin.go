@@ -277,14 +277,21 @@ func AdminRoutes(cfg AdminConfig) []Route {
 var errNoJobs = &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found", Message: "This server has no jobs."}
 
 // adminJobView is a job as the operator sees it: the public view plus its
-// account, price, attempts and runs, and the vendor's handle.
+// account, price (the hold while it runs, the charge once completed) and
+// hold, its candidates and the one it is at, attempts and runs, and the
+// vendor's handle.
 type adminJobView struct {
 	jobView
-	Account  string       `json:"account"`
-	Price    int64        `json:"price"`
-	Attempts int          `json:"attempts"`
-	Runs     int          `json:"runs,omitempty"`
-	Handle   *jobs.Handle `json:"handle,omitempty"`
+	Account string `json:"account"`
+	Price   int64  `json:"price"`
+	Hold    int64  `json:"hold"`
+	// Candidates are the models that may serve the job, in order; Trying
+	// is the one it is at (being submitted to, or generating at).
+	Candidates []jobs.Candidate `json:"candidates,omitempty"`
+	Trying     string           `json:"trying,omitempty"`
+	Attempts   int              `json:"attempts"`
+	Runs       int              `json:"runs,omitempty"`
+	Handle     *jobs.Handle     `json:"handle,omitempty"`
 }
 
 type adminJobList struct {
@@ -299,7 +306,14 @@ func viewAdminJob(r *http.Request, svc *jobs.Service, j *jobs.Job) (adminJobView
 	if err != nil {
 		return adminJobView{}, err
 	}
-	v := adminJobView{jobView: viewJob(j, url), Account: j.Account, Price: j.Price, Attempts: j.Attempts, Runs: j.Runs, Handle: j.Handle}
+	v := adminJobView{jobView: viewJob(j, url), Account: j.Account, Price: j.Price, Hold: j.Hold, Candidates: j.Candidates,
+		Attempts: j.Attempts, Runs: j.Runs, Handle: j.Handle}
+	if v.Hold == 0 {
+		v.Hold = j.Price // a job stored before holds and charges could differ
+	}
+	if !j.Status.Final() {
+		v.Trying = j.Current().Model
+	}
 	if j.Status == jobs.Failed {
 		v.Error = j.Error
 	}

@@ -22,17 +22,21 @@ const maxIdempotencyKey = 255
 // input, updated and history (the statuses it entered, when; absent for
 // jobs stored before history was kept). output.url is made at read time.
 type jobView struct {
-	ID      string              `json:"id"`
-	Object  string              `json:"object"`
-	Type    string              `json:"type"`
-	Status  jobs.Status         `json:"status"`
-	Model   string              `json:"model"`
-	Input   jobs.Input          `json:"input"`
-	Output  *outputView         `json:"output"`
-	Error   *jobs.JobError      `json:"error"`
-	Created int64               `json:"created"`
-	Updated int64               `json:"updated"`
-	History []jobs.StatusChange `json:"history,omitempty"`
+	ID     string      `json:"id"`
+	Object string      `json:"object"`
+	Type   string      `json:"type"`
+	Status jobs.Status `json:"status"`
+	Model  string      `json:"model"`
+	// ServedBy is the model that made the output of a completed job: the
+	// model asked for, or one of its catalog fallbacks. Absent until the
+	// job is completed.
+	ServedBy string              `json:"served_by,omitempty"`
+	Input    jobs.Input          `json:"input"`
+	Output   *outputView         `json:"output"`
+	Error    *jobs.JobError      `json:"error"`
+	Created  int64               `json:"created"`
+	Updated  int64               `json:"updated"`
+	History  []jobs.StatusChange `json:"history,omitempty"`
 }
 
 type outputView struct {
@@ -45,7 +49,7 @@ type outputView struct {
 }
 
 func viewJob(j *jobs.Job, url string) jobView {
-	v := jobView{ID: j.ID, Object: "job", Type: j.Type, Status: j.Status, Model: j.Model, Input: j.Input,
+	v := jobView{ID: j.ID, Object: "job", Type: j.Type, Status: j.Status, Model: j.Model, ServedBy: j.ServedBy(), Input: j.Input,
 		Error: j.Error, Created: j.Created, Updated: j.Updated, History: j.History}
 	if j.Status == jobs.Completed && j.Output != nil {
 		o := j.Output

@@ -77,25 +77,26 @@ func (s *Service) Cancel(ctx context.Context, account, id string) (*Job, error) 
 	}
 }
 
-// cancelAtVendor stops processing job j at its vendor, or says why it
-// cannot be.
+// cancelAtVendor stops processing job j at its vendor (the candidate it
+// is at, with the key that submitted it), or says why it cannot be.
 func (s *Service) cancelAtVendor(ctx context.Context, j *Job) error {
 	var c Canceller
 	var m *catalog.Model
 	ok := false
+	model := j.Current().Model
 	if s.Catalog != nil {
-		m, ok = s.Catalog.Model(j.Model)
+		m, ok = s.Catalog.Model(model)
 	}
 	if ok {
 		c, ok = s.Providers[m.Provider].(Canceller)
 	}
 	if !ok {
-		return notCancellable(fmt.Sprintf("The vendor of model %s cannot cancel a running job; it will complete or fail on its own.", j.Model))
+		return notCancellable(fmt.Sprintf("The vendor of model %s cannot cancel a running job; it will complete or fail on its own.", model))
 	}
 	if j.Handle == nil {
 		return notCancellable("The job is being submitted to its vendor and cannot be cancelled yet; try again in a few seconds.")
 	}
-	cctx, cancel := context.WithTimeout(ctx, vendorCancelTimeout)
+	cctx, cancel := context.WithTimeout(withJobKey(ctx, j), vendorCancelTimeout)
 	defer cancel()
 	err := c.Cancel(cctx, m, j)
 	var perr *ProviderError

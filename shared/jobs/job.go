@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 )
 
 // Status is a job's place in its lifecycle.
@@ -99,18 +100,42 @@ type StatusChange struct {
 
 // Job is one generation job, as stored.
 type Job struct {
-	ID       string    `json:"id"`
-	Account  string    `json:"account"`
-	Type     string    `json:"type"`
-	Model    string    `json:"model"`
-	Status   Status    `json:"status"`
-	Input    Input     `json:"input"`
-	Output   *Output   `json:"output,omitempty"`
-	Error    *JobError `json:"error,omitempty"`
-	Price    int64     `json:"price"`    // credits held at create, captured on completion
-	Attempts int       `json:"attempts"` // times a worker took the job to start it at its vendor
-	Created  int64     `json:"created"`  // Unix seconds
-	Updated  int64     `json:"updated"`  // Unix seconds
+	ID      string    `json:"id"`
+	Account string    `json:"account"`
+	Type    string    `json:"type"`
+	Model   string    `json:"model"`
+	Status  Status    `json:"status"`
+	Input   Input     `json:"input"`
+	Output  *Output   `json:"output,omitempty"`
+	Error   *JobError `json:"error,omitempty"`
+	// Price is the job's price in credits: while it runs the hold (the
+	// highest price among its candidates); once completed, its charge (the
+	// price of the model that made the output, written in the same
+	// conditional write that completes it). A failed job keeps its hold
+	// here and is charged nothing.
+	Price int64 `json:"price"`
+	// Hold is the credits held at create (set by Service.Create, never
+	// changed); the settlement clears it: charge Price, release the rest.
+	// 0 on jobs stored before it: their hold is Price.
+	Hold     int64 `json:"hold,omitempty"`
+	Attempts int   `json:"attempts"` // times a worker took the job to start it at its vendor
+	Created  int64 `json:"created"`  // Unix seconds
+	Updated  int64 `json:"updated"`  // Unix seconds
+
+	// Routing: the models that may serve the job and the one being tried.
+	// Candidates are set by Service.Create: the requested model first,
+	// then those of its catalog fallbacks that accept the request (same
+	// input, a configured provider), each with its price for the request.
+	// Jobs stored before fallbacks existed have none (their one candidate
+	// is Model at Price). Candidate is the index of the candidate being
+	// tried; the worker moves it on, with a conditional write, only after
+	// a candidate definitely refused the submit (no handle, no result),
+	// never once a vendor accepted the job. AttemptsBefore is Attempts at
+	// that move: Attempts - AttemptsBefore are the starts at the current
+	// candidate.
+	Candidates     []Candidate `json:"candidates,omitempty"`
+	Candidate      int         `json:"candidate,omitempty"`
+	AttemptsBefore int         `json:"attempts_before,omitempty"`
 
 	// Long-running state, written by the worker.
 	Started int64   `json:"started,omitempty"` // Unix seconds of the first start: the deadline counts from it
@@ -127,6 +152,55 @@ type Job struct {
 	// (written by Store.Create), then one entry per Transition that
 	// changed the status. Jobs stored before it existed have none.
 	History []StatusChange `json:"history,omitempty"`
+}
+
+// Candidate is a model that may serve a job, and what the job costs if
+// it does (its catalog price for the job's input, fixed at create).
+type Candidate struct {
+	Model string `json:"model"`
+	Price int64  `json:"price"`
+}
+
+// Current returns the candidate the job is at: the one being tried, or,
+// once a vendor accepted the job, the one making it (Model at Price for
+// a job stored without candidates).
+func (j *Job) Current() Candidate {
+	if j.Candidate >= 0 && j.Candidate < len(j.Candidates) {
+		return j.Candidates[j.Candidate]
+	}
+	return Candidate{Model: j.Model, Price: j.Price}
+}
+
+// More reports whether another candidate follows the current one.
+func (j *Job) More() bool { return j.Candidate+1 < len(j.Candidates) }
+
+// Tries returns how many times the job was started at its current
+// candidate (claims, crashes included).
+func (j *Job) Tries() int { return j.Attempts - j.AttemptsBefore }
+
+// ServedBy returns the model that made a completed job's output, "" for
+// a job that is not completed.
+func (j *Job) ServedBy() string {
+	if j.Status != Completed {
+		return ""
+	}
+	return j.Current().Model
+}
+
+// Change returns the job's transition from old into its status at at as
+// the change stream reports it to settlement (credits.Apply): its price
+// (the charge once completed), its hold, and, for its job usage, its type
+// and the model that made the output (ServedBy: a fallback's when one
+// served it), or the model asked for while no model made one.
+func (j *Job) Change(old Status, at int64) credits.Change {
+	model := j.ServedBy()
+	if model == "" {
+		model = j.Model
+	}
+	return credits.Change{
+		JobID: j.ID, Account: j.Account, JobType: j.Type, Model: model,
+		OldStatus: string(old), NewStatus: string(j.Status), Price: j.Price, Hold: j.Hold, At: at,
+	}
 }
 
 // HistoryEntry returns the History entry a Transition into to with p
@@ -160,6 +234,13 @@ type Patch struct {
 	Started     int64   // set if not 0
 	Handle      *Handle // set if not nil
 	NextRun     int64   // set if not 0
+	// Candidate, when not nil, moves the job to that candidate, with
+	// AttemptsBefore (the job's Attempts when it moves).
+	Candidate      *int
+	AttemptsBefore int
+	// Price, when not nil, sets the job's price: its charge, in the
+	// transition that completes it.
+	Price *int64
 	// IfRuns, when not nil, is a further precondition: the job's Runs
 	// must equal *IfRuns, and the transition sets Runs to *IfRuns+1. It is
 	// how one delivery among duplicates claims a run.

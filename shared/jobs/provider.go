@@ -2,13 +2,16 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/route"
 )
 
 // A vendor works in one of two shapes, and Provider covers both:
@@ -29,6 +32,8 @@ import (
 // Errors: a *ProviderError fails the job at once (no charge); a
 // *TransientError, or any other error, is a fault worth retrying (408,
 // 429, 5xx, network) and the worker tries again later, within its bounds.
+// At submit (Start) Failure classifies the error for the routing policy,
+// which may move a job whose model has fallbacks to the next candidate.
 type Provider interface {
 	// Start begins generating j and returns either the finished Result or
 	// the vendor's Handle. It is called at most once per job and attempt:
@@ -68,6 +73,10 @@ type Handle struct {
 	ResultURL string `json:"result_url,omitempty"` // where the result is, as the vendor gave it
 	CancelURL string `json:"cancel_url,omitempty"` // where to cancel, as the vendor gave it
 	Submitted int64  `json:"submitted,omitempty"`  // Unix seconds; set by the worker
+	// KeyID names the key of the provider's pool that submitted the job
+	// (route.KeyID, never the key): the worker sets it, and polls and
+	// cancels of the job run with it (route.WithKey). "" without a pool.
+	KeyID string `json:"key_id,omitempty"`
 }
 
 // Result is finished media, read as it arrives: the worker copies Body into
@@ -83,10 +92,17 @@ type Result struct {
 }
 
 // ProviderError is a permanent generation failure: the job fails with Code
-// and no charge.
+// and no charge (unless, at submit, the routing policy moves the job to
+// another candidate: see Failure).
 type ProviderError struct {
 	Code    string // CodeUpstream, CodeContentPolicy, CodeTimeout, CodeInternal
 	Message string // shown to the client in job.error; never a secret
+	// Status is the vendor's HTTP status when the failure is its answer
+	// (StatusError sets it); 0 otherwise.
+	Status int
+	// Account: the vendor refused the operator's account or key, not the
+	// request (see Refusal.Account).
+	Account bool
 	Err     error
 }
 
@@ -104,8 +120,14 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 // 5xx, or could not be reached. RetryAfter is the vendor's Retry-After, if
 // it sent one (0 otherwise); the worker waits at least that long.
 type TransientError struct {
+	// Status is the vendor's HTTP status; 0 if it did not answer (a
+	// network fault).
+	Status     int
 	RetryAfter time.Duration
-	Err        error
+	// Account: a 429 that says the operator's quota is used up (a Gemini
+	// daily quota), which retrying soon will not cure.
+	Account bool
+	Err     error
 }
 
 func (e *TransientError) Error() string {
@@ -124,20 +146,46 @@ func Retryable(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
 
+// Refusal is what an adapter reads in its vendor's error answer, for
+// StatusError. Adapters read only their vendor's words and signals; what
+// a status means for the job is decided here (StatusError, Failure).
+type Refusal struct {
+	// Code is the job's error code if the answer fails it:
+	// CodeContentPolicy for a refused prompt; "" for CodeUpstream.
+	Code    string
+	Message string // the vendor's own words; never a secret
+	// Account says the answer is about the operator's account at the
+	// vendor, not the request: a key the vendor does not accept (where
+	// its status does not say so: Gemini's 400 API_KEY_INVALID), a quota
+	// or credit used up (ElevenLabs' quota_exceeded, a Gemini daily
+	// quota). A 401, 403 or 402 is one whatever the body says.
+	Account bool
+	// RetryAfter is a wait the answer's body asks for (Gemini's
+	// RetryInfo); the Retry-After header wins over it.
+	RetryAfter time.Duration
+}
+
 // StatusError classifies a vendor's HTTP error answer: a *TransientError
 // for a Retryable status (with the Retry-After header, seconds or an HTTP
-// date, honoured), else a *ProviderError with code (CodeUpstream if empty)
-// and message, the vendor's own words. what names the call ("submit",
-// "poll") for the logs.
-func StatusError(what string, status int, header http.Header, code, message string) error {
-	err := fmt.Errorf("%s: HTTP %d: %s", what, status, message)
+// date, honoured, else r.RetryAfter), else a *ProviderError with r's code
+// (CodeUpstream if empty) and message, the vendor's own words. Both keep
+// the status and the account signal. what names the call ("submit", "poll")
+// for the logs.
+func StatusError(what string, status int, header http.Header, r Refusal) error {
+	err := fmt.Errorf("%s: HTTP %d: %s", what, status, r.Message)
+	account := r.Account || status == http.StatusUnauthorized || status == http.StatusPaymentRequired || status == http.StatusForbidden
 	if Retryable(status) {
-		return &TransientError{RetryAfter: RetryAfter(header, time.Now()), Err: err}
+		ra := RetryAfter(header, time.Now())
+		if ra == 0 {
+			ra = r.RetryAfter
+		}
+		return &TransientError{Status: status, RetryAfter: ra, Account: account, Err: err}
 	}
+	code := r.Code
 	if code == "" {
 		code = CodeUpstream
 	}
-	return &ProviderError{Code: code, Message: message, Err: err}
+	return &ProviderError{Code: code, Message: r.Message, Status: status, Account: account, Err: err}
 }
 
 // RetryAfter parses a Retry-After header (delay seconds or an HTTP date,
@@ -154,4 +202,73 @@ func RetryAfter(h http.Header, now time.Time) time.Duration {
 		return t.Sub(now)
 	}
 	return 0
+}
+
+// Failure classifies a failed submit (Provider.Start's error) by the
+// routing policy (route.Policy.Decide), and reports whether the vendor
+// definitely did not take the job: only such a refusal may move a job to
+// its next candidate, so that a job the vendor may have accepted is never
+// submitted to another.
+//
+//	the failure                                        class        refused
+//	the operator's account or key (Account, 401, 402,  KeyRefused   yes
+//	  403): a bad key, a used-up quota or credit
+//	404 (the vendor lacks the model)                   Unsupported  yes
+//	429                                                RateLimited  yes
+//	408, 5xx but 502 and 504                           Transient    yes
+//	502, 504 (a gateway: what is behind it may have    Transient    no
+//	  taken the job)
+//	no answer, the connection never made (dial, DNS)   Transient    yes
+//	no answer otherwise (reset, timeout after sending) Transient    no
+//	any other *ProviderError (the request's fault: a   Final        no
+//	  400 or 422, a refused prompt, an unusable answer)
+//	any other error                                    Transient    no
+func Failure(err error) (f route.Failure, refused bool) {
+	var (
+		perr *ProviderError
+		terr *TransientError
+	)
+	switch {
+	case errors.As(err, &perr):
+		f.Status = perr.Status
+		switch {
+		case perr.Account || perr.Status == http.StatusUnauthorized || perr.Status == http.StatusPaymentRequired ||
+			perr.Status == http.StatusForbidden:
+			f.Class, f.Reason = route.KeyRefused, "account"
+		case perr.Status == http.StatusNotFound:
+			f.Class = route.Unsupported
+		default:
+			f.Class = route.Final
+			return f, false
+		}
+		return f, true
+	case errors.As(err, &terr):
+		f.Status, f.RetryAfter = terr.Status, terr.RetryAfter
+		switch {
+		case terr.Account:
+			f.Class, f.Reason = route.KeyRefused, "account"
+			return f, true
+		case terr.Status != 0:
+			f.Class = route.StatusClass(terr.Status)
+			if f.Class == route.Final { // not a retryable status: made by hand
+				f.Class = route.Transient
+			}
+			return f, terr.Status != http.StatusBadGateway && terr.Status != http.StatusGatewayTimeout
+		}
+	}
+	f.Class, f.Reason = route.Transient, "connection"
+	var (
+		op  *net.OpError
+		dns *net.DNSError
+		ne  net.Error
+	)
+	switch {
+	case errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial"):
+		return f, true
+	case errors.As(err, &ne) && ne.Timeout():
+		f.Reason = "timeout"
+	case !errors.As(err, &terr):
+		f.Reason = "error"
+	}
+	return f, false
 }

@@ -36,11 +36,15 @@ type ReconcileResult struct {
 // reconcilePages bounds the pages Reconcile reads per account and status.
 const reconcilePages = 1000
 
-// Reconcile settles the final, priced jobs created since since and
-// final for at least grace (the stream usually settles within seconds;
-// grace keeps the reconciler off its heels) whose settlement entry is
-// missing. It reads each account's completed and failed jobs through the
-// jobs store's listing, one ledger read per priced job.
+// Reconcile settles the final, priced jobs (a hold, or a price without
+// one) created since since and final for at least grace (the stream
+// usually settles within seconds; grace keeps the reconciler off its
+// heels) whose settlement entry is missing, as the stream would have: a
+// completed job's Price (its charge) captured and the rest of its Hold
+// released, counted in the job usage of the model that served it; a
+// failed job's hold released. It reads each account's completed and
+// failed jobs through the jobs store's listing, one ledger read per
+// priced job.
 func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time, grace time.Duration, now time.Time) (ReconcileResult, error) {
 	var res ReconcileResult
 	accts, err := cs.Accounts(ctx)
@@ -57,7 +61,10 @@ func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time
 					return res, fmt.Errorf("reconcile: list %s jobs of %s: %w", status, a.ID, err)
 				}
 				for _, j := range page {
-					if j.Price <= 0 || j.Updated > cutoff {
+					// At is when the job ended, as the stream would have
+					// said: its job usage counts on that day.
+					c := j.Change(Processing, j.Updated)
+					if c.Held() <= 0 || j.Updated > cutoff {
 						continue
 					}
 					res.Checked++
@@ -69,10 +76,6 @@ func Reconcile(ctx context.Context, js Store, cs ReconcileStore, since time.Time
 					if ok {
 						continue
 					}
-					// At is when the job ended, as the stream would have
-					// said: its job usage counts on that day.
-					c := credits.Change{JobID: j.ID, Account: j.Account, JobType: j.Type, Model: j.Model,
-						OldStatus: string(Processing), NewStatus: string(j.Status), Price: j.Price, At: j.Updated}
 					if err := credits.Apply(ctx, cs, c); err != nil {
 						return res, fmt.Errorf("reconcile: %w", err)
 					}

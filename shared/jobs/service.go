@@ -56,16 +56,20 @@ func (s *Service) now() time.Time {
 	return time.Now()
 }
 
-// Create validates req, holds the price on account and stores and enqueues
-// the job. With a non-empty idemKey, a retry with the same key and body
-// (bodyHash) returns the job the first call created; another body is
-// ErrIdempotencyConflict. Errors are *apierr.Error for client faults.
+// Create validates req against its model (the lead), computes the job's
+// candidates (Candidates: the lead, then its catalog fallbacks that can
+// serve the same input), holds the highest of their prices on account,
+// and stores and enqueues the job. With a non-empty idemKey, a retry with
+// the same key and body (bodyHash) returns the job the first call
+// created; another body is ErrIdempotencyConflict. Errors are
+// *apierr.Error for client faults, all of them about the lead: a fallback
+// that cannot serve the request is silently not a candidate.
 func (s *Service) Create(ctx context.Context, account string, req *CreateRequest, idemKey, bodyHash string) (*Job, error) {
 	m, in, err := Validate(s.Catalog, req)
 	if err != nil {
 		return nil, err
 	}
-	if s.Configured != nil && !s.Configured(m.Provider) {
+	if !s.configured(m) {
 		return nil, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
 			Message: fmt.Sprintf("The model %q is not configured on this deployment; see GET /v1/models?type=%s.", m.ID, m.Type)}
 	}
@@ -74,9 +78,14 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 		return nil, err
 	}
 	now := s.now().Unix()
+	cands := s.candidates(m, req, in)
+	var hold int64
+	for _, c := range cands {
+		hold = max(hold, c.Price)
+	}
 	j := &Job{
 		ID: id, Account: account, Type: req.Type, Model: m.ID, Status: Queued, Input: in,
-		Price: m.Price.JobCredits(in.Duration), Created: now, Updated: now,
+		Price: hold, Hold: hold, Candidates: cands, Created: now, Updated: now,
 	}
 	var idem *Idempotency
 	if idemKey != "" {
@@ -84,7 +93,7 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	}
 	got, err := s.Store.Create(ctx, j, idem)
 	if errors.Is(err, ErrInsufficientCredits) {
-		return nil, s.short(ctx, account, j.Price)
+		return nil, s.short(ctx, account, j)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create job: %w", err)
@@ -111,20 +120,60 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	return got, nil
 }
 
-// short is the 402 for a job of price that account cannot pay: it says
-// the price and, when Balances can tell, what the account has.
-func (s *Service) short(ctx context.Context, account string, price int64) error {
-	msg := fmt.Sprintf("This job costs %d credits, more than the account has available.", price)
+// short is the 402 for job j that account cannot pay: it says the price
+// (for a job with fallbacks, the hold: the highest of their prices) and,
+// when Balances can tell, what the account has.
+func (s *Service) short(ctx context.Context, account string, j *Job) error {
+	costs := fmt.Sprintf("This job costs %d credits", j.Price)
+	if len(j.Candidates) > 1 {
+		costs = fmt.Sprintf("This job costs up to %d credits (the highest price among the models that may serve it, held until it is done)", j.Price)
+	}
+	msg := costs + ", more than the account has available."
 	if s.Balances != nil {
 		a, err := s.Balances.Account(ctx, account)
 		switch {
 		case err == nil:
-			msg = fmt.Sprintf("This job costs %d credits; the account has %d available (balance %d, %d held by jobs in progress).", price, a.Available, a.Balance, a.Held)
+			msg = fmt.Sprintf("%s; the account has %d available (balance %d, %d held by jobs in progress).", costs, a.Available, a.Balance, a.Held)
 		case errors.Is(err, credits.ErrAccountNotFound):
-			msg = fmt.Sprintf("This job costs %d credits; the account has none.", price)
+			msg = costs + "; the account has none."
 		}
 	}
 	return &apierr.Error{Kind: ErrInsufficientCredits.Kind, Code: ErrInsufficientCredits.Code, Message: msg}
+}
+
+// configured reports whether m's provider can run jobs here.
+func (s *Service) configured(m *catalog.Model) bool {
+	return s.Configured == nil || s.Configured(m.Provider)
+}
+
+// candidates returns the models that may serve a job of lead m with
+// input in (req validated against m): m first, then each of m's catalog
+// fallbacks, in order, that accepts the same request with the same
+// input (duration, format, mode, lyrics, category, size: Validate with
+// in's values gives in back) and whose provider is configured here. Each
+// is priced by its own catalog price for in's duration.
+func (s *Service) candidates(m *catalog.Model, req *CreateRequest, in Input) []Candidate {
+	out := []Candidate{{Model: m.ID, Price: m.Price.JobCredits(in.Duration)}}
+	for _, id := range m.Fallbacks {
+		r := CreateRequest{Type: req.Type, Model: id, Prompt: req.Prompt, Duration: &in.Duration, Category: req.Category}
+		switch req.Type {
+		case TypeMusic:
+			r.Format, r.Mode = &in.Format, &in.Mode
+			if in.Mode == "LYRICS" {
+				r.Lyrics = &in.Lyrics
+			}
+		case TypeSFX:
+			r.Format = &in.Format
+		case TypeVideo:
+			r.Size, r.Resolution = &in.Size, req.Resolution
+		}
+		f, fin, err := Validate(s.Catalog, &r)
+		if err != nil || fin != in || !s.configured(f) {
+			continue
+		}
+		out = append(out, Candidate{Model: f.ID, Price: f.Price.JobCredits(in.Duration)})
+	}
+	return out
 }
 
 func (s *Service) enqueue(ctx context.Context, id, account string) error {

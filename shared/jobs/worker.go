@@ -13,15 +13,16 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/metrics"
+	"github.com/genway/genway/shared/route"
 )
 
 // Worker defaults.
 const (
-	// DefaultMaxAttempts is how many times a worker starts a job at its
-	// vendor (a crash, or a transient vendor fault, costs one). It is one
-	// less than the queue's maxReceiveCount (5): the fifth delivery of a
-	// message finds the attempts spent and fails the job (no charge), so a
-	// job whose attempts all crashed the worker is still marked failed
+	// DefaultMaxAttempts is how many times a worker starts a job at one
+	// candidate (a crash, or a transient vendor fault, costs one). It is
+	// one less than the queue's maxReceiveCount (5): the fifth delivery of
+	// a message finds the attempts spent and fails the job (no charge), so
+	// a job whose attempts all crashed the worker is still marked failed
 	// before its message goes to the dead-letter queue.
 	DefaultMaxAttempts = 4
 	// DefaultPollInterval is the delay between two polls of a long-running
@@ -47,6 +48,33 @@ const (
 // vendor at most once per attempt and its handle is stored before the
 // message is acknowledged, so a restart polls it instead of submitting
 // again; completion is a conditional transition. Safe for concurrent use.
+//
+// Routing (a job whose model has fallbacks: Job.Candidates). Each failed
+// submit is classified (Failure) and the routing policy decides
+// (route.Policy.Decide, the function chat uses) with State.Retry the
+// retries at the current candidate, More whether another candidate
+// follows, Left the time to the job's deadline:
+//
+//   - Again: the job is re-enqueued after the wait (never sooner than the
+//     worker's own backoff), as for any transient fault;
+//   - OtherKey: the same candidate at once with another key of its
+//     provider's pool, in the same run (the key refused or rate-limited
+//     rests in the Router);
+//   - Next: the job moves to the next candidate (Job.Candidate, with a
+//     conditional write on the run's claim) and is re-enqueued at once: a
+//     redelivery or a restart continues there;
+//   - Stop (or Next with no candidate left): the job fails, no charge.
+//
+// Only a definite refusal moves a job on (Failure reports it): a failure
+// after which the vendor may have taken the job (a timeout or a broken
+// connection after the request was sent, a 502 or 504, an unreadable
+// answer) is decided as if no candidate followed, so it is retried at the
+// same candidate or fails the job; and no submit is routed at all once a
+// vendor answered with a handle or the media. The retries: while another
+// candidate follows, the policy's (Policy.Retries, GENWAY_ROUTE_RETRIES);
+// at the last candidate (a job without fallbacks has only one), up to
+// MaxAttempts starts, as before fallbacks existed. MaxAttempts caps the
+// starts at any one candidate, crashed runs included.
 type Worker struct {
 	Store       Store
 	Queue       Queue // re-enqueues polls and retries
@@ -56,6 +84,12 @@ type Worker struct {
 	Log         *slog.Logger
 	MaxAttempts int              // 0: DefaultMaxAttempts
 	Now         func() time.Time // nil: time.Now
+	// Router is the process's router (shared with chat): its policy
+	// decides failed submits, its key state picks the key of each submit
+	// from a provider's pool (route.Keyed), and each submit's outcome is
+	// recorded in its breakers and counters. nil: route.DefaultPolicy,
+	// with no key pools, breakers or routing counters.
+	Router *route.Router
 	// Lease is how long a worker owns a job it is starting: a duplicate
 	// delivery of a job that another worker started less than Lease ago is
 	// sent back for later (ErrBusy) instead of being started twice, and a
@@ -80,6 +114,13 @@ func (w *Worker) now() time.Time {
 		return w.Now()
 	}
 	return time.Now()
+}
+
+func (w *Worker) maxAttempts() int {
+	if w.MaxAttempts > 0 {
+		return w.MaxAttempts
+	}
+	return DefaultMaxAttempts
 }
 
 func (w *Worker) pollInterval() time.Duration {
@@ -119,15 +160,18 @@ func (w *Worker) Process(ctx context.Context, id string) error {
 		return nil // duplicate delivery
 	}
 	now := w.now()
-	m, ok := w.Catalog.Model(j.Model)
+	// m is the candidate the job is at: the model it is submitted to,
+	// polled at and cancelled at.
+	model := j.Current().Model
+	m, ok := w.Catalog.Model(model)
 	var p Provider
 	if ok {
 		p = w.Providers[m.Provider]
 	}
 	if p == nil {
-		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: fmt.Sprintf("The model %s has no configured provider; no credits were charged.", j.Model)})
+		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: fmt.Sprintf("The model %s has no configured provider; no credits were charged.", model)})
 	}
-	if j.Started != 0 && !now.Before(deadline(m, j)) {
+	if j.Started != 0 && !now.Before(w.deadline(j)) {
 		return w.timeout(ctx, m, p, j)
 	}
 	next := j.NextRun
@@ -143,8 +187,18 @@ func (w *Worker) Process(ctx context.Context, id string) error {
 	return w.start(ctx, m, p, j, now)
 }
 
-func deadline(m *catalog.Model, j *Job) time.Time {
-	return time.Unix(j.Started, 0).Add(m.Deadline())
+// deadline is when job j passes its deadline: its requested model's
+// (Job.Model's, whichever candidate serves it) from its first start.
+func (w *Worker) deadline(j *Job) time.Time {
+	return time.Unix(j.Started, 0).Add(w.limit(j))
+}
+
+// limit is job j's deadline as a duration: its requested model's.
+func (w *Worker) limit(j *Job) time.Duration {
+	if m, ok := w.Catalog.Model(j.Model); ok {
+		return m.Deadline()
+	}
+	return catalog.DefaultDeadline
 }
 
 // early handles a delivery before the job's NextRun.
@@ -167,13 +221,11 @@ func (w *Worker) early(ctx context.Context, j *Job, now time.Time) error {
 	return nil
 }
 
-// start claims j and starts it at its vendor.
+// start claims j and starts it at its vendor (m, the candidate it is at):
+// one submit, or one per key of the provider's pool while keys refuse it
+// and another is free; a failed submit is decided by the routing policy.
 func (w *Worker) start(ctx context.Context, m *catalog.Model, p Provider, j *Job, now time.Time) error {
-	max := w.MaxAttempts
-	if max == 0 {
-		max = DefaultMaxAttempts
-	}
-	if j.Attempts >= max {
+	if j.Tries() >= w.maxAttempts() {
 		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: fmt.Sprintf("Generation did not finish after %d attempts; no credits were charged.", j.Attempts)})
 	}
 	patch := Patch{IncAttempts: true, Updated: now.Unix(), NextRun: now.Add(w.Lease).Unix(), IfRuns: &j.Runs}
@@ -188,19 +240,66 @@ func (w *Worker) start(ctx context.Context, m *catalog.Model, p Provider, j *Job
 	if err != nil {
 		return fmt.Errorf("process %s: start: %w", id, err)
 	}
-	log := w.Log.With("job_id", j.ID, "model", j.Model, "attempt", j.Attempts)
-	sctx, cancel := context.WithTimeout(ctx, deadline(m, j).Sub(now))
+	log := w.Log.With("job_id", j.ID, "model", j.Model, "candidate", m.ID, "attempt", j.Attempts)
+	sctx, cancel := context.WithTimeout(ctx, w.deadline(j).Sub(now))
 	defer cancel()
-	step, err := p.Start(sctx, m, j)
-	if err == nil && (step == nil || (step.Result == nil) == (step.Handle == nil)) {
-		err = &ProviderError{Code: CodeInternal, Message: "The provider answered neither media nor a handle.", Err: fmt.Errorf("provider %s: bad step", m.Provider)}
+	target := route.Target{Model: m.ID, Provider: m.Provider}
+	if k, ok := p.(route.Keyed); ok {
+		target.Keys = k.KeyIDs()
 	}
-	if err != nil {
-		if step != nil && step.Result != nil {
+	tried := map[string]bool{}
+	for {
+		key := ""
+		if w.Router != nil {
+			key = w.Router.Key(target, tried)
+		}
+		actx := sctx
+		if key != "" {
+			tried[key] = true
+			actx = route.WithKey(sctx, key)
+		}
+		step, err := p.Start(actx, m, j)
+		if err != nil && step != nil && step.Result != nil {
 			step.Result.Body.Close()
 		}
-		return w.fault(ctx, sctx, m, p, j, "start", err, log)
+		if err == nil && (step == nil || (step.Result == nil) == (step.Handle == nil)) {
+			if step != nil && step.Result != nil {
+				step.Result.Body.Close()
+			}
+			err = &ProviderError{Code: CodeInternal, Message: "The provider answered neither media nor a handle.", Err: fmt.Errorf("provider %s: bad step", m.Provider)}
+		}
+		switch {
+		case err == nil:
+			w.observe(target, key, nil)
+			return w.started(ctx, sctx, m, p, j, step, key, log)
+		case ctx.Err() != nil:
+			return fmt.Errorf("process %s: start: %w", j.ID, err)
+		case sctx.Err() != nil:
+			return w.timeout(ctx, m, p, j)
+		}
+		f, refused := Failure(err)
+		w.observe(target, key, &f)
+		keyFree := w.Router != nil && refused && w.Router.KeyFree(target, tried)
+		act, wait := w.decide(j, f, refused, keyFree)
+		log.Warn("submit failed", "outcome", f.Outcome(), "class", f.Class.String(), "refused", refused, "action", act.String(), "key", key, "err", err)
+		switch act {
+		case route.OtherKey:
+			continue
+		case route.Again:
+			return w.retry(ctx, j, w.backoff(j, wait), log)
+		case route.Next:
+			if refused && j.More() {
+				return w.advance(ctx, j, target, log)
+			}
+		}
+		return w.submitFailed(ctx, j, err, log)
 	}
+}
+
+// started handles the vendor's answer to a submit: the media (copied and
+// the job completed), or a handle (stored with the key that submitted,
+// then polled).
+func (w *Worker) started(ctx, sctx context.Context, m *catalog.Model, p Provider, j *Job, step *Step, key string, log *slog.Logger) error {
 	if step.Result != nil {
 		return w.finishOrRetry(ctx, sctx, m, p, j, step.Result, log)
 	}
@@ -209,8 +308,82 @@ func (w *Worker) start(ctx context.Context, m *catalog.Model, p Provider, j *Job
 	}
 	h := *step.Handle
 	h.Submitted = w.now().Unix()
+	h.KeyID = key
 	log.Info("submitted to vendor", "vendor_id", h.ID)
 	return w.saveHandle(ctx, j, &h, log)
+}
+
+// observe records a submit's outcome in the Router, if there is one.
+func (w *Worker) observe(t route.Target, key string, f *route.Failure) {
+	if w.Router != nil {
+		w.Router.Observe(t, key, f)
+	}
+}
+
+// decide applies the routing policy to failure f of a submit of j (see
+// Worker): Decide with the router's policy (DefaultPolicy without one),
+// the retries at j's current candidate, whether another follows (only
+// after a definite refusal), the time to j's deadline. At the last
+// candidate, or after a failure the vendor may have taken the job with,
+// the retries are MaxAttempts - 1; elsewhere the policy's, within them.
+func (w *Worker) decide(j *Job, f route.Failure, refused, keyFree bool) (route.Action, time.Duration) {
+	p := route.DefaultPolicy
+	if w.Router != nil {
+		p = w.Router.Policy()
+	}
+	more := refused && j.More()
+	last := w.maxAttempts() - 1
+	if more {
+		p.Retries = min(p.Retries, last)
+	} else {
+		p.Retries = last
+	}
+	if p.Retries <= 0 {
+		p.Retries = -1 // none (0 is the default's)
+	}
+	return p.Decide(f, route.State{Retry: max(j.Tries()-1, 0), More: more, KeyFree: keyFree,
+		Left: w.deadline(j).Sub(w.now()), Jitter: rand.Float64()})
+}
+
+// advance moves claimed job j to its next candidate after the current
+// one refused the submit: a conditional write on the run's claim, so that
+// a redelivery or a restart continues there, then a message at once.
+func (w *Worker) advance(ctx context.Context, j *Job, from route.Target, log *slog.Logger) error {
+	next := j.Candidate + 1
+	now := w.now()
+	_, err := w.Store.Transition(ctx, j.ID, Processing, Processing, Patch{Candidate: &next, AttemptsBefore: j.Attempts,
+		Updated: now.Unix(), NextRun: now.Unix(), IfRuns: &j.Runs})
+	if errors.Is(err, ErrConflict) {
+		return w.recheck(ctx, j.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("process %s: move to the next candidate: %w", j.ID, err)
+	}
+	if w.Router != nil {
+		w.Router.Moved(from)
+	}
+	log.Warn("vendor refused the job; moving to the next candidate", "next", j.Candidates[next].Model)
+	return w.schedule(ctx, j, 0)
+}
+
+// submitFailed fails j after its last submit failed for good: with the
+// vendor's own code and words for a refusal, else as a vendor that kept
+// failing.
+func (w *Worker) submitFailed(ctx context.Context, j *Job, err error, log *slog.Logger) error {
+	var (
+		perr *ProviderError
+		terr *TransientError
+	)
+	switch {
+	case errors.As(err, &perr):
+		log.Info("generation failed", "step", "start", "code", perr.Code, "err", err)
+		return w.fail(ctx, j, &JobError{Code: perr.Code, Message: perr.Message})
+	case errors.As(err, &terr) && terr.Account:
+		log.Warn("vendor quota used up; job failed", "err", err)
+		return w.fail(ctx, j, &JobError{Code: CodeUpstream, Message: "The vendor refused the job: this service's quota there is used up; no credits were charged."})
+	}
+	log.Warn("vendor kept failing; job failed", "step", "start", "err", err)
+	return w.fail(ctx, j, &JobError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor kept failing (%d attempts); no credits were charged.", j.Attempts)})
 }
 
 // saveHandle stores the vendor's handle on j and schedules the first poll.
@@ -256,8 +429,8 @@ func (w *Worker) poll(ctx context.Context, m *catalog.Model, p Provider, j *Job,
 	if err != nil {
 		return fmt.Errorf("process %s: claim poll: %w", id, err)
 	}
-	log := w.Log.With("job_id", j.ID, "model", j.Model, "vendor_id", j.Handle.ID, "poll", j.Runs)
-	pctx, cancel := context.WithTimeout(ctx, deadline(m, j).Sub(now))
+	log := w.Log.With("job_id", j.ID, "model", j.Model, "candidate", m.ID, "vendor_id", j.Handle.ID, "poll", j.Runs)
+	pctx, cancel := context.WithTimeout(withJobKey(ctx, j), w.deadline(j).Sub(now))
 	defer cancel()
 	res, err := poller.Poll(pctx, m, j)
 	switch {
@@ -279,10 +452,12 @@ func (w *Worker) finishOrRetry(ctx, rctx context.Context, m *catalog.Model, p Pr
 	return w.fault(ctx, rctx, m, p, j, "store output", err, log)
 }
 
-// fault decides what a failed start, poll or copy means: a *ProviderError
-// fails the job; the run's deadline passing fails it with timeout; the
-// worker shutting down leaves the message to come back; anything else is
-// transient and retried after a backoff (a start costs an attempt).
+// fault decides what a failed poll or copy means (a failed submit is
+// start's): a *ProviderError fails the job; the run's deadline passing
+// fails it with timeout; the worker shutting down leaves the message to
+// come back; anything else is transient and retried after a backoff (a
+// copy of a synchronous vendor's media costs an attempt: the job is
+// submitted again to the same candidate).
 func (w *Worker) fault(ctx, rctx context.Context, m *catalog.Model, p Provider, j *Job, what string, err error, log *slog.Logger) error {
 	var perr *ProviderError
 	switch {
@@ -299,38 +474,39 @@ func (w *Worker) fault(ctx, rctx context.Context, m *catalog.Model, p Provider, 
 	if errors.As(err, &terr) {
 		retryAfter = terr.RetryAfter
 	}
-	if j.Handle == nil {
-		max := w.MaxAttempts
-		if max == 0 {
-			max = DefaultMaxAttempts
-		}
-		if j.Attempts >= max {
-			log.Warn("vendor kept failing; job failed", "step", what, "err", err)
-			return w.fail(ctx, j, &JobError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor kept failing (%d attempts); no credits were charged.", j.Attempts)})
-		}
+	if j.Handle == nil && j.Tries() >= w.maxAttempts() {
+		log.Warn("vendor kept failing; job failed", "step", what, "err", err)
+		return w.fail(ctx, j, &JobError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor kept failing (%d attempts); no credits were charged.", j.Attempts)})
 	}
-	delay := w.backoff(j, retryAfter)
-	log.Warn("transient vendor fault; retrying", "step", what, "retry_in", delay.String(), "err", err)
-	// The next run is due after the delay, not at the claim's lease end.
+	log.Warn("transient vendor fault", "step", what, "err", err)
+	return w.retry(ctx, j, w.backoff(j, retryAfter), log)
+}
+
+// retry schedules claimed job j's next run after delay: the run's
+// NextRun moves to then (not the claim's lease end), and a message is
+// sent with that delay.
+func (w *Worker) retry(ctx context.Context, j *Job, delay time.Duration, log *slog.Logger) error {
+	log.Info("retrying later", "retry_in", delay.String())
 	now := w.now()
-	if _, uerr := w.Store.Transition(ctx, j.ID, Processing, Processing, Patch{Updated: now.Unix(), NextRun: now.Add(delay).Unix(), IfRuns: &j.Runs}); uerr != nil {
-		if errors.Is(uerr, ErrConflict) {
+	if _, err := w.Store.Transition(ctx, j.ID, Processing, Processing, Patch{Updated: now.Unix(), NextRun: now.Add(delay).Unix(), IfRuns: &j.Runs}); err != nil {
+		if errors.Is(err, ErrConflict) {
 			return w.recheck(ctx, j.ID)
 		}
-		return fmt.Errorf("process %s: schedule retry: %w", j.ID, uerr)
+		return fmt.Errorf("process %s: schedule retry: %w", j.ID, err)
 	}
 	return w.schedule(ctx, j, delay)
 }
 
-// backoff is the delay before retrying j: exponential in its runs (full
-// jitter, capped), polls never sooner than the poll interval, and never
-// sooner than the vendor's Retry-After.
+// backoff is the delay before retrying j: exponential in its starts at
+// its current candidate (full jitter, capped), polls never sooner than
+// the poll interval, and never sooner than the vendor's Retry-After (or
+// the routing policy's wait).
 func (w *Worker) backoff(j *Job, retryAfter time.Duration) time.Duration {
 	base := w.RetryBase
 	if base <= 0 {
 		base = DefaultRetryBase
 	}
-	n := j.Attempts
+	n := j.Tries()
 	if j.Handle != nil {
 		n = 1
 	}
@@ -345,8 +521,8 @@ func (w *Worker) backoff(j *Job, retryAfter time.Duration) time.Duration {
 // schedule enqueues j's next run after delay, but no later than just past
 // its deadline (so a job past it is failed promptly).
 func (w *Worker) schedule(ctx context.Context, j *Job, delay time.Duration) error {
-	if m, ok := w.Catalog.Model(j.Model); ok && j.Started != 0 {
-		if left := deadline(m, j).Sub(w.now()) + time.Second; left < delay {
+	if j.Started != 0 {
+		if left := w.deadline(j).Sub(w.now()) + time.Second; left < delay {
 			delay = max(left, 0)
 		}
 	}
@@ -396,13 +572,20 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 	if j.Type == TypeVideo && out.Width == 0 {
 		out.Width, out.Height = parseSize(j.Input.Size)
 	}
-	if _, err := w.Store.Transition(ctx, j.ID, Processing, Completed, Patch{Output: out, Updated: w.now().Unix()}); err != nil {
+	// The charge is the price of the candidate that made the output (at
+	// most the hold), written in the write that completes the job.
+	var charge *int64
+	if len(j.Candidates) > 0 {
+		c := j.Current().Price
+		charge = &c
+	}
+	if _, err := w.Store.Transition(ctx, j.ID, Processing, Completed, Patch{Output: out, Price: charge, Updated: w.now().Unix()}); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil // another run completed or failed it first
 		}
 		return fmt.Errorf("complete: %w", err)
 	}
-	log.Info("job completed", "bytes", out.Bytes, "runs", j.Runs)
+	log.Info("job completed", "bytes", out.Bytes, "runs", j.Runs, "served_by", j.Current().Model)
 	jobFinished(j, Completed)
 	return nil
 }
@@ -417,14 +600,14 @@ func jobFinished(j *Job, s Status) {
 // first where that is possible (best effort).
 func (w *Worker) timeout(ctx context.Context, m *catalog.Model, p Provider, j *Job) error {
 	if c, ok := p.(Canceller); ok && j.Handle != nil {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		cctx, cancel := context.WithTimeout(withJobKey(ctx, j), 10*time.Second)
 		if err := c.Cancel(cctx, m, j); err != nil {
 			w.Log.Warn("cancel at vendor failed", "job_id", j.ID, "vendor_id", j.Handle.ID, "err", err)
 		}
 		cancel()
 	}
-	w.Log.Info("job passed its deadline", "job_id", j.ID, "deadline", m.Deadline().String())
-	return w.fail(ctx, j, &JobError{Code: CodeTimeout, Message: fmt.Sprintf("The job did not finish within %s; no credits were charged.", m.Deadline())})
+	w.Log.Info("job passed its deadline", "job_id", j.ID, "candidate", m.ID, "deadline", w.limit(j).String())
+	return w.fail(ctx, j, &JobError{Code: CodeTimeout, Message: fmt.Sprintf("The job did not finish within %s; no credits were charged.", w.limit(j))})
 }
 
 func (w *Worker) fail(ctx context.Context, j *Job, e *JobError) error {
@@ -482,6 +665,15 @@ func parseSize(s string) (int, int) {
 	w, _ := strconv.Atoi(ws)
 	h, _ := strconv.Atoi(hs)
 	return w, h
+}
+
+// withJobKey returns ctx naming the key of the provider's pool that
+// submitted j (its handle's KeyID), so that its polls and cancels use it.
+func withJobKey(ctx context.Context, j *Job) context.Context {
+	if j.Handle != nil && j.Handle.KeyID != "" {
+		return route.WithKey(ctx, j.Handle.KeyID)
+	}
+	return ctx
 }
 
 // sleep waits d or until ctx ends; it reports whether ctx is still live.

@@ -74,6 +74,12 @@ func (s *memStore) Transition(ctx context.Context, id string, from, to Status, p
 	if p.NextRun != 0 {
 		j.NextRun = p.NextRun
 	}
+	if p.Candidate != nil {
+		j.Candidate, j.AttemptsBefore = *p.Candidate, p.AttemptsBefore
+	}
+	if p.Price != nil {
+		j.Price = *p.Price
+	}
 	if from != to {
 		j.History = append(j.History[:len(j.History):len(j.History)], HistoryEntry(to, p, time.Now().Unix()))
 	}
@@ -231,7 +237,12 @@ func TestWorkerConcurrentDuplicates(t *testing.T) {
 	p := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
 		return media("x", 1), nil
 	})
-	w := &Worker{Store: st, Media: &memMedia{}, Catalog: cat, Providers: map[string]Provider{"synthetic": p}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	// Lease 0 lets every delivery take the job over (a claim each), so
+	// MaxAttempts must exceed the 8 deliveries: with the default 4, a
+	// fifth claim could find the attempts spent and fail the job before
+	// the first run completes it (a flake of about 1 run in 500).
+	w := &Worker{Store: st, Media: &memMedia{}, Catalog: cat, Providers: map[string]Provider{"synthetic": p}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		MaxAttempts: 9}
 	var wg sync.WaitGroup
 	for i := 0; i < 8; i++ {
 		wg.Add(1)

@@ -36,9 +36,10 @@ func validAccount(id string) error {
 
 // Settle writes e and applies it to its account in one transaction, only if
 // no entry with e.ID exists; otherwise it returns credits.ErrAlreadySettled
-// and changes nothing. A Capture takes e.Amount from the balance and the
-// held credits, and adds its job usage (credits.JobUsageOf) in the same
-// transaction; a Release returns the amount from held to available. It
+// and changes nothing. A Capture takes e.Amount from the balance and
+// e.HeldAmount() from the held credits (the rest of the hold is
+// released), and adds its job usage (credits.JobUsageOf) in the same
+// transaction; a Release returns e.Amount from held to available. It
 // returns credits.ErrAccountNotFound for an unknown account.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 	if err := credits.CheckSettlement(e); err != nil {
@@ -57,7 +58,7 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		if !ok {
 			return refuse(credits.ErrAccountNotFound)
 		}
-		a.Held -= e.Amount
+		a.Held -= e.HeldAmount()
 		if e.Kind == credits.Capture {
 			a.Balance -= e.Amount
 		}

@@ -104,6 +104,39 @@ func TestFeedOrder(t *testing.T) {
 	}
 }
 
+// TestFeedChargeAndHold: a job completed by a cheaper fallback is in the
+// feed with its charge (the price its completion wrote), its hold and the
+// fallback's model (its job usage is counted under it).
+func TestFeedChargeAndHold(t *testing.T) {
+	ctx := context.Background()
+	s := newFeedStore(t, filepath.Join(t.TempDir(), "f.db"))
+	id := "job_sfx_" + fmt.Sprintf("%020s", "h")
+	if _, err := s.Create(ctx, &jobs.Job{ID: id, Account: "acct", Type: jobs.TypeSFX, Model: "a", Price: 30, Hold: 30,
+		Candidates: []jobs.Candidate{{Model: "a", Price: 30}, {Model: "b", Price: 8}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	one, charge := 1, int64(8)
+	for _, step := range []struct {
+		from, to jobs.Status
+		p        jobs.Patch
+	}{
+		{jobs.Queued, jobs.Processing, jobs.Patch{IncAttempts: true}},
+		{jobs.Processing, jobs.Processing, jobs.Patch{Candidate: &one, AttemptsBefore: 1}},
+		{jobs.Processing, jobs.Completed, jobs.Patch{Price: &charge, Updated: 100}},
+	} {
+		if _, err := s.Transition(ctx, id, step.from, step.to, step.p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := feedRun(t, s, 2, func(credits.Change) error { return nil })
+	if len(got) != 2 || got[1].NewStatus != "completed" || got[1].Price != 8 || got[1].Hold != 30 || got[1].JobType != "sfx" || got[1].Model != "b" {
+		t.Errorf("Feed = %+v; want the completion with price 8 and hold 30, labelled sfx and b (the model that served it)", got)
+	}
+	if got[0].Model != "a" {
+		t.Errorf("Feed = %+v; want the start labelled a (the model asked for)", got)
+	}
+}
+
 func TestFeedRetriesFailedApply(t *testing.T) {
 	s := newFeedStore(t, filepath.Join(t.TempDir(), "f.db"))
 	runJob(t, s, "a", jobs.Failed)

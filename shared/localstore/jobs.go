@@ -166,6 +166,12 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 		if p.NextRun != 0 {
 			j.NextRun = p.NextRun
 		}
+		if p.Candidate != nil {
+			j.Candidate, j.AttemptsBefore = *p.Candidate, p.AttemptsBefore
+		}
+		if p.Price != nil {
+			j.Price = *p.Price
+		}
 		j.Status = to
 		if p.Output != nil {
 			j.Output = p.Output
@@ -197,10 +203,7 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 		if err := indexJob(tx, &j); err != nil {
 			return err
 		}
-		return appendChange(tx, credits.Change{
-			JobID: j.ID, Account: j.Account, JobType: j.Type, Model: j.Model,
-			OldStatus: string(from), NewStatus: string(to), Price: j.Price, At: at,
-		})
+		return appendChange(tx, j.Change(from, at))
 	})
 	if err != nil {
 		return nil, fmt.Errorf("transition job %s %s->%s: %w", id, from, to, err)

@@ -55,10 +55,11 @@ func NewRequest(method, rawURL string, body []byte, header http.Header) (*http.R
 
 // Do sends req with c and returns the response if its status is 2xx. A
 // network failure is a *jobs.TransientError (unless ctx ended: then ctx's
-// error); a non-2xx answer is classified by jobs.StatusError with the
-// message that message extracts from the body (nil: the body's first 300
-// bytes) and code from policy (nil, or "" returned: upstream_error).
-func Do(ctx context.Context, c *http.Client, req *http.Request, what string, message func(status int, body []byte) (code, msg string)) (*http.Response, error) {
+// error); a non-2xx answer is classified by jobs.StatusError with what
+// read (the adapter's reading of its vendor's error body: message, code,
+// quota signal, a retry delay; nil, or an empty message: the body's first
+// 300 bytes).
+func Do(ctx context.Context, c *http.Client, req *http.Request, what string, read func(status int, body []byte) jobs.Refusal) (*http.Response, error) {
 	resp, err := c.Do(req.WithContext(ctx))
 	if err != nil {
 		return nil, TransportError(ctx, what, err)
@@ -68,17 +69,17 @@ func Do(ctx context.Context, c *http.Client, req *http.Request, what string, mes
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	code, msg := "", ""
-	if message != nil {
-		code, msg = message(resp.StatusCode, body)
+	var r jobs.Refusal
+	if read != nil {
+		r = read(resp.StatusCode, body)
 	}
-	if msg == "" {
-		msg = snippet(body)
+	if r.Message == "" {
+		r.Message = snippet(body)
 	}
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
+	if r.Message == "" {
+		r.Message = http.StatusText(resp.StatusCode)
 	}
-	return nil, jobs.StatusError(what, resp.StatusCode, resp.Header, code, msg)
+	return nil, jobs.StatusError(what, resp.StatusCode, resp.Header, r)
 }
 
 // TransportError classifies a failure to reach a vendor: ctx's own error if

@@ -229,25 +229,29 @@ func isPolicy(s string) bool {
 }
 
 // apiError reads Replicate's problem details: {"title", "detail",
-// "status"} (older answers: {"detail"}).
-func apiError(status int, body []byte) (string, string) {
+// "status"} (older answers: {"detail"}). A 401 or 403 (the token) and a
+// 402 (the account's credit) are the operator's account's.
+func apiError(status int, body []byte) jobs.Refusal {
 	var e struct {
 		Title  string `json:"title"`
 		Detail string `json:"detail"`
 	}
 	if json.Unmarshal(body, &e) != nil || (e.Detail == "" && e.Title == "") {
-		return "", ""
+		return jobs.Refusal{}
 	}
 	msg := e.Detail
 	if msg == "" {
 		msg = e.Title
 	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		return "", "Replicate refused the configured token: " + msg
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return jobs.Refusal{Message: "Replicate refused the configured token: " + msg, Account: true}
+	case http.StatusPaymentRequired:
+		return jobs.Refusal{Message: "Replicate refused the account (payment required): " + msg, Account: true}
 	}
-	code := ""
+	r := jobs.Refusal{Message: "Replicate: " + msg}
 	if isPolicy(msg) {
-		code = jobs.CodeContentPolicy
+		r.Code = jobs.CodeContentPolicy
 	}
-	return code, "Replicate: " + msg
+	return r
 }

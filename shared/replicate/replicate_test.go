@@ -176,6 +176,29 @@ func TestPoll(t *testing.T) {
 	}
 }
 
+// TestAccountErrors: a refused token and payment required are the
+// operator's account's, kept with their status.
+func TestAccountErrors(t *testing.T) {
+	for _, tt := range []struct {
+		status int
+		body   string
+	}{
+		{401, `{"title":"Unauthenticated","detail":"You did not pass a valid authentication token","status":401}`},
+		{402, `{"title":"Payment Required","detail":"You have insufficient credit to run this model.","status":402}`},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(tt.status)
+			io.WriteString(w, tt.body)
+		}))
+		_, err := New(Config{BaseURL: srv.URL, APIToken: testToken}).Start(context.Background(), musicgen, musicJob())
+		srv.Close()
+		var pe *jobs.ProviderError
+		if !errors.As(err, &pe) || !pe.Account || pe.Status != tt.status {
+			t.Errorf("HTTP %d: Start = %v; want a failure of the operator's account, status kept", tt.status, err)
+		}
+	}
+}
+
 func TestErrorsAndCancel(t *testing.T) {
 	for _, tt := range []struct {
 		status int

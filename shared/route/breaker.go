@@ -78,6 +78,14 @@ func (b *breaker) record(p *Policy, failed bool, now time.Time) {
 	}
 }
 
+// observe records a call made without asking allow first (an attempt
+// made outside Run): made while the breaker is half open, it is the
+// probe, so that its success closes the breaker.
+func (b *breaker) observe(p *Policy, failed bool, now time.Time) {
+	b.allow(now)
+	b.record(p, failed, now)
+}
+
 // release gives back a probe that made no call (the client went away,
 // or the target was skipped).
 func (b *breaker) release() {

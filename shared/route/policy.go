@@ -1,10 +1,13 @@
 // Package route is Genway's routing policy, in one place: the order in
 // which a request's targets are tried, and what happens when an attempt
 // fails: the same target again after a backoff, the next target, or the
-// answer to the client. Chat completions, the Responses API and job
-// submits run their attempts through Router.Run; provider adapters only
-// classify their own failures (a Failure: an HTTP status, an in-band
-// stream error, a dropped or stalled stream).
+// answer to the client. Chat completions and the Responses API run their
+// attempts through Router.Run; a job's submits, one per worker run across
+// queue deliveries, apply Policy.Decide in the jobs worker and share the
+// router's keys, breakers and counters through Router.Key, KeyFree,
+// Observe and Moved. Provider adapters only classify their own failures
+// (a Failure: an HTTP status, an in-band stream error, a dropped or
+// stalled stream).
 //
 // Around the policy sit the two kinds of state a router keeps per process
 // (per container on Lambda): circuit breakers per target (a model on its

@@ -213,14 +213,7 @@ func (r *Router) target(ctx context.Context, targets []Target, i int, b *breaker
 			return false, true, finalError{err}
 		}
 		b.record(p, true, r.now())
-		// A key refused or rate-limited rests, whatever comes next.
-		switch {
-		case try.Key == "":
-		case f.Class == KeyRefused:
-			r.rest(t, try.Key, p.KeyBench, true)
-		case f.Class == RateLimited:
-			r.rest(t, try.Key, cmp(f.RetryAfter, p.KeyCooldown), false)
-		}
+		r.restKey(t, try.Key, f) // a key refused or rate-limited rests, whatever comes next
 		act, wait := p.Decide(f, State{Retry: retry, More: more, KeyFree: pool && r.freeKey(t.Keys, tried),
 			Left: budgetEnd.Sub(r.now()), Jitter: r.jitter()})
 		switch act {
@@ -236,6 +229,75 @@ func (r *Router) target(ctx context.Context, targets []Target, i int, b *breaker
 		tried = nil
 		r.count("genway_route_retries_total", "Routing: retries of the same target, by provider and model.", t, "")
 	}
+}
+
+// restKey rests key id of t's pool after failure f: a refused key
+// (KeyRefused) for KeyBench, a rate-limited one for its RetryAfter or
+// KeyCooldown; any other failure, or no key, leaves it as it is.
+func (r *Router) restKey(t *Target, id string, f Failure) {
+	switch {
+	case id == "":
+	case f.Class == KeyRefused:
+		r.rest(t, id, r.policy.KeyBench, true)
+	case f.Class == RateLimited:
+		r.rest(t, id, cmp(f.RetryAfter, r.policy.KeyCooldown), false)
+	}
+}
+
+// Attempts made outside Run. A job's submit is one attempt per worker
+// run, the runs spread over queue deliveries (see package jobs): the
+// worker applies Policy.Decide itself and uses these to share the
+// router's state with chat: the keys' rests, the breakers and the
+// genway_route_* counters.
+
+// Key returns the key (a KeyID) for an attempt on t made outside Run: a
+// key of t.Keys not in tried that is not resting, spreading attempts over
+// them, else the one whose rest ends first; "" if t has no keys or every
+// one is in tried.
+func (r *Router) Key(t Target, tried map[string]bool) string {
+	if len(t.Keys) == 0 {
+		return ""
+	}
+	return r.pickKey(t.Keys, tried)
+}
+
+// KeyFree reports whether t has a pool (more than one key) with a key
+// not in tried that is not resting: State.KeyFree for Decide after an
+// attempt made outside Run.
+func (r *Router) KeyFree(t Target, tried map[string]bool) bool {
+	return len(t.Keys) > 1 && r.freeKey(t.Keys, tried)
+}
+
+// Observe records an attempt on t made outside Run with key (a KeyID, ""
+// for none): f is nil for an answer, else the attempt's failure. It does
+// what Run does after an attempt: genway_route_attempts_total counts it;
+// the target's breaker counts it as a call unless f is Final (the request
+// was at fault) or Skip (no call was made), and an attempt made while the
+// breaker is half open is its probe; a key refused or rate-limited rests.
+// It does not decide what comes next: that is Policy.Decide's.
+func (r *Router) Observe(t Target, key string, f *Failure) {
+	now := r.now()
+	b := r.breaker(t.Model)
+	switch {
+	case f == nil:
+		b.observe(&r.policy, false, now)
+		r.count("genway_route_attempts_total", "Routing: attempts by provider, model and outcome.", &t, "ok")
+		return
+	case f.Class == Skip:
+		return
+	}
+	r.count("genway_route_attempts_total", "Routing: attempts by provider, model and outcome.", &t, f.Outcome())
+	if f.Class == Final {
+		return
+	}
+	b.observe(&r.policy, true, now)
+	r.restKey(&t, key, *f)
+}
+
+// Moved counts a move from target t, which failed, to the next target
+// made outside Run (genway_route_fallbacks_total, as Run counts its own).
+func (r *Router) Moved(t Target) {
+	r.count("genway_route_fallbacks_total", "Routing: moves from a target that failed to the next one, by the target left.", &t, "")
 }
 
 // cmp returns a if it is positive, else b.

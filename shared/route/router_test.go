@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/metrics"
 )
 
 // failed is an attempt's error carrying its classification.
@@ -446,6 +448,80 @@ func TestDecide(t *testing.T) {
 		act, wait := p.Decide(tt.f, tt.s)
 		if act != tt.want || wait != tt.wait {
 			t.Errorf("%s: Decide(%+v, %+v) = %v, %v; want %v, %v", tt.name, tt.f, tt.s, act, wait, tt.want, tt.wait)
+		}
+	}
+}
+
+// TestOutsideRun: the methods for attempts made outside Run (a job's
+// submit per worker run) keep the same state as Run: keys rest after a
+// 429 or a 401, a Final failure is no call, the breaker opens after a run
+// of failures and an attempt made half open is its probe.
+func TestOutsideRun(t *testing.T) {
+	r, c, _ := newTestRouter(Policy{})
+	pool := Target{Model: "v/veo", Provider: "v", Keys: []string{"k1", "k2"}}
+	tried := map[string]bool{}
+	k := r.Key(pool, tried)
+	if k != "k1" && k != "k2" {
+		t.Fatalf("Key = %q; want a key of the pool", k)
+	}
+	tried[k] = true
+	if !r.KeyFree(pool, tried) {
+		t.Errorf("KeyFree with one of two keys tried = false; want true")
+	}
+	r.Observe(pool, k, &Failure{Class: RateLimited, Status: 429, RetryAfter: time.Minute})
+	other := r.Key(pool, tried)
+	if other == k || other == "" {
+		t.Errorf("Key after %s was rate-limited = %q; want the other key", k, other)
+	}
+	// The rested key is passed over by later attempts too (a new run).
+	for range 3 {
+		if got := r.Key(pool, nil); got == k {
+			t.Errorf("Key(no key tried) = the resting key %q", got)
+		}
+	}
+	tried[other] = true
+	r.Observe(pool, other, &Failure{Class: KeyRefused, Status: 401})
+	if r.KeyFree(pool, nil) {
+		t.Errorf("KeyFree with both keys resting = true; want false")
+	}
+	if r.KeyFree(Target{Model: "x", Keys: []string{"only"}}, nil) {
+		t.Errorf("KeyFree of a single key = true; want false (no pool)")
+	}
+	if got := r.Key(Target{Model: "x"}, nil); got != "" {
+		t.Errorf("Key of a target without keys = %q; want \"\"", got)
+	}
+
+	one := Target{Model: "f/fal", Provider: "f"}
+	r.Observe(one, "", &Failure{Class: Final, Status: 400})
+	r.Observe(one, "", &Failure{Class: Skip, Reason: "skipped"})
+	if s := r.State("f/fal"); s.Calls != 0 {
+		t.Errorf("after a Final and a Skip: %+v; want no call counted", s)
+	}
+	for range 5 {
+		r.Observe(one, "", &Failure{Class: Transient, Status: 503})
+	}
+	if s := r.State("f/fal"); s.State != Open || s.Failures != 5 {
+		t.Fatalf("after 5 failed submits: %+v; want open", s)
+	}
+	c.t = c.t.Add(31 * time.Second)
+	r.Observe(one, "", nil) // half open: this answer is the probe
+	if s := r.State("f/fal"); s.State != Closed {
+		t.Errorf("after an answer while half open: %+v; want closed", s)
+	}
+	r.Moved(one)
+	if s := r.State("f/fal"); s.State != Closed || s.Calls != 0 {
+		t.Errorf("Moved changed the breaker: %+v", s)
+	}
+	var m bytes.Buffer
+	metrics.Default.WriteTo(&m)
+	for _, want := range []string{
+		`genway_route_fallbacks_total{provider="f",model="f/fal"} 1`,
+		`genway_route_attempts_total{provider="f",model="f/fal",outcome="503"} 5`,
+		`genway_route_attempts_total{provider="f",model="f/fal",outcome="400"} 1`,
+		`genway_route_attempts_total{provider="v",model="v/veo",outcome="429"} 1`,
+	} {
+		if !strings.Contains(m.String(), want) {
+			t.Errorf("metrics lack %s", want)
 		}
 	}
 }

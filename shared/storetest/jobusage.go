@@ -13,10 +13,12 @@ import (
 )
 
 // The job usage contract: Store.Settle counts a captured job in the job
-// usage of its UTC day, type and model, in the same atomic step as the
-// charge, so that a job is counted exactly once however often it is
-// settled (duplicate stream records, the reconciler), and a failed job is
-// never counted. See credits.JobUsage.
+// usage of its UTC day, type and model (the model that made the output:
+// a fallback's when one served it), with the credits it was charged (not
+// what it held), in the same atomic step as the charge, so that a job is
+// counted exactly once however often it is settled (duplicate stream
+// records, the reconciler), and a failed job is never counted. See
+// credits.JobUsage.
 
 // Two instants one second apart across a UTC midnight.
 var (
@@ -269,4 +271,92 @@ func testJobUsageReconcile(t *testing.T, b UsageBackend) {
 		{Account: acct, Day: "2025-03-01", JobType: "sfx", Model: "s", Jobs: 1, Credits: 10},
 		{Account: acct, Day: "2025-03-02", JobType: "sfx", Model: "s", Jobs: 1, Credits: 20},
 	})
+}
+
+// testJobUsageServedByFallback: jobs held at their lead's price and made
+// by a cheaper fallback are charged the fallback's price and counted in
+// its job usage with that amount, the rest of the hold released: one the
+// stream settles (redelivered, and the reconciler run after it), one only
+// the reconciler settles; a job that failed at its fallback is released
+// and counted nowhere. The changes are those the stores report
+// (jobs.Job.Change of the stored job).
+func testJobUsageServedByFallback(t *testing.T, b UsageBackend) {
+	rs, ok := b.(jobs.ReconcileStore)
+	if !ok {
+		t.Skip("backend is not a jobs.ReconcileStore")
+	}
+	ctx := context.Background()
+	acct := newAccount(t, b, 300)
+	cands := []jobs.Candidate{{Model: "lead-video", Price: 80}, {Model: "cheap-video", Price: 30}}
+	// routed creates a video job held at the lead's price, moves it to the
+	// fallback on its claim and ends it there at at: completed at the
+	// fallback's price, or failed.
+	routed := func(to jobs.Status, at int64) *jobs.Job {
+		id, err := jobs.NewID(jobs.TypeVideo)
+		if err != nil {
+			t.Fatalf("NewID: %v", err)
+		}
+		j := create(t, b, &jobs.Job{ID: id, Account: acct, Type: jobs.TypeVideo, Model: "lead-video", Status: jobs.Queued,
+			Input: jobs.Input{Prompt: "a fox", Duration: 8, Size: "1280x720"}, Price: 80, Hold: 80, Candidates: cands,
+			Created: time.Now().Unix(), Updated: time.Now().Unix()})
+		zero, one := 0, 1
+		if _, err := b.Transition(ctx, j.ID, jobs.Queued, jobs.Processing, jobs.Patch{IncAttempts: true, IfRuns: &zero, Updated: at}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Processing, jobs.Patch{Candidate: &one, AttemptsBefore: 1, IfRuns: &one, Updated: at}); err != nil {
+			t.Fatal(err)
+		}
+		p := jobs.Patch{Updated: at}
+		if to == jobs.Completed {
+			charge := cands[1].Price
+			p.Price, p.Output = &charge, &jobs.Output{Key: "k", ContentType: "video/mp4", Bytes: 1}
+		} else {
+			p.Error = &jobs.JobError{Code: jobs.CodeUpstream, Message: "x"}
+		}
+		done, err := b.Transition(ctx, j.ID, jobs.Processing, to, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return done
+	}
+	streamed := routed(jobs.Completed, lateMar1)
+	routed(jobs.Completed, earlyMar2) // never streamed
+	failed := routed(jobs.Failed, earlyMar2)
+	wantAccount(t, b, acct, 300, 240)
+	since, now := time.Now().Add(-time.Hour), time.Now().Add(time.Minute)
+	for i := range 3 {
+		apply(t, b, streamed.Change(jobs.Processing, streamed.Updated))
+		if i > 0 {
+			apply(t, b, failed.Change(jobs.Processing, failed.Updated))
+		}
+		if _, err := jobs.Reconcile(ctx, b, rs, since, 0, now); err != nil {
+			t.Fatalf("Reconcile #%d = %v", i+1, err)
+		}
+	}
+	wantAccount(t, b, acct, 300-30-30, 0)
+	wantJobUsage(t, b, acct, "", "", []credits.JobUsage{
+		{Account: acct, Day: "2025-03-01", JobType: "video", Model: "cheap-video", Jobs: 1, Credits: 30},
+		{Account: acct, Day: "2025-03-02", JobType: "video", Model: "cheap-video", Jobs: 1, Credits: 30},
+	})
+	l, err := b.Ledger(ctx, acct)
+	if err != nil {
+		t.Fatalf("Ledger(%q) = %v", acct, err)
+	}
+	kinds := map[string]int{}
+	for _, e := range l {
+		kinds[e.Kind]++
+		switch e.Kind {
+		case credits.Capture:
+			if e.Amount != 30 || e.Hold != 80 || e.JobType != "video" || e.Model != "cheap-video" {
+				t.Errorf("ledger entry %+v; want a capture of 30 of an 80 hold, labelled video cheap-video", e)
+			}
+		case credits.Release:
+			if e.Amount != 80 || e.JobID != failed.ID {
+				t.Errorf("ledger entry %+v; want the failed job's 80 released", e)
+			}
+		}
+	}
+	if kinds[credits.Capture] != 2 || kinds[credits.Release] != 1 {
+		t.Errorf("ledger kinds = %v; want 2 captures and 1 release", kinds)
+	}
 }

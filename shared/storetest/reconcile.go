@@ -21,29 +21,39 @@ func testReconcile(t *testing.T, b Backend) {
 	}
 	ctx := context.Background()
 	acct := newAccount(t, b, 100)
-	final := func(price int64, to jobs.Status, settle bool) *jobs.Job {
-		j := create(t, b, newJob(t, acct, price))
+	// charged completes a job of hold held at charge (a cheaper fallback
+	// served it); final is a job charged what it held.
+	charged := func(hold, charge int64, to jobs.Status, settle bool) *jobs.Job {
+		nj := newJob(t, acct, hold)
+		nj.Hold = hold
+		j := create(t, b, nj)
 		if to == jobs.Completed {
 			if _, err := b.Transition(ctx, j.ID, jobs.Queued, jobs.Processing, jobs.Patch{Updated: j.Created}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Completed, jobs.Patch{Updated: j.Created, Output: &jobs.Output{Key: "k", ContentType: "audio/mpeg", Bytes: 1}}); err != nil {
+			p := jobs.Patch{Updated: j.Created, Output: &jobs.Output{Key: "k", ContentType: "audio/mpeg", Bytes: 1}}
+			if charge != hold {
+				p.Price = &charge
+			}
+			if _, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Completed, p); err != nil {
 				t.Fatal(err)
 			}
 		} else if _, err := b.Transition(ctx, j.ID, jobs.Queued, jobs.Failed, jobs.Patch{Updated: j.Created, Error: &jobs.JobError{Code: "internal_error", Message: "x"}}); err != nil {
 			t.Fatal(err)
 		}
 		if settle {
-			if err := credits.Apply(ctx, b, credits.Change{JobID: j.ID, Account: acct, OldStatus: "processing", NewStatus: string(to), Price: price, At: j.Created}); err != nil {
+			if err := credits.Apply(ctx, b, credits.Change{JobID: j.ID, Account: acct, OldStatus: "processing", NewStatus: string(to), Price: charge, Hold: hold, At: j.Created}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		return j
 	}
-	final(30, jobs.Completed, false) // its capture never happened
-	final(20, jobs.Failed, false)    // its release never happened
-	final(10, jobs.Completed, true)  // settled by the stream
-	wantAccount(t, b, acct, 90, 50)
+	final := func(price int64, to jobs.Status, settle bool) *jobs.Job { return charged(price, price, to, settle) }
+	final(30, jobs.Completed, false)      // its capture never happened
+	final(20, jobs.Failed, false)         // its release never happened
+	final(10, jobs.Completed, true)       // settled by the stream
+	charged(25, 5, jobs.Completed, false) // served by a cheaper fallback, never settled
+	wantAccount(t, b, acct, 90, 75)
 	since, now := time.Now().Add(-time.Hour), time.Now().Add(time.Minute)
 	var settled int
 	for i := range 3 {
@@ -56,10 +66,10 @@ func testReconcile(t *testing.T, b Backend) {
 		}
 		settled += res.Settled
 	}
-	if settled < 2 {
-		t.Errorf("Reconcile settled %d jobs in all; want at least this account's 2", settled)
+	if settled < 3 {
+		t.Errorf("Reconcile settled %d jobs in all; want at least this account's 3", settled)
 	}
-	wantAccount(t, b, acct, 60, 0)
+	wantAccount(t, b, acct, 55, 0) // 30 and 5 captured, 20 of the 25 hold released
 	entries, err := b.Ledger(ctx, acct)
 	if err != nil {
 		t.Fatal(err)
@@ -68,8 +78,8 @@ func testReconcile(t *testing.T, b Backend) {
 	for _, e := range entries {
 		kinds[e.Kind]++
 	}
-	if kinds[credits.Capture] != 2 || kinds[credits.Release] != 1 {
-		t.Errorf("ledger kinds = %v; want 2 captures and 1 release", kinds)
+	if kinds[credits.Capture] != 3 || kinds[credits.Release] != 1 {
+		t.Errorf("ledger kinds = %v; want 3 captures and 1 release", kinds)
 	}
 	// Grace keeps the reconciler off jobs the stream may still settle.
 	fresh := final(5, jobs.Completed, false)

@@ -3,7 +3,8 @@
 // the promises of jobs.Store, auth.Store and credits.Store that the service
 // relies on: atomic holds without overdraft, idempotency keys, conditional
 // transitions, status history, job listing (order, pages, filters),
-// exactly-once settlement and key records.
+// exactly-once settlement (a job charged its served model's price, the
+// rest of its hold released) and key records.
 //
 // Every subtest uses fresh, randomly named accounts and fresh job ids, so
 // one backend (one table, one file) can serve all of them.
@@ -49,6 +50,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"SettleRelease", testSettleRelease},
 		{"SettleUnknownAccount", testSettleUnknownAccount},
 		{"ApplyReplay", testApplyReplay},
+		{"SettleServedPrice", testSettleServedPrice},
+		{"ServedByFallback", testServedByFallback},
 		{"Grant", testGrant},
 		{"LedgerOrder", testLedgerOrder},
 		{"Keys", testKeys},
@@ -610,4 +613,97 @@ func hasKey(rs []auth.Record, id string) bool {
 		}
 	}
 	return false
+}
+
+// testSettleServedPrice: a capture below the hold (a job served by a
+// cheaper fallback) charges its amount and releases the rest, exactly
+// once; an entry charging more than its hold is refused and changes
+// nothing.
+func testSettleServedPrice(t *testing.T, b Backend) {
+	ctx := context.Background()
+	acct := newAccount(t, b, 100)
+	create(t, b, newJob(t, acct, 5)) // an unrelated hold stays
+	j := create(t, b, newJob(t, acct, 50))
+	bad := credits.Entry{ID: "job:" + j.ID, Account: acct, Kind: credits.Capture, Amount: 60, Hold: 50, JobID: j.ID, At: 1}
+	if err := b.Settle(ctx, bad); err == nil {
+		t.Errorf("Settle(capture 60 of a 50 hold) = nil; want an error")
+	}
+	wantAccount(t, b, acct, 100, 55)
+	e := credits.Entry{ID: "job:" + j.ID, Account: acct, Kind: credits.Capture, Amount: 20, Hold: 50, JobID: j.ID, At: 2}
+	for i := range 3 {
+		err := b.Settle(ctx, e)
+		if (i == 0 && err != nil) || (i > 0 && !errors.Is(err, credits.ErrAlreadySettled)) {
+			t.Fatalf("Settle #%d = %v", i+1, err)
+		}
+	}
+	wantAccount(t, b, acct, 80, 5)
+	l, err := b.Ledger(ctx, acct)
+	if err != nil || len(l) != 2 || l[1].Kind != credits.Capture || l[1].Amount != 20 || l[1].Hold != 50 {
+		t.Errorf("Ledger = %+v, %v; want the grant, then a capture of 20 of a 50 hold", l, err)
+	}
+}
+
+// testServedByFallback: the fields of a job routed to a fallback persist
+// (its candidates and hold at create; the move, on a claim; its charge,
+// in the write that completes it), and its change settles at the charge,
+// the rest of the hold released, however often it is applied. A failed
+// job's whole hold is released.
+func testServedByFallback(t *testing.T, b Backend) {
+	ctx := context.Background()
+	acct := newAccount(t, b, 100)
+	cands := []jobs.Candidate{{Model: "lead-sfx", Price: 50}, {Model: "cheap-sfx", Price: 20}}
+	j := newJob(t, acct, 50)
+	j.Model, j.Hold, j.Candidates = "lead-sfx", 50, cands
+	create(t, b, j)
+	g, err := b.Get(ctx, j.ID)
+	if err != nil || g.Hold != 50 || g.Price != 50 || len(g.Candidates) != 2 || g.Candidates[1] != cands[1] || g.Candidate != 0 {
+		t.Fatalf("Get after Create = %+v, %v; want hold = price = 50 and the candidates, at 0", g, err)
+	}
+	wantAccount(t, b, acct, 100, 50)
+	zero, one := 0, 1
+	if _, err := b.Transition(ctx, j.ID, jobs.Queued, jobs.Processing, jobs.Patch{IncAttempts: true, IfRuns: &zero, NextRun: 10}); err != nil {
+		t.Fatal(err)
+	}
+	// A stale claim cannot move the job; the live one does.
+	if _, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Processing, jobs.Patch{Candidate: &one, AttemptsBefore: 1, IfRuns: &zero, NextRun: 11}); !errors.Is(err, jobs.ErrConflict) {
+		t.Errorf("move on a stale claim = %v; want ErrConflict", err)
+	}
+	got, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Processing, jobs.Patch{Candidate: &one, AttemptsBefore: 1, IfRuns: &one, NextRun: 12})
+	if err != nil || got.Candidate != 1 || got.AttemptsBefore != 1 || got.Current() != cands[1] {
+		t.Fatalf("move = %+v, %v; want at candidate 1 (attempts before 1)", got, err)
+	}
+	charge := int64(20)
+	done, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Completed, jobs.Patch{Price: &charge, Updated: j.Created + 1,
+		Output: &jobs.Output{Key: "k", ContentType: "audio/mpeg", Bytes: 1}})
+	if err != nil || done.Price != 20 || done.Hold != 50 || done.ServedBy() != "cheap-sfx" {
+		t.Fatalf("complete = %+v, %v; want price 20, hold 50, served by cheap-sfx", done, err)
+	}
+	if g, err := b.Get(ctx, j.ID); err != nil || g.Price != 20 || g.Hold != 50 || g.Candidate != 1 || g.ServedBy() != "cheap-sfx" {
+		t.Errorf("Get after completion = %+v, %v; want price 20, hold 50, candidate 1", g, err)
+	}
+	failed := newJob(t, acct, 30)
+	failed.Hold, failed.Candidates = 30, []jobs.Candidate{{Model: "test-sfx", Price: 30}, {Model: "cheap-sfx", Price: 12}}
+	create(t, b, failed)
+	if _, err := b.Transition(ctx, failed.ID, jobs.Queued, jobs.Failed, jobs.Patch{Error: &jobs.JobError{Code: jobs.CodeUpstream, Message: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	failedJob, err := b.Get(ctx, failed.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAccount(t, b, acct, 100, 80)
+	// The changes as the stream or feed reports them (price, hold and the
+	// model that made the output, as stored), delivered three times.
+	completion, failure := done.Change(jobs.Processing, 3), failedJob.Change(jobs.Queued, 4)
+	if completion.Model != "cheap-sfx" || completion.Price != 20 || completion.Hold != 50 || failure.Model != "test-sfx" || failure.Held() != 30 {
+		t.Errorf("changes = %+v, %+v; want the completion at cheap-sfx's 20 of a 50 hold, the failure of test-sfx's 30", completion, failure)
+	}
+	for range 3 {
+		for _, c := range []credits.Change{completion, failure} {
+			if err := credits.Apply(ctx, b, c); err != nil {
+				t.Fatalf("Apply(%+v) = %v", c, err)
+			}
+		}
+	}
+	wantAccount(t, b, acct, 80, 0)
 }

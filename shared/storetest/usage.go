@@ -46,6 +46,7 @@ func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 		{"JobUsageConcurrent", testJobUsageConcurrent},
 		{"JobUsageUnlabelled", testJobUsageUnlabelled},
 		{"JobUsageReconcile", testJobUsageReconcile},
+		{"JobUsageServedByFallback", testJobUsageServedByFallback},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

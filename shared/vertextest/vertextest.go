@@ -17,7 +17,9 @@
 // server. Generations finish after DonePolls reads of their operation (or
 // DoneAfter(prompt) after their submit); a prompt starting "forbidden" is blocked by the
 // safety filters (raiMediaFilteredCount), one starting "broken" ends with
-// an operation error. The wire as seen by @google/genai 3.3.0 in Vertex
+// an operation error, and one starting "quota" is refused at submit as
+// Vertex AI refuses a request over a used-up daily quota (QuotaAnswer),
+// counted in Quota. The wire as seen by @google/genai 3.3.0 in Vertex
 // mode and in the Veo API reference.
 package vertextest
 
@@ -89,7 +91,21 @@ type Server struct {
 	polls     int
 	objects   map[string][]byte // "bucket/object" -> bytes
 	submitted int
+	quota     int // submits refused for a used-up quota
 }
+
+// QuotaAnswer is Vertex AI's answer (429) to a submit over a used-up
+// daily quota: a google.rpc.Status RESOURCE_EXHAUSTED whose details are
+// a QuotaFailure naming the quota (its quotaId says PerDay) and a
+// RetryInfo.
+const QuotaAnswer = `{"error":{"code":429,"message":"Quota exceeded for aiplatform.googleapis.com/` +
+	`online_prediction_requests_per_base_model_per_day with base model: veo-3.1-generate-001. ` +
+	`Please submit a quota increase request. https://cloud.google.com/vertex-ai/docs/generative-ai/quotas-genai.",` +
+	`"status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[` +
+	`{"quotaMetric":"aiplatform.googleapis.com/online_prediction_requests_per_base_model_per_day",` +
+	`"quotaId":"OnlinePredictionRequestsPerDayPerProjectPerBaseModel",` +
+	`"quotaDimensions":{"location":"us-central1","base_model":"veo-3.1-generate-001"},"quotaValue":"50"}]},` +
+	`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"3600s"}]}}`
 
 type operation struct {
 	prompt     string
@@ -168,6 +184,14 @@ func (s *Server) Counts() (submits, tokens, badAuth int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.submitted, len(s.tokens), s.badAuth
+}
+
+// Quota returns how many submits were refused for a used-up quota
+// ("quota" prompts).
+func (s *Server) Quota() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quota
 }
 
 // Calls returns how many requests the server received.
@@ -377,6 +401,13 @@ func (s *Server) submit(w http.ResponseWriter, model string, body []byte) {
 		bad("generateAudio is required for Veo 3 models.")
 	case p.StorageURI != "" && !strings.HasPrefix(p.StorageURI, "gs://"):
 		bad("storageUri must be a gs:// URI.")
+	case strings.HasPrefix(req.Instances[0].Prompt, "quota"):
+		s.mu.Lock()
+		s.quota++
+		s.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		io.WriteString(w, QuotaAnswer)
 	default:
 		s.mu.Lock()
 		s.submitted++

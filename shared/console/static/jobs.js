@@ -38,6 +38,10 @@ function jobRow(j) {
   id.append(a);
   const model = el("td");
   model.append(el("code", j.model));
+  if (j.served_by && j.served_by !== j.model) {
+    // Completed by one of the model's fallbacks.
+    model.append(" → ", el("code", j.served_by));
+  }
   const status = el("td");
   status.append(statusBadge(j.status));
   tr.append(id, el("td", j.account), el("td", j.type), model, status, el("td", j.price, "num"), el("td", j.created), el("td", j.prompt));
