@@ -106,6 +106,16 @@ func TestAWSBackend(t *testing.T) {
 	}
 	s := startServer(t, dir, env)
 
+	// Chat routing on the AWS-backed mode: the lead fails before its first
+	// token (the synthetic trigger), its fallback answers; the usage
+	// (checked at the end, from DynamoDB) is the fallback's.
+	var answer struct{ Model string }
+	code, hdr := s.do(t, "POST", "/v1/chat/completions", map[string]any{"models": []string{"synthetic/echo", "synthetic/thinker"},
+		"messages": []map[string]string{{"role": "user", "content": "fail:503@synthetic/echo hello"}}}, nil, &answer)
+	if want := "synthetic/echo=503, synthetic/echo=503, synthetic/echo=503, synthetic/thinker=200"; code != 200 || answer.Model != "synthetic/thinker" || hdr.Get("X-Genway-Attempts") != want {
+		t.Errorf("chat with a failing lead = %d, model %q, attempts %q; want 200 from synthetic/thinker after %q", code, answer.Model, hdr.Get("X-Genway-Attempts"), want)
+	}
+
 	tests := []struct {
 		req         map[string]any
 		contentType string
@@ -249,6 +259,10 @@ func TestAWSBackend(t *testing.T) {
 	usage := collapse(out.String()) + "\n"
 	if want := fmt.Sprintf(" video fal-video-8s 0 0 0 1 %d\n", falPrice8s); !strings.Contains(usage, want) || strings.Contains(usage, " video veo-3.1 ") {
 		t.Errorf("credits usage:\n%s\nwant a line ending %q and none for veo-3.1", out.String(), want)
+	}
+	// The routed chat counts once, under the model that answered.
+	if !strings.Contains(usage, " chat synthetic/thinker 1 ") || strings.Contains(usage, " chat synthetic/echo ") {
+		t.Errorf("credits usage:\n%s\nwant one synthetic/thinker chat request and no synthetic/echo one", out.String())
 	}
 }
 
