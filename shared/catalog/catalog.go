@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +27,8 @@ const (
 	TypeMusic = "music"
 	TypeSFX   = "sfx"
 	TypeVideo = "video"
+	// TypeSpeech is a text-to-speech model (POST /v1/audio/speech).
+	TypeSpeech = "speech"
 )
 
 // Thinking styles for reasoning models: how reasoning_effort reaches the
@@ -50,12 +53,25 @@ type Capabilities struct {
 }
 
 // Price is what a model costs. Job models use CreditsPerSecond (of requested
-// duration) or CreditsPerJob; chat models may set per-million-token prices.
+// duration) or CreditsPerJob; chat models may set per-million-token prices;
+// speech models CreditsPer1KChars.
 type Price struct {
 	CreditsPerSecond        float64 `json:"credits_per_second,omitempty"`
 	CreditsPerJob           float64 `json:"credits_per_job,omitempty"`
 	CreditsPerMillionInput  float64 `json:"credits_per_million_input_tokens,omitempty"`
 	CreditsPerMillionOutput float64 `json:"credits_per_million_output_tokens,omitempty"`
+	// CreditsPer1KChars is a speech model's price per 1,000 characters
+	// of input (Unicode code points, as the vendors count them).
+	CreditsPer1KChars float64 `json:"credits_per_1k_chars,omitempty"`
+}
+
+// SpeechCredits returns the whole credits speaking chars characters costs,
+// rounded up (so any input of a priced model costs at least 1).
+func (p *Price) SpeechCredits(chars int) int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(math.Ceil(p.CreditsPer1KChars * float64(chars) / 1000))
 }
 
 // JobCredits returns the whole credits a job of duration seconds costs,
@@ -136,7 +152,98 @@ type Model struct {
 	// Input maps a job onto a hosted model's input (fal, Replicate).
 	Input *Input `json:"input,omitempty"`
 
+	// Speech models. Formats (above) are the response formats the model
+	// can stream: mp3 (the default), wav, opus, aac, flac, pcm.
+	// Voices are the voice names the model takes, as GET /v1/models
+	// lists them; DefaultVoice is the voice of a request that names none
+	// ("": voice is required, as OpenAI's API has it).
+	Voices       []string `json:"voices,omitempty"`
+	DefaultVoice string   `json:"default_voice,omitempty"`
+	// UpstreamVoices maps a voice of Voices to the vendor's own voice id
+	// where the two differ (OpenAI's voice names on ElevenLabs' default
+	// voices); a voice it does not map goes to the vendor as it is.
+	UpstreamVoices map[string]string `json:"upstream_voices,omitempty"`
+	// VoicePattern, if set, is a regular expression (anchored) that a
+	// voice outside Voices may match to be taken as the vendor's own
+	// voice id (ElevenLabs: any voice of the operator's account).
+	VoicePattern string `json:"voice_pattern,omitempty"`
+	// MaxInput is the most characters of input a request may have.
+	MaxInput int `json:"max_input,omitempty"`
+	// MinSpeed and MaxSpeed bound the speed the model honours; both 0:
+	// it takes no speed but the default, 1.
+	MinSpeed float64 `json:"min_speed,omitempty"`
+	MaxSpeed float64 `json:"max_speed,omitempty"`
+	// Instructions: the model takes instructions (a voice's style, tone,
+	// accent: OpenAI's gpt-4o-mini-tts).
+	Instructions bool `json:"instructions,omitempty"`
+
 	Price *Price `json:"price,omitempty"`
+
+	voicePattern *regexp.Regexp // VoicePattern, compiled by Parse
+}
+
+// SpeechFormats are the response formats a speech model may list, as
+// OpenAI's API names them; mp3 is the default.
+var SpeechFormats = []string{"mp3", "opus", "aac", "flac", "wav", "pcm"}
+
+// SpeechSpeeds bound every speech model's speed range (OpenAI's API).
+const (
+	MinSpeechSpeed = 0.25
+	MaxSpeechSpeed = 4.0
+)
+
+// TakesVoice reports whether speech model m takes voice: one of its
+// Voices, or a vendor voice id matching its VoicePattern.
+func (m *Model) TakesVoice(voice string) bool {
+	return slices.Contains(m.Voices, voice) || (m.voicePattern != nil && m.voicePattern.MatchString(voice))
+}
+
+// UpstreamVoice returns the vendor's id of voice (see UpstreamVoices).
+func (m *Model) UpstreamVoice(voice string) string {
+	if v, ok := m.UpstreamVoices[voice]; ok {
+		return v
+	}
+	return voice
+}
+
+// checkSpeech checks a speech model: a price per 1,000 characters, a
+// positive max_input, formats among SpeechFormats with mp3 (the default)
+// among them, voices (or a voice pattern), a default voice it takes, voice
+// mappings of its own voices only, and a speed range within OpenAI's.
+func (m *Model) checkSpeech() error {
+	switch {
+	case m.Price == nil || m.Price.CreditsPer1KChars < 0 || *m.Price != (Price{CreditsPer1KChars: m.Price.CreditsPer1KChars}):
+		return fmt.Errorf(`a speech model needs "price": {"credits_per_1k_chars": N} and no other price`)
+	case m.MaxInput <= 0:
+		return fmt.Errorf(`a speech model needs "max_input" (characters)`)
+	case !slices.Contains(m.Formats, "mp3"):
+		return fmt.Errorf(`a speech model's "formats" must include mp3 (the default response_format); got %q`, m.Formats)
+	case len(m.Voices) == 0 && m.VoicePattern == "":
+		return fmt.Errorf(`a speech model needs "voices" or a "voice_pattern"`)
+	case m.MinSpeed > m.MaxSpeed || (m.MaxSpeed != 0 && (m.MinSpeed < MinSpeechSpeed || m.MaxSpeed > MaxSpeechSpeed || m.MinSpeed > 1 || m.MaxSpeed < 1)):
+		return fmt.Errorf("min_speed %g, max_speed %g: need %g <= min_speed <= 1 <= max_speed <= %g (or neither)", m.MinSpeed, m.MaxSpeed, MinSpeechSpeed, MaxSpeechSpeed)
+	}
+	for _, f := range m.Formats {
+		if !slices.Contains(SpeechFormats, f) {
+			return fmt.Errorf("formats: %q is not one of %v", f, SpeechFormats)
+		}
+	}
+	if m.VoicePattern != "" {
+		re, err := regexp.Compile("^(?:" + m.VoicePattern + ")$")
+		if err != nil {
+			return fmt.Errorf("voice_pattern: %w", err)
+		}
+		m.voicePattern = re
+	}
+	if m.DefaultVoice != "" && !m.TakesVoice(m.DefaultVoice) {
+		return fmt.Errorf("default_voice %q is not one of voices %v and does not match voice_pattern", m.DefaultVoice, m.Voices)
+	}
+	for v := range m.UpstreamVoices {
+		if !slices.Contains(m.Voices, v) {
+			return fmt.Errorf("upstream_voices: %q is not one of voices %v", v, m.Voices)
+		}
+	}
+	return nil
 }
 
 // DefaultDeadline is a job model's deadline when the catalog sets none.
@@ -312,6 +419,10 @@ func Parse(b []byte) (*Catalog, error) {
 				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
 			}
 			if err := m.checkJobLimits(); err != nil {
+				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
+			}
+		case TypeSpeech:
+			if err := m.checkSpeech(); err != nil {
 				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
 			}
 		default:

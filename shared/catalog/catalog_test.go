@@ -203,3 +203,108 @@ func TestTokensPerSecond(t *testing.T) {
 		})
 	}
 }
+
+// TestSpeechModels checks a speech model's fields: its price per 1,000
+// characters, max_input, formats (mp3 among them), voices and their
+// defaults and mappings, and its speed range.
+func TestSpeechModels(t *testing.T) {
+	const cat = `{"providers":[{"name":"v","kind":"openai"}],"models":[{"id":"m","type":"speech","provider":"v"%s}]}`
+	const ok = `,"formats":["mp3","wav"],"voices":["alloy","echo"],"max_input":100,"price":{"credits_per_1k_chars":2}`
+	tests := []struct {
+		name, fields, wantErr string
+	}{
+		{"plain", ok, ""},
+		{"free", `,"formats":["mp3"],"voices":["alloy"],"max_input":100,"price":{}`, ""},
+		{"no price", `,"formats":["mp3"],"voices":["alloy"],"max_input":100`, "credits_per_1k_chars"},
+		{"a job price", `,"formats":["mp3"],"voices":["alloy"],"max_input":100,"price":{"credits_per_second":1}`, "no other price"},
+		{"no max_input", `,"formats":["mp3"],"voices":["alloy"],"price":{"credits_per_1k_chars":1}`, "max_input"},
+		{"no mp3", `,"formats":["wav"],"voices":["alloy"],"max_input":100,"price":{"credits_per_1k_chars":1}`, "must include mp3"},
+		{"unknown format", `,"formats":["mp3","ogg"],"voices":["alloy"],"max_input":100,"price":{"credits_per_1k_chars":1}`, `"ogg" is not one of`},
+		{"no voices", `,"formats":["mp3"],"max_input":100,"price":{"credits_per_1k_chars":1}`, "voices"},
+		{"pattern only", `,"formats":["mp3"],"voice_pattern":"[a-z]{4}","default_voice":"abcd","max_input":100,"price":{"credits_per_1k_chars":1}`, ""},
+		{"bad pattern", `,"formats":["mp3"],"voice_pattern":"[a-z","max_input":100,"price":{"credits_per_1k_chars":1}`, "voice_pattern"},
+		{"default voice", ok + `,"default_voice":"echo"`, ""},
+		{"default voice not taken", ok + `,"default_voice":"nova"`, "default_voice"},
+		{"mapping", ok + `,"upstream_voices":{"alloy":"V1"}`, ""},
+		{"mapping of another voice", ok + `,"upstream_voices":{"nova":"V1"}`, "upstream_voices"},
+		{"speeds", ok + `,"min_speed":0.7,"max_speed":1.2`, ""},
+		{"speeds past OpenAI's", ok + `,"min_speed":0.1,"max_speed":1.2`, "min_speed"},
+		{"speeds without 1", ok + `,"min_speed":1.5,"max_speed":2`, "min_speed"},
+		{"min speed alone", ok + `,"min_speed":0.5`, "min_speed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(fmt.Sprintf(cat, tt.fields)))
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("Parse(%s) = %v; want nil", tt.fields, err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Parse(%s) = %v; want an error containing %q", tt.fields, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestSpeechVoices checks which voices the catalog's ElevenLabs speech
+// model takes and where each goes: OpenAI's names, mapped to ElevenLabs
+// default voices, and ElevenLabs voice ids as they are.
+func TestSpeechVoices(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := c.Model("eleven-multilingual-v2")
+	if !ok {
+		t.Fatal("no eleven-multilingual-v2 in the catalog")
+	}
+	tests := []struct {
+		voice    string
+		takes    bool
+		upstream string
+	}{
+		{"alloy", true, "SAz9YHcvj6GT2YYXdXww"},
+		{"fable", true, "JBFqnCBsd6RMkjVDRZzb"},
+		{"cedar", true, "CwhRBWXzGAHq8TQ4Fs17"},
+		{"JBFqnCBsd6RMkjVDRZzb", true, "JBFqnCBsd6RMkjVDRZzb"},
+		{"21m00Tcm4TlvDq8ikWAM", true, "21m00Tcm4TlvDq8ikWAM"},
+		{"Alloy", false, ""},
+		{"JBFqnCBsd6RMkjVDRZz", false, ""},      // 19 characters
+		{"JBFqnCBsd6RMkjVDRZzb/x", false, ""},   // not an id
+		{"../../v1/user", false, ""},            // never a path
+		{"JBFqnCBsd6RMkjVDRZzbJBFq", false, ""}, // anchored
+	}
+	for _, tt := range tests {
+		if got := m.TakesVoice(tt.voice); got != tt.takes {
+			t.Errorf("TakesVoice(%q) = %v; want %v", tt.voice, got, tt.takes)
+		}
+		if tt.takes {
+			if got := m.UpstreamVoice(tt.voice); got != tt.upstream {
+				t.Errorf("UpstreamVoice(%q) = %q; want %q", tt.voice, got, tt.upstream)
+			}
+		}
+	}
+	for _, v := range m.Voices {
+		if _, ok := m.UpstreamVoices[v]; !ok {
+			t.Errorf("voice %q has no ElevenLabs voice in upstream_voices", v)
+		}
+	}
+}
+
+func TestSpeechCredits(t *testing.T) {
+	tests := []struct {
+		perK  float64
+		chars int
+		want  int64
+	}{
+		{1.5, 1000, 2}, {1.5, 1, 1}, {10, 900, 9}, {5, 4096, 21}, {0, 4096, 0}, {3, 0, 0},
+	}
+	for _, tt := range tests {
+		p := &Price{CreditsPer1KChars: tt.perK}
+		if got := p.SpeechCredits(tt.chars); got != tt.want {
+			t.Errorf("SpeechCredits(%g per 1k, %d chars) = %d; want %d", tt.perK, tt.chars, got, tt.want)
+		}
+	}
+	if got := (*Price)(nil).SpeechCredits(100); got != 0 {
+		t.Errorf("nil price: SpeechCredits = %d; want 0", got)
+	}
+}

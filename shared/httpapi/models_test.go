@@ -25,7 +25,8 @@ func everyProvider(name string) string {
 
 // TestListModelsFormats checks that GET /v1/models shows, for every job
 // model, the formats it produces: mp3/wav for audio, exactly mp4 for
-// video (Veo and Kling included).
+// video (Veo and Kling included); and for every speech model the
+// response formats it streams.
 func TestListModelsFormats(t *testing.T) {
 	cat, err := catalog.Default()
 	if err != nil {
@@ -76,6 +77,12 @@ func TestListModelsFormats(t *testing.T) {
 		{"veo-3.1", []string{"mp4"}},
 		{"veo-3.1-fast", []string{"mp4"}},
 		{"kling-2.5-turbo", []string{"mp4"}},
+		{"synthetic-speech", []string{"mp3", "wav", "pcm"}},
+		{"tts-1", []string{"mp3", "opus", "aac", "flac", "wav", "pcm"}},
+		{"tts-1-hd", []string{"mp3", "opus", "aac", "flac", "wav", "pcm"}},
+		{"gpt-4o-mini-tts", []string{"mp3", "opus", "aac", "flac", "wav", "pcm"}},
+		{"eleven-multilingual-v2", []string{"mp3", "wav", "pcm"}},
+		{"eleven-flash-v2-5", []string{"mp3", "wav", "pcm"}},
 	}
 	for _, tt := range tests {
 		if !slices.Equal(got[tt.model], tt.want) {

@@ -166,22 +166,11 @@ func encodeMP3(pcm []float64, workers int) ([]byte, error) {
 		in[512+i] = v * mp3Scale
 	}
 
-	// Frame sizes alternate between 417 and 418 bytes to average 128 kbit/s.
-	const (
-		num = 144 * mp3Bitrate
-		den = SampleRate
-	)
 	offsets := make([]int, frames+1)
-	offsets[0] = num / den // the Info frame, never padded
+	offsets[0] = mp3InfoBytes // the Info frame, never padded
 	rem := 0
 	for f := 0; f < frames; f++ {
-		size := num / den
-		rem += num % den
-		if rem >= den {
-			rem -= den
-			size++
-		}
-		offsets[f+1] = offsets[f] + size
+		offsets[f+1] = offsets[f] + nextFrameSize(&rem)
 	}
 	out := make([]byte, offsets[frames])
 
@@ -207,27 +196,61 @@ func encodeMP3(pcm []float64, workers int) ([]byte, error) {
 // encodeFrames writes audio frames [first, last) into out; frame f occupies
 // out[offsets[f]:offsets[f+1]].
 func encodeFrames(t *mp3Tables, in []float64, out []byte, offsets []int, first, last int) error {
-	var (
-		sb   [2][18][32]float64 // subband samples: previous and current granule
-		xr   [mp3GranuleLines]float64
-		gr   [2]granule
-		bits bitWriter
-	)
+	e := &frameEncoder{t: t}
 	if first > 0 { // the MDCT overlaps the previous granule
-		t.analyze(in, 2*first-1, &sb[1])
+		t.analyze(in, 2*first-1, &e.sb[1])
 	}
 	for f := first; f < last; f++ {
-		for g := 0; g < 2; g++ {
-			sb[0] = sb[1]
-			t.analyze(in, 2*f+g, &sb[1])
-			t.mdctGranule(&sb, &xr)
-			gr[g].quantize(t, &xr)
+		if err := e.encode(in, 2*f, out[offsets[f]:offsets[f+1]]); err != nil {
+			return fmt.Errorf("media: mp3 frame %d: %w", f, err)
 		}
-		dst := out[offsets[f]:offsets[f+1]]
-		writeFrame(dst, len(dst)-offsets[0], &gr, &bits)
-		if bits.overflow {
-			return fmt.Errorf("media: mp3 frame %d overflows %d bytes", f, len(dst))
-		}
+	}
+	return nil
+}
+
+// Frame sizes alternate between 417 and 418 bytes to average 128 kbit/s.
+const (
+	mp3SizeNum   = 144 * mp3Bitrate
+	mp3SizeDen   = SampleRate
+	mp3InfoBytes = mp3SizeNum / mp3SizeDen // an unpadded frame: the Info frame's size
+)
+
+// nextFrameSize returns the size of the next audio frame, 417 or 418
+// bytes, carrying the padding's remainder from frame to frame in rem
+// (0 before the first frame).
+func nextFrameSize(rem *int) int {
+	size := mp3InfoBytes
+	*rem += mp3SizeNum % mp3SizeDen
+	if *rem >= mp3SizeDen {
+		*rem -= mp3SizeDen
+		size++
+	}
+	return size
+}
+
+// frameEncoder encodes consecutive frames: it carries the subband samples
+// from granule to granule (the MDCT overlaps them) and its scratch space.
+type frameEncoder struct {
+	t    *mp3Tables
+	sb   [2][18][32]float64 // subband samples: previous and current granule
+	xr   [mp3GranuleLines]float64
+	gr   [2]granule
+	bits bitWriter
+}
+
+// encode writes the frame of granules gi and gi+1 of in (see analyze)
+// into dst, which is exactly the frame's size (padded if it is one byte
+// longer than an unpadded frame).
+func (e *frameEncoder) encode(in []float64, gi int, dst []byte) error {
+	for g := 0; g < 2; g++ {
+		e.sb[0] = e.sb[1]
+		e.t.analyze(in, gi+g, &e.sb[1])
+		e.t.mdctGranule(&e.sb, &e.xr)
+		e.gr[g].quantize(e.t, &e.xr)
+	}
+	writeFrame(dst, len(dst)-mp3InfoBytes, &e.gr, &e.bits)
+	if e.bits.overflow {
+		return fmt.Errorf("overflows %d bytes", len(dst))
 	}
 	return nil
 }
@@ -445,10 +468,10 @@ func putHeader(dst []byte, padding int) {
 	binary.BigEndian.PutUint32(dst, h)
 }
 
-// writeInfoFrame fills the first frame with an Info header (Xing layout for CBR)
-// followed by a LAME-layout tag carrying the encoder delay and padding.
-// audio is the bytes of the audio frames, for the tag's music CRC.
-func writeInfoFrame(dst []byte, frames, total, samples int, audio []byte) {
+// writeXing fills the first frame with an Info header (the Xing layout
+// for CBR) counting frames audio frames and total bytes (the Info frame's
+// too), with a linear seek table, and no encoder tag.
+func writeXing(dst []byte, frames, total int) {
 	clear(dst)
 	putHeader(dst, 0)
 	p := mp3HeaderBytes + mp3SideInfoBytes
@@ -460,6 +483,14 @@ func writeInfoFrame(dst []byte, frames, total, samples int, audio []byte) {
 		dst[p+16+i] = byte(i * 256 / 100)
 	}
 	binary.BigEndian.PutUint32(dst[p+116:], 0) // quality
+}
+
+// writeInfoFrame fills the first frame with an Info header (Xing layout for CBR)
+// followed by a LAME-layout tag carrying the encoder delay and padding.
+// audio is the bytes of the audio frames, for the tag's music CRC.
+func writeInfoFrame(dst []byte, frames, total, samples int, audio []byte) {
+	writeXing(dst, frames, total)
+	p := mp3HeaderBytes + mp3SideInfoBytes
 	tag := dst[p+120:]
 	copy(tag, "LAMEgnwy0")
 	tag[9] = 0x01 // tag revision 0, CBR

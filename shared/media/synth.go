@@ -35,16 +35,21 @@ func midiFreq(note float64) float64 { return 440 * math.Exp2((note-69)/12) }
 // tone adds a note with up to three harmonics (weights h1, h2, h3) to
 // out[start:start+length], shaped by a linear attack, an exponential decay with
 // time constant tau and a short release so that notes never click.
-// Frequencies are in Hz and times in samples.
+// Frequencies are in Hz and times in samples at SampleRate.
 func tone(out []float64, start, length int, freq, amp, h1, h2, h3, attack, tau float64) {
+	toneAt(out, SampleRate, start, length, freq, amp, h1, h2, h3, attack, tau)
+}
+
+// toneAt is tone for samples at rate Hz.
+func toneAt(out []float64, rate float64, start, length int, freq, amp, h1, h2, h3, attack, tau float64) {
 	end := min(start+length, len(out))
 	if start < 0 || start >= end {
 		return
 	}
-	d := 2 * math.Pi * freq / SampleRate
+	d := 2 * math.Pi * freq / rate
 	cd, sd := math.Cos(d), math.Sin(d)
 	s, c := 0.0, 1.0 // sin and cos of the phase, advanced by rotation
-	release := math.Min(0.01*SampleRate, float64(length)/4)
+	release := math.Min(0.01*rate, float64(length)/4)
 	decay := math.Exp(-1 / tau)
 	env := 1.0
 	for i := start; i < end; i++ {

@@ -13,9 +13,24 @@ const wavHeaderBytes = 44
 // 16-bit little-endian mono PCM at sampleRate Hz, to be followed by the
 // samples as they are.
 func WAVHeader(sampleRate int, dataBytes int64) []byte {
+	return wavHeader(sampleRate, uint32(36+dataBytes), uint32(dataBytes))
+}
+
+// WAVStreamHeader returns the 44-byte RIFF/WAVE header of a stream of
+// 16-bit little-endian mono PCM at sampleRate Hz whose length is not known
+// when it starts: the RIFF and data sizes are 0xFFFFFFFF, the largest a
+// RIFF size can say, as OpenAI's text-to-speech streams WAV. Players and
+// decoders that stream (browsers, ffmpeg) read such a file to its end;
+// tools that trust the sizes see a file longer than it is.
+func WAVStreamHeader(sampleRate int) []byte {
+	return wavHeader(sampleRate, 0xFFFFFFFF, 0xFFFFFFFF)
+}
+
+// wavHeader writes the canonical header with the RIFF and data chunk sizes.
+func wavHeader(sampleRate int, riffSize, dataSize uint32) []byte {
 	b := make([]byte, wavHeaderBytes)
 	copy(b[0:], "RIFF")
-	binary.LittleEndian.PutUint32(b[4:], uint32(36+dataBytes))
+	binary.LittleEndian.PutUint32(b[4:], riffSize)
 	copy(b[8:], "WAVE")
 	copy(b[12:], "fmt ")
 	binary.LittleEndian.PutUint32(b[16:], 16)                   // fmt chunk size
@@ -26,7 +41,7 @@ func WAVHeader(sampleRate int, dataBytes int64) []byte {
 	binary.LittleEndian.PutUint16(b[32:], 2)                    // block align
 	binary.LittleEndian.PutUint16(b[34:], 16)                   // bits per sample
 	copy(b[36:], "data")
-	binary.LittleEndian.PutUint32(b[40:], uint32(dataBytes))
+	binary.LittleEndian.PutUint32(b[40:], dataSize)
 	return b
 }
 
