@@ -30,15 +30,7 @@ type Answer struct {
 
 // AttemptsError is the error of a completion that no target answered, with
 // the attempts made (none if the request was refused before any call).
-type AttemptsError struct {
-	Attempts []route.Attempt
-	Err      error
-}
-
-func (e *AttemptsError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the last attempt's error.
-func (e *AttemptsError) Unwrap() error { return e.Err }
+type AttemptsError = route.AttemptsError
 
 // Failure classifies e by the routing policy: by its upstream status
 // (route.StatusClass) when it is an error status (>= 400), else by its
@@ -298,15 +290,5 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	}
 	normalize(resp)
 	rt.served, rt.resp = c, resp
-	return nil
-}
-
-// keyIDs returns the KeyIDs of provider's key pool, nil without one.
-func keyIDs(p Provider) []string {
-	if k, ok := p.(route.Keyed); ok {
-		if ids := k.KeyIDs(); len(ids) > 1 {
-			return ids
-		}
-	}
 	return nil
 }

@@ -62,6 +62,19 @@ type Result struct {
 	Target   int // the index of the target that answered; -1 if none did
 }
 
+// AttemptsError is the error of a request that no target answered, with
+// the attempts made (none if the request was refused before any call):
+// the HTTP edge shows them in the x-genway-attempts header.
+type AttemptsError struct {
+	Attempts []Attempt
+	Err      error
+}
+
+func (e *AttemptsError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the last attempt's error.
+func (e *AttemptsError) Unwrap() error { return e.Err }
+
 // ErrNoTarget is Run's error when it made no attempt: no target, or every
 // target was skipped.
 var ErrNoTarget = errors.New("route: no target could be tried")
