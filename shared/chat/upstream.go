@@ -76,3 +76,26 @@ func StatusError(provider string, status int, h http.Header, msg string, cause e
 	}
 	return e
 }
+
+// TransportBody wraps the body of provider's streamed answer (audio, a
+// stream of bytes) so that a read that fails is TransportError's: a
+// dropped connection is an UpstreamFailed with ReasonDropped, a deadline
+// an UpstreamTimeout, the client's own cancellation ctx's error. io.EOF
+// stays io.EOF.
+func TransportBody(ctx context.Context, provider string, body io.ReadCloser) io.ReadCloser {
+	return &transportBody{ReadCloser: body, ctx: ctx, provider: provider}
+}
+
+type transportBody struct {
+	io.ReadCloser
+	ctx      context.Context
+	provider string
+}
+
+func (b *transportBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		err = TransportError(b.ctx, b.provider, "read audio", err)
+	}
+	return n, err
+}

@@ -1,7 +1,8 @@
 // Package openai is the chat provider for the OpenAI Chat Completions API
 // (POST {base}/chat/completions) and for every server that speaks it: Groq,
 // Together, DeepSeek, Mistral, OpenRouter, Ollama, vLLM, each a Provider
-// with its own name and base URL.
+// with its own name and base URL; and the speech provider for OpenAI's
+// text to speech (POST {base}/audio/speech, see Speak).
 //
 // It uses plain net/http. Requests send max_completion_tokens, send
 // reasoning_effort only to models whose catalog thinking style is "effort",
@@ -47,7 +48,8 @@ type Config struct {
 // use.
 type Provider struct {
 	name     string
-	endpoint string
+	endpoint string // chat completions
+	speech   string // audio/speech
 	keys     route.KeySet
 	client   *http.Client
 	readers  sync.Pool // of *sse.Reader, reused across streams
@@ -69,6 +71,7 @@ func New(cfg Config) *Provider {
 		base = DefaultBaseURL
 	}
 	p.endpoint = base + "/chat/completions"
+	p.speech = base + "/audio/speech"
 	if p.client == nil {
 		p.client = http.DefaultClient
 	}

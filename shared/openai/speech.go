@@ -1,0 +1,92 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/speech"
+)
+
+var _ speech.Provider = (*Provider)(nil)
+
+// speechRequest is the body of POST /audio/speech, as the openai SDK
+// sends it (audio.speech.create): speed and instructions only when set.
+type speechRequest struct {
+	Model          string   `json:"model"`
+	Input          string   `json:"input"`
+	Voice          string   `json:"voice"`
+	ResponseFormat string   `json:"response_format"`
+	Speed          *float64 `json:"speed,omitempty"`
+	Instructions   string   `json:"instructions,omitempty"`
+}
+
+// Speak implements speech.Provider: POST {base}/audio/speech, whose 200
+// body is the audio in the response format, streamed (chunked) as OpenAI
+// makes it; a streamed WAV comes with 0xFFFFFFFF sizes in its header, as
+// OpenAI writes it. Failures are *chat.UpstreamError, classified as chat
+// completions' are (the body's reads too: TransportBody); a 400 whose
+// error code says the input broke the usage policies
+// (content_policy_violation, moderation_blocked) is speech.ContentPolicy's
+// 400 with OpenAI's message.
+func (p *Provider) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, error) {
+	r := speechRequest{Model: c.Model.Upstream, Input: c.Input, Voice: c.Voice, ResponseFormat: c.Format, Instructions: c.Instructions}
+	if c.Speed != 0 {
+		r.Speed = &c.Speed
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encode speech request: %w", p.name, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.speech, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Accept", "application/octet-stream")
+	if key := p.keys.Key(ctx); key != "" {
+		hr.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := p.client.Do(hr)
+	if err != nil {
+		return nil, chat.TransportError(ctx, p.name, "send request", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		msg := errorMessage(b)
+		ue := chat.StatusError(p.name, resp.StatusCode, resp.Header, msg, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg))
+		if resp.StatusCode == http.StatusBadRequest && refusedContent(b) {
+			return nil, speech.ContentPolicy(msg, ue)
+		}
+		return nil, ue
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" || mt == "text/event-stream" {
+		resp.Body.Close()
+		return nil, p.garbage(fmt.Errorf("a 200 of %s, not audio", mt))
+	}
+	return chat.TransportBody(ctx, p.name, resp.Body), nil
+}
+
+// refusedContent reports whether an error body is OpenAI's refusal of the
+// input on content grounds: error.code content_policy_violation (the
+// Images API's) or moderation_blocked.
+func refusedContent(body []byte) bool {
+	var v struct {
+		Error struct {
+			Code json.RawMessage `json:"code"`
+			Type string          `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return false
+	}
+	var code string
+	_ = json.Unmarshal(v.Error.Code, &code)
+	return code == "content_policy_violation" || code == "moderation_blocked" || v.Error.Type == "moderation"
+}
