@@ -9,6 +9,7 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/speech"
 )
 
 // apiDeps are what the local server's routes need.
@@ -20,6 +21,7 @@ type apiDeps struct {
 	limiter httpapi.Limiter
 	jobs    *jobs.Service
 	gw      *chat.Gateway
+	speech  *speech.Service
 	credits httpapi.AccountReader
 	files   http.Handler // signed local media links; nil if none
 	admin   httpapi.AdminConfig
@@ -36,6 +38,7 @@ func apiHandler(d apiDeps) http.Handler {
 		{Method: "GET", Pattern: "/v1/models/{id...}", Handler: authed(httpapi.GetModel(d.cat, d.getenv, d.log))},
 		{Method: "POST", Pattern: "/v1/chat/completions", Handler: authed(httpapi.ChatCompletions(d.gw, d.log))},
 		{Method: "POST", Pattern: "/v1/responses", Handler: authed(httpapi.Responses(d.gw, d.log))},
+		{Method: "POST", Pattern: "/v1/audio/speech", Handler: authed(httpapi.Speech(d.speech, d.log))},
 		{Method: "POST", Pattern: "/v1/jobs", Handler: authed(httpapi.CreateJob(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: authed(httpapi.GetJob(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/jobs", Handler: authed(httpapi.ListJobs(d.jobs, d.log))},

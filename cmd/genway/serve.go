@@ -27,6 +27,7 @@ import (
 	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/route"
+	"github.com/genway/genway/shared/speech"
 	"github.com/genway/genway/shared/upstreams"
 )
 
@@ -211,7 +212,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		stop()
 		usage.Close(done)
 	}()
-	// One router for chat and jobs: its breakers and key rests are this
+	// One router for chat, jobs and speech: its breakers and key rests are this
 	// process's (GENWAY_ROUTE_* tune its policy).
 	policy, err := route.PolicyFromEnv(getenv)
 	if err != nil {
@@ -227,6 +228,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	svc.Providers = media // a processing job is cancelled at its vendor
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: media, PollInterval: cfg.mediaPoll, Router: router}
+	voices, err := upstreams.NewSpeech(cat, getenv, nil)
+	if err != nil {
+		return fmt.Errorf("speech providers: %w", err)
+	}
+	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Log: log}
+	if c, ok := be.store.(speech.Credits); ok {
+		speaker.Credits = c
+	} else {
+		log.Warn("this store cannot reserve credits: speech is served without being charged")
+	}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
@@ -237,7 +248,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	registerGauges(be)
-	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, credits: be.store, files: be.files,
+	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, speech: speaker, credits: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (2 minutes), and at most

@@ -115,36 +115,54 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 		note := &reqLog{}
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(context.WithValue(r.Context(), reqLogKey{}, note))
+		// A handler that cuts its response short (a stream failed after it
+		// began: http.ErrAbortHandler) gets its line too, then the panic
+		// goes on to net/http.
+		defer func() {
+			v := recover()
+			logRequest(log, r, sw, note, start, v != nil)
+			if v != nil {
+				panic(v)
+			}
+		}()
 		next.ServeHTTP(sw, r)
-		note.mu.Lock()
-		defer note.mu.Unlock()
-		attrs := []slog.Attr{
-			slog.String("request_id", RequestID(r.Context())),
-			slog.String("method", r.Method),
-			slog.String("route", r.Pattern),
-			slog.Int("status", sw.status),
-			slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
-			slog.Int64("bytes", sw.bytes),
-		}
-		if note.account != "" {
-			attrs = append(attrs, slog.String("account", note.account), slog.String("key_id", note.keyID))
-		}
-		if note.model != "" {
-			attrs = append(attrs, slog.String("model", note.model))
-		}
-		if note.attempts > 0 {
-			attrs = append(attrs, slog.String("served_model", note.served), slog.Int("attempts", note.attempts))
-		}
-		if note.prompt+note.completion > 0 {
-			attrs = append(attrs, slog.Int("prompt_tokens", note.prompt), slog.Int("completion_tokens", note.completion))
-		}
-		d := time.Since(start)
-		record(r.Pattern, sw, note, d, start)
-		if onLambda {
-			attrs = append(attrs, emf(r.Pattern, sw.status, d)...)
-		}
-		log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	})
+}
+
+// logRequest writes the access log line of r (aborted: its handler cut
+// the response short) and records its metrics.
+func logRequest(log *slog.Logger, r *http.Request, sw *statusWriter, note *reqLog, start time.Time, aborted bool) {
+	note.mu.Lock()
+	defer note.mu.Unlock()
+	attrs := []slog.Attr{
+		slog.String("request_id", RequestID(r.Context())),
+		slog.String("method", r.Method),
+		slog.String("route", r.Pattern),
+		slog.Int("status", sw.status),
+		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+		slog.Int64("bytes", sw.bytes),
+	}
+	if note.account != "" {
+		attrs = append(attrs, slog.String("account", note.account), slog.String("key_id", note.keyID))
+	}
+	if note.model != "" {
+		attrs = append(attrs, slog.String("model", note.model))
+	}
+	if note.attempts > 0 {
+		attrs = append(attrs, slog.String("served_model", note.served), slog.Int("attempts", note.attempts))
+	}
+	if note.prompt+note.completion > 0 {
+		attrs = append(attrs, slog.Int("prompt_tokens", note.prompt), slog.Int("completion_tokens", note.completion))
+	}
+	if aborted {
+		attrs = append(attrs, slog.Bool("aborted", true))
+	}
+	d := time.Since(start)
+	record(r.Pattern, sw, note, d, start)
+	if onLambda {
+		attrs = append(attrs, emf(r.Pattern, sw.status, d)...)
+	}
+	log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 }
 
 // record adds the request to the process's metrics (metrics.Default).

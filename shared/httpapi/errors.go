@@ -234,6 +234,8 @@ func unmarshal(b []byte, v any) error {
 	switch {
 	case err == nil:
 		return nil
+	case apierr.As(err) != nil: // a field's own decoder refused its value, naming it
+		return apierr.As(err)
 	case errors.As(err, &te):
 		return apierr.Invalidf(te.Field, "invalid_type", "%s must be of JSON type %s, not %s.", fieldName(te.Field), jsonType(te.Type.Kind().String()), te.Value)
 	default:

@@ -34,6 +34,16 @@ type modelView struct {
 	Price           *catalog.Price `json:"price,omitempty"`
 	// Fallbacks are the models tried, in order, when this one fails.
 	Fallbacks []string `json:"fallbacks,omitempty"`
+
+	// Speech models: the voices, the voice of a request that names none,
+	// the most characters of input, the speed range, and whether the
+	// model takes instructions.
+	Voices       []string `json:"voices,omitempty"`
+	DefaultVoice string   `json:"default_voice,omitempty"`
+	MaxInput     int      `json:"max_input,omitempty"`
+	MinSpeed     float64  `json:"min_speed,omitempty"`
+	MaxSpeed     float64  `json:"max_speed,omitempty"`
+	Instructions bool     `json:"instructions,omitempty"`
 }
 
 func viewModel(m *catalog.Model) modelView {
@@ -41,7 +51,8 @@ func viewModel(m *catalog.Model) modelView {
 		Description: m.Description, Test: m.Test, Capabilities: m.Capabilities, MaxTokens: m.MaxTokens,
 		Formats: m.Formats, MinDuration: m.MinDuration, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
 		Durations: m.Durations, Sizes: m.Sizes, MaxPixels: m.MaxPixels, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: m.Price,
-		Fallbacks: m.Fallbacks}
+		Fallbacks: m.Fallbacks,
+		Voices:    m.Voices, DefaultVoice: m.DefaultVoice, MaxInput: m.MaxInput, MinSpeed: m.MinSpeed, MaxSpeed: m.MaxSpeed, Instructions: m.Instructions}
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured
@@ -52,9 +63,9 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		typ := r.URL.Query().Get("type")
 		switch typ {
-		case "", catalog.TypeChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo:
+		case "", catalog.TypeChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo, catalog.TypeSpeech:
 		default:
-			writeError(w, r, log, apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video; got %q.", typ))
+			writeError(w, r, log, apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video, speech; got %q.", typ))
 			return
 		}
 		models := cat.List(typ, configured)

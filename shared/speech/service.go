@@ -274,7 +274,7 @@ func classify(err error) route.Failure {
 	case errors.Is(err, errEmpty):
 		return route.Failure{Class: route.Transient, Reason: "empty"}
 	case errors.As(err, &ae):
-		return route.Failure{Class: route.Final}
+		return route.Failure{Class: route.Final, Reason: ae.Code}
 	case errors.As(err, &f):
 		return f.Failure()
 	case errors.As(err, new(dropped)):

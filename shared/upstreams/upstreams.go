@@ -1,9 +1,10 @@
 // Package upstreams builds the providers the catalog names and the
 // environment configures: one chat.Provider per configured catalog
 // provider, of the package for its kind (synthetic, openai, anthropic,
-// gemini, bedrock), and one jobs.Provider per configured media vendor
-// (synthetic, elevenlabs, vertex and gemini for Veo, fal, replicate). It is
-// wiring, used by cmd/genway and the chat and worker functions.
+// gemini, bedrock), one jobs.Provider per configured media vendor
+// (synthetic, elevenlabs, vertex and gemini for Veo, fal, replicate), and
+// one speech.Provider per configured speech vendor (synthetic, openai,
+// elevenlabs). It is wiring, used by cmd/genway and the functions.
 package upstreams
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/openai"
 	"github.com/genway/genway/shared/replicate"
+	"github.com/genway/genway/shared/speech"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -169,6 +171,29 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c}), nil
 		}
 		return nil, fmt.Errorf("kind %q makes no media", p.Kind)
+	})
+}
+
+// NewSpeech returns the configured speech providers by catalog provider
+// name: the synthetic provider (unless GENWAY_SYNTHETIC=off), OpenAI (any
+// provider of kind openai with speech models) and ElevenLabs, each when
+// configured (see catalog.Provider.Configured), at its base URL.
+// httpClient may be nil (NewHTTPClient: the client of streams, which
+// never asks for a compressed answer, so audio is handed on as it comes).
+func NewSpeech(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]speech.Provider, error) {
+	if httpClient == nil {
+		httpClient = NewHTTPClient()
+	}
+	return build(cat, getenv, speechTypes, func(p *catalog.Provider, key, base string) (speech.Provider, error) {
+		switch p.Kind {
+		case "synthetic":
+			return synthetic.Speech{}, nil
+		case "openai":
+			return openai.New(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
+		case "elevenlabs":
+			return elevenlabs.New(elevenlabs.Config{BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
+		}
+		return nil, fmt.Errorf("kind %q makes no speech", p.Kind)
 	})
 }
 

@@ -223,3 +223,36 @@ func TestPOSTNeverSentTwice(t *testing.T) {
 		t.Errorf("the upstream received the POST %d times; want once", posts)
 	}
 }
+
+// TestNewSpeech: a provider is a speech one for its speech models only,
+// whatever else it serves.
+func TestNewSpeech(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // provider=type, sorted
+	}{
+		{"defaults", nil, "synthetic=synthetic.Speech"},
+		{"synthetic off", map[string]string{"GENWAY_SYNTHETIC": "off"}, ""},
+		{"every vendor; chat and media ones skipped", map[string]string{"OPENAI_API_KEY": "k", "ELEVENLABS_API_KEY": "k", "GROQ_API_KEY": "k", "FAL_KEY": "k", "ANTHROPIC_API_KEY": "k"},
+			"elevenlabs=*elevenlabs.Provider openai=*openai.Provider synthetic=synthetic.Speech"},
+	}
+	for _, tt := range tests {
+		provs, err := NewSpeech(cat, func(k string) string { return tt.env[k] }, nil)
+		if err != nil {
+			t.Fatalf("%s: NewSpeech = %v", tt.name, err)
+		}
+		var got []string
+		for name, p := range provs {
+			got = append(got, fmt.Sprintf("%s=%T", name, p))
+		}
+		sort.Strings(got)
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("%s: NewSpeech = %v; want %v", tt.name, got, tt.want)
+		}
+	}
+}
