@@ -283,7 +283,7 @@ func (v vertexVendor) counts() (submits, badAuth int) {
 func fakeElevenLabs(t testing.TB) *fakeVendor {
 	v := &fakeVendor{}
 	key := vendorKeys["ELEVENLABS_API_KEY"]
-	v.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != "POST" || (r.URL.Path != "/v1/sound-generation" && r.URL.Path != "/v1/music") {
 			http.NotFound(w, r)
 			return
