@@ -43,9 +43,16 @@ export async function run(fn) {
   }
 }
 
-/** readAll reads a web ReadableStream (or async iterable) to a Buffer. */
-export async function readAll(stream) {
-  const chunks = [];
-  for await (const chunk of stream) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks);
+/**
+ * readAudio reads a web ReadableStream (or async iterable) of audio to its
+ * end and returns its size and the number of pieces it arrived in.
+ */
+export async function readAudio(stream) {
+  let bytes = 0;
+  let chunks = 0;
+  for await (const chunk of stream) {
+    bytes += chunk.length;
+    chunks++;
+  }
+  return { bytes, chunks };
 }
