@@ -239,10 +239,12 @@ func TestSpeechContractElevenLabs(t *testing.T) {
 	pcm := ttsAudio(text, "pcm", false)
 	speechContract{
 		pkg: "@elevenlabs/elevenlabs-js", version: "2.73.0", script: "elevenlabs.mjs", key: vendorKeys["ELEVENLABS_API_KEY"],
-		fake:    func(t testing.TB) *fakeVendor { return fakeElevenLabsTTS(t, paced) },
-		base:    func(url string) string { return url },
-		adapter: func(base, key string) speech.Provider { return elevenlabs.New(elevenlabs.Config{BaseURL: base, APIKey: key}) },
-		step:    func(r wireRequest) string { return "stream" },
+		fake: func(t testing.TB) *fakeVendor { return fakeElevenLabsTTS(t, paced) },
+		base: func(url string) string { return url },
+		adapter: func(base, key string) speech.Provider {
+			return elevenlabs.New(elevenlabs.Config{BaseURL: base, APIKey: key})
+		},
+		step: func(r wireRequest) string { return "stream" },
 		cases: []speechCase{
 			{name: "mp3", model: "eleven-flash-v2-5", call: call(george, "mp3", 0), wire: true,
 				sdk: stream(george, "mp3_44100_128", nil), check: audioRead(ttsAudio(text, "mp3", false), "audio/mpeg")},
