@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -37,10 +39,25 @@ const ttsChunk = 1024
 // openAIKey is the fake OpenAI's API key.
 const openAIKey = "sk-openai-secret-key-1234567890"
 
+// ttsAudios caches ttsAudio's answers, so that a fake's first byte does
+// not wait for its synthesis (the time to first byte benchmark measures
+// Genway, not the fake).
+var ttsAudios sync.Map // of [3]string -> []byte
+
 // ttsAudio is the fake's audio of text in format, with the header a
 // stream of unknown length has for wav (0xFFFFFFFF sizes, as OpenAI and
 // ElevenLabs stream WAV) when streamedWAV.
 func ttsAudio(text, format string, streamedWAV bool) []byte {
+	k := [3]string{text, format, fmt.Sprint(streamedWAV)}
+	if b, ok := ttsAudios.Load(k); ok {
+		return b.([]byte)
+	}
+	b := synthTTS(text, format, streamedWAV)
+	ttsAudios.Store(k, b)
+	return b
+}
+
+func synthTTS(text, format string, streamedWAV bool) []byte {
 	var b bytes.Buffer
 	switch format {
 	case "mp3", "pcm":
