@@ -164,6 +164,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 				return err
 			}
 			fmt.Fprintf(stdout, "checked %d final priced jobs of the last %d days; settled %d whose settlement was missing\n", res.Checked, *days, res.Settled)
+			fmt.Fprintf(stdout, "found %d open reservations older than %d s; released %d\n", res.Reservations, credits.ReservationTTL, res.Released)
 			return nil
 		})
 	}

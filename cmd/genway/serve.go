@@ -433,7 +433,8 @@ func (c *limitedConn) Close() error {
 }
 
 // reconcileEvery is how often genway serve settles final jobs whose
-// settlement the feed missed (see jobs.Reconcile).
+// settlement the feed missed, and releases stale reservations (see
+// jobs.Reconcile).
 const reconcileEvery = time.Hour
 
 // reconcileLoop runs the reconciler over the last week's jobs every
@@ -452,8 +453,9 @@ func reconcileLoop(ctx context.Context, op *admin.Service, log *slog.Logger) err
 		switch {
 		case err != nil:
 			log.Error("reconcile failed", "err", err)
-		case res.Settled > 0:
-			log.Warn("reconciler settled jobs the feed had missed", "checked", res.Checked, "settled", res.Settled)
+		case res.Settled > 0 || res.Released > 0:
+			log.Warn("reconciler settled jobs the feed had missed, or released stale reservations", "checked", res.Checked, "settled", res.Settled,
+				"reservations", res.Reservations, "released", res.Released)
 		}
 	}
 }
