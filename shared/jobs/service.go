@@ -47,6 +47,15 @@ type Service struct {
 	Sweeps     SweepStore
 	SweepLimit int // jobs per Sweep; 0: DefaultSweepLimit
 	MaxSweeps  int // re-sends before Sweep fails a job; 0: DefaultMaxSweeps
+	// Deletes, Credits and a Media that is a MediaDeleter are what Delete
+	// needs: the store marks the job deleted, Credits settles it first
+	// (see Delete). nil: Delete fails.
+	Deletes DeleteStore
+	Credits credits.Store
+	// Retention is how long an output is kept after its job completed
+	// (the media store's expiry: GENWAY_MEDIA_RETENTION locally, the S3
+	// lifecycle rule on AWS); 0 when unknown. See Expires.
+	Retention time.Duration
 }
 
 func (s *Service) now() time.Time {
@@ -192,19 +201,29 @@ func (s *Service) enqueue(ctx context.Context, id, account string) error {
 }
 
 // Get returns account's job id, or ErrNotFound if it does not exist, is
-// malformed, or belongs to another account.
+// malformed, belongs to another account or was deleted.
 func (s *Service) Get(ctx context.Context, account, id string) (*Job, error) {
 	if !ValidID(id) {
 		return nil, ErrNotFound
 	}
 	j, err := s.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) || (err == nil && j.Account != account) {
+	if errors.Is(err, ErrNotFound) || (err == nil && (j.Account != account || j.Deleted != 0)) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return j, nil
+}
+
+// Expires returns the Unix second a completed job's output expires (it
+// ended plus Retention), 0 if the job is not completed or Retention is
+// unknown.
+func (s *Service) Expires(j *Job) int64 {
+	if j.Status != Completed || s.Retention <= 0 {
+		return 0
+	}
+	return j.Ended() + int64(s.Retention/time.Second)
 }
 
 // Link returns a fresh link to a completed job's output ("" if none).

@@ -35,6 +35,7 @@ import (
 // Interfaces the Store implements.
 var (
 	_ jobs.Store         = (*Store)(nil)
+	_ jobs.DeleteStore   = (*Store)(nil)
 	_ jobs.Queue         = (*Store)(nil)
 	_ auth.Store         = (*Store)(nil)
 	_ credits.Store      = (*Store)(nil)
