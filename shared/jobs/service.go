@@ -226,6 +226,13 @@ func (s *Service) Expires(j *Job) int64 {
 	return j.Ended() + int64(s.Retention/time.Second)
 }
 
+// Expired reports whether a completed job's output has expired (see
+// Expires): the media store has deleted it, or will any moment.
+func (s *Service) Expired(j *Job) bool {
+	e := s.Expires(j)
+	return e != 0 && s.now().Unix() >= e
+}
+
 // Link returns a fresh link to a completed job's output ("" if none).
 func (s *Service) Link(ctx context.Context, j *Job) (string, error) {
 	if j.Output == nil || j.Output.Key == "" {
