@@ -367,6 +367,14 @@ func TestCreateVideoIdempotency(t *testing.T) {
 	if a.Held != 2 { // one synthetic video of 2 s at 1 credit a second
 		t.Errorf("held %d; want 2 (one video)", a.Held)
 	}
+	// Once the video is deleted, a replay does not bring it back.
+	if err := e.worker.Process(context.Background(), v1.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.send(t, "a", "DELETE", "/v1/videos/"+v1.ID, "", nil); r.status != 200 {
+		t.Fatalf("DELETE = %d %s", r.status, r.body)
+	}
+	wantError(t, "a replay after the delete", e.send(t, "a", "POST", "/v1/videos", ct1, b1, key...), 409, "", "idempotency_key_reused")
 }
 
 // mp4Seconds returns an MP4's duration from its mvhd box (version 0).

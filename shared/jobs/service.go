@@ -70,7 +70,8 @@ func (s *Service) now() time.Time {
 // serve the same input), holds the highest of their prices on account,
 // and stores and enqueues the job. With a non-empty idemKey, a retry with
 // the same key and body (bodyHash) returns the job the first call
-// created; another body is ErrIdempotencyConflict. Errors are
+// created (ErrIdempotencyConflict if it was deleted since); another body
+// is ErrIdempotencyConflict. Errors are
 // *apierr.Error for client faults, all of them about the lead: a fallback
 // that cannot serve the request is silently not a candidate.
 func (s *Service) Create(ctx context.Context, account string, req *CreateRequest, idemKey, bodyHash string) (*Job, error) {
@@ -110,7 +111,12 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	if got.ID != j.ID {
 		// An idempotent replay: the first call enqueued the job, or died
 		// before it could and Sweep sends the message; a second send here
-		// would only add a duplicate.
+		// would only add a duplicate. A job deleted since is not shown
+		// again.
+		if got.Deleted != 0 {
+			return nil, &apierr.Error{Kind: ErrIdempotencyConflict.Kind, Code: ErrIdempotencyConflict.Code,
+				Message: "The job this Idempotency-Key created has been deleted since; send the request with a new key."}
+		}
 		return got, nil
 	}
 	if err := s.enqueue(ctx, j.ID, account); err != nil {
