@@ -52,7 +52,10 @@ type backend struct {
 	// expire deletes outputs older than retention until ctx ends; nil
 	// where the store expires them itself (S3's lifecycle rule).
 	expire func(ctx context.Context, retention time.Duration, log *slog.Logger) error
-	close  func() error
+	// retention is how long the media store keeps an output (its S3
+	// lifecycle rule); 0 where expire applies GENWAY_MEDIA_RETENTION.
+	retention time.Duration
+	close     func() error
 }
 
 // serveConfig is the environment of `genway serve`.
@@ -225,6 +228,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("media providers: %w", err)
 	}
 	svc.Providers = media // a processing job is cancelled at its vendor
+	// DELETE /v1/videos/{id}: the store marks the job deleted, after the
+	// credits store settled it (see jobs.Service.Delete).
+	svc.Credits = be.store
+	if d, ok := be.jobs.(jobs.DeleteStore); ok {
+		svc.Deletes = d
+	}
+	svc.Retention = cfg.retention // expires_at of a video
+	if be.retention != 0 {
+		svc.Retention = be.retention
+	}
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: media, PollInterval: cfg.mediaPoll, Router: router}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)

@@ -32,6 +32,8 @@
 // account's jobs newest first: partition key account, sort key created_id
 // = the zero-padded created second + "#" + id (set by Create), projecting
 // status, type and model so that List filters in the index; see List.
+// Delete (a client deleting a final job) sets "deleted" and REMOVEs
+// created_id, so a deleted job leaves the index and every listing.
 // Every Transition that changes the status appends to history with
 // list_append in the same UpdateItem.
 //

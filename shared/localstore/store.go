@@ -37,6 +37,7 @@ import (
 // Interfaces the Store implements.
 var (
 	_ jobs.Store         = (*Store)(nil)
+	_ jobs.DeleteStore   = (*Store)(nil)
 	_ jobs.Queue         = (*Store)(nil)
 	_ auth.Store         = (*Store)(nil)
 	_ credits.Store      = (*Store)(nil)
