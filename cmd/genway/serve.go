@@ -245,12 +245,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("speech providers: %w", err)
 	}
-	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Log: log}
-	if c, ok := be.store.(speech.Credits); ok {
-		speaker.Credits = c
-	} else {
-		log.Warn("this store cannot reserve credits: speech is served without being charged")
-	}
+	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Credits: be.store, Log: log}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)

@@ -10,12 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/hajimehoshi/go-mp3"
 
-	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/localstore"
 	"github.com/genway/genway/shared/media"
 	"github.com/genway/genway/shared/synthetic"
 )
@@ -64,14 +63,6 @@ func speechError(t *testing.T, b []byte) (param, code, msg string) {
 		code = *env.Error.Code
 	}
 	return param, code, env.Error.Message
-}
-
-// reservationsLanded reports whether the embedded store implements
-// credits.Reserver: until the reservations branch is merged it does not,
-// and genway serve speaks without charging.
-func reservationsLanded() bool {
-	_, ok := any((*localstore.Store)(nil)).(credits.Reserver)
-	return ok
 }
 
 // TestSpeechEndToEnd: POST /v1/audio/speech through genway serve on the
@@ -163,9 +154,6 @@ func TestSpeechEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("credits", func(t *testing.T) {
-		if !reservationsLanded() {
-			t.Skip("speech credits need the reservations branch: localstore.Store does not implement credits.Reserver yet, so genway serve speaks without charging")
-		}
 		var before, after struct{ Balance, Held, Available int64 }
 		s.do(t, "GET", "/v1/credits", nil, nil, &before)
 		// 240 characters at 1 credit per 1,000: 1 credit; a failed one:
@@ -295,5 +283,75 @@ func TestSpeechVendorsEndToEnd(t *testing.T) {
 	noSecrets(t, "the log", logs.String())
 	if strings.Contains(logs.String(), openAIKey) {
 		t.Error("the log shows the OpenAI key")
+	}
+}
+
+// TestSpeechCreditsStress speaks from many goroutines on an account whose
+// balance covers only some of the requests, some failing on purpose
+// before their first byte (fail:503) and some after it (fail:), and checks
+// the promises of reservations through genway serve: no overdraft (a 402
+// once the credits are held or spent), exactly the speeches heard to
+// their end charged, once each, every failure released, nothing held.
+func TestSpeechCreditsStress(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, map[string]string{"GENWAY_DEV_CREDITS": "0", "GENWAY_ROUTE_RETRIES": "0"})
+	var out bytes.Buffer
+	const balance, clients, perClient = 30, 16, 5 // 80 requests of 1 credit each
+	if err := run(t.Context(), []string{"keys", "create", "--account", "talker", "--credits", "30"}, testEnv(dir, nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	c := &server{base: s.base, key: lines[len(lines)-1]}
+	var mu sync.Mutex
+	heard, cut, failed, refused, other := 0, 0, 0, 0, 0
+	var wg sync.WaitGroup
+	for g := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perClient {
+				input := speechText
+				switch (g + i) % 5 {
+				case 1:
+					input = "fail:503 " + speechText
+				case 2:
+					input = "fail: " + speechText
+				}
+				resp, _, _, err := c.speak(t, map[string]any{"model": "synthetic-speech", "input": input, "response_format": "pcm"})
+				mu.Lock()
+				switch {
+				case resp.StatusCode == 200 && err == nil:
+					heard++
+				case resp.StatusCode == 200:
+					cut++
+				case resp.StatusCode == 503:
+					failed++
+				case resp.StatusCode == 402:
+					refused++
+				default:
+					other++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	var cr struct{ Balance, Held, Available int64 }
+	c.do(t, "GET", "/v1/credits", nil, nil, &cr)
+	out.Reset()
+	if err := run(t.Context(), []string{"credits", "ledger", "--account", "talker"}, testEnv(dir, nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	reserved, captures, releases := strings.Count(out.String(), " reservation "), strings.Count(out.String(), " capture "), strings.Count(out.String(), " release ")
+	t.Logf("%d requests: %d heard to the end, %d cut after the first byte, %d failed before it, %d refused (402); ledger: %d reservations, %d captures, %d releases; credits %+v",
+		clients*perClient, heard, cut, failed, refused, reserved, captures, releases, cr)
+	if other != 0 || heard == 0 || cut == 0 || failed == 0 || refused == 0 {
+		t.Errorf("%d answers were none of 200, 503, 402; want some of each kind", other)
+	}
+	if cr.Held != 0 || cr.Balance != balance-int64(heard) || cr.Available != cr.Balance {
+		t.Errorf("credits = %+v; want balance %d (%d heard at 1 credit), nothing held", cr, balance-heard, heard)
+	}
+	if reserved != heard+cut+failed || captures != heard || releases != cut+failed {
+		t.Errorf("ledger: %d reservations, %d captures, %d releases; want %d, %d, %d", reserved, captures, releases, heard+cut+failed, heard, cut+failed)
 	}
 }

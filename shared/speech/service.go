@@ -55,8 +55,8 @@ type Service struct {
 	// model whose provider is not here is not configured.
 	Providers map[string]Provider
 	Router    *route.Router
-	// Credits holds and settles a request's price; nil: speech is not
-	// charged (a store that does not implement reservations yet).
+	// Credits holds and settles a request's price (both stores, as
+	// admin.Store); nil: speech is not charged (tests, a free catalog).
 	Credits Credits
 	Log     *slog.Logger     // nil: discard
 	Now     func() time.Time // nil: time.Now

@@ -118,9 +118,10 @@ func (r *recorder) Write(p []byte) (int, error) {
 
 func (r *recorder) body() string { return strings.Join(r.writes, "") }
 
-// fakeCredits is an in-memory credits store with reservations (the
-// credits.Reserver contract: an atomic reserve that never overdraws, one
-// settlement per reservation), until the stores implement it.
+// fakeCredits is an in-memory credits store with reservations, as the
+// credits.Reserver contract has them (credits.CheckReservation, an atomic
+// reserve that never overdraws, one settlement per reservation clearing
+// exactly what it holds), so that the service's tests see every entry.
 type fakeCredits struct {
 	mu       sync.Mutex
 	accounts map[string]*credits.Account
@@ -136,9 +137,10 @@ func (f *fakeCredits) Reserve(ctx context.Context, e credits.Entry) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a := f.accounts[e.Account]
+	if err := credits.CheckReservation(e); err != nil {
+		return err
+	}
 	switch {
-	case e.Kind != credits.Reservation || e.Amount <= 0 || !strings.HasPrefix(e.ID, "reserve:"):
-		return fmt.Errorf("bad reservation %+v", e)
 	case f.ids[e.ID]:
 		return credits.ErrAlreadySettled
 	case a == nil:
@@ -177,6 +179,15 @@ func (f *fakeCredits) Settle(ctx context.Context, e credits.Entry) error {
 	a := f.accounts[e.Account]
 	if a == nil {
 		return credits.ErrAccountNotFound
+	}
+	// The settlement of a reservation clears exactly what it holds.
+	rid, ok := credits.ReservationOf(e.ID)
+	held := false
+	for _, r := range f.ledger {
+		held = held || (ok && r.ID == rid && r.Account == e.Account && r.Amount == e.HeldAmount())
+	}
+	if !held {
+		return credits.ErrNoReservation
 	}
 	switch e.Kind {
 	case credits.Capture:
