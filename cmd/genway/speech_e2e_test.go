@@ -16,6 +16,7 @@ import (
 	"github.com/hajimehoshi/go-mp3"
 
 	"github.com/genway/genway/shared/media"
+	"github.com/genway/genway/shared/mototest"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -354,4 +355,63 @@ func TestSpeechCreditsStress(t *testing.T) {
 	if reserved != heard+cut+failed || captures != heard || releases != cut+failed {
 		t.Errorf("ledger: %d reservations, %d captures, %d releases; want %d, %d, %d", reserved, captures, releases, heard+cut+failed, heard, cut+failed)
 	}
+}
+
+// TestSpeechAWS speaks on the AWS-backed local mode against moto_server:
+// the reservation and its settlement are DynamoDB transactions (a speech
+// heard to the end charged once, one failing before or after its first
+// byte released), and the openai npm client's speech script runs there
+// too, when node is installed.
+func TestSpeechAWS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts moto_server")
+	}
+	endpoint := mototest.Start(t)
+	env := map[string]string{
+		"GENWAY_BACKEND":        "aws",
+		"AWS_ENDPOINT_URL":      endpoint,
+		"AWS_REGION":            mototest.Region,
+		"AWS_ACCESS_KEY_ID":     "test",
+		"AWS_SECRET_ACCESS_KEY": "test",
+		"GENWAY_ROUTE_RETRIES":  "0",
+	}
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	dir := t.TempDir()
+	if err := run(t.Context(), []string{"aws", "init"}, testEnv(dir, env), io.Discard, io.Discard); err != nil {
+		t.Fatalf("aws init: %v", err)
+	}
+	s := startServer(t, dir, env)
+	var before, after struct{ Balance, Held, Available int64 }
+	s.do(t, "GET", "/v1/credits", nil, nil, &before)
+	tests := []struct {
+		input  string
+		status int
+		cut    bool // the response is cut short
+	}{
+		{speechText, 200, false},
+		{"fail:503 " + speechText, 503, false},
+		{"fail: " + speechText, 200, true},
+	}
+	for _, tt := range tests {
+		resp, audio, _, err := s.speak(t, map[string]any{"model": "synthetic-speech", "input": tt.input, "response_format": "mp3"})
+		if resp.StatusCode != tt.status || errors.Is(err, io.ErrUnexpectedEOF) != tt.cut {
+			t.Errorf("speak %.12q = %d, %d bytes, %v; want %d, cut short %v", tt.input, resp.StatusCode, len(audio), err, tt.status, tt.cut)
+		}
+	}
+	s.do(t, "GET", "/v1/credits", nil, nil, &after)
+	if after.Balance != before.Balance-1 || after.Held != 0 || after.Available != after.Balance {
+		t.Errorf("credits %+v -> %+v; want the one speech heard to its end charged (1 credit), nothing held", before, after)
+	}
+	t.Run("npm", func(t *testing.T) {
+		node, npmDir := npmClients(t, filepath.Join("openai", "package.json"))
+		out := runNode(t, node, npmDir, []string{"GENWAY_URL=" + s.base, "GENWAY_KEY=" + s.key}, "speech.mjs")
+		if n := strings.Count(string(out), "ok "); n != 4 {
+			t.Errorf("node speech.mjs reported %d checks; want 4", n)
+		}
+	})
 }
