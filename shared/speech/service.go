@@ -39,13 +39,13 @@ type Credits interface {
 //   - the audio was streamed to its end: the price of the model that
 //     answered is captured (the rest of the reservation released), counted
 //     in the job usage as "speech" under that model;
-//   - the client went away after the audio began: captured all the same.
-//     The vendor has taken (and bills) the whole text by then, and a
-//     client that could stop reading just before the end and pay nothing
-//     would get every speech free;
+//   - the client went away after audio reached it (its first write
+//     succeeded): captured all the same. The vendor has taken (and bills)
+//     the whole text by then, and a client that could stop reading just
+//     before the end and pay nothing would get every speech free;
 //   - anything else (a refusal, every candidate failing, the client gone
-//     before the first byte, the vendor failing mid-stream): released,
-//     nothing charged.
+//     before any audio reached it, the vendor failing mid-stream):
+//     released, nothing charged.
 //
 // A reservation whose settlement fails (the store is down) is left to the
 // reconciler, which releases it after credits.ReservationTTL.
