@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -63,7 +64,7 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 	if httpClient == nil {
 		httpClient = NewHTTPClient()
 	}
-	return build(cat, getenv, true, func(p *catalog.Provider, key, base string) (chat.Provider, error) {
+	return build(cat, getenv, chatTypes, func(p *catalog.Provider, key, base string) (chat.Provider, error) {
 		switch p.Kind {
 		case "synthetic":
 			return synthetic.NewChat(), nil
@@ -87,14 +88,14 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 }
 
 // build makes one T, with newT, for each configured catalog provider that
-// has chat models (chat) or job models (!chat), given its key and base URL
-// (the catalog's, overridden by its env var). An error of newT is returned,
-// naming the provider.
-func build[T any](cat *catalog.Catalog, getenv func(string) string, chat bool, newT func(p *catalog.Provider, key, base string) (T, error)) (map[string]T, error) {
+// has models of one of types, given its key and base URL (the catalog's,
+// overridden by its env var). An error of newT is returned, naming the
+// provider.
+func build[T any](cat *catalog.Catalog, getenv func(string) string, types []string, newT func(p *catalog.Provider, key, base string) (T, error)) (map[string]T, error) {
 	out := make(map[string]T)
 	for i := range cat.Providers {
 		p := &cat.Providers[i]
-		if !p.Configured(getenv) || !serves(cat, p.Name, chat) {
+		if !p.Configured(getenv) || !serves(cat, p.Name, types) {
 			continue
 		}
 		key := ""
@@ -139,7 +140,7 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
 	}
-	return build(cat, getenv, false, func(p *catalog.Provider, key, base string) (jobs.Provider, error) {
+	return build(cat, getenv, jobTypes, func(p *catalog.Provider, key, base string) (jobs.Provider, error) {
 		c := httpClient // one client for every media vendor
 		switch p.Kind {
 		case "synthetic":
@@ -164,11 +165,18 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	})
 }
 
-// serves reports whether the catalog has a chat model (chat) or a job
-// model (!chat) on provider.
-func serves(cat *catalog.Catalog, provider string, chat bool) bool {
+// The model types of each kind of provider New and NewMedia build (an
+// image model is neither: its provider needs no chat or job adapter).
+var (
+	chatTypes = []string{catalog.TypeChat}
+	jobTypes  = []string{catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo}
+)
+
+// serves reports whether the catalog has a model of one of types on
+// provider.
+func serves(cat *catalog.Catalog, provider string, types []string) bool {
 	for i := range cat.Models {
-		if m := &cat.Models[i]; m.Provider == provider && (m.Type == catalog.TypeChat) == chat {
+		if m := &cat.Models[i]; m.Provider == provider && slices.Contains(types, m.Type) {
 			return true
 		}
 	}

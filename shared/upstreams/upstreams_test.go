@@ -124,7 +124,7 @@ func TestNewMedia(t *testing.T) {
 		{"synthetic off", map[string]string{"GENWAY_SYNTHETIC": "off"}, "", ""},
 		// Gemini's key is a chat provider's only: the catalog's Veo models
 		// are Vertex AI's.
-		{"every vendor; chat-only providers skipped", all,
+		{"every vendor; chat-only and image-only providers skipped", all,
 			"elevenlabs=*elevenlabs.Provider fal=*fal.Provider replicate=*replicate.Provider synthetic=synthetic.Media vertex=*gemini.VertexVideo", ""},
 		{"an unusable Vertex AI key", map[string]string{"GOOGLE_VERTEX_CREDENTIALS": strings.Replace(key, "service_account", "authorized_user", 1)},
 			"", "provider vertex: vertex credentials: not a service-account key"},
