@@ -1,9 +1,11 @@
 // Package upstreams builds the providers the catalog names and the
 // environment configures: one chat.Provider per configured catalog
 // provider, of the package for its kind (synthetic, openai, anthropic,
-// gemini, bedrock), and one jobs.Provider per configured media vendor
-// (synthetic, elevenlabs, vertex and gemini for Veo, fal, replicate). It is
-// wiring, used by cmd/genway and the chat and worker functions.
+// gemini, bedrock), one jobs.Provider per configured media vendor
+// (synthetic, elevenlabs, vertex and gemini for Veo, fal, replicate), and
+// one images.Provider per configured provider with image models
+// (synthetic, openai, gemini, fal, replicate). It is wiring, used by
+// cmd/genway and the chat and worker functions.
 package upstreams
 
 import (
@@ -23,6 +25,7 @@ import (
 	"github.com/genway/genway/shared/elevenlabs"
 	"github.com/genway/genway/shared/fal"
 	"github.com/genway/genway/shared/gemini"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/openai"
 	"github.com/genway/genway/shared/replicate"
@@ -165,11 +168,12 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	})
 }
 
-// The model types of each kind of provider New and NewMedia build (an
-// image model is neither: its provider needs no chat or job adapter).
+// The model types of each kind of provider New, NewMedia and NewImages
+// build.
 var (
-	chatTypes = []string{catalog.TypeChat}
-	jobTypes  = []string{catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo}
+	chatTypes  = []string{catalog.TypeChat}
+	jobTypes   = []string{catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo}
+	imageTypes = []string{catalog.TypeImage}
 )
 
 // serves reports whether the catalog has a model of one of types on
@@ -181,4 +185,32 @@ func serves(cat *catalog.Catalog, provider string, types []string) bool {
 		}
 	}
 	return false
+}
+
+// NewImages returns the configured image providers by catalog provider
+// name: the synthetic provider (unless GENWAY_SYNTHETIC=off) and each
+// provider with image models whose key is set, at its base URL (the
+// catalog's, overridden by its env var). httpClient may be nil
+// (NewMediaHTTPClient). A provider of a kind that makes no images is an
+// error, naming it.
+func NewImages(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]images.Provider, error) {
+	if httpClient == nil {
+		httpClient = NewMediaHTTPClient()
+	}
+	return build(cat, getenv, imageTypes, func(p *catalog.Provider, key, base string) (images.Provider, error) {
+		c := httpClient
+		switch p.Kind {
+		case "synthetic":
+			return synthetic.Images{}, nil
+		case "openai":
+			return openai.NewImages(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "gemini":
+			return gemini.NewImages(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "fal":
+			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "replicate":
+			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c}), nil
+		}
+		return nil, fmt.Errorf("kind %q makes no images", p.Kind)
+	})
 }
