@@ -8,6 +8,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -20,6 +21,7 @@ type apiDeps struct {
 	limiter httpapi.Limiter
 	jobs    *jobs.Service
 	gw      *chat.Gateway
+	images  *images.Service // nil: POST /v1/images/generations is off
 	credits httpapi.AccountReader
 	files   http.Handler // signed local media links; nil if none
 	admin   httpapi.AdminConfig
@@ -45,6 +47,12 @@ func apiHandler(d apiDeps) http.Handler {
 			w.Header().Set("Content-Type", "text/plain")
 			w.Write([]byte("ok\n"))
 		})},
+	}
+	if d.images != nil {
+		// Spaces keep a slow image's answer open, as non-streamed chat's
+		// are on Lambda.
+		routes = append(routes, httpapi.Route{Method: "POST", Pattern: "/v1/images/generations",
+			Handler: authed(httpapi.GenerateImages(d.images, d.log, httpapi.ImagesKeepAlive(httpapi.DefaultChatHeartbeat)))})
 	}
 	if d.files != nil {
 		routes = append(routes, httpapi.Route{Method: "GET", Pattern: "/files/{key...}", Handler: d.files})

@@ -22,6 +22,7 @@ import (
 	"github.com/genway/genway/shared/console"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localmedia"
 	"github.com/genway/genway/shared/metrics"
@@ -227,6 +228,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	svc.Providers = media // a processing job is cancelled at its vendor
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: media, PollInterval: cfg.mediaPoll, Router: router}
+	imgs, err := imageService(be, cat, getenv, router, log)
+	if err != nil {
+		return err
+	}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
@@ -237,7 +242,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	registerGauges(be)
-	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, credits: be.store, files: be.files,
+	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, images: imgs, credits: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (2 minutes), and at most
@@ -309,6 +314,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	cancel()
 	wg.Wait()
 	return err
+}
+
+// imageService returns the images service of POST /v1/images/generations,
+// or nil (the route is off, and the log says why) when the backend's store
+// holds no credit reservations (credits.Reserver): an image is paid for
+// before its vendor is called, and only a store's own conditional write
+// can do that without letting parallel requests overdraw an account.
+func imageService(be *backend, cat *catalog.Catalog, getenv func(string) string, router *route.Router, log *slog.Logger) (*images.Service, error) {
+	store, ok := be.store.(images.Credits)
+	if !ok {
+		log.Warn("images: this store holds no credit reservations (credits.Reserver); POST /v1/images/generations is off")
+		return nil, nil
+	}
+	providers, err := upstreams.NewImages(cat, getenv, nil)
+	if err != nil {
+		return nil, fmt.Errorf("image providers: %w", err)
+	}
+	return &images.Service{Catalog: cat, Providers: providers, Configured: cat.ConfiguredFunc(getenv), Router: router,
+		Credits: store, Media: be.media, Log: log}, nil
 }
 
 func backendName(getenv func(string) string) string {
