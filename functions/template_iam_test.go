@@ -112,10 +112,12 @@ var iamAllow = map[string]map[perm]string{
 			"AddAudit; Reconcile: Settle's ledger entry",
 		{"dynamodb:UpdateItem", accountsTable}: "admin.Service: Grant (transaction Update), SetRateLimit, RevokeKey; " +
 			"Reconcile: Settle's account update and job usage counters; playground jobs: Store.Create's hold",
-		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage (chat and job usage), Audit (one partition each)",
-		{"dynamodb:Scan", accountsTable}:  "admin.Service: Accounts and Keys (operator listings)",
-		{"dynamodb:GetItem", jobsTable}:   "jobs.Service.GetAny and CancelAny: Store.Get",
-		{"dynamodb:PutItem", jobsTable}:   "playground jobs: Store.Create (the job and its idempotency key)",
+		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage (chat and job usage), Audit (one partition each); " +
+			"Reconcile: Store.OpenReservations",
+		{"dynamodb:Scan", accountsTable}:       "admin.Service: Accounts and Keys (operator listings)",
+		{"dynamodb:DeleteItem", accountsTable}: "Reconcile -> credits.ReleaseReservation -> Store.Settle: a stale reservation's open item (transaction Delete)",
+		{"dynamodb:GetItem", jobsTable}:        "jobs.Service.GetAny and CancelAny: Store.Get",
+		{"dynamodb:PutItem", jobsTable}:        "playground jobs: Store.Create (the job and its idempotency key)",
 		{"dynamodb:UpdateItem", jobsTable}: "jobs.Service.CancelAny: Transition; a playground job whose " +
 			"enqueue failed",
 		{"dynamodb:BatchGetItem", jobsTable}:                      "Store.List: getJobs (console and admin API listings; Reconcile)",
@@ -150,6 +152,8 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, and a capture's job usage counters",
 		{"dynamodb:Query", byAccount}:          "jobs.Reconcile: Store.List, an account's final jobs",
 		{"dynamodb:BatchGetItem", jobsTable}:   "Store.List: getJobs, the page's jobs",
+		{"dynamodb:Query", accountsTable}:      "jobs.Reconcile -> Store.OpenReservations: one Query per resv# partition",
+		{"dynamodb:DeleteItem", accountsTable}: "jobs.Reconcile -> credits.ReleaseReservation -> Store.Settle: the reservation's open item (transaction Delete)",
 	},
 	"CreditsFunction": {
 		{"dynamodb:PutItem", accountsTable}:    "lambdaevents.Credits -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",

@@ -57,7 +57,8 @@ Usage:
   genway credits ledger --account NAME           the account's ledger
   genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens and job credits per day
   genway credits limit --account NAME --rpm N    per-key requests per minute (0 default, -1 unlimited)
-  genway credits reconcile [--days N]            settle final jobs whose hold the stream never settled
+  genway credits reconcile [--days N]            settle final jobs whose hold the stream never settled,
+                                                 release reservations never settled
   genway accounts list|create                     accounts: list, or make one (--account, --credits, --note)
   genway jobs create --type T --model M --prompt P [--wait] [--output FILE]  a job through the public API
   genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)

@@ -65,7 +65,8 @@ const creditsUsage = `Usage:
   genway credits ledger --account NAME                      the account's ledger
   genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens and job credits per day
   genway credits limit --account NAME --rpm N               per-key requests per minute (0 default, -1 unlimited)
-  genway credits reconcile [--days N]                       settle final jobs whose hold was never settled (last N days, 7)
+  genway credits reconcile [--days N]                       settle final jobs whose hold was never settled (last N days, 7);
+                                                            release reservations (images, speech) never settled
 `
 
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -164,6 +165,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 				return err
 			}
 			fmt.Fprintf(stdout, "checked %d final priced jobs of the last %d days; settled %d whose settlement was missing\n", res.Checked, *days, res.Settled)
+			fmt.Fprintf(stdout, "found %d open reservations older than %d s; released %d\n", res.Reservations, credits.ReservationTTL, res.Released)
 			return nil
 		})
 	}

@@ -42,6 +42,12 @@ func apiHandler(d apiDeps) http.Handler {
 		{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: authed(httpapi.GetJob(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/jobs", Handler: authed(httpapi.ListJobs(d.jobs, d.log))},
 		{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: authed(httpapi.CancelJob(d.jobs, d.log))},
+		// OpenAI's Videos API: the same video jobs, in OpenAI's shape.
+		{Method: "POST", Pattern: "/v1/videos", Handler: authed(httpapi.CreateVideo(d.jobs, d.log))},
+		{Method: "GET", Pattern: "/v1/videos", Handler: authed(httpapi.ListVideos(d.jobs, d.log))},
+		{Method: "GET", Pattern: "/v1/videos/{id}", Handler: authed(httpapi.GetVideo(d.jobs, d.log))},
+		{Method: "DELETE", Pattern: "/v1/videos/{id}", Handler: authed(httpapi.DeleteVideo(d.jobs, d.log))},
+		{Method: "GET", Pattern: "/v1/videos/{id}/content", Handler: authed(httpapi.VideoContent(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/credits", Handler: authed(httpapi.GetCredits(d.credits, d.log))},
 		{Method: "GET", Pattern: "/healthz", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")

@@ -53,7 +53,10 @@ type backend struct {
 	// expire deletes outputs older than retention until ctx ends; nil
 	// where the store expires them itself (S3's lifecycle rule).
 	expire func(ctx context.Context, retention time.Duration, log *slog.Logger) error
-	close  func() error
+	// retention is how long the media store keeps an output (its S3
+	// lifecycle rule); 0 where expire applies GENWAY_MEDIA_RETENTION.
+	retention time.Duration
+	close     func() error
 }
 
 // serveConfig is the environment of `genway serve`.
@@ -226,6 +229,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("media providers: %w", err)
 	}
 	svc.Providers = media // a processing job is cancelled at its vendor
+	// DELETE /v1/videos/{id}: the store marks the job deleted, after the
+	// credits store settled it (see jobs.Service.Delete).
+	svc.Credits = be.store
+	if d, ok := be.jobs.(jobs.DeleteStore); ok {
+		svc.Deletes = d
+	}
+	svc.Retention = cfg.retention // expires_at of a video
+	if be.retention != 0 {
+		svc.Retention = be.retention
+	}
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: media, PollInterval: cfg.mediaPoll, Router: router}
 	imgs, err := imageService(be, cat, getenv, router, log)
@@ -457,7 +470,8 @@ func (c *limitedConn) Close() error {
 }
 
 // reconcileEvery is how often genway serve settles final jobs whose
-// settlement the feed missed (see jobs.Reconcile).
+// settlement the feed missed, and releases stale reservations (see
+// jobs.Reconcile).
 const reconcileEvery = time.Hour
 
 // reconcileLoop runs the reconciler over the last week's jobs every
@@ -476,8 +490,9 @@ func reconcileLoop(ctx context.Context, op *admin.Service, log *slog.Logger) err
 		switch {
 		case err != nil:
 			log.Error("reconcile failed", "err", err)
-		case res.Settled > 0:
-			log.Warn("reconciler settled jobs the feed had missed", "checked", res.Checked, "settled", res.Settled)
+		case res.Settled > 0 || res.Released > 0:
+			log.Warn("reconciler settled jobs the feed had missed, or released stale reservations", "checked", res.Checked, "settled", res.Settled,
+				"reservations", res.Reservations, "released", res.Released)
 		}
 	}
 }

@@ -5,7 +5,8 @@
 // it loses no job (jobs.Service.Sweep). Invoked with {"reconcile": true}
 // (its hourly schedule) it runs the reconciler instead: final jobs of the
 // last GENWAY_RECONCILE_DAYS days (7) whose settlement the credits stream
-// never made are settled, exactly once (jobs.Reconcile).
+// never made are settled, exactly once, and reservations (images,
+// speech) never settled are released (jobs.Reconcile).
 package main
 
 import (
@@ -59,13 +60,14 @@ func run(ctx context.Context, getenv func(string) string) error {
 		if in.Reconcile {
 			now := time.Now()
 			res, err := jobs.Reconcile(ctx, b.Store, b.Store, now.AddDate(0, 0, -days), admin.ReconcileGrace, now)
+			attrs := []any{"checked", res.Checked, "settled", res.Settled, "reservations", res.Reservations, "released", res.Released}
 			switch {
 			case err != nil:
-				b.Log.Error("reconcile", "checked", res.Checked, "settled", res.Settled, "err", err)
-			case res.Settled > 0:
-				b.Log.Warn("reconcile settled jobs the credits stream had missed", "checked", res.Checked, "settled", res.Settled)
+				b.Log.Error("reconcile", append(attrs, "err", err)...)
+			case res.Settled > 0 || res.Released > 0:
+				b.Log.Warn("reconcile settled jobs the credits stream had missed, or released reservations never settled", attrs...)
 			default:
-				b.Log.Info("reconcile", "checked", res.Checked, "settled", 0)
+				b.Log.Info("reconcile", attrs...)
 			}
 			return res, err
 		}

@@ -27,6 +27,7 @@ type Store interface {
 	auth.Store
 	credits.Store
 	credits.UsageStore
+	credits.Reserver
 	AuditStore
 	// SetRateLimit sets the account's requests per minute per key (0: the
 	// default, negative: unlimited).
@@ -104,7 +105,8 @@ type Operator interface {
 	// the newest), newest first.
 	Audit(ctx context.Context, before string, limit int) ([]AuditEntry, error)
 	// Reconcile settles the final jobs of the last days days whose hold
-	// the change stream never settled (see jobs.Reconcile).
+	// the change stream never settled, and releases the reservations
+	// older than credits.ReservationTTL still open (see jobs.Reconcile).
 	Reconcile(ctx context.Context, days int) (jobs.ReconcileResult, error)
 }
 
@@ -128,7 +130,8 @@ type Service struct {
 const ReconcileGrace = 10 * time.Minute
 
 // Reconcile settles the final jobs created in the last days days (1 to
-// 366) whose settlement is missing, and audits what it did.
+// 366) whose settlement is missing, releases the stale open reservations,
+// and audits what it did.
 func (s *Service) Reconcile(ctx context.Context, days int) (jobs.ReconcileResult, error) {
 	if days < 1 || days > 366 {
 		return jobs.ReconcileResult{}, apierr.Invalidf("days", "invalid_value", "days must be from 1 to 366")
@@ -140,6 +143,9 @@ func (s *Service) Reconcile(ctx context.Context, days int) (jobs.ReconcileResult
 	res, err := jobs.Reconcile(ctx, s.Jobs, s.Store, now.AddDate(0, 0, -days), ReconcileGrace, now)
 	if err == nil && res.Settled > 0 {
 		s.audit(ctx, "credits.reconcile", "jobs", fmt.Sprintf("checked %d final jobs of %d days, settled %d", res.Checked, days, res.Settled))
+	}
+	if err == nil && res.Released > 0 {
+		s.audit(ctx, "credits.reconcile", "reservations", fmt.Sprintf("found %d stale open reservations, released %d", res.Reservations, res.Released))
 	}
 	return res, err
 }

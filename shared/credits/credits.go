@@ -8,6 +8,9 @@
 // through Apply, the one function both use. A capture also counts the job
 // in the account's job usage (JobUsage) in the same atomic step, so usage
 // and charges cannot disagree. Chat usage is recorded apart (UsageStore).
+// A synchronous generation (an image, a speech), which has no job, holds
+// its credits with a reservation and settles it the same way (Reserver,
+// in reserve.go).
 package credits
 
 import (
@@ -51,7 +54,10 @@ func (e Entry) HeldAmount() int64 {
 // Entry is one ledger line. For Capture and Release there is exactly one
 // entry per job (JobID is its key); that is what makes settling idempotent.
 type Entry struct {
-	ID      string `json:"id"` // "job:<job id>" for settlements, "grant:<random>" for grants
+	// ID is "job:<job id>" for a job's settlement, "grant:<random>" for
+	// a grant, ReservationID and SettlementID for a reservation's hold
+	// and its settlement (see Reserver).
+	ID      string `json:"id"`
 	Account string `json:"account"`
 	Kind    string `json:"kind"`
 	Amount  int64  `json:"amount"`
@@ -73,16 +79,22 @@ type Entry struct {
 // ErrAccountNotFound is returned for an unknown account.
 var ErrAccountNotFound = &apierr.Error{Kind: apierr.NotFound, Code: "account_not_found", Message: "No such account."}
 
-// ErrAlreadySettled is returned by Store.Settle when the job's ledger entry
-// exists: the settlement happened before (a redelivered event).
-var ErrAlreadySettled = errors.New("job already settled")
+// ErrAlreadySettled is returned by Store.Settle when the settlement's
+// ledger entry exists: it happened before (a redelivered event, a
+// reservation the reconciler released first), and by Reserver.Reserve for
+// a reservation id used before.
+var ErrAlreadySettled = errors.New("already settled")
 
 // Store keeps accounts and the ledger. Implementations are safe for
 // concurrent use.
 type Store interface {
-	// Settle writes e (ID "job:<id>") and applies it to the account in one
-	// atomic step, only if no entry with e.ID exists; otherwise it returns
-	// ErrAlreadySettled and changes nothing. A Capture takes e.Amount from
+	// Settle writes e (ID "job:<id>", or SettlementID of a reservation)
+	// and applies it to the account in one atomic step, only if no entry
+	// with e.ID exists; otherwise it returns ErrAlreadySettled and changes
+	// nothing. The settlement of a reservation also closes it (it leaves
+	// Reserver.OpenReservations) in that step, and needs it: the
+	// reservation of e.Account, holding exactly e.HeldAmount(), else
+	// ErrNoReservation and nothing is written. A Capture takes e.Amount from
 	// the balance and e.HeldAmount() from the held credits; a Release
 	// returns e.Amount from held to available. A Capture with a JobType
 	// and a Model also adds its job and amount to the account's job usage
@@ -166,14 +178,17 @@ func Apply(ctx context.Context, s Store, c Change) error {
 }
 
 // CheckSettlement validates the arguments of Store.Settle; stores call it
-// first. The entry needs an id, an account, the kind Capture or Release
-// and a non-negative amount, no more than its Hold when it has one (a
-// Capture never charges more than the job held); JobType and Model are
-// both set or both empty, and free of NUL bytes.
+// first. The entry needs an id (not a reservation's hold id, and with a
+// reservation id after the SettlementID prefix), an account, the kind
+// Capture or Release and a non-negative amount, no more than its Hold when
+// it has one (a Capture never charges more than the job held); JobType
+// and Model are both set or both empty, and free of NUL bytes.
 func CheckSettlement(e Entry) error {
 	switch {
 	case e.ID == "" || e.Account == "":
 		return fmt.Errorf("settle %q: need an id and an account", e.ID)
+	case strings.HasPrefix(e.ID, ReservationID("")) || e.ID == SettlementID(""):
+		return fmt.Errorf("settle %q: not a settlement id", e.ID)
 	case e.Kind != Capture && e.Kind != Release:
 		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
 	case e.Amount < 0 || e.Hold < 0 || (e.Hold != 0 && e.Hold < e.Amount):

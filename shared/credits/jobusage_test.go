@@ -6,15 +6,17 @@ import (
 	"time"
 )
 
-// settleRecorder is a Store whose Settle records its entries.
+// settleRecorder is a Store whose Settle records its entries and
+// returns err.
 type settleRecorder struct {
 	Store
 	got []Entry
+	err error
 }
 
 func (r *settleRecorder) Settle(_ context.Context, e Entry) error {
 	r.got = append(r.got, e)
-	return nil
+	return r.err
 }
 
 // TestApplyLabels checks the entry Apply settles with: the change's job

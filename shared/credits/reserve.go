@@ -2,6 +2,9 @@ package credits
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/genway/genway/shared/apierr"
 )
@@ -37,6 +40,71 @@ func ReservationID(id string) string { return "reserve:" + id }
 // SettlementID is the ledger id of the settlement of reservation id.
 func SettlementID(id string) string { return "reserved:" + id }
 
+// ReservationOf returns the ledger id of the reservation that settlement
+// id settles (SettlementID(x) -> ReservationID(x)), and whether id is the
+// settlement of a reservation at all.
+func ReservationOf(id string) (string, bool) {
+	x, ok := strings.CutPrefix(id, SettlementID(""))
+	if !ok || x == "" {
+		return "", false
+	}
+	return ReservationID(x), true
+}
+
+// ErrNoReservation is returned by Store.Settle for the settlement of a
+// reservation that does not match one: no reservation with that id on
+// the account, or one holding another amount than the settlement clears.
+// Nothing is written.
+var ErrNoReservation = errors.New("no such reservation")
+
+// CheckReservation validates the argument of Reserver.Reserve; stores
+// call it first. The entry needs the kind Reservation, an ID
+// ReservationID(id) with a non-empty id, an account, an amount above 0
+// and no Hold, a JobType and a Model (what is generated: the settlement's
+// job usage labels), no NUL byte in any of them, and At (Unix seconds)
+// above 0: the reconciler releases the reservation ReservationTTL after
+// it.
+func CheckReservation(e Entry) error {
+	id, _ := strings.CutPrefix(e.ID, ReservationID(""))
+	switch {
+	case e.Kind != Reservation:
+		return fmt.Errorf("reserve %s: kind %q is not %q", e.ID, e.Kind, Reservation)
+	case !strings.HasPrefix(e.ID, ReservationID("")) || id == "" || e.Account == "":
+		return fmt.Errorf("reserve %q: need an id %q and an account", e.ID, ReservationID("<id>"))
+	case e.Amount <= 0 || e.Hold != 0:
+		return fmt.Errorf("reserve %s: amount %d, hold %d: need amount > 0 and no hold", e.ID, e.Amount, e.Hold)
+	case e.JobType == "" || e.Model == "":
+		return fmt.Errorf("reserve %s: job type %q and model %q: need both", e.ID, e.JobType, e.Model)
+	case strings.ContainsRune(e.ID+e.Account+e.JobType+e.Model, 0):
+		return fmt.Errorf("reserve %s: NUL byte in id, account, job type or model", e.ID)
+	case e.At <= 0:
+		return fmt.Errorf("reserve %s: at %d: need the Unix time of the reservation", e.ID, e.At)
+	}
+	return nil
+}
+
+// ReleaseReservation settles the open reservation r (as
+// Reserver.OpenReservations lists it) with a Release of all it holds, at
+// at (Unix seconds), through Store.Settle: it reports whether this call
+// released it, false (and no error) if it was settled already, by its
+// request (however late) or by another release: the first settlement
+// wins.
+func ReleaseReservation(ctx context.Context, s Store, r Entry, at int64) (bool, error) {
+	id, ok := strings.CutPrefix(r.ID, ReservationID(""))
+	if !ok || r.Kind != Reservation {
+		return false, fmt.Errorf("release %s: not a reservation", r.ID)
+	}
+	e := Entry{ID: SettlementID(id), Account: r.Account, Kind: Release, Amount: r.Amount, JobType: r.JobType, Model: r.Model, At: at}
+	err := s.Settle(ctx, e)
+	if errors.Is(err, ErrAlreadySettled) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("release reservation %s of %s: %w", id, r.Account, err)
+	}
+	return true, nil
+}
+
 // Reserver holds and settles reservations. Implementations are safe for
 // concurrent use; localstore.Store and dynamostore.Store implement it.
 type Reserver interface {
@@ -58,4 +126,6 @@ type Reserver interface {
 // SettlementID(id): a Capture of the charge with Hold the reserved amount
 // (the charge counts in the job usage of its JobType and Model, "image" or
 // "speech"), or a Release of the reserved amount. Settle writes it once;
-// a second settlement is ErrAlreadySettled and changes nothing.
+// a second settlement is ErrAlreadySettled and changes nothing, and one
+// that does not clear exactly what the account's reservation holds is
+// ErrNoReservation. Reservation ids are unique per store: use random ones.

@@ -68,11 +68,30 @@ func (l ledgerItem) entry() credits.Entry {
 // release (held -= amount, available += amount), exactly once per entry
 // id, in one TransactWriteItems: the ledger entry (put with
 // attribute_not_exists(sk)), the account update and, for a Capture with a
-// job type and model, the ADD of its job usage counters. It returns
+// job type and model, the ADD of its job usage counters. The settlement
+// of a reservation first reads the reservation (a strongly consistent
+// GetItem: credits.ErrNoReservation unless it holds e.HeldAmount()) for
+// the key of its open item, which the transaction deletes
+// (attribute_exists: the reservation is open). It returns
 // credits.ErrAccountNotFound if the account does not exist.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 	if err := credits.CheckSettlement(e); err != nil {
 		return err
+	}
+	var open *types.Delete
+	if rid, ok := credits.ReservationOf(e.ID); ok {
+		r, err := s.reservation(ctx, e.Account, rid)
+		if err != nil {
+			return fmt.Errorf("settle %s: %w", e.ID, err)
+		}
+		if r.Amount != e.HeldAmount() {
+			return fmt.Errorf("settle %s: %w: %s holds %d, not %d", e.ID, credits.ErrNoReservation, rid, r.Amount, e.HeldAmount())
+		}
+		open = &types.Delete{
+			TableName:           aws.String(s.accounts),
+			Key:                 openResKey(r),
+			ConditionExpression: aws.String("attribute_exists(sk)"),
+		}
 	}
 	update := "SET held = held - :a, available = available + :a"
 	vals := map[string]types.AttributeValue{":a": num(e.Amount)}
@@ -98,6 +117,11 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			ExpressionAttributeValues: vals,
 		}},
 	}
+	openAt := -1
+	if open != nil {
+		openAt = len(items)
+		items = append(items, types.TransactWriteItem{Delete: open})
+	}
 	if u, ok := credits.JobUsageOf(e); ok {
 		items = append(items, types.TransactWriteItem{Update: s.jobUsageUpdate(u)})
 	}
@@ -113,6 +137,10 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			return credits.ErrAlreadySettled
 		case failed(reasons, 1):
 			return fmt.Errorf("settle %s: account %s: %w", e.ID, e.Account, credits.ErrAccountNotFound)
+		case openAt >= 0 && failed(reasons, openAt):
+			// Closed without a settlement entry: only a hand-edited
+			// table gets here.
+			return fmt.Errorf("settle %s: %w: it is not open", e.ID, credits.ErrNoReservation)
 		case conflicted(reasons) && attempt+1 < maxTxAttempts:
 			if err := backoff(ctx, attempt); err != nil {
 				return fmt.Errorf("settle %s: %w", e.ID, err)

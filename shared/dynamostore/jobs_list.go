@@ -63,7 +63,7 @@ func parseCreatedID(s string) (jobs.Cursor, bool) {
 // List implements jobs.Store.
 //
 // With q.Account set it Queries AccountIndex (eventually consistent)
-// newest first, with a key condition for the cursor, q.Since and q.Until
+// newest first (ascending with q.Ascending), with a key condition for the cursor, q.Since and q.Until
 // and a FilterExpression for status, type and model, until the page is
 // full plus one match (has_more), the index is exhausted, or listMaxPages
 // pages were read (the page then ends at the last index item read, with a
@@ -74,8 +74,8 @@ func parseCreatedID(s string) (jobs.Cursor, bool) {
 // unit per job returned.
 //
 // With q.Account "" (the operator's listing of every account) it Scans
-// the whole jobs table with the filters, keeping the newest q.Limit+1
-// matches: its cost is the table's size in read units on every page,
+// the whole jobs table with the filters, keeping the first q.Limit+1
+// matches in q's order: its cost is the table's size in read units on every page,
 // which is acceptable for an operator tool and for nothing on the
 // request path. (A sharded index like QueuedIndex would make it a Query,
 // at the price of a second index written on every create and status
@@ -110,7 +110,8 @@ func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string
 }
 
 // keyRange returns the inclusive created_id bounds of q after cur ("" for
-// none) and the created_id to skip (the cursor's own job).
+// none) and the created_id to skip (the cursor's own job): the cursor
+// bounds the range from above newest first, from below ascending.
 func keyRange(q *jobs.ListQuery, cur jobs.Cursor) (lo, hi, skip string) {
 	if q.Since != 0 {
 		lo = fmt.Sprintf("%0*d#", createdDigits, q.Since)
@@ -119,7 +120,11 @@ func keyRange(q *jobs.ListQuery, cur jobs.Cursor) (lo, hi, skip string) {
 		hi = fmt.Sprintf("%0*d#%s", createdDigits, q.Until, idCeiling)
 	}
 	if !cur.IsZero() {
-		if c := createdID(cur.Created, cur.ID); hi == "" || c < hi {
+		c := createdID(cur.Created, cur.ID)
+		switch {
+		case q.Ascending && (lo == "" || c > lo):
+			lo, skip = c, c
+		case !q.Ascending && (hi == "" || c < hi):
 			hi, skip = c, c
 		}
 	}
@@ -171,7 +176,7 @@ func (s *Store) queryAccount(ctx context.Context, q jobs.ListQuery, cur jobs.Cur
 		IndexName:                aws.String(AccountIndex),
 		KeyConditionExpression:   aws.String(cond),
 		ExpressionAttributeNames: names,
-		ScanIndexForward:         aws.Bool(false),
+		ScanIndexForward:         aws.Bool(q.Ascending),
 		// The page, one more to know whether there is a next one, and
 		// the cursor's own item.
 		Limit: aws.Int32(int32(q.Limit + 2)),
@@ -245,8 +250,15 @@ func (s *Store) scanAll(ctx context.Context, q jobs.ListQuery, cur jobs.Cursor) 
 	if s.queryPage > 0 {
 		in.Limit = aws.Int32(int32(s.queryPage))
 	}
-	// The newest q.Limit+1 matches, kept sorted newest first.
+	// The first q.Limit+1 matches in q's order, kept sorted.
 	want := q.Limit + 1
+	order := func(top []string) {
+		if q.Ascending {
+			sort.Strings(top)
+		} else {
+			sort.Sort(sort.Reverse(sort.StringSlice(top)))
+		}
+	}
 	var top []string
 	for {
 		out, err := s.db.Scan(ctx, in)
@@ -259,7 +271,7 @@ func (s *Store) scanAll(ctx context.Context, q jobs.ListQuery, cur jobs.Cursor) 
 			}
 		}
 		if len(top) > 4*want || len(out.LastEvaluatedKey) == 0 {
-			sort.Sort(sort.Reverse(sort.StringSlice(top)))
+			order(top)
 			top = top[:min(len(top), want)]
 		}
 		if len(out.LastEvaluatedKey) == 0 {

@@ -42,10 +42,14 @@ const (
 var _ jobs.SweepStore = (*Store)(nil)
 
 // queuedShard returns the index partition of job id.
-func queuedShard(id string) string {
+func queuedShard(id string) string { return shard(queuedPrefix, id, QueuedShards) }
+
+// shard returns prefix + one of n partition numbers, from key's hash: a
+// partition key that spreads a high write rate over n partitions.
+func shard(prefix, key string, n uint32) string {
 	h := fnv.New32a()
-	h.Write([]byte(id))
-	return queuedPrefix + strconv.Itoa(int(h.Sum32()%QueuedShards))
+	h.Write([]byte(key))
+	return prefix + strconv.Itoa(int(h.Sum32()%n))
 }
 
 // QueuedBefore implements jobs.SweepStore: it queries each shard of

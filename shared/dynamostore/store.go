@@ -1,6 +1,7 @@
 // Package dynamostore keeps jobs, API keys, accounts and the credit ledger
 // in two DynamoDB tables. It implements jobs.Store, auth.Store,
-// credits.Store and credits.UsageStore, and ratelimit's Counter.
+// credits.Store, credits.UsageStore and credits.Reserver, and ratelimit's
+// Counter.
 //
 // # Layout
 //
@@ -31,6 +32,8 @@
 // account's jobs newest first: partition key account, sort key created_id
 // = the zero-padded created second + "#" + id (set by Create), projecting
 // status, type and model so that List filters in the index; see List.
+// Delete (a client deleting a final job) sets "deleted" and REMOVEs
+// created_id, so a deleted job leaves the index and every listing.
 // Every Transition that changes the status appends to history with
 // list_append in the same UpdateItem.
 //
@@ -53,11 +56,41 @@
 //	                                               job usage: day, job_type, model, jobs,
 //	                                               credits (ADD counters, written by Settle)
 //	pk = "rate#" + counter, sk = "rate"            a rate-limit counter: n, expires (TTL)
+//	pk = "resv#" + n,   sk = <at, 12 digits> + "#" + account + "#reserve:" + id
+//	                                               an open reservation: account, id, amount,
+//	                                               job_type, model, at (until it is settled)
 //
 // available = balance - held is stored, not computed, so that holding a
 // price is a single conditional update (available >= price). A ledger entry
 // lives in the account's partition: Ledger is one Query, and the entry's key
 // ("ledger#job:<job id>") is what makes Settle exactly-once.
+//
+// # Reservations
+//
+// A reservation (credits.Reserver) is a ledger entry "ledger#reserve:<id>"
+// in its account's partition, like any other, plus one open item while
+// it is unsettled, so that the reconciler finds the stale ones without
+// reading every account: Reserve puts it and the reservation's Settle
+// deletes it, each in its one transaction. Its partition is one of 16
+// ("resv#0".."resv#15", from the account and id), and its sort key starts
+// with the zero-padded second of the reservation, so OpenReservations is
+// one strongly consistent Query per partition over the range of seconds
+// before its bound, oldest first, reading only open reservations (in
+// flight or stale), never the whole table. Sixteen partitions because
+// every reservation writes its item twice: one partition (about 1000
+// writes a second) would cap the service near 500 reservations a second
+// whatever the table's capacity; the price is 16 small Queries per
+// reconciler run, hourly. A base-table item rather than a sparse global
+// secondary index on the ledger entry: no change to the table's
+// definition, and the listing is strongly consistent (a released
+// reservation is never listed again). The cost is one read: the settlement
+// ("reserved:<id>") does not carry the reservation's second, so Settle
+// first reads the reservation's entry (a strongly consistent GetItem,
+// which also checks that the settlement clears what was reserved), then
+// deletes the open item in its transaction with attribute_exists(sk): the
+// settlement's own condition (attribute_not_exists on its ledger entry)
+// keeps it exactly-once, whoever settles first, the request or the
+// reconciler.
 //
 // Listing keys (Keys, and so auth.Resolve) and accounts (Accounts) Scans the accounts
 // table with a filter. That is acceptable for the operator CLI, which is the
@@ -73,7 +106,11 @@
 // Settle is one TransactWriteItems: Put the ledger entry
 // (attribute_not_exists(sk)), Update the account and, for a capture, ADD
 // to the job usage counters of the job's day, type and model: the entry's
-// condition makes the count exactly-once with the charge.
+// condition makes the count exactly-once with the charge; for a
+// reservation's settlement also Delete its open item. Reserve is one
+// TransactWriteItems: Put the ledger entry (attribute_not_exists(sk)),
+// Update the account (attribute_exists(pk) AND available >= amount: held
+// += amount, available -= amount), Put the open item.
 //
 // A Store is safe for concurrent use.
 package dynamostore

@@ -201,6 +201,12 @@ func readBody(r *http.Request) ([]byte, error) {
 				Message: fmt.Sprintf("Content-Type must be application/json; got %q.", ct)}
 		}
 	}
+	return readLimited(r)
+}
+
+// readLimited returns the request body, of any media type: 413 past
+// MaxBodyBytes.
+func readLimited(r *http.Request) ([]byte, error) {
 	if r.ContentLength > MaxBodyBytes {
 		return nil, tooLarge()
 	}

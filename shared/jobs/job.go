@@ -152,6 +152,11 @@ type Job struct {
 	// (written by Store.Create), then one entry per Transition that
 	// changed the status. Jobs stored before it existed have none.
 	History []StatusChange `json:"history,omitempty"`
+	// Deleted is the Unix second its client deleted the final job
+	// (Service.Delete: DELETE /v1/videos/{id}), 0 while it is not. A
+	// deleted job keeps its record, status and settlement, but is no
+	// longer listed, and the API reads it as not found.
+	Deleted int64 `json:"deleted,omitempty"`
 }
 
 // Candidate is a model that may serve a job, and what the job costs if
@@ -201,6 +206,18 @@ func (j *Job) Change(old Status, at int64) credits.Change {
 		JobID: j.ID, Account: j.Account, JobType: j.Type, Model: model,
 		OldStatus: string(old), NewStatus: string(j.Status), Price: j.Price, Hold: j.Hold, At: at,
 	}
+}
+
+// Ended returns the Unix second a final job ended (the At of its last
+// History entry, else Updated), 0 for a job that is not final.
+func (j *Job) Ended() int64 {
+	if !j.Status.Final() {
+		return 0
+	}
+	if n := len(j.History); n > 0 && j.History[n-1].Status == j.Status {
+		return j.History[n-1].At
+	}
+	return j.Updated
 }
 
 // HistoryEntry returns the History entry a Transition into to with p
@@ -278,6 +295,20 @@ type Store interface {
 	List(ctx context.Context, q ListQuery) (jobs []*Job, next string, err error)
 }
 
+// DeleteStore is the store side of Service.Delete. Both stores implement
+// it; it is apart from Store so that a store without it still serves
+// everything else.
+type DeleteStore interface {
+	// Delete marks the final job id deleted at at (Job.Deleted) and takes
+	// it out of List's results (for its account and for every account),
+	// in one atomic step; it changes nothing else (status, output,
+	// price: the settlement is untouched) and writes no change record.
+	// It returns the deleted job; ErrNotFound if there is no job id or it
+	// is deleted already; an error wrapping ErrConflict (nothing written)
+	// if the job is not final.
+	Delete(ctx context.Context, id string, at int64) (*Job, error)
+}
+
 // Queue delivers job ids to the worker at least once.
 type Queue interface {
 	// Enqueue schedules id for processing after delay.
@@ -312,6 +343,13 @@ type Media interface {
 	URL(ctx context.Context, key string, ttl time.Duration) (string, error)
 }
 
+// MediaDeleter is a Media that can delete what it stores (both media
+// adapters can); Service.Delete needs it.
+type MediaDeleter interface {
+	// Delete removes key; a key that does not exist is no error.
+	Delete(ctx context.Context, key string) error
+}
+
 // Errors of the jobs domain.
 var (
 	ErrNotFound            = &apierr.Error{Kind: apierr.NotFound, Code: "job_not_found", Message: "No job with that id."}
@@ -322,6 +360,8 @@ var (
 	// ErrNotCancellable is a cancel of a processing job that cannot be
 	// stopped at its vendor; the message says why.
 	ErrNotCancellable = &apierr.Error{Kind: apierr.Conflict, Code: "job_not_cancellable", Message: "The job cannot be cancelled."}
+	// ErrNotFinal is a delete of a job that is queued or processing.
+	ErrNotFinal = &apierr.Error{Kind: apierr.Conflict, Code: "job_not_final", Message: "Only a completed or failed job can be deleted."}
 	// ErrConflict means a transition's precondition failed: the job was not
 	// in the expected status.
 	ErrConflict = errors.New("job status changed concurrently")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -35,6 +36,10 @@ type ListQuery struct {
 	Cursor string
 	// Limit is the page size, 1..MaxListLimit; 0 is DefaultListLimit.
 	Limit int
+	// Ascending lists oldest first (Created ascending, then ID
+	// ascending) instead of newest first; a cursor then continues
+	// strictly after its position in that order (newer jobs).
+	Ascending bool
 }
 
 // Normalize checks q and applies the default limit. Errors are
@@ -89,9 +94,10 @@ func (q *ListQuery) MatchFields(status Status, typ, model string, created int64)
 		(q.Until == 0 || created <= q.Until)
 }
 
-// Cursor is a position in the newest-first order of a listing: the next
-// page holds the jobs strictly after it (older, or as old with a smaller
-// id).
+// Cursor is a position in the order of a listing: the next page holds
+// the jobs strictly after it (newest first: older, or as old with a
+// smaller id; ascending: newer, or as old with a greater id). The same
+// position serves both orders.
 type Cursor struct {
 	Created int64  `json:"c"`
 	ID      string `json:"i"`
@@ -101,6 +107,12 @@ type Cursor struct {
 // newest-first order, that is on a page after c.
 func (c Cursor) After(created int64, id string) bool {
 	return created < c.Created || (created == c.Created && id < c.ID)
+}
+
+// Before reports whether the job (created, id) comes before c in the
+// newest-first order, that is on a page after c in the ascending order.
+func (c Cursor) Before(created int64, id string) bool {
+	return created > c.Created || (created == c.Created && id > c.ID)
 }
 
 // CursorOf returns the cursor just after j.
@@ -164,6 +176,28 @@ func (s *Service) ListAny(ctx context.Context, q ListQuery) ([]*Job, string, err
 		return nil, "", fmt.Errorf("list jobs: %w", err)
 	}
 	return js, next, nil
+}
+
+// CursorAt returns the cursor of the position of account's job id in a
+// listing (its next page holds the jobs after it, in either order): the
+// `after` of GET /v1/videos is a job id. The job may have been deleted
+// since (it keeps its place). An id that is malformed, unknown or
+// another account's is a 400 naming "after".
+func (s *Service) CursorAt(ctx context.Context, account, id string) (string, error) {
+	bad := apierr.Invalidf("after", "invalid_value", "after must be an id of yours from a previous page (its last_id); got %q.", id)
+	if !ValidID(id) {
+		return "", bad
+	}
+	j, err := s.Store.Get(ctx, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return "", bad
+	case err != nil:
+		return "", fmt.Errorf("list position of job %s: %w", id, err)
+	case j.Account != account:
+		return "", bad
+	}
+	return CursorOf(j).Encode(), nil
 }
 
 // GetAny returns the job with id, whatever its account (for the

@@ -47,6 +47,15 @@ type Service struct {
 	Sweeps     SweepStore
 	SweepLimit int // jobs per Sweep; 0: DefaultSweepLimit
 	MaxSweeps  int // re-sends before Sweep fails a job; 0: DefaultMaxSweeps
+	// Deletes, Credits and a Media that is a MediaDeleter are what Delete
+	// needs: the store marks the job deleted, Credits settles it first
+	// (see Delete). nil: Delete fails.
+	Deletes DeleteStore
+	Credits credits.Store
+	// Retention is how long an output is kept after its job completed
+	// (the media store's expiry: GENWAY_MEDIA_RETENTION locally, the S3
+	// lifecycle rule on AWS); 0 when unknown. See Expires.
+	Retention time.Duration
 }
 
 func (s *Service) now() time.Time {
@@ -61,7 +70,8 @@ func (s *Service) now() time.Time {
 // serve the same input), holds the highest of their prices on account,
 // and stores and enqueues the job. With a non-empty idemKey, a retry with
 // the same key and body (bodyHash) returns the job the first call
-// created; another body is ErrIdempotencyConflict. Errors are
+// created (ErrIdempotencyConflict if it was deleted since); another body
+// is ErrIdempotencyConflict. Errors are
 // *apierr.Error for client faults, all of them about the lead: a fallback
 // that cannot serve the request is silently not a candidate.
 func (s *Service) Create(ctx context.Context, account string, req *CreateRequest, idemKey, bodyHash string) (*Job, error) {
@@ -101,7 +111,12 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	if got.ID != j.ID {
 		// An idempotent replay: the first call enqueued the job, or died
 		// before it could and Sweep sends the message; a second send here
-		// would only add a duplicate.
+		// would only add a duplicate. A job deleted since is not shown
+		// again.
+		if got.Deleted != 0 {
+			return nil, &apierr.Error{Kind: ErrIdempotencyConflict.Kind, Code: ErrIdempotencyConflict.Code,
+				Message: "The job this Idempotency-Key created has been deleted since; send the request with a new key."}
+		}
 		return got, nil
 	}
 	if err := s.enqueue(ctx, j.ID, account); err != nil {
@@ -192,19 +207,36 @@ func (s *Service) enqueue(ctx context.Context, id, account string) error {
 }
 
 // Get returns account's job id, or ErrNotFound if it does not exist, is
-// malformed, or belongs to another account.
+// malformed, belongs to another account or was deleted.
 func (s *Service) Get(ctx context.Context, account, id string) (*Job, error) {
 	if !ValidID(id) {
 		return nil, ErrNotFound
 	}
 	j, err := s.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) || (err == nil && j.Account != account) {
+	if errors.Is(err, ErrNotFound) || (err == nil && (j.Account != account || j.Deleted != 0)) {
 		return nil, ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get job %s: %w", id, err)
 	}
 	return j, nil
+}
+
+// Expires returns the Unix second a completed job's output expires (it
+// ended plus Retention), 0 if the job is not completed or Retention is
+// unknown.
+func (s *Service) Expires(j *Job) int64 {
+	if j.Status != Completed || s.Retention <= 0 {
+		return 0
+	}
+	return j.Ended() + int64(s.Retention/time.Second)
+}
+
+// Expired reports whether a completed job's output has expired (see
+// Expires): the media store has deleted it, or will any moment.
+func (s *Service) Expired(j *Job) bool {
+	e := s.Expires(j)
+	return e != 0 && s.now().Unix() >= e
 }
 
 // Link returns a fresh link to a completed job's output ("" if none).

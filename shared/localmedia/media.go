@@ -31,7 +31,10 @@ import (
 	"github.com/genway/genway/shared/jobs"
 )
 
-var _ jobs.Media = (*Media)(nil)
+var (
+	_ jobs.Media        = (*Media)(nil)
+	_ jobs.MediaDeleter = (*Media)(nil)
+)
 
 // SecretSize is the length of the signing secret in bytes.
 const SecretSize = 32
@@ -135,6 +138,22 @@ func writeTemp(dir string, r io.Reader, size int64, perm os.FileMode) (string, e
 		return "", err
 	}
 	return tmp, nil
+}
+
+// Delete removes the file of key and its content-type sidecar
+// (jobs.MediaDeleter); a key with no file is no error, an invalid key is
+// ErrInvalidKey. A link to it answers 404 from then on.
+func (m *Media) Delete(ctx context.Context, key string) error {
+	p, err := m.cleanKey(key)
+	if err != nil {
+		return fmt.Errorf("delete media: %w", err)
+	}
+	for _, f := range []string{p, contentTypeFile(p)} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete media %s: %w", key, err)
+		}
+	}
+	return nil
 }
 
 func (m *Media) sign(key string, expires int64) string {

@@ -162,6 +162,41 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+func TestDelete(t *testing.T) {
+	m, dir := newTest(t)
+	ctx := context.Background()
+	const key = "videos/acct/job_video_x.mp4"
+	put(t, m, key, "video/mp4", []byte("....ftypisom"))
+	put(t, m, "videos/acct/job_video_y.mp4", "video/mp4", []byte("other"))
+	link, err := m.URL(ctx, key, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 { // a key already gone is no error
+		if err := m.Delete(ctx, key); err != nil {
+			t.Fatalf("Delete(%q) #%d = %v; want nil", key, i+1, err)
+		}
+	}
+	for _, f := range []string{"job_video_x.mp4", ".job_video_x.mp4.type"} {
+		if _, err := os.Stat(filepath.Join(dir, "videos", "acct", f)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Delete: %v; want it gone", f, err)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "videos", "acct", "job_video_y.mp4")); err != nil || string(b) != "other" {
+		t.Errorf("another file after Delete = %q, %v; want it kept", b, err)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, link, nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("GET of a deleted file's link = %d; want 404", rec.Code)
+	}
+	for _, bad := range []string{"", "../x", "/abs", "a/.hidden"} {
+		if err := m.Delete(ctx, bad); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Delete(%q) = %v; want ErrInvalidKey", bad, err)
+		}
+	}
+}
+
 // TestHandlerOverHTTP serves a link through a real server on 127.0.0.1.
 func TestHandlerOverHTTP(t *testing.T) {
 	m, _ := newTest(t)

@@ -39,14 +39,30 @@ func validAccount(id string) error {
 // and changes nothing. A Capture takes e.Amount from the balance and
 // e.HeldAmount() from the held credits (the rest of the hold is
 // released), and adds its job usage (credits.JobUsageOf) in the same
-// transaction; a Release returns e.Amount from held to available. It
-// returns credits.ErrAccountNotFound for an unknown account.
+// transaction; a Release returns e.Amount from held to available. The
+// settlement of a reservation also removes it from the open reservations;
+// it returns credits.ErrNoReservation unless the reservation is e.Account's
+// and holds e.HeldAmount(). It returns credits.ErrAccountNotFound for an
+// unknown account.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 	if err := credits.CheckSettlement(e); err != nil {
 		return err
 	}
 	err := s.update(func(tx *bolt.Tx) error {
-		if tx.Bucket([]byte(bucketLedger)).Get([]byte(e.ID)) != nil {
+		lb := tx.Bucket([]byte(bucketLedger))
+		var open []byte // the reservation's key in the open index
+		if rid, ok := credits.ReservationOf(e.ID); ok {
+			var r credits.Entry
+			found, err := getJSON(lb, []byte(rid), &r)
+			if err != nil {
+				return err
+			}
+			if !found || r.Kind != credits.Reservation || r.Account != e.Account || r.Amount != e.HeldAmount() {
+				return refuse(fmt.Errorf("%w: %s of %s holding %d", credits.ErrNoReservation, rid, e.Account, e.HeldAmount()))
+			}
+			open = openResKey(r)
+		}
+		if lb.Get([]byte(e.ID)) != nil {
 			return refuse(credits.ErrAlreadySettled)
 		}
 		ab := tx.Bucket([]byte(bucketAccounts))
@@ -68,6 +84,11 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		}
 		if err := addJobUsage(tx, e); err != nil {
 			return err
+		}
+		if open != nil {
+			if err := tx.Bucket([]byte(bucketOpenRes)).Delete(open); err != nil {
+				return err
+			}
 		}
 		return putEntry(tx, e)
 	})

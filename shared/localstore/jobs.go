@@ -2,6 +2,7 @@ package localstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -210,6 +211,46 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	}
 	if from != to {
 		signal(s.feedWake)
+	}
+	return &j, nil
+}
+
+// Delete implements jobs.DeleteStore: in one transaction it sets the
+// final job's Deleted and removes its listing index entries. It appends
+// no change record: the job's status, and so its settlement, stay.
+func (s *Store) Delete(ctx context.Context, id string, at int64) (*jobs.Job, error) {
+	var j jobs.Job
+	err := s.update(func(tx *bolt.Tx) error {
+		jb := tx.Bucket([]byte(bucketJobs))
+		j = jobs.Job{}
+		ok, err := getJSON(jb, []byte(id), &j)
+		if err != nil {
+			return err
+		}
+		if !ok || j.Deleted != 0 {
+			return refuse(jobs.ErrNotFound)
+		}
+		if !j.Status.Final() {
+			return refuse(fmt.Errorf("status is %s: %w", j.Status, jobs.ErrConflict))
+		}
+		j.Deleted = at
+		if err := putJSON(jb, []byte(id), j); err != nil {
+			return err
+		}
+		if err := ensureJobIndex(tx); err != nil {
+			return err
+		}
+		a, c := indexEntries(&j)
+		if err := tx.Bucket([]byte(bucketJobsByAccount)).Delete(a.k); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte(bucketJobsByCreated)).Delete(c.k)
+	})
+	if errors.Is(err, jobs.ErrNotFound) {
+		return nil, jobs.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delete job %s: %w", id, err)
 	}
 	return &j, nil
 }

@@ -26,7 +26,7 @@ import (
 //
 // The indexes are made on first use, from the jobs already stored, in the
 // transaction that first needs them (a file written before they existed
-// gets them then).
+// gets them then). A deleted job (Delete) has no entries.
 const (
 	bucketJobsByAccount = "jobs_by_account"
 	bucketJobsByCreated = "jobs_by_created"
@@ -52,6 +52,9 @@ func ensureJobIndex(tx *bolt.Tx) error {
 		var j jobs.Job
 		if _, err := getJSON(jb, k, &j); err != nil {
 			return err
+		}
+		if j.Deleted != 0 { // deleted jobs are listed nowhere
+			return nil
 		}
 		a, c := indexEntries(&j)
 		byAccount, byCreated = append(byAccount, a), append(byCreated, c)
@@ -118,11 +121,11 @@ func parsePosition(p []byte) (int64, string, bool) {
 }
 
 // List implements jobs.Store with the index for q.Account (the global one
-// for ""): it seeks to the later of the cursor and q.Until, walks the
-// index newest first until q.Since, tests the filters on the entries'
-// values and decodes only the jobs it returns. It examines at most
-// listScanLimit entries; a page cut there returns the cursor of the last
-// entry examined.
+// for ""): it seeks to the later of the cursor and q.Until (q.Since
+// when ascending), walks the index in q's order until q.Since (q.Until),
+// tests the filters on the entries' values and decodes only the jobs it
+// returns. It examines at most listScanLimit entries; a page cut there
+// returns the cursor of the last entry examined.
 func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string, error) {
 	if err := q.Normalize(); err != nil {
 		return nil, "", err
@@ -140,19 +143,10 @@ func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string
 		}
 		c := tx.Bucket([]byte(name)).Cursor()
 		jb := tx.Bucket([]byte(bucketJobs))
-		start := prefix
-		if q.Until != 0 {
-			start = append(bytes.Clone(prefix), position(q.Until, "")[:8]...)
-		}
-		skip := []byte(nil) // the cursor's own entry
-		if !cur.IsZero() {
-			if at := append(bytes.Clone(prefix), position(cur.Created, cur.ID)...); bytes.Compare(at, start) > 0 {
-				start, skip = at, at
-			}
-		}
+		k, v, step, skip := walk(c, prefix, &q, cur)
 		examined := 0
 		var last jobs.Cursor // the last entry examined
-		for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = step() {
 			if bytes.Equal(k, skip) {
 				continue
 			}
@@ -160,7 +154,7 @@ func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string
 			if !ok {
 				return fmt.Errorf("list jobs: malformed index key %q", k)
 			}
-			if q.Since != 0 && created < q.Since {
+			if (!q.Ascending && q.Since != 0 && created < q.Since) || (q.Ascending && q.Until != 0 && created > q.Until) {
 				break
 			}
 			if examined == listScanLimit {
@@ -192,6 +186,50 @@ func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string
 		return nil, "", fmt.Errorf("list jobs: %w", err)
 	}
 	return out, next, nil
+}
+
+// walk positions c on the first entry of q's listing under prefix after
+// cur and returns it, the function that steps to the next one (Next
+// newest first, Prev ascending: the index is in newest-first order), and
+// the key to skip (the cursor's own entry).
+func walk(c *bolt.Cursor, prefix []byte, q *jobs.ListQuery, cur jobs.Cursor) (k, v []byte, step func() ([]byte, []byte), skip []byte) {
+	var at []byte // the cursor's key
+	if !cur.IsZero() {
+		at = append(bytes.Clone(prefix), position(cur.Created, cur.ID)...)
+	}
+	if !q.Ascending {
+		start := prefix
+		if q.Until != 0 {
+			start = append(bytes.Clone(prefix), position(q.Until, "")[:8]...)
+		}
+		if at != nil && bytes.Compare(at, start) > 0 {
+			start, skip = at, at
+		}
+		k, v = c.Seek(start)
+		return k, v, c.Next, skip
+	}
+	// Ascending: back from the end of the range, the first key past it
+	// being the bound: the oldest second q.Since allows (position(since,
+	// "") sorts after every id of that second), or the prefix's end.
+	var end []byte
+	switch {
+	case q.Since != 0:
+		end = append(bytes.Clone(prefix), position(q.Since, "")...)
+	case len(prefix) > 0:
+		end = bytes.Clone(prefix)
+		end[len(end)-1]++ // the account's "\x00" becomes "\x01"
+	}
+	if at != nil && (end == nil || bytes.Compare(at, end) < 0) {
+		end = at // keys before it: newer than the cursor
+	}
+	if end == nil {
+		k, v = c.Last()
+	} else if k, _ = c.Seek(end); k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	return k, v, c.Prev, nil
 }
 
 // matchEntry tests q's filters on an index entry's value.

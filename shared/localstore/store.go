@@ -9,7 +9,9 @@
 // was committed and never exposes half of an operation: a job is stored
 // together with its credit hold, its idempotency record and its queue
 // message; a status change together with its change-feed record; a
-// settlement together with its ledger entry and its job usage count.
+// settlement together with its ledger entry and its job usage count; a
+// reservation together with its hold, its ledger entry and its place in
+// the index of open reservations, which its settlement removes.
 //
 // The file is opened by one process at a time (bbolt takes an exclusive
 // lock); a second Open fails with ErrLocked after its timeout.
@@ -35,10 +37,12 @@ import (
 // Interfaces the Store implements.
 var (
 	_ jobs.Store         = (*Store)(nil)
+	_ jobs.DeleteStore   = (*Store)(nil)
 	_ jobs.Queue         = (*Store)(nil)
 	_ auth.Store         = (*Store)(nil)
 	_ credits.Store      = (*Store)(nil)
 	_ credits.UsageStore = (*Store)(nil)
+	_ credits.Reserver   = (*Store)(nil)
 )
 
 // ErrLocked is returned by Open when another process (or another Store in
@@ -50,19 +54,20 @@ const DefaultLockTimeout = time.Second
 
 // Bucket names.
 const (
-	bucketJobs      = "jobs"        // job id -> jobs.Job
-	bucketIdem      = "idempotency" // account/key -> jobs.Idempotency
-	bucketAccounts  = "accounts"    // account id -> credits.Account
-	bucketLedger    = "ledger"      // entry id -> credits.Entry
-	bucketLedgerSeq = "ledger_seq"  // account \x00 seq -> entry id
-	bucketKeys      = "keys"        // key hash -> auth.Record
-	bucketKeyIDs    = "key_ids"     // key id -> key hash
-	bucketQueue     = "queue"       // job id -> message
-	bucketQueueVis  = "queue_vis"   // visible-at (ns) ++ job id -> nil
-	bucketChanges   = "changes"     // seq -> change
-	bucketMeta      = "meta"        // feed cursor
-	bucketUsage     = "usage"       // account \x00 day \x00 model -> credits.Usage
-	bucketJobUsage  = "job_usage"   // account \x00 day \x00 type \x00 model -> credits.JobUsage
+	bucketJobs      = "jobs"              // job id -> jobs.Job
+	bucketIdem      = "idempotency"       // account/key -> jobs.Idempotency
+	bucketAccounts  = "accounts"          // account id -> credits.Account
+	bucketLedger    = "ledger"            // entry id -> credits.Entry
+	bucketLedgerSeq = "ledger_seq"        // account \x00 seq -> entry id
+	bucketKeys      = "keys"              // key hash -> auth.Record
+	bucketKeyIDs    = "key_ids"           // key id -> key hash
+	bucketQueue     = "queue"             // job id -> message
+	bucketQueueVis  = "queue_vis"         // visible-at (ns) ++ job id -> nil
+	bucketChanges   = "changes"           // seq -> change
+	bucketMeta      = "meta"              // feed cursor
+	bucketUsage     = "usage"             // account \x00 day \x00 model -> credits.Usage
+	bucketJobUsage  = "job_usage"         // account \x00 day \x00 type \x00 model -> credits.JobUsage
+	bucketOpenRes   = "reservations_open" // at (8 bytes) ++ reservation entry id -> nil, until settled
 )
 
 // Options tune OpenWith.
@@ -147,7 +152,7 @@ func (s *Store) init() error {
 		for _, name := range []string{
 			bucketJobs, bucketIdem, bucketAccounts, bucketLedger, bucketLedgerSeq,
 			bucketKeys, bucketKeyIDs, bucketQueue, bucketQueueVis, bucketChanges, bucketMeta,
-			bucketUsage, bucketJobUsage,
+			bucketUsage, bucketJobUsage, bucketOpenRes,
 		} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)

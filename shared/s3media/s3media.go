@@ -32,7 +32,10 @@ type Media struct {
 	bucket  string
 }
 
-var _ jobs.Media = (*Media)(nil)
+var (
+	_ jobs.Media        = (*Media)(nil)
+	_ jobs.MediaDeleter = (*Media)(nil)
+)
 
 // New returns the Media on bucket. presign may be nil: one is made from
 // client.
@@ -162,6 +165,16 @@ func (m *Media) URL(ctx context.Context, key string, ttl time.Duration) (string,
 		return "", fmt.Errorf("presign %s: %w", key, err)
 	}
 	return req.URL, nil
+}
+
+// Delete implements jobs.MediaDeleter: a DeleteObject of key (S3 answers
+// success for a key that does not exist). The bucket is not versioned
+// (CreateBucket, the SAM template), so the bytes are gone.
+func (m *Media) Delete(ctx context.Context, key string) error {
+	if _, err := m.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(m.bucket), Key: aws.String(key)}); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
 }
 
 // CreateBucket creates bucket in the client's region if it does not exist,

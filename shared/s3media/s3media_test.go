@@ -134,6 +134,33 @@ func TestMedia(t *testing.T) {
 		}
 	})
 
+	t.Run("delete", func(t *testing.T) {
+		const key = "videos/job_video_del.mp4"
+		if err := m.Put(ctx, key, "video/mp4", bytes.NewReader([]byte("....ftypisom")), 12); err != nil {
+			t.Fatalf("Put(%q) = %v", key, err)
+		}
+		for i := range 2 { // a key already gone is no error
+			if err := m.Delete(ctx, key); err != nil {
+				t.Fatalf("Delete(%q) #%d = %v; want nil", key, i+1, err)
+			}
+		}
+		if _, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("media"), Key: aws.String(key)}); err == nil {
+			t.Errorf("HeadObject(%q) after Delete = nil; want not found", key)
+		}
+		link, err := m.URL(ctx, key, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatalf("GET %s: %v", link, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("GET of a deleted object's link = %d; want 404", resp.StatusCode)
+		}
+	})
+
 	t.Run("bad ttl", func(t *testing.T) {
 		if u, err := m.URL(ctx, "jobs/job_1.mp3", 0); err == nil {
 			t.Errorf("URL(ttl 0) = %q, nil; want an error", u)

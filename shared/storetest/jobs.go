@@ -296,3 +296,67 @@ func testListBadCursor(t *testing.T, b Backend) {
 		t.Errorf("List(account without jobs) = %v, %q, %v; want nothing", js, next, err)
 	}
 }
+
+func testListAscending(t *testing.T, b Backend) {
+	acct, other := newAccount(t, b, 100), newAccount(t, b, 100)
+	base := baseTime(t)
+	var mine []*jobs.Job
+	// Three share a second: the id decides among them.
+	for i, off := range []int64{0, 5, 5, 5, 9, 2, 7} {
+		typ := jobs.TypeSFX
+		if i%2 == 0 {
+			typ = jobs.TypeVideo
+		}
+		mine = append(mine, create(t, b, jobAt(t, acct, typ, "test-"+typ, base+off)))
+		create(t, b, jobAt(t, other, typ, "test-"+typ, base+off))
+	}
+	tests := []struct {
+		name string
+		q    jobs.ListQuery
+	}{
+		{"all", jobs.ListQuery{}},
+		{"since", jobs.ListQuery{Since: base + 5}},
+		{"until", jobs.ListQuery{Until: base + 5}},
+		{"since and until", jobs.ListQuery{Since: base + 2, Until: base + 7}},
+		{"one second", jobs.ListQuery{Since: base + 5, Until: base + 5}},
+		{"type", jobs.ListQuery{Type: jobs.TypeVideo}},
+		{"type and time", jobs.ListQuery{Type: jobs.TypeVideo, Since: base + 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := tt.q
+			q.Account, q.Ascending = acct, true
+			var sel []*jobs.Job
+			for _, j := range mine {
+				if q.Match(j) {
+					sel = append(sel, j)
+				}
+			}
+			want := newestFirst(sel)
+			slices.Reverse(want)
+			for _, limit := range []int{1, 2, 3, 100} {
+				q.Limit = limit
+				if got := listAll(t, b, q, nil); !slices.Equal(got, want) {
+					t.Errorf("List(%+v) = %v; want %v (oldest first)", q, got, want)
+				}
+			}
+		})
+	}
+	// The operator's listing of every account, oldest first: both
+	// accounts' jobs, each second's in id order.
+	q := jobs.ListQuery{Since: base, Until: base + 9, Type: jobs.TypeVideo, Limit: 2, Ascending: true}
+	got := listAll(t, b, q, nil)
+	js := make([]*jobs.Job, 0, len(got))
+	for _, id := range got {
+		j, err := b.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		js = append(js, j)
+	}
+	want := newestFirst(js)
+	slices.Reverse(want)
+	if len(got) != 8 || !slices.Equal(got, want) {
+		t.Errorf("List(every account, video, ascending) = %v; want the 8 video jobs of both accounts, oldest first", got)
+	}
+}

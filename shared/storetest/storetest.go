@@ -4,7 +4,8 @@
 // relies on: atomic holds without overdraft, idempotency keys, conditional
 // transitions, status history, job listing (order, pages, filters),
 // exactly-once settlement (a job charged its served model's price, the
-// rest of its hold released) and key records.
+// rest of its hold released), deleting a final job (jobs.DeleteStore) and
+// key records.
 //
 // Every subtest uses fresh, randomly named accounts and fresh job ids, so
 // one backend (one table, one file) can serve all of them.
@@ -60,6 +61,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ListConcurrentCreates", testListConcurrentCreates},
 		{"ListFilters", testListFilters},
 		{"ListBadCursor", testListBadCursor},
+		{"ListAscending", testListAscending},
+		{"Delete", testDelete},
 		{"Reconcile", testReconcile},
 		{"TouchKey", testTouchKey},
 	}

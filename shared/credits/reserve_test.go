@@ -1,0 +1,115 @@
+package credits
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCheckReservation(t *testing.T) {
+	good := Entry{ID: ReservationID("img_1"), Account: "a", Kind: Reservation, Amount: 5, JobType: "image", Model: "m", At: 99}
+	with := func(f func(e *Entry)) Entry { e := good; f(&e); return e }
+	tests := []struct {
+		name string
+		e    Entry
+		ok   bool
+	}{
+		{"good", good, true},
+		{"speech", with(func(e *Entry) { e.JobType = "speech" }), true},
+		{"kind release", with(func(e *Entry) { e.Kind = Release }), false},
+		{"job id", with(func(e *Entry) { e.ID = "job:img_1" }), false},
+		{"settlement id", with(func(e *Entry) { e.ID = SettlementID("img_1") }), false},
+		{"empty id", with(func(e *Entry) { e.ID = ReservationID("") }), false},
+		{"no account", with(func(e *Entry) { e.Account = "" }), false},
+		{"NUL in account", with(func(e *Entry) { e.Account = "a\x00" }), false},
+		{"NUL in id", with(func(e *Entry) { e.ID = ReservationID("x\x00") }), false},
+		{"zero", with(func(e *Entry) { e.Amount = 0 }), false},
+		{"negative", with(func(e *Entry) { e.Amount = -1 }), false},
+		{"hold", with(func(e *Entry) { e.Hold = 5 }), false},
+		{"no type", with(func(e *Entry) { e.JobType = "" }), false},
+		{"no model", with(func(e *Entry) { e.Model = "" }), false},
+		{"NUL in type", with(func(e *Entry) { e.JobType = "image\x00" }), false},
+		{"no time", with(func(e *Entry) { e.At = 0 }), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := CheckReservation(tt.e); (err == nil) != tt.ok {
+				t.Errorf("CheckReservation(%+v) = %v; want ok %v", tt.e, err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestReservationOf(t *testing.T) {
+	tests := []struct {
+		id, want string
+		ok       bool
+	}{
+		{SettlementID("img_1"), ReservationID("img_1"), true},
+		{SettlementID(""), "", false},
+		{ReservationID("img_1"), "", false},
+		{"job:job_sfx_1", "", false},
+		{"reserved", "", false},
+	}
+	for _, tt := range tests {
+		if got, ok := ReservationOf(tt.id); got != tt.want || ok != tt.ok {
+			t.Errorf("ReservationOf(%q) = %q, %v; want %q, %v", tt.id, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestCheckSettlementIDs: a reservation's settlement is a settlement (with
+// the labels of images and speech); its hold entry's id is not.
+func TestCheckSettlementIDs(t *testing.T) {
+	tests := []struct {
+		e  Entry
+		ok bool
+	}{
+		{Entry{ID: SettlementID("img_1"), Account: "a", Kind: Capture, Amount: 3, Hold: 5, JobType: "image", Model: "m"}, true},
+		{Entry{ID: SettlementID("sp_1"), Account: "a", Kind: Release, Amount: 5, JobType: "speech", Model: "m"}, true},
+		{Entry{ID: SettlementID(""), Account: "a", Kind: Release, Amount: 5}, false},
+		{Entry{ID: ReservationID("img_1"), Account: "a", Kind: Release, Amount: 5}, false},
+		{Entry{ID: "job:job_sfx_1", Account: "a", Kind: Capture, Amount: 5}, true},
+	}
+	for _, tt := range tests {
+		if err := CheckSettlement(tt.e); (err == nil) != tt.ok {
+			t.Errorf("CheckSettlement(%+v) = %v; want ok %v", tt.e, err, tt.ok)
+		}
+	}
+}
+
+// TestReleaseReservation checks the settlement the reconciler writes for
+// an open reservation, and that losing to another settlement is no error.
+func TestReleaseReservation(t *testing.T) {
+	r := Entry{ID: ReservationID("img_1"), Account: "a", Kind: Reservation, Amount: 30, JobType: "image", Model: "m", At: 10}
+	want := Entry{ID: SettlementID("img_1"), Account: "a", Kind: Release, Amount: 30, JobType: "image", Model: "m", At: 2000}
+	tests := []struct {
+		name     string
+		err      error
+		released bool
+		fails    bool
+	}{
+		{"released", nil, true, false},
+		{"settled first", ErrAlreadySettled, false, false},
+		{"store error", errors.New("throttled"), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &settleRecorder{err: tt.err}
+			released, err := ReleaseReservation(context.Background(), s, r, 2000)
+			if released != tt.released || (err != nil) != tt.fails {
+				t.Errorf("ReleaseReservation = %v, %v; want %v, error %v", released, err, tt.released, tt.fails)
+			}
+			if len(s.got) != 1 || s.got[0] != want {
+				t.Errorf("ReleaseReservation settled %+v; want %+v", s.got, want)
+			}
+			if tt.fails && !strings.Contains(err.Error(), "img_1") {
+				t.Errorf("ReleaseReservation = %v; want the reservation named", err)
+			}
+		})
+	}
+	if _, err := ReleaseReservation(context.Background(), &settleRecorder{}, Entry{ID: "job:x", Kind: Capture}, 1); err == nil {
+		t.Error("ReleaseReservation(not a reservation) = nil; want an error")
+	}
+}

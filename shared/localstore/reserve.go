@@ -1,0 +1,94 @@
+package localstore
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/genway/genway/shared/credits"
+)
+
+// openResKey is reservation r's key in the index of open reservations:
+// its At (big-endian, so that a cursor walks them oldest first), then its
+// entry id.
+func openResKey(r credits.Entry) []byte {
+	return append(u64(uint64(r.At)), r.ID...)
+}
+
+// Reserve implements credits.Reserver in one transaction: unless the
+// ledger has e.ID (credits.ErrAlreadySettled), the account is unknown
+// (credits.ErrAccountNotFound) or its available credits are short of
+// e.Amount (an error wrapping credits.ErrInsufficient), it moves e.Amount
+// from available to held, writes e to the ledger and adds it to the index
+// of open reservations. Transactions are serial, so parallel reservations
+// never overdraw.
+func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
+	if err := credits.CheckReservation(e); err != nil {
+		return err
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		if tx.Bucket([]byte(bucketLedger)).Get([]byte(e.ID)) != nil {
+			return refuse(credits.ErrAlreadySettled)
+		}
+		ab := tx.Bucket([]byte(bucketAccounts))
+		var a credits.Account
+		ok, err := getJSON(ab, []byte(e.Account), &a)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return refuse(credits.ErrAccountNotFound)
+		}
+		if a.Available < e.Amount {
+			return refuse(fmt.Errorf("%d credits, %d available: %w", e.Amount, a.Available, credits.ErrInsufficient))
+		}
+		a.Held += e.Amount
+		a.Available = a.Balance - a.Held
+		if err := putJSON(ab, []byte(a.ID), a); err != nil {
+			return err
+		}
+		if err := tx.Bucket([]byte(bucketOpenRes)).Put(openResKey(e), nil); err != nil {
+			return err
+		}
+		return putEntry(tx, e)
+	})
+	if err != nil {
+		return fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, err)
+	}
+	return nil
+}
+
+// OpenReservations implements credits.Reserver: one cursor walk of the
+// index of open reservations, oldest first, reading each one's ledger
+// entry.
+func (s *Store) OpenReservations(ctx context.Context, before int64, limit int) ([]credits.Entry, error) {
+	var out []credits.Entry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		lb := tx.Bucket([]byte(bucketLedger))
+		c := tx.Bucket([]byte(bucketOpenRes)).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+			if len(k) <= 8 {
+				return fmt.Errorf("malformed open reservation key %q", k)
+			}
+			if int64(binary.BigEndian.Uint64(k[:8])) >= before {
+				break
+			}
+			var e credits.Entry
+			ok, err := getJSON(lb, k[8:], &e)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("open reservation %s has no ledger entry", k[8:])
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open reservations before %d: %w", before, err)
+	}
+	return out, nil
+}

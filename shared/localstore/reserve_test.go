@@ -1,0 +1,18 @@
+package localstore
+
+import (
+	"testing"
+
+	"github.com/genway/genway/shared/storetest"
+)
+
+func TestReserveContract(t *testing.T) {
+	storetest.RunReservations(t, func(t *testing.T) storetest.ReserveBackend { return openTemp(t) })
+}
+
+// TestReserveContractShared runs the reservations contract against one
+// file for every subtest, as a shared DynamoDB table would be.
+func TestReserveContractShared(t *testing.T) {
+	s := openTemp(t)
+	storetest.RunReservations(t, func(t *testing.T) storetest.ReserveBackend { return s })
+}
