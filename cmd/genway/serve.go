@@ -34,9 +34,13 @@ import (
 // backend is one way of keeping state: the embedded store or AWS.
 type backend struct {
 	store admin.Store // jobs are separate: see jobs
-	jobs  jobs.Store
-	queue jobs.Queue
-	media jobs.Media
+	// reserver holds the credits of synchronous generations (images)
+	// before their vendor is called: the store itself, so that both
+	// stores must implement credits.Reserver.
+	reserver images.Credits
+	jobs     jobs.Store
+	queue    jobs.Queue
+	media    jobs.Media
 	// files serves local media links; nil when media has its own URLs.
 	files http.Handler
 	// consume runs the worker loop until ctx ends; settle runs the job
@@ -329,23 +333,16 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	return err
 }
 
-// imageService returns the images service of POST /v1/images/generations,
-// or nil (the route is off, and the log says why) when the backend's store
-// holds no credit reservations (credits.Reserver): an image is paid for
-// before its vendor is called, and only a store's own conditional write
-// can do that without letting parallel requests overdraw an account.
+// imageService returns the images service of POST /v1/images/generations:
+// the configured image providers, the router, the store's credit
+// reservations and the media store for url answers.
 func imageService(be *backend, cat *catalog.Catalog, getenv func(string) string, router *route.Router, log *slog.Logger) (*images.Service, error) {
-	store, ok := be.store.(images.Credits)
-	if !ok {
-		log.Warn("images: this store holds no credit reservations (credits.Reserver); POST /v1/images/generations is off")
-		return nil, nil
-	}
 	providers, err := upstreams.NewImages(cat, getenv, nil)
 	if err != nil {
 		return nil, fmt.Errorf("image providers: %w", err)
 	}
 	return &images.Service{Catalog: cat, Providers: providers, Configured: cat.ConfiguredFunc(getenv), Router: router,
-		Credits: store, Media: be.media, Log: log}, nil
+		Credits: be.reserver, Media: be.media, Log: log}, nil
 }
 
 func backendName(getenv func(string) string) string {

@@ -21,11 +21,12 @@ import (
 )
 
 // Credits is an in-memory images.Credits. Reserve holds in one step under
-// a lock, so parallel requests cannot overdraw an account. Settle accepts
-// only the settlement of an open reservation, whole: ID
+// a lock, so parallel requests cannot overdraw an account. As the stores
+// do, Reserve checks its entry (credits.CheckReservation) and Settle
+// accepts only the settlement of an open reservation, whole: ID
 // credits.SettlementID of a reservation, a Release of all of it or a
-// Capture whose held amount is all of it; anything else is an error, so
-// a test sees a wrong settlement. It is safe for concurrent use.
+// Capture whose held amount is all of it (else credits.ErrNoReservation),
+// so a test sees a wrong settlement. It is safe for concurrent use.
 type Credits struct {
 	mu       sync.Mutex
 	accounts map[string]*credits.Account
@@ -47,8 +48,8 @@ func NewCredits(balances map[string]int64) *Credits {
 
 // Reserve implements credits.Reserver.
 func (c *Credits) Reserve(ctx context.Context, e credits.Entry) error {
-	if e.Kind != credits.Reservation || e.Amount <= 0 || !strings.HasPrefix(e.ID, credits.ReservationID("")) || e.JobType == "" || e.Model == "" {
-		return fmt.Errorf("reserve %+v: not a reservation", e)
+	if err := credits.CheckReservation(e); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -90,7 +91,7 @@ func (c *Credits) Settle(ctx context.Context, e credits.Entry) error {
 	if err := credits.CheckSettlement(e); err != nil {
 		return err
 	}
-	id, ok := strings.CutPrefix(e.ID, credits.SettlementID(""))
+	rid, ok := credits.ReservationOf(e.ID)
 	if !ok {
 		return fmt.Errorf("settle %s: not a reservation's settlement", e.ID)
 	}
@@ -99,14 +100,9 @@ func (c *Credits) Settle(ctx context.Context, e credits.Entry) error {
 	if c.entries[e.ID].ID != "" {
 		return credits.ErrAlreadySettled
 	}
-	r, ok := c.entries[credits.ReservationID(id)]
-	switch {
-	case !ok:
-		return fmt.Errorf("settle %s: no reservation %s", e.ID, id)
-	case r.Account != e.Account:
-		return fmt.Errorf("settle %s: account %s, reserved for %s", e.ID, e.Account, r.Account)
-	case e.HeldAmount() != r.Amount:
-		return fmt.Errorf("settle %s: clears %d held, %d were reserved", e.ID, e.HeldAmount(), r.Amount)
+	r, ok := c.entries[rid]
+	if !ok || r.Account != e.Account || e.HeldAmount() != r.Amount {
+		return fmt.Errorf("%w: %s of %s holding %d", credits.ErrNoReservation, rid, e.Account, e.HeldAmount())
 	}
 	a := c.accounts[e.Account]
 	if e.Kind == credits.Capture {

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"image"
+	_ "image/jpeg" // image.DecodeConfig of JPEG answers
+	"image/png"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/images"
+	"github.com/genway/genway/shared/synthetic"
+)
+
+// imagesAnswer is the answer of POST /v1/images/generations.
+type imagesAnswer struct {
+	Created int64  `json:"created"`
+	Model   string `json:"model"`
+	Size    string `json:"size"`
+	Format  string `json:"output_format"`
+	Data    []struct {
+		B64JSON string `json:"b64_json"`
+		URL     string `json:"url"`
+	} `json:"data"`
+	Usage *images.Usage `json:"usage"`
+	Error *struct {
+		Message, Type, Code string
+		Param               *string
+	} `json:"error"`
+}
+
+// syntheticPictures are the images synthetic-image makes for params:
+// what an answer must hold, byte for byte.
+func syntheticPictures(t *testing.T, p images.Params) [][]byte {
+	t.Helper()
+	out, err := synthetic.Images{}.Generate(context.Background(), &catalog.Model{ID: "synthetic-image"}, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [][]byte
+	for _, img := range out.Images {
+		b = append(b, img.Data)
+	}
+	return b
+}
+
+// imageBytes returns the images of an answer: decoded from base64, or
+// downloaded from our own links (which must be ours: s.base/files/images/).
+func imageBytes(t *testing.T, s *server, a imagesAnswer) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for i, d := range a.Data {
+		switch {
+		case d.B64JSON != "" && d.URL == "":
+			b, err := base64.StdEncoding.DecodeString(d.B64JSON)
+			if err != nil {
+				t.Fatalf("data[%d].b64_json: %v", i, err)
+			}
+			out = append(out, b)
+		case d.URL != "" && d.B64JSON == "":
+			out = append(out, downloadFrom(t, d.URL, s.base+"/files/images/dev/"))
+		default:
+			t.Fatalf("data[%d] = %+v; want one of b64_json and url", i, d)
+		}
+	}
+	return out
+}
+
+// TestEndToEndImages: POST /v1/images/generations through genway serve
+// with synthetic-image: b64_json (its default) and url answers (our
+// signed links, downloaded and decoded: exactly the size asked for),
+// PNG and JPEG; each request charged its images once, in the job usage;
+// refusals (a bad field, a refused prompt, a vendor failure, credits
+// short) cost nothing.
+func TestEndToEndImages(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, map[string]string{"GENWAY_DEV_CREDITS": "12"})
+	before := waitSettled(t, s)
+	for _, tt := range []struct {
+		name string
+		req  map[string]any
+		p    images.Params
+	}{
+		{"b64_json by default", map[string]any{"model": "synthetic-image", "prompt": "a lighthouse at dusk", "n": 2, "size": "512x512"},
+			images.Params{Prompt: "a lighthouse at dusk", N: 2, Size: "512x512", Format: "png"}},
+		{"url", map[string]any{"model": "synthetic-image", "prompt": "a lighthouse at dusk", "size": "1024x1536", "response_format": "url"},
+			images.Params{Prompt: "a lighthouse at dusk", N: 1, Size: "1024x1536", Format: "png"}},
+		{"jpeg url", map[string]any{"model": "synthetic-image", "prompt": "a fox", "n": 2, "output_format": "jpeg", "response_format": "url"},
+			images.Params{Prompt: "a fox", N: 2, Size: "1024x1024", Format: "jpeg"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var a imagesAnswer
+			code, hdr := s.do(t, "POST", "/v1/images/generations", tt.req, nil, &a)
+			if code != 200 || a.Model != "synthetic-image" || a.Size != tt.p.Size || a.Format != tt.p.Format || a.Created == 0 ||
+				hdr.Get("X-Genway-Attempts") != "synthetic-image=200" {
+				t.Fatalf("POST %v = %d %+v (attempts %q)", tt.req, code, a, hdr.Get("X-Genway-Attempts"))
+			}
+			got, want := imageBytes(t, s, a), syntheticPictures(t, tt.p)
+			if len(got) != len(want) {
+				t.Fatalf("%d images; want %d", len(got), len(want))
+			}
+			for i := range got {
+				cfg, format, err := image.DecodeConfig(bytes.NewReader(got[i]))
+				if err != nil || format != tt.p.Format || fmt.Sprintf("%dx%d", cfg.Width, cfg.Height) != tt.p.Size {
+					t.Errorf("image %d: %s %dx%d, %v; want a %s of %s", i, format, cfg.Width, cfg.Height, err, tt.p.Format, tt.p.Size)
+				}
+				if !bytes.Equal(got[i], want[i]) {
+					t.Errorf("image %d is not synthetic-image's picture of the prompt", i)
+				}
+			}
+		})
+	}
+	paid := waitSettled(t, s)
+	if before.Balance-paid.Balance != 5 || paid.Held != 0 {
+		t.Errorf("credits %+v -> %+v; want 5 images charged, nothing held", before, paid)
+	}
+
+	for _, tt := range []struct {
+		name        string
+		req         map[string]any
+		status      int
+		code, param string
+	}{
+		{"n over max_images", map[string]any{"model": "synthetic-image", "prompt": "p", "n": 11}, 400, "invalid_value", "n"},
+		{"webp", map[string]any{"model": "synthetic-image", "prompt": "p", "output_format": "webp"}, 400, "invalid_value", "output_format"},
+		{"stream", map[string]any{"model": "synthetic-image", "prompt": "p", "stream": true}, 400, "unsupported_parameter", "stream"},
+		{"refused prompt", map[string]any{"model": "synthetic-image", "prompt": "fail:policy a fox"}, 400, "content_policy", ""},
+		{"vendor failure", map[string]any{"model": "synthetic-image", "prompt": "fail:500 a fox"}, 502, "upstream_error", ""},
+		{"credits short", map[string]any{"model": "synthetic-image", "prompt": "a fox", "n": 10, "size": "256x256"}, 402, "insufficient_credits", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var a imagesAnswer
+			code, _ := s.do(t, "POST", "/v1/images/generations", tt.req, nil, &a)
+			param := ""
+			if a.Error != nil && a.Error.Param != nil {
+				param = *a.Error.Param
+			}
+			if code != tt.status || a.Error == nil || a.Error.Code != tt.code || param != tt.param {
+				t.Errorf("POST %v = %d %+v; want %d %s naming %q", tt.req, code, a.Error, tt.status, tt.code, tt.param)
+			}
+		})
+	}
+	if after := waitSettled(t, s); after != paid {
+		t.Errorf("credits %+v after the refusals; want %+v: refusals cost nothing", after, paid)
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), []string{"credits", "usage", "--account", "dev"}, testEnv(dir, nil), &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^\S+\s+image\s+synthetic-image\s+0\s+0\s+0\s+3\s+5$`).MatchString(out.String()) {
+		t.Errorf("genway credits usage:\n%s\nwant synthetic-image's 3 requests (as jobs) for 5 credits", out.String())
+	}
+	// The links are ours and signed: without their signature, nothing.
+	var a imagesAnswer
+	s.do(t, "POST", "/v1/images/generations", map[string]any{"model": "synthetic-image", "prompt": "p", "size": "256x256", "response_format": "url"}, nil, &a)
+	u := a.Data[0].URL
+	resp, err := http.Get(u[:strings.Index(u, "?")])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == 200 {
+		t.Errorf("GET %s without its signature = 200", u[:strings.Index(u, "?")])
+	}
+	if _, err := png.DecodeConfig(bytes.NewReader(download(t, u))); err != nil {
+		t.Errorf("the signed link: %v", err)
+	}
+}
