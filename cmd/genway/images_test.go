@@ -3,19 +3,25 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"image"
 	_ "image/jpeg" // image.DecodeConfig of JPEG answers
 	"image/png"
 	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/images"
+	"github.com/genway/genway/shared/mototest"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -172,4 +178,143 @@ func TestEndToEndImages(t *testing.T) {
 	if _, err := png.DecodeConfig(bytes.NewReader(download(t, u))); err != nil {
 		t.Errorf("the signed link: %v", err)
 	}
+}
+
+// imageCase is one images.generate call of clients/npm/images.mjs, and
+// what its images must be.
+type imageCase struct {
+	Model          string `json:"model"`
+	Prompt         string `json:"prompt"`
+	N              int    `json:"n"`
+	Size           string `json:"size"`
+	OutputFormat   string `json:"output_format"`
+	ResponseFormat string `json:"response_format"` // "": the model's default
+	Format         string `json:"format"`
+	Width          int    `json:"width"`
+	Height         int    `json:"height"`
+}
+
+// syntheticImageCases: synthetic-image's default answer (b64_json) and
+// url answers, PNG and JPEG, of OpenAI's sizes.
+var syntheticImageCases = []imageCase{
+	{Model: "synthetic-image", Prompt: "a lighthouse at dusk", N: 2, Size: "1024x1024", OutputFormat: "png", Format: "png", Width: 1024, Height: 1024},
+	{Model: "synthetic-image", Prompt: "a lighthouse at dusk", N: 1, Size: "1536x1024", OutputFormat: "png", ResponseFormat: "url", Format: "png", Width: 1536, Height: 1024},
+	{Model: "synthetic-image", Prompt: "a fox in the snow", N: 2, Size: "1024x1536", OutputFormat: "jpeg", ResponseFormat: "url", Format: "jpeg", Width: 1024, Height: 1536},
+	{Model: "synthetic-image", Prompt: "a fox in the snow", N: 1, Size: "512x512", OutputFormat: "jpeg", ResponseFormat: "b64_json", Format: "jpeg", Width: 512, Height: 512},
+}
+
+var (
+	imageLineRE = regexp.MustCompile(`(?m)^image (\S+) (\d+) sha256 ([0-9a-f]{64})$`)
+	linkLineRE  = regexp.MustCompile(`(?m)^link (\S+) (\d+) (\S+)$`)
+)
+
+// runImagesScript runs clients/npm/images.mjs against s with cases and
+// checks what the script cannot see: each image's bytes are those of
+// want(case) (synthetic-image's picture, a vendor's file), each link is
+// our own (under linkPrefix), and the account was charged each request's
+// price once, with nothing left held.
+func runImagesScript(t *testing.T, s *server, cases []imageCase, linkPrefix string, want func(c imageCase, i int) []byte) {
+	t.Helper()
+	node, dir := npmClients(t, filepath.Join("openai", "resources", "images.mjs"))
+	prices := map[string]float64{}
+	var list struct {
+		Data []struct {
+			ID    string `json:"id"`
+			Price struct {
+				PerImage float64 `json:"credits_per_image"`
+			} `json:"price"`
+		} `json:"data"`
+	}
+	s.do(t, "GET", "/v1/models?type=image", nil, nil, &list)
+	for _, m := range list.Data {
+		prices[m.ID] = m.Price.PerImage
+	}
+	before := waitSettled(t, s)
+	raw, err := json.Marshal(cases)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(runNode(t, node, dir, []string{"GENWAY_URL=" + s.base, "GENWAY_KEY=" + s.key, "GENWAY_IMAGE_CASES=" + string(raw)}, "images.mjs"))
+	if n := strings.Count(out, "ok "); n != len(cases)+3 {
+		t.Errorf("images.mjs reported %d checks; want %d", n, len(cases)+3)
+	}
+	noSecrets(t, "the script's output", out)
+	made, links := imageLineRE.FindAllStringSubmatch(out, -1), linkLineRE.FindAllStringSubmatch(out, -1)
+	var charged float64
+	k, wantLinks := 0, 0
+	for _, c := range cases {
+		charged += prices[c.Model] * float64(c.N)
+		if c.ResponseFormat == "url" {
+			wantLinks += c.N
+		}
+		for i := range c.N {
+			if k >= len(made) {
+				t.Fatalf("images.mjs made %d images; want more", len(made))
+			}
+			m := made[k]
+			k++
+			sum := sha256.Sum256(want(c, i))
+			if m[1] != c.Model || m[2] != strconv.Itoa(i) || hex.EncodeToString(sum[:]) != m[3] {
+				t.Errorf("image %s #%s: the SDK read other bytes than %s's image %d", m[1], m[2], c.Model, i)
+			}
+		}
+	}
+	if k != len(made) || len(links) != wantLinks {
+		t.Errorf("images.mjs made %d images and %d links; want %d and %d", len(made), len(links), k, wantLinks)
+	}
+	for _, l := range links {
+		if !strings.HasPrefix(l[3], linkPrefix) {
+			t.Errorf("link %s is not ours (%s...)", l[3], linkPrefix)
+		}
+	}
+	after := waitSettled(t, s)
+	if before.Balance-after.Balance != int64(charged) || after.Held != 0 {
+		t.Errorf("credits %+v -> %+v; want %v charged, nothing held", before, after, charged)
+	}
+}
+
+// syntheticWant is synthetic-image's picture of c's image i.
+func syntheticWant(t *testing.T) func(c imageCase, i int) []byte {
+	return func(c imageCase, i int) []byte {
+		return syntheticPictures(t, images.Params{Prompt: c.Prompt, N: c.N, Size: c.Size, Format: c.OutputFormat})[i]
+	}
+}
+
+// TestNPMImages runs the official openai npm client's images.generate
+// (clients/npm/images.mjs) unmodified against genway serve with
+// synthetic-image: b64_json and url answers, PNG and JPEG, refusals as
+// the SDK's typed errors.
+func TestNPMImages(t *testing.T) {
+	s := startServer(t, t.TempDir(), nil)
+	runImagesScript(t, s, syntheticImageCases, s.base+"/files/images/dev/", syntheticWant(t))
+}
+
+// TestNPMImagesAWS runs the same script on the AWS-backed local mode
+// against moto_server: the reservation and its settlement in DynamoDB,
+// the url answers' images in S3, linked by presigned URLs.
+func TestNPMImagesAWS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts moto_server")
+	}
+	npmClients(t, filepath.Join("openai", "resources", "images.mjs"))
+	endpoint := mototest.Start(t)
+	env := map[string]string{
+		"GENWAY_BACKEND":        "aws",
+		"AWS_ENDPOINT_URL":      endpoint,
+		"AWS_REGION":            mototest.Region,
+		"AWS_ACCESS_KEY_ID":     "test",
+		"AWS_SECRET_ACCESS_KEY": "test",
+	}
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	dir := t.TempDir()
+	if err := run(t.Context(), []string{"aws", "init"}, testEnv(dir, env), io.Discard, io.Discard); err != nil {
+		t.Fatalf("aws init: %v", err)
+	}
+	s := startServer(t, dir, env)
+	runImagesScript(t, s, syntheticImageCases[1:3], endpoint+"/", syntheticWant(t))
 }
