@@ -281,12 +281,30 @@ func syntheticWant(t *testing.T) func(c imageCase, i int) []byte {
 }
 
 // TestNPMImages runs the official openai npm client's images.generate
-// (clients/npm/images.mjs) unmodified against genway serve with
-// synthetic-image: b64_json and url answers, PNG and JPEG, refusals as
-// the SDK's typed errors.
+// (clients/npm/images.mjs) unmodified against genway serve: with
+// synthetic-image (b64_json and url answers, PNG and JPEG, refusals as the
+// SDK's typed errors), and with every vendor image model through fakes of
+// their wire, as the vendor end-to-end test runs them.
 func TestNPMImages(t *testing.T) {
-	s := startServer(t, t.TempDir(), nil)
-	runImagesScript(t, s, syntheticImageCases, s.base+"/files/images/dev/", syntheticWant(t))
+	t.Run("synthetic", func(t *testing.T) {
+		s := startServer(t, t.TempDir(), nil)
+		runImagesScript(t, s, syntheticImageCases, s.base+"/files/images/dev/", syntheticWant(t))
+	})
+	t.Run("vendors", func(t *testing.T) {
+		oai, gem, fal, rep := fakeOpenAIImages(t), fakeGeminiImages(t), fakeFal(t, 2), fakeReplicate(t, 2)
+		logs := &syncBuffer{}
+		s := startServerLog(t, t.TempDir(), imageVendorEnv(oai, gem, fal, rep), logs)
+		// Each fake vendor hands out its 64x48 picture, whatever was asked.
+		cases := []imageCase{
+			{Model: "gpt-image-1.5", Prompt: "a red fox", N: 2, Size: "1024x1024", OutputFormat: "png", Format: "png", Width: 64, Height: 48},
+			{Model: "gpt-image-1.5", Prompt: "a red fox", N: 1, Size: "auto", OutputFormat: "jpeg", ResponseFormat: "url", Format: "jpeg", Width: 64, Height: 48},
+			{Model: "gemini-2.5-flash-image", Prompt: "a red fox", N: 1, Size: "1344x768", OutputFormat: "png", ResponseFormat: "url", Format: "png", Width: 64, Height: 48},
+			{Model: "flux-dev", Prompt: "a red fox", N: 2, Size: "1024x768", OutputFormat: "jpeg", Format: "jpeg", Width: 64, Height: 48},
+			{Model: "flux-schnell", Prompt: "a red fox", N: 1, Size: "1344x768", OutputFormat: "png", ResponseFormat: "url", Format: "png", Width: 64, Height: 48},
+		}
+		runImagesScript(t, s, cases, s.base+"/files/images/dev/", func(c imageCase, i int) []byte { return testPicture(c.OutputFormat) })
+		noSecrets(t, "the server log", logs.String())
+	})
 }
 
 // TestNPMImagesAWS runs the same script on the AWS-backed local mode
