@@ -300,13 +300,3 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	rt.served, rt.resp = c, resp
 	return nil
 }
-
-// keyIDs returns the KeyIDs of provider's key pool, nil without one.
-func keyIDs(p Provider) []string {
-	if k, ok := p.(route.Keyed); ok {
-		if ids := k.KeyIDs(); len(ids) > 1 {
-			return ids
-		}
-	}
-	return nil
-}

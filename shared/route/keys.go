@@ -66,6 +66,17 @@ type Keyed interface {
 	KeyIDs() []string
 }
 
+// PoolKeys returns the KeyIDs of p's key pool when p is Keyed with more
+// than one key (a Target's Keys), else nil: one key needs no choosing.
+func PoolKeys(p any) []string {
+	if k, ok := p.(Keyed); ok {
+		if ids := k.KeyIDs(); len(ids) > 1 {
+			return ids
+		}
+	}
+	return nil
+}
+
 type keyCtx struct{}
 
 // WithKey returns ctx naming the key (by KeyID) for the calls made under

@@ -77,7 +77,7 @@ func NewRotating(ctx context.Context, cat *catalog.Catalog, rot Rotation, httpCl
 	if httpClient == nil {
 		httpClient = NewHTTPClient()
 	}
-	return newRotating(ctx, cat, rot, true, func(getenv func(string) string) (map[string]chat.Provider, error) {
+	return newRotating(ctx, cat, rot, chatTypes, func(getenv func(string) string) (map[string]chat.Provider, error) {
 		return New(cat, getenv, httpClient)
 	}, wrapChat, time.Now)
 }
@@ -88,15 +88,15 @@ func NewRotatingMedia(ctx context.Context, cat *catalog.Catalog, rot Rotation, h
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
 	}
-	return newRotating(ctx, cat, rot, false, func(getenv func(string) string) (map[string]jobs.Provider, error) {
+	return newRotating(ctx, cat, rot, jobTypes, func(getenv func(string) string) (map[string]jobs.Provider, error) {
 		return NewMedia(cat, getenv, httpClient)
 	}, wrapMedia, time.Now)
 }
 
-// newRotating reads the keys of the catalog providers with chat models
-// (chatModels) or job models, builds the first generation with build and
-// wraps each of its providers in a delegate with wrap; now is the clock.
-func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, chatModels bool,
+// newRotating reads the keys of the catalog providers with models of one
+// of types, builds the first generation with build and wraps each of its
+// providers in a delegate with wrap; now is the clock.
+func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, types []string,
 	build func(getenv func(string) string) (map[string]T, error),
 	wrap func(r *Rotating[T], name string, first T) T, now func() time.Time) (*Rotating[T], error) {
 	if rot.Log == nil {
@@ -104,7 +104,7 @@ func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation,
 	}
 	r := &Rotating[T]{rot: rot, build: build, now: now}
 	for i := range cat.Providers {
-		if p := &cat.Providers[i]; p.KeyEnv != "" && serves(cat, p.Name, chatModels) && !slices.Contains(r.names, p.KeyEnv) {
+		if p := &cat.Providers[i]; p.KeyEnv != "" && serves(cat, p.Name, types) && !slices.Contains(r.names, p.KeyEnv) {
 			r.names = append(r.names, p.KeyEnv)
 		}
 	}

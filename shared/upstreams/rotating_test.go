@@ -490,7 +490,7 @@ func TestRotatingBehindSameTTLCache(t *testing.T) {
 
 // newRotatingAt is NewRotating with the clock now from the start.
 func newRotatingAt(cat *catalog.Catalog, rot Rotation, hc *http.Client, now func() time.Time) (*Rotating[chat.Provider], error) {
-	return newRotating(context.Background(), cat, rot, true, func(getenv func(string) string) (map[string]chat.Provider, error) {
+	return newRotating(context.Background(), cat, rot, chatTypes, func(getenv func(string) string) (map[string]chat.Provider, error) {
 		return New(cat, getenv, hc)
 	}, wrapChat, now)
 }

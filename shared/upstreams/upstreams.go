@@ -1,15 +1,18 @@
 // Package upstreams builds the providers the catalog names and the
 // environment configures: one chat.Provider per configured catalog
 // provider, of the package for its kind (synthetic, openai, anthropic,
-// gemini, bedrock), and one jobs.Provider per configured media vendor
-// (synthetic, elevenlabs, vertex and gemini for Veo, fal, replicate). It is
-// wiring, used by cmd/genway and the chat and worker functions.
+// gemini, bedrock), one jobs.Provider per configured media vendor
+// (synthetic, elevenlabs, vertex and gemini for Veo, fal, replicate), and
+// one images.Provider per configured provider with image models
+// (synthetic, openai, gemini, fal, replicate). It is wiring, used by
+// cmd/genway and the chat and worker functions.
 package upstreams
 
 import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -22,6 +25,7 @@ import (
 	"github.com/genway/genway/shared/elevenlabs"
 	"github.com/genway/genway/shared/fal"
 	"github.com/genway/genway/shared/gemini"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/openai"
 	"github.com/genway/genway/shared/replicate"
@@ -63,7 +67,7 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 	if httpClient == nil {
 		httpClient = NewHTTPClient()
 	}
-	return build(cat, getenv, true, func(p *catalog.Provider, key, base string) (chat.Provider, error) {
+	return build(cat, getenv, chatTypes, func(p *catalog.Provider, key, base string) (chat.Provider, error) {
 		switch p.Kind {
 		case "synthetic":
 			return synthetic.NewChat(), nil
@@ -87,14 +91,14 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 }
 
 // build makes one T, with newT, for each configured catalog provider that
-// has chat models (chat) or job models (!chat), given its key and base URL
-// (the catalog's, overridden by its env var). An error of newT is returned,
-// naming the provider.
-func build[T any](cat *catalog.Catalog, getenv func(string) string, chat bool, newT func(p *catalog.Provider, key, base string) (T, error)) (map[string]T, error) {
+// has models of one of types, given its key and base URL (the catalog's,
+// overridden by its env var). An error of newT is returned, naming the
+// provider.
+func build[T any](cat *catalog.Catalog, getenv func(string) string, types []string, newT func(p *catalog.Provider, key, base string) (T, error)) (map[string]T, error) {
 	out := make(map[string]T)
 	for i := range cat.Providers {
 		p := &cat.Providers[i]
-		if !p.Configured(getenv) || !serves(cat, p.Name, chat) {
+		if !p.Configured(getenv) || !serves(cat, p.Name, types) {
 			continue
 		}
 		key := ""
@@ -139,7 +143,7 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
 	}
-	return build(cat, getenv, false, func(p *catalog.Provider, key, base string) (jobs.Provider, error) {
+	return build(cat, getenv, jobTypes, func(p *catalog.Provider, key, base string) (jobs.Provider, error) {
 		c := httpClient // one client for every media vendor
 		switch p.Kind {
 		case "synthetic":
@@ -164,13 +168,49 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	})
 }
 
-// serves reports whether the catalog has a chat model (chat) or a job
-// model (!chat) on provider.
-func serves(cat *catalog.Catalog, provider string, chat bool) bool {
+// The model types of each kind of provider New, NewMedia and NewImages
+// build.
+var (
+	chatTypes  = []string{catalog.TypeChat}
+	jobTypes   = []string{catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo}
+	imageTypes = []string{catalog.TypeImage}
+)
+
+// serves reports whether the catalog has a model of one of types on
+// provider.
+func serves(cat *catalog.Catalog, provider string, types []string) bool {
 	for i := range cat.Models {
-		if m := &cat.Models[i]; m.Provider == provider && (m.Type == catalog.TypeChat) == chat {
+		if m := &cat.Models[i]; m.Provider == provider && slices.Contains(types, m.Type) {
 			return true
 		}
 	}
 	return false
+}
+
+// NewImages returns the configured image providers by catalog provider
+// name: the synthetic provider (unless GENWAY_SYNTHETIC=off) and each
+// provider with image models whose key is set, at its base URL (the
+// catalog's, overridden by its env var). httpClient may be nil
+// (NewMediaHTTPClient). A provider of a kind that makes no images is an
+// error, naming it.
+func NewImages(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]images.Provider, error) {
+	if httpClient == nil {
+		httpClient = NewMediaHTTPClient()
+	}
+	return build(cat, getenv, imageTypes, func(p *catalog.Provider, key, base string) (images.Provider, error) {
+		c := httpClient
+		switch p.Kind {
+		case "synthetic":
+			return synthetic.Images{}, nil
+		case "openai":
+			return openai.NewImages(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "gemini":
+			return gemini.NewImages(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "fal":
+			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "replicate":
+			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c}), nil
+		}
+		return nil, fmt.Errorf("kind %q makes no images", p.Kind)
+	})
 }
