@@ -69,7 +69,7 @@ func TestAPIErrors(t *testing.T) {
 		{"foreign field", "POST", "/v1/jobs", bearer, "application/json", `{"type":"sfx","model":"synthetic-sfx","prompt":"x","size":"64x64"}`, 400, "invalid_request_error", "invalid_value", "size"},
 		{"malformed job id", "GET", "/v1/jobs/nope", bearer, "", "", 404, "not_found_error", "job_not_found", ""},
 		{"unknown job id", "GET", "/v1/jobs/job_music_aaaaaaaaaaaaaaaaaaaa", bearer, "", "", 404, "not_found_error", "job_not_found", ""},
-		{"bad model filter", "GET", "/v1/models?type=image", bearer, "", "", 400, "invalid_request_error", "invalid_value", "type"},
+		{"bad model filter", "GET", "/v1/models?type=hologram", bearer, "", "", 400, "invalid_request_error", "invalid_value", "type"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

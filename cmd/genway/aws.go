@@ -62,7 +62,7 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	s3Client := s3media.NewClient(cfg)
 	streams := dynamodbstreams.NewFromConfig(cfg)
 	store := dynamostore.New(ddb, names.JobsTable, names.AccountsTable)
-	be := &backend{store: store, jobs: store, counter: store, close: func() error { return nil }, lease: workerTimeout,
+	be := &backend{store: store, reserver: store, jobs: store, counter: store, close: func() error { return nil }, lease: workerTimeout,
 		media:     s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket),
 		retention: s3media.ExpiryDays * 24 * time.Hour}
 	// The queue and stream are resolved lazily: the operator commands need

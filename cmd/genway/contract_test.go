@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -156,6 +157,9 @@ func wireDiff(sdk, ours wireRequest, key string) []string {
 		differ(fmt.Sprintf("query %q", k), quoted(sdk.Query[k]), quoted(ours.Query[k]))
 	}
 	differ("auth", keyCarrier(sdk, key), keyCarrier(ours, key))
+	if p, q := sdk.Header.Get("Prefer"), ours.Header.Get("Prefer"); p != "" || q != "" { // Replicate's wait
+		differ("prefer", quoted(sdk.Header.Values("Prefer")), quoted(ours.Header.Values("Prefer")))
+	}
 	if len(sdk.Body) > 0 || len(ours.Body) > 0 {
 		differ("content-type", mediaType(sdk.Header), mediaType(ours.Header))
 		sf, of := flatJSON(sdk.Body), flatJSON(ours.Body)
@@ -351,16 +355,19 @@ func firstByStep(rs []wireRequest, step func(wireRequest) string) (map[string]wi
 	return m, order
 }
 
-// adapterRun is how our adapter ended a job: "ok" with the media, or
+// adapterRun is how our adapter ended a job or an image request: "ok"
+// with the media (the first image, and all of them in Images), or
 // "transient" or a ProviderError's code with the error; Pending counts
-// the polls answered "not yet"; Requests are those it made (recorded by
-// its fake).
+// the polls answered "not yet" (jobs); Requests are those it made
+// (recorded by its fake).
 type adapterRun struct {
 	Outcome     string
 	Err         error
 	Pending     int
 	ContentType string
 	Media       []byte
+	Images      []images.Image
+	Usage       *images.Usage
 	Requests    []wireRequest
 }
 
@@ -385,15 +392,10 @@ func runAdapter(t *testing.T, p jobs.Provider, m *catalog.Model, j jobs.Job) ada
 			}
 		}
 	}
-	var pe *jobs.ProviderError
-	var te *jobs.TransientError
+	if outcome(t, &run, j.Model, err) {
+		return run
+	}
 	switch {
-	case errors.As(err, &te):
-		run.Outcome, run.Err = "transient", err
-	case errors.As(err, &pe):
-		run.Outcome, run.Err = pe.Code, err
-	case err != nil:
-		t.Fatalf("%s: unclassified error %v", j.Model, err)
 	case res == nil:
 		run.Outcome = "pending"
 	default:
@@ -404,6 +406,42 @@ func runAdapter(t *testing.T, p jobs.Provider, m *catalog.Model, j jobs.Job) ada
 		}
 		run.Outcome, run.ContentType, run.Media = "ok", res.ContentType, b
 	}
+	return run
+}
+
+// outcome sets run's outcome for a call of model that failed with err
+// ("transient" or a ProviderError's code) and reports whether it failed.
+func outcome(t *testing.T, run *adapterRun, model string, err error) bool {
+	t.Helper()
+	var pe *jobs.ProviderError
+	var te *jobs.TransientError
+	switch {
+	case errors.As(err, &te):
+		run.Outcome, run.Err = "transient", err
+	case errors.As(err, &pe):
+		run.Outcome, run.Err = pe.Code, err
+	case err != nil:
+		t.Fatalf("%s: unclassified error %v", model, err)
+	}
+	return err != nil
+}
+
+// runImageAdapter runs an image request through p as the images service
+// does (one Generate, polls within it).
+func runImageAdapter(t *testing.T, p images.Provider, m *catalog.Model, params images.Params) adapterRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := p.Generate(ctx, m, &params)
+	var run adapterRun
+	if outcome(t, &run, m.ID, err) {
+		return run
+	}
+	if len(out.Images) == 0 {
+		t.Fatalf("%s: Generate answered no image and no error", m.ID)
+	}
+	run.Outcome, run.Images, run.Usage = "ok", out.Images, out.Usage
+	run.ContentType, run.Media = out.Images[0].ContentType, out.Images[0].Data
 	return run
 }
 
@@ -424,6 +462,7 @@ type contractCase struct {
 	// catalog has no model of).
 	upstream string
 	input    jobs.Input     // the job, for our adapter
+	image    images.Params  // or the image request, for an image adapter
 	sdk      map[string]any // the same call in the SDK's own terms (see the script)
 	badKey   bool           // both use a wrong key
 	// wire: compare the two sides' requests (the requests half).
@@ -440,6 +479,9 @@ type vendorContract struct {
 	key          string
 	fake         func(testing.TB) *fakeVendor
 	adapter      func(base, key string) jobs.Provider
+	// images, instead of adapter, makes our image adapter: the cases are
+	// image requests.
+	images func(base, key string) images.Provider
 	// step names a request ("submit", "status", ...) for compareWire.
 	step func(wireRequest) string
 	// known are the justified differences from the SDK's requests, as
@@ -476,8 +518,12 @@ func (vc vendorContract) run(t *testing.T) {
 			copied.Upstream = c.upstream
 			m = &copied
 		}
-		j := jobs.Job{ID: "job_contract_" + strings.ReplaceAll(c.name, " ", "_"), Type: m.Type, Model: m.ID, Input: c.input}
-		ours[i] = runAdapter(t, vc.adapter(ourFakes[i].srv.URL, vc.caseKey(c)), m, j)
+		if vc.images != nil {
+			ours[i] = runImageAdapter(t, vc.images(ourFakes[i].srv.URL, vc.caseKey(c)), m, c.image)
+		} else {
+			j := jobs.Job{ID: "job_contract_" + strings.ReplaceAll(c.name, " ", "_"), Type: m.Type, Model: m.ID, Input: c.input}
+			ours[i] = runAdapter(t, vc.adapter(ourFakes[i].srv.URL, vc.caseKey(c)), m, j)
+		}
 		ours[i].Requests = ourFakes[i].requests()
 		r := reports[c.name]
 		r.Requests = sdkFakes[i].requests()

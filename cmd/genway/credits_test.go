@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-// TestCreditsStress creates jobs from many goroutines against a balance that
-// covers only some of them, lets some fail on purpose, and checks the
-// promises of the credits design: no overdraft (exactly as many jobs as the
-// balance covers), each completed job captured once, each failed job
-// released, nothing left held.
+// TestCreditsStress creates jobs and images (every other request: an
+// image's credits are a reservation, a job's a hold) from many goroutines
+// against a balance that covers only some of them, lets some fail on
+// purpose (a job's vendor, an image's refused prompt), and checks the
+// promises of the credits design: no overdraft (exactly as many as the
+// balance covers), each completed job and each image request captured
+// once, each failed one released, nothing left held.
 func TestCreditsStress(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, map[string]string{"GENWAY_DEV_CREDITS": "0", "GENWAY_WORKERS": "4"})
@@ -27,15 +29,36 @@ func TestCreditsStress(t *testing.T) {
 
 	var mu sync.Mutex
 	var created []string
-	refused, other := 0, 0
+	refused, other, imaged, imageRefused := 0, 0, 0, 0
 	var wg sync.WaitGroup
 	for g := 0; g < clients; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perClient; i++ {
+				fail := (g+i)%4 < 2 // every other job, every other image
+				if (g+i)%2 == 1 {   // an image request: price credits for price images
+					prompt := "tick"
+					if fail {
+						prompt = "fail:policy on purpose"
+					}
+					code, _, err := doRequest(c, "POST", "/v1/images/generations", map[string]any{"model": "synthetic-image", "prompt": prompt, "n": price, "size": "256x256"}, nil, nil)
+					mu.Lock()
+					switch {
+					case err == nil && code == 200:
+						imaged++
+					case err == nil && code == 400 && fail:
+						imageRefused++
+					case err == nil && code == 402:
+						refused++
+					default:
+						other++
+					}
+					mu.Unlock()
+					continue
+				}
 				prompt := "tick"
-				if (g+i)%4 == 0 {
+				if fail {
 					prompt = "fail: on purpose"
 				}
 				var j jobResp
@@ -55,13 +78,13 @@ func TestCreditsStress(t *testing.T) {
 	}
 	wg.Wait()
 	if other != 0 {
-		t.Fatalf("%d creates answered neither 200 nor 402", other)
+		t.Fatalf("%d requests answered neither 200, 402 nor a refused prompt's 400", other)
 	}
-	// While jobs are outstanding, holds plus captures can never exceed the
-	// balance; failed jobs release their hold, so later creates may succeed:
-	// the number created is at least balance/price.
-	if len(created) < balance/price {
-		t.Fatalf("created %d jobs; the balance covers %d", len(created), balance/price)
+	// While jobs and images are outstanding, holds plus captures can never
+	// exceed the balance; failed ones release their credits, so later
+	// requests may succeed: the number admitted is at least balance/price.
+	if n := len(created) + imaged + imageRefused; n < balance/price {
+		t.Fatalf("admitted %d jobs and images; the balance covers %d", n, balance/price)
 	}
 	completed, failed := 0, 0
 	for _, id := range created {
@@ -86,17 +109,19 @@ func TestCreditsStress(t *testing.T) {
 		t.Fatal(err)
 	}
 	captures, releases := strings.Count(out.String(), " capture "), strings.Count(out.String(), " release ")
-	doubles := captures + releases - len(created)
+	doubles := captures + releases - len(created) - imaged - imageRefused
 	overdraft := cr.Balance < 0 || cr.Available < 0
-	t.Logf("attempts %d: created %d (completed %d, failed %d), refused 402: %d; ledger captures %d, releases %d; double charges %d; final balance %d",
-		clients*perClient, len(created), completed, failed, refused, captures, releases, doubles, cr.Balance)
+	t.Logf("attempts %d: created %d jobs (completed %d, failed %d), %d image requests (refused prompts %d), refused 402: %d; "+
+		"ledger captures %d, releases %d; double charges %d; final balance %d",
+		clients*perClient, len(created), completed, failed, imaged, imageRefused, refused, captures, releases, doubles, cr.Balance)
 	if cr.Held != 0 || overdraft {
 		t.Errorf("credits = %+v; want nothing held and no negative balance", cr)
 	}
-	if captures != completed || releases != failed || doubles != 0 {
-		t.Errorf("ledger has %d captures and %d releases for %d completed and %d failed jobs", captures, releases, completed, failed)
+	if captures != completed+imaged || releases != failed+imageRefused || doubles != 0 {
+		t.Errorf("ledger has %d captures and %d releases for %d completed and %d failed jobs, %d images made and %d refused",
+			captures, releases, completed, failed, imaged, imageRefused)
 	}
-	if want := int64(balance - price*completed); cr.Balance != want {
-		t.Errorf("balance = %d; want %d (%d completed jobs at %d)", cr.Balance, want, completed, price)
+	if want := int64(balance - price*(completed+imaged)); cr.Balance != want {
+		t.Errorf("balance = %d; want %d (%d completed jobs and %d image requests at %d)", cr.Balance, want, completed, imaged, price)
 	}
 }

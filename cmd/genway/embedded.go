@@ -41,7 +41,7 @@ func openEmbedded(dir, baseURL string, workers int) (*backend, error) {
 	}
 	m := localmedia.New(mediaDir, baseURL, secret)
 	return &backend{
-		store: st, jobs: st, queue: st, media: m, files: m.Handler(), counter: ratelimit.NewMemory(),
+		store: st, reserver: st, jobs: st, queue: st, media: m, files: m.Handler(), counter: ratelimit.NewMemory(),
 		consume: func(ctx context.Context, process func(context.Context, string) error) error {
 			return st.Consume(ctx, workers, workerVisibility, process)
 		},

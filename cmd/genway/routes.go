@@ -8,6 +8,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/speech"
 )
@@ -21,6 +22,7 @@ type apiDeps struct {
 	limiter httpapi.Limiter
 	jobs    *jobs.Service
 	gw      *chat.Gateway
+	images  *images.Service
 	speech  *speech.Service
 	credits httpapi.AccountReader
 	files   http.Handler // signed local media links; nil if none
@@ -38,6 +40,9 @@ func apiHandler(d apiDeps) http.Handler {
 		{Method: "GET", Pattern: "/v1/models/{id...}", Handler: authed(httpapi.GetModel(d.cat, d.getenv, d.log))},
 		{Method: "POST", Pattern: "/v1/chat/completions", Handler: authed(httpapi.ChatCompletions(d.gw, d.log))},
 		{Method: "POST", Pattern: "/v1/responses", Handler: authed(httpapi.Responses(d.gw, d.log))},
+		// Spaces keep a slow image's answer open, as non-streamed chat's
+		// are on Lambda.
+		{Method: "POST", Pattern: "/v1/images/generations", Handler: authed(httpapi.GenerateImages(d.images, d.log, httpapi.ImagesKeepAlive(httpapi.DefaultChatHeartbeat)))},
 		{Method: "POST", Pattern: "/v1/audio/speech", Handler: authed(httpapi.Speech(d.speech, d.log))},
 		{Method: "POST", Pattern: "/v1/jobs", Handler: authed(httpapi.CreateJob(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: authed(httpapi.GetJob(d.jobs, d.log))},

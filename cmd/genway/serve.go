@@ -22,6 +22,7 @@ import (
 	"github.com/genway/genway/shared/console"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localmedia"
 	"github.com/genway/genway/shared/metrics"
@@ -34,9 +35,13 @@ import (
 // backend is one way of keeping state: the embedded store or AWS.
 type backend struct {
 	store admin.Store // jobs are separate: see jobs
-	jobs  jobs.Store
-	queue jobs.Queue
-	media jobs.Media
+	// reserver holds the credits of synchronous generations (images,
+	// speech) before their vendor is called: the store itself, so that
+	// both stores must implement credits.Reserver.
+	reserver images.Credits
+	jobs     jobs.Store
+	queue    jobs.Queue
+	media    jobs.Media
 	// files serves local media links; nil when media has its own URLs.
 	files http.Handler
 	// consume runs the worker loop until ctx ends; settle runs the job
@@ -241,11 +246,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: media, PollInterval: cfg.mediaPoll, Router: router}
+	imgs, err := imageService(be, cat, getenv, router, log)
+	if err != nil {
+		return err
+	}
 	voices, err := upstreams.NewSpeech(cat, getenv, nil)
 	if err != nil {
 		return fmt.Errorf("speech providers: %w", err)
 	}
-	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Credits: be.store, Log: log}
+	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Credits: be.reserver, Log: log}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
@@ -256,7 +265,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	registerGauges(be)
-	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, speech: speaker, credits: be.store, files: be.files,
+	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (2 minutes), and at most
@@ -328,6 +337,18 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	cancel()
 	wg.Wait()
 	return err
+}
+
+// imageService returns the images service of POST /v1/images/generations:
+// the configured image providers, the router, the store's credit
+// reservations and the media store for url answers.
+func imageService(be *backend, cat *catalog.Catalog, getenv func(string) string, router *route.Router, log *slog.Logger) (*images.Service, error) {
+	providers, err := upstreams.NewImages(cat, getenv, nil)
+	if err != nil {
+		return nil, fmt.Errorf("image providers: %w", err)
+	}
+	return &images.Service{Catalog: cat, Providers: providers, Configured: cat.ConfiguredFunc(getenv), Router: router,
+		Credits: be.reserver, Media: be.media, Log: log}, nil
 }
 
 func backendName(getenv func(string) string) string {

@@ -24,7 +24,7 @@ func TestVendorsEndToEnd(t *testing.T) {
 	seen := map[string]string{}
 	for _, m := range listModels(t, s) {
 		if (m.Type != "music" && m.Type != "sfx" && m.Type != "video") || byVendor[m.OwnedBy] == nil {
-			continue // not a job model (chat, speech: tested apart), or not a media vendor's
+			continue // not a job model (chat; image and speech models are tested apart), or not a media vendor's
 		}
 		models = append(models, m)
 		seen[m.OwnedBy] += " " + m.Type

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,7 +42,8 @@ import (
 // vendorKeys are the fake vendors' API keys; a test asserts that none of
 // them appears in a job, a link or a log line.
 var vendorKeys = map[string]string{
-	"GEMINI_API_KEY":      "gemini-secret-key-1234567890", // Veo through the Gemini API (the contract test)
+	"GEMINI_API_KEY":      "gemini-secret-key-1234567890",    // Veo through the Gemini API (the contract test), Gemini's image output
+	"OPENAI_API_KEY":      "sk-openai-secret-key-1234567890", // OpenAI's Images API
 	"ELEVENLABS_API_KEY":  "eleven-secret-key-1234567890",
 	"FAL_KEY":             "fal-secret-key-1234567890",
 	"REPLICATE_API_TOKEN": "r8_replicate-secret-1234567890",
@@ -64,6 +68,33 @@ type fakeVendor struct {
 	// them with the vendor SDK's).
 	record bool
 	seen   []wireRequest
+	// pictures are the image requests (fal, Replicate) by generation id:
+	// how many images of which format.
+	pictures map[string]pictureRequest
+}
+
+// pictureRequest is what an image request asked a hosted vendor for.
+type pictureRequest struct {
+	n      int
+	format string
+}
+
+// picture records the image request of generation id.
+func (v *fakeVendor) picture(id string, n int, format string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.pictures == nil {
+		v.pictures = map[string]pictureRequest{}
+	}
+	v.pictures[id] = pictureRequest{n: n, format: format}
+}
+
+// pictureOf returns generation id's image request, if it is one.
+func (v *fakeVendor) pictureOf(id string) (pictureRequest, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	r, ok := v.pictures[id]
+	return r, ok
 }
 
 func (v *fakeVendor) callCount() int {
@@ -364,7 +395,9 @@ func fakeElevenLabs(t testing.TB) *fakeVendor {
 // model id's sub-path: fal's clients build them so); the status is
 // IN_QUEUE on the first read, IN_PROGRESS until donePolls reads, then
 // COMPLETED; the response names the file. A "forbidden" prompt's result
-// is fal's 422 content_policy_violation.
+// is fal's 422 content_policy_violation. A text-to-image model's request
+// (num_images in its input) gets FLUX's result: the images, files named
+// img-<id>-<i>.<output_format> that fal's storage types by name only.
 func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 	v := &fakeVendor{donePolls: donePolls}
 	auth := "Key " + vendorKeys["FAL_KEY"]
@@ -372,6 +405,9 @@ func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
+		case strings.HasPrefix(p, "/files/img-"): // fal's storage types files by their name only
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(testPicture(path.Ext(p)))
 		case strings.HasPrefix(p, "/files/"):
 			w.Header().Set("Content-Type", "video/mp4")
 			w.Write(testVideo())
@@ -385,7 +421,9 @@ func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 				return
 			}
 			var in struct {
-				Prompt string `json:"prompt"`
+				Prompt       string `json:"prompt"`
+				NumImages    int    `json:"num_images"`
+				OutputFormat string `json:"output_format"`
 			}
 			if json.NewDecoder(r.Body).Decode(&in) != nil || in.Prompt == "" {
 				writeStatusJSON(w, 422, `{"detail":[{"loc":["body","prompt"],"msg":"field required","type":"value_error.missing"}]}`)
@@ -395,6 +433,9 @@ func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 			if id == "" {
 				writeStatusJSON(w, 429, `{"detail":"Too many requests: the concurrent request limit was reached."}`)
 				return
+			}
+			if in.NumImages > 0 { // a text-to-image model
+				v.picture(id, in.NumImages, in.OutputFormat)
 			}
 			base := v.srv.URL + "/" + parts[0] + "/" + parts[1] + "/requests/" + id
 			writeJSONTest(w, map[string]any{"request_id": id, "status_url": base + "/status", "response_url": base, "cancel_url": base + "/cancel", "queue_position": 0})
@@ -422,6 +463,17 @@ func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 				writeStatusJSON(w, 422, `{"detail":[{"loc":["body","prompt"],"msg":"The prompt was flagged by the content checker.","type":"content_policy_violation"}]}`)
 				return
 			}
+			id := p[strings.LastIndex(p, "/")+1:]
+			if pic, ok := v.pictureOf(id); ok { // FLUX's result
+				var files []any
+				var nsfw []bool
+				for i := range pic.n {
+					files = append(files, map[string]any{"url": fmt.Sprintf("%s/files/img-%s-%d.%s", v.srv.URL, id, i, pic.format), "width": 64, "height": 48})
+					nsfw = append(nsfw, false)
+				}
+				writeJSONTest(w, map[string]any{"images": files, "has_nsfw_concepts": nsfw, "seed": 42, "timings": map[string]any{"inference": 0.5}})
+				return
+			}
 			writeJSONTest(w, map[string]any{"video": map[string]any{"url": v.srv.URL + "/files/out.mp4", "content_type": "video/mp4", "file_size": len(testVideo())}})
 		default:
 			http.NotFound(w, r)
@@ -435,7 +487,10 @@ func fakeFal(t testing.TB, donePolls int) *fakeVendor {
 // a prediction "starting" with urls.get, which is "processing" until
 // donePolls reads and then "succeeded" with an output URL. Errors are
 // problem details {"title", "detail", "status"}; a "forbidden" prompt's
-// prediction fails with E005 (flagged as sensitive).
+// prediction fails with E005 (flagged as sensitive). An image prediction
+// (num_outputs in its input: FLUX) outputs a list of files; create
+// answers at once whatever its Prefer: wait, as Replicate does once the
+// wait is over.
 func fakeReplicate(t testing.TB, donePolls int) *fakeVendor {
 	v := &fakeVendor{donePolls: donePolls}
 	auth := "Bearer " + vendorKeys["REPLICATE_API_TOKEN"]
@@ -443,6 +498,9 @@ func fakeReplicate(t testing.TB, donePolls int) *fakeVendor {
 	v.srv = httptest.NewServer(v.count(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.Path
 		switch {
+		case strings.HasPrefix(p, "/delivery/") && path.Ext(p) != ".mp3":
+			w.Header().Set("Content-Type", mime.TypeByExtension(path.Ext(p)))
+			w.Write(testPicture(path.Ext(p)))
 		case strings.HasPrefix(p, "/delivery/"):
 			w.Header().Set("Content-Type", "audio/mpeg")
 			w.Write(testMP3())
@@ -453,7 +511,9 @@ func fakeReplicate(t testing.TB, donePolls int) *fakeVendor {
 			var body struct {
 				Version string `json:"version"`
 				Input   struct {
-					Prompt string `json:"prompt"`
+					Prompt       string `json:"prompt"`
+					NumOutputs   int    `json:"num_outputs"`
+					OutputFormat string `json:"output_format"`
 				} `json:"input"`
 			}
 			if json.NewDecoder(r.Body).Decode(&body) != nil || body.Input.Prompt == "" || (p == "/v1/predictions") != (body.Version != "") {
@@ -465,6 +525,9 @@ func fakeReplicate(t testing.TB, donePolls int) *fakeVendor {
 				w.Header().Set("Retry-After", "1")
 				writeStatusJSON(w, 429, `{"title":"Request was throttled","detail":"Request was throttled. Expected available in 1 second.","status":429}`)
 				return
+			}
+			if body.Input.NumOutputs > 0 { // FLUX: its files
+				v.picture(id, body.Input.NumOutputs, body.Input.OutputFormat)
 			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
@@ -485,6 +548,13 @@ func fakeReplicate(t testing.TB, donePolls int) *fakeVendor {
 			default:
 				pr := prediction(v.srv.URL, id, "succeeded")
 				pr["output"] = v.srv.URL + "/delivery/" + id + "/out.mp3"
+				if pic, ok := v.pictureOf(id); ok {
+					var files []string
+					for i := range pic.n {
+						files = append(files, fmt.Sprintf("%s/delivery/%s/out-%d.%s", v.srv.URL, id, i, pic.format))
+					}
+					pr["output"] = files
+				}
 				writeJSONTest(w, pr)
 			}
 		default:

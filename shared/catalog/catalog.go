@@ -29,6 +29,9 @@ const (
 	TypeVideo = "video"
 	// TypeSpeech is a text-to-speech model (POST /v1/audio/speech).
 	TypeSpeech = "speech"
+	// TypeImage models make images synchronously (POST
+	// /v1/images/generations), priced per image.
+	TypeImage = "image"
 )
 
 // Thinking styles for reasoning models: how reasoning_effort reaches the
@@ -54,12 +57,17 @@ type Capabilities struct {
 
 // Price is what a model costs. Job models use CreditsPerSecond (of requested
 // duration) or CreditsPerJob; chat models may set per-million-token prices;
-// speech models CreditsPer1KChars.
+// image models CreditsPerImage; speech models CreditsPer1KChars.
 type Price struct {
 	CreditsPerSecond        float64 `json:"credits_per_second,omitempty"`
 	CreditsPerJob           float64 `json:"credits_per_job,omitempty"`
 	CreditsPerMillionInput  float64 `json:"credits_per_million_input_tokens,omitempty"`
 	CreditsPerMillionOutput float64 `json:"credits_per_million_output_tokens,omitempty"`
+	// CreditsPerImage is an image model's price of one image;
+	// CreditsPerImageByQuality, if set, replaces it for the qualities it
+	// names (a vendor whose price depends on the quality asked for).
+	CreditsPerImage          float64            `json:"credits_per_image,omitempty"`
+	CreditsPerImageByQuality map[string]float64 `json:"credits_per_image_by_quality,omitempty"`
 	// CreditsPer1KChars is a speech model's price per 1,000 characters
 	// of input (Unicode code points, as the vendors count them).
 	CreditsPer1KChars float64 `json:"credits_per_1k_chars,omitempty"`
@@ -72,6 +80,19 @@ func (p *Price) SpeechCredits(chars int) int64 {
 		return 0
 	}
 	return int64(math.Ceil(p.CreditsPer1KChars * float64(chars) / 1000))
+}
+
+// ImageCredits returns the whole credits n images of quality cost (quality
+// "" or one without a price of its own: CreditsPerImage), rounded up.
+func (p *Price) ImageCredits(quality string, n int) int64 {
+	if p == nil || n <= 0 {
+		return 0
+	}
+	per := p.CreditsPerImage
+	if q, ok := p.CreditsPerImageByQuality[quality]; ok {
+		per = q
+	}
+	return int64(math.Ceil(per * float64(n)))
 }
 
 // JobCredits returns the whole credits a job of duration seconds costs,
@@ -176,6 +197,21 @@ type Model struct {
 	// Instructions: the model takes instructions (a voice's style, tone,
 	// accent: OpenAI's gpt-4o-mini-tts).
 	Instructions bool `json:"instructions,omitempty"`
+	// Image models. Sizes are the only sizes (WxH, or "auto" where the
+	// vendor picks one) and DefaultSize the one a request without a size
+	// gets; Formats the output formats (png, jpeg, webp).
+	// MaxImages is the most images one request may ask for (n).
+	MaxImages int `json:"max_images,omitempty"`
+	// Qualities are the qualities the model takes ("low", "high", ...;
+	// none: a request may only say "auto"); DefaultQuality is sent when a
+	// request names none ("": none is sent, the vendor's default).
+	Qualities      []string `json:"qualities,omitempty"`
+	DefaultQuality string   `json:"default_quality,omitempty"`
+	// DefaultResponseFormat is how images are answered when the request
+	// does not say: "b64_json" (the default) or "url".
+	DefaultResponseFormat string `json:"default_response_format,omitempty"`
+	// MaxPrompt is the longest prompt in characters (0: DefaultMaxPrompt).
+	MaxPrompt int `json:"max_prompt,omitempty"`
 
 	Price *Price `json:"price,omitempty"`
 
@@ -212,7 +248,8 @@ func (m *Model) UpstreamVoice(voice string) string {
 // mappings of its own voices only, and a speed range within OpenAI's.
 func (m *Model) checkSpeech() error {
 	switch {
-	case m.Price == nil || m.Price.CreditsPer1KChars < 0 || *m.Price != (Price{CreditsPer1KChars: m.Price.CreditsPer1KChars}):
+	case m.Price == nil || m.Price.CreditsPer1KChars < 0 || m.Price.CreditsPerSecond != 0 || m.Price.CreditsPerJob != 0 ||
+		m.Price.CreditsPerMillionInput != 0 || m.Price.CreditsPerMillionOutput != 0 || m.Price.CreditsPerImage != 0 || len(m.Price.CreditsPerImageByQuality) > 0:
 		return fmt.Errorf(`a speech model needs "price": {"credits_per_1k_chars": N} and no other price`)
 	case m.MaxInput <= 0:
 		return fmt.Errorf(`a speech model needs "max_input" (characters)`)
@@ -248,6 +285,18 @@ func (m *Model) checkSpeech() error {
 
 // DefaultDeadline is a job model's deadline when the catalog sets none.
 const DefaultDeadline = 15 * time.Minute
+
+// DefaultImageDeadline bounds one attempt of an image request when its
+// model sets no deadline_seconds.
+const DefaultImageDeadline = 5 * time.Minute
+
+// DefaultMaxPrompt is an image model's prompt limit when the catalog sets
+// none: the jobs' limit.
+const DefaultMaxPrompt = 4000
+
+// ImageFormat reports whether f is an image output format: png, jpeg or
+// webp (OpenAI's output_format values).
+func ImageFormat(f string) bool { return f == "png" || f == "jpeg" || f == "webp" }
 
 // Deadline returns how long a job of m may run from its first start.
 func (m *Model) Deadline() time.Duration {
@@ -313,14 +362,25 @@ func (in *Input) Build(prompt, category string, duration int, size, lyrics, form
 	}
 	put(in.DurationMS, duration*1000)
 	if w, h, ok := parseSize(size); ok {
-		g := gcd(w, h)
-		put(in.AspectRatio, fmt.Sprintf("%d:%d", w/g, h/g))
+		ratio, _ := AspectRatio(size)
+		put(in.AspectRatio, ratio)
 		put(in.Resolution, fmt.Sprintf("%dp", min(w, h)))
 		put(in.Size, size)
 	}
 	put(in.Lyrics, lyrics)
 	put(in.Format, format)
 	return out
+}
+
+// AspectRatio returns the aspect ratio of size (WxH): width:height reduced
+// ("16:9", "1:1"), and whether size is WxH.
+func AspectRatio(size string) (string, bool) {
+	w, h, ok := parseSize(size)
+	if !ok {
+		return "", false
+	}
+	g := gcd(w, h)
+	return fmt.Sprintf("%d:%d", w/g, h/g), true
 }
 
 func parseSize(s string) (w, h int, ok bool) {
@@ -411,6 +471,10 @@ func Parse(b []byte) (*Catalog, error) {
 			if m.Capabilities == nil {
 				m.Capabilities = &Capabilities{Streaming: true}
 			}
+		case TypeImage:
+			if err := m.checkImage(); err != nil {
+				return nil, fmt.Errorf("parse catalog: image model %q: %w", m.ID, err)
+			}
 		case TypeMusic, TypeSFX, TypeVideo:
 			if m.MaxDuration <= 0 || m.Price == nil {
 				return nil, fmt.Errorf("parse catalog: job model %q needs max_duration and price", m.ID)
@@ -498,6 +562,64 @@ func (m *Model) checkJobLimits() error {
 		}
 	}
 	return nil
+}
+
+// checkImage checks an image model and applies its defaults (max_prompt,
+// default_response_format): a price per image (and one per quality only
+// for qualities it takes), at least one size with the default among them,
+// a positive max_images, output formats png, jpeg or webp, and a
+// default quality among its qualities.
+func (m *Model) checkImage() error {
+	p := m.Price
+	switch {
+	case p == nil || p.CreditsPerImage <= 0:
+		return fmt.Errorf(`needs "price": {"credits_per_image": N} with N > 0`)
+	case m.MaxImages <= 0:
+		return fmt.Errorf("needs max_images > 0")
+	case len(m.Sizes) == 0 || !slices.Contains(m.Sizes, m.DefaultSize):
+		return fmt.Errorf("needs sizes and a default_size among them; got %v and %q", m.Sizes, m.DefaultSize)
+	case len(m.Formats) == 0:
+		return fmt.Errorf(`needs "formats", e.g. ["png", "jpeg"]`)
+	case m.DefaultQuality != "" && !slices.Contains(m.Qualities, m.DefaultQuality):
+		return fmt.Errorf("default_quality %q is not one of qualities %v", m.DefaultQuality, m.Qualities)
+	case m.MaxPrompt < 0:
+		return fmt.Errorf("max_prompt must not be negative")
+	}
+	for _, s := range m.Sizes {
+		if _, _, ok := parseSize(s); !ok && s != "auto" {
+			return fmt.Errorf("size %q is neither WxH nor auto", s)
+		}
+	}
+	for _, f := range m.Formats {
+		if !ImageFormat(f) {
+			return fmt.Errorf("format %q is not png, jpeg or webp", f)
+		}
+	}
+	for q, v := range p.CreditsPerImageByQuality {
+		if !slices.Contains(m.Qualities, q) || v <= 0 {
+			return fmt.Errorf("credits_per_image_by_quality: %q needs a positive price and to be one of qualities %v", q, m.Qualities)
+		}
+	}
+	switch m.DefaultResponseFormat {
+	case "":
+		m.DefaultResponseFormat = "b64_json"
+	case "b64_json", "url":
+	default:
+		return fmt.Errorf("default_response_format %q is not b64_json or url", m.DefaultResponseFormat)
+	}
+	if m.MaxPrompt == 0 {
+		m.MaxPrompt = DefaultMaxPrompt
+	}
+	return nil
+}
+
+// ImageDeadline returns how long one attempt of an image request on m may
+// take: its deadline_seconds, else DefaultImageDeadline.
+func (m *Model) ImageDeadline() time.Duration {
+	if m.DeadlineSeconds > 0 {
+		return time.Duration(m.DeadlineSeconds) * time.Second
+	}
+	return DefaultImageDeadline
 }
 
 // checkFallbacks checks that m's fallbacks are other models of its type,

@@ -204,6 +204,78 @@ func TestTokensPerSecond(t *testing.T) {
 	}
 }
 
+// TestImageModels: an image model needs a price per image, sizes with its
+// default among them, max_images, and formats among png, jpeg and webp;
+// its default quality and its prices by quality are among its qualities.
+// max_prompt and default_response_format get their defaults.
+func TestImageModels(t *testing.T) {
+	const cat = `{"providers":[{"name":"v","kind":"openai"}],"models":[{"id":"m","type":"image","provider":"v"%s}]}`
+	const ok = `,"sizes":["1024x1024","auto"],"default_size":"auto","max_images":4,"formats":["png"],"price":{"credits_per_image":2}`
+	tests := []struct {
+		name, fields, wantErr string
+	}{
+		{"ok", ok, ""},
+		{"no price", `,"sizes":["1024x1024"],"default_size":"1024x1024","max_images":4,"formats":["png"]`, "credits_per_image"},
+		{"zero price", strings.Replace(ok, `"credits_per_image":2`, `"credits_per_image":0`, 1), "credits_per_image"},
+		{"no max_images", strings.Replace(ok, `"max_images":4,`, "", 1), "max_images"},
+		{"no sizes", strings.Replace(ok, `"sizes":["1024x1024","auto"],`, "", 1), "sizes"},
+		{"default size not offered", strings.Replace(ok, `"default_size":"auto"`, `"default_size":"512x512"`, 1), "default_size"},
+		{"a size that is no size", strings.Replace(ok, `"1024x1024",`, `"big",`, 1), `size "big"`},
+		{"no formats", strings.Replace(ok, `"formats":["png"],`, "", 1), "formats"},
+		{"gif", strings.Replace(ok, `["png"]`, `["png","gif"]`, 1), `format "gif"`},
+		{"default quality not offered", ok + `,"qualities":["low"],"default_quality":"high"`, "default_quality"},
+		{"price of a quality not offered", strings.Replace(ok, `{"credits_per_image":2}`, `{"credits_per_image":2,"credits_per_image_by_quality":{"high":9}}`, 1), "credits_per_image_by_quality"},
+		{"response format", ok + `,"default_response_format":"html"`, "default_response_format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Parse([]byte(fmt.Sprintf(cat, tt.fields)))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Parse = %v; want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse = %v", err)
+			}
+			m, _ := c.Model("m")
+			if m.MaxPrompt != DefaultMaxPrompt || m.DefaultResponseFormat != "b64_json" || m.ImageDeadline() != DefaultImageDeadline {
+				t.Errorf("defaults: max_prompt %d, default_response_format %q, deadline %s", m.MaxPrompt, m.DefaultResponseFormat, m.ImageDeadline())
+			}
+		})
+	}
+}
+
+// TestImageCredits: n images cost their quality's price (the price per
+// image without one), rounded up once for the whole request.
+func TestImageCredits(t *testing.T) {
+	p := &Price{CreditsPerImage: 5, CreditsPerImageByQuality: map[string]float64{"low": 1.5, "high": 20}}
+	tests := []struct {
+		quality string
+		n       int
+		want    int64
+	}{
+		{"", 1, 5}, {"medium", 2, 10}, {"low", 1, 2}, {"low", 2, 3}, {"high", 3, 60}, {"high", 0, 0},
+	}
+	for _, tt := range tests {
+		if got := p.ImageCredits(tt.quality, tt.n); got != tt.want {
+			t.Errorf("ImageCredits(%q, %d) = %d; want %d", tt.quality, tt.n, got, tt.want)
+		}
+	}
+	if got := (*Price)(nil).ImageCredits("", 1); got != 0 {
+		t.Errorf("nil price: %d", got)
+	}
+}
+
+func TestAspectRatio(t *testing.T) {
+	for size, want := range map[string]string{"1920x1080": "16:9", "1024x1024": "1:1", "1344x768": "7:4", "auto": "", "x": ""} {
+		if got, ok := AspectRatio(size); got != want || ok != (want != "") {
+			t.Errorf("AspectRatio(%q) = %q, %v; want %q", size, got, ok, want)
+		}
+	}
+}
+
 // TestSpeechModels checks a speech model's fields: its price per 1,000
 // characters, max_input, formats (mp3 among them), voices and their
 // defaults and mappings, and its speed range.

@@ -603,7 +603,7 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 		targets[i].Model = id
 		if m, ok := g.cat.Model(id); ok {
 			targets[i].Provider = m.Provider
-			targets[i].Keys = route.PoolOf(g.providers[m.Provider])
+			targets[i].Keys = route.PoolKeys(g.providers[m.Provider])
 		}
 	}
 	res, err := g.router.Run(ctx, targets, classify, rt.attempt)

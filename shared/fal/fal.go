@@ -11,6 +11,9 @@
 //     public: no key is sent to them).
 //   - Cancel: PUT cancel_url.
 //
+// It makes images too (images.Provider, Generate): the same queue, polled
+// within the request until the result is ready (see images.go).
+//
 // The key goes in "Authorization: Key <key>" to the queue only. Safe for
 // concurrent use.
 package fal
@@ -23,8 +26,10 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mediafetch"
 	"github.com/genway/genway/shared/route"
@@ -38,20 +43,30 @@ type Config struct {
 	BaseURL    string       // DefaultBaseURL if empty
 	APIKey     string       // one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil
+	// PollInterval is the wait between status reads of an image request,
+	// which is answered within its HTTP request (Generate); 0:
+	// DefaultPollInterval.
+	PollInterval time.Duration
 }
+
+// DefaultPollInterval is the wait between status reads of an image
+// request (fal's own client waits 500 ms).
+const DefaultPollInterval = 500 * time.Millisecond
 
 // Provider talks to fal's queue.
 type Provider struct {
 	base   string
 	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
+	poll   time.Duration
 }
 
 var (
-	_ jobs.Provider  = (*Provider)(nil)
-	_ jobs.Poller    = (*Provider)(nil)
-	_ jobs.Canceller = (*Provider)(nil)
-	_ route.Keyed    = (*Provider)(nil)
+	_ jobs.Provider   = (*Provider)(nil)
+	_ jobs.Poller     = (*Provider)(nil)
+	_ jobs.Canceller  = (*Provider)(nil)
+	_ images.Provider = (*Provider)(nil)
+	_ route.Keyed     = (*Provider)(nil)
 )
 
 // New returns a Provider for cfg.
@@ -64,7 +79,11 @@ func New(cfg Config) *Provider {
 	if c == nil {
 		c = http.DefaultClient
 	}
-	return &Provider{base: base, keys: route.NewKeySet(cfg.APIKey), client: c}
+	poll := cfg.PollInterval
+	if poll <= 0 {
+		poll = DefaultPollInterval
+	}
+	return &Provider{base: base, keys: route.NewKeySet(cfg.APIKey), client: c, poll: poll}
 }
 
 // KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
@@ -93,7 +112,17 @@ func (p *Provider) request(ctx context.Context, method, rawURL string, body []by
 // Start implements jobs.Provider: it queues the request.
 func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
 	in := j.Input
-	body, err := json.Marshal(m.Input.Build(in.Prompt, in.Category, in.Duration, in.Size, in.Lyrics, in.Format))
+	h, err := p.submit(ctx, m, m.Input.Build(in.Prompt, in.Category, in.Duration, in.Size, in.Lyrics, in.Format))
+	if err != nil {
+		return nil, err
+	}
+	return &jobs.Step{Handle: h}, nil
+}
+
+// submit queues input on m's fal endpoint and returns the request's
+// handle: its id, status, response and cancel URLs as fal gave them.
+func (p *Provider) submit(ctx context.Context, m *catalog.Model, input map[string]any) (*jobs.Handle, error) {
+	body, err := json.Marshal(input)
 	if err != nil {
 		return nil, fmt.Errorf("fal: encode input: %w", err)
 	}
@@ -116,47 +145,62 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 	if q.RequestID == "" || q.StatusURL == "" || q.ResponseURL == "" {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "fal queued the request without its status and response URLs."}
 	}
-	return &jobs.Step{Handle: &jobs.Handle{ID: q.RequestID, StatusURL: q.StatusURL, ResultURL: q.ResponseURL, CancelURL: q.CancelURL}}, nil
+	return &jobs.Handle{ID: q.RequestID, StatusURL: q.StatusURL, ResultURL: q.ResponseURL, CancelURL: q.CancelURL}, nil
 }
 
-// Poll implements jobs.Poller.
-func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
-	req, err := p.request(ctx, http.MethodGet, j.Handle.StatusURL, nil)
+// done reads the status of the request h: false while it is IN_QUEUE or
+// IN_PROGRESS, true once it is COMPLETED; an error fal reports in the
+// status fails it (content_policy for its safety checks).
+func (p *Provider) done(ctx context.Context, h *jobs.Handle) (bool, error) {
+	req, err := p.request(ctx, http.MethodGet, h.StatusURL, nil)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	resp, err := mediafetch.Do(ctx, p.client, req, "fal status", apiError)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	var st status
 	if err := mediafetch.DecodeJSON(resp, "fal status", &st); err != nil {
-		return nil, err
+		return false, err
 	}
 	switch st.Status {
 	case "IN_QUEUE", "IN_PROGRESS":
-		return nil, nil
+		return false, nil
 	case "COMPLETED":
 	default:
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: fmt.Sprintf("fal reported the unknown status %q.", st.Status)}
+		return false, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: fmt.Sprintf("fal reported the unknown status %q.", st.Status)}
 	}
 	if st.Error != "" {
 		code := jobs.CodeUpstream
 		if isPolicy(st.ErrorType) {
 			code = jobs.CodeContentPolicy
 		}
-		return nil, &jobs.ProviderError{Code: code, Message: "fal: " + st.Error}
+		return false, &jobs.ProviderError{Code: code, Message: "fal: " + st.Error}
 	}
-	req, err = p.request(ctx, http.MethodGet, j.Handle.ResultURL, nil)
+	return true, nil
+}
+
+// result reads the result of the completed request h into v.
+func (p *Provider) result(ctx context.Context, h *jobs.Handle, v any) error {
+	req, err := p.request(ctx, http.MethodGet, h.ResultURL, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	resp, err = mediafetch.Do(ctx, p.client, req, "fal result", apiError)
+	resp, err := mediafetch.Do(ctx, p.client, req, "fal result", apiError)
 	if err != nil {
+		return err
+	}
+	return mediafetch.DecodeJSON(resp, "fal result", v)
+}
+
+// Poll implements jobs.Poller.
+func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
+	if done, err := p.done(ctx, j.Handle); !done || err != nil {
 		return nil, err
 	}
 	var result any
-	if err := mediafetch.DecodeJSON(resp, "fal result", &result); err != nil {
+	if err := p.result(ctx, j.Handle, &result); err != nil {
 		return nil, err
 	}
 	link, ct := FindMedia(result, j.Type)

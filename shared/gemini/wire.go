@@ -90,6 +90,14 @@ type generationConfig struct {
 	ResponseMimeType string          `json:"responseMimeType,omitempty"`
 	ResponseSchema   json.RawMessage `json:"responseJsonSchema,omitempty"` // JSON Schema; needs responseMimeType application/json
 	ThinkingConfig   *thinkingConfig `json:"thinkingConfig,omitempty"`
+	// Image output (https://ai.google.dev/gemini-api/docs/image-generation):
+	// responseModalities ["IMAGE"] and imageConfig.aspectRatio.
+	ResponseModalities []string     `json:"responseModalities,omitempty"`
+	ImageConfig        *imageConfig `json:"imageConfig,omitempty"`
+}
+
+type imageConfig struct {
+	AspectRatio string `json:"aspectRatio,omitempty"`
 }
 
 type thinkingConfig struct {

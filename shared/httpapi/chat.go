@@ -184,7 +184,8 @@ func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s 
 }
 
 // jsonSink writes a non-streamed completion: one chat.completion object,
-// after keep-alive spaces if it is slow and keepAlive is set.
+// after keep-alive spaces if it is slow and keepAlive is set. The images
+// handler writes its answer through one too (Start, Begin, writeBody).
 type jsonSink struct {
 	w         http.ResponseWriter
 	meta      chunkMeta

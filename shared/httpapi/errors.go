@@ -20,6 +20,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/images"
 )
 
 // MaxBodyBytes is the largest request body accepted: the Lambda synchronous
@@ -106,6 +107,10 @@ func toAPIError(err error, requestID string) *apierr.Error {
 			return &apierr.Error{Kind: apierr.Upstream, Code: "upstream_error",
 				Message: fmt.Sprintf("The %s provider failed (request id %s).", ue.Provider, requestID)}
 		}
+	}
+	var ve *images.VendorError
+	if errors.As(err, &ve) {
+		return vendorAPIError(ve, requestID)
 	}
 	return &apierr.Error{Kind: apierr.Internal, Code: "internal_error",
 		Message: fmt.Sprintf("Internal error; quote request id %s when reporting it.", requestID)}

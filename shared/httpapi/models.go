@@ -32,6 +32,14 @@ type modelView struct {
 	Modes           []string       `json:"modes,omitempty"`
 	DefaultSize     string         `json:"default_size,omitempty"`
 	Price           *catalog.Price `json:"price,omitempty"`
+	// Image models: the most images a request may ask for, the qualities
+	// and the one a request gets when it names none, the response format
+	// answered by default, and the longest prompt.
+	MaxImages             int      `json:"max_images,omitempty"`
+	Qualities             []string `json:"qualities,omitempty"`
+	DefaultQuality        string   `json:"default_quality,omitempty"`
+	DefaultResponseFormat string   `json:"default_response_format,omitempty"`
+	MaxPrompt             int      `json:"max_prompt,omitempty"`
 	// Fallbacks are the models tried, in order, when this one fails.
 	Fallbacks []string `json:"fallbacks,omitempty"`
 
@@ -47,12 +55,17 @@ type modelView struct {
 }
 
 func viewModel(m *catalog.Model) modelView {
-	return modelView{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Type: m.Type,
+	v := modelView{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Type: m.Type,
 		Description: m.Description, Test: m.Test, Capabilities: m.Capabilities, MaxTokens: m.MaxTokens,
 		Formats: m.Formats, MinDuration: m.MinDuration, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
 		Durations: m.Durations, Sizes: m.Sizes, MaxPixels: m.MaxPixels, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: m.Price,
+		MaxImages: m.MaxImages, Qualities: m.Qualities, DefaultQuality: m.DefaultQuality, DefaultResponseFormat: m.DefaultResponseFormat,
 		Fallbacks: m.Fallbacks,
 		Voices:    m.Voices, DefaultVoice: m.DefaultVoice, MaxInput: m.MaxInput, MinSpeed: m.MinSpeed, MaxSpeed: m.MaxSpeed, Instructions: m.Instructions}
+	if m.Type == catalog.TypeImage {
+		v.MaxPrompt = m.MaxPrompt
+	}
+	return v
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured
@@ -63,9 +76,9 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		typ := r.URL.Query().Get("type")
 		switch typ {
-		case "", catalog.TypeChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo, catalog.TypeSpeech:
+		case "", catalog.TypeChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo, catalog.TypeImage, catalog.TypeSpeech:
 		default:
-			writeError(w, r, log, apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video, speech; got %q.", typ))
+			writeError(w, r, log, apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video, image, speech; got %q.", typ))
 			return
 		}
 		models := cat.List(typ, configured)

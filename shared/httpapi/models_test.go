@@ -83,6 +83,11 @@ func TestListModelsFormats(t *testing.T) {
 		{"gpt-4o-mini-tts", []string{"mp3", "opus", "aac", "flac", "wav", "pcm"}},
 		{"eleven-multilingual-v2", []string{"mp3", "wav", "pcm"}},
 		{"eleven-flash-v2-5", []string{"mp3", "wav", "pcm"}},
+		{"synthetic-image", []string{"png", "jpeg"}}, // no WebP encoder in Go's standard library
+		{"gpt-image-1.5", []string{"png", "jpeg", "webp"}},
+		{"gemini-2.5-flash-image", []string{"png"}},
+		{"flux-dev", []string{"jpeg", "png"}},
+		{"flux-schnell", []string{"png", "jpeg", "webp"}},
 	}
 	for _, tt := range tests {
 		if !slices.Equal(got[tt.model], tt.want) {
@@ -136,5 +141,53 @@ func TestCreateJobFormat(t *testing.T) {
 				t.Errorf("POST /v1/jobs %s = %s; want an invalid_request_error naming format", tt.body, b)
 			}
 		})
+	}
+}
+
+// TestListImageModels: GET /v1/models?type=image lists the image models
+// of the configured providers with their image fields: sizes, the
+// default size, max_images, formats, qualities, the default response
+// format, the prompt limit and the price per image.
+func TestListImageModels(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OPENAI_API_KEY": "k"} // synthetic and openai only
+	srv := httptest.NewServer(ListModels(cat, func(k string) string { return env[k] }, slog.New(slog.DiscardHandler)))
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/v1/models?type=image")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []map[string]any `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET /v1/models?type=image = %d, %v", resp.StatusCode, err)
+	}
+	got := map[string]string{}
+	for _, m := range list.Data {
+		b, _ := json.Marshal(map[string]any{"type": m["type"], "sizes": m["sizes"], "default_size": m["default_size"], "max_images": m["max_images"],
+			"formats": m["formats"], "qualities": m["qualities"], "default_quality": m["default_quality"],
+			"default_response_format": m["default_response_format"], "max_prompt": m["max_prompt"], "price": m["price"]})
+		got[m["id"].(string)] = string(b)
+	}
+	want := map[string]string{
+		"synthetic-image": `{"default_quality":null,"default_response_format":"b64_json","default_size":"1024x1024","formats":["png","jpeg"],` +
+			`"max_images":10,"max_prompt":32000,"price":{"credits_per_image":1},"qualities":null,` +
+			`"sizes":["256x256","512x512","1024x1024","1536x1024","1024x1536","1792x1024","1024x1792"],"type":"image"}`,
+		"gpt-image-1.5": `{"default_quality":"medium","default_response_format":"b64_json","default_size":"auto","formats":["png","jpeg","webp"],` +
+			`"max_images":10,"max_prompt":32000,"price":{"credits_per_image":5,"credits_per_image_by_quality":{"auto":20,"high":20,"low":2,"medium":5}},` +
+			`"qualities":["low","medium","high","auto"],"sizes":["1024x1024","1536x1024","1024x1536","auto"],"type":"image"}`,
+	}
+	if len(got) != len(want) {
+		t.Errorf("GET /v1/models?type=image lists %v; want only the configured providers' %d", got, len(want))
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s:\n got %s\nwant %s", id, got[id], w)
+		}
 	}
 }

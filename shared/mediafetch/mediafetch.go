@@ -22,6 +22,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -145,6 +146,30 @@ func Download(ctx context.Context, c *http.Client, rawURL string, header http.He
 	return &jobs.Result{Body: resp.Body, Size: resp.ContentLength, ContentType: ct, Ext: Ext(ct)}, nil
 }
 
+// Fetch downloads rawURL as Download does and reads it whole: its bytes
+// and media type. A file over max bytes is a *jobs.ProviderError
+// (upstream_error); a body cut short a *jobs.TransientError.
+func Fetch(ctx context.Context, c *http.Client, rawURL string, header http.Header, fallbackType string, max int64) ([]byte, string, error) {
+	res, err := Download(ctx, c, rawURL, header, fallbackType)
+	if err != nil {
+		return nil, "", err
+	}
+	defer res.Body.Close()
+	if res.Size > max {
+		return nil, "", &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's file is too large.", Err: fmt.Errorf("download output: %d bytes, over %d", res.Size, max)}
+	}
+	b, err := io.ReadAll(io.LimitReader(res.Body, max+1))
+	switch {
+	case err != nil:
+		return nil, "", TransportError(ctx, "download output", err)
+	case int64(len(b)) > max:
+		return nil, "", &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's file is too large.", Err: fmt.Errorf("download output: over %d bytes", max)}
+	case res.Size >= 0 && int64(len(b)) != res.Size:
+		return nil, "", &jobs.TransientError{Err: fmt.Errorf("download output: %d of %d bytes: %w", len(b), res.Size, io.ErrUnexpectedEOF)}
+	}
+	return b, res.ContentType, nil
+}
+
 // ContentType picks a file's media type: header's, unless it is empty or
 // generic; else the one rawURL's extension implies; else fallback.
 func ContentType(header, rawURL, fallback string) string {
@@ -163,6 +188,7 @@ func ContentType(header, rawURL, fallback string) string {
 var byExt = map[string]string{
 	".mp3": "audio/mpeg", ".wav": "audio/wav", ".flac": "audio/flac", ".ogg": "audio/ogg",
 	".m4a": "audio/mp4", ".aac": "audio/aac", ".mp4": "video/mp4", ".webm": "video/webm", ".mov": "video/quicktime",
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
 }
 
 // Ext returns the file extension (without dot) for a media type: mp3, wav,
@@ -187,19 +213,29 @@ func Ext(contentType string) string {
 		return "webm"
 	case "video/quicktime":
 		return "mov"
+	case "image/png":
+		return "png"
+	case "image/jpeg":
+		return "jpg"
+	case "image/webp":
+		return "webp"
 	}
 	return "bin"
 }
 
 // MatchesType reports whether a media type or a URL's extension fits a job
-// type: audio/* for music and sfx, video/* for video.
+// type: audio/* for music and sfx, video/* for video, image/* for image
+// (catalog.TypeImage).
 func MatchesType(jobType, contentType, rawURL string) bool {
 	if contentType == "" || contentType == "application/octet-stream" {
 		contentType = ContentType("", rawURL, "")
 	}
 	want := "audio/"
-	if jobType == jobs.TypeVideo {
+	switch jobType {
+	case jobs.TypeVideo:
 		want = "video/"
+	case catalog.TypeImage:
+		want = "image/"
 	}
 	return strings.HasPrefix(contentType, want)
 }

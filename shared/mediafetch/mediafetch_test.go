@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -88,6 +89,10 @@ func TestContentType(t *testing.T) {
 		{"", "https://x/A.MP3", "", "audio/mpeg", "mp3"},
 		{"binary/octet-stream", "https://x/a", "video/mp4", "video/mp4", "mp4"},
 		{"", "https://x/a.xyz", "", "", "bin"},
+		{"application/octet-stream", "https://x/img-0.png", "", "image/png", "png"},
+		{"", "https://x/out.jpg", "", "image/jpeg", "jpg"},
+		{"", "https://x/out.JPEG", "", "image/jpeg", "jpg"},
+		{"", "https://x/out-1.webp", "", "image/webp", "webp"},
 	}
 	for _, tt := range tests {
 		got := ContentType(tt.header, tt.url, tt.fallback)
@@ -108,6 +113,9 @@ func TestMatchesType(t *testing.T) {
 		{jobs.TypeSFX, "", "https://x/a.mp3", true},
 		{jobs.TypeSFX, "", "https://x/a.png", false},
 		{jobs.TypeVideo, "application/octet-stream", "https://x/a.webm", true},
+		{catalog.TypeImage, "", "https://x/a.png", true},
+		{catalog.TypeImage, "image/webp", "", true},
+		{catalog.TypeImage, "video/mp4", "", false},
 	}
 	for _, tt := range tests {
 		if got := MatchesType(tt.jobType, tt.ct, tt.url); got != tt.want {
@@ -126,5 +134,43 @@ func TestDecodeJSON(t *testing.T) {
 	resp = &http.Response{Body: io.NopCloser(strings.NewReader(`{"a":1}`))}
 	if err := DecodeJSON(resp, "status", &v); err != nil || v["a"] != 1.0 {
 		t.Errorf("DecodeJSON = %v, %v", v, err)
+	}
+}
+
+// TestFetch: a file read whole with its type; one over the cap, or cut
+// short, is an error of the kind the worker and the router expect.
+func TestFetch(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/short.png":
+			w.Header().Set("Content-Length", "10")
+			io.WriteString(w, "12345")
+			return
+		case "/big.png":
+			io.WriteString(w, strings.Repeat("x", 100))
+			return
+		case "/gone.png":
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		io.WriteString(w, "picture")
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	b, ct, err := Fetch(ctx, srv.Client(), srv.URL+"/a.png?sig=1", nil, "image/jpeg", 64)
+	if err != nil || string(b) != "picture" || ct != "image/png" {
+		t.Errorf("Fetch = %q, %s, %v; want the picture as image/png", b, ct, err)
+	}
+	var pe *jobs.ProviderError
+	var te *jobs.TransientError
+	if _, _, err := Fetch(ctx, srv.Client(), srv.URL+"/big.png", nil, "", 64); !errors.As(err, &pe) || pe.Code != jobs.CodeUpstream {
+		t.Errorf("Fetch(big) = %v; want an upstream_error", err)
+	}
+	if _, _, err := Fetch(ctx, srv.Client(), srv.URL+"/short.png", nil, "", 64); !errors.As(err, &te) {
+		t.Errorf("Fetch(cut short) = %v; want a transient error", err)
+	}
+	if _, _, err := Fetch(ctx, srv.Client(), srv.URL+"/gone.png", nil, "", 64); !errors.As(err, &pe) || pe.Status != 404 {
+		t.Errorf("Fetch(gone) = %v; want the vendor's 404", err)
 	}
 }

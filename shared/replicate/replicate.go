@@ -15,6 +15,10 @@
 //     fail the job.
 //   - Cancel: POST urls.cancel.
 //
+// It makes images too (images.Provider, Generate): a prediction created
+// with "Prefer: wait", read again within the request until it ends (see
+// images.go).
+//
 // The token goes in "Authorization: Bearer <token>" to the API only. Safe
 // for concurrent use.
 package replicate
@@ -26,8 +30,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mediafetch"
 	"github.com/genway/genway/shared/route"
@@ -41,20 +47,29 @@ type Config struct {
 	BaseURL    string       // DefaultBaseURL if empty
 	APIToken   string       // one token, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil
+	// PollInterval is the wait between reads of an image prediction that
+	// "Prefer: wait" did not see end (Generate); 0: DefaultPollInterval.
+	PollInterval time.Duration
 }
+
+// DefaultPollInterval is the wait between reads of an image prediction
+// (Replicate's own client polls every 500 ms).
+const DefaultPollInterval = 500 * time.Millisecond
 
 // Provider talks to Replicate.
 type Provider struct {
 	base   string
 	tokens route.KeySet // each call sends the token its ctx names (route.WithKey)
 	client *http.Client
+	poll   time.Duration
 }
 
 var (
-	_ jobs.Provider  = (*Provider)(nil)
-	_ jobs.Poller    = (*Provider)(nil)
-	_ jobs.Canceller = (*Provider)(nil)
-	_ route.Keyed    = (*Provider)(nil)
+	_ jobs.Provider   = (*Provider)(nil)
+	_ jobs.Poller     = (*Provider)(nil)
+	_ jobs.Canceller  = (*Provider)(nil)
+	_ images.Provider = (*Provider)(nil)
+	_ route.Keyed     = (*Provider)(nil)
 )
 
 // New returns a Provider for cfg.
@@ -67,7 +82,11 @@ func New(cfg Config) *Provider {
 	if c == nil {
 		c = http.DefaultClient
 	}
-	return &Provider{base: base, tokens: route.NewKeySet(cfg.APIToken), client: c}
+	poll := cfg.PollInterval
+	if poll <= 0 {
+		poll = DefaultPollInterval
+	}
+	return &Provider{base: base, tokens: route.NewKeySet(cfg.APIToken), client: c, poll: poll}
 }
 
 // KeyIDs returns the KeyIDs of the provider's token pool (route.Keyed).
@@ -95,7 +114,18 @@ func (p *Provider) request(ctx context.Context, method, rawURL string, body []by
 // Start implements jobs.Provider: it creates the prediction.
 func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
 	in := j.Input
-	input := m.Input.Build(in.Prompt, in.Category, in.Duration, in.Size, in.Lyrics, in.Format)
+	pr, err := p.create(ctx, m, m.Input.Build(in.Prompt, in.Category, in.Duration, in.Size, in.Lyrics, in.Format), 0)
+	if err != nil {
+		return nil, err
+	}
+	return &jobs.Step{Handle: &jobs.Handle{ID: pr.ID, StatusURL: pr.URLs.Get, CancelURL: pr.URLs.Cancel}}, nil
+}
+
+// create creates a prediction of m with input: by model for an upstream
+// "owner/name", by version for "owner/name:version". wait > 0 sends
+// "Prefer: wait=<wait>": Replicate holds the answer until the prediction
+// ends or wait seconds pass.
+func (p *Provider) create(ctx context.Context, m *catalog.Model, input map[string]any, wait int) (*prediction, error) {
 	model, version, _ := strings.Cut(m.Upstream, ":")
 	owner, name, ok := strings.Cut(model, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") || strings.ContainsAny(m.Upstream, "?#") {
@@ -113,6 +143,9 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 	if err != nil {
 		return nil, err
 	}
+	if wait > 0 {
+		req.Header.Set("Prefer", fmt.Sprintf("wait=%d", wait))
+	}
 	resp, err := mediafetch.Do(ctx, p.client, req, "replicate create", apiError)
 	if err != nil {
 		return nil, err
@@ -124,12 +157,12 @@ func (p *Provider) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*j
 	if pr.ID == "" || pr.URLs.Get == "" {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate created a prediction without its id and URL."}
 	}
-	return &jobs.Step{Handle: &jobs.Handle{ID: pr.ID, StatusURL: pr.URLs.Get, CancelURL: pr.URLs.Cancel}}, nil
+	return &pr, nil
 }
 
-// Poll implements jobs.Poller.
-func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
-	req, err := p.request(ctx, http.MethodGet, j.Handle.StatusURL, nil)
+// get reads the prediction at rawURL (its urls.get).
+func (p *Provider) get(ctx context.Context, rawURL string) (*prediction, error) {
+	req, err := p.request(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -141,10 +174,18 @@ func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jo
 	if err := mediafetch.DecodeJSON(resp, "replicate get", &pr); err != nil {
 		return nil, err
 	}
+	return &pr, nil
+}
+
+// ended reports whether pr has ended: false while it is starting or
+// processing, true once it succeeded; a prediction that failed, was
+// cancelled or aborted (past its deadline before it started) is an error.
+func ended(pr *prediction) (bool, error) {
 	switch pr.Status {
 	case "starting", "processing":
-		return nil, nil
+		return false, nil
 	case "succeeded":
+		return true, nil
 	case "failed":
 		msg := fmt.Sprint(pr.Error)
 		if pr.Error == nil {
@@ -154,13 +195,23 @@ func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jo
 		if isPolicy(msg) {
 			code = jobs.CodeContentPolicy
 		}
-		return nil, &jobs.ProviderError{Code: code, Message: "Replicate: the prediction failed: " + msg}
+		return false, &jobs.ProviderError{Code: code, Message: "Replicate: the prediction failed: " + msg}
 	case "canceled":
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate: the prediction was cancelled at the vendor."}
+		return false, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate: the prediction was cancelled at the vendor."}
 	case "aborted":
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate: the prediction passed its deadline before it started."}
-	default:
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: fmt.Sprintf("Replicate reported the unknown status %q.", pr.Status)}
+		return false, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Replicate: the prediction passed its deadline before it started."}
+	}
+	return false, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: fmt.Sprintf("Replicate reported the unknown status %q.", pr.Status)}
+}
+
+// Poll implements jobs.Poller.
+func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
+	pr, err := p.get(ctx, j.Handle.StatusURL)
+	if err != nil {
+		return nil, err
+	}
+	if done, err := ended(pr); !done || err != nil {
+		return nil, err
 	}
 	link := outputURL(pr.Output, j.Type)
 	if link == "" {

@@ -66,9 +66,9 @@ type Keyed interface {
 	KeyIDs() []string
 }
 
-// PoolOf returns the KeyIDs of p's key pool when p is Keyed with more
-// than one key (a Target's Keys), nil otherwise.
-func PoolOf(p any) []string {
+// PoolKeys returns the KeyIDs of p's key pool when p is Keyed with more
+// than one key (a Target's Keys), else nil: one key needs no choosing.
+func PoolKeys(p any) []string {
 	if k, ok := p.(Keyed); ok {
 		if ids := k.KeyIDs(); len(ids) > 1 {
 			return ids

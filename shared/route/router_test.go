@@ -525,3 +525,19 @@ func TestOutsideRun(t *testing.T) {
 		}
 	}
 }
+
+type keyed []string
+
+func (k keyed) KeyIDs() []string { return k }
+
+// TestPoolKeys: a Target's Keys are a pool's, more than one key.
+func TestPoolKeys(t *testing.T) {
+	for _, tt := range []struct {
+		p    any
+		want int
+	}{{nil, 0}, {"not keyed", 0}, {keyed{"a"}, 0}, {keyed{"a", "b"}, 2}} {
+		if got := PoolKeys(tt.p); len(got) != tt.want {
+			t.Errorf("PoolKeys(%v) = %v; want %d keys", tt.p, got, tt.want)
+		}
+	}
+}

@@ -154,7 +154,7 @@ func (s *Service) Speak(ctx context.Context, account string, r *Request, w Write
 	}
 	targets := make([]route.Target, len(cands))
 	for i, c := range cands {
-		targets[i] = route.Target{Model: c.call.Model.ID, Provider: c.call.Model.Provider, Keys: route.PoolOf(c.provider)}
+		targets[i] = route.Target{Model: c.call.Model.ID, Provider: c.call.Model.Provider, Keys: route.PoolKeys(c.provider)}
 	}
 	rt := &routed{cands: cands, w: w, delivered: -1, buf: make([]byte, readSize)}
 	res, err := s.Router.Run(ctx, targets, classify, rt.attempt)

@@ -219,15 +219,10 @@ func failure() error {
 // fail: (see the package doc); neither for a rich trigger that names
 // another model, or text without FailPrefix.
 func failures(text, model string) (early *chat.UpstreamError, plain bool) {
-	rest, ok := strings.CutPrefix(text, FailPrefix)
+	trigger, only, named, ok := failTrigger(text)
 	if !ok {
 		return nil, false
 	}
-	trigger := rest // the word right after the prefix ("fail: 503" is plain fail:)
-	if i := strings.IndexFunc(rest, unicode.IsSpace); i >= 0 {
-		trigger = rest[:i]
-	}
-	trigger, only, named := strings.Cut(trigger, "@")
 	msg := "synthetic failure requested by a message starting with " + FailPrefix + trigger
 	status, err := strconv.Atoi(trigger)
 	switch {
@@ -245,6 +240,23 @@ func failures(text, model string) (early *chat.UpstreamError, plain bool) {
 		return nil, false
 	}
 	return early, false
+}
+
+// failTrigger reads a request's failure trigger (see the package doc) in
+// text: ok if text begins with FailPrefix; trigger is the word right after
+// the prefix ("" for none: "fail: 503" is plain fail:), cut at "@", and
+// only the model named after the "@" (named: there is an "@").
+func failTrigger(text string) (trigger, only string, named, ok bool) {
+	rest, ok := strings.CutPrefix(text, FailPrefix)
+	if !ok {
+		return "", "", false, false
+	}
+	trigger = rest
+	if i := strings.IndexFunc(rest, unicode.IsSpace); i >= 0 {
+		trigger = rest[:i]
+	}
+	trigger, only, named = strings.Cut(trigger, "@")
+	return trigger, only, named, true
 }
 
 // answer is a planned completion.

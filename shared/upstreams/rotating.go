@@ -93,8 +93,8 @@ func NewRotatingMedia(ctx context.Context, cat *catalog.Catalog, rot Rotation, h
 	}, wrapMedia, time.Now)
 }
 
-// newRotating reads the keys of the catalog providers with models of
-// types, builds the first generation with build and wraps each of its
+// newRotating reads the keys of the catalog providers with models of one
+// of types, builds the first generation with build and wraps each of its
 // providers in a delegate with wrap; now is the clock.
 func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, types []string,
 	build func(getenv func(string) string) (map[string]T, error),

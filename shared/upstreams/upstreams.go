@@ -3,8 +3,10 @@
 // provider, of the package for its kind (synthetic, openai, anthropic,
 // gemini, bedrock), one jobs.Provider per configured media vendor
 // (synthetic, elevenlabs, vertex and gemini for Veo, fal, replicate), and
-// one speech.Provider per configured speech vendor (synthetic, openai,
-// elevenlabs). It is wiring, used by cmd/genway and the functions.
+// one images.Provider per configured provider with image models
+// (synthetic, openai, gemini, fal, replicate), and one speech.Provider per
+// configured speech vendor (synthetic, openai, elevenlabs). It is wiring,
+// used by cmd/genway and the functions.
 package upstreams
 
 import (
@@ -24,6 +26,7 @@ import (
 	"github.com/genway/genway/shared/elevenlabs"
 	"github.com/genway/genway/shared/fal"
 	"github.com/genway/genway/shared/gemini"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/openai"
 	"github.com/genway/genway/shared/replicate"
@@ -89,15 +92,8 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 	})
 }
 
-// The model types each builder makes providers for.
-var (
-	chatTypes   = []string{catalog.TypeChat}
-	jobTypes    = []string{catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo}
-	speechTypes = []string{catalog.TypeSpeech}
-)
-
 // build makes one T, with newT, for each configured catalog provider that
-// has models of types, given its key and base URL (the catalog's,
+// has models of one of types, given its key and base URL (the catalog's,
 // overridden by its env var). An error of newT is returned, naming the
 // provider.
 func build[T any](cat *catalog.Catalog, getenv func(string) string, types []string, newT func(p *catalog.Provider, key, base string) (T, error)) (map[string]T, error) {
@@ -174,6 +170,15 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	})
 }
 
+// The model types of each kind of provider New, NewMedia, NewImages and
+// NewSpeech build.
+var (
+	chatTypes   = []string{catalog.TypeChat}
+	jobTypes    = []string{catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo}
+	imageTypes  = []string{catalog.TypeImage}
+	speechTypes = []string{catalog.TypeSpeech}
+)
+
 // NewSpeech returns the configured speech providers by catalog provider
 // name: the synthetic provider (unless GENWAY_SYNTHETIC=off), OpenAI (any
 // provider of kind openai with speech models) and ElevenLabs, each when
@@ -206,4 +211,32 @@ func serves(cat *catalog.Catalog, provider string, types []string) bool {
 		}
 	}
 	return false
+}
+
+// NewImages returns the configured image providers by catalog provider
+// name: the synthetic provider (unless GENWAY_SYNTHETIC=off) and each
+// provider with image models whose key is set, at its base URL (the
+// catalog's, overridden by its env var). httpClient may be nil
+// (NewMediaHTTPClient). A provider of a kind that makes no images is an
+// error, naming it.
+func NewImages(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]images.Provider, error) {
+	if httpClient == nil {
+		httpClient = NewMediaHTTPClient()
+	}
+	return build(cat, getenv, imageTypes, func(p *catalog.Provider, key, base string) (images.Provider, error) {
+		c := httpClient
+		switch p.Kind {
+		case "synthetic":
+			return synthetic.Images{}, nil
+		case "openai":
+			return openai.NewImages(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "gemini":
+			return gemini.NewImages(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "fal":
+			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+		case "replicate":
+			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c}), nil
+		}
+		return nil, fmt.Errorf("kind %q makes no images", p.Kind)
+	})
 }

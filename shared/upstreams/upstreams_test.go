@@ -124,7 +124,7 @@ func TestNewMedia(t *testing.T) {
 		{"synthetic off", map[string]string{"GENWAY_SYNTHETIC": "off"}, "", ""},
 		// Gemini's key is a chat provider's only: the catalog's Veo models
 		// are Vertex AI's.
-		{"every vendor; chat-only providers skipped", all,
+		{"every vendor; chat-only and image-only providers skipped", all,
 			"elevenlabs=*elevenlabs.Provider fal=*fal.Provider replicate=*replicate.Provider synthetic=synthetic.Media vertex=*gemini.VertexVideo", ""},
 		{"an unusable Vertex AI key", map[string]string{"GOOGLE_VERTEX_CREDENTIALS": strings.Replace(key, "service_account", "authorized_user", 1)},
 			"", "provider vertex: vertex credentials: not a service-account key"},
@@ -162,6 +162,41 @@ func TestNewMedia(t *testing.T) {
 		if _, ok := provs[name]; ok {
 			t.Errorf("New built a chat provider for %s", name)
 		}
+	}
+}
+
+// TestNewImages: one image provider per configured provider with image
+// models, of its kind's package; none for the others.
+func TestNewImages(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // provider=type, sorted
+	}{
+		{"defaults", nil, "synthetic=synthetic.Images"},
+		{"synthetic off", map[string]string{"GENWAY_SYNTHETIC": "off"}, ""},
+		{"every vendor", map[string]string{"OPENAI_API_KEY": "k", "GEMINI_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "ELEVENLABS_API_KEY": "k", "ANTHROPIC_API_KEY": "k"},
+			"fal=*fal.Provider gemini=*gemini.Images openai=*openai.Images replicate=*replicate.Provider synthetic=synthetic.Images"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			provs, err := NewImages(cat, func(k string) string { return tt.env[k] }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for name, p := range provs {
+				got = append(got, fmt.Sprintf("%s=%T", name, p))
+			}
+			sort.Strings(got)
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("NewImages(%v) = %v; want %v", tt.env, got, tt.want)
+			}
+		})
 	}
 }
 

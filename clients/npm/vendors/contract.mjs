@@ -16,14 +16,15 @@ export const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // describe turns whatever an SDK threw into plain JSON: its class, the
 // HTTP status it carries (each SDK keeps it in its own field), its
-// message and the error body it parsed, if any.
+// message and the error body it parsed, if any (each SDK in its own
+// field too).
 function describe(err) {
   const status = err?.status ?? err?.statusCode ?? err?.response?.status ?? 0;
   return {
     class: err?.constructor?.name ?? typeof err,
     status: typeof status === "number" ? status : 0,
     message: String(err?.message ?? err),
-    body: err?.body ?? null,
+    body: err?.body ?? err?.error ?? null, // openai's APIError keeps the parsed error object in .error
   };
 }
 

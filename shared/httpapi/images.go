@@ -1,0 +1,139 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/images"
+	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/route"
+)
+
+// ImagesOption configures GenerateImages.
+type ImagesOption func(*imagesConfig)
+
+type imagesConfig struct {
+	keepAlive time.Duration // 0: no keep-alive
+}
+
+// ImagesKeepAlive makes an answer that is still silent after d send a
+// space, and again every d (JSON allows whitespace before the value), so
+// that API Gateway, whose streamed integration cuts a response that stays
+// idle, keeps it open while a vendor draws: as ChatKeepAlive does for
+// chat. The 200 status is then committed: a failure after it is the error
+// envelope as the body. d <= 0 turns it off (the default).
+func ImagesKeepAlive(d time.Duration) ImagesOption {
+	return func(c *imagesConfig) { c.keepAlive = d }
+}
+
+// imagesView is the answer of POST /v1/images/generations: OpenAI's
+// ImagesResponse (created, data, and where known usage, size, quality,
+// output_format, background), plus the model that made the images.
+type imagesView struct {
+	Created      int64          `json:"created"`
+	Data         []images.Datum `json:"data"`
+	Model        string         `json:"model"`
+	Background   string         `json:"background,omitempty"`
+	OutputFormat string         `json:"output_format"`
+	Quality      string         `json:"quality,omitempty"`
+	Size         string         `json:"size,omitempty"`
+	Usage        *images.Usage  `json:"usage,omitempty"`
+}
+
+// GenerateImages serves POST /v1/images/generations for the account in
+// the request context (see Authenticated): decode, one service call
+// (images.Service.Generate: validation, credits, routing, storage),
+// encode. Every image is data[i].b64_json or, with response_format url,
+// data[i].url, a link to our own storage; the model that made them is in
+// model and the attempts in the X-Genway-Attempts header (on a failure
+// too). Errors are the OpenAI envelope: a bad field a 400 naming it, a
+// refused prompt a 400 content_policy with the vendor's words, a vendor's
+// failure as chat's are (429, 502, 503, 504).
+func GenerateImages(svc *images.Service, log *slog.Logger, opts ...ImagesOption) http.Handler {
+	var cfg imagesConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		js := &jsonSink{w: w, keepAlive: cfg.keepAlive}
+		defer js.stopKeepAlive()
+		if err := serveImages(w, r, svc, js); err != nil {
+			var ve *images.VendorError
+			if errors.As(err, &ve) && len(ve.Attempts) > 0 {
+				noteRoute(r.Context(), "", len(ve.Attempts))
+				if !js.committed() {
+					w.Header().Set(AttemptsHeader, route.FormatAttempts(ve.Attempts))
+				}
+			}
+			writeChatError(w, r, log, js, err)
+		}
+	})
+}
+
+// serveImages decodes the request, runs it and writes the answer through
+// js (after keep-alive spaces if the vendor is slow).
+func serveImages(w http.ResponseWriter, r *http.Request, svc *images.Service, js *jsonSink) error {
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	var req images.Request
+	if err := unmarshal(body, &req); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	noteModel(ctx, req.Model)
+	js.Start()
+	res, err := svc.Generate(ctx, account(r), &req)
+	if err != nil {
+		return err
+	}
+	noteRoute(ctx, res.Model, len(res.Attempts))
+	js.Begin(chat.Answer{Model: res.Model, Attempts: res.Attempts}) // the attempts header, unless a space was sent
+	return js.writeBody(&imagesView{Created: res.Created, Data: res.Data, Model: res.Model, Background: res.Background,
+		OutputFormat: res.OutputFormat, Quality: res.Quality, Size: res.Size, Usage: res.Usage})
+}
+
+// vendorAPIError is the client-facing error of a request that failed at
+// its image vendors: a refused prompt is a 400 content_policy with the
+// vendor's words; every other failure is mapped as chat's upstream
+// failures are, by the vendor's status (a 400 with its words; 429, 502,
+// 503, 504), a timeout 504, anything else 502.
+func vendorAPIError(ve *images.VendorError, requestID string) *apierr.Error {
+	var (
+		pe *jobs.ProviderError
+		te *jobs.TransientError
+		ue *chat.UpstreamError
+	)
+	switch {
+	case errors.As(ve.Err, &pe) && pe.Code == jobs.CodeContentPolicy:
+		msg := pe.Message
+		if msg == "" {
+			msg = fmt.Sprintf("The %s provider refused the prompt.", ve.Provider)
+		}
+		return &apierr.Error{Kind: apierr.Invalid, Code: "content_policy", Message: msg, Err: ve.Err}
+	case errors.As(ve.Err, &pe):
+		ue = chat.StatusError(ve.Provider, pe.Status, nil, pe.Message, ve.Err)
+		if pe.Code == jobs.CodeTimeout {
+			ue.Kind = chat.UpstreamTimeout
+		}
+	case errors.As(ve.Err, &te):
+		ue = chat.StatusError(ve.Provider, te.Status, nil, "", ve.Err)
+		ue.RetryAfter = te.RetryAfter
+		var ne interface{ Timeout() bool }
+		if te.Status == 0 && errors.As(te, &ne) && ne.Timeout() {
+			ue.Kind = chat.UpstreamTimeout
+		}
+	default:
+		ue = &chat.UpstreamError{Provider: ve.Provider, Kind: chat.UpstreamFailed, Err: ve.Err}
+	}
+	return toAPIError(ue, requestID)
+}

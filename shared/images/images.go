@@ -1,0 +1,193 @@
+// Package images is image generation in OpenAI's Images API shape (POST
+// /v1/images/generations): the request and its validation against the
+// catalog, the Provider interface the vendor adapters implement, and the
+// Service that runs a request: it reserves the request's credits, routes
+// it over the model and its catalog fallbacks (route.Router.Run, skipping
+// those that cannot serve it), stores the images when the client asked for
+// links, settles the reservation (the answering model's price for the
+// images made, or nothing) and answers.
+//
+// A vendor that answers with links to its files (fal, Replicate, OpenAI's
+// retired dall-e) is downloaded by its adapter: the answer carries the
+// bytes (b64_json) or a link to our own storage (url), never the vendor's
+// link.
+package images
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/route"
+)
+
+// Response formats.
+const (
+	FormatB64 = "b64_json"
+	FormatURL = "url"
+)
+
+// SizeAuto is the size a vendor picks itself (OpenAI's "auto").
+const SizeAuto = "auto"
+
+// Request is a decoded POST /v1/images/generations body, OpenAI's fields.
+// Optional fields are pointers so that a field that was sent is seen: one
+// the model cannot honour is refused, never silently dropped.
+type Request struct {
+	Model          string  `json:"model"`
+	Prompt         string  `json:"prompt"`
+	N              *int    `json:"n"`
+	Size           *string `json:"size"`
+	Quality        *string `json:"quality"`
+	OutputFormat   *string `json:"output_format"`
+	ResponseFormat *string `json:"response_format"`
+	// Background, OutputCompression and Moderation are honoured by the
+	// providers whose Features say so and refused (400) by the others;
+	// "auto" (the default) is no preference and accepted by all.
+	Background        *string `json:"background"`
+	OutputCompression *int    `json:"output_compression"`
+	Moderation        *string `json:"moderation"`
+	// User and SafetyIdentifier are forwarded where the vendor takes
+	// them (OpenAI) and accepted, not forwarded, elsewhere (as chat's
+	// user is).
+	User             string `json:"user"`
+	SafetyIdentifier string `json:"safety_identifier"`
+
+	// OpenAI fields Genway does not honour: refused with a 400 naming
+	// them when set (stream false and a null are accepted).
+	Stream          *bool   `json:"stream"`
+	PartialImages   *int    `json:"partial_images"`
+	Style           *string `json:"style"`
+	Complexity      *string `json:"complexity"`
+	FrameCount      *int    `json:"frame_count"`
+	FrameDurationMS *int    `json:"frame_duration_ms"`
+	SVG             any     `json:"svg"`
+}
+
+// Params are a request resolved for one model: the model's defaults
+// applied, every value one it takes. Adapters get them.
+type Params struct {
+	Prompt  string
+	N       int
+	Size    string // WxH, or SizeAuto where the model takes it
+	Quality string // "" for none (the vendor's default)
+	Format  string // png, jpeg or webp
+	// Background ("transparent", "opaque"), Compression (0-100, nil for
+	// none) and Moderation ("low") are set only when the request asked
+	// for something other than the default, and only for a provider
+	// whose Features honour them.
+	Background  string
+	Compression *int
+	Moderation  string
+	User        string // OpenAI's safety_identifier (or user)
+}
+
+// Image is one generated image: its bytes and media type (image/png,
+// image/jpeg, image/webp), and the prompt the vendor used if it revised
+// it.
+type Image struct {
+	Data          []byte
+	ContentType   string
+	RevisedPrompt string
+}
+
+// Usage is the token usage of a generation, where the vendor reports
+// tokens (OpenAI's GPT Image models, Gemini), in OpenAI's shape.
+type Usage struct {
+	InputTokens        int           `json:"input_tokens"`
+	InputTokensDetails TokensDetails `json:"input_tokens_details"`
+	OutputTokens       int           `json:"output_tokens"`
+	TotalTokens        int           `json:"total_tokens"`
+}
+
+// TokensDetails splits a token count into text and image tokens.
+type TokensDetails struct {
+	TextTokens  int `json:"text_tokens"`
+	ImageTokens int `json:"image_tokens"`
+}
+
+// Output is what a provider made: at least one image, at most Params.N.
+type Output struct {
+	Images []Image
+	Usage  *Usage // nil if the vendor reports none
+	// Size is the images' size as the vendor reports it ("" if it does
+	// not: the size asked for).
+	Size string
+}
+
+// Provider makes images with one vendor. Implementations are safe for
+// concurrent use and honour ctx (its deadline bounds the whole call,
+// polls included).
+//
+// Errors are the media vendors' (jobs.ProviderError for a failure that
+// another attempt will not cure, with Code jobs.CodeContentPolicy and the
+// vendor's words for a refused prompt; jobs.TransientError for 408, 429,
+// 5xx and network faults), classified for routing by jobs.Failure.
+type Provider interface {
+	Generate(ctx context.Context, m *catalog.Model, p *Params) (*Output, error)
+}
+
+// Features are the optional fields a provider honours.
+type Features struct {
+	Background  bool // background transparent or opaque
+	Compression bool // output_compression
+	Moderation  bool // moderation low
+}
+
+// FeatureProvider is implemented by a Provider that honours some
+// Features; one that does not implement it honours none.
+type FeatureProvider interface {
+	Features() Features
+}
+
+// featuresOf returns p's Features.
+func featuresOf(p Provider) Features {
+	if f, ok := p.(FeatureProvider); ok {
+		return f.Features()
+	}
+	return Features{}
+}
+
+// VendorError is the failure of a request that no candidate answered:
+// the last attempt's provider and its error (a jobs.ProviderError or
+// jobs.TransientError as the adapter returned it, or another error).
+// httpapi maps it: a refused prompt is a 400 content_policy with the
+// vendor's words, the rest as chat's upstream failures are.
+type VendorError struct {
+	Provider string
+	Model    string
+	Err      error
+	// Attempts are the attempts the request made, this one last.
+	Attempts []route.Attempt
+}
+
+func (e *VendorError) Error() string {
+	return fmt.Sprintf("images: %s (%s): %v", e.Model, e.Provider, e.Err)
+}
+
+// Unwrap returns the adapter's error.
+func (e *VendorError) Unwrap() error { return e.Err }
+
+// ContentType returns the media type of an output format.
+func ContentType(format string) string {
+	switch format {
+	case "jpeg":
+		return "image/jpeg"
+	case "webp":
+		return "image/webp"
+	}
+	return "image/png"
+}
+
+// ext returns the file extension of an image media type.
+func ext(contentType string) string {
+	switch contentType {
+	case "image/jpeg":
+		return "jpg"
+	case "image/webp":
+		return "webp"
+	case "image/gif":
+		return "gif"
+	}
+	return "png"
+}
