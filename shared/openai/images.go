@@ -183,7 +183,7 @@ func (p *Images) refusal(status int, body []byte) jobs.Refusal {
 	var code string
 	_ = json.Unmarshal(v.Error.Code, &code)
 	switch {
-	case code == "moderation_blocked" || code == "content_policy_violation":
+	case moderated(code):
 		r.Code = jobs.CodeContentPolicy
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		r.Message, r.Account = p.name+" refused the configured key: "+r.Message, true

@@ -31,8 +31,7 @@ type speechRequest struct {
 // makes it; a streamed WAV comes with 0xFFFFFFFF sizes in its header, as
 // OpenAI writes it. Failures are *chat.UpstreamError, classified as chat
 // completions' are (the body's reads too: TransportBody); a 400 whose
-// error code says the input broke the usage policies
-// (content_policy_violation, moderation_blocked) is speech.ContentPolicy's
+// error code is its safety system's (moderated) is speech.ContentPolicy's
 // 400 with OpenAI's message.
 func (p *Provider) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, error) {
 	r := speechRequest{Model: c.Model.Upstream, Input: c.Input, Voice: c.Voice, ResponseFormat: c.Format, Instructions: c.Instructions}
@@ -74,19 +73,21 @@ func (p *Provider) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, er
 }
 
 // refusedContent reports whether an error body is OpenAI's refusal of the
-// input on content grounds: error.code content_policy_violation (the
-// Images API's) or moderation_blocked.
+// input on content grounds (see moderated).
 func refusedContent(body []byte) bool {
 	var v struct {
-		Error struct {
-			Code json.RawMessage `json:"code"`
-			Type string          `json:"type"`
-		} `json:"error"`
+		Error *wireError `json:"error"`
 	}
-	if json.Unmarshal(body, &v) != nil {
+	if json.Unmarshal(body, &v) != nil || v.Error == nil {
 		return false
 	}
 	var code string
 	_ = json.Unmarshal(v.Error.Code, &code)
-	return code == "content_policy_violation" || code == "moderation_blocked" || v.Error.Type == "moderation"
+	return moderated(code)
+}
+
+// moderated reports whether an OpenAI error code is its safety system's
+// refusal: moderation_blocked, or content_policy_violation (DALL-E's).
+func moderated(code string) bool {
+	return code == "moderation_blocked" || code == "content_policy_violation"
 }
