@@ -24,8 +24,9 @@ import (
 // the package doc): "fail:503" (any status from 400 to 599) and
 // "fail:drop" before any audio, a failure another model can answer;
 // plain "fail:" after the first pieces of audio, a failure nothing can
-// hide. "fail:503@synthetic-speech" fails only that model. Safe for
-// concurrent use.
+// hide; "fail:policy" is refused as a vendor refuses a text on content
+// grounds (content_policy). "fail:503@synthetic-speech" fails only that
+// model. Safe for concurrent use.
 type Speech struct{}
 
 var _ speech.Provider = Speech{}
@@ -39,7 +40,11 @@ func (Speech) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	early, plain := failures(strings.TrimSpace(c.Input), c.Model.ID)
+	text := strings.TrimSpace(c.Input)
+	if trigger, only, named, _ := failTrigger(text); trigger == "policy" && (!named || only == c.Model.ID) {
+		return nil, speech.ContentPolicy("The synthetic provider refused this input (it starts with "+FailPrefix+"policy).", nil)
+	}
+	early, plain := failures(text, c.Model.ID)
 	if early != nil {
 		return nil, early
 	}

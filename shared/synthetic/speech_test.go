@@ -7,6 +7,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/media"
@@ -115,6 +116,9 @@ func TestSpeechFailures(t *testing.T) {
 		if (len(got) == 0) != tt.before {
 			t.Errorf("Speak(%q) gave %d bytes before failing; want some: %v", tt.input, len(got), !tt.before)
 		}
+	}
+	if _, err := speak(t, speech.Call{Input: "fail:policy hello", Voice: "alloy", Format: "mp3"}); apierr.As(err) == nil || apierr.As(err).Code != "content_policy" {
+		t.Errorf("Speak(fail:policy) = %v; want content_policy", err)
 	}
 	// A trigger naming another model fails nothing.
 	if got, err := speak(t, speech.Call{Input: "fail:503@tts-1 hello", Voice: "alloy", Format: "mp3"}); err != nil || len(got) == 0 {
