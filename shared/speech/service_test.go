@@ -15,6 +15,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/images/imagestest"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -118,131 +119,42 @@ func (r *recorder) Write(p []byte) (int, error) {
 
 func (r *recorder) body() string { return strings.Join(r.writes, "") }
 
-// fakeCredits is an in-memory credits store with reservations, as the
-// credits.Reserver contract has them (credits.CheckReservation, an atomic
-// reserve that never overdraws, one settlement per reservation clearing
-// exactly what it holds), so that the service's tests see every entry.
-type fakeCredits struct {
-	mu       sync.Mutex
-	accounts map[string]*credits.Account
-	ledger   []credits.Entry
-	ids      map[string]bool
-}
+// fakeCredits is the in-memory credits store with reservations of the
+// image tests (imagestest.Credits: strict about settlements, as the stores
+// are), with the checks of these tests.
+type fakeCredits struct{ *imagestest.Credits }
 
 func newCredits(account string, balance int64) *fakeCredits {
-	return &fakeCredits{accounts: map[string]*credits.Account{account: {ID: account, Balance: balance, Available: balance}}, ids: map[string]bool{}}
-}
-
-func (f *fakeCredits) Reserve(ctx context.Context, e credits.Entry) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a := f.accounts[e.Account]
-	if err := credits.CheckReservation(e); err != nil {
-		return err
-	}
-	switch {
-	case f.ids[e.ID]:
-		return credits.ErrAlreadySettled
-	case a == nil:
-		return credits.ErrAccountNotFound
-	case a.Available < e.Amount:
-		return credits.ErrInsufficient
-	}
-	a.Held += e.Amount
-	a.Available -= e.Amount
-	f.ids[e.ID] = true
-	f.ledger = append(f.ledger, e)
-	return nil
-}
-
-func (f *fakeCredits) OpenReservations(ctx context.Context, before int64, limit int) ([]credits.Entry, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var out []credits.Entry
-	for _, e := range f.ledger {
-		if e.Kind == credits.Reservation && e.At < before && !f.ids[credits.SettlementID(strings.TrimPrefix(e.ID, "reserve:"))] && len(out) < limit {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-func (f *fakeCredits) Settle(ctx context.Context, e credits.Entry) error {
-	if err := credits.CheckSettlement(e); err != nil {
-		return err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.ids[e.ID] {
-		return credits.ErrAlreadySettled
-	}
-	a := f.accounts[e.Account]
-	if a == nil {
-		return credits.ErrAccountNotFound
-	}
-	// The settlement of a reservation clears exactly what it holds.
-	rid, ok := credits.ReservationOf(e.ID)
-	held := false
-	for _, r := range f.ledger {
-		held = held || (ok && r.ID == rid && r.Account == e.Account && r.Amount == e.HeldAmount())
-	}
-	if !held {
-		return credits.ErrNoReservation
-	}
-	switch e.Kind {
-	case credits.Capture:
-		a.Balance -= e.Amount
-		a.Held -= e.HeldAmount()
-	case credits.Release:
-		a.Held -= e.Amount
-	}
-	a.Available = a.Balance - a.Held
-	f.ids[e.ID] = true
-	f.ledger = append(f.ledger, e)
-	return nil
-}
-
-func (f *fakeCredits) Account(ctx context.Context, id string) (credits.Account, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if a := f.accounts[id]; a != nil {
-		return *a, nil
-	}
-	return credits.Account{}, credits.ErrAccountNotFound
+	return &fakeCredits{imagestest.NewCredits(map[string]int64{account: balance})}
 }
 
 // check checks the account's position, and that every reservation was
 // settled exactly once: nothing left held.
 func (f *fakeCredits) check(t *testing.T, account string, balance int64) {
 	t.Helper()
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	a := f.accounts[account]
-	if a.Balance != balance || a.Held != 0 || a.Available != balance {
-		t.Errorf("account %s: balance %d, held %d, available %d; want %d, 0, %d", account, a.Balance, a.Held, a.Available, balance, balance)
+	a, err := f.Account(context.Background(), account)
+	if err != nil || a.Balance != balance || a.Held != 0 || a.Available != balance {
+		t.Errorf("account %s: %+v, %v; want balance %d, nothing held", account, a, err, balance)
 	}
 	settled := map[string]int{}
-	for _, e := range f.ledger {
-		if e.Kind != credits.Reservation {
-			settled[strings.TrimPrefix(e.ID, "reserved:")]++
+	ledger := f.Ledger()
+	for _, e := range ledger {
+		if rid, ok := credits.ReservationOf(e.ID); ok {
+			settled[rid]++
 		}
 	}
-	for _, e := range f.ledger {
-		if e.Kind == credits.Reservation {
-			if n := settled[strings.TrimPrefix(e.ID, "reserve:")]; n != 1 {
-				t.Errorf("reservation %s settled %d times; want once", e.ID, n)
-			}
+	for _, e := range ledger {
+		if e.Kind == credits.Reservation && settled[e.ID] != 1 {
+			t.Errorf("reservation %s settled %d times; want once", e.ID, settled[e.ID])
 		}
 	}
 }
 
 // settlements returns the ledger's settlements, "<kind> <amount>/<hold>
-// <model>", in order.
+// <job type> <model>", in order.
 func (f *fakeCredits) settlements() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	var out []string
-	for _, e := range f.ledger {
+	for _, e := range f.Ledger() {
 		if e.Kind != credits.Reservation {
 			out = append(out, fmt.Sprintf("%s %d/%d %s %s", e.Kind, e.Amount, e.HeldAmount(), e.JobType, e.Model))
 		}
