@@ -9,13 +9,14 @@ import (
 	"time"
 )
 
-// TestCreditsStress creates jobs and images (every other request: an
-// image's credits are a reservation, a job's a hold) from many goroutines
-// against a balance that covers only some of them, lets some fail on
-// purpose (a job's vendor, an image's refused prompt), and checks the
-// promises of the credits design: no overdraft (exactly as many as the
-// balance covers), each completed job and each image request captured
-// once, each failed one released, nothing left held.
+// TestCreditsStress creates jobs, images and speeches (in turn: an
+// image's and a speech's credits are a reservation, a job's a hold) from
+// many goroutines against a balance that covers only some of them, lets
+// some fail on purpose (a job's vendor, an image's refused prompt, a
+// speech cut short after its first audio), and checks the promises of
+// the credits design: no overdraft (exactly as many as the balance
+// covers), each completed job, image request and speech heard to its end
+// captured once, each failed one released, nothing left held.
 func TestCreditsStress(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, map[string]string{"GENWAY_DEV_CREDITS": "0", "GENWAY_WORKERS": "4"})
@@ -29,15 +30,35 @@ func TestCreditsStress(t *testing.T) {
 
 	var mu sync.Mutex
 	var created []string
-	refused, other, imaged, imageRefused := 0, 0, 0, 0
+	refused, other, imaged, imageRefused, heard, speechCut := 0, 0, 0, 0, 0, 0
 	var wg sync.WaitGroup
 	for g := 0; g < clients; g++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := 0; i < perClient; i++ {
-				fail := (g+i)%4 < 2 // every other job, every other image
-				if (g+i)%2 == 1 {   // an image request: price credits for price images
+				fail := (g+i)%6 < 3 // every other job, image, speech
+				if (g+i)%3 == 2 {   // a speech of 1,500 characters: price credits
+					input := strings.Repeat("tick ", 300)
+					if fail {
+						input = "fail: on purpose " + input
+					}
+					resp, _, _, err := c.speak(t, map[string]any{"model": "synthetic-speech", "input": input, "response_format": "pcm", "speed": 4})
+					mu.Lock()
+					switch {
+					case resp.StatusCode == 200 && err == nil && !fail:
+						heard++
+					case resp.StatusCode == 200 && err != nil && fail:
+						speechCut++
+					case resp.StatusCode == 402:
+						refused++
+					default:
+						other++
+					}
+					mu.Unlock()
+					continue
+				}
+				if (g+i)%3 == 1 { // an image request: price credits for price images
 					prompt := "tick"
 					if fail {
 						prompt = "fail:policy on purpose"
@@ -78,13 +99,13 @@ func TestCreditsStress(t *testing.T) {
 	}
 	wg.Wait()
 	if other != 0 {
-		t.Fatalf("%d requests answered neither 200, 402 nor a refused prompt's 400", other)
+		t.Fatalf("%d requests answered neither 200, 402, a refused prompt's 400 nor a speech cut short", other)
 	}
 	// While jobs and images are outstanding, holds plus captures can never
 	// exceed the balance; failed ones release their credits, so later
 	// requests may succeed: the number admitted is at least balance/price.
-	if n := len(created) + imaged + imageRefused; n < balance/price {
-		t.Fatalf("admitted %d jobs and images; the balance covers %d", n, balance/price)
+	if n := len(created) + imaged + imageRefused + heard + speechCut; n < balance/price {
+		t.Fatalf("admitted %d jobs, images and speeches; the balance covers %d", n, balance/price)
 	}
 	completed, failed := 0, 0
 	for _, id := range created {
@@ -109,19 +130,19 @@ func TestCreditsStress(t *testing.T) {
 		t.Fatal(err)
 	}
 	captures, releases := strings.Count(out.String(), " capture "), strings.Count(out.String(), " release ")
-	doubles := captures + releases - len(created) - imaged - imageRefused
+	doubles := captures + releases - len(created) - imaged - imageRefused - heard - speechCut
 	overdraft := cr.Balance < 0 || cr.Available < 0
-	t.Logf("attempts %d: created %d jobs (completed %d, failed %d), %d image requests (refused prompts %d), refused 402: %d; "+
+	t.Logf("attempts %d: created %d jobs (completed %d, failed %d), %d image requests (refused prompts %d), %d speeches heard (%d cut short), refused 402: %d; "+
 		"ledger captures %d, releases %d; double charges %d; final balance %d",
-		clients*perClient, len(created), completed, failed, imaged, imageRefused, refused, captures, releases, doubles, cr.Balance)
+		clients*perClient, len(created), completed, failed, imaged, imageRefused, heard, speechCut, refused, captures, releases, doubles, cr.Balance)
 	if cr.Held != 0 || overdraft {
 		t.Errorf("credits = %+v; want nothing held and no negative balance", cr)
 	}
-	if captures != completed+imaged || releases != failed+imageRefused || doubles != 0 {
-		t.Errorf("ledger has %d captures and %d releases for %d completed and %d failed jobs, %d images made and %d refused",
-			captures, releases, completed, failed, imaged, imageRefused)
+	if captures != completed+imaged+heard || releases != failed+imageRefused+speechCut || doubles != 0 {
+		t.Errorf("ledger has %d captures and %d releases for %d completed and %d failed jobs, %d images made and %d refused, %d speeches heard and %d cut short",
+			captures, releases, completed, failed, imaged, imageRefused, heard, speechCut)
 	}
-	if want := int64(balance - price*(completed+imaged)); cr.Balance != want {
-		t.Errorf("balance = %d; want %d (%d completed jobs and %d image requests at %d)", cr.Balance, want, completed, imaged, price)
+	if want := int64(balance - price*(completed+imaged+heard)); cr.Balance != want {
+		t.Errorf("balance = %d; want %d (%d completed jobs, %d image requests and %d speeches at %d)", cr.Balance, want, completed, imaged, heard, price)
 	}
 }
