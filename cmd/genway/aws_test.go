@@ -324,3 +324,31 @@ func TestSweepLoop(t *testing.T) {
 		t.Fatal("sweepLoop did not return within 30 s of its context ending")
 	}
 }
+
+// awsServe starts moto_server, readies its tables, queue and bucket for
+// genway serve with GENWAY_BACKEND=aws (genway aws init), and returns its
+// endpoint, the server's environment (more may be added before
+// startServer) and its data directory. The process's own AWS settings
+// are cleared so that the machine's cannot leak in.
+func awsServe(t *testing.T) (endpoint string, env map[string]string, dir string) {
+	t.Helper()
+	endpoint = mototest.Start(t)
+	env = map[string]string{
+		"GENWAY_BACKEND":        "aws",
+		"AWS_ENDPOINT_URL":      endpoint,
+		"AWS_REGION":            mototest.Region,
+		"AWS_ACCESS_KEY_ID":     "test",
+		"AWS_SECRET_ACCESS_KEY": "test",
+	}
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
+	dir = t.TempDir()
+	if err := run(t.Context(), []string{"aws", "init"}, testEnv(dir, env), io.Discard, io.Discard); err != nil {
+		t.Fatalf("aws init: %v", err)
+	}
+	return endpoint, env, dir
+}

@@ -21,7 +21,6 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/images"
-	"github.com/genway/genway/shared/mototest"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -315,24 +314,7 @@ func TestNPMImagesAWS(t *testing.T) {
 		t.Skip("starts moto_server")
 	}
 	npmClients(t, filepath.Join("openai", "resources", "images.mjs"))
-	endpoint := mototest.Start(t)
-	env := map[string]string{
-		"GENWAY_BACKEND":        "aws",
-		"AWS_ENDPOINT_URL":      endpoint,
-		"AWS_REGION":            mototest.Region,
-		"AWS_ACCESS_KEY_ID":     "test",
-		"AWS_SECRET_ACCESS_KEY": "test",
-	}
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	dir := t.TempDir()
-	if err := run(t.Context(), []string{"aws", "init"}, testEnv(dir, env), io.Discard, io.Discard); err != nil {
-		t.Fatalf("aws init: %v", err)
-	}
+	endpoint, env, dir := awsServe(t)
 	s := startServer(t, dir, env)
 	runImagesScript(t, s, syntheticImageCases[1:3], endpoint+"/", syntheticWant(t))
 }

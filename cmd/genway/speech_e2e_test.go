@@ -16,7 +16,6 @@ import (
 	"github.com/hajimehoshi/go-mp3"
 
 	"github.com/genway/genway/shared/media"
-	"github.com/genway/genway/shared/mototest"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -366,25 +365,8 @@ func TestSpeechAWS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts moto_server")
 	}
-	endpoint := mototest.Start(t)
-	env := map[string]string{
-		"GENWAY_BACKEND":        "aws",
-		"AWS_ENDPOINT_URL":      endpoint,
-		"AWS_REGION":            mototest.Region,
-		"AWS_ACCESS_KEY_ID":     "test",
-		"AWS_SECRET_ACCESS_KEY": "test",
-		"GENWAY_ROUTE_RETRIES":  "0",
-	}
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	dir := t.TempDir()
-	if err := run(t.Context(), []string{"aws", "init"}, testEnv(dir, env), io.Discard, io.Discard); err != nil {
-		t.Fatalf("aws init: %v", err)
-	}
+	_, env, dir := awsServe(t)
+	env["GENWAY_ROUTE_RETRIES"] = "0"
 	s := startServer(t, dir, env)
 	var before, after struct{ Balance, Held, Available int64 }
 	s.do(t, "GET", "/v1/credits", nil, nil, &before)

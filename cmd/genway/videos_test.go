@@ -4,14 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/genway/genway/shared/mototest"
 )
 
 // videoCase is one video the openai SDK makes in clients/npm/videos.mjs,
@@ -156,24 +153,7 @@ func TestNPMVideosAWS(t *testing.T) {
 		t.Skip("starts moto_server")
 	}
 	npmClients(t, filepath.Join("openai", "resources", "videos.mjs"))
-	endpoint := mototest.Start(t)
-	env := map[string]string{
-		"GENWAY_BACKEND":        "aws",
-		"AWS_ENDPOINT_URL":      endpoint,
-		"AWS_REGION":            mototest.Region,
-		"AWS_ACCESS_KEY_ID":     "test",
-		"AWS_SECRET_ACCESS_KEY": "test",
-	}
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_CONFIG_FILE", "/dev/null")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/dev/null")
-	dir := t.TempDir()
-	if err := run(t.Context(), []string{"aws", "init"}, testEnv(dir, env), io.Discard, io.Discard); err != nil {
-		t.Fatalf("aws init: %v", err)
-	}
+	_, env, dir := awsServe(t)
 	s := startServer(t, dir, env)
 	runVideosScript(t, s, syntheticVideoCases[:2], nil)
 }
