@@ -38,7 +38,7 @@ type backend struct {
 	// reserver holds the credits of synchronous generations (images,
 	// speech) before their vendor is called: the store itself, so that
 	// both stores must implement credits.Reserver.
-	reserver images.Credits
+	reserver credits.Reservations
 	jobs     jobs.Store
 	queue    jobs.Queue
 	media    jobs.Media

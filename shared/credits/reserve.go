@@ -122,6 +122,17 @@ type Reserver interface {
 	OpenReservations(ctx context.Context, before int64, limit int) ([]Entry, error)
 }
 
+// Reservations is what a synchronous generation (an image, a speech)
+// needs of the credits store: reservations held before the vendor is
+// called (never overdrawing), their one settlement, and the account, for
+// the message of a 402. localstore.Store and dynamostore.Store implement
+// it.
+type Reservations interface {
+	Reserver
+	Settle(ctx context.Context, e Entry) error
+	Account(ctx context.Context, id string) (Account, error)
+}
+
 // The settlement of a reservation is Store.Settle with ID
 // SettlementID(id): a Capture of the charge with Hold the reserved amount
 // (the charge counts in the job usage of its JobType and Model, "image" or

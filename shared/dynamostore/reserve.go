@@ -14,7 +14,7 @@ import (
 	"github.com/genway/genway/shared/credits"
 )
 
-var _ credits.Reserver = (*Store)(nil)
+var _ credits.Reservations = (*Store)(nil)
 
 // The open reservations (see the package doc).
 const (

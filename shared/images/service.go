@@ -23,15 +23,6 @@ import (
 // the charge counted in the account's job usage.
 const JobType = catalog.TypeImage
 
-// Credits is what the Service needs of the credits store: reservations
-// (held before the vendor is called, never overdrawing), their one
-// settlement, and the account (for the 402's message).
-type Credits interface {
-	credits.Reserver
-	Settle(ctx context.Context, e credits.Entry) error
-	Account(ctx context.Context, id string) (credits.Account, error)
-}
-
 // Service runs image requests. Its fields are set before first use; it is
 // then safe for concurrent use.
 type Service struct {
@@ -44,7 +35,7 @@ type Service struct {
 	// every provider with a Provider.
 	Configured func(provider string) bool
 	Router     *route.Router
-	Credits    Credits
+	Credits    credits.Reservations
 	// Media stores the images of a request that asked for links
 	// (response_format url), under images/<account>/.
 	Media   jobs.Media

@@ -17,15 +17,6 @@ import (
 	"github.com/genway/genway/shared/route"
 )
 
-// Credits is what the Service needs of the credits store: reservations,
-// their settlement (credits.Store.Settle) and an account's position, for
-// the message of a 402.
-type Credits interface {
-	credits.Reserver
-	Settle(ctx context.Context, e credits.Entry) error
-	Account(ctx context.Context, id string) (credits.Account, error)
-}
-
 // Service speaks requests. Catalog, Providers and Router are required.
 // It is safe for concurrent use.
 //
@@ -57,7 +48,7 @@ type Service struct {
 	Router    *route.Router
 	// Credits holds and settles a request's price (both stores, as
 	// admin.Store); nil: speech is not charged (tests, a free catalog).
-	Credits Credits
+	Credits credits.Reservations
 	Log     *slog.Logger     // nil: discard
 	Now     func() time.Time // nil: time.Now
 }

@@ -1,5 +1,5 @@
 // Package imagestest has in-memory fakes for the tests of image
-// generation: Credits, a credits store with reservations (images.Credits),
+// generation: Credits, a credits store with reservations (credits.Reservations),
 // strict about how they are settled; and Media, a jobs.Media keeping
 // files in memory. They stand in for the stores' own until those hold
 // reservations (the store contract tests check the real ones).
@@ -16,11 +16,10 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 )
 
-// Credits is an in-memory images.Credits. Reserve holds in one step under
+// Credits is an in-memory credits.Reservations. Reserve holds in one step under
 // a lock, so parallel requests cannot overdraw an account. As the stores
 // do, Reserve checks its entry (credits.CheckReservation) and Settle
 // accepts only the settlement of an open reservation, whole: ID
@@ -35,7 +34,7 @@ type Credits struct {
 	usage    map[string]int64 // "<account>/<job type>/<model>" -> credits captured
 }
 
-var _ images.Credits = (*Credits)(nil)
+var _ credits.Reservations = (*Credits)(nil)
 
 // NewCredits returns a store holding accounts with the given balances.
 func NewCredits(balances map[string]int64) *Credits {
@@ -118,7 +117,7 @@ func (c *Credits) Settle(ctx context.Context, e credits.Entry) error {
 	return nil
 }
 
-// Account implements images.Credits.
+// Account implements credits.Reservations.
 func (c *Credits) Account(ctx context.Context, id string) (credits.Account, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
