@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -113,43 +114,14 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 // Usage implements credits.UsageStore with one Query of the account's
 // partition over the sort-key range of the days.
 func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]credits.Usage, error) {
-	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
+	out, err := queryDays(ctx, s, account, usagePrefix, fromDay, toDay, func(u usageItem) credits.Usage {
+		return credits.Usage{
+			Account: account, Day: u.Day, Model: u.Model, Requests: u.Requests,
+			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Credits: u.Credits,
+		}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("usage of %s: %w", account, err)
-	}
-	// '#' < '$': "usage#<day>$" sorts after every "usage#<day>#<model>".
-	lo, hi := usagePrefix+fromDay, "usage$"
-	if toDay != "" {
-		hi = usagePrefix + toDay + "$"
-	}
-	var out []credits.Usage
-	var start map[string]types.AttributeValue
-	for {
-		page, err := s.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:              aws.String(s.accounts),
-			KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(acctPrefix + account), ":lo": str(lo), ":hi": str(hi),
-			},
-			ConsistentRead:    aws.Bool(true),
-			ExclusiveStartKey: start,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("usage of %s: %w", account, err)
-		}
-		for _, m := range page.Items {
-			var u usageItem
-			if err := unmarshalMap(m, &u); err != nil {
-				return nil, fmt.Errorf("usage of %s: decode: %w", account, err)
-			}
-			out = append(out, credits.Usage{
-				Account: account, Day: u.Day, Model: u.Model, Requests: u.Requests,
-				PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Credits: u.Credits,
-			})
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = page.LastEvaluatedKey
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Day != out[j].Day {
@@ -190,40 +162,11 @@ func (s *Store) jobUsageUpdate(u credits.JobUsage) *types.Update {
 // JobUsage implements credits.UsageStore with one Query of the account's
 // partition over the sort-key range of the days.
 func (s *Store) JobUsage(ctx context.Context, account, fromDay, toDay string) ([]credits.JobUsage, error) {
-	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
+	out, err := queryDays(ctx, s, account, jobUsagePrefix, fromDay, toDay, func(u jobUsageItem) credits.JobUsage {
+		return credits.JobUsage{Account: account, Day: u.Day, JobType: u.JobType, Model: u.Model, Jobs: u.Jobs, Credits: u.Credits}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("job usage of %s: %w", account, err)
-	}
-	// '#' < '$': "jobusage#<day>$" sorts after every "jobusage#<day>#...".
-	lo, hi := jobUsagePrefix+fromDay, "jobusage$"
-	if toDay != "" {
-		hi = jobUsagePrefix + toDay + "$"
-	}
-	var out []credits.JobUsage
-	var start map[string]types.AttributeValue
-	for {
-		page, err := s.db.Query(ctx, &dynamodb.QueryInput{
-			TableName:              aws.String(s.accounts),
-			KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":pk": str(acctPrefix + account), ":lo": str(lo), ":hi": str(hi),
-			},
-			ConsistentRead:    aws.Bool(true),
-			ExclusiveStartKey: start,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("job usage of %s: %w", account, err)
-		}
-		for _, m := range page.Items {
-			var u jobUsageItem
-			if err := unmarshalMap(m, &u); err != nil {
-				return nil, fmt.Errorf("job usage of %s: decode: %w", account, err)
-			}
-			out = append(out, credits.JobUsage{Account: account, Day: u.Day, JobType: u.JobType, Model: u.Model, Jobs: u.Jobs, Credits: u.Credits})
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			break
-		}
-		start = page.LastEvaluatedKey
 	}
 	// The key sorts by day, type and model already, but a model holding
 	// '#' could sort before a shorter one; sort by the fields.
@@ -238,4 +181,47 @@ func (s *Store) JobUsage(ctx context.Context, account, fromDay, toDay string) ([
 		return a.Model < b.Model
 	})
 	return out, nil
+}
+
+// queryDays reads the account's items whose sort key is prefix followed by
+// a day from fromDay to toDay (inclusive; "" is open-ended): one Query of
+// the account's partition, every page, each item decoded as an I and
+// turned into an O by conv, in key order.
+func queryDays[I, O any](ctx context.Context, s *Store, account, prefix, fromDay, toDay string, conv func(I) O) ([]O, error) {
+	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
+		return nil, err
+	}
+	// '#' < '$': "<prefix><day>$" sorts after every "<prefix><day>#...",
+	// and "<prefix minus its '#'>$" after every item of the prefix.
+	lo, hi := prefix+fromDay, strings.TrimSuffix(prefix, "#")+"$"
+	if toDay != "" {
+		hi = prefix + toDay + "$"
+	}
+	var out []O
+	var start map[string]types.AttributeValue
+	for {
+		page, err := s.db.Query(ctx, &dynamodb.QueryInput{
+			TableName:              aws.String(s.accounts),
+			KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": str(acctPrefix + account), ":lo": str(lo), ":hi": str(hi),
+			},
+			ConsistentRead:    aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range page.Items {
+			var it I
+			if err := unmarshalMap(m, &it); err != nil {
+				return nil, fmt.Errorf("decode: %w", err)
+			}
+			out = append(out, conv(it))
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		start = page.LastEvaluatedKey
+	}
 }
