@@ -82,10 +82,8 @@ type Config struct {
 
 // Provider talks to the Gemini API.
 type Provider struct {
-	name   string
-	base   string
-	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
-	client *http.Client
+	name string
+	conn
 }
 
 var (
@@ -96,21 +94,36 @@ var (
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient, base: strings.TrimRight(cfg.BaseURL, "/")}
+	p := &Provider{name: cfg.Name, conn: newConn(cfg)}
 	if p.name == "" {
 		p.name = "gemini"
-	}
-	if p.base == "" {
-		p.base = DefaultBaseURL
-	}
-	if p.client == nil {
-		p.client = http.DefaultClient
 	}
 	return p
 }
 
-// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
-func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
+// conn is what each client of the Gemini API here holds (chat, images,
+// Veo): the base URL, the key pool and the HTTP client.
+type conn struct {
+	base   string
+	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
+	client *http.Client
+}
+
+// newConn returns cfg's conn: DefaultBaseURL and http.DefaultClient
+// where cfg leaves them out.
+func newConn(cfg Config) conn {
+	c := conn{base: strings.TrimRight(cfg.BaseURL, "/"), keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
+	if c.base == "" {
+		c.base = DefaultBaseURL
+	}
+	if c.client == nil {
+		c.client = http.DefaultClient
+	}
+	return c
+}
+
+// KeyIDs returns the KeyIDs of the client's key pool (route.Keyed).
+func (c *conn) KeyIDs() []string { return c.keys.KeyIDs() }
 
 // NeedsImageBytes reports that Gemini takes images as inline bytes only: the
 // gateway must fetch image URLs into Image.Data before calling the Provider.

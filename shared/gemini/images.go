@@ -30,11 +30,7 @@ const maxImageAnswer = 32 << 20
 // or a finishReason such as IMAGE_SAFETY or PROHIBITED_CONTENT) is
 // content_policy, with Gemini's reason and any text it gave. The key is
 // sent as x-goog-api-key. Safe for concurrent use.
-type Images struct {
-	base   string
-	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
-	client *http.Client
-}
+type Images struct{ conn }
 
 var (
 	_ images.Provider = (*Images)(nil)
@@ -42,20 +38,7 @@ var (
 )
 
 // NewImages returns the image provider for cfg (Name is not used).
-func NewImages(cfg Config) *Images {
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	c := cfg.HTTPClient
-	if c == nil {
-		c = http.DefaultClient
-	}
-	return &Images{base: base, keys: route.NewKeySet(cfg.APIKey), client: c}
-}
-
-// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
-func (p *Images) KeyIDs() []string { return p.keys.KeyIDs() }
+func NewImages(cfg Config) *Images { return &Images{newConn(cfg)} }
 
 // aspectRatios are the sizes Gemini 2.5 Flash Image makes, by the
 // imageConfig.aspectRatio that asks for each (the Gemini API's image

@@ -34,11 +34,7 @@ import (
 // call), so the catalog's Veo models are VertexVideo's. Video stays for a
 // catalog of one's own whose GEMINI_BASE_URL is a server speaking this
 // API.
-type Video struct {
-	base   string
-	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
-	client *http.Client
-}
+type Video struct{ conn }
 
 var (
 	_ jobs.Provider = (*Video)(nil)
@@ -47,20 +43,7 @@ var (
 )
 
 // NewVideo returns the Veo provider for cfg (Name is not used).
-func NewVideo(cfg Config) *Video {
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	c := cfg.HTTPClient
-	if c == nil {
-		c = http.DefaultClient
-	}
-	return &Video{base: base, keys: route.NewKeySet(cfg.APIKey), client: c}
-}
-
-// KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
-func (v *Video) KeyIDs() []string { return v.keys.KeyIDs() }
+func NewVideo(cfg Config) *Video { return &Video{newConn(cfg)} }
 
 // videoRequest is the predictLongRunning body.
 type videoRequest struct {
