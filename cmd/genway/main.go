@@ -9,6 +9,9 @@
 //	genway credits ledger --account NAME
 //	genway credits usage --account NAME [--from YYYY-MM-DD] [--to YYYY-MM-DD]
 //	genway credits limit --account NAME --rpm N
+//	genway jobs create --type T --model M --prompt P [--wait] [--output FILE]
+//	genway images generate --model M --prompt P --output FILE [--n N] ...
+//	genway speech --model M [--voice V] [--input TEXT] --output FILE|-
 //
 // With GENWAY_BACKEND=embedded (the default) everything lives in
 // GENWAY_DATA_DIR (default ./.genway); the operator commands work while
@@ -40,6 +43,15 @@ func main() {
 	}
 }
 
+// pipedStdin is the process's stdin when text can come from it: nil for
+// a terminal (a command would wait for typing no one announced).
+func pipedStdin() io.Reader {
+	if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice != 0 {
+		return nil
+	}
+	return os.Stdin
+}
+
 // usageError is a command-line mistake; main exits 2 for it.
 type usageError string
 
@@ -61,13 +73,20 @@ Usage:
                                                  release reservations never settled
   genway accounts list|create                     accounts: list, or make one (--account, --credits, --note)
   genway jobs create --type T --model M --prompt P [--wait] [--output FILE]  a job through the public API
+  genway images generate --model M --prompt P --output FILE [--n N] [--size WxH] [--quality Q] [--format F]
+                                                  images through the public API; with --n above 1 the
+                                                  files are FILE with -1, -2, ... before the extension
+  genway speech --model M [--voice V] [--format F] [--speed S] [--instructions T]
+                [--input TEXT | --input-file F | stdin] --output FILE|-
+                                                  speech through the public API, written as it streams
   genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)
   genway version                                  the build's version
 
 Every command and subcommand prints its usage with --help.
 
 Remote mode: with GENWAY_URL (a deployment's base URL) and GENWAY_ADMIN_TOKEN set, keys, credits
-and accounts go to that deployment's admin API; jobs create uses GENWAY_URL and GENWAY_API_KEY.
+and accounts go to that deployment's admin API; jobs create, images generate and speech use
+GENWAY_URL and GENWAY_API_KEY.
 
 Environment: GENWAY_DATA_DIR (./.genway), GENWAY_BACKEND (embedded|aws), GENWAY_DEV_KEY,
 GENWAY_DEV_CREDITS (1000), GENWAY_CATALOG (a catalog JSON file), provider keys such as
@@ -134,6 +153,10 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return accountsCmd(ctx, args[1:], getenv, stdout)
 	case "jobs":
 		return jobsCmd(ctx, args[1:], getenv, stdout)
+	case "images":
+		return imagesCmd(ctx, args[1:], getenv, stdout)
+	case "speech":
+		return speechCmd(ctx, args[1:], getenv, pipedStdin(), stdout, stderr)
 	case "aws":
 		return awsCmd(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":
