@@ -9,6 +9,7 @@
 //	genway credits ledger --account NAME
 //	genway credits usage --account NAME [--from YYYY-MM-DD] [--to YYYY-MM-DD]
 //	genway credits limit --account NAME --rpm N
+//	genway credits reservations [--account NAME]
 //	genway jobs create --type T --model M --prompt P [--wait] [--output FILE]
 //	genway images generate --model M --prompt P --output FILE [--n N] ...
 //	genway speech --model M [--voice V] [--input TEXT] --output FILE|-
@@ -67,10 +68,11 @@ Usage:
   genway credits grant --account NAME --amount N [--create] [--note TEXT]  add credits (--create: a new account)
   genway credits show --account NAME             balance, held, available
   genway credits ledger --account NAME           the account's ledger
-  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens and job credits per day
+  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens; job, image, speech credits per day
   genway credits limit --account NAME --rpm N    per-key requests per minute (0 default, -1 unlimited)
   genway credits reconcile [--days N]            settle final jobs whose hold the stream never settled,
                                                  release reservations never settled
+  genway credits reservations [--account NAME]   open reservations: credits held by images and speech being made
   genway accounts list|create                     accounts: list, or make one (--account, --credits, --note)
   genway jobs create --type T --model M --prompt P [--wait] [--output FILE]  a job through the public API
   genway images generate --model M --prompt P --output FILE [--n N] [--size WxH] [--quality Q] [--format F]

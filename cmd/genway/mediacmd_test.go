@@ -11,10 +11,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hajimehoshi/go-mp3"
 
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
+	"github.com/genway/genway/shared/localstore"
 	"github.com/genway/genway/shared/media"
 	"github.com/genway/genway/shared/synthetic"
 )
@@ -59,12 +62,6 @@ func TestMediaCmdFlags(t *testing.T) {
 				t.Errorf("genway %s = %v; want a usage error saying %q", strings.Join(tt.args, " "), err, tt.want)
 			}
 		})
-	}
-	for _, args := range [][]string{{"images", "--help"}, {"images", "generate", "--help"}, {"speech", "--help"}, {"speech", "-h"}} {
-		var out bytes.Buffer
-		if err := run(t.Context(), args, env, &out, io.Discard); err != nil || !strings.Contains(out.String(), "Usage") {
-			t.Errorf("genway %s = %v, %q; want its usage", strings.Join(args, " "), err, out.String())
-		}
 	}
 	var out bytes.Buffer
 	if err := run(t.Context(), []string{"images", "--help"}, env, &out, io.Discard); err != nil || !strings.Contains(out.String(), "cat-1.png, cat-2.png") {
@@ -292,4 +289,94 @@ func imageDim(t *testing.T, size string, i int) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestReservationsCmd: genway credits reservations lists the open
+// reservations (credits held by images and speech being made), of every
+// account or of one, with the total held; settled ones are not listed.
+func TestReservationsCmd(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	db, _, _, _ := embeddedPaths(dir)
+	st, err := localstore.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"acme", "beta"} {
+		if _, err := st.Grant(ctx, a, 50, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().Unix()
+	for _, r := range []struct {
+		id, account, typ, model string
+		amount, age             int64
+		settled                 bool
+	}{
+		{"img_open", "acme", "image", "synthetic-image", 3, 90, false},
+		{"sp_open", "beta", "speech", "synthetic-speech", 2, 10, false},
+		{"img_done", "acme", "image", "synthetic-image", 4, 50, true},
+	} {
+		e := credits.Entry{ID: credits.ReservationID(r.id), Account: r.account, Kind: credits.Reservation, Amount: r.amount, JobType: r.typ, Model: r.model, At: now - r.age}
+		if err := st.Reserve(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		if r.settled {
+			if _, err := credits.ReleaseReservation(ctx, st, e, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	env := testEnv(dir, nil)
+	tests := []struct {
+		args    []string
+		want    []string // whitespace-collapsed lines, each a prefix of one
+		notWant string
+		usage   bool
+	}{
+		{nil, []string{"AT AGE ACCOUNT TYPE MODEL HELD ID", "acme image synthetic-image 3 reserve:img_open", "beta speech synthetic-speech 2 reserve:sp_open", "total 5 2 open"}, "img_done", false},
+		{[]string{"--account", "acme"}, []string{"acme image synthetic-image 3 reserve:img_open", "total 3 1 open"}, "sp_open", false},
+		{[]string{"--account", "nobody"}, nil, "", false},
+		{[]string{"acme"}, nil, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(ctx, append([]string{"credits", "reservations"}, tt.args...), env, &out, io.Discard)
+			var ue usageError
+			switch {
+			case tt.usage:
+				if !errors.As(err, &ue) {
+					t.Fatalf("= %v; want a usage error", err)
+				}
+				return
+			case tt.want == nil:
+				if err == nil || !strings.Contains(err.Error(), "account") {
+					t.Fatalf("= %v; want an error about the account", err)
+				}
+				return
+			case err != nil:
+				t.Fatal(err)
+			}
+			got := collapse(out.String())
+			for _, w := range tt.want {
+				found := false
+				for _, l := range strings.Split(got, "\n") {
+					// AT and AGE come first on a reservation's line.
+					if f := strings.Fields(l); strings.HasPrefix(l, w) || (len(f) > 2 && strings.HasPrefix(strings.Join(f[2:], " "), w)) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("output =\n%s\nwant a line with %q", out.String(), w)
+				}
+			}
+			if tt.notWant != "" && strings.Contains(got, tt.notWant) {
+				t.Errorf("output =\n%s\nlists %s, which is settled or another account's", out.String(), tt.notWant)
+			}
+		})
+	}
 }
