@@ -162,6 +162,9 @@ func TestMediaCmds(t *testing.T) {
 			{"stdin to stdout", []string{"--voice", "sage", "--format", "wav"}, speechText, "-", "sage", "wav", ""},
 			{"slower", []string{"--input", speechText, "--speed", "0.5", "--format", "wav"}, "", "slow.wav", "alloy", "wav", ""},
 			{"cut short after the first audio", []string{"--input", "fail: " + speechText, "--format", "wav"}, "", "cut.wav", "", "", "cut short"},
+			// To stdout the audio has gone out as it came (not held until
+			// the end): the first of it is there before the failure.
+			{"cut short, to stdout", []string{"--input", "fail: " + speechText, "--format", "wav"}, "", "-", "", "", "cut short"},
 			{"refused text", []string{"--input", "fail:policy hello"}, "", "refused.mp3", "", "", "HTTP 400: "},
 			{"voice the model lacks", []string{"--input", "hello", "--voice", "darth"}, "", "darth.mp3", "", "", "voice"},
 			{"format the model lacks", []string{"--input", "hello", "--format", "flac"}, "", "x.flac", "", "", "does not stream flac"},
@@ -182,6 +185,9 @@ func TestMediaCmds(t *testing.T) {
 					}
 					if names := dirNames(t, out); len(names) != 0 {
 						t.Errorf("the failed call left %q", names)
+					}
+					if tt.output == "-" && !bytes.HasPrefix(stdout.Bytes(), []byte("RIFF")) {
+						t.Errorf("stdout has %q; want the audio sent before the failure", stdout.Bytes()[:min(stdout.Len(), 12)])
 					}
 					return
 				}
