@@ -331,7 +331,7 @@ func writeAtomic(path string, r io.Reader) (int64, error) {
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return n, fmt.Errorf("write %s: %w", path, err)
+		return n, fmt.Errorf("save %s: %w", path, err)
 	}
 	return n, nil
 }
