@@ -5,6 +5,8 @@ import (
 	"errors"
 	"image"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -382,6 +384,48 @@ func TestReservationsCmd(t *testing.T) {
 			}
 			if tt.notWant != "" && strings.Contains(got, tt.notWant) {
 				t.Errorf("output =\n%s\nlists %s, which is settled or another account's", out.String(), tt.notWant)
+			}
+		})
+	}
+}
+
+// TestImagesCmdAnswers: answers genway serve's synthetic model does not
+// give, from a fake of the API's wire: an error after the keep-alive
+// spaces (the 200 already sent), an error that is not the envelope, an
+// answer without images. Each is an error with the API's words, and no
+// file.
+func TestImagesCmdAnswers(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int
+		body    string
+		wantErr string
+	}{
+		{"error after keep-alive", 200, "   \n  " + `{"error":{"message":"The openai provider timed out.","type":"server_error","code":"upstream_timeout"}}`, "The openai provider timed out."},
+		{"not the envelope", 502, "Bad Gateway", "HTTP 502: Bad Gateway"},
+		{"envelope", 429, `{"error":{"message":"Rate limit reached.","code":"rate_limited"}}`, "HTTP 429: Rate limit reached."},
+		{"no image", 200, `{"created":1,"data":[]}`, "no image"},
+		{"cut JSON", 200, `{"created":1,"data":[{"b64_json":"iVBO`, "reading the answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/v1/images/generations" || r.Header.Get("Authorization") != "Bearer "+testKey {
+					http.Error(w, "wrong request", 400)
+					return
+				}
+				w.WriteHeader(tt.status)
+				io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			out := t.TempDir()
+			env := testEnv(t.TempDir(), map[string]string{"GENWAY_URL": srv.URL})
+			err := run(t.Context(), []string{"images", "generate", "--model", "gpt-image-1", "--prompt", "a fox", "--output", filepath.Join(out, "fox.png")}, env, io.Discard, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("= %v; want an error with %q", err, tt.wantErr)
+			}
+			if names := dirNames(t, out); len(names) != 0 {
+				t.Errorf("left %q", names)
 			}
 		})
 	}
