@@ -22,10 +22,11 @@ func TestHelpEverywhere(t *testing.T) {
 		{"serve", "--help"},
 		{"keys", "--help"}, {"keys", "create", "--help"}, {"keys", "list", "-h"}, {"keys", "revoke", "--help"},
 		{"credits", "--help"}, {"credits", "grant", "--help"}, {"credits", "show", "--help"}, {"credits", "ledger", "--help"},
-		{"credits", "usage", "--help"}, {"credits", "limit", "--help"}, {"credits", "reconcile", "--help"},
+		{"credits", "usage", "--help"}, {"credits", "limit", "--help"}, {"credits", "reconcile", "--help"}, {"credits", "reservations", "--help"},
 		{"aws", "--help"}, {"aws", "init", "--help"},
 		{"accounts", "--help"}, {"accounts", "list", "--help"}, {"accounts", "create", "--help"},
 		{"jobs", "--help"}, {"jobs", "create", "--help"},
+		{"images", "--help"}, {"images", "generate", "--help"}, {"speech", "--help"}, {"speech", "-h"},
 	} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, env, &out, io.Discard); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -112,7 +113,7 @@ func publicAPI(getenv func(string) string) (base, key string, err error) {
 		key = getenv("GENWAY_DEV_KEY")
 	}
 	if key == "" {
-		return "", "", usageError("jobs create needs an API key in GENWAY_API_KEY")
+		return "", "", usageError("the public API needs an API key in GENWAY_API_KEY")
 	}
 	return base, key, nil
 }
@@ -232,20 +233,7 @@ func waitJob(ctx context.Context, c *http.Client, base, key string, j apiJob, st
 // callAPI sends a request to the public API and decodes the answer; an
 // error answer becomes an error with the API's message.
 func callAPI(ctx context.Context, c *http.Client, method, url, key string, body, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.Do(req)
+	resp, err := sendAPI(ctx, c, method, url, key, body)
 	if err != nil {
 		return err
 	}
@@ -254,19 +242,59 @@ func callAPI(ctx context.Context, c *http.Client, method, url, key string, body,
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode/100 != 2 {
-		var env struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		json.Unmarshal(b, &env)
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, env.Error.Message)
-	}
 	return json.Unmarshal(b, out)
 }
 
-// downloadTo saves url to path and returns its size.
+// sendAPI sends a request to the public API and returns a 2xx response
+// for the caller to read and close; any other status becomes an error
+// with the API's message (the OpenAI error envelope's).
+func sendAPI(ctx context.Context, c *http.Client, method, url, key string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: HTTP %d: %w", method, url, resp.StatusCode, err)
+	}
+	msg := strings.TrimSpace(string(b))
+	var env apiErrorEnvelope
+	if json.Unmarshal(b, &env) == nil && env.Error != nil {
+		msg = env.Error.Message
+	}
+	return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, msg)
+}
+
+// apiErrorEnvelope is the OpenAI error envelope the API answers errors
+// with.
+type apiErrorEnvelope struct {
+	Error *struct {
+		Message string `json:"message"`
+		Code    string `json:"code"`
+	} `json:"error"`
+}
+
+// downloadTo saves url to path (see writeAtomic) and returns its size.
 func downloadTo(ctx context.Context, url, path string) (int64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -280,13 +308,30 @@ func downloadTo(ctx context.Context, url, path string) (int64, error) {
 	if resp.StatusCode != http.StatusOK {
 		return 0, fmt.Errorf("download: HTTP %d", resp.StatusCode)
 	}
-	f, err := os.Create(path)
+	return writeAtomic(path, resp.Body)
+}
+
+// writeAtomic copies r to path through a temporary file beside it,
+// renamed to path only once all of r is written: a failure (r's, the
+// disk's) leaves no file at path, and an existing one as it was.
+func writeAtomic(path string, r io.Reader) (int64, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.part")
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, resp.Body)
+	n, err := io.Copy(f, r)
+	if err == nil {
+		err = f.Chmod(0o644) // as os.Create would make it, not CreateTemp's 0600
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return n, err
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return n, fmt.Errorf("save %s: %w", path, err)
+	}
+	return n, nil
 }

@@ -9,6 +9,10 @@
 //	genway credits ledger --account NAME
 //	genway credits usage --account NAME [--from YYYY-MM-DD] [--to YYYY-MM-DD]
 //	genway credits limit --account NAME --rpm N
+//	genway credits reservations [--account NAME]
+//	genway jobs create --type T --model M --prompt P [--wait] [--output FILE]
+//	genway images generate --model M --prompt P --output FILE [--n N] ...
+//	genway speech --model M [--voice V] [--input TEXT] --output FILE|-
 //
 // With GENWAY_BACKEND=embedded (the default) everything lives in
 // GENWAY_DATA_DIR (default ./.genway); the operator commands work while
@@ -40,6 +44,15 @@ func main() {
 	}
 }
 
+// pipedStdin is the process's stdin when text can come from it: nil for
+// a terminal (a command would wait for typing no one announced).
+func pipedStdin() io.Reader {
+	if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice != 0 {
+		return nil
+	}
+	return os.Stdin
+}
+
 // usageError is a command-line mistake; main exits 2 for it.
 type usageError string
 
@@ -55,19 +68,27 @@ Usage:
   genway credits grant --account NAME --amount N [--create] [--note TEXT]  add credits (--create: a new account)
   genway credits show --account NAME             balance, held, available
   genway credits ledger --account NAME           the account's ledger
-  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens and job credits per day
+  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens; job, image, speech credits per day
   genway credits limit --account NAME --rpm N    per-key requests per minute (0 default, -1 unlimited)
   genway credits reconcile [--days N]            settle final jobs whose hold the stream never settled,
                                                  release reservations never settled
+  genway credits reservations [--account NAME]   open reservations: credits held by images and speech being made
   genway accounts list|create                     accounts: list, or make one (--account, --credits, --note)
   genway jobs create --type T --model M --prompt P [--wait] [--output FILE]  a job through the public API
+  genway images generate --model M --prompt P --output FILE [--n N] [--size WxH] [--quality Q] [--format F]
+                                                  images through the public API; with --n above 1 the
+                                                  files are FILE with -1, -2, ... before the extension
+  genway speech --model M [--voice V] [--format F] [--speed S] [--instructions T]
+                [--input TEXT | --input-file F | stdin] --output FILE|-
+                                                  speech through the public API, written as it streams
   genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)
   genway version                                  the build's version
 
 Every command and subcommand prints its usage with --help.
 
 Remote mode: with GENWAY_URL (a deployment's base URL) and GENWAY_ADMIN_TOKEN set, keys, credits
-and accounts go to that deployment's admin API; jobs create uses GENWAY_URL and GENWAY_API_KEY.
+and accounts go to that deployment's admin API; jobs create, images generate and speech use
+GENWAY_URL and GENWAY_API_KEY.
 
 Environment: GENWAY_DATA_DIR (./.genway), GENWAY_BACKEND (embedded|aws), GENWAY_DEV_KEY,
 GENWAY_DEV_CREDITS (1000), GENWAY_CATALOG (a catalog JSON file), provider keys such as
@@ -134,6 +155,10 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return accountsCmd(ctx, args[1:], getenv, stdout)
 	case "jobs":
 		return jobsCmd(ctx, args[1:], getenv, stdout)
+	case "images":
+		return imagesCmd(ctx, args[1:], getenv, stdout)
+	case "speech":
+		return speechCmd(ctx, args[1:], getenv, pipedStdin(), stdout, stderr)
 	case "aws":
 		return awsCmd(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":

@@ -63,10 +63,11 @@ const creditsUsage = `Usage:
   genway credits grant --account NAME --amount N [--create]  add credits (--create makes a new account)
   genway credits show --account NAME                        balance, held, available
   genway credits ledger --account NAME                      the account's ledger
-  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens and job credits per day
+  genway credits usage --account NAME [--from DAY] [--to DAY]  chat tokens; job, image, speech credits per day
   genway credits limit --account NAME --rpm N               per-key requests per minute (0 default, -1 unlimited)
   genway credits reconcile [--days N]                       settle final jobs whose hold was never settled (last N days, 7);
                                                             release reservations (images, speech) never settled
+  genway credits reservations [--account NAME]              open reservations: credits held by images and speech being made
 `
 
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
@@ -144,7 +145,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 
 func creditsCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError("credits needs a subcommand: grant, show, ledger, usage, limit or reconcile")
+		return usageError("credits needs a subcommand: grant, show, ledger, usage, limit, reconcile or reservations")
 	}
 	if isHelp(args[0]) {
 		fmt.Fprint(stdout, creditsUsage)
@@ -168,6 +169,9 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 			fmt.Fprintf(stdout, "found %d open reservations older than %d s; released %d\n", res.Reservations, credits.ReservationTTL, res.Released)
 			return nil
 		})
+	}
+	if args[0] == "reservations" {
+		return reservationsCmd(ctx, args[1:], getenv, stdout)
 	}
 	fs := newFlags("credits " + args[0])
 	account := fs.String("account", "", "the account")
@@ -244,4 +248,46 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 		})
 	}
 	return usageError(fmt.Sprintf("unknown credits subcommand %q", args[0]))
+}
+
+// reservationsCmd is `genway credits reservations [--account NAME]`: the
+// open reservations (of one account, or of all), oldest first, with
+// their age; the reconciler releases those older than
+// credits.ReservationTTL.
+func reservationsCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	fs := newFlags("credits reservations")
+	account := fs.String("account", "", "only this account's (default: every account's)")
+	if err := parse(fs, args, stdout); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usageError("credits reservations takes only [--account NAME]")
+	}
+	return withOperator(ctx, getenv, func(op admin.Operator) error {
+		rl, ok := op.(admin.ReservationLister)
+		if !ok {
+			return errors.New("this backend does not list reservations")
+		}
+		res, err := rl.Reservations(ctx, *account)
+		if err != nil {
+			return fmt.Errorf("reservations: %w", err)
+		}
+		now := time.Now()
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AT\tAGE\tACCOUNT\tTYPE\tMODEL\tHELD\tID")
+		var held int64
+		for _, e := range res {
+			at := time.Unix(e.At, 0)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second), e.Account, e.JobType, e.Model, e.Amount, e.ID)
+			held += e.Amount
+		}
+		fmt.Fprintf(tw, "total\t\t\t\t\t%d\t%d open\n", held, len(res))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if len(res) == admin.MaxReservations {
+			fmt.Fprintf(stdout, "(the %d oldest only; run genway credits reconcile)\n", admin.MaxReservations)
+		}
+		return nil
+	})
 }

@@ -78,6 +78,26 @@ func TestRemoteCLI(t *testing.T) {
 			t.Fatalf("credits usage = %q, %v; want a line %q", out, err, wantLine)
 		}
 	}
+	// An image (as a link, downloaded) and a speech with the same key; both
+	// in the usage at once (settled with their requests), no reservation
+	// left open.
+	img := filepath.Join(t.TempDir(), "fox.png")
+	if out, err := cli(jobEnv, "images", "generate", "--model", "synthetic-image", "--prompt", "a fox", "--size", "256x256", "--response-format", "url", "--output", img); err != nil || !strings.Contains(out, "wrote "+img+": ") || !strings.Contains(out, "256x256 png") {
+		t.Errorf("images generate = %q, %v", out, err)
+	}
+	wav := filepath.Join(t.TempDir(), "hi.wav")
+	if out, err := cli(jobEnv, "speech", "--model", "synthetic-speech", "--format", "wav", "--input", "hello there", "--output", wav); err != nil || !strings.Contains(out, "wrote "+wav+": ") {
+		t.Errorf("speech = %q, %v", out, err)
+	}
+	out, err = cli(env, "credits", "usage", "--account", "acme")
+	for _, want := range []string{" image synthetic-image 0 0 0 1 1\n", " speech synthetic-speech 0 0 0 1 1\n"} {
+		if err != nil || !strings.Contains(collapse(out)+"\n", want) {
+			t.Errorf("credits usage = %q, %v; want a line ending %q", out, err, want)
+		}
+	}
+	if out, err := cli(env, "credits", "reservations", "--account", "acme"); err != nil || !strings.Contains(collapse(out), "\ntotal 0 0 open") {
+		t.Errorf("credits reservations = %q, %v; want none open", out, err)
+	}
 	// The feed settled the job: the reconciler finds nothing to do (the
 	// job is within its grace anyway), and says so.
 	if out, err := cli(env, "credits", "reconcile", "--days", "1"); err != nil || !strings.Contains(out, "settled 0") {

@@ -12,8 +12,9 @@ import (
 
 // usageCmd is `genway credits usage --account NAME [--from DAY] [--to
 // DAY]`: the account's usage per UTC day, kind and model (chat: requests
-// and tokens; music, sfx, video: completed jobs), each with its credits,
-// and totals. args are the arguments after "usage".
+// and tokens; music, sfx, video: completed jobs; image, speech: the
+// generations that succeeded), each with its credits, and totals. args
+// are the arguments after "usage".
 func usageCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := newFlags("credits usage")
 	account := fs.String("account", "", "the account")

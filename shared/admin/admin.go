@@ -46,14 +46,18 @@ type AccountInfo struct {
 }
 
 // KindChat is the Kind of chat usage in a DayUsage; job usage has the
-// job's type (music, sfx, video).
+// job's type (music, sfx, video), or that of the synchronous generation
+// (image, speech).
 const KindChat = "chat"
 
 // DayUsage is what one account used of one model on one UTC day: chat
 // completions (Kind "chat": requests, tokens and the credits of priced
-// chat models) or completed jobs of one type (Kind music, sfx or video:
-// jobs and their credits). Credits are the common unit of both; a failed
-// job costs nothing and is not counted.
+// chat models), completed jobs of one type (Kind music, sfx or video:
+// jobs and their credits), or image or speech generations (Kind image or
+// speech: Jobs is the requests that succeeded, Credits their charges,
+// an image request of n images n times the price). Credits are the
+// common unit of all; a failed job or generation costs nothing and is not
+// counted.
 type DayUsage struct {
 	Account          string `json:"account"`
 	Day              string `json:"day"` // YYYY-MM-DD, UTC
@@ -62,7 +66,7 @@ type DayUsage struct {
 	Requests         int64  `json:"requests"`          // chat completions
 	PromptTokens     int64  `json:"prompt_tokens"`     // chat
 	CompletionTokens int64  `json:"completion_tokens"` // chat
-	Jobs             int64  `json:"jobs"`              // completed jobs
+	Jobs             int64  `json:"jobs"`              // completed jobs, or image and speech requests
 	Credits          int64  `json:"credits"`
 }
 
@@ -108,6 +112,45 @@ type Operator interface {
 	// the change stream never settled, and releases the reservations
 	// older than credits.ReservationTTL still open (see jobs.Reconcile).
 	Reconcile(ctx context.Context, days int) (jobs.ReconcileResult, error)
+}
+
+// ReservationLister lists the open reservations: the credits held by
+// images and speech being generated, each settled when its request ends
+// (or released by the reconciler once older than
+// credits.ReservationTTL). Service and Client implement it; it is apart
+// from Operator so that other Operators need not.
+type ReservationLister interface {
+	// Reservations returns the open reservations of account ("" for
+	// every account's), oldest first: of the MaxReservations oldest open
+	// reservations of all accounts, those of account.
+	Reservations(ctx context.Context, account string) ([]credits.Entry, error)
+}
+
+// MaxReservations bounds the open reservations read at once. A
+// reservation is open for the seconds its request runs, so a longer list
+// means requests that died and a reconciler that does not run.
+const MaxReservations = 1000
+
+var _ ReservationLister = (*Service)(nil)
+
+// Reservations lists the open reservations of account ("" for all).
+// An unknown account is credits.ErrAccountNotFound.
+func (s *Service) Reservations(ctx context.Context, account string) ([]credits.Entry, error) {
+	if account != "" {
+		if _, err := s.Store.Account(ctx, account); err != nil {
+			return nil, err
+		}
+	}
+	// Every reservation written so far: a day ahead of this clock covers
+	// the clocks of the other processes writing them.
+	all, err := s.Store.OpenReservations(ctx, s.now().Add(24*time.Hour).Unix(), MaxReservations)
+	if err != nil {
+		return nil, fmt.Errorf("open reservations: %w", err)
+	}
+	if account == "" {
+		return all, nil
+	}
+	return slices.DeleteFunc(all, func(e credits.Entry) bool { return e.Account != account }), nil
 }
 
 var accountRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -274,6 +276,21 @@ func (c *Client) Usage(ctx context.Context, account, from, to string) ([]DayUsag
 		}
 	}
 	return out.Data, err
+}
+
+var _ ReservationLister = (*Client)(nil)
+
+// Reservations implements ReservationLister.
+func (c *Client) Reservations(ctx context.Context, account string) ([]credits.Entry, error) {
+	q := url.Values{}
+	if account != "" {
+		q.Set("account", account)
+	}
+	out, err := list(ctx, c, "/reservations", q, func(e credits.Entry) string { return e.ID })
+	slices.SortStableFunc(out, func(a, b credits.Entry) int { // pages come by id
+		return cmp.Or(cmp.Compare(a.At, b.At), cmp.Compare(a.Account, b.Account), cmp.Compare(a.ID, b.ID))
+	})
+	return out, err
 }
 
 // Audit implements Operator.

@@ -41,7 +41,9 @@ type adminHandler func(r *http.Request) (any, error)
 
 // AdminAPI serves the operator's API under /admin/v1/: accounts (list,
 // create, grant, rate limit, ledger), keys (create, list, revoke), models
-// (the catalog, configured or not), usage and the audit log. Lists are
+// (the catalog, configured or not), usage (chat, jobs, images, speech),
+// the open reservations (credits held by images and speech being made:
+// ?account= for one account's), jobs and the audit log. Lists are
 // OpenAI-style ({"object": "list", "data": [...], "has_more": ...}, with
 // ?limit= and ?after=<the last id of the previous page>). Every route
 // needs the operator token; an API key (sk_live_...) or any other token
@@ -251,6 +253,17 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			}
 			return op.Reconcile(r.Context(), in.Days)
 		})},
+		{"GET", "/admin/v1/reservations", wrap(func(r *http.Request) (any, error) {
+			rl, ok := op.(admin.ReservationLister)
+			if !ok {
+				return nil, errNoReservations
+			}
+			res, err := rl.Reservations(r.Context(), r.URL.Query().Get("account"))
+			if err != nil {
+				return nil, err
+			}
+			return pageOf(r, res, func(e credits.Entry) string { return e.ID })
+		})},
 		{"GET", "/admin/v1/audit", wrap(func(r *http.Request) (any, error) {
 			limit, err := limitParam(r)
 			if err != nil {
@@ -272,6 +285,10 @@ func AdminRoutes(cfg AdminConfig) []Route {
 	}
 	return routes
 }
+
+// errNoReservations answers GET /admin/v1/reservations where the
+// operator cannot list them.
+var errNoReservations = &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found", Message: "This server does not list reservations."}
 
 // errNoJobs answers the job routes where the server has no jobs service.
 var errNoJobs = &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found", Message: "This server has no jobs."}

@@ -77,7 +77,7 @@ func TestAdminAuth(t *testing.T) {
 		{"GET", "/admin/v1/accounts/a/ledger", ""}, {"GET", "/admin/v1/keys", ""}, {"POST", "/admin/v1/keys", `{"account":"a"}`},
 		{"POST", "/admin/v1/keys/key_x/revoke", ""}, {"GET", "/admin/v1/models", ""}, {"GET", "/admin/v1/usage", ""},
 		{"GET", "/admin/v1/audit", ""}, {"GET", "/admin/v1/jobs", ""}, {"GET", "/admin/v1/jobs/job_sfx_x", ""},
-		{"POST", "/admin/v1/jobs/job_sfx_x/cancel", ""},
+		{"POST", "/admin/v1/jobs/job_sfx_x/cancel", ""}, {"GET", "/admin/v1/reservations", ""},
 	}
 	for _, rt := range routes {
 		for _, auth := range []string{"", "Bearer gwop_wrong", "Bearer sk_live_abcdefghijklmnopqrstuvwxyz0123456789ab", adminTestToken, "Basic " + adminTestToken} {
@@ -110,6 +110,8 @@ func TestAdminAccountsAndKeys(t *testing.T) {
 		{"GET", "/admin/v1/accounts?limit=0", "", 400, "invalid_value", "limit"},
 		{"POST", "/admin/v1/keys/key_nope/revoke", "", 404, "key_not_found", ""},
 		{"GET", "/admin/v1/usage?from=yesterday", "", 400, "invalid_value", "from"},
+		{"GET", "/admin/v1/reservations?account=zz", "", 404, "account_not_found", ""},
+		{"GET", "/admin/v1/reservations?limit=0", "", 400, "invalid_value", "limit"},
 	} {
 		status, body := e.call(t, bearer, tc.method, tc.path, tc.body, nil)
 		var env struct {
