@@ -456,26 +456,42 @@ function setupSpeech(form) {
     let bytes = 0;
     let pieces = 0;
     let blocked = false; // the browser would not start playing
+    // The player and its MediaSource are made before the request, so
+    // that the source is open when the first audio arrives.
+    const audio = el("audio");
+    audio.controls = true;
+    audio.id = "speech-audio";
+    const mse = body.response_format === "mp3" && window.MediaSource && MediaSource.isTypeSupported("audio/mpeg");
+    let source = null;
+    let opened = null;
+    if (mse) {
+      source = new MediaSource();
+      opened = new Promise((r) => source.addEventListener("sourceopen", r, { once: true }));
+      const u = URL.createObjectURL(source);
+      urls.push(u);
+      audio.src = u;
+    }
+    // The status: what happened so far, and when the audio began to
+    // play (which may be after the last byte came).
+    let said = "";
+    const say = (msg) => {
+      said = msg;
+      status.textContent = msg + (playing ? " Audio playing after " + ms(playing) + "." : "");
+    };
+    audio.addEventListener("playing", () => {
+      if (playing) return;
+      playing = performance.now() - t0;
+      say(said);
+    });
     try {
       const res = await post("/console/playground/speech", body, "audio/*");
       if (!res.ok) throw new Error(await errorOf(res));
       const type = (res.headers.get("Content-Type") || "").split(";")[0].trim();
-      const audio = el("audio");
-      audio.controls = true;
-      audio.id = "speech-audio";
-      audio.addEventListener("playing", () => {
-        if (!playing) playing = performance.now() - t0;
-      });
       player.append(audio);
-      const stream = type === "audio/mpeg" && window.MediaSource && MediaSource.isTypeSupported("audio/mpeg");
-      let source = null;
+      const stream = mse && type === "audio/mpeg";
       let sb = null;
       if (stream) {
-        source = new MediaSource();
-        const u = URL.createObjectURL(source);
-        urls.push(u);
-        audio.src = u;
-        await new Promise((r) => source.addEventListener("sourceopen", r, { once: true }));
+        await opened;
         sb = source.addSourceBuffer("audio/mpeg");
       }
       audio.dataset.mode = stream ? "stream" : "blob";
@@ -486,7 +502,7 @@ function setupSpeech(form) {
         if (done) break;
         if (!first) {
           first = performance.now() - t0;
-          status.textContent = "First audio byte after " + ms(first) + (stream ? "; playing as it streams…" : "; receiving (" + type + " plays at the end)…");
+          say("First audio byte after " + ms(first) + (stream ? "; playing as it streams…" : "; receiving (" + type + " plays at the end)…"));
           player.dataset.firstByteMs = String(Math.round(first));
         }
         chunks.push(value);
@@ -515,12 +531,12 @@ function setupSpeech(form) {
       const p = el("p");
       p.append(dl, " (" + type + ", " + Math.round(bytes / 1024) + " KB)");
       player.append(p);
-      let msg = "Done: " + Math.round(bytes / 1024) + " KB in " + pieces + " pieces; first audio byte after " + ms(first) + ", the last after " + ms(performance.now() - t0) + ".";
-      if (stream && playing) msg += " Playing after " + ms(playing) + " (MediaSource, as it streamed).";
-      else if (!stream && audio.isConnected) msg += " " + type + " cannot be streamed here: it plays from the whole file.";
-      else if (!audio.isConnected) msg += " A browser cannot play " + type + ": download it.";
+      let msg = "Done: " + Math.round(bytes / 1024) + " KB in " + pieces + (pieces === 1 ? " piece" : " pieces") + "; first audio byte after " + ms(first) + ", the last after " + ms(performance.now() - t0) + ".";
+      if (stream) msg += " Streamed into the player as it came (MediaSource).";
+      else if (audio.isConnected) msg += " " + type + " cannot be streamed here: it plays from the whole file.";
+      else msg += " A browser cannot play " + type + ": download it.";
       if (blocked) msg += " Press play: the browser did not start it.";
-      status.textContent = msg;
+      say(msg);
     } catch (err) {
       status.replaceChildren(el("span", "Error: " + (bytes ? "the audio was cut short after " + bytes + " bytes (" + err.message + ")" : err.message), "error"));
     } finally {
