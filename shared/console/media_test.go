@@ -16,6 +16,7 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -287,4 +288,44 @@ func between(s, start, end string) string {
 	}
 	in, _, _ := strings.Cut(rest, end)
 	return in
+}
+
+// TestAccountLedgerLinks checks the account page's ledger: a job's entry
+// links to the job's page; an image or speech request's, which has no
+// page, names its kind and id.
+func TestAccountLedgerLinks(t *testing.T) {
+	l := liveServer(t)
+	c := browser(t)
+	signIn(t, c, l.srv.URL)
+	tests := []struct {
+		name  string
+		entry credits.Entry
+		want  string
+		not   string
+	}{
+		{"a job", credits.Entry{ID: "job:job_sfx_1", Kind: credits.Capture, Amount: 2, JobID: "job_sfx_1", JobType: "sfx", Model: "synthetic-sfx"},
+			`<a href="/console/jobs/job_sfx_1">job_sfx_1</a>`, ""},
+		{"a job settled before types were recorded", credits.Entry{ID: "job:job_music_2", Kind: credits.Capture, Amount: 3, JobID: "job_music_2"},
+			`<a href="/console/jobs/job_music_2">job_music_2</a>`, ""},
+		{"an image request", credits.Entry{ID: "settle:img_3", Kind: credits.Capture, Amount: 2, JobID: "img_3", JobType: "image", Model: "synthetic-image"},
+			`image <code>img_3</code>`, `href="/console/jobs/img_3"`},
+		{"a speech request", credits.Entry{ID: "settle:sp_4", Kind: credits.Release, Amount: 1, JobID: "sp_4", JobType: "speech", Model: "synthetic-speech"},
+			`speech <code>sp_4</code>`, `href="/console/jobs/sp_4"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := tt.entry
+			e.Account = "acme"
+			l.op.mu.Lock()
+			l.op.ledger = []credits.Entry{e}
+			l.op.mu.Unlock()
+			resp, body := get(t, c, l.srv.URL+"/console/accounts/acme")
+			if resp.StatusCode != 200 {
+				t.Fatalf("account page: %d", resp.StatusCode)
+			}
+			if !strings.Contains(body, tt.want) || tt.not != "" && strings.Contains(body, tt.not) {
+				t.Errorf("ledger shows %q; want %s, not %s", between(body, "<h2>Ledger", "</table>"), tt.want, tt.not)
+			}
+		})
+	}
 }
