@@ -329,3 +329,48 @@ func TestAccountLedgerLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestMediaPickers checks what the image and speech forms offer of a
+// catalog model: its own sizes, qualities, formats and voices, mp3 first,
+// and "model default" where the model's default voice is a vendor's id.
+func TestMediaPickers(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := func(id string) *catalog.Model {
+		t.Helper()
+		m, ok := cat.Model(id)
+		if !ok {
+			t.Fatalf("no model %s in the catalog", id)
+		}
+		return m
+	}
+	tests := []struct {
+		name string
+		got  playModel
+		want playModel
+	}{
+		{"synthetic-image", imageModel(model("synthetic-image")), playModel{ID: "synthetic-image", Type: "image",
+			Sizes: "256x256 512x512 1024x1024 1536x1024 1024x1536 1792x1024 1024x1792", Formats: "png jpeg", DefaultSize: "1024x1024", DefaultRF: "b64_json", MaxImages: 10}},
+		{"an image model with qualities and auto", imageModel(model("gpt-image-1.5")), playModel{ID: "gpt-image-1.5", Type: "image",
+			Sizes: "1024x1024 1536x1024 1024x1536 auto", Qualities: "low medium high auto", Formats: "png jpeg webp", DefaultSize: "auto", DefaultRF: "b64_json", MaxImages: 10}},
+		{"an image model that says nothing of n or answers", imageModel(&catalog.Model{ID: "m", Type: "image", Sizes: []string{"64x64"}, Formats: []string{"png"}}),
+			playModel{ID: "m", Type: "image", Sizes: "64x64", Formats: "png", DefaultRF: "b64_json", MaxImages: 1}},
+		{"an image model answering links", imageModel(&catalog.Model{ID: "d", Type: "image", DefaultResponseFormat: "url", MaxImages: 4}),
+			playModel{ID: "d", Type: "image", DefaultRF: "url", MaxImages: 4}},
+		{"synthetic-speech", speechModel(model("synthetic-speech")), playModel{ID: "synthetic-speech", Type: "speech",
+			Voices: "alloy ash ballad coral echo fable nova onyx sage shimmer verse marin cedar", Voice: "alloy", Formats: "mp3 wav pcm", MaxInput: 4096}},
+		{"a default voice that is a vendor's id", speechModel(model("eleven-multilingual-v2")), playModel{ID: "eleven-multilingual-v2", Type: "speech",
+			Voices: "alloy ash ballad coral echo fable nova onyx sage shimmer verse marin cedar", Formats: "mp3 wav pcm", MaxInput: 10000}},
+		{"mp3 first", speechModel(&catalog.Model{ID: "s", Type: "speech", Voices: []string{"a"}, Formats: []string{"wav", "opus", "mp3"}, MaxInput: 9}),
+			playModel{ID: "s", Type: "speech", Voices: "a", Formats: "mp3 wav opus", MaxInput: 9}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.got != tt.want {
+				t.Errorf("got  %+v\nwant %+v", tt.got, tt.want)
+			}
+		})
+	}
+}
