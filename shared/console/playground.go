@@ -16,6 +16,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/speech"
 )
@@ -73,7 +74,7 @@ type playgroundPage struct {
 func imageModel(m *catalog.Model) playModel {
 	rf := m.DefaultResponseFormat
 	if rf == "" {
-		rf = "b64_json"
+		rf = images.FormatB64
 	}
 	return playModel{ID: m.ID, Type: m.Type, Sizes: strings.Join(m.Sizes, " "), Qualities: strings.Join(m.Qualities, " "),
 		Formats: strings.Join(m.Formats, " "), DefaultSize: m.DefaultSize, DefaultRF: rf, MaxImages: max(m.MaxImages, 1)}
@@ -267,32 +268,8 @@ type playImageRequest struct {
 	imageParams
 }
 
-// playImage makes images for the account the operator picked, through
-// the API's own images handler (httpapi.GenerateImages on the same
-// service): the same validation, credits, routing and answer as a client
-// gets (OpenAI's ImagesResponse: data[].b64_json, or data[].url, a link
-// to our own storage), which playground.js shows. Errors are the API's
-// JSON error envelope.
-func (c *Console) playImage(p *Page, w http.ResponseWriter, r *http.Request) error {
-	var q playImageRequest
-	err := decodeJSON(w, r, maxPlayMediaBody, &q)
-	if err == nil && c.images == nil {
-		err = &apierr.Error{Kind: apierr.NotFound, Code: "not_found", Message: "Images are not available on this server."}
-	}
-	if err == nil {
-		err = c.billable(r.Context(), q.Account)
-	}
-	var body []byte
-	if err == nil {
-		body, err = json.Marshal(q.imageParams)
-	}
-	if err != nil {
-		return c.jsonError(w, r, err)
-	}
-	c.record(r.Context(), "playground.image", q.Account, "model "+q.Model)
-	forward(w, r, c.images, q.Account, body)
-	return nil
-}
+func (q *playImageRequest) bill() (string, string) { return q.Account, q.Model }
+func (q *playImageRequest) request() any           { return q.imageParams }
 
 // speechParams are the speech form's fields of a speech request, as
 // POST /v1/audio/speech takes them.
@@ -310,29 +287,56 @@ type playSpeechRequest struct {
 	speechParams
 }
 
+func (q *playSpeechRequest) bill() (string, string) { return q.Account, q.Model }
+func (q *playSpeechRequest) request() any           { return q.speechParams }
+
+// playForm is a playground form that is an API request with the account
+// to bill: its account and model, and the API request's body.
+type playForm interface {
+	bill() (account, model string)
+	request() any
+}
+
+// playImage makes images for the account the operator picked, through
+// the API's own images handler (httpapi.GenerateImages on the same
+// service): the same validation, credits, routing and answer as a client
+// gets (OpenAI's ImagesResponse: data[].b64_json, or data[].url, a link
+// to our own storage), which playground.js shows.
+func (c *Console) playImage(p *Page, w http.ResponseWriter, r *http.Request) error {
+	return c.playAPI(w, r, c.images, "image", "Images are not available on this server.", &playImageRequest{})
+}
+
 // playSpeech speaks for the account the operator picked, through the
 // API's own speech handler (httpapi.Speech on the same service): the
 // audio streams back as the vendor makes it (playground.js plays it as it
-// arrives). Errors before the first byte are the API's JSON error
-// envelope; a failure after it cuts the response short, as the API's.
+// arrives). A failure after the first byte cuts the response short, as
+// the API's does.
 func (c *Console) playSpeech(p *Page, w http.ResponseWriter, r *http.Request) error {
-	var q playSpeechRequest
-	err := decodeJSON(w, r, maxPlayMediaBody, &q)
-	if err == nil && c.speech == nil {
-		err = &apierr.Error{Kind: apierr.NotFound, Code: "not_found", Message: "Speech is not available on this server."}
+	return c.playAPI(w, r, c.speech, "speech", "Speech is not available on this server.", &playSpeechRequest{})
+}
+
+// playAPI decodes form q from r and serves its request to the API's
+// handler h (nil: the 404 unavailable) for the account q bills, which
+// must exist; the audit log records it as playground.<action>. Errors
+// before h runs are the API's JSON error envelope, as h's are.
+func (c *Console) playAPI(w http.ResponseWriter, r *http.Request, h http.Handler, action, unavailable string, q playForm) error {
+	err := decodeJSON(w, r, maxPlayMediaBody, q)
+	if err == nil && h == nil {
+		err = &apierr.Error{Kind: apierr.NotFound, Code: "not_found", Message: unavailable}
 	}
+	account, model := q.bill()
 	if err == nil {
-		err = c.billable(r.Context(), q.Account)
+		err = c.billable(r.Context(), account)
 	}
 	var body []byte
 	if err == nil {
-		body, err = json.Marshal(q.speechParams)
+		body, err = json.Marshal(q.request())
 	}
 	if err != nil {
 		return c.jsonError(w, r, err)
 	}
-	c.record(r.Context(), "playground.speech", q.Account, "model "+q.Model)
-	forward(w, r, c.speech, q.Account, body)
+	c.record(r.Context(), "playground."+action, account, "model "+model)
+	forward(w, r, h, account, body)
 	return nil
 }
 
