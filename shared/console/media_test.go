@@ -9,6 +9,7 @@ import (
 	"image"
 	_ "image/jpeg" // image.DecodeConfig of the jpeg answers
 	_ "image/png"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -193,6 +194,25 @@ func TestPlaygroundSpeech(t *testing.T) {
 				t.Errorf("audio begins % x; want %s", body[:min(len(body), 8)], tt.contentType)
 			}
 		})
+	}
+	// A failure after the first audio cuts the stream short (no clean
+	// end a client could take for the whole), and costs nothing.
+	before := l.balance(t, "dev")
+	b, _ := json.Marshal(map[string]any{"account": "dev", "model": "synthetic-speech", "input": synthetic.FailPrefix + " " + long})
+	req, _ := http.NewRequest("POST", l.srv.URL+"/console/playground/speech", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-CSRF-Token", csrf)
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(got) == 0 || err == nil {
+		t.Errorf("a speech failing after its first audio: %d, %d bytes, read error %v; want 200, some audio, then a cut", resp.StatusCode, len(got), err)
+	}
+	if spent := before - l.balance(t, "dev"); spent != 0 {
+		t.Errorf("a speech cut short cost %d credits; want 0", spent)
 	}
 	_, audit := get(t, c, l.srv.URL+"/console/audit")
 	if !strings.Contains(audit, "playground.speech") {

@@ -447,6 +447,7 @@ function setupSpeech(form) {
     for (const u of urls) URL.revokeObjectURL(u);
     urls = [];
     player.replaceChildren();
+    delete player.dataset.firstByteMs;
     status.textContent = "Waiting for the first audio…";
     const body = { account: form.elements.account.value, model: model.value, input: input.value, response_format: format.value };
     if (voice.value) body.voice = voice.value;
@@ -456,6 +457,7 @@ function setupSpeech(form) {
     let bytes = 0;
     let pieces = 0;
     let blocked = false; // the browser would not start playing
+    let began = false; // the answer is audio: a failure now cuts it short
     // The player and its MediaSource are made before the request, so
     // that the source is open when the first audio arrives.
     const audio = el("audio");
@@ -486,6 +488,7 @@ function setupSpeech(form) {
     try {
       const res = await post("/console/playground/speech", body, "audio/*");
       if (!res.ok) throw new Error(await errorOf(res));
+      began = true;
       const type = (res.headers.get("Content-Type") || "").split(";")[0].trim();
       player.append(audio);
       const stream = mse && type === "audio/mpeg";
@@ -538,7 +541,7 @@ function setupSpeech(form) {
       if (blocked) msg += " Press play: the browser did not start it.";
       say(msg);
     } catch (err) {
-      status.replaceChildren(el("span", "Error: " + (bytes ? "the audio was cut short after " + bytes + " bytes (" + err.message + ")" : err.message), "error"));
+      status.replaceChildren(el("span", "Error: " + (began ? "the audio was cut short after " + bytes + " bytes (" + err.message + ")" : err.message), "error"));
     } finally {
       send.disabled = false;
     }
