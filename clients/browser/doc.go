@@ -3,9 +3,11 @@
 // directory, and drive headless Chromium through the console with
 // chromedp (sign in, keys, credits, jobs, usage, the playground: a chat
 // whose answer must grow on the page as it streams, an sfx job that must
-// load, a video job that must play), saving a screenshot of every page and
-// measuring each page's weight and first render. It is a module of its
-// own so that the main module does not depend on chromedp.
+// load, a video job that must play; images that must decode at the size
+// asked for, and speech that must play as it streams, through
+// MediaSource), saving a screenshot of every page and measuring each
+// page's weight and first render. It is a module of its own so that the
+// main module does not depend on chromedp.
 //
 // The server runs this checkout's catalog with one change: the chat model
 // the test streams from, synthetic/thinker, is paced (the catalog's

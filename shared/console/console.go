@@ -33,8 +33,10 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/route"
+	"github.com/genway/genway/shared/speech"
 )
 
 //go:embed templates/*.html
@@ -58,6 +60,13 @@ type Config struct {
 	JobService *jobs.Service
 	// Chat runs the playground's chat; nil: the playground has no chat.
 	Chat *chat.Gateway // the playground's chat runs through httpapi.ChatCompletions on it
+	// Images makes the playground's images (through
+	// httpapi.GenerateImages on it); nil: the playground has no image
+	// form.
+	Images *images.Service
+	// Speech speaks the playground's speech (through httpapi.Speech on
+	// it, streamed); nil: the playground has no speech form.
+	Speech *speech.Service
 	// Router is this process's router: the models page shows each
 	// model's breaker and recent error rate; nil: not shown.
 	Router *route.Router
@@ -102,6 +111,8 @@ type Console struct {
 	mux      *http.ServeMux
 	configed func(string) bool
 	chat     http.Handler // the API's chat completions on cfg.Chat; nil without it
+	images   http.Handler // the API's image generations on cfg.Images; nil without it
+	speech   http.Handler // the API's speech on cfg.Speech; nil without it
 }
 
 // New returns the console for cfg.
@@ -130,6 +141,12 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Chat != nil {
 		c.chat = httpapi.ChatCompletions(cfg.Chat, c.log)
 	}
+	if cfg.Images != nil {
+		c.images = httpapi.GenerateImages(cfg.Images, c.log)
+	}
+	if cfg.Speech != nil {
+		c.speech = httpapi.Speech(cfg.Speech, c.log)
+	}
 	c.routes()
 	return c, nil
 }
@@ -143,6 +160,10 @@ var funcs = template.FuncMap{
 		return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05")
 	},
 	"join": strings.Join,
+	// jobType reports whether a ledger entry's type is a job's (or not
+	// recorded, as in entries from before types were), whose page the
+	// jobs pages have; an image or speech request has none.
+	"jobType": func(t string) bool { return t == "" || isJobType(t) },
 	// static is the versioned URL of a file in static/: it changes when
 	// any static file does, so browsers may cache them for good.
 	"static": func(name string) string { return "/console/static/" + name + "?v=" + staticVersion },
@@ -188,8 +209,9 @@ func (c *Console) parse() error {
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	// No script or style but our own files; nothing may frame us; media
-	// may come from the storage links (S3 presigned URLs are https).
-	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+	// and images may come from the storage links (S3 presigned URLs are
+	// https); streamed speech plays from a blob: (a MediaSource).
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; "+
 		"media-src 'self' https: blob:; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")

@@ -26,11 +26,12 @@ func timeNow() time.Time { return time.Now() }
 
 // fakeOperator is an in-memory admin.Operator: accounts, keys, audit.
 type fakeOperator struct {
-	mu    sync.Mutex
-	accts map[string]credits.Account
-	keys  []auth.Record
-	audit []admin.AuditEntry
-	usage []admin.DayUsage
+	mu     sync.Mutex
+	accts  map[string]credits.Account
+	keys   []auth.Record
+	audit  []admin.AuditEntry
+	usage  []admin.DayUsage
+	ledger []credits.Entry
 }
 
 func newFake() *fakeOperator { return &fakeOperator{accts: map[string]credits.Account{}} }
@@ -120,7 +121,17 @@ func (f *fakeOperator) Accounts(ctx context.Context) ([]admin.AccountInfo, error
 func (f *fakeOperator) Reconcile(context.Context, int) (jobs.ReconcileResult, error) {
 	return jobs.ReconcileResult{}, nil
 }
-func (f *fakeOperator) Ledger(context.Context, string) ([]credits.Entry, error) { return nil, nil }
+func (f *fakeOperator) Ledger(_ context.Context, account string) ([]credits.Entry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []credits.Entry
+	for _, e := range f.ledger {
+		if e.Account == account {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
 func (f *fakeOperator) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {
 	return f.Account(ctx, account)
 }

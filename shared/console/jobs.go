@@ -11,7 +11,6 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
-	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -70,6 +69,8 @@ func (c *Console) liveRoutes() []Route {
 		{"GET", "/console/playground", c.playground},
 		{"POST", "/console/playground/chat", c.playChat},
 		{"POST", "/console/playground/job", c.playJob},
+		{"POST", "/console/playground/image", c.playImage},
+		{"POST", "/console/playground/speech", c.playSpeech},
 	}
 }
 
@@ -174,7 +175,7 @@ type jobsPage struct {
 func (c *Console) jobsPage(p *Page, w http.ResponseWriter, r *http.Request) error {
 	p.Section, p.Title = "jobs", "Jobs"
 	d := jobsPage{Filter: filterOf(r), Statuses: []jobs.Status{jobs.Queued, jobs.Processing, jobs.Completed, jobs.Failed},
-		Types: []string{jobs.TypeMusic, jobs.TypeSFX, jobs.TypeVideo}}
+		Types: jobTypes}
 	p.Data = &d
 	if c.cfg.Jobs == nil {
 		return p.Render(w, r, "jobs")
@@ -188,7 +189,7 @@ func (c *Console) jobsPage(p *Page, w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	for _, m := range c.cfg.Catalog.List("", nil) {
-		if m.Type != catalog.TypeChat {
+		if isJobType(m.Type) { // image and speech models make no jobs
 			d.Models = append(d.Models, m.ID)
 		}
 	}

@@ -20,8 +20,11 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/route"
+	"github.com/genway/genway/shared/speech"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -33,8 +36,10 @@ func (fakeMedia) URL(_ context.Context, key string, _ time.Duration) (string, er
 	return "https://media.example/" + key + "?sig=x", nil
 }
 
-// live is a console with jobs (a real jobs.Service on an embedded store)
-// and chat (a gateway over the synthetic provider).
+// live is a console with jobs (a real jobs.Service on an embedded store),
+// chat (a gateway over the synthetic provider), and images and speech
+// (the real services over the synthetic providers, with the embedded
+// store's credit reservations).
 type live struct {
 	srv   *httptest.Server
 	op    *fakeOperator
@@ -62,11 +67,15 @@ func liveServer(t *testing.T) *live {
 	log := slog.New(slog.DiscardHandler)
 	svc := &jobs.Service{Store: st, Queue: st, Media: fakeMedia{}, Catalog: cat, Log: log}
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": synthetic.NewChat()}, Log: log})
+	router := route.New(route.Policy{Backoff: time.Millisecond, NoBreakers: true}, log)
+	imgs := &images.Service{Catalog: cat, Providers: map[string]images.Provider{"synthetic": synthetic.Images{}}, Router: router,
+		Credits: st, Media: fakeMedia{}, Log: log}
+	voices := &speech.Service{Catalog: cat, Providers: map[string]speech.Provider{"synthetic": synthetic.Speech{}}, Router: router, Credits: st, Log: log}
 	op := newFake()
 	op.accts["acme"] = credits.Account{ID: "acme", Balance: 100000, Available: 100000}
 	op.accts["dev"] = credits.Account{ID: "dev", Balance: 100000, Available: 100000}
 	c, err := New(Config{Operator: op, Verifier: admin.NewVerifier(testToken), Catalog: cat, JobService: svc, Chat: gw,
-		Configured: func(p string) bool { return p == "synthetic" }})
+		Images: imgs, Speech: voices, Configured: func(p string) bool { return p == "synthetic" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +162,7 @@ func TestLiveRoutesNeedSignIn(t *testing.T) {
 			t.Errorf("GET %s (JSON) signed out: %d; want 401", u, resp.StatusCode)
 		}
 	}
-	for _, u := range []string{"/console/playground/chat", "/console/playground/job", "/console/jobs/" + j.ID + "/cancel"} {
+	for _, u := range []string{"/console/playground/chat", "/console/playground/job", "/console/playground/image", "/console/playground/speech", "/console/jobs/" + j.ID + "/cancel"} {
 		if resp, _ := postJSON(t, c, l.srv.URL+u, "", map[string]string{}); resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("POST %s signed out: %d; want 401", u, resp.StatusCode)
 		}
@@ -173,6 +182,12 @@ func TestLiveRoutesNeedCSRF(t *testing.T) {
 		}
 		if resp, _ := postJSON(t, c, l.srv.URL+"/console/playground/job", tok, jobBody); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("job with CSRF %q: %d; want 403", tok, resp.StatusCode)
+		}
+		if resp, _ := postJSON(t, c, l.srv.URL+"/console/playground/image", tok, map[string]any{"account": "acme", "model": "synthetic-image", "prompt": "x"}); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("image with CSRF %q: %d; want 403", tok, resp.StatusCode)
+		}
+		if resp, _ := postJSON(t, c, l.srv.URL+"/console/playground/speech", tok, map[string]any{"account": "acme", "model": "synthetic-speech", "input": "x"}); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("speech with CSRF %q: %d; want 403", tok, resp.StatusCode)
 		}
 		if resp, _ := post(t, c, l.srv.URL+"/console/jobs/"+j.ID+"/cancel", url.Values{"csrf": {tok}}); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("cancel with CSRF %q: %d; want 403", tok, resp.StatusCode)
@@ -517,6 +532,9 @@ func TestUsagePage(t *testing.T) {
 		{Account: "acme", Day: day(40), Kind: "chat", Model: "synthetic/echo", Requests: 100},
 		{Account: "acme", Day: day(0), Kind: "video", Model: "veo-3.1", Jobs: 2, Credits: 640},
 		{Account: "dev", Day: day(2), Kind: "sfx", Model: "synthetic-sfx", Jobs: 3, Credits: 15},
+		// One image request of 3 images; two speech requests.
+		{Account: "acme", Day: day(0), Kind: "image", Model: "synthetic-image", Jobs: 1, Credits: 3},
+		{Account: "dev", Day: day(1), Kind: "speech", Model: "synthetic-speech", Jobs: 2, Credits: 4},
 	}
 	bars := func(body, chart string) int {
 		t.Helper()
@@ -533,14 +551,17 @@ func TestUsagePage(t *testing.T) {
 		want            []string // in the page
 		rows            int      // rows of the table
 	}{
-		{"default: credits of chat and jobs, chat tokens", "", 3, 2,
-			[]string{"Credits (chat and jobs), ", "660 in all, at most 645 in a day.", "Chat tokens (prompt &#43; completion), ", "150 in all, at most 80 in a day.",
-				`<td class="num">640</td>`, `<th scope="row" colspan="4">Total</th><td class="num">10</td><td class="num">100</td><td class="num">50</td><td class="num">5</td><td class="num">660</td>`}, 4},
-		{"chat requests of acme", "metric=requests&account=acme", 2, 1, []string{"3 in all, at most 3 in a day.", "645 in all"}, 2},
-		{"completed jobs", "metric=jobs", 3, 2, []string{"Completed jobs, ", "5 in all, at most 3 in a day."}, 4},
-		{"a job kind charts its jobs", "kind=video", 1, 1, []string{"Completed jobs, ", "2 in all", "640 in all"}, 1},
+		{"default: credits of every kind, chat tokens", "", 5, 2,
+			[]string{"Credits (chat, jobs, images and speech), ", "667 in all, at most 648 in a day.", "Chat tokens (prompt &#43; completion), ", "150 in all, at most 80 in a day.",
+				`<td class="num">640</td>`, `<th scope="row" colspan="4">Total</th><td class="num">10</td><td class="num">100</td><td class="num">50</td><td class="num">8</td><td class="num">667</td>`,
+				`<th scope="col">Jobs and generations</th>`, `an image request (one, whatever its <code>n</code>`}, 6},
+		{"chat requests of acme", "metric=requests&account=acme", 3, 1, []string{"3 in all, at most 3 in a day.", "648 in all"}, 3},
+		{"completed jobs and generations", "metric=jobs", 5, 4, []string{"Completed jobs and generations, ", "8 in all, at most 3 in a day."}, 6},
+		{"a job kind charts its jobs", "kind=video", 1, 1, []string{"Completed jobs and generations, ", "2 in all", "640 in all"}, 1},
+		{"images: a request counts once, whatever its n", "kind=image", 1, 1, []string{"Completed jobs and generations, ", "1 in all", "3 in all"}, 1},
+		{"speech", "kind=speech", 1, 1, []string{"Completed jobs and generations, ", "2 in all", "4 in all", `<option selected>speech</option>`}, 1},
 		{"chat only", "kind=chat", 1, 2, []string{"5 in all, at most 5 in a day.", "150 in all"}, 2},
-		{"nothing of a kind", "kind=music", 0, 0, []string{"No credits spent in this range.", "No completed jobs in this range.", "No usage in this range."}, 0},
+		{"nothing of a kind", "kind=music", 0, 0, []string{"No credits spent in this range.", "No completed jobs and generations in this range.", "No usage in this range."}, 0},
 		{"a model over a longer range", "model=synthetic/echo&metric=requests&from=" + day(45), 1, 2, []string{"103 in all"}, 2},
 	}
 	for _, tt := range tests {
@@ -570,7 +591,7 @@ func TestUsagePage(t *testing.T) {
 			}
 		})
 	}
-	for _, q := range []string{"from=yesterday", "from=" + day(0) + "&to=" + day(2), "from=2000-01-01", "kind=image"} {
+	for _, q := range []string{"from=yesterday", "from=" + day(0) + "&to=" + day(2), "from=2000-01-01", "kind=job"} {
 		if resp, _ := get(t, c, l.srv.URL+"/console/usage?"+q); resp.StatusCode != 400 {
 			t.Errorf("usage?%s: %d; want 400", q, resp.StatusCode)
 		}

@@ -33,23 +33,27 @@ const (
 )
 
 // counts are what the second chart can show, by the metric parameter:
-// chat tokens (the default), chat requests or completed jobs. The first
-// chart always shows credits, the one unit chat and jobs share.
+// chat tokens (the default), chat requests, or completed jobs and
+// generations (the usage rows' Jobs: one for each completed job, image
+// request, whatever its n, and speech request). The first chart always
+// shows credits, the one unit all kinds share.
 var counts = []count{
 	{"tokens", "Chat tokens", "Chat tokens (prompt + completion)"},
 	{"requests", "Chat requests", "Chat requests"},
-	{"jobs", "Completed jobs", "Completed jobs"},
+	{"jobs", "Jobs and generations", "Completed jobs and generations"},
 }
 
 // count is a metric of the second chart: its parameter value, its name in
 // the menu and its chart's label.
 type count struct{ ID, Option, Label string }
 
-// kinds are the kind filter's values: chat, then the job types.
-var kinds = []string{admin.KindChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo}
+// kinds are the kind filter's values: chat, the job types, then the
+// synchronous generations (image and speech requests are recorded as job
+// usage of their own types).
+var kinds = []string{admin.KindChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo, catalog.TypeImage, catalog.TypeSpeech}
 
 // countOf is row u's value for a count metric (0 where it does not apply:
-// a job row has no tokens, a chat row no jobs).
+// a job or generation row has no tokens, a chat row no jobs).
 func countOf(u *admin.DayUsage, metric string) int64 {
 	switch metric {
 	case "tokens":
@@ -141,7 +145,8 @@ func (c *Console) usage(p *Page, w http.ResponseWriter, r *http.Request) error {
 		return apierr.Invalidf("kind", "invalid_value", "kind must be one of %s; got %q", strings.Join(kinds, ", "), d.Kind)
 	}
 	if !slices.ContainsFunc(counts, func(m count) bool { return m.ID == d.Metric }) {
-		// The count that fits the kind shown: jobs for a job type.
+		// The count that fits the kind shown: jobs and generations for
+		// any kind but chat.
 		d.Metric = "tokens"
 		if d.Kind != "" && d.Kind != admin.KindChat {
 			d.Metric = "jobs"
@@ -192,7 +197,7 @@ func (c *Console) usage(p *Page, w http.ResponseWriter, r *http.Request) error {
 	// One colour per model in both charts: the models that spent the
 	// most first, then those that counted the most.
 	class := seriesClasses(spent, counted)
-	d.Credits = layoutChart("credits-chart", spent, from, days, "Credits (chat and jobs)", class)
+	d.Credits = layoutChart("credits-chart", spent, from, days, "Credits (chat, jobs, images and speech)", class)
 	d.Credits.None = "No credits spent in this range."
 	d.Count = layoutChart("usage-chart", counted, from, days, label, class)
 	d.Count.None = "No " + strings.ToLower(label) + " in this range."

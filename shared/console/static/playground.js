@@ -1,12 +1,22 @@
 // Genway console, playground: a chat that streams its answer as it
 // arrives (fetch and a ReadableStream over the console's Server-Sent
-// Events), and a job form that follows its job to the end and plays the
-// result. Everything from the server or the model goes in as text.
+// Events), a job form that follows its job to the end and plays the
+// result, an image form that shows the images, and a speech form that
+// plays the audio as it streams (MediaSource for MP3; other formats play
+// from a blob after the end). Everything from the server or the model
+// goes in as text.
 "use strict";
 
 const MAX_IMAGE_BYTES = 5 << 20;
 const JOB_POLL_MS = 1000;
 const JOB_POLL_LIMIT = 900; // polls: 15 minutes
+const QUOTA_RETRIES = 600; // waits of QUOTA_WAIT_MS for a full MediaSource buffer to play on: 5 minutes
+const QUOTA_WAIT_MS = 500;
+
+// IMAGE_TYPES are the media types of the images API's output formats.
+const IMAGE_TYPES = { png: "image/png", jpeg: "image/jpeg", webp: "image/webp" };
+// AUDIO_EXT are the file extensions of the speech API's media types.
+const AUDIO_EXT = { "audio/mpeg": "mp3", "audio/wav": "wav", "audio/ogg": "opus", "audio/aac": "aac", "audio/flac": "flac", "audio/pcm": "pcm" };
 
 // post sends body as JSON with the session's CSRF token.
 function post(url, body, accept) {
@@ -264,9 +274,287 @@ function setupJob(form) {
   });
 }
 
+// fillSelect replaces the options of sel with values (each its own label
+// unless labels names one), selecting want if it is one of them.
+function fillSelect(sel, values, want, labels) {
+  sel.replaceChildren(
+    ...values.map((v) => {
+      const o = el("option", (labels && labels[v]) || v || "model default");
+      o.value = v;
+      if (v === want) o.selected = true;
+      return o;
+    }),
+  );
+}
+
+// list is a data-* attribute's space-separated values.
+function list(s) {
+  return (s || "").split(" ").filter((v) => v);
+}
+
+// ms writes a duration in milliseconds.
+function ms(t) {
+  return Math.round(t) + " ms";
+}
+
+function setupImage(form) {
+  const model = form.elements.model;
+  const n = form.elements.n;
+  const size = form.elements.size;
+  const quality = form.elements.quality;
+  const qualityField = document.getElementById("image-quality-field");
+  const format = form.elements.output_format;
+  const rf = form.elements.response_format;
+  const status = document.getElementById("image-status");
+  const gallery = document.getElementById("image-gallery");
+  const send = document.getElementById("image-send");
+
+  // The pickers offer what the model takes (GET /v1/models' fields).
+  const pick = () => {
+    const o = model.selectedOptions[0];
+    if (!o) return;
+    fillSelect(size, list(o.dataset.sizes), o.dataset.size, { auto: "auto (the model picks)" });
+    const qs = list(o.dataset.qualities);
+    qualityField.hidden = qs.length === 0;
+    fillSelect(quality, [""].concat(qs), "");
+    fillSelect(format, list(o.dataset.formats), list(o.dataset.formats)[0]);
+    n.max = o.dataset.max;
+    if (parseInt(n.value, 10) > parseInt(o.dataset.max, 10)) n.value = o.dataset.max;
+    rf.value = o.dataset.rf;
+  };
+  model.addEventListener("change", pick);
+  pick();
+
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    send.disabled = true;
+    gallery.replaceChildren();
+    status.textContent = "Generating…";
+    const body = {
+      account: form.elements.account.value,
+      model: model.value,
+      prompt: form.elements.prompt.value,
+      n: parseInt(n.value, 10) || 1,
+      size: size.value,
+      output_format: format.value,
+      response_format: rf.value,
+    };
+    if (!qualityField.hidden && quality.value) body.quality = quality.value;
+    const t0 = performance.now();
+    try {
+      const res = await post("/console/playground/image", body);
+      if (!res.ok) throw new Error(await errorOf(res));
+      const r = await res.json();
+      const type = IMAGE_TYPES[r.output_format] || "image/png";
+      let shown = 0;
+      (r.data || []).forEach((d, i) => {
+        const src = d.b64_json ? "data:" + type + ";base64," + d.b64_json : safeURL(d.url) ? d.url : "";
+        if (!src) return;
+        const fig = el("figure");
+        const img = el("img");
+        img.alt = "Image " + (i + 1) + " of " + r.data.length + ": " + body.prompt;
+        img.src = src;
+        const a = el("a", d.b64_json ? "Download" : "Open our link");
+        a.href = src;
+        if (d.b64_json) a.download = "image-" + (i + 1) + "." + r.output_format;
+        const cap = el("figcaption");
+        cap.append(a);
+        fig.append(img, cap);
+        gallery.append(fig);
+        shown++;
+      });
+      let msg = shown + (shown === 1 ? " image" : " images") + " from " + r.model + ", " + (r.size || body.size) + ", " + r.output_format;
+      if (r.quality) msg += ", quality " + r.quality;
+      msg += " (" + (hasBytes(r) ? "as b64_json" : "as our links") + "), in " + ms(performance.now() - t0) + ".";
+      if (r.usage && r.usage.total_tokens) msg += " " + r.usage.total_tokens + " tokens.";
+      status.textContent = msg;
+    } catch (err) {
+      status.replaceChildren(el("span", "Error: " + err.message, "error"));
+    } finally {
+      send.disabled = false;
+    }
+  });
+}
+
+// hasBytes reports whether an images answer carries the bytes (b64_json).
+function hasBytes(r) {
+  return !!(r.data && r.data[0] && r.data[0].b64_json);
+}
+
+// appendBuffer appends chunk to the MediaSource buffer sb and waits until
+// it is taken. A full buffer (QuotaExceededError) is made room in: the
+// audio already played is removed, or, if none, it waits for playback to
+// move on (a bounded number of times).
+async function appendBuffer(sb, audio, chunk) {
+  const settled = () =>
+    new Promise((resolve, reject) => {
+      const done = () => {
+        sb.removeEventListener("error", fail);
+        resolve();
+      };
+      const fail = () => {
+        sb.removeEventListener("updateend", done);
+        reject(new Error("the browser could not take the audio"));
+      };
+      sb.addEventListener("updateend", done, { once: true });
+      sb.addEventListener("error", fail, { once: true });
+    });
+  for (let i = 0; ; i++) {
+    try {
+      const p = settled();
+      sb.appendBuffer(chunk);
+      return await p;
+    } catch (err) {
+      if (err.name !== "QuotaExceededError" || i >= QUOTA_RETRIES) throw err;
+    }
+    const played = audio.currentTime - 5;
+    if (sb.buffered.length > 0 && played > sb.buffered.start(0)) {
+      const p = settled();
+      sb.remove(sb.buffered.start(0), played);
+      await p;
+    } else {
+      await new Promise((r) => setTimeout(r, QUOTA_WAIT_MS));
+    }
+  }
+}
+
+function setupSpeech(form) {
+  const model = form.elements.model;
+  const voice = form.elements.voice;
+  const format = form.elements.response_format;
+  const input = form.elements.input;
+  const status = document.getElementById("speech-status");
+  const player = document.getElementById("speech-player");
+  const send = document.getElementById("speech-send");
+  let urls = [];
+
+  const pick = () => {
+    const o = model.selectedOptions[0];
+    if (!o) return;
+    const vs = list(o.dataset.voices);
+    // A model whose default voice is not one of its names (a vendor's
+    // voice id) offers it as "model default".
+    fillSelect(voice, o.dataset.voice ? vs : [""].concat(vs), o.dataset.voice || "");
+    fillSelect(format, list(o.dataset.formats), "mp3");
+    input.maxLength = parseInt(o.dataset.max, 10) || 4096;
+  };
+  model.addEventListener("change", pick);
+  pick();
+
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    send.disabled = true;
+    for (const u of urls) URL.revokeObjectURL(u);
+    urls = [];
+    player.replaceChildren();
+    delete player.dataset.firstByteMs;
+    status.textContent = "Waiting for the first audio…";
+    const body = { account: form.elements.account.value, model: model.value, input: input.value, response_format: format.value };
+    if (voice.value) body.voice = voice.value;
+    const t0 = performance.now();
+    let first = 0;
+    let playing = 0;
+    let bytes = 0;
+    let pieces = 0;
+    let blocked = false; // the browser would not start playing
+    let began = false; // the answer is audio: a failure now cuts it short
+    // The player and its MediaSource are made before the request, so
+    // that the source is open when the first audio arrives.
+    const audio = el("audio");
+    audio.controls = true;
+    audio.id = "speech-audio";
+    const mse = body.response_format === "mp3" && window.MediaSource && MediaSource.isTypeSupported("audio/mpeg");
+    let source = null;
+    let opened = null;
+    if (mse) {
+      source = new MediaSource();
+      opened = new Promise((r) => source.addEventListener("sourceopen", r, { once: true }));
+      const u = URL.createObjectURL(source);
+      urls.push(u);
+      audio.src = u;
+    }
+    // The status: what happened so far, and when the audio began to
+    // play (which may be after the last byte came).
+    let said = "";
+    const say = (msg) => {
+      said = msg;
+      status.textContent = msg + (playing ? " Audio playing after " + ms(playing) + "." : "");
+    };
+    audio.addEventListener("playing", () => {
+      if (playing) return;
+      playing = performance.now() - t0;
+      say(said);
+    });
+    try {
+      const res = await post("/console/playground/speech", body, "audio/*");
+      if (!res.ok) throw new Error(await errorOf(res));
+      began = true;
+      const type = (res.headers.get("Content-Type") || "").split(";")[0].trim();
+      player.append(audio);
+      const stream = mse && type === "audio/mpeg";
+      let sb = null;
+      if (stream) {
+        await opened;
+        sb = source.addSourceBuffer("audio/mpeg");
+      }
+      audio.dataset.mode = stream ? "stream" : "blob";
+      const chunks = [];
+      const reader = res.body.getReader();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        if (!first) {
+          first = performance.now() - t0;
+          say("First audio byte after " + ms(first) + (stream ? "; playing as it streams…" : "; receiving (" + type + " plays at the end)…"));
+          player.dataset.firstByteMs = String(Math.round(first));
+        }
+        chunks.push(value);
+        bytes += value.length;
+        pieces++;
+        if (stream) {
+          await appendBuffer(sb, audio, value);
+          if (pieces === 1) audio.play().catch(() => (blocked = true));
+        }
+      }
+      if (stream) {
+        if (source.readyState === "open") source.endOfStream();
+      } else if (type !== "audio/pcm" && audio.canPlayType(type) !== "") {
+        const u = URL.createObjectURL(new Blob(chunks, { type: type }));
+        urls.push(u);
+        audio.src = u;
+        audio.play().catch(() => {});
+      } else {
+        audio.remove();
+      }
+      const whole = URL.createObjectURL(new Blob(chunks, { type: type }));
+      urls.push(whole);
+      const dl = el("a", "Download");
+      dl.href = whole;
+      dl.download = "speech." + (AUDIO_EXT[type] || "bin");
+      const p = el("p");
+      p.append(dl, " (" + type + ", " + Math.round(bytes / 1024) + " KB)");
+      player.append(p);
+      let msg = "Done: " + Math.round(bytes / 1024) + " KB in " + pieces + (pieces === 1 ? " piece" : " pieces") + "; first audio byte after " + ms(first) + ", the last after " + ms(performance.now() - t0) + ".";
+      if (stream) msg += " Streamed into the player as it came (MediaSource).";
+      else if (audio.isConnected) msg += " " + type + " cannot be streamed here: it plays from the whole file.";
+      else msg += " A browser cannot play " + type + ": download it.";
+      if (blocked) msg += " Press play: the browser did not start it.";
+      say(msg);
+    } catch (err) {
+      status.replaceChildren(el("span", "Error: " + (began ? "the audio was cut short after " + bytes + " bytes (" + err.message + ")" : err.message), "error"));
+    } finally {
+      send.disabled = false;
+    }
+  });
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   const chatForm = document.getElementById("chat-form");
   if (chatForm) setupChat(chatForm);
   const jobForm = document.getElementById("job-form");
   if (jobForm) setupJob(jobForm);
+  const imageForm = document.getElementById("image-form");
+  if (imageForm) setupImage(imageForm);
+  const speechForm = document.getElementById("speech-form");
+  if (speechForm) setupSpeech(speechForm);
 });
