@@ -195,6 +195,62 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		fx.settled(t, "acct_images", granted, 2)
 	})
 
+	t.Run("image kept alive", func(t *testing.T) {
+		// A slow image vendor (OpenAI's Images API, faked): the function
+		// sends keep-alive spaces (GENWAY_IMAGES_KEEPALIVE) that reach the
+		// Runtime API before the vendor answers, then the JSON.
+		delivered := make(chan struct{})
+		var once sync.Once
+		released := make(chan bool, 1)
+		upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			io.Copy(io.Discard, r.Body)
+			if r.URL.Path != "/v1/images/generations" {
+				http.NotFound(w, r)
+				return
+			}
+			select {
+			case <-delivered:
+				released <- true
+			case <-time.After(20 * time.Second):
+				released <- false
+			case <-r.Context().Done():
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"created":1,"data":[{"b64_json":%q}],"usage":{"input_tokens":5,"output_tokens":272,"total_tokens":277}}`,
+				base64.StdEncoding.EncodeToString(wantPNG))
+		}))
+		defer upstream.Close()
+		const granted = 1000
+		withKey := fx.account(t, "acct_slow_images", granted)
+		api := newRuntimeAPI(t)
+		api.onChunk = func(id string, sofar []byte) {
+			if _, body, ok := splitStream(sofar); ok && bytes.HasPrefix(body, []byte(" ")) {
+				once.Do(func() { close(delivered) })
+			}
+		}
+		start(t, fx.bootstraps["media"], api, env(fx.endpoint, fx.queueURL,
+			"OPENAI_API_KEY", "sk-test-upstream", "OPENAI_BASE_URL", upstream.URL+"/v1", "GENWAY_IMAGES_KEEPALIVE", "50ms"))
+		res, err := api.invoke(readEvent(t, "images.json", append(withKey, "synthetic-image", "gpt-image-1.5",
+			`\"size\":\"256x256\"`, `\"size\":\"1024x1024\"`)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !<-released {
+			t.Fatalf("no keep-alive space reached the Runtime API while the vendor was silent; body %q", res.body)
+		}
+		status, _, body := streamed(t, res)
+		var a imagesAnswer
+		if err := json.Unmarshal(body, &a); status != 200 || err != nil || len(a.Data) != 1 {
+			t.Fatalf("POST /v1/images/generations (gpt-image-1.5) = %d %q (%v); want spaces, then the JSON", status, body, err)
+		}
+		if got, _ := base64.StdEncoding.DecodeString(a.Data[0].B64JSON); !bytes.Equal(got, wantPNG) {
+			t.Errorf("image: %d bytes; want the vendor's %d", len(got), len(wantPNG))
+		}
+		m, _ := cat.Model("gpt-image-1.5")
+		fx.settled(t, "acct_slow_images", granted, m.Price.ImageCredits("", 1))
+	})
+
 	t.Run("speech synthetic", func(t *testing.T) {
 		const granted = 20
 		withKey := fx.account(t, "acct_speech", granted)
