@@ -191,7 +191,14 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 				}
 			})
 		}
-		// Two images of 1 credit each, each captured once.
+		// A prompt the vendor refuses: a 400 content_policy with its
+		// words, its reservation released.
+		status, _, body := streamed(t, fx.run(t, "media", readEvent(t, "images.json", append(withKey, prompt, "fail:policy "+prompt)...)))
+		if status != 400 || !strings.Contains(string(body), `"code":"content_policy"`) {
+			t.Errorf("a refused prompt = %d %s; want 400 content_policy", status, body)
+		}
+		// Two images of 1 credit each, each captured once; the refused one
+		// released, charged nothing.
 		fx.settled(t, "acct_images", granted, 2)
 	})
 
