@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -553,5 +554,39 @@ func testVideos(t *testing.T, fx *lambdaFixture) {
 	a, err := fx.store.Account(fx.ctx, account)
 	if err != nil || j.Price != 4 || a.Balance != granted-j.Price || a.Held != 0 {
 		t.Errorf("after the delete and the stream's record: %+v (%v), price %d; want the 4-second video charged once, nothing held", a, err, j.Price)
+	}
+
+	// OpenAI's clients send the create as multipart/form-data, which API
+	// Gateway hands on as text (base64 where the API has binary media
+	// types): both reach CreateVideo.
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	for _, f := range [][2]string{{"model", "synthetic-video"}, {"prompt", "a kite over dunes"}, {"seconds", "2"}, {"size", "640x360"}} {
+		mw.WriteField(f[0], f[1])
+	}
+	mw.Close()
+	for _, b64 := range []bool{false, true} {
+		var req events.APIGatewayProxyRequest
+		if err := json.Unmarshal(readEvent(t, "videos-create.json", withKey...), &req); err != nil {
+			t.Fatal(err)
+		}
+		req.Headers["Content-Type"] = mw.FormDataContentType()
+		req.MultiValueHeaders["Content-Type"] = []string{mw.FormDataContentType()}
+		req.Body, req.IsBase64Encoded = form.String(), b64
+		if b64 {
+			req.Body = base64.StdEncoding.EncodeToString(form.Bytes())
+		}
+		payload, _ := json.Marshal(req)
+		r := proxyResponse(t, fx.run(t, "jobs-create", payload))
+		var mv videoView
+		if err := json.Unmarshal([]byte(r.Body), &mv); err != nil || r.StatusCode != 200 || mv.Status != "queued" || mv.Seconds != "2" {
+			t.Fatalf("POST /v1/videos as multipart/form-data (base64 %v) = %d %s; want 200, a queued 2-second video", b64, r.StatusCode, r.Body)
+		}
+		// Its message is not for this test's worker: take it off the queue.
+		out, err := fx.sqs.ReceiveMessage(fx.ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(fx.queueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 5})
+		if err != nil || len(out.Messages) != 1 || !strings.Contains(aws.ToString(out.Messages[0].Body), mv.ID) {
+			t.Fatalf("ReceiveMessage = %v, %v; want the message of %s", out, err, mv.ID)
+		}
+		fx.sqs.DeleteMessage(fx.ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(fx.queueURL), ReceiptHandle: out.Messages[0].ReceiptHandle})
 	}
 }
