@@ -628,6 +628,10 @@ func TestFunctions(t *testing.T) {
 		}
 	})
 
+	fx := &lambdaFixture{ctx: ctx, cfg: cfg, endpoint: endpoint, queueURL: queueURL, store: store, sqs: sqsClient, run: run, bootstraps: bootstraps}
+	t.Run("media", func(t *testing.T) { testMedia(t, fx) })
+	t.Run("videos", func(t *testing.T) { testVideos(t, fx) })
+
 	t.Run("veo on vertex, its key from SSM", func(t *testing.T) {
 		// The worker reads the service-account key (its JSON) from the
 		// SecureString parameter GOOGLE_VERTEX_CREDENTIALS_PARAMETER names,

@@ -20,7 +20,7 @@ import (
 // the operator token) link the SSM client. The others cannot read one,
 // and do not pay for the package at cold start (about 1 MB and 2 ms).
 func TestSecretReaders(t *testing.T) {
-	readers := []string{"chat", "worker", "jobs-create", "admin"}
+	readers := []string{"chat", "media", "worker", "jobs-create", "admin"}
 	for _, name := range functionNames {
 		cmd := exec.Command("go", "list", "-deps", "-tags", "lambda.norpc", "./functions/"+name)
 		cmd.Dir = repoRoot
@@ -76,9 +76,10 @@ func BenchmarkBootstrapSecrets(b *testing.B) {
 		"chat":        {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"},
 		"worker":      {"ELEVENLABS_API_KEY", "FAL_KEY", "REPLICATE_API_TOKEN", "GOOGLE_VERTEX_CREDENTIALS"},
 		"jobs-create": {"FAL_KEY", "REPLICATE_API_TOKEN"},
+		"media":       {"OPENAI_API_KEY", "GEMINI_API_KEY", "ELEVENLABS_API_KEY", "FAL_KEY", "REPLICATE_API_TOKEN"},
 	}
 	dir := b.TempDir()
-	for _, name := range []string{"chat", "worker", "jobs-create"} {
+	for _, name := range []string{"chat", "media", "worker", "jobs-create"} {
 		host, err := buildBootstrap(dir, name, runtime.GOARCH)
 		if err != nil {
 			b.Fatal(err)

@@ -28,6 +28,11 @@ const (
 	jobsQueue     = "${JobsQueue.Arn}"
 	failureQueue  = "${CreditsFailureQueue.Arn}"
 	mediaObjects  = "${MediaBucket.Arn}/*"
+	// The images of response_format url (images.Service: images/<account>/...).
+	imageObjects = "${MediaBucket.Arn}/images/*"
+	// The outputs of video jobs (jobs.Worker: jobs/<account>/<id>-<run>.<ext>,
+	// a video's id job_video_...).
+	videoObjects = "${MediaBucket.Arn}/jobs/*/job_video_*"
 
 	bedrockModels   = "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/*"
 	bedrockProfiles = "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/*"
@@ -77,6 +82,22 @@ var iamAllow = map[string]map[perm]string{
 		{"bedrock:InvokeModel", bedrockRouted}:                      "a cross-region profile's model in another region of its geography",
 		{"bedrock:InvokeModelWithResponseStream", bedrockRouted}:    "a cross-region profile's model in another region of its geography",
 	},
+	"MediaFunction": {
+		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; images/speech.Service: Account, the balance a 402 " +
+			"names; Store.Settle: the reservation's entry (strongly consistent GetItem)",
+		{"dynamodb:PutItem", accountsTable}: "Store.Reserve: the reservation's ledger entry and its open item (transaction Puts); " +
+			"Store.Settle: the settlement's ledger entry (transaction Put, exactly once)",
+		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; Store.Reserve: the hold (available >= amount); Store.Settle: " +
+			"the account's balance and hold, and a capture's job usage counters (transaction Updates)",
+		{"dynamodb:DeleteItem", accountsTable}:                        "Store.Settle: the reservation's open item (transaction Delete)",
+		{"s3:PutObject", imageObjects}:                                "images.Service: s3media.Put of an image asked for as a link (one PutObject: a seekable body)",
+		{"s3:GetObject", imageObjects}:                                "s3media.URL: the image's presigned link",
+		{"ssm:GetParameter", ssmParameter("OpenAIKeyParameter")}:      whySecrets + " (OPENAI_API_KEY_PARAMETER: OpenAI images and TTS)",
+		{"ssm:GetParameter", ssmParameter("GeminiKeyParameter")}:      whySecrets + " (GEMINI_API_KEY_PARAMETER: Gemini image output)",
+		{"ssm:GetParameter", ssmParameter("ElevenLabsKeyParameter")}:  whySecrets + " (ELEVENLABS_API_KEY_PARAMETER: ElevenLabs speech)",
+		{"ssm:GetParameter", ssmParameter("FalKeyParameter")}:         whySecrets + " (FAL_KEY_PARAMETER: fal's FLUX)",
+		{"ssm:GetParameter", ssmParameter("ReplicateTokenParameter")}: whySecrets + " (REPLICATE_API_TOKEN_PARAMETER: Replicate's FLUX)",
+	},
 	"ModelsFunction": {
 		{"dynamodb:GetItem", accountsTable}:    whyAuth + "; " + whyLimitRead,
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount,
@@ -86,12 +107,17 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount,
 	},
 	"JobsCreateFunction": {
-		{"dynamodb:GetItem", accountsTable}:    whyAuth + "; " + whyLimitRead + "; jobs.Service.Create: Balances.Account (402 before a hold)",
-		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; Store.Create: the credit hold (transaction Update, available >= price)",
-		{"dynamodb:PutItem", jobsTable}:        "Store.Create: the job and its idempotency key (transaction Puts)",
+		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; jobs.Service.Create: Balances.Account (402 before a hold)",
+		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; Store.Create: the credit hold (transaction Update, available >= price); " +
+			"DELETE /v1/videos/{id}: jobs.Service.Delete -> credits.Apply -> Store.Settle (the account, a capture's job usage)",
+		{"dynamodb:PutItem", accountsTable}: "DELETE /v1/videos/{id}: jobs.Service.Delete -> credits.Apply -> Store.Settle: the " +
+			"settlement's ledger entry (a no-op, ErrAlreadySettled, when the credits stream settled it)",
+		{"dynamodb:PutItem", jobsTable}: "Store.Create: the job and its idempotency key (transaction Puts)",
 		{"dynamodb:GetItem", jobsTable}: "Store.Create's replay (the idempotency key, the job); jobs.Service.Cancel: Get; " +
 			"Transition's read after a failed condition",
-		{"dynamodb:UpdateItem", jobsTable}:                            "jobs.Service.Cancel: Transition; Create: a job whose enqueue failed is failed (Transition)",
+		{"dynamodb:UpdateItem", jobsTable}: "jobs.Service.Cancel: Transition; Create: a job whose enqueue failed is failed (Transition); " +
+			"DELETE /v1/videos/{id}: Store.Delete (conditional: final, not deleted)",
+		{"s3:DeleteObject", videoObjects}:                             "DELETE /v1/videos/{id}: jobs.Service.Delete -> s3media.Delete, the video's output only",
 		{"sqs:SendMessage", jobsQueue}:                                "jobs.Service.Create: Enqueue (sqsqueue.Queue)",
 		{"s3:GetObject", mediaObjects}:                                "s3media.URL: the presigned link of an idempotent replay of a completed job",
 		{"ssm:GetParameter", ssmParameter("FalKeyParameter")}:         whySecrets + " (FAL_KEY_PARAMETER: cancel at fal)",
@@ -624,11 +650,12 @@ var vendorParams = map[string]struct{ param, cond string }{
 // secretVendors are the vendors each function calls, so whose key it may
 // read: chat the chat vendors; the worker the media vendors; jobs-create
 // those that can cancel a processing job (jobs.Canceller: fal,
-// Replicate). Every other function reads no vendor key.
+// Replicate); media those with image or speech models. Every other function reads no vendor key.
 var secretVendors = map[string][]string{
 	"ChatFunction":       {"openai", "anthropic", "gemini"},
 	"WorkerFunction":     {"elevenlabs", "fal", "replicate", "vertex"},
 	"JobsCreateFunction": {"fal", "replicate"},
+	"MediaFunction":      {"openai", "gemini", "elevenlabs", "fal", "replicate"},
 }
 
 func vendorOfParam(keys []string) string {
@@ -769,6 +796,18 @@ func TestTemplateIAMCheckFails(t *testing.T) {
 		{"another vendor's key for models", func(tpl map[string]any) {
 			addStatement(tpl, "ModelsFunction", allow("ssm:GetParameter", map[string]any{"Fn::Sub": ssmParameter("OpenAIKeyParameter")}))
 		}, "ModelsFunction: ssm:GetParameter on " + ssmParameter("OpenAIKeyParameter") + " is not in the allow-list"},
+		{"media deletes any object", func(tpl map[string]any) {
+			addStatement(tpl, "MediaFunction", allow("s3:DeleteObject", map[string]any{"Fn::Sub": "${MediaBucket.Arn}/*"}))
+		}, "MediaFunction: s3:DeleteObject on ${MediaBucket.Arn}/* is not in the allow-list"},
+		{"media writes job outputs", func(tpl map[string]any) {
+			addStatement(tpl, "MediaFunction", allow("s3:PutObject", map[string]any{"Fn::Sub": "${MediaBucket.Arn}/*"}))
+		}, "MediaFunction: s3:PutObject on ${MediaBucket.Arn}/* is not in the allow-list"},
+		{"jobs-create deletes any object", func(tpl map[string]any) {
+			addStatement(tpl, "JobsCreateFunction", allow("s3:DeleteObject", map[string]any{"Fn::Sub": "${MediaBucket.Arn}/*"}))
+		}, "JobsCreateFunction: s3:DeleteObject on ${MediaBucket.Arn}/* is not in the allow-list"},
+		{"jobs-get writes", func(tpl map[string]any) {
+			addStatement(tpl, "JobsGetFunction", allow("dynamodb:UpdateItem", getAttJobs))
+		}, "JobsGetFunction: dynamodb:UpdateItem on ${JobsTable.Arn} is not in the allow-list"},
 		{"a function of its own role", func(tpl map[string]any) {
 			mapAt(tpl, "Resources", "CreditsFunction", "Properties")["Role"] = "arn:aws:iam::123456789012:role/admin"
 		}, "CreditsFunction: a Role of its own"},
@@ -803,6 +842,16 @@ func TestTemplateIAMCheckFails(t *testing.T) {
 		{"key policy under a narrower condition", func(tpl map[string]any) {
 			mapAt(tpl, "Conditions")["HasChatKey"] = map[string]any{"Fn::Or": []any{map[string]any{"Condition": "HasOpenAI"}, map[string]any{"Condition": "HasGemini"}}}
 		}, "ChatFunction: its ssm:GetParameter policy is under HasChatKey"},
+		{"media without ElevenLabs' parameter", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "MediaFunction", "Properties", "Environment", "Variables"), "ELEVENLABS_API_KEY_PARAMETER")
+		}, "MediaFunction: no ELEVENLABS_API_KEY_PARAMETER"},
+		{"media reads Anthropic's key", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "MediaFunction", "Properties", "Environment", "Variables")["ANTHROPIC_API_KEY_PARAMETER"] = map[string]any{
+				"Fn::If": []any{"HasAnthropic", map[string]any{"Ref": "AnthropicKeyParameter"}, map[string]any{"Ref": "AWS::NoValue"}}}
+		}, "MediaFunction: ANTHROPIC_API_KEY_PARAMETER: the function does not call that vendor"},
+		{"media key policy under a narrower condition", func(tpl map[string]any) {
+			mapAt(tpl, "Conditions")["HasImageSpeechKey"] = map[string]any{"Fn::Or": []any{map[string]any{"Condition": "HasOpenAI"}, map[string]any{"Condition": "HasFal"}}}
+		}, "MediaFunction: its ssm:GetParameter policy is under HasImageSpeechKey"},
 		{"models without bedrock", func(tpl map[string]any) {
 			join := mapAt(tpl, "Resources", "ModelsFunction", "Properties", "Environment", "Variables", "GENWAY_CONFIGURED")["Fn::Join"].([]any)
 			join[1] = asList(join[1])[:3]

@@ -19,6 +19,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -352,14 +353,31 @@ func checkTemplate(tpl map[string]any, root string) []string {
 		}
 	}
 
-	for _, route := range []string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/jobs", "POST /v1/jobs/{id}/cancel", "GET /v1/credits"} {
+	for _, route := range []string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/jobs", "POST /v1/jobs/{id}/cancel", "GET /v1/credits",
+		"POST /v1/images/generations", "POST /v1/audio/speech",
+		"POST /v1/videos", "GET /v1/videos", "GET /v1/videos/{id}", "GET /v1/videos/{id}/content", "DELETE /v1/videos/{id}"} {
 		if routes[route] == "" {
 			bad("no function serves %s", route)
 		}
 	}
 	sort.Strings(streamed)
-	if strings.Join(streamed, ",") != "POST /v1/chat/completions,POST /v1/responses" {
-		bad("streamed routes = %v; want exactly [POST /v1/chat/completions POST /v1/responses]", streamed)
+	// Chat streams its events; speech its audio; images keep a slow
+	// answer alive with spaces before the JSON.
+	if want := "POST /v1/audio/speech,POST /v1/chat/completions,POST /v1/images/generations,POST /v1/responses"; strings.Join(streamed, ",") != want {
+		bad("streamed routes = %v; want exactly %v", streamed, strings.Split(want, ","))
+	}
+	// A synchronous generation's function must end (its timeout) well
+	// before the reconciler releases the reservation of a request that
+	// died: a release while the request still runs would let it deliver
+	// what it no longer holds credits for.
+	for _, route := range []string{"POST /v1/images/generations", "POST /v1/audio/speech"} {
+		fn := routes[route]
+		if fn == "" {
+			continue
+		}
+		if timeout, _ := numAt(functionProp(tpl, fn, "Timeout")); timeout <= 0 || timeout >= credits.ReservationTTL {
+			bad("%s (%s): Timeout %v; want under credits.ReservationTTL (%d s)", fn, route, timeout, credits.ReservationTTL)
+		}
 	}
 
 	if worker == "" || queue == "" {
@@ -599,6 +617,15 @@ func TestTemplateCheckFails(t *testing.T) {
 		{"STREAM instead of RESPONSE_STREAM", func(tpl map[string]any) {
 			mapAt(tpl, "Resources", "ChatFunction", "Properties", "Events", "Completions", "Properties")["ResponseTransferMode"] = "STREAM"
 		}, "want RESPONSE_STREAM"},
+		{"speech buffered", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "MediaFunction", "Properties", "Events", "Speech", "Properties"), "ResponseTransferMode")
+		}, "streamed routes ="},
+		{"no videos list", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "JobsGetFunction", "Properties", "Events"), "VideoList")
+		}, "no function serves GET /v1/videos"},
+		{"media outlives its reservations", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "MediaFunction", "Properties")["Timeout"] = 1800
+		}, "want under credits.ReservationTTL"},
 		{"edge-optimized API", func(tpl map[string]any) {
 			mapAt(tpl, "Resources", "Api", "Properties", "EndpointConfiguration")["Type"] = "EDGE"
 		}, "want REGIONAL"},

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -64,11 +63,9 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// A non-streamed answer is kept alive with spaces, so that API
 	// Gateway does not cut a silent reasoning model (GENWAY_CHAT_KEEPALIVE,
 	// default 10 s, the stream heartbeat's interval).
-	keepAlive := httpapi.DefaultChatHeartbeat
-	if v := getenv("GENWAY_CHAT_KEEPALIVE"); v != "" {
-		if keepAlive, err = time.ParseDuration(v); err != nil {
-			return fmt.Errorf("GENWAY_CHAT_KEEPALIVE: %w", err)
-		}
+	keepAlive, err := wire.KeepAlive(getenv, "GENWAY_CHAT_KEEPALIVE")
+	if err != nil {
+		return err
 	}
 	opt := httpapi.ChatKeepAlive(keepAlive)
 	h, err := b.API(getenv,

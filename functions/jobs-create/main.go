@@ -1,8 +1,10 @@
 // Command jobs-create is the Lambda function behind POST /v1/jobs (it holds
-// the price on the account, stores the job and enqueues it) and POST
+// the price on the account, stores the job and enqueues it), POST
 // /v1/jobs/{id}/cancel (it fails a queued job, or stops a processing one at
 // its vendor first: the function holds the keys of the vendors that can
-// cancel, fal and Replicate, and no other).
+// cancel, fal and Replicate, and no other), and the writes of OpenAI's
+// Videos API: POST /v1/videos (a video job) and DELETE /v1/videos/{id}
+// (settled, its output removed, then hidden).
 package main
 
 import (
@@ -55,11 +57,17 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("media providers: %w", err)
 	}
+	// DELETE /v1/videos/{id} settles the job as the credits stream does
+	// (Credits), removes its output (Media) and marks it deleted
+	// (Deletes): see jobs.Service.Delete.
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(getenv), Balances: b.Store,
-		Providers: providers.Providers()}
+		Providers: providers.Providers(), Credits: b.Store, Deletes: b.Store, Retention: b.Retention}
 	h, err := b.API(getenv,
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: httpapi.CancelJob(svc, b.Log)},
+		// OpenAI's Videos API over the same video jobs.
+		httpapi.Route{Method: "POST", Pattern: "/v1/videos", Handler: httpapi.CreateVideo(svc, b.Log)},
+		httpapi.Route{Method: "DELETE", Pattern: "/v1/videos/{id}", Handler: httpapi.DeleteVideo(svc, b.Log)},
 	)
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 // Command jobs-get is the Lambda function behind GET /v1/jobs/{id} and GET
 // /v1/jobs (the caller's jobs, newest first, from the jobs table's
-// by_account index); output links are presigned at read time, never
+// by_account index), and the reads of OpenAI's Videos API: GET
+// /v1/videos, /v1/videos/{id} and /v1/videos/{id}/content (a redirect to
+// the presigned link); output links are presigned at read time, never
 // stored.
 package main
 
@@ -35,10 +37,14 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log}
+	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log, Retention: b.Retention}
 	h, err := b.API(getenv,
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: httpapi.GetJob(svc, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs", Handler: httpapi.ListJobs(svc, b.Log)},
+		// OpenAI's Videos API: the same video jobs, read in its shape.
+		httpapi.Route{Method: "GET", Pattern: "/v1/videos", Handler: httpapi.ListVideos(svc, b.Log)},
+		httpapi.Route{Method: "GET", Pattern: "/v1/videos/{id}", Handler: httpapi.GetVideo(svc, b.Log)},
+		httpapi.Route{Method: "GET", Pattern: "/v1/videos/{id}/content", Handler: httpapi.VideoContent(svc, b.Log)},
 	)
 	if err != nil {
 		return err

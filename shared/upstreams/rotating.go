@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -14,8 +15,10 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/route"
+	"github.com/genway/genway/shared/speech"
 )
 
 // Rotation says where a Rotating reads its vendor keys, and how often.
@@ -39,8 +42,8 @@ type Rotation struct {
 // path of the call that found them stale.
 const refreshTimeout = 5 * time.Second
 
-// Rotating holds the providers built from the current vendor keys (as New
-// or NewMedia builds them) and rebuilds them when a key changes, so that a
+// Rotating holds the providers built from the current vendor keys (as New,
+// NewMedia, NewImages or NewSpeech builds them) and rebuilds them when a key changes, so that a
 // rotated key reaches a warm Lambda container without a deploy. Its
 // Providers are stable delegates that each call reaches the current
 // provider through; a call that finds the keys older than the TTL first
@@ -74,23 +77,40 @@ type generation[T any] struct {
 // parameter). httpClient may be nil (NewHTTPClient); every rebuild shares
 // it, and its connections.
 func NewRotating(ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client) (*Rotating[chat.Provider], error) {
-	if httpClient == nil {
-		httpClient = NewHTTPClient()
-	}
-	return newRotating(ctx, cat, rot, chatTypes, func(getenv func(string) string) (map[string]chat.Provider, error) {
-		return New(cat, getenv, httpClient)
-	}, wrapChat, time.Now)
+	return rotatingOf(ctx, cat, rot, httpClient, NewHTTPClient, chatTypes, New, wrapChat)
 }
 
 // NewRotatingMedia is NewRotating for NewMedia's job providers
 // (httpClient nil: NewMediaHTTPClient).
 func NewRotatingMedia(ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client) (*Rotating[jobs.Provider], error) {
+	return rotatingOf(ctx, cat, rot, httpClient, NewMediaHTTPClient, jobTypes, NewMedia, wrapMedia)
+}
+
+// NewRotatingImages is NewRotating for NewImages's image providers
+// (httpClient nil: NewMediaHTTPClient).
+func NewRotatingImages(ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client) (*Rotating[images.Provider], error) {
+	return rotatingOf(ctx, cat, rot, httpClient, NewMediaHTTPClient, imageTypes, NewImages, wrapImages)
+}
+
+// NewRotatingSpeech is NewRotating for NewSpeech's speech providers
+// (httpClient nil: NewHTTPClient, which hands audio on as it comes).
+func NewRotatingSpeech(ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client) (*Rotating[speech.Provider], error) {
+	return rotatingOf(ctx, cat, rot, httpClient, NewHTTPClient, speechTypes, NewSpeech, wrapSpeech)
+}
+
+// rotatingOf is a Rotating over the providers that newT (New, NewMedia,
+// NewImages or NewSpeech) builds for the catalog's models of types, each
+// wrapped by wrap. Every rebuild shares one client: httpClient, or
+// defaultClient's when it is nil.
+func rotatingOf[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client, defaultClient func() *http.Client,
+	types []string, newT func(*catalog.Catalog, func(string) string, *http.Client) (map[string]T, error),
+	wrap func(r *Rotating[T], name string, first T) T) (*Rotating[T], error) {
 	if httpClient == nil {
-		httpClient = NewMediaHTTPClient()
+		httpClient = defaultClient()
 	}
-	return newRotating(ctx, cat, rot, jobTypes, func(getenv func(string) string) (map[string]jobs.Provider, error) {
-		return NewMedia(cat, getenv, httpClient)
-	}, wrapMedia, time.Now)
+	return newRotating(ctx, cat, rot, types, func(getenv func(string) string) (map[string]T, error) {
+		return newT(cat, getenv, httpClient)
+	}, wrap, time.Now)
 }
 
 // newRotating reads the keys of the catalog providers with models of one
@@ -128,7 +148,8 @@ func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation,
 // Providers returns the providers by catalog provider name: delegates to
 // the current ones, the same map on every call. Each forwards exactly the
 // optional interfaces its provider has (chat.FeatureProvider,
-// chat.ImageBytesNeeder; jobs.Poller, jobs.Canceller), and each is a
+// chat.ImageBytesNeeder; jobs.Poller, jobs.Canceller;
+// images.FeatureProvider), and each is a
 // route.Keyed whose KeyIDs are those of the current provider's key pool
 // (none for a provider without one), so that a rotated pool takes effect.
 func (r *Rotating[T]) Providers() map[string]T { return r.delegates }
@@ -222,11 +243,28 @@ func (r *Rotating[T]) refresh(ctx context.Context) {
 	r.rot.Log.Info("vendor keys changed; providers rebuilt", "changed", changed)
 }
 
+// delegate is what every delegate of a Rotating is: the provider it
+// stands for, by name.
+type delegate[T any] struct {
+	r    *Rotating[T]
+	name string
+}
+
+// current returns the provider the next call goes to (see
+// Rotating.current).
+func (d delegate[T]) current(ctx context.Context) T { return d.r.current(ctx, d.name) }
+
+// KeyIDs returns the KeyIDs of the current provider's key pool, nil if it
+// has none (route.Keyed). It reads the keys again first if they are older
+// than the TTL, as a call does: the router picks from the pool the call
+// will use.
+func (d delegate[T]) KeyIDs() []string { return keyIDs(d.current(context.Background())) }
+
 // wrapChat returns the delegate of chat provider name, with the optional
 // interfaces first has (the gateway type-asserts them). A rebuilt
 // provider has the same kind, and so the same type, as first.
 func wrapChat(r *Rotating[chat.Provider], name string, first chat.Provider) chat.Provider {
-	d := chatDelegate{r: r, name: name}
+	d := chatDelegate{delegate[chat.Provider]{r: r, name: name}}
 	_, features := first.(chat.FeatureProvider)
 	_, images := first.(chat.ImageBytesNeeder)
 	switch {
@@ -240,24 +278,15 @@ func wrapChat(r *Rotating[chat.Provider], name string, first chat.Provider) chat
 	return d
 }
 
-type chatDelegate struct {
-	r    *Rotating[chat.Provider]
-	name string
-}
+type chatDelegate struct{ delegate[chat.Provider] }
 
 func (d chatDelegate) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
-	return d.r.current(ctx, d.name).Complete(ctx, req)
+	return d.current(ctx).Complete(ctx, req)
 }
 
 func (d chatDelegate) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
-	return d.r.current(ctx, d.name).Stream(ctx, req, w)
+	return d.current(ctx).Stream(ctx, req, w)
 }
-
-// KeyIDs returns the KeyIDs of the current provider's key pool, nil if it
-// has none (route.Keyed). It reads the keys again first if they are older
-// than the TTL, as a call does: the router picks from the pool the call
-// will use.
-func (d chatDelegate) KeyIDs() []string { return keyIDs(d.r.current(context.Background(), d.name)) }
 
 func (d chatDelegate) features() chat.Features {
 	return d.r.peek(d.name).(chat.FeatureProvider).Features()
@@ -283,7 +312,7 @@ func (d chatFeaturesImages) NeedsImageBytes() bool   { return d.needsImageBytes(
 // wrapMedia returns the delegate of job provider name, with the optional
 // interfaces first has (the worker and jobs.Service type-assert them).
 func wrapMedia(r *Rotating[jobs.Provider], name string, first jobs.Provider) jobs.Provider {
-	d := mediaDelegate{r: r, name: name}
+	d := mediaDelegate{delegate[jobs.Provider]{r: r, name: name}}
 	_, poller := first.(jobs.Poller)
 	_, canceller := first.(jobs.Canceller)
 	switch {
@@ -297,19 +326,11 @@ func wrapMedia(r *Rotating[jobs.Provider], name string, first jobs.Provider) job
 	return d
 }
 
-type mediaDelegate struct {
-	r    *Rotating[jobs.Provider]
-	name string
-}
+type mediaDelegate struct{ delegate[jobs.Provider] }
 
 func (d mediaDelegate) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
-	return d.r.current(ctx, d.name).Start(ctx, m, j)
+	return d.current(ctx).Start(ctx, m, j)
 }
-
-// KeyIDs returns the KeyIDs of the current provider's key pool, nil if it
-// has none (route.Keyed), reading the keys again first if they are older
-// than the TTL.
-func (d mediaDelegate) KeyIDs() []string { return keyIDs(d.r.current(context.Background(), d.name)) }
 
 // keyIDs returns p's KeyIDs if it is a route.Keyed, else nil.
 func keyIDs(p any) []string {
@@ -320,11 +341,11 @@ func keyIDs(p any) []string {
 }
 
 func (d mediaDelegate) poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
-	return d.r.current(ctx, d.name).(jobs.Poller).Poll(ctx, m, j)
+	return d.current(ctx).(jobs.Poller).Poll(ctx, m, j)
 }
 
 func (d mediaDelegate) cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
-	return d.r.current(ctx, d.name).(jobs.Canceller).Cancel(ctx, m, j)
+	return d.current(ctx).(jobs.Canceller).Cancel(ctx, m, j)
 }
 
 type mediaPoller struct{ mediaDelegate }
@@ -347,4 +368,39 @@ func (d mediaPollerCanceller) Poll(ctx context.Context, m *catalog.Model, j *job
 
 func (d mediaPollerCanceller) Cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
 	return d.cancel(ctx, m, j)
+}
+
+// wrapImages returns the delegate of image provider name, an
+// images.FeatureProvider when first is one (images.Service type-asserts
+// it).
+func wrapImages(r *Rotating[images.Provider], name string, first images.Provider) images.Provider {
+	d := imageDelegate{delegate[images.Provider]{r: r, name: name}}
+	if _, ok := first.(images.FeatureProvider); ok {
+		return imageFeatures{d}
+	}
+	return d
+}
+
+type imageDelegate struct{ delegate[images.Provider] }
+
+func (d imageDelegate) Generate(ctx context.Context, m *catalog.Model, p *images.Params) (*images.Output, error) {
+	return d.current(ctx).Generate(ctx, m, p)
+}
+
+type imageFeatures struct{ imageDelegate }
+
+func (d imageFeatures) Features() images.Features {
+	return d.r.peek(d.name).(images.FeatureProvider).Features()
+}
+
+// wrapSpeech returns the delegate of speech provider name (speech
+// providers have no optional interface).
+func wrapSpeech(r *Rotating[speech.Provider], name string, _ speech.Provider) speech.Provider {
+	return speechDelegate{delegate[speech.Provider]{r: r, name: name}}
+}
+
+type speechDelegate struct{ delegate[speech.Provider] }
+
+func (d speechDelegate) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, error) {
+	return d.current(ctx).Speak(ctx, c)
 }

@@ -22,9 +22,11 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/secrets"
+	"github.com/genway/genway/shared/speech"
 	"github.com/genway/genway/shared/vertextest"
 )
 
@@ -226,6 +228,120 @@ func TestRotatingMediaKeyRotation(t *testing.T) {
 	}
 }
 
+// TestRotatingImagesAndSpeechKeyRotation: OpenAI's image and speech
+// providers behind a Rotating take a rotated key in SSM at the first call
+// a TTL after their last read, as chat's do.
+func TestRotatingImagesAndSpeechKeyRotation(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{} // path -> last Authorization
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		seen[r.URL.Path] = r.Header.Get("Authorization")
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/v1/images/generations":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"created":1,"data":[{"b64_json":"iVBORw0KGgo="}]}`)
+		case "/v1/audio/speech":
+			w.Header().Set("Content-Type", "audio/mpeg")
+			w.Write([]byte{0xff, 0xfb, 0x90, 0x00})
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer up.Close()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func(path string) string {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[path]
+	}
+	img, _ := cat.Model("gpt-image-1.5")
+	tts, _ := cat.Model("tts-1")
+	if img == nil || tts == nil {
+		t.Fatal("the catalog has no gpt-image-1.5 or tts-1")
+	}
+	tests := []struct {
+		name string
+		path string
+		// start builds the Rotating and returns its clock and one call of
+		// its openai provider.
+		start func(rot Rotation) (*clock, func() error, error)
+	}{
+		{"images", "/v1/images/generations", func(rot Rotation) (*clock, func() error, error) {
+			r, err := NewRotatingImages(context.Background(), cat, rot, up.Client())
+			if err != nil {
+				return nil, nil, err
+			}
+			p := r.Providers()["openai"]
+			if p == nil {
+				return nil, nil, fmt.Errorf("Providers() = %v; want openai", r.Providers())
+			}
+			return fixClock(r), func() error {
+				_, err := p.Generate(context.Background(), img, &images.Params{Prompt: "a fox", N: 1, Size: "1024x1024", Format: "png"})
+				return err
+			}, nil
+		}},
+		{"speech", "/v1/audio/speech", func(rot Rotation) (*clock, func() error, error) {
+			r, err := NewRotatingSpeech(context.Background(), cat, rot, up.Client())
+			if err != nil {
+				return nil, nil, err
+			}
+			p := r.Providers()["openai"]
+			if p == nil {
+				return nil, nil, fmt.Errorf("Providers() = %v; want openai", r.Providers())
+			}
+			return fixClock(r), func() error {
+				rc, err := p.Speak(context.Background(), &speech.Call{Model: tts, Input: "hello", Voice: "alloy", Format: "mp3"})
+				if err != nil {
+					return err
+				}
+				_, err = io.Copy(io.Discard, rc)
+				rc.Close()
+				return err
+			}, nil
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, rot, logs := rotationEnv(t,
+				map[string]string{"OPENAI_API_KEY_PARAMETER": "/genway/openai", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off"},
+				map[string]string{"/genway/openai": "sk-old-secret-value"})
+			clk, call, err := tt.start(rot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, step := range []struct {
+				rotate  string
+				advance time.Duration
+				want    string
+			}{
+				{"", 0, "Bearer sk-old-secret-value"},
+				{"sk-new-secret-value", time.Second, "Bearer sk-old-secret-value"},
+				{"", 2 * time.Minute, "Bearer sk-new-secret-value"},
+			} {
+				if step.rotate != "" {
+					f.set("/genway/openai", step.rotate, false)
+				}
+				clk.advance(step.advance)
+				if err := call(); err != nil {
+					t.Fatal(err)
+				}
+				if got := last(tt.path); got != step.want {
+					t.Fatalf("after %v: %s sent %q; want %q", step.advance, tt.path, got, step.want)
+				}
+			}
+			if strings.Contains(logs.String(), "secret-value") {
+				t.Errorf("logs show a key: %s", logs.String())
+			}
+		})
+	}
+}
+
 // TestRotatingReadFailure: a re-read that fails keeps the last key, logs
 // the parameter (never a value) and is tried again only a TTL later.
 func TestRotatingReadFailure(t *testing.T) {
@@ -387,6 +503,41 @@ func TestRotatingInterfaces(t *testing.T) {
 		_, gotC := got.(jobs.Canceller)
 		if gotP != wantP || gotC != wantC {
 			t.Errorf("%s: delegate is Poller %v, Canceller %v; want %v, %v", name, gotP, gotC, wantP, wantC)
+		}
+	}
+
+	directImages, err := NewImages(cat, getenv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := NewRotatingImages(context.Background(), cat, rot, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ri.Providers()) != len(directImages) || len(directImages) < 5 {
+		t.Fatalf("Rotating image providers %v; want those of NewImages, %v", ri.Providers(), directImages)
+	}
+	for name, want := range directImages {
+		wf, wantF := want.(images.FeatureProvider)
+		gf, gotF := ri.Providers()[name].(images.FeatureProvider)
+		if gotF != wantF || (wantF && gf.Features() != wf.Features()) {
+			t.Errorf("%s: delegate is FeatureProvider %v; want %v, with the same Features", name, gotF, wantF)
+		}
+	}
+	directSpeech, err := NewSpeech(cat, getenv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := NewRotatingSpeech(context.Background(), cat, rot, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs.Providers()) != len(directSpeech) || len(directSpeech) < 3 {
+		t.Fatalf("Rotating speech providers %v; want those of NewSpeech, %v", rs.Providers(), directSpeech)
+	}
+	for name := range directSpeech {
+		if _, ok := rs.Providers()[name].(route.Keyed); !ok {
+			t.Errorf("%s: speech delegate is not a route.Keyed", name)
 		}
 	}
 }

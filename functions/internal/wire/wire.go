@@ -33,6 +33,11 @@ type Base struct {
 	AWS   aws.Config
 	Names awsenv.Names
 	Store *dynamostore.Store
+	// Retention is how long an output is kept, and its final job with it:
+	// GENWAY_JOB_RETENTION_DAYS (the template sets it to the bucket's
+	// lifecycle rule), else dynamostore.DefaultJobRetention. A video's
+	// expires_at is its completion plus Retention.
+	Retention time.Duration
 }
 
 // Load builds the Base from the environment (see awsenv).
@@ -43,19 +48,40 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 	}
 	names := awsenv.FromEnv(getenv)
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
+	retention := dynamostore.DefaultJobRetention
 	if v := getenv("GENWAY_JOB_RETENTION_DAYS"); v != "" {
 		days, err := strconv.Atoi(v)
 		if err != nil || days <= 0 {
 			return nil, fmt.Errorf("GENWAY_JOB_RETENTION_DAYS must be a positive number of days, got %q", v)
 		}
-		store.JobRetention = time.Duration(days) * 24 * time.Hour
+		retention = time.Duration(days) * 24 * time.Hour
+		store.JobRetention = retention
 	}
 	return &Base{
-		Log:   slog.New(slog.NewJSONHandler(os.Stderr, nil)),
-		AWS:   cfg,
-		Names: names,
-		Store: store,
+		Log:       slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		AWS:       cfg,
+		Names:     names,
+		Store:     store,
+		Retention: retention,
 	}, nil
+}
+
+// KeepAlive returns how long a non-streamed answer may stay silent before
+// it is kept alive with spaces (httpapi.ChatKeepAlive, ImagesKeepAlive):
+// the duration in the variable name (GENWAY_CHAT_KEEPALIVE, ...), or
+// httpapi.DefaultChatHeartbeat, the stream heartbeat's interval, when it
+// is unset. A value that is not a positive duration is an error naming
+// the variable.
+func KeepAlive(getenv func(string) string, name string) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return httpapi.DefaultChatHeartbeat, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s must be a positive duration such as 10s, got %q", name, v)
+	}
+	return d, nil
 }
 
 // Queue returns the jobs queue (its URL from the environment, or looked up

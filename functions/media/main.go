@@ -1,0 +1,86 @@
+// Command media is the Lambda function behind the synchronous media
+// routes: POST /v1/images/generations and POST /v1/audio/speech. Its API
+// Gateway integrations stream (ResponseTransferMode RESPONSE_STREAM), as
+// chat's do, so that speech reaches the client as the vendor makes it
+// and a slow image answer is kept alive with spaces before its JSON. Each
+// request reserves its credits in the accounts table before the vendor is
+// called and settles them once (credits.Reservations); images asked for
+// as links are stored under the media bucket's images/ prefix and
+// presigned.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+
+	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/images"
+	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/route"
+	"github.com/genway/genway/shared/secrets"
+	"github.com/genway/genway/shared/speech"
+	"github.com/genway/genway/shared/upstreams"
+)
+
+func main() {
+	if err := run(context.Background(), os.Getenv); err != nil {
+		fmt.Fprintln(os.Stderr, "media:", err)
+		os.Exit(1)
+	}
+}
+
+// run builds the dependencies once per container, then serves invocations.
+func run(ctx context.Context, getenv func(string) string) error {
+	b, err := wire.Load(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
+	if err != nil {
+		return err
+	}
+	// The vendor keys come from SSM (OPENAI_API_KEY_PARAMETER, ...), read
+	// now and again every secrets.DefaultTTL, as chat's and the worker's:
+	// a rotated key takes over without a deploy. One cache serves both
+	// kinds, so a key they share (OpenAI's) is read once.
+	keys := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
+	rot := upstreams.Rotation{Getenv: secrets.Env(getenv, keys), Key: secrets.Lookup(getenv, keys), TTL: secrets.DefaultTTL, Log: b.Log}
+	imageProviders, err := upstreams.NewRotatingImages(ctx, cat, rot, nil)
+	if err != nil {
+		return fmt.Errorf("image providers: %w", err)
+	}
+	speechProviders, err := upstreams.NewRotatingSpeech(ctx, cat, rot, nil)
+	if err != nil {
+		return fmt.Errorf("speech providers: %w", err)
+	}
+	// The router's breakers and key rests are this container's
+	// (GENWAY_ROUTE_* tune its policy).
+	policy, err := route.PolicyFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	router := route.New(policy, b.Log)
+	imgs := &images.Service{Catalog: cat, Providers: imageProviders.Providers(), Router: router, Credits: b.Store, Media: b.Media(), Log: b.Log}
+	voices := &speech.Service{Catalog: cat, Providers: speechProviders.Providers(), Router: router, Credits: b.Store, Log: b.Log}
+	// An image answer is kept alive with spaces before its JSON, so that
+	// API Gateway does not cut a vendor that takes a minute
+	// (GENWAY_IMAGES_KEEPALIVE, default 10 s).
+	keepAlive, err := wire.KeepAlive(getenv, "GENWAY_IMAGES_KEEPALIVE")
+	if err != nil {
+		return err
+	}
+	h, err := b.API(getenv,
+		httpapi.Route{Method: "POST", Pattern: "/v1/images/generations", Handler: httpapi.GenerateImages(imgs, b.Log, httpapi.ImagesKeepAlive(keepAlive))},
+		httpapi.Route{Method: "POST", Pattern: "/v1/audio/speech", Handler: httpapi.Speech(voices, b.Log)})
+	if err != nil {
+		return err
+	}
+	lambda.StartWithOptions(lambdahttp.Stream(h), lambda.WithContext(ctx))
+	return nil
+}
