@@ -122,10 +122,12 @@ func chaos(t *testing.T, breakers string) {
 		"GENWAY_CATALOG": "testdata/route_catalog.json", "GENWAY_ADMIN_TOKEN": testAdminToken,
 		"OPENAI_API_KEY": "sk-a", "OPENAI_BASE_URL": upA.URL, "GROQ_API_KEY": "gsk-b", "GROQ_BASE_URL": upB.URL,
 		"GENWAY_DEV_CREDITS": "1000000", "GENWAY_USAGE_FLUSH": "50ms",
-		// Quick: stalls are cut after 200 ms, backoffs are milliseconds,
-		// a Retry-After of 1 s moves on to B, an open breaker probes A
-		// again after 100 ms.
-		"GENWAY_ROUTE_FIRST_TOKEN": "200ms", "GENWAY_ROUTE_BACKOFF": "2ms", "GENWAY_ROUTE_MAX_WAIT": "100ms",
+		// Quick: stalls are cut after 1 s (long enough that a healthy
+		// answer starved of CPU on a busy machine is not taken for one:
+		// A would then have answered a request that B served), backoffs
+		// are milliseconds, a Retry-After of 1 s moves on to B, an open
+		// breaker probes A again after 100 ms.
+		"GENWAY_ROUTE_FIRST_TOKEN": "1s", "GENWAY_ROUTE_BACKOFF": "2ms", "GENWAY_ROUTE_MAX_WAIT": "100ms",
 		"GENWAY_ROUTE_BREAKER_OPEN": "100ms", "GENWAY_ROUTE_BREAKERS": breakers,
 	})
 	const n, workers = 2000, 16
