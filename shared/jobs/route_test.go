@@ -83,7 +83,7 @@ func TestCandidates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Validate = %v", err)
 			}
-			if got := svc.candidates(m, &tt.req, in); !slices.Equal(got, tt.want) {
+			if got := svc.candidates(context.Background(), m, &tt.req, in); !slices.Equal(got, tt.want) {
 				t.Errorf("candidates = %v; want %v", got, tt.want)
 			}
 		})
