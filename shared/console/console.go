@@ -143,6 +143,9 @@ var funcs = template.FuncMap{
 		return time.Unix(unix, 0).UTC().Format("2006-01-02 15:04:05")
 	},
 	"join": strings.Join,
+	// expired reports whether a key's expiry (Unix seconds, 0: never) has
+	// passed.
+	"expired": func(unix int64) bool { return unix != 0 && time.Now().Unix() >= unix },
 	// static is the versioned URL of a file in static/: it changes when
 	// any static file does, so browsers may cache them for good.
 	"static": func(name string) string { return "/console/static/" + name + "?v=" + staticVersion },
