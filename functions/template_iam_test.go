@@ -83,7 +83,7 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount,
 	},
 	"CreditsAPIFunction": {
-		{"dynamodb:GetItem", accountsTable}:    whyAuth + "; " + whyLimitRead + "; httpapi.GetCredits: Account",
+		{"dynamodb:GetItem", accountsTable}:    whyAuth + "; " + whyLimitRead + "; httpapi.GetCredits: Account, and KeyByID for a key with a credit limit",
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount,
 	},
 	"JobsCreateFunction": {

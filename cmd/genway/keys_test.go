@@ -204,8 +204,9 @@ func TestServeKeyLimitPricedChat(t *testing.T) {
 
 // TestServeKeyLimitImagesSpeech: reservations hold within a key's limit.
 // A key limited to 2 credits makes 2 images (1 credit each), then gets
-// the key's 402 for a third; a key limited to 1 credit speaks once (1
-// credit for up to 1000 characters), then gets the key's 402.
+// the key's 402 for a third (and GET /v1/credits shows the key's spend);
+// a key limited to 1 credit speaks once (1 credit for up to 1000
+// characters), then gets the key's 402.
 func TestServeKeyLimitImagesSpeech(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, nil)
@@ -228,6 +229,16 @@ func TestServeKeyLimitImagesSpeech(t *testing.T) {
 	resp, b, _, _ := sp.speak(t, body)
 	if _, code, msg := speechError(t, b); resp.StatusCode != 402 || code != "key_credit_limit" || !strings.Contains(msg, "0 left of 1") {
 		t.Errorf("speech past the key's limit = %d %s %q; want 402 key_credit_limit, 0 left of 1", resp.StatusCode, code, msg)
+	}
+	var cr struct {
+		Key *struct{ CreditLimit, Spent, Held, Left int64 } `json:"key"`
+	}
+	if img.do(t, "GET", "/v1/credits", nil, nil, &cr); cr.Key == nil || cr.Key.Spent != 2 || cr.Key.Left != 0 || cr.Key.Held != 0 {
+		t.Errorf("GET /v1/credits with the image key: key = %+v; want spent 2, nothing held, 0 left", cr.Key)
+	}
+	var plain struct{ Key *struct{} }
+	if s.do(t, "GET", "/v1/credits", nil, nil, &plain); plain.Key != nil {
+		t.Errorf("GET /v1/credits with a key without a limit has a key member")
 	}
 	list := cli(t, dir, "keys", "list")
 	if !strings.Contains(list, "2/2") || !strings.Contains(list, "1/1") {
