@@ -68,9 +68,10 @@ const (
 // needs it.
 var iamAllow = map[string]map[perm]string{
 	"ChatFunction": {
-		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; chat.Admit: Account, the balance for a priced model",
+		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; chat.Admit: Account, the balance for a priced model, " +
+			"and KeyByID (the keyid# item) for a key with a credit limit",
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; chat.StoreRecorder -> AddUsage: the usage counters (UpdateItem or " +
-			"its transaction's Update) and the account's debit (transaction Update)",
+			"its transaction's Update), the account's debit and the key's spend (transaction Updates)",
 		{"dynamodb:PutItem", accountsTable}:                         "AddUsage: the chat ledger entry (transaction Put, attribute_not_exists)",
 		{"ssm:GetParameter", ssmParameter("OpenAIKeyParameter")}:    whySecrets + " (OPENAI_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("AnthropicKeyParameter")}: whySecrets + " (ANTHROPIC_API_KEY_PARAMETER)",
@@ -103,13 +104,14 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount,
 	},
 	"CreditsAPIFunction": {
-		{"dynamodb:GetItem", accountsTable}:    whyAuth + "; " + whyLimitRead + "; httpapi.GetCredits: Account",
+		{"dynamodb:GetItem", accountsTable}:    whyAuth + "; " + whyLimitRead + "; httpapi.GetCredits: Account, and KeyByID for a key with a credit limit",
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount,
 	},
 	"JobsCreateFunction": {
 		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; jobs.Service.Create: Balances.Account (402 before a hold)",
-		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; Store.Create: the credit hold (transaction Update, available >= price); " +
-			"DELETE /v1/videos/{id}: jobs.Service.Delete -> credits.Apply -> Store.Settle (the account, a capture's job usage)",
+		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; Store.Create: the credit hold (transaction Update, available >= price) " +
+			"and the key's hold (transaction Update of its keyid# item, left >= price); " +
+			"DELETE /v1/videos/{id}: jobs.Service.Delete -> credits.Apply -> Store.Settle (the account, the key's counters, a capture's job usage)",
 		{"dynamodb:PutItem", accountsTable}: "DELETE /v1/videos/{id}: jobs.Service.Delete -> credits.Apply -> Store.Settle: the " +
 			"settlement's ledger entry (a no-op, ErrAlreadySettled, when the credits stream settled it)",
 		{"dynamodb:PutItem", jobsTable}: "Store.Create: the job and its idempotency key (transaction Puts)",
@@ -136,7 +138,8 @@ var iamAllow = map[string]map[perm]string{
 			"Reconcile: LedgerEntry",
 		{"dynamodb:PutItem", accountsTable}: "admin.Service: CreateKey/ImportKey (PutKey's transaction Puts), Grant's ledger entry, " +
 			"AddAudit; Reconcile: Settle's ledger entry",
-		{"dynamodb:UpdateItem", accountsTable}: "admin.Service: Grant (transaction Update), SetRateLimit, RevokeKey; " +
+		{"dynamodb:UpdateItem", accountsTable}: "admin.Service: Grant (transaction Update), SetRateLimit, RevokeKey, " +
+			"UpdateKey -> SetControls (the key record and its keyid# item, transaction Updates); " +
 			"Reconcile: Settle's account update and job usage counters; playground jobs: Store.Create's hold",
 		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage (chat and job usage), Audit (one partition each); " +
 			"Reconcile: Store.OpenReservations",
@@ -175,15 +178,16 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:Scan", accountsTable}:       "jobs.Reconcile: Store.Accounts (every account, filtered on sk)",
 		{"dynamodb:GetItem", accountsTable}:    "jobs.Reconcile: Store.LedgerEntry",
 		{"dynamodb:PutItem", accountsTable}:    "jobs.Reconcile -> credits.Apply -> Store.Settle: the ledger entry",
-		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, and a capture's job usage counters",
+		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, a capture's job usage counters, the key's counters",
 		{"dynamodb:Query", byAccount}:          "jobs.Reconcile: Store.List, an account's final jobs",
 		{"dynamodb:BatchGetItem", jobsTable}:   "Store.List: getJobs, the page's jobs",
 		{"dynamodb:Query", accountsTable}:      "jobs.Reconcile -> Store.OpenReservations: one Query per resv# partition",
 		{"dynamodb:DeleteItem", accountsTable}: "jobs.Reconcile -> credits.ReleaseReservation -> Store.Settle: the reservation's open item (transaction Delete)",
 	},
 	"CreditsFunction": {
-		{"dynamodb:PutItem", accountsTable}:    "lambdaevents.Credits -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",
-		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, and a capture's job usage counters (transaction Updates)",
+		{"dynamodb:PutItem", accountsTable}: "lambdaevents.Credits -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",
+		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, a capture's job usage counters and " +
+			"the job's key's counters (keyid# item) (transaction Updates)",
 		// Added by SAM for the stream's DestinationConfig.OnFailure.
 		{"sqs:SendMessage", failureQueue}: "SAM: the stream event source's OnFailure destination (translation only)",
 	},

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -384,6 +386,13 @@ func click(sel string) chromedp.Action[chromedp.Void] {
 	})
 }
 
+// keyPage is the console page of key: /console/keys/ and its id, "key_"
+// and the first 16 hex digits of its SHA-256.
+func keyPage(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return "/console/keys/key_" + hex.EncodeToString(sum[:])[:16]
+}
+
 // submit clicks sel and waits for the page it leads to; it fails the
 // test unless that page's status is want.
 func (b *browser) submit(what, sel string, want int64) {
@@ -565,6 +574,42 @@ func TestConsole(t *testing.T) {
 	if st := srv.api(t, "GET", "/v1/models", key, "", nil); st != 200 {
 		t.Fatalf("GET /v1/models with the new key: %d", st)
 	}
+
+	// A key with controls from the key form: a name, model patterns, an
+	// expiry and a credit limit; the list shows them with the spend, and
+	// the key's page changes them without re-issuing it.
+	b.open("/console/keys?account=acme")
+	b.do("fill the key form",
+		chromedp.SendKeys(chromedp.ID("key-name"), "intern's laptop"),
+		chromedp.SendKeys(chromedp.ID("key-models"), "synthetic/*, synthetic-sfx"),
+		chromedp.SendKeys(chromedp.ID("key-expires"), "30d"),
+		chromedp.SendKeys(chromedp.ID("key-limit"), "10"),
+	)
+	b.shot("key-form")
+	b.submit("create key with controls", `form[action="/console/keys"] button`, 200)
+	scoped := strings.TrimSpace(b.text("#new-key"))
+	b.open("/console/keys?account=acme")
+	if row := b.text("tbody"); !strings.Contains(row, "intern's laptop") || !strings.Contains(row, "synthetic/*, synthetic-sfx") || !strings.Contains(row, "0 / 10") {
+		t.Fatalf("keys table lacks the new key's controls: %q", row)
+	}
+	b.shot("keys-controls")
+	var models struct{ Data []struct{ ID string } }
+	if st := srv.api(t, "GET", "/v1/models", scoped, "", &models); st != 200 || len(models.Data) == 0 {
+		t.Fatalf("GET /v1/models with the scoped key: %d, %d models", st, len(models.Data))
+	}
+	for _, m := range models.Data {
+		if !strings.HasPrefix(m.ID, "synthetic/") && m.ID != "synthetic-sfx" {
+			t.Errorf("GET /v1/models with a synthetic/*, synthetic-sfx key lists %s", m.ID)
+		}
+	}
+	b.open(keyPage(scoped))
+	b.do("raise the limit", chromedp.SetValue(chromedp.ID("key-limit"), "25"))
+	b.submit("save the key's controls", `form[action^="/console/keys/key_"] button`, 200)
+	if got := b.text("#limit"); !strings.Contains(got, "25") {
+		t.Fatalf("the key's limit after saving: %q; want 25", got)
+	}
+	b.shot("key-edit")
+
 	var cr struct{ Balance int64 }
 	if st := srv.api(t, "GET", "/v1/credits", key, "", &cr); st != 200 || cr.Balance != 0 {
 		t.Fatalf("credits of the new key: %d, %+v; want 0", st, cr)
@@ -588,7 +633,7 @@ func TestConsole(t *testing.T) {
 	// Revoke (confirming the dialog): the API refuses the key within
 	// the authenticator's cache time.
 	b.open("/console/keys?account=acme")
-	b.submit("revoke", `form[action$="/revoke"] button`, 200)
+	b.submit("revoke", `form[action="`+keyPage(key)+`/revoke"] button`, 200)
 	if !strings.Contains(b.text("tbody"), "revoked") {
 		t.Fatal("the key is not shown revoked")
 	}

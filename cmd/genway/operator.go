@@ -6,12 +6,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
 )
+
+// parseLimit reads a --credit-limit: a whole number of credits.
+func parseLimit(s string) (int64, error) {
+	return strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+}
 
 // withOperator opens the operator backend, runs fn and closes it.
 func withOperator(ctx context.Context, getenv func(string) string, fn func(admin.Operator) error) error {
@@ -53,10 +61,20 @@ func parse(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }
 
 const keysUsage = `Usage:
-  genway keys create --account NAME [--credits N]  make a key (and the account); the key alone is the last line
-  genway keys list [--account NAME]                list keys: ids and prefixes, never secrets
+  genway keys create --account NAME [--credits N] [--name LABEL] [--models PATTERNS]
+                     [--expires 30d|RFC3339] [--credit-limit N]
+                                                   make a key (and the account); the key alone is the last line
+  genway keys update KEY_PREFIX_OR_ID [--name LABEL] [--models PATTERNS] [--expires 30d|RFC3339|never]
+                     [--credit-limit N|none]       change a key's controls without re-issuing it
+  genway keys list [--account NAME]                list keys: ids and prefixes (never secrets), name,
+                                                   models, spent/limit, expiry
   genway keys revoke KEY_PREFIX_OR_ID              revoke a key: its id, its 12-character prefix
                                                    (sk_live_XXXX, as keys list shows it), or the whole key
+
+  --models takes comma-separated patterns over model ids, * matching anything
+  ("synthetic/*,openai/gpt-4o-mini,elevenlabs-*"; "*" or "" for every model).
+  --expires takes a duration from now (30d, 12h, 90m) or a time (2026-12-31T23:59:59Z, 2026-12-31).
+  --credit-limit is the most credits the key may spend in total (jobs, images, speech, priced chat).
 `
 
 const creditsUsage = `Usage:
@@ -72,7 +90,7 @@ const creditsUsage = `Usage:
 
 func keysCmd(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError("keys needs a subcommand: create, list or revoke")
+		return usageError("keys needs a subcommand: create, update, list or revoke")
 	}
 	if isHelp(args[0]) {
 		fmt.Fprint(stdout, keysUsage)
@@ -83,18 +101,93 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		fs := newFlags("keys create")
 		account := fs.String("account", "", "account that owns the key")
 		amount := fs.Int64("credits", 0, "credits to add to the account")
+		name := fs.String("name", "", "a label for lists")
+		models := fs.String("models", "", "comma-separated model patterns the key may use (* matches anything); empty: every model")
+		expires := fs.String("expires", "", "when the key stops working: a duration from now (30d, 12h) or a time (RFC 3339); empty: never")
+		limit := fs.String("credit-limit", "", "the most credits the key may spend in total; empty: no limit")
 		if err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
 		if *account == "" {
 			return usageError("keys create needs --account NAME")
 		}
+		ctl := auth.Controls{Name: *name, Models: auth.ParseModels(*models)}
+		var err error
+		if ctl.ExpiresAt, err = auth.ParseExpiry(*expires, time.Now()); err != nil {
+			return usageError(err.Error())
+		}
+		if *limit != "" {
+			n, err := parseLimit(*limit)
+			if err != nil || n < 0 {
+				return usageError("keys create: --credit-limit must be a whole number of credits, 0 or more")
+			}
+			ctl.CreditLimit = &n
+		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
-			key, rec, err := op.CreateKey(ctx, *account, *amount)
+			key, rec, err := op.CreateKey(ctx, *account, *amount, ctl)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "created %s (%s...) for account %s; credits added: %d. The key is shown once:\n%s\n", rec.ID, rec.Prefix, rec.Account, *amount, key)
+			fmt.Fprintf(stdout, "created %s (%s...) for account %s; credits added: %d; %s. The key is shown once:\n%s\n", rec.ID, rec.Prefix, rec.Account, *amount, rec.Controls.Describe(), key)
+			return nil
+		})
+	case "update":
+		fs := newFlags("keys update")
+		name := fs.String("name", "", "a label for lists")
+		models := fs.String("models", "", `comma-separated model patterns ("*": every model)`)
+		expires := fs.String("expires", "", "a duration from now (30d), a time (RFC 3339), or never")
+		limit := fs.String("credit-limit", "", "the most credits the key may spend in total, or none")
+		// The key may come before the flags or after them.
+		if err := parse(fs, args[1:], stdout); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return usageError("keys update needs KEY_PREFIX_OR_ID and the controls to change")
+		}
+		id := rest[0]
+		if err := parse(fs, rest[1:], stdout); err != nil {
+			return err
+		}
+		if fs.NArg() != 0 {
+			return usageError(fmt.Sprintf("keys update takes one KEY_PREFIX_OR_ID, not also %q", fs.Args()))
+		}
+		var ch auth.Change
+		var bad error
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "name":
+				ch.Name = name
+			case "models":
+				m := auth.ParseModels(*models)
+				ch.Models = &m
+			case "expires":
+				at, err := auth.ParseExpiry(*expires, time.Now())
+				bad = errors.Join(bad, err)
+				ch.ExpiresAt = &at
+			case "credit-limit":
+				n := int64(-1) // none
+				if *limit != "none" {
+					var err error
+					if n, err = parseLimit(*limit); err != nil || n < 0 {
+						bad = errors.Join(bad, errors.New("--credit-limit must be a whole number of credits, 0 or more, or none"))
+					}
+				}
+				ch.CreditLimit = &n
+			}
+		})
+		if bad != nil {
+			return usageError("keys update: " + bad.Error())
+		}
+		if ch.Empty() {
+			return usageError("keys update needs at least one of --name, --models, --expires, --credit-limit")
+		}
+		return withOperator(ctx, getenv, func(op admin.Operator) error {
+			rec, err := op.UpdateKey(ctx, id, ch)
+			if err != nil {
+				return fmt.Errorf("update %s: %w", id, err)
+			}
+			fmt.Fprintf(stdout, "updated %s (%s...) of account %s: %s\n", rec.ID, rec.Prefix, rec.Account, rec.Controls.Describe())
 			return nil
 		})
 	case "list":
@@ -108,18 +201,42 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 			if err != nil {
 				return err
 			}
+			now := time.Now()
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPREFIX\tACCOUNT\tCREATED\tLAST USED\tSTATUS")
+			fmt.Fprintln(tw, "ID\tPREFIX\tACCOUNT\tNAME\tMODELS\tSPENT/LIMIT\tEXPIRES\tCREATED\tLAST USED\tSTATUS")
 			for _, r := range recs {
 				status := "live"
-				if r.Revoked != 0 {
+				switch {
+				case r.Revoked != 0:
 					status = "revoked " + time.Unix(r.Revoked, 0).UTC().Format(time.RFC3339)
+				case r.Expired(now):
+					status = "expired"
 				}
 				used := "never"
 				if r.LastUsed != 0 {
 					used = time.Unix(r.LastUsed, 0).UTC().Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\t%s\n", r.ID, r.Prefix, r.Account, time.Unix(r.Created, 0).UTC().Format(time.RFC3339), used, status)
+				models := "*"
+				if len(r.Models) > 0 {
+					models = strings.Join(r.Models, ",")
+				}
+				spend := fmt.Sprintf("%d/-", r.Spent)
+				if r.CreditLimit != nil {
+					spend = fmt.Sprintf("%d/%d", r.Spent, *r.CreditLimit)
+				}
+				if r.Held != 0 {
+					spend += fmt.Sprintf(" (+%d held)", r.Held)
+				}
+				expires := "never"
+				if r.ExpiresAt != 0 {
+					expires = time.Unix(r.ExpiresAt, 0).UTC().Format(time.RFC3339)
+				}
+				name := r.Name
+				if name == "" {
+					name = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Prefix, r.Account, name, models, spend, expires,
+					time.Unix(r.Created, 0).UTC().Format(time.RFC3339), used, status)
 			}
 			return tw.Flush()
 		})

@@ -414,7 +414,7 @@ func ensureDevAccount(ctx context.Context, op *admin.Service, cfg serveConfig, s
 		fmt.Fprintf(stdout, "genway: dev account created with %d credits; key from GENWAY_DEV_KEY\n", cfg.devCredits)
 		return nil
 	}
-	key, _, err := op.CreateKey(ctx, dev, 0)
+	key, _, err := op.CreateKey(ctx, dev, 0, auth.Controls{})
 	if err != nil {
 		return fmt.Errorf("dev key: %w", err)
 	}

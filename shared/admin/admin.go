@@ -39,7 +39,8 @@ type Store interface {
 }
 
 // AccountInfo is an account as the operator lists it: its credits and
-// rate limit, and how many live keys it has.
+// rate limit, and how many live keys it has (neither revoked nor
+// expired).
 type AccountInfo struct {
 	credits.Account
 	Keys int `json:"keys"`
@@ -86,7 +87,12 @@ func jobDay(u credits.JobUsage) DayUsage {
 
 // Operator is the set of operator commands; Service and Client implement it.
 type Operator interface {
-	CreateKey(ctx context.Context, account string, credits int64) (auth.Key, auth.Record, error)
+	// CreateKey makes a key for account with controls c, adding credits
+	// to the account.
+	CreateKey(ctx context.Context, account string, credits int64, c auth.Controls) (auth.Key, auth.Record, error)
+	// UpdateKey changes the controls of the key an id or prefix names
+	// (auth.Resolve), without re-issuing it; its spend stays.
+	UpdateKey(ctx context.Context, idOrPrefix string, ch auth.Change) (auth.Record, error)
 	ImportKey(ctx context.Context, account string, key auth.Key) (auth.Record, error)
 	Keys(ctx context.Context, account string) ([]auth.Record, error)
 	RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record, error)
@@ -202,32 +208,64 @@ func (s *Service) now() time.Time {
 	return time.Now()
 }
 
-// CreateKey makes a new key for account, creating the account (with credits
+// CreateKey makes a new key for account with controls c (name, model
+// patterns, expiry, credit limit), creating the account (with credits
 // added, if > 0). The plaintext key is returned once and never stored.
-func (s *Service) CreateKey(ctx context.Context, account string, amount int64) (auth.Key, auth.Record, error) {
+// The audit entry names the controls.
+func (s *Service) CreateKey(ctx context.Context, account string, amount int64, c auth.Controls) (auth.Key, auth.Record, error) {
 	if !accountRE.MatchString(account) {
 		return "", auth.Record{}, ErrBadAccount
 	}
 	if amount < 0 {
 		return "", auth.Record{}, apierr.Invalidf("credits", "invalid_value", "credits must not be negative")
 	}
+	if err := c.Check(); err != nil {
+		return "", auth.Record{}, err
+	}
+	if c.ExpiresAt != 0 && c.ExpiresAt <= s.now().Unix() {
+		return "", auth.Record{}, apierr.Invalidf("expires_at", "invalid_value", "expires_at is in the past: the key would never work")
+	}
 	key, err := auth.NewKey()
 	if err != nil {
 		return "", auth.Record{}, err
 	}
-	rec, err := s.ImportKey(ctx, account, key)
+	rec, err := s.putKey(ctx, account, key, c)
 	if err != nil {
 		return "", auth.Record{}, err
 	}
 	if _, err := s.Store.Grant(ctx, account, amount, s.now().Unix()); err != nil {
 		return "", auth.Record{}, fmt.Errorf("create key: account %s: %w", account, err)
 	}
-	detail := ""
+	detail := c.Describe()
 	if amount > 0 {
-		detail = fmt.Sprintf("with %d credits", amount)
+		detail = fmt.Sprintf("with %d credits; %s", amount, detail)
 	}
 	s.audit(ctx, "keys.create", rec.Prefix+" ("+account+")", detail)
 	return key, rec, nil
+}
+
+// UpdateKey applies ch to the controls of the key idOrPrefix names and
+// audits the change ("keys.update": the controls before and after). The
+// key is not re-issued and keeps its spend; a revoked key can be changed
+// too (it stays revoked). An empty change is a 400.
+func (s *Service) UpdateKey(ctx context.Context, idOrPrefix string, ch auth.Change) (auth.Record, error) {
+	if ch.Empty() {
+		return auth.Record{}, apierr.Invalidf("", "missing_field", "nothing to change: give name, models, expires_at or credit_limit")
+	}
+	rec, err := auth.Resolve(ctx, s.Store, idOrPrefix)
+	if err != nil {
+		return auth.Record{}, err
+	}
+	c := ch.Apply(rec.Controls)
+	if err := c.Check(); err != nil {
+		return auth.Record{}, err
+	}
+	out, err := s.Store.SetControls(ctx, rec.ID, c)
+	if err != nil {
+		return auth.Record{}, err
+	}
+	s.audit(ctx, "keys.update", rec.Prefix+" ("+rec.Account+")", rec.Controls.Describe()+" -> "+c.Describe())
+	return out, nil
 }
 
 // Recorder is an Operator that writes audit entries for actions outside
@@ -254,6 +292,12 @@ func (s *Service) audit(ctx context.Context, action, target, detail string) {
 // ImportKey stores a key chosen by the caller (GENWAY_DEV_KEY), if it is not
 // stored yet, and makes sure the account exists.
 func (s *Service) ImportKey(ctx context.Context, account string, key auth.Key) (auth.Record, error) {
+	return s.putKey(ctx, account, key, auth.Controls{})
+}
+
+// putKey stores key for account with controls c, if it is not stored yet
+// (a stored key keeps its controls), and makes sure the account exists.
+func (s *Service) putKey(ctx context.Context, account string, key auth.Key, c auth.Controls) (auth.Record, error) {
 	if !accountRE.MatchString(account) {
 		return auth.Record{}, ErrBadAccount
 	}
@@ -269,6 +313,7 @@ func (s *Service) ImportKey(ctx context.Context, account string, key auth.Key) (
 		return auth.Record{}, err
 	}
 	rec := auth.NewRecord(key, account, s.now())
+	rec.Controls = c
 	if err := s.Store.PutKey(ctx, rec); err != nil {
 		return auth.Record{}, fmt.Errorf("store key: %w", err)
 	}
@@ -361,8 +406,9 @@ func (s *Service) Accounts(ctx context.Context) ([]AccountInfo, error) {
 		return nil, err
 	}
 	live := map[string]int{}
+	now := s.now()
 	for _, k := range keys {
-		if k.Revoked == 0 {
+		if k.Revoked == 0 && !k.Expired(now) {
 			live[k.Account]++
 		}
 	}

@@ -170,7 +170,8 @@ func list[T any](ctx context.Context, c *Client, path string, query url.Values, 
 	return all, errors.New("admin API: too many pages")
 }
 
-// createdKey is the answer of POST /admin/v1/keys.
+// createdKey is a key as the admin API answers it (the list, PATCH,
+// revoke), with the plaintext Key for POST /admin/v1/keys.
 type createdKey struct {
 	ID       string `json:"id"`
 	Prefix   string `json:"prefix"`
@@ -178,18 +179,33 @@ type createdKey struct {
 	Created  int64  `json:"created"`
 	Revoked  int64  `json:"revoked"`
 	LastUsed int64  `json:"last_used"`
-	Key      string `json:"key"`
+	auth.Controls
+	Spent int64  `json:"spent"`
+	Held  int64  `json:"held"`
+	Key   string `json:"key"`
 }
 
 func (k createdKey) record() auth.Record {
-	return auth.Record{ID: k.ID, Prefix: k.Prefix, Account: k.Account, Created: k.Created, Revoked: k.Revoked, LastUsed: k.LastUsed}
+	return auth.Record{ID: k.ID, Prefix: k.Prefix, Account: k.Account, Created: k.Created, Revoked: k.Revoked, LastUsed: k.LastUsed,
+		Controls: k.Controls, Spent: k.Spent, Held: k.Held}
 }
 
 // CreateKey implements Operator.
-func (c *Client) CreateKey(ctx context.Context, account string, amount int64) (auth.Key, auth.Record, error) {
+func (c *Client) CreateKey(ctx context.Context, account string, amount int64, ctl auth.Controls) (auth.Key, auth.Record, error) {
 	var out createdKey
-	err := c.call(ctx, http.MethodPost, "/keys", nil, map[string]any{"account": account, "credits": amount}, &out)
+	err := c.call(ctx, http.MethodPost, "/keys", nil, struct {
+		Account string `json:"account"`
+		Credits int64  `json:"credits"`
+		auth.Controls
+	}{account, amount, ctl}, &out)
 	return auth.Key(out.Key), out.record(), err
+}
+
+// UpdateKey implements Operator.
+func (c *Client) UpdateKey(ctx context.Context, idOrPrefix string, ch auth.Change) (auth.Record, error) {
+	var out createdKey
+	err := c.call(ctx, http.MethodPatch, "/keys/"+url.PathEscape(idOrPrefix), nil, ch, &out)
+	return out.record(), err
 }
 
 // ImportKey is not offered remotely: a chosen key is for the data

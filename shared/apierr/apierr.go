@@ -31,6 +31,7 @@ const (
 	Upstream                        // 502 api_error
 	UpstreamUnavailable             // 503 api_error
 	UpstreamTimeout                 // 504 api_error
+	PermissionDenied                // 403 permission_error
 )
 
 // Error is a failure with a client-facing message. Err, if set, is the cause;

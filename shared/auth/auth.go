@@ -113,6 +113,28 @@ type Record struct {
 	// LastUsed is when the key last authenticated a request, to within
 	// TouchEvery (Unix seconds, 0 if never).
 	LastUsed int64 `json:"last_used,omitempty"`
+	// Controls: the key's name, model patterns, expiry and credit limit.
+	Controls
+	// Spent is what the key's requests were charged so far (captured
+	// jobs, images and speeches, priced chat); Held is what its requests
+	// in flight hold. A credit limit bounds Spent + Held: a hold that
+	// would take them past it is refused (credits.ErrKeyLimit).
+	Spent int64 `json:"spent,omitempty"`
+	Held  int64 `json:"held,omitempty"`
+}
+
+// Left returns what the key may still spend under its credit limit (0
+// when it is used up or past it), and false when it has no limit.
+func (r Record) Left() (int64, bool) {
+	if r.CreditLimit == nil {
+		return 0, false
+	}
+	return max(*r.CreditLimit-r.Spent-r.Held, 0), true
+}
+
+// Expired reports whether the key has expired at now.
+func (r Record) Expired(now time.Time) bool {
+	return r.ExpiresAt != 0 && now.Unix() >= r.ExpiresAt
 }
 
 // TouchEvery is how often a key's LastUsed is written while it is in use:
@@ -143,12 +165,27 @@ type Store interface {
 	Keys(ctx context.Context, account string) ([]Record, error)
 	// RevokeKey marks the key with id revoked at time at; ErrKeyNotFound if none.
 	RevokeKey(ctx context.Context, id string, at time.Time) (Record, error)
+	// KeyByID returns the record of the key with id, its Spent and Held
+	// read strongly consistent, or ErrKeyNotFound.
+	KeyByID(ctx context.Context, id string) (Record, error)
+	// SetControls replaces the controls of the key with id (validated by
+	// Controls.Check first) and returns the record; ErrKeyNotFound if
+	// none. Its Spent and Held stay: a new credit limit bounds what was
+	// spent already (a limit below it refuses every new hold).
+	SetControls(ctx context.Context, id string, c Controls) (Record, error)
 }
 
 // Principal is the authenticated caller.
 type Principal struct {
 	Account string
 	KeyID   string
+	// Models are the key's model patterns (see Controls.Models); empty:
+	// every model.
+	Models []string
+	// Limited reports that the key had a credit limit when it was read
+	// (within the Authenticator's TTL): the stores enforce the limit
+	// itself, this only saves a read where nothing is limited.
+	Limited bool
 }
 
 type ctxKey struct{}
@@ -171,7 +208,9 @@ func FromContext(ctx context.Context) (Principal, bool) {
 
 // Authenticator checks bearer keys against a Store, caching answers for TTL
 // so that a warm Lambda container does not read the table on every
-// request. A revoked key stops working within TTL. Misses are cached too,
+// request. A revoked key stops working within TTL; an expired key at once
+// (its expiry is checked against the clock on every request, cached or
+// not), and a key whose expiry is moved stops or starts within TTL. Misses are cached too,
 // so that a client repeating an unknown key costs one read per TTL, not
 // one per request; a new key still works at once (its random secret cannot
 // have been tried before it existed), except a key imported under a value
@@ -226,7 +265,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 			if c.miss {
 				return Principal{}, ErrInvalidKey
 			}
-			p, err := principal(c.rec)
+			p, err := principal(c.rec, now)
 			if err == nil {
 				a.touch(ctx, h, c.rec, now)
 			}
@@ -246,7 +285,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 	if a.ttl > 0 {
 		a.remember(h, cached{rec: rec, expires: now.Add(a.ttl)})
 	}
-	p, err := principal(rec)
+	p, err := principal(rec, now)
 	if err == nil {
 		a.touch(ctx, h, rec, now)
 	}
@@ -288,11 +327,13 @@ func (a *Authenticator) remember(h string, c cached) {
 	a.cache[h] = c
 }
 
-func principal(r Record) (Principal, error) {
-	if r.Revoked != 0 {
+// principal is the caller that r authenticates at now: ErrInvalidKey,
+// the same as for an unknown key, if it is revoked or expired.
+func principal(r Record, now time.Time) (Principal, error) {
+	if r.Revoked != 0 || r.Expired(now) {
 		return Principal{}, ErrInvalidKey
 	}
-	return Principal{Account: r.Account, KeyID: r.ID}, nil
+	return Principal{Account: r.Account, KeyID: r.ID, Models: r.Models, Limited: r.CreditLimit != nil}, nil
 }
 
 // SortRecords orders key records as Store.Keys lists them: oldest first,

@@ -48,6 +48,30 @@ func (m *memKeys) RevokeKey(ctx context.Context, id string, at time.Time) (Recor
 	return Record{}, ErrKeyNotFound
 }
 
+func (m *memKeys) KeyByID(ctx context.Context, id string) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.recs {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return Record{}, ErrKeyNotFound
+}
+
+func (m *memKeys) SetControls(ctx context.Context, id string, c Controls) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for h, r := range m.recs {
+		if r.ID == id {
+			r.Controls = c
+			m.recs[h] = r
+			return r, nil
+		}
+	}
+	return Record{}, ErrKeyNotFound
+}
+
 func TestNewKey(t *testing.T) {
 	seen := map[Key]bool{}
 	for i := 0; i < 200; i++ {

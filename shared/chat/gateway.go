@@ -591,7 +591,7 @@ func stops(raw json.RawMessage) ([]string, error) {
 // attempts made around the last one's error: Prepare's, Admit's, the
 // provider's (*UpstreamError) or the sink's. Nothing is recorded for it.
 func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink) error {
-	ids, err := g.candidates(p)
+	ids, err := g.candidates(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/route"
 )
@@ -106,13 +107,22 @@ func classify(err error) route.Failure {
 // lead's catalog fallbacks. An id of models that is unknown or not a chat
 // model is a 404 or 400 naming it; an id listed twice is tried once. The
 // lead itself is checked by Prepare.
-func (g *Gateway) candidates(p *Params) ([]string, error) {
+//
+// The caller's API key (auth.CheckModel) must be allowed the lead and
+// every id of models, which the client named: else a 403
+// model_not_allowed naming it. A catalog fallback the key may not use is
+// skipped, not an error: the client did not ask for it.
+func (g *Gateway) candidates(ctx context.Context, p *Params) ([]string, error) {
 	lead, rest, offset := p.Model, p.Models, 0
 	if len(p.Models) > MaxModels {
 		return nil, apierr.Invalidf("models", "invalid_value", "models may list at most %d model ids", MaxModels)
 	}
+	param := "model"
 	if lead == "" && len(rest) > 0 {
-		lead, rest, offset = rest[0], rest[1:], 1
+		lead, rest, offset, param = rest[0], rest[1:], 1, "models[0]"
+	}
+	if err := auth.CheckModel(ctx, param, lead); err != nil {
+		return nil, err
 	}
 	if p.Models == nil {
 		if m, ok := g.cat.Model(lead); ok {
@@ -135,6 +145,11 @@ func (g *Gateway) candidates(p *Params) ([]string, error) {
 			if m.Type != catalog.TypeChat {
 				return nil, apierr.Invalidf(param, "model_type_mismatch", "model %q is a %s model, not a chat model", id, m.Type)
 			}
+			if err := auth.CheckModel(ctx, param, id); err != nil {
+				return nil, err
+			}
+		} else if !auth.Allowed(ctx, id) {
+			continue // a catalog fallback this key may not use
 		}
 		dup := false
 		for _, have := range ids {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
 )
 
@@ -40,7 +41,7 @@ func (r StoreRecorder) RecordChatUsage(ctx context.Context, account, model strin
 	if r.Now != nil {
 		now = r.Now
 	}
-	inc := increment(account, model, now(), u, amount)
+	inc := increment(account, auth.KeyID(ctx), model, now(), u, amount)
 	id, err := credits.NewUsageID()
 	if err != nil {
 		return fmt.Errorf("record usage of %s for %s: %w", model, account, err)
@@ -51,11 +52,12 @@ func (r StoreRecorder) RecordChatUsage(ctx context.Context, account, model strin
 	return nil
 }
 
-// increment is one completion as a usage increment.
-func increment(account, model string, at time.Time, u Usage, amount int64) credits.Usage {
+// increment is one completion as a usage increment, charged to account
+// and to the spend of key (the caller's API key, "" for none).
+func increment(account, key, model string, at time.Time, u Usage, amount int64) credits.Usage {
 	return credits.Usage{
 		Account: account, Day: credits.Day(at), Model: model, Requests: 1,
-		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), Credits: amount,
+		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), Credits: amount, Key: key,
 	}
 }
 
@@ -76,8 +78,9 @@ const (
 	maxListed = 10
 )
 
-// usageKey is what a BufferedRecorder sums by.
-type usageKey struct{ account, day, model string }
+// usageKey is what a BufferedRecorder sums by: the usage row, and the
+// API key whose spend the sum is charged to.
+type usageKey struct{ account, day, model, key string }
 
 // pendingUsage is usage swapped out of the buffer to be written, with the
 // AddUsage id it keeps until a write succeeds.
@@ -119,6 +122,7 @@ type BufferedRecorder struct {
 	mu      sync.Mutex
 	sums    map[usageKey]credits.Usage // since the last flush
 	pending map[string]int64           // credits recorded and not yet written, by account
+	keys    map[string]int64           // the same, by API key
 	closed  bool                       // RecordChatUsage writes through
 
 	flushMu sync.Mutex                // one flush at a time
@@ -153,7 +157,7 @@ func newBufferedRecorder(store UsageStore, log *slog.Logger) *BufferedRecorder {
 	}
 	return &BufferedRecorder{
 		store: store, log: log, now: time.Now, newID: credits.NewUsageID,
-		sums: map[usageKey]credits.Usage{}, pending: map[string]int64{}, failed: map[usageKey]pendingUsage{},
+		sums: map[usageKey]credits.Usage{}, pending: map[string]int64{}, keys: map[string]int64{}, failed: map[usageKey]pendingUsage{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -181,7 +185,7 @@ func (r *BufferedRecorder) start(tick <-chan time.Time, stopTicker func()) {
 // writes the completion to the store itself (as StoreRecorder), so that a
 // request that outlives the server's shutdown is still recorded.
 func (r *BufferedRecorder) RecordChatUsage(ctx context.Context, account, model string, u Usage, amount int64) error {
-	inc := increment(account, model, r.now(), u, amount)
+	inc := increment(account, auth.KeyID(ctx), model, r.now(), u, amount)
 	// The id is chosen at flush time; this one only passes the check.
 	if err := credits.CheckUsage("pending", inc); err != nil {
 		return fmt.Errorf("record usage of %s for %s: %w", model, account, err)
@@ -194,9 +198,20 @@ func (r *BufferedRecorder) RecordChatUsage(ctx context.Context, account, model s
 	r.addLocked(inc)
 	if amount > 0 {
 		r.pending[account] += amount
+		if inc.Key != "" {
+			r.keys[inc.Key] += amount
+		}
 	}
 	r.mu.Unlock()
 	return nil
+}
+
+// UnwrittenKeyCredits implements UnwrittenKeyCreditsRecorder: the credits
+// of the completions of API key recorded since the last successful write.
+func (r *BufferedRecorder) UnwrittenKeyCredits(key string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keys[key]
 }
 
 // UnwrittenCredits implements UnwrittenCreditsRecorder: the credits of
@@ -210,7 +225,7 @@ func (r *BufferedRecorder) UnwrittenCredits(account string) int64 {
 
 // addLocked adds inc to its key's sum; r.mu is held.
 func (r *BufferedRecorder) addLocked(inc credits.Usage) {
-	k := usageKey{inc.Account, inc.Day, inc.Model}
+	k := usageKey{inc.Account, inc.Day, inc.Model, inc.Key}
 	s, ok := r.sums[k]
 	if !ok {
 		r.sums[k] = inc
@@ -295,11 +310,16 @@ func (r *BufferedRecorder) writeAll(ctx context.Context, timeout time.Duration, 
 			if r.pending[p.u.Account] -= p.u.Credits; r.pending[p.u.Account] <= 0 {
 				delete(r.pending, p.u.Account)
 			}
+			if p.u.Key != "" {
+				if r.keys[p.u.Key] -= p.u.Credits; r.keys[p.u.Key] <= 0 {
+					delete(r.keys, p.u.Key)
+				}
+			}
 		}
 	}
 	r.mu.Unlock()
 	for i, p := range ps {
-		k := usageKey{p.u.Account, p.u.Day, p.u.Model}
+		k := usageKey{p.u.Account, p.u.Day, p.u.Model, p.u.Key}
 		err := errs[i]
 		switch {
 		case err == nil:

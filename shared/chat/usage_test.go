@@ -98,7 +98,7 @@ func (f *fakeStore) AddUsage(_ context.Context, id string, u credits.Usage) erro
 	}
 	f.calls = append(f.calls, fmt.Sprintf("%s %d %d", id, u.Requests, u.Credits))
 	if o.apply && !(u.Credits > 0 && f.applied[id]) {
-		k := usageKey{u.Account, u.Day, u.Model}
+		k := usageKey{u.Account, u.Day, u.Model, ""}
 		s := f.sums[k]
 		s.Account, s.Day, s.Model = u.Account, u.Day, u.Model
 		s.Requests += u.Requests
@@ -174,10 +174,10 @@ func TestBufferedRecorderMerges(t *testing.T) {
 
 	calls, sums, charged := store.snapshot()
 	want := map[usageKey]credits.Usage{
-		{"a1", "2025-03-01", "m1"}: sum("a1", "2025-03-01", "m1", 50, 2),
-		{"a1", "2025-03-01", "m2"}: sum("a1", "2025-03-01", "m2", 3, 0),
-		{"a2", "2025-03-01", "m1"}: sum("a2", "2025-03-01", "m1", 7, 1),
-		{"a1", "2025-03-02", "m1"}: sum("a1", "2025-03-02", "m1", 4, 2),
+		{"a1", "2025-03-01", "m1", ""}: sum("a1", "2025-03-01", "m1", 50, 2),
+		{"a1", "2025-03-01", "m2", ""}: sum("a1", "2025-03-01", "m2", 3, 0),
+		{"a2", "2025-03-01", "m1", ""}: sum("a2", "2025-03-01", "m1", 7, 1),
+		{"a1", "2025-03-02", "m1", ""}: sum("a1", "2025-03-02", "m1", 4, 2),
 	}
 	if len(calls) != len(want) {
 		t.Errorf("AddUsage calls = %q; want one per (account, day, model), %d", calls, len(want))
@@ -219,7 +219,7 @@ func TestBufferedRecorderFlushesOnTick(t *testing.T) {
 		t.Fatal("no AddUsage within 10 s of a tick")
 	}
 	calls, sums, _ := store.snapshot()
-	if want := sum("a1", "2025-03-01", "m1", 3, 1); len(calls) != 1 || sums[usageKey{"a1", "2025-03-01", "m1"}] != want {
+	if want := sum("a1", "2025-03-01", "m1", 3, 1); len(calls) != 1 || sums[usageKey{"a1", "2025-03-01", "m1", ""}] != want {
 		t.Errorf("after a tick: calls %q, sums %+v; want one call of %+v", calls, sums, want)
 	}
 }
@@ -278,7 +278,7 @@ func TestBufferedRecorderRetries(t *testing.T) {
 			if strings.Join(calls, ", ") != strings.Join(tt.wantCalls, ", ") {
 				t.Errorf("AddUsage calls = %q; want %q", calls, tt.wantCalls)
 			}
-			got := sums[usageKey{"a1", "2025-03-01", "m1"}]
+			got := sums[usageKey{"a1", "2025-03-01", "m1", ""}]
 			if got.Requests != tt.wantSum || got.Credits != tt.wantSum || charged != tt.wantSum {
 				t.Errorf("store: %d requests, %d credits, %d charged; want %d of each", got.Requests, got.Credits, charged, tt.wantSum)
 			}
@@ -317,7 +317,7 @@ func TestBufferedRecorderClose(t *testing.T) {
 				t.Errorf("Close = %v; want it to name the unwritten sum", err)
 			}
 			_, sums, charged := store.snapshot()
-			if got := sums[usageKey{"a1", "2025-03-01", "m1"}]; got.Requests != tt.wantSum || charged != tt.wantSum {
+			if got := sums[usageKey{"a1", "2025-03-01", "m1", ""}]; got.Requests != tt.wantSum || charged != tt.wantSum {
 				t.Errorf("store after Close: %+v, %d charged; want %d requests and credits", got, charged, tt.wantSum)
 			}
 		})
@@ -334,7 +334,7 @@ func TestBufferedRecorderAfterClose(t *testing.T) {
 	}
 	record(t, r, "a1", "m1", 2, 3)
 	calls, sums, _ := store.snapshot()
-	if len(calls) != 2 || sums[usageKey{"a1", "2025-03-01", "m1"}] != sum("a1", "2025-03-01", "m1", 2, 3) {
+	if len(calls) != 2 || sums[usageKey{"a1", "2025-03-01", "m1", ""}] != sum("a1", "2025-03-01", "m1", 2, 3) {
 		t.Errorf("after Close: calls %q, sums %+v; want two direct writes", calls, sums)
 	}
 	if err := r.Close(context.Background()); err != nil {

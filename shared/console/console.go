@@ -164,6 +164,9 @@ var funcs = template.FuncMap{
 	// recorded, as in entries from before types were), whose page the
 	// jobs pages have; an image or speech request has none.
 	"jobType": func(t string) bool { return t == "" || isJobType(t) },
+	// expired reports whether a key's expiry (Unix seconds, 0: never) has
+	// passed.
+	"expired": func(unix int64) bool { return unix != 0 && time.Now().Unix() >= unix },
 	// static is the versioned URL of a file in static/: it changes when
 	// any static file does, so browsers may cache them for good.
 	"static": func(name string) string { return "/console/static/" + name + "?v=" + staticVersion },

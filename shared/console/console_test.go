@@ -39,11 +39,12 @@ func newFake() *fakeOperator { return &fakeOperator{accts: map[string]credits.Ac
 func (f *fakeOperator) rec(ctx context.Context, action, target string) {
 	f.audit = append(f.audit, admin.AuditEntry{Actor: admin.Actor(ctx), Action: action, Target: target})
 }
-func (f *fakeOperator) CreateKey(ctx context.Context, account string, n int64) (auth.Key, auth.Record, error) {
+func (f *fakeOperator) CreateKey(ctx context.Context, account string, n int64, c auth.Controls) (auth.Key, auth.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k, _ := auth.NewKey()
 	r := auth.NewRecord(k, account, timeNow())
+	r.Controls = c
 	f.keys = append(f.keys, r)
 	if _, ok := f.accts[account]; !ok {
 		f.accts[account] = credits.Account{ID: account}
@@ -64,6 +65,18 @@ func (f *fakeOperator) Keys(ctx context.Context, account string) ([]auth.Record,
 		}
 	}
 	return out, nil
+}
+func (f *fakeOperator) UpdateKey(ctx context.Context, id string, ch auth.Change) (auth.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range f.keys {
+		if f.keys[i].ID == id {
+			f.keys[i].Controls = ch.Apply(f.keys[i].Controls)
+			f.rec(ctx, "keys.update", f.keys[i].Prefix)
+			return f.keys[i], nil
+		}
+	}
+	return auth.Record{}, auth.ErrKeyNotFound
 }
 func (f *fakeOperator) RevokeKey(ctx context.Context, id string) (auth.Record, error) {
 	f.mu.Lock()
@@ -374,6 +387,59 @@ func TestKeyShownOnce(t *testing.T) {
 	_, audit := get(t, c, srv.URL+"/console/audit")
 	if !strings.Contains(audit, "keys.create") || !strings.Contains(audit, "keys.revoke") || !strings.Contains(audit, "console:") {
 		t.Errorf("audit page lacks the actions or the console actor")
+	}
+}
+
+// TestKeyControlsForm creates a key with every control from the key
+// form, sees them (and the spend) in the list and on the key's page, and
+// changes them there without re-issuing the key.
+func TestKeyControlsForm(t *testing.T) {
+	srv, op := server(t)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL)
+	form := url.Values{"account": {"acme"}, "csrf": {csrf}, "name": {"intern"}, "models": {"synthetic/*, openai/gpt-4o-mini"},
+		"expires": {"30d"}, "credit_limit": {"10"}}
+	if resp, _ := post(t, c, srv.URL+"/console/keys", form); resp.StatusCode != 200 {
+		t.Fatalf("create key with controls: %d", resp.StatusCode)
+	}
+	k := op.keys[0]
+	if k.Name != "intern" || len(k.Models) != 2 || k.Models[1] != "openai/gpt-4o-mini" || k.CreditLimit == nil || *k.CreditLimit != 10 ||
+		k.ExpiresAt < timeNow().Add(29*24*time.Hour).Unix() {
+		t.Fatalf("created key = %+v; want name intern, 2 model patterns, limit 10, expiry in 30 days", k)
+	}
+	_, list := get(t, c, srv.URL+"/console/keys")
+	for _, want := range []string{"intern", "synthetic/*, openai/gpt-4o-mini", "0 / 10", "/console/keys/" + k.ID} {
+		if !strings.Contains(list, want) {
+			t.Errorf("keys page lacks %q", want)
+		}
+	}
+	if _, page := get(t, c, srv.URL+"/console/keys/"+k.ID); !strings.Contains(page, `value="intern"`) || !strings.Contains(page, "10 left") {
+		t.Errorf("key page lacks the form's current name or the credits left")
+	}
+	upd := url.Values{"csrf": {csrf}, "name": {"renamed"}, "models": {""}, "expires": {""}, "credit_limit": {"25"}}
+	if resp, _ := post(t, c, srv.URL+"/console/keys/"+k.ID, upd); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("update key: %d", resp.StatusCode)
+	}
+	k = op.keys[0]
+	if k.Name != "renamed" || len(k.Models) != 0 || k.ExpiresAt != 0 || k.CreditLimit == nil || *k.CreditLimit != 25 {
+		t.Errorf("updated key = %+v; want renamed, every model, no expiry, limit 25", k)
+	}
+	upd.Set("credit_limit", "")
+	post(t, c, srv.URL+"/console/keys/"+k.ID, upd)
+	if op.keys[0].CreditLimit != nil {
+		t.Errorf("limit after an empty credit_limit = %v; want none", *op.keys[0].CreditLimit)
+	}
+	for _, bad := range []url.Values{
+		{"csrf": {csrf}, "expires": {"soon"}},
+		{"csrf": {csrf}, "credit_limit": {"-3"}},
+		{"csrf": {csrf}, "models": {"a b"}},
+	} {
+		if resp, _ := post(t, c, srv.URL+"/console/keys/"+k.ID, bad); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("update with %v: %d; want 400", bad, resp.StatusCode)
+		}
+	}
+	if resp, _ := get(t, c, srv.URL+"/console/keys/key_nosuch"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown key page: %d; want 404", resp.StatusCode)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
@@ -27,6 +28,8 @@ func (c *Console) coreRoutes() []Route {
 		{"GET", "/console/keys", c.keys},
 		{"POST", "/console/keys", c.createKey},
 		{"POST", "/console/keys/{id}/revoke", c.revokeKey},
+		{"GET", "/console/keys/{id}", c.key},
+		{"POST", "/console/keys/{id}", c.updateKey},
 		{"GET", "/console/audit", c.audit},
 		{"POST", "/console/signout", c.signout},
 	}
@@ -225,15 +228,100 @@ func (c *Console) renderKeys(p *Page, w http.ResponseWriter, r *http.Request, ne
 	return p.Render(w, r, "keys")
 }
 
-// createKey makes a key and shows it in the answer to this POST, once:
-// it is never in a URL, a redirect or a store.
+// createKey makes a key with the form's controls and shows it in the
+// answer to this POST, once: it is never in a URL, a redirect or a store.
 func (c *Console) createKey(p *Page, w http.ResponseWriter, r *http.Request) error {
 	account := strings.TrimSpace(r.PostFormValue("account"))
-	key, rec, err := c.cfg.Operator.CreateKey(r.Context(), account, 0)
+	ctl, err := c.controlsForm(r)
+	if err != nil {
+		return err
+	}
+	key, rec, err := c.cfg.Operator.CreateKey(r.Context(), account, 0, ctl)
 	if err != nil {
 		return err
 	}
 	return c.renderKeys(p, w, r, string(key), rec.Account)
+}
+
+// controlsForm reads a key form's controls: name, models (comma-separated
+// patterns, empty for every model), expires (empty for never, a duration
+// from now such as 30d, or a time such as 2026-12-31T23:59:59Z) and
+// credit_limit (empty for none).
+func (c *Console) controlsForm(r *http.Request) (auth.Controls, error) {
+	ctl := auth.Controls{
+		Name:   strings.TrimSpace(r.PostFormValue("name")),
+		Models: auth.ParseModels(r.PostFormValue("models")),
+	}
+	exp, err := auth.ParseExpiry(r.PostFormValue("expires"), c.now())
+	if err != nil {
+		return ctl, err
+	}
+	ctl.ExpiresAt = exp
+	if strings.TrimSpace(r.PostFormValue("credit_limit")) != "" {
+		n, err := intField(r, "credit_limit")
+		if err != nil {
+			return ctl, err
+		}
+		ctl.CreditLimit = &n
+	}
+	return ctl, ctl.Check()
+}
+
+// keyPage is the data of one key's page: the key and its edit form.
+type keyPage struct {
+	Key auth.Record
+	// Expires is the key's expiry as the form shows it (RFC 3339, UTC).
+	Expires string
+	Left    int64
+	Limited bool
+}
+
+// findKey returns the key with id, from the operator's list.
+func (c *Console) findKey(r *http.Request, id string) (auth.Record, error) {
+	keys, err := c.cfg.Operator.Keys(r.Context(), "")
+	if err != nil {
+		return auth.Record{}, err
+	}
+	for _, k := range keys {
+		if k.ID == id {
+			return k, nil
+		}
+	}
+	return auth.Record{}, auth.ErrKeyNotFound
+}
+
+func (c *Console) key(p *Page, w http.ResponseWriter, r *http.Request) error {
+	k, err := c.findKey(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	d := keyPage{Key: k}
+	if k.ExpiresAt != 0 {
+		d.Expires = time.Unix(k.ExpiresAt, 0).UTC().Format(time.RFC3339)
+	}
+	d.Left, d.Limited = k.Left()
+	p.Section, p.Title, p.Flash, p.Data = "keys", "Key "+k.Prefix+"…", r.URL.Query().Get("done"), d
+	return p.Render(w, r, "key")
+}
+
+// updateKey replaces the key's controls with the form's (the key is not
+// re-issued and keeps its spend); the change is in the audit log.
+func (c *Console) updateKey(p *Page, w http.ResponseWriter, r *http.Request) error {
+	ctl, err := c.controlsForm(r)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("id")
+	limit := int64(-1) // no limit
+	if ctl.CreditLimit != nil {
+		limit = *ctl.CreditLimit
+	}
+	ch := auth.Change{Name: &ctl.Name, Models: &ctl.Models, ExpiresAt: &ctl.ExpiresAt, CreditLimit: &limit}
+	if _, err := c.cfg.Operator.UpdateKey(r.Context(), id, ch); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/console/keys/"+id+"?done=updated", http.StatusSeeOther)
+	return nil
 }
 
 func (c *Console) revokeKey(p *Page, w http.ResponseWriter, r *http.Request) error {

@@ -73,7 +73,32 @@ type Entry struct {
 	// Store.Settle). Entries written before they existed have neither.
 	JobType string `json:"job_type,omitempty"`
 	Model   string `json:"model,omitempty"`
-	At      int64  `json:"at"` // Unix seconds; for a settlement, when the job ended
+	// Key is the id of the API key whose request held or spent the
+	// credits ("" for none: a job made from the console, an entry from
+	// before keys were counted). A job's hold, a reservation and a chat
+	// charge count against the key's spend and credit limit in the same
+	// atomic step as against the account (see KeyLimit); a settlement
+	// moves the key's held credits to spent, or releases them, with the
+	// account's. A reservation's settlement takes the key of the
+	// reservation it settles.
+	Key string `json:"key,omitempty"`
+	At  int64  `json:"at"` // Unix seconds; for a settlement, when the job ended
+}
+
+// ErrKeyLimit matches (errors.Is) the error a store returns when a hold
+// or reservation would take its API key's spent and held credits past the
+// key's credit limit: a 402 insufficient_quota, code key_credit_limit,
+// whose message (made by KeyLimit) says what the key has left. Nothing
+// is written.
+var ErrKeyLimit = &apierr.Error{Kind: apierr.InsufficientQuota, Code: "key_credit_limit",
+	Message: "This request would take the API key past its credit limit."}
+
+// KeyLimit returns the ErrKeyLimit refusal of amount credits on key,
+// which has limit and has spent and holds used of it.
+func KeyLimit(key string, amount, limit, used int64) error {
+	return &apierr.Error{Kind: ErrKeyLimit.Kind, Code: ErrKeyLimit.Code,
+		Message: fmt.Sprintf("This request needs %d credits, more than this API key has left of its credit limit: %d left of %d (%d spent or held by requests in progress). The key's limit is not the account's balance; ask the operator to raise it.",
+			amount, max(limit-used, 0), limit, used)}
 }
 
 // ErrAccountNotFound is returned for an unknown account.
@@ -99,8 +124,12 @@ type Store interface {
 	// returns e.Amount from held to available. A Capture with a JobType
 	// and a Model also adds its job and amount to the account's job usage
 	// (JobUsageOf) in that same step, so a job is counted exactly when it
-	// is charged: once, however often it is settled again. Arguments
-	// CheckSettlement refuses are an error and nothing is written.
+	// is charged: once, however often it is settled again. With a Key
+	// (a job's; for a reservation's settlement the reservation's own),
+	// the same step moves the key's held credits as the account's: a
+	// Capture adds e.Amount to its spent and clears e.HeldAmount() from
+	// its held, a Release clears e.Amount. Arguments CheckSettlement
+	// refuses are an error and nothing is written.
 	Settle(ctx context.Context, e Entry) error
 	// Account returns the account, or ErrAccountNotFound.
 	Account(ctx context.Context, id string) (Account, error)
@@ -129,7 +158,10 @@ type Change struct {
 	// Hold is the credits held for the job at create; 0 (a job stored
 	// before holds and charges could differ) means Price.
 	Hold int64
-	At   int64 // Unix seconds of the change (the job's updated)
+	// Key is the id of the API key that created the job ("" for none):
+	// its settlement moves the key's held credits too.
+	Key string
+	At  int64 // Unix seconds of the change (the job's updated)
 }
 
 // Held returns the credits held for the job: Hold, or Price without one.
@@ -151,7 +183,7 @@ func Apply(ctx context.Context, s Store, c Change) error {
 	if c.OldStatus == c.NewStatus || held <= 0 {
 		return nil
 	}
-	e := Entry{ID: "job:" + c.JobID, Account: c.Account, JobID: c.JobID, At: c.At}
+	e := Entry{ID: "job:" + c.JobID, Account: c.Account, JobID: c.JobID, Key: c.Key, At: c.At}
 	switch c.NewStatus {
 	case "completed":
 		// Never more than the hold: that is what the account agreed to.
@@ -195,8 +227,8 @@ func CheckSettlement(e Entry) error {
 		return fmt.Errorf("settle %s: amount %d, hold %d: need 0 <= amount <= hold", e.ID, e.Amount, e.Hold)
 	case (e.JobType == "") != (e.Model == ""):
 		return fmt.Errorf("settle %s: job type %q and model %q: give both or neither", e.ID, e.JobType, e.Model)
-	case strings.ContainsRune(e.JobType+e.Model+e.Account, 0):
-		return fmt.Errorf("settle %s: NUL byte in account, job type or model", e.ID)
+	case strings.ContainsRune(e.JobType+e.Model+e.Account+e.Key, 0):
+		return fmt.Errorf("settle %s: NUL byte in account, job type, model or key", e.ID)
 	}
 	return nil
 }

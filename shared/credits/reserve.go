@@ -75,8 +75,8 @@ func CheckReservation(e Entry) error {
 		return fmt.Errorf("reserve %s: amount %d, hold %d: need amount > 0 and no hold", e.ID, e.Amount, e.Hold)
 	case e.JobType == "" || e.Model == "":
 		return fmt.Errorf("reserve %s: job type %q and model %q: need both", e.ID, e.JobType, e.Model)
-	case strings.ContainsRune(e.ID+e.Account+e.JobType+e.Model, 0):
-		return fmt.Errorf("reserve %s: NUL byte in id, account, job type or model", e.ID)
+	case strings.ContainsRune(e.ID+e.Account+e.JobType+e.Model+e.Key, 0):
+		return fmt.Errorf("reserve %s: NUL byte in id, account, job type, model or key", e.ID)
 	case e.At <= 0:
 		return fmt.Errorf("reserve %s: at %d: need the Unix time of the reservation", e.ID, e.At)
 	}
@@ -94,7 +94,7 @@ func ReleaseReservation(ctx context.Context, s Store, r Entry, at int64) (bool, 
 	if !ok || r.Kind != Reservation {
 		return false, fmt.Errorf("release %s: not a reservation", r.ID)
 	}
-	e := Entry{ID: SettlementID(id), Account: r.Account, Kind: Release, Amount: r.Amount, JobType: r.JobType, Model: r.Model, At: at}
+	e := Entry{ID: SettlementID(id), Account: r.Account, Kind: Release, Amount: r.Amount, JobType: r.JobType, Model: r.Model, Key: r.Key, At: at}
 	err := s.Settle(ctx, e)
 	if errors.Is(err, ErrAlreadySettled) {
 		return false, nil
@@ -114,7 +114,10 @@ type Reserver interface {
 	// only if available >= e.Amount and no entry e.ID exists. It returns
 	// ErrInsufficient (nothing written) when the credits are short,
 	// ErrAccountNotFound for an unknown account, ErrAlreadySettled if
-	// e.ID exists.
+	// e.ID exists. With e.Key it also, in the same step, adds e.Amount
+	// to the key's held credits, only if that keeps the key's spent and
+	// held within its credit limit: else an error matching ErrKeyLimit
+	// (nothing written).
 	Reserve(ctx context.Context, e Entry) error
 	// OpenReservations returns the reservations written before at
 	// (Unix seconds) that have no settlement yet, oldest first, at most

@@ -30,6 +30,10 @@ type Usage struct {
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
 	Credits          int64  `json:"credits"`
+	// Key, given to AddUsage, is the API key that made the completions
+	// ("" for none): its spend is charged the credits too. It is not part
+	// of the usage row (Usage returns rows without it).
+	Key string `json:"key,omitempty"`
 }
 
 // JobUsage is what an account spent on jobs of one type and model on one
@@ -64,8 +68,9 @@ type UsageStore interface {
 	// AddUsage adds u.Requests (>= 1) requests and u's tokens and credits
 	// to the (u.Account, u.Day, u.Model) usage, as atomic increments. If
 	// u.Credits > 0 it also debits the account (balance -= credits,
-	// available -= credits) and writes a Chat ledger entry with ID
-	// ChatEntryID(id), all in the same atomic step; that entry marks id
+	// available -= credits), adds them to the spend of u.Key if it is set
+	// (unconditionally, like the account's debit), and writes a Chat
+	// ledger entry with ID ChatEntryID(id), all in the same atomic step; that entry marks id
 	// as applied, so a second call with the same id adds nothing, charges
 	// nothing and returns nil (whatever its u): a caller that did not
 	// learn the outcome of a call (a timeout, a lost answer) retries it
@@ -130,6 +135,8 @@ func CheckUsage(id string, u Usage) error {
 		return fmt.Errorf("add usage: %w: %d requests, want at least 1", ErrInvalidUsage, u.Requests)
 	case u.PromptTokens < 0 || u.CompletionTokens < 0 || u.Credits < 0:
 		return fmt.Errorf("add usage: %w: negative count (prompt %d, completion %d, credits %d)", ErrInvalidUsage, u.PromptTokens, u.CompletionTokens, u.Credits)
+	case strings.ContainsRune(u.Key, 0):
+		return fmt.Errorf("add usage: %w: key %q", ErrInvalidUsage, u.Key)
 	case strings.ContainsRune(id, 0) || (id == "" && u.Credits > 0):
 		return fmt.Errorf("add usage: %w: id %q (charging credits needs a non-empty id)", ErrInvalidUsage, id)
 	}

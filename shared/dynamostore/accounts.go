@@ -45,6 +45,7 @@ type ledgerItem struct {
 	JobID   string `json:"job_id,omitempty"`
 	JobType string `json:"job_type,omitempty"`
 	Model   string `json:"model,omitempty"`
+	Key     string `json:"key,omitempty"` // the API key the entry counts against
 	At      int64  `json:"at"`
 	Seq     int64  `json:"seq"`
 }
@@ -52,14 +53,14 @@ type ledgerItem struct {
 func newLedgerItem(e credits.Entry) ledgerItem {
 	return ledgerItem{
 		PK: acctPrefix + e.Account, SK: ledgerPrefix + e.ID, Kind: e.Kind, Amount: e.Amount,
-		Hold: e.Hold, JobID: e.JobID, JobType: e.JobType, Model: e.Model, At: e.At, Seq: time.Now().UnixNano(),
+		Hold: e.Hold, JobID: e.JobID, JobType: e.JobType, Model: e.Model, Key: e.Key, At: e.At, Seq: time.Now().UnixNano(),
 	}
 }
 
 func (l ledgerItem) entry() credits.Entry {
 	return credits.Entry{
 		ID: strings.TrimPrefix(l.SK, ledgerPrefix), Account: strings.TrimPrefix(l.PK, acctPrefix),
-		Kind: l.Kind, Amount: l.Amount, Hold: l.Hold, JobID: l.JobID, JobType: l.JobType, Model: l.Model, At: l.At,
+		Kind: l.Kind, Amount: l.Amount, Hold: l.Hold, JobID: l.JobID, JobType: l.JobType, Model: l.Model, Key: l.Key, At: l.At,
 	}
 }
 
@@ -68,7 +69,8 @@ func (l ledgerItem) entry() credits.Entry {
 // release (held -= amount, available += amount), exactly once per entry
 // id, in one TransactWriteItems: the ledger entry (put with
 // attribute_not_exists(sk)), the account update and, for a Capture with a
-// job type and model, the ADD of its job usage counters. The settlement
+// job type and model, the ADD of its job usage counters, and, for an
+// entry with a key, the update of the key's counters (settleOnKey). The settlement
 // of a reservation first reads the reservation (a strongly consistent
 // GetItem: credits.ErrNoReservation unless it holds e.HeldAmount()) for
 // the key of its open item, which the transaction deletes
@@ -92,6 +94,7 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			Key:                 openResKey(r),
 			ConditionExpression: aws.String("attribute_exists(sk)"),
 		}
+		e.Key = r.Key // the reservation's key: what it held
 	}
 	update := "SET held = held - :a, available = available + :a"
 	vals := map[string]types.AttributeValue{":a": num(e.Amount)}
@@ -124,6 +127,13 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 	}
 	if u, ok := credits.JobUsageOf(e); ok {
 		items = append(items, types.TransactWriteItem{Update: s.jobUsageUpdate(u)})
+	}
+	if e.Key != "" {
+		spent := int64(0)
+		if e.Kind == credits.Capture {
+			spent = e.Amount
+		}
+		items = append(items, types.TransactWriteItem{Update: s.settleOnKey(e.Key, spent, e.HeldAmount())})
 	}
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})

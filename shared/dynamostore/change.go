@@ -31,7 +31,7 @@ func ChangeFromImages(oldImage, newImage map[string]types.AttributeValue) (credi
 		ID: id, Account: stringAttr(newImage, "account"), Type: stringAttr(newImage, "type"),
 		Model: stringAttr(newImage, "model"), Status: jobs.Status(status),
 		Price: numberAttr(newImage, "price"), Hold: numberAttr(newImage, "hold"),
-		Candidate: int(numberAttr(newImage, "candidate")),
+		Candidate: int(numberAttr(newImage, "candidate")), Key: stringAttr(newImage, "key_id"),
 	}
 	// The candidates name the model that served a completed job; a list
 	// that does not decode leaves the job's own model in the change.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
 )
 
 // keyItem is an API key record as stored (pk "key#<hash>", sk "key").
@@ -20,15 +22,28 @@ type keyItem struct {
 	auth.Record
 }
 
-// PutKey implements auth.Store. It writes the record and its id pointer in
+// PutKey implements auth.Store. It writes the record and its id item in
 // one transaction, and fails if a key with the same hash or id exists.
+// The id item carries the key's counters (see keyCounters) and its credit
+// limit; the record keeps the limit too, for the request path.
 func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 	if r.Hash == "" || r.ID == "" || r.Account == "" {
 		return fmt.Errorf("put key: missing id, hash or account")
 	}
+	if err := r.Controls.Check(); err != nil {
+		return err
+	}
+	r.Spent, r.Held = 0, 0 // counted on the id item only
 	item, err := marshalMap(keyItem{PK: keyPrefix + r.Hash, SK: skKey, Record: r})
 	if err != nil {
 		return fmt.Errorf("put key %s: encode: %w", r.ID, err)
+	}
+	idItem := map[string]types.AttributeValue{
+		"pk": str(keyIDPrefix + r.ID), "sk": str(skKey), "hash": str(r.Hash),
+		"spent": num(0), "held": num(0), "used": num(0), "left": num(0),
+	}
+	if r.CreditLimit != nil {
+		idItem["credit_limit"], idItem["left"] = num(*r.CreditLimit), num(*r.CreditLimit)
 	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{
@@ -36,10 +51,8 @@ func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 			ConditionExpression: aws.String("attribute_not_exists(pk)"),
 		}},
 		{Put: &types.Put{
-			TableName: aws.String(s.accounts),
-			Item: map[string]types.AttributeValue{
-				"pk": str(keyIDPrefix + r.ID), "sk": str(skKey), "hash": str(r.Hash),
-			},
+			TableName:           aws.String(s.accounts),
+			Item:                idItem,
 			ConditionExpression: aws.String("attribute_not_exists(pk)"),
 		}},
 	}})
@@ -52,7 +65,9 @@ func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 	return nil
 }
 
-// KeyByHash implements auth.Store with one strongly consistent GetItem.
+// KeyByHash implements auth.Store with one strongly consistent GetItem of
+// the record, for the request path: its Spent and Held are 0 (they are
+// counted on the id item; KeyByID and Keys read them).
 func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Record, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.accounts),
@@ -77,28 +92,228 @@ func decodeKey(m map[string]types.AttributeValue) (auth.Record, error) {
 }
 
 // Keys implements auth.Store by Scanning the accounts table (operator use
-// only). Records are ordered by creation time, then id.
+// only) for the key records and their id items (both start with "key"),
+// joined by id for Spent and Held. Records are ordered by creation time,
+// then id.
 func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error) {
-	filter := "begins_with(pk, :p)"
-	vals := map[string]types.AttributeValue{":p": str(keyPrefix)}
-	if account != "" {
-		filter += " AND account = :a"
-		vals[":a"] = str(account)
-	}
 	var out []auth.Record
-	err := s.scan(ctx, filter, vals, func(m map[string]types.AttributeValue) error {
+	counters := map[string]keyCounters{}
+	err := s.scan(ctx, "begins_with(pk, :p)", map[string]types.AttributeValue{":p": str("key")}, func(m map[string]types.AttributeValue) error {
+		pk := stringAttr(m, "pk")
+		if id, ok := strings.CutPrefix(pk, keyIDPrefix); ok {
+			counters[id] = countersOf(m)
+			return nil
+		}
+		if !strings.HasPrefix(pk, keyPrefix) {
+			return nil
+		}
 		r, err := decodeKey(m)
 		if err != nil {
 			return err
 		}
-		out = append(out, r)
+		if account == "" || r.Account == account {
+			out = append(out, r)
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
+	for i := range out {
+		c := counters[out[i].ID]
+		out[i].Spent, out[i].Held = c.Spent, c.Held
+	}
 	auth.SortRecords(out)
 	return out, nil
+}
+
+// keyCounters are what a key's id item (pk "keyid#<id>") counts: Spent
+// and Held as auth.Record has them, Used = Spent + Held, and, for a key
+// with a credit limit, Left = limit - Used, which a hold's condition
+// compares (DynamoDB conditions cannot add). Left is kept for every key
+// (limit 0 when it has none) so that setting a limit is one update:
+// left = :limit - used.
+type keyCounters struct {
+	Hash  string
+	Spent int64
+	Held  int64
+	Used  int64
+	Left  int64
+	Limit *int64
+}
+
+func countersOf(m map[string]types.AttributeValue) keyCounters {
+	c := keyCounters{Hash: stringAttr(m, "hash"), Spent: numberAttr(m, "spent"), Held: numberAttr(m, "held"),
+		Used: numberAttr(m, "used"), Left: numberAttr(m, "left")}
+	if _, ok := m["credit_limit"].(*types.AttributeValueMemberN); ok {
+		n := numberAttr(m, "credit_limit")
+		c.Limit = &n
+	}
+	return c
+}
+
+// keyIDKey is the key of key id's id item.
+func keyIDKey(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(keyIDPrefix + id), "sk": str(skKey)}
+}
+
+// holdOnKey is the transaction item that holds amount on key id: held,
+// used += amount and left -= amount, only if the key exists and, when it
+// has a credit limit, left >= amount. A failed condition returns the old
+// item, for KeyLimit's message (refusedKey).
+func (s *Store) holdOnKey(id string, amount int64) *types.Update {
+	return &types.Update{
+		TableName:           aws.String(s.accounts),
+		Key:                 keyIDKey(id),
+		ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(#lim) OR #left >= :a)"),
+		UpdateExpression: aws.String("SET #held = if_not_exists(#held, :z) + :a, #used = if_not_exists(#used, :z) + :a, " +
+			"#left = if_not_exists(#left, :z) - :a"),
+		ExpressionAttributeNames:            map[string]string{"#held": "held", "#used": "used", "#left": "left", "#lim": "credit_limit"},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":a": num(amount), ":z": num(0)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// refusedKey explains a failed holdOnKey condition: old is the key's id
+// item as the cancellation returned it.
+func refusedKey(id string, amount int64, old map[string]types.AttributeValue) error {
+	if len(old) == 0 {
+		return fmt.Errorf("hold on key %s: %w", id, auth.ErrKeyNotFound)
+	}
+	c := countersOf(old)
+	if c.Limit == nil {
+		// The limit was removed after the refusal: it was refused then.
+		return credits.KeyLimit(id, amount, 0, c.Used)
+	}
+	return credits.KeyLimit(id, amount, *c.Limit, c.Used)
+}
+
+// settleOnKey is the transaction item that moves key id's credits for
+// a settlement or a chat charge: held -= held, spent += spent, and the
+// difference of held and spent back to left (used moves the other way).
+// It has no condition: a settlement never waits on a key, and keys are
+// never deleted.
+func (s *Store) settleOnKey(id string, spent, held int64) *types.Update {
+	return &types.Update{
+		TableName: aws.String(s.accounts),
+		Key:       keyIDKey(id),
+		UpdateExpression: aws.String("SET #held = if_not_exists(#held, :z) - :h, #spent = if_not_exists(#spent, :z) + :s, " +
+			"#used = if_not_exists(#used, :z) - :r, #left = if_not_exists(#left, :z) + :r"),
+		ExpressionAttributeNames: map[string]string{"#spent": "spent", "#held": "held", "#used": "used", "#left": "left"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":h": num(held), ":s": num(spent), ":r": num(held - spent), ":z": num(0),
+		},
+	}
+}
+
+// KeyByID implements auth.Store: strongly consistent GetItems of the id
+// item (the counters) and of the record.
+func (s *Store) KeyByID(ctx context.Context, id string) (auth.Record, error) {
+	ptr, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.accounts), Key: keyIDKey(id), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("get key %s: %w", id, err)
+	}
+	c := countersOf(ptr.Item)
+	if c.Hash == "" {
+		return auth.Record{}, auth.ErrKeyNotFound
+	}
+	r, err := s.KeyByHash(ctx, c.Hash)
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("get key %s: %w", id, err)
+	}
+	r.Spent, r.Held = c.Spent, c.Held
+	return r, nil
+}
+
+// SetControls implements auth.Store: it reads the id item for the hash,
+// then updates the record (name, models, expires_at, credit_limit) and
+// the id item (credit_limit, left = limit - used) in one transaction.
+func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (auth.Record, error) {
+	if err := c.Check(); err != nil {
+		return auth.Record{}, err
+	}
+	ptr, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.accounts), Key: keyIDKey(id), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("set controls of key %s: %w", id, err)
+	}
+	hash := stringAttr(ptr.Item, "hash")
+	if hash == "" {
+		return auth.Record{}, auth.ErrKeyNotFound
+	}
+	var set, remove []string
+	vals := map[string]types.AttributeValue{}
+	names := map[string]string{}
+	field := func(name, attr string, v types.AttributeValue, present bool) {
+		names["#"+name] = attr
+		if present {
+			set = append(set, "#"+name+" = :"+name)
+			vals[":"+name] = v
+		} else {
+			remove = append(remove, "#"+name)
+		}
+	}
+	field("n", "name", str(c.Name), c.Name != "")
+	models, err := marshal(c.Models)
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("set controls of key %s: encode: %w", id, err)
+	}
+	field("m", "models", models, len(c.Models) > 0)
+	field("e", "expires_at", num(c.ExpiresAt), c.ExpiresAt != 0)
+	idUpdate := &types.Update{
+		TableName:                aws.String(s.accounts),
+		Key:                      keyIDKey(id),
+		ConditionExpression:      aws.String("attribute_exists(pk)"),
+		UpdateExpression:         aws.String("REMOVE #lim"),
+		ExpressionAttributeNames: map[string]string{"#lim": "credit_limit"},
+	}
+	if c.CreditLimit != nil {
+		field("l", "credit_limit", num(*c.CreditLimit), true)
+		idUpdate.UpdateExpression = aws.String("SET #lim = :l, #left = :l - if_not_exists(#used, :z)")
+		idUpdate.ExpressionAttributeNames = map[string]string{"#lim": "credit_limit", "#left": "left", "#used": "used"}
+		idUpdate.ExpressionAttributeValues = map[string]types.AttributeValue{":l": num(*c.CreditLimit), ":z": num(0)}
+	} else {
+		field("l", "credit_limit", nil, false)
+	}
+	update := ""
+	if len(set) > 0 {
+		update = "SET " + strings.Join(set, ", ")
+	}
+	if len(remove) > 0 {
+		update += " REMOVE " + strings.Join(remove, ", ")
+	}
+	rec := &types.Update{
+		TableName:                aws.String(s.accounts),
+		Key:                      map[string]types.AttributeValue{"pk": str(keyPrefix + hash), "sk": str(skKey)},
+		ConditionExpression:      aws.String("attribute_exists(pk)"),
+		UpdateExpression:         aws.String(strings.TrimSpace(update)),
+		ExpressionAttributeNames: names,
+	}
+	if len(vals) > 0 {
+		rec.ExpressionAttributeValues = vals
+	}
+	items := []types.TransactWriteItem{{Update: rec}, {Update: idUpdate}}
+	for attempt := 0; ; attempt++ {
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if err == nil {
+			break
+		}
+		reasons, ok := cancellation(err)
+		switch {
+		case ok && (failed(reasons, 0) || failed(reasons, 1)):
+			return auth.Record{}, auth.ErrKeyNotFound
+		case ok && conflicted(reasons) && attempt+1 < maxTxAttempts:
+			if err := backoff(ctx, attempt); err != nil {
+				return auth.Record{}, fmt.Errorf("set controls of key %s: %w", id, err)
+			}
+			continue
+		}
+		return auth.Record{}, fmt.Errorf("set controls of key %s: %w", id, err)
+	}
+	return s.KeyByID(ctx, id)
 }
 
 // RevokeKey implements auth.Store. Revoking a revoked key keeps the first

@@ -58,7 +58,9 @@ func openResKey(r credits.Entry) map[string]types.AttributeValue {
 // open item. A failed account condition is credits.ErrAccountNotFound if
 // the account does not exist (from the old item the cancellation returns,
 // or one GetItem if it returns none), else an error wrapping
-// credits.ErrInsufficient. DynamoDB serialises the conditional updates of
+// credits.ErrInsufficient. With e.Key the transaction also holds the
+// amount on the key's id item (holdOnKey: within its credit limit, else
+// an error matching credits.ErrKeyLimit). DynamoDB serialises the conditional updates of
 // one item, so parallel reservations never overdraw.
 func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 	if err := credits.CheckReservation(e); err != nil {
@@ -96,6 +98,9 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 			ConditionExpression: aws.String("attribute_not_exists(sk)"),
 		}},
 	}
+	if e.Key != "" {
+		items = append(items, types.TransactWriteItem{Update: s.holdOnKey(e.Key, e.Amount)})
+	}
 	for attempt := 0; ; attempt++ {
 		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
@@ -108,6 +113,8 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 			return fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, credits.ErrAlreadySettled)
 		case failed(reasons, 1):
 			return s.refusedReservation(ctx, e, reasons[1].Item)
+		case e.Key != "" && failed(reasons, 3):
+			return fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, refusedKey(e.Key, e.Amount, reasons[3].Item))
 		case failed(reasons, 2):
 			// Another account's reservation with the same key: only an
 			// account name containing "#reserve:" can make one.

@@ -23,3 +23,17 @@ func TestReserveContract(t *testing.T) {
 	s := New(client, "jobs", "accounts")
 	storetest.RunReservations(t, func(t *testing.T) storetest.ReserveBackend { return s })
 }
+
+// TestKeyLimits runs the key controls contract that localstore also
+// meets: a key's credit limit is a condition on its id item in the same
+// transaction as the account's hold, so 50 parallel creates against a
+// limit of 10 hold exactly 10 (through mototest.Serialize, as above).
+func TestKeyLimits(t *testing.T) {
+	endpoint := mototest.Serialize(t, mototest.Start(t))
+	client := dynamodb.NewFromConfig(mototest.Config(endpoint))
+	if err := CreateTables(context.Background(), client, "jobs", "accounts"); err != nil {
+		t.Fatalf("CreateTables = %v", err)
+	}
+	s := New(client, "jobs", "accounts")
+	storetest.RunKeyLimits(t, func(t *testing.T) storetest.ReserveBackend { return s })
+}

@@ -48,8 +48,13 @@
 //	pk = "acct#" + id,  sk = "account"             balance, held, available, rate_limit, created
 //	pk = "acct#" + id,  sk = "ledger#" + entry id  a ledger entry: kind, amount, hold, job_id, at, seq
 //	pk = "key#" + hash, sk = "key"                 an API key record: id, hash, prefix, account,
-//	                                               created, revoked
-//	pk = "keyid#" + id, sk = "key"                 the key id -> hash pointer, for RevokeKey
+//	                                               created, revoked, last_used, name, models,
+//	                                               expires_at (not "expires": the TTL),
+//	                                               credit_limit
+//	pk = "keyid#" + id, sk = "key"                 the key id -> hash pointer, and the key's
+//	                                               counters: spent, held, used (= spent +
+//	                                               held), left (= credit_limit - used),
+//	                                               credit_limit (absent: no limit)
 //	pk = "acct#" + id,  sk = "usage#<day>#<model>" chat usage: requests, prompt_tokens,
 //	                                               completion_tokens, credits (ADD counters)
 //	pk = "acct#" + id,  sk = "jobusage#<day>#<type>#<model>"
@@ -101,7 +106,10 @@
 // Create is one TransactWriteItems: Put the idempotency item
 // (attribute_not_exists(id) OR expires < now), Put the job
 // (attribute_not_exists(id)), Update the account (available >= price: held +=
-// price, available -= price). The cancellation reasons say which condition
+// price, available -= price) and, for a job made with a key, Update the
+// key's id item (attribute_not_exists(credit_limit) OR left >= price:
+// held, used += price, left -= price), so that neither the account's
+// credits nor the key's limit can be passed by parallel creates. The cancellation reasons say which condition
 // failed. Transition is one UpdateItem conditioned on the current status.
 // Settle is one TransactWriteItems: Put the ledger entry
 // (attribute_not_exists(sk)), Update the account and, for a capture, ADD
@@ -287,6 +295,11 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 	if idem != nil {
 		idemAt, jobAt, acctAt = 0, 1, 2
 	}
+	keyAt := -1
+	if j.Key != "" {
+		keyAt = len(items)
+		items = append(items, types.TransactWriteItem{Update: s.holdOnKey(j.Key, j.Price)})
+	}
 	for attempt := 0; ; attempt++ {
 		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
 		if err == nil {
@@ -301,6 +314,8 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 			return s.replay(ctx, idem, reasons[idemAt].Item)
 		case failed(reasons, acctAt):
 			return nil, jobs.ErrInsufficientCredits
+		case keyAt >= 0 && failed(reasons, keyAt):
+			return nil, fmt.Errorf("create job %s: %w", j.ID, refusedKey(j.Key, j.Price, reasons[keyAt].Item))
 		case failed(reasons, jobAt):
 			return nil, fmt.Errorf("create job %s: id already exists", j.ID)
 		case conflicted(reasons) && attempt+1 < maxTxAttempts:

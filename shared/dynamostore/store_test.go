@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -187,16 +188,16 @@ func TestStore(t *testing.T) {
 		if err := s.PutKey(ctx, r1); err == nil {
 			t.Errorf("PutKey(duplicate) = nil; want an error")
 		}
-		if got, err := s.KeyByHash(ctx, r1.Hash); err != nil || got != r1 {
+		if got, err := s.KeyByHash(ctx, r1.Hash); err != nil || !reflect.DeepEqual(got, r1) {
 			t.Errorf("KeyByHash = %+v, %v; want %+v", got, err, r1)
 		}
 		if _, err := s.KeyByHash(ctx, "nope"); !errors.Is(err, auth.ErrKeyNotFound) {
 			t.Errorf("KeyByHash(unknown) = %v; want ErrKeyNotFound", err)
 		}
-		if got, err := s.Keys(ctx, ""); err != nil || len(got) != 2 || got[0] != r1 || got[1] != r2 {
+		if got, err := s.Keys(ctx, ""); err != nil || len(got) != 2 || !reflect.DeepEqual(got[0], r1) || !reflect.DeepEqual(got[1], r2) {
 			t.Errorf("Keys(all) = %+v, %v; want r1, r2", got, err)
 		}
-		if got, err := s.Keys(ctx, "acct2"); err != nil || len(got) != 1 || got[0] != r2 {
+		if got, err := s.Keys(ctx, "acct2"); err != nil || len(got) != 1 || !reflect.DeepEqual(got[0], r2) {
 			t.Errorf("Keys(acct2) = %+v, %v; want r2", got, err)
 		}
 		for _, q := range []string{r1.ID, r1.ID[:10], r1.Prefix, string(k1)} {

@@ -68,7 +68,7 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 		}
 		return nil
 	}
-	entry, err := marshalMap(newLedgerItem(credits.Entry{ID: credits.ChatEntryID(id), Account: u.Account, Kind: credits.Chat, Amount: u.Credits, At: timeNow()}))
+	entry, err := marshalMap(newLedgerItem(credits.Entry{ID: credits.ChatEntryID(id), Account: u.Account, Kind: credits.Chat, Amount: u.Credits, Key: u.Key, At: timeNow()}))
 	if err != nil {
 		return fmt.Errorf("add usage of %s: encode: %w", u.Account, err)
 	}
@@ -82,6 +82,9 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(u.Credits)},
 		}},
 		{Put: &types.Put{TableName: aws.String(s.accounts), Item: entry, ConditionExpression: aws.String("attribute_not_exists(sk)")}},
+	}
+	if u.Key != "" {
+		items = append(items, types.TransactWriteItem{Update: s.settleOnKey(u.Key, u.Credits, 0)})
 	}
 	for attempt := 0; ; attempt++ {
 		// A fresh token per attempt: DynamoDB would answer a reused token

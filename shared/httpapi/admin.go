@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
@@ -40,10 +41,11 @@ type AdminConfig struct {
 type adminHandler func(r *http.Request) (any, error)
 
 // AdminAPI serves the operator's API under /admin/v1/: accounts (list,
-// create, grant, rate limit, ledger), keys (create, list, revoke), models
-// (the catalog, configured or not), usage (chat, jobs, images, speech),
-// the open reservations (credits held by images and speech being made:
-// ?account= for one account's), jobs and the audit log. Lists are
+// create, grant, rate limit, ledger), keys (create, list, update controls
+// with PATCH, revoke), models (the catalog, configured or not), usage
+// (chat, jobs, images, speech), the open reservations (credits held by
+// images and speech being made: ?account= for one account's), jobs and
+// the audit log. Lists are
 // OpenAI-style ({"object": "list", "data": [...], "has_more": ...}, with
 // ?limit= and ?after=<the last id of the previous page>). Every route
 // needs the operator token; an API key (sk_live_...) or any other token
@@ -150,11 +152,12 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			var in struct {
 				Account string `json:"account"`
 				Credits int64  `json:"credits"`
+				auth.Controls
 			}
 			if err := decodeBody(r, &in); err != nil {
 				return nil, err
 			}
-			key, rec, err := op.CreateKey(r.Context(), in.Account, in.Credits)
+			key, rec, err := op.CreateKey(r.Context(), in.Account, in.Credits, in.Controls)
 			if err != nil {
 				return nil, err
 			}
@@ -162,6 +165,17 @@ func AdminRoutes(cfg AdminConfig) []Route {
 				keyView
 				Key string `json:"key"` // shown this once
 			}{viewKey(rec), string(key)}, nil
+		})},
+		{"PATCH", "/admin/v1/keys/{id}", wrap(func(r *http.Request) (any, error) {
+			var ch auth.Change
+			if err := decodeBody(r, &ch); err != nil {
+				return nil, err
+			}
+			rec, err := op.UpdateKey(r.Context(), r.PathValue("id"), ch)
+			if err != nil {
+				return nil, err
+			}
+			return viewKey(rec), nil
 		})},
 		{"POST", "/admin/v1/keys/{id}/revoke", wrap(func(r *http.Request) (any, error) {
 			rec, err := op.RevokeKey(r.Context(), r.PathValue("id"))
@@ -347,13 +361,28 @@ type keyView struct {
 	// LastUsed is when the key last authenticated a request, to within
 	// an hour (auth.TouchEvery); 0 if never.
 	LastUsed int64  `json:"last_used"`
-	Status   string `json:"status"` // live or revoked
+	Status   string `json:"status"` // live, expired or revoked
+	// Controls: name, models, expires_at, credit_limit (each omitted when
+	// unset).
+	auth.Controls
+	// Spent and Held are the key's credits charged and held so far; Left
+	// is what its credit limit still allows (absent without a limit).
+	Spent int64  `json:"spent"`
+	Held  int64  `json:"held"`
+	Left  *int64 `json:"left,omitempty"`
 }
 
 func viewKey(r auth.Record) keyView {
-	v := keyView{ID: r.ID, Prefix: r.Prefix, Account: r.Account, Created: r.Created, Revoked: r.Revoked, LastUsed: r.LastUsed, Status: "live"}
-	if r.Revoked != 0 {
+	v := keyView{ID: r.ID, Prefix: r.Prefix, Account: r.Account, Created: r.Created, Revoked: r.Revoked, LastUsed: r.LastUsed, Status: "live",
+		Controls: r.Controls, Spent: r.Spent, Held: r.Held}
+	if left, ok := r.Left(); ok {
+		v.Left = &left
+	}
+	switch {
+	case r.Revoked != 0:
 		v.Status = "revoked"
+	case r.Expired(time.Now()):
+		v.Status = "expired"
 	}
 	return v
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
 )
 
@@ -14,8 +15,25 @@ type AccountReader interface {
 	Account(ctx context.Context, id string) (credits.Account, error)
 }
 
+// KeyReader reads an API key's record with its spend (both stores).
+type KeyReader interface {
+	KeyByID(ctx context.Context, id string) (auth.Record, error)
+}
+
+// keyCredits is the "key" member of GET /v1/credits: the calling key's
+// credit limit and what it has spent, holds and has left.
+type keyCredits struct {
+	ID          string `json:"id"`
+	CreditLimit int64  `json:"credit_limit"`
+	Spent       int64  `json:"spent"`
+	Held        int64  `json:"held"`
+	Left        int64  `json:"left"`
+}
+
 // GetCredits serves GET /v1/credits: the calling account's balance, held
-// credits (of jobs not yet final) and available credits.
+// credits (of jobs not yet final) and available credits; and, when the
+// calling key has a credit limit (and store is a KeyReader), the key's
+// limit, spent, held and left under "key".
 func GetCredits(store AccountReader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, err := store.Account(r.Context(), account(r))
@@ -23,12 +41,25 @@ func GetCredits(store AccountReader, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
+		var key *keyCredits
+		p, _ := auth.FromContext(r.Context())
+		if kr, ok := store.(KeyReader); ok && p.Limited && p.KeyID != "" {
+			k, err := kr.KeyByID(r.Context(), p.KeyID)
+			if err != nil {
+				writeError(w, r, log, err)
+				return
+			}
+			if left, ok := k.Left(); ok {
+				key = &keyCredits{ID: k.ID, CreditLimit: *k.CreditLimit, Spent: k.Spent, Held: k.Held, Left: left}
+			}
+		}
 		writeJSON(w, http.StatusOK, struct {
-			Object    string `json:"object"`
-			Account   string `json:"account"`
-			Balance   int64  `json:"balance"`
-			Held      int64  `json:"held"`
-			Available int64  `json:"available"`
-		}{"credits", account(r), a.Balance, a.Held, a.Available})
+			Object    string      `json:"object"`
+			Account   string      `json:"account"`
+			Balance   int64       `json:"balance"`
+			Held      int64       `json:"held"`
+			Available int64       `json:"available"`
+			Key       *keyCredits `json:"key,omitempty"`
+		}{"credits", account(r), a.Balance, a.Held, a.Available, key})
 	})
 }

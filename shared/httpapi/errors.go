@@ -48,6 +48,8 @@ func statusOf(k apierr.Kind) (int, string) {
 		return http.StatusUnauthorized, "authentication_error"
 	case apierr.InsufficientQuota:
 		return http.StatusPaymentRequired, "insufficient_quota"
+	case apierr.PermissionDenied:
+		return http.StatusForbidden, "permission_error"
 	case apierr.NotFound:
 		return http.StatusNotFound, "not_found_error"
 	case apierr.MethodNotAllowed:

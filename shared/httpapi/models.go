@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -69,8 +70,8 @@ func viewModel(m *catalog.Model) modelView {
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured
-// (getenv decides, read once when the handler is made), optionally filtered
-// by ?type=.
+// (getenv decides, read once when the handler is made) and that the
+// caller's API key may use (auth.Allowed), optionally filtered by ?type=.
 func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
 	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -84,7 +85,9 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 		models := cat.List(typ, configured)
 		data := make([]modelView, 0, len(models))
 		for i := range models {
-			data = append(data, viewModel(&models[i]))
+			if auth.Allowed(r.Context(), models[i].ID) { // the key's model patterns
+				data = append(data, viewModel(&models[i]))
+			}
 		}
 		writeJSON(w, http.StatusOK, struct {
 			Object string      `json:"object"`
@@ -93,13 +96,15 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 	})
 }
 
-// GetModel serves GET /v1/models/{id...} (ids may contain slashes).
+// GetModel serves GET /v1/models/{id...} (ids may contain slashes): a
+// model the caller's key may not use is a 404, as it is absent from the
+// key's list.
 func GetModel(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
 	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		m, ok := cat.Model(id)
-		ok = ok && configured(m.Provider)
+		ok = ok && configured(m.Provider) && auth.Allowed(r.Context(), m.ID)
 		if !ok {
 			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
 				Message: "The model " + id + " does not exist or is not configured."})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
@@ -109,7 +110,10 @@ func (s *Service) Generate(ctx context.Context, account string, req *Request) (*
 	if err != nil {
 		return nil, err
 	}
-	cands, rf, err := s.candidates(lead, req)
+	if err := auth.CheckModel(ctx, "model", lead.ID); err != nil {
+		return nil, err
+	}
+	cands, rf, err := s.candidates(ctx, lead, req)
 	if err != nil {
 		return nil, err
 	}
@@ -120,8 +124,11 @@ func (s *Service) Generate(ctx context.Context, account string, req *Request) (*
 	id := "img_" + strings.ToLower(rand.Text())
 	now := s.now()
 	e := credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation, Amount: hold,
-		JobID: id, JobType: JobType, Model: lead.ID, At: now.Unix()}
+		JobID: id, JobType: JobType, Model: lead.ID, Key: auth.KeyID(ctx), At: now.Unix()}
 	if err := s.Credits.Reserve(ctx, e); err != nil {
+		if errors.Is(err, credits.ErrKeyLimit) {
+			return nil, err // its message says what the key has left
+		}
 		if errors.Is(err, credits.ErrInsufficient) {
 			return nil, s.short(ctx, account, cands[0].params.N, hold, len(cands) > 1)
 		}
@@ -176,7 +183,7 @@ func (s *Service) configured(m *catalog.Model) bool {
 // each of lead's catalog fallbacks that can serve it (the others are left
 // out), each priced; rf is the response format (the request's, else the
 // lead's default).
-func (s *Service) candidates(lead *catalog.Model, req *Request) ([]candidate, string, error) {
+func (s *Service) candidates(ctx context.Context, lead *catalog.Model, req *Request) ([]candidate, string, error) {
 	prov := s.Providers[lead.Provider]
 	p, rf, err := Resolve(lead, featuresOf(prov), req)
 	if err != nil {
@@ -185,8 +192,8 @@ func (s *Service) candidates(lead *catalog.Model, req *Request) ([]candidate, st
 	out := []candidate{{m: lead, prov: prov, params: p, price: lead.Price.ImageCredits(p.Quality, p.N)}}
 	for _, id := range lead.Fallbacks {
 		f, ok := s.Catalog.Model(id)
-		if !ok || f.Type != catalog.TypeImage || !s.configured(f) {
-			continue
+		if !ok || f.Type != catalog.TypeImage || !s.configured(f) || !auth.Allowed(ctx, f.ID) {
+			continue // the caller's key may not use it: skipped, not an error
 		}
 		fp := s.Providers[f.Provider]
 		p, _, err := Resolve(f, featuresOf(fp), req)

@@ -157,6 +157,11 @@ type Job struct {
 	// deleted job keeps its record, status and settlement, but is no
 	// longer listed, and the API reads it as not found.
 	Deleted int64 `json:"deleted,omitempty"`
+	// Key is the id of the API key that created the job ("" for none: the
+	// console, a job from before keys were counted). Store.Create holds
+	// the job's price on the key too, within its credit limit, and the
+	// settlement moves it (credits.Change.Key).
+	Key string `json:"key_id,omitempty"`
 }
 
 // Candidate is a model that may serve a job, and what the job costs if
@@ -204,7 +209,7 @@ func (j *Job) Change(old Status, at int64) credits.Change {
 	}
 	return credits.Change{
 		JobID: j.ID, Account: j.Account, JobType: j.Type, Model: model,
-		OldStatus: string(old), NewStatus: string(j.Status), Price: j.Price, Hold: j.Hold, At: at,
+		OldStatus: string(old), NewStatus: string(j.Status), Price: j.Price, Hold: j.Hold, Key: j.Key, At: at,
 	}
 }
 
@@ -269,7 +274,10 @@ type Store interface {
 	// Create stores j (status queued) and, in the same atomic step, holds
 	// j.Price credits on j.Account and records idem if not nil. It returns
 	// ErrInsufficientCredits if the account's available credits (balance -
-	// held) are short or it has none; and for an idem key already in use and
+	// held) are short or it has none; with j.Key, it also adds j.Price to
+	// the key's held credits in that step, only within the key's credit
+	// limit (else an error matching credits.ErrKeyLimit, saying what the
+	// key has left); and for an idem key already in use and
 	// not expired, the job it created (same body hash) or
 	// ErrIdempotencyConflict. On any error nothing is written.
 	Create(ctx context.Context, j *Job, idem *Idempotency) (*Job, error)

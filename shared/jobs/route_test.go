@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/route"
 )
@@ -83,10 +84,27 @@ func TestCandidates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Validate = %v", err)
 			}
-			if got := svc.candidates(m, &tt.req, in); !slices.Equal(got, tt.want) {
+			if got := svc.candidates(context.Background(), m, &tt.req, in); !slices.Equal(got, tt.want) {
 				t.Errorf("candidates = %v; want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCandidatesKeyScope: a catalog fallback the caller's key may not use
+// is skipped, not an error.
+func TestCandidatesKeyScope(t *testing.T) {
+	cat := fallbackCatalog(t)
+	svc := &Service{Catalog: cat, Configured: notOff}
+	req := CreateRequest{Type: TypeVideo, Model: "lead-video", Prompt: "a fox"}
+	m, in, err := Validate(cat, &req)
+	if err != nil {
+		t.Fatalf("Validate = %v", err)
+	}
+	ctx := auth.WithPrincipal(context.Background(), auth.Principal{Account: "a", KeyID: "key_1", Models: []string{"lead-*", "fb-dear"}})
+	want := []Candidate{{"lead-video", 320}, {"fb-dear", 400}}
+	if got := svc.candidates(ctx, m, &req, in); !slices.Equal(got, want) {
+		t.Errorf("candidates for a key limited to lead-*, fb-dear = %v; want %v", got, want)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/metrics"
@@ -83,25 +84,31 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 		return nil, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
 			Message: fmt.Sprintf("The model %q is not configured on this deployment; see GET /v1/models?type=%s.", m.ID, m.Type)}
 	}
+	if err := auth.CheckModel(ctx, "model", m.ID); err != nil {
+		return nil, err
+	}
 	id, err := NewID(req.Type)
 	if err != nil {
 		return nil, err
 	}
 	now := s.now().Unix()
-	cands := s.candidates(m, req, in)
+	cands := s.candidates(ctx, m, req, in)
 	var hold int64
 	for _, c := range cands {
 		hold = max(hold, c.Price)
 	}
 	j := &Job{
 		ID: id, Account: account, Type: req.Type, Model: m.ID, Status: Queued, Input: in,
-		Price: hold, Hold: hold, Candidates: cands, Created: now, Updated: now,
+		Price: hold, Hold: hold, Candidates: cands, Created: now, Updated: now, Key: auth.KeyID(ctx),
 	}
 	var idem *Idempotency
 	if idemKey != "" {
 		idem = &Idempotency{Key: account + "/" + idemKey, BodyHash: bodyHash, JobID: id, Expires: now + int64(IdempotencyTTL/time.Second)}
 	}
 	got, err := s.Store.Create(ctx, j, idem)
+	if errors.Is(err, credits.ErrKeyLimit) {
+		return nil, err // its message says what the key has left
+	}
 	if errors.Is(err, ErrInsufficientCredits) {
 		return nil, s.short(ctx, account, j)
 	}
@@ -165,9 +172,11 @@ func (s *Service) configured(m *catalog.Model) bool {
 // input in (req validated against m): m first, then each of m's catalog
 // fallbacks, in order, that accepts the same request with the same
 // input (duration, format, mode, lyrics, category, size: Validate with
-// in's values gives in back) and whose provider is configured here. Each
-// is priced by its own catalog price for in's duration.
-func (s *Service) candidates(m *catalog.Model, req *CreateRequest, in Input) []Candidate {
+// in's values gives in back), whose provider is configured here and which
+// the caller's API key may use (a fallback the key may not use is
+// skipped, not an error). Each is priced by its own catalog price for
+// in's duration.
+func (s *Service) candidates(ctx context.Context, m *catalog.Model, req *CreateRequest, in Input) []Candidate {
 	out := []Candidate{{Model: m.ID, Price: m.Price.JobCredits(in.Duration)}}
 	for _, id := range m.Fallbacks {
 		r := CreateRequest{Type: req.Type, Model: id, Prompt: req.Prompt, Duration: &in.Duration, Category: req.Category}
@@ -183,7 +192,7 @@ func (s *Service) candidates(m *catalog.Model, req *CreateRequest, in Input) []C
 			r.Size, r.Resolution = &in.Size, req.Resolution
 		}
 		f, fin, err := Validate(s.Catalog, &r)
-		if err != nil || fin != in || !s.configured(f) {
+		if err != nil || fin != in || !s.configured(f) || !auth.Allowed(ctx, f.ID) {
 			continue
 		}
 		out = append(out, Candidate{Model: f.ID, Price: f.Price.JobCredits(in.Duration)})

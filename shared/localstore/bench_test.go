@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -29,27 +30,50 @@ func benchJob(i int64) *jobs.Job {
 }
 
 // BenchmarkCreate measures Store.Create (job + hold + idempotency key +
-// queue message, one durable transaction), from one goroutine and from 16.
+// queue message, one durable transaction), from one goroutine and from 16;
+// with key=limited the job is made with an API key that has a credit
+// limit, so the same transaction also holds on the key.
 func BenchmarkCreate(b *testing.B) {
-	for _, par := range []int{1, 16} {
-		b.Run(fmt.Sprintf("goroutines=%d", par), func(b *testing.B) {
-			ctx := context.Background()
-			s := benchStore(b)
-			var n atomic.Int64
-			b.SetParallelism(par) // par * GOMAXPROCS goroutines; GOMAXPROCS is set to 1 below
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					j := benchJob(n.Add(1))
-					idem := &jobs.Idempotency{Key: "acct/" + j.ID, BodyHash: "h", Expires: 1 << 40}
-					if _, err := s.Create(ctx, j, idem); err != nil {
-						b.Error(err)
-						return
+	for _, keyed := range []bool{false, true} {
+		for _, par := range []int{1, 16} {
+			name := fmt.Sprintf("key=none/goroutines=%d", par)
+			if keyed {
+				name = fmt.Sprintf("key=limited/goroutines=%d", par)
+			}
+			b.Run(name, func(b *testing.B) {
+				ctx := context.Background()
+				s := benchStore(b)
+				keyID := ""
+				if keyed {
+					k, err := auth.NewKey()
+					if err != nil {
+						b.Fatal(err)
 					}
+					r := auth.NewRecord(k, "acct", time.Unix(1, 0))
+					lim := int64(1 << 60)
+					r.CreditLimit = &lim
+					if err := s.PutKey(ctx, r); err != nil {
+						b.Fatal(err)
+					}
+					keyID = r.ID
 				}
+				var n atomic.Int64
+				b.SetParallelism(par) // par * GOMAXPROCS goroutines; GOMAXPROCS is set to 1 below
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						j := benchJob(n.Add(1))
+						j.Key = keyID
+						idem := &jobs.Idempotency{Key: "acct/" + j.ID, BodyHash: "h", Expires: 1 << 40}
+						if _, err := s.Create(ctx, j, idem); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
-		})
+		}
 	}
 }
 

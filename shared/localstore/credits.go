@@ -61,6 +61,7 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 				return refuse(fmt.Errorf("%w: %s of %s holding %d", credits.ErrNoReservation, rid, e.Account, e.HeldAmount()))
 			}
 			open = openResKey(r)
+			e.Key = r.Key // the reservation's key: what it held
 		}
 		if lb.Get([]byte(e.ID)) != nil {
 			return refuse(credits.ErrAlreadySettled)
@@ -83,6 +84,13 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			return err
 		}
 		if err := addJobUsage(tx, e); err != nil {
+			return err
+		}
+		spent := int64(0)
+		if e.Kind == credits.Capture {
+			spent = e.Amount
+		}
+		if err := settleOnKey(tx, e.Key, spent, e.HeldAmount()); err != nil {
 			return err
 		}
 		if open != nil {

@@ -73,6 +73,11 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 		if !ok || a.Available < nj.Price {
 			return refuse(jobs.ErrInsufficientCredits)
 		}
+		if nj.Key != "" {
+			if err := holdOnKey(tx, nj.Key, nj.Price); err != nil {
+				return err
+			}
+		}
 		a.Held += nj.Price
 		a.Available -= nj.Price
 		if err := putJSON(ab, []byte(a.ID), a); err != nil {

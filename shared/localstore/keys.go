@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
 )
 
 // PutKey stores a new key record. It fails if a key with the same hash or
@@ -16,6 +17,9 @@ import (
 func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 	if r.ID == "" || r.Hash == "" || r.Account == "" {
 		return fmt.Errorf("put key: missing id, hash or account")
+	}
+	if err := r.Controls.Check(); err != nil {
+		return err
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		kb, ib := tx.Bucket([]byte(bucketKeys)), tx.Bucket([]byte(bucketKeyIDs))
@@ -120,4 +124,100 @@ func (s *Store) TouchKey(ctx context.Context, hash string, at time.Time) error {
 		return fmt.Errorf("touch key: %w", err)
 	}
 	return nil
+}
+
+// keyByID reads the key with id in tx: its hash and record, ok false if
+// there is none.
+func keyByID(tx *bolt.Tx, id string) ([]byte, auth.Record, bool, error) {
+	var r auth.Record
+	hash := tx.Bucket([]byte(bucketKeyIDs)).Get([]byte(id))
+	if hash == nil {
+		return nil, r, false, nil
+	}
+	ok, err := getJSON(tx.Bucket([]byte(bucketKeys)), hash, &r)
+	if err != nil {
+		return nil, r, false, err
+	}
+	if !ok {
+		return nil, r, false, fmt.Errorf("key id index points at missing key %s", id)
+	}
+	return append([]byte(nil), hash...), r, true, nil
+}
+
+// holdOnKey adds amount to the held credits of key id in tx, refusing
+// (credits.ErrKeyLimit, nothing written) if that takes its spent and held
+// past its credit limit. An unknown key is refused too: every key a
+// request names was read when it authenticated, and keys are never
+// deleted.
+func holdOnKey(tx *bolt.Tx, id string, amount int64) error {
+	hash, r, ok, err := keyByID(tx, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return refuse(fmt.Errorf("hold on key %s: %w", id, auth.ErrKeyNotFound))
+	}
+	if r.CreditLimit != nil && r.Spent+r.Held+amount > *r.CreditLimit {
+		return refuse(credits.KeyLimit(id, amount, *r.CreditLimit, r.Spent+r.Held))
+	}
+	r.Held += amount
+	return putJSON(tx.Bucket([]byte(bucketKeys)), hash, r)
+}
+
+// settleOnKey moves the credits of key id in tx: held -= held, spent +=
+// spent. A key that is not there is left alone: a settlement never waits
+// on a label.
+func settleOnKey(tx *bolt.Tx, id string, spent, held int64) error {
+	if id == "" {
+		return nil
+	}
+	hash, r, ok, err := keyByID(tx, id)
+	if err != nil || !ok {
+		return err
+	}
+	r.Held -= held
+	r.Spent += spent
+	return putJSON(tx.Bucket([]byte(bucketKeys)), hash, r)
+}
+
+// KeyByID implements auth.Store.
+func (s *Store) KeyByID(ctx context.Context, id string) (auth.Record, error) {
+	var r auth.Record
+	var ok bool
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		_, r, ok, err = keyByID(tx, id)
+		return err
+	})
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("get key %s: %w", id, err)
+	}
+	if !ok {
+		return auth.Record{}, auth.ErrKeyNotFound
+	}
+	return r, nil
+}
+
+// SetControls implements auth.Store in one transaction.
+func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (auth.Record, error) {
+	if err := c.Check(); err != nil {
+		return auth.Record{}, err
+	}
+	var r auth.Record
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		hash, cur, ok, err := keyByID(tx, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return auth.ErrKeyNotFound
+		}
+		cur.Controls = c
+		r = cur
+		return putJSON(tx.Bucket([]byte(bucketKeys)), hash, cur)
+	})
+	if err != nil {
+		return auth.Record{}, fmt.Errorf("set controls of key %s: %w", id, err)
+	}
+	return r, nil
 }

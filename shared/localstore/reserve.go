@@ -22,8 +22,10 @@ func openResKey(r credits.Entry) []byte {
 // (credits.ErrAccountNotFound) or its available credits are short of
 // e.Amount (an error wrapping credits.ErrInsufficient), it moves e.Amount
 // from available to held, writes e to the ledger and adds it to the index
-// of open reservations. Transactions are serial, so parallel reservations
-// never overdraw.
+// of open reservations; with e.Key it holds e.Amount on the key too, within
+// its credit limit (else an error matching credits.ErrKeyLimit).
+// Transactions are serial, so parallel reservations never overdraw the
+// account or pass the key's limit.
 func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 	if err := credits.CheckReservation(e); err != nil {
 		return err
@@ -43,6 +45,11 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 		}
 		if a.Available < e.Amount {
 			return refuse(fmt.Errorf("%d credits, %d available: %w", e.Amount, a.Available, credits.ErrInsufficient))
+		}
+		if e.Key != "" {
+			if err := holdOnKey(tx, e.Key, e.Amount); err != nil {
+				return err
+			}
 		}
 		a.Held += e.Amount
 		a.Available = a.Balance - a.Held

@@ -16,3 +16,7 @@ func TestReserveContractShared(t *testing.T) {
 	s := openTemp(t)
 	storetest.RunReservations(t, func(t *testing.T) storetest.ReserveBackend { return s })
 }
+
+func TestKeyLimits(t *testing.T) {
+	storetest.RunKeyLimits(t, func(t *testing.T) storetest.ReserveBackend { return openTemp(t) })
+}

@@ -66,7 +66,10 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 		if err := putJSON(ab, []byte(u.Account), a); err != nil {
 			return err
 		}
-		return putEntry(tx, credits.Entry{ID: entryID, Account: u.Account, Kind: credits.Chat, Amount: u.Credits, At: at})
+		if err := settleOnKey(tx, u.Key, u.Credits, 0); err != nil {
+			return err
+		}
+		return putEntry(tx, credits.Entry{ID: entryID, Account: u.Account, Kind: credits.Chat, Amount: u.Credits, Key: u.Key, At: at})
 	})
 	if errors.Is(err, errApplied) {
 		return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/metrics"
@@ -99,12 +100,13 @@ func (s *Service) Lead(r *Request) (*Call, error) {
 // candidates returns the models that may serve r, whose lead makes
 // lead: the lead, then each catalog fallback of it that is configured and
 // takes r as it is (its own default voice where r names none), each
-// priced by its own catalog price.
-func (s *Service) candidates(lead *Call, r *Request) []candidate {
+// priced by its own catalog price. A fallback the caller's API key may
+// not use is skipped, not an error.
+func (s *Service) candidates(ctx context.Context, lead *Call, r *Request) []candidate {
 	out := []candidate{{call: lead, provider: s.Providers[lead.Model.Provider], price: lead.Price()}}
 	for _, id := range lead.Model.Fallbacks {
 		m, ok := s.Catalog.Model(id)
-		if !ok || s.Providers[m.Provider] == nil {
+		if !ok || s.Providers[m.Provider] == nil || !auth.Allowed(ctx, m.ID) {
 			continue
 		}
 		c, err := Prepare(m, r)
@@ -134,7 +136,10 @@ func (s *Service) Speak(ctx context.Context, account string, r *Request, w Write
 	if err != nil {
 		return err
 	}
-	cands := s.candidates(lead, r)
+	if err := auth.CheckModel(ctx, "model", lead.Model.ID); err != nil {
+		return err
+	}
+	cands := s.candidates(ctx, lead, r)
 	var hold int64
 	for _, c := range cands {
 		hold = max(hold, c.price)
@@ -182,10 +187,12 @@ func (s *Service) reserve(ctx context.Context, account, id string, hold int64, m
 		return nil
 	}
 	err := s.Credits.Reserve(ctx, credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation,
-		Amount: hold, JobType: JobType, Model: model, At: s.now().Unix()})
+		Amount: hold, JobType: JobType, Model: model, Key: auth.KeyID(ctx), At: s.now().Unix()})
 	switch {
 	case err == nil:
 		return nil
+	case errors.Is(err, credits.ErrKeyLimit):
+		return err // its message says what the key has left
 	case errors.Is(err, credits.ErrInsufficient), errors.Is(err, credits.ErrAccountNotFound):
 	default:
 		return fmt.Errorf("reserve %d credits for %s: %w", hold, id, err)

@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -568,7 +569,7 @@ func testKeys(t *testing.T, b Backend) {
 		}
 		recs = append(recs, r)
 		got, err := b.KeyByHash(ctx, auth.Hash(k))
-		if err != nil || got != r {
+		if err != nil || !reflect.DeepEqual(got, r) {
 			t.Errorf("KeyByHash(%q) = %+v, %v; want %+v", r.ID, got, err, r)
 		}
 	}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// cliKey runs `genway keys create` with args against the server's data
+// directory (through its admin socket) and returns the new key.
+func cliKey(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	return cliKeyEnv(t, dir, nil, args...)
+}
+
+// cliKeyEnv is cliKey with more environment (GENWAY_BACKEND=aws's).
+func cliKeyEnv(t *testing.T, dir string, env map[string]string, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(t.Context(), append([]string{"keys", "create"}, args...), testEnv(dir, env), &out, io.Discard); err != nil {
+		t.Fatalf("genway keys create %s = %v", strings.Join(args, " "), err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	return lines[len(lines)-1]
+}
+
+// cli runs a genway command against dir and returns its stdout.
+func cli(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	return cliEnv(t, dir, nil, args...)
+}
+
+// cliEnv is cli with more environment.
+func cliEnv(t *testing.T, dir string, env map[string]string, args ...string) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(t.Context(), args, testEnv(dir, env), &out, io.Discard); err != nil {
+		t.Fatalf("genway %s = %v", strings.Join(args, " "), err)
+	}
+	return out.String()
+}
+
+// TestServeKeyControls runs genway serve and a key made with `genway keys
+// create --models 'synthetic/*,synthetic-sfx' --credit-limit 10` (through the server's
+// admin socket): GET /v1/models lists only those models; another
+// model (chat, a job) is a 403 model_not_allowed; 50 parallel 1-credit jobs get
+// exactly 10 accepted and 40 refused with the key's 402, and once done
+// the key has spent exactly 10; `genway keys list` shows it; a key whose
+// expiry `genway keys update` moves into the past gets the generic 401
+// within the key cache's time.
+func TestServeKeyControls(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, nil)
+	key := cliKey(t, dir, "--account", "dev", "--name", "intern", "--models", "synthetic/*,synthetic-sfx", "--credit-limit", "10")
+	ks := &server{base: s.base, key: key}
+
+	var models struct{ Data []struct{ ID string } }
+	if code, _ := ks.do(t, "GET", "/v1/models", nil, nil, &models); code != 200 || len(models.Data) == 0 {
+		t.Fatalf("GET /v1/models = %d, %d models; want 200 and some", code, len(models.Data))
+	}
+	for _, m := range models.Data {
+		if !strings.HasPrefix(m.ID, "synthetic/") && m.ID != "synthetic-sfx" {
+			t.Errorf("GET /v1/models with a synthetic/*,synthetic-sfx key lists %q", m.ID)
+		}
+	}
+	var all struct{ Data []struct{ ID string } }
+	s.do(t, "GET", "/v1/models", nil, nil, &all)
+	if len(all.Data) <= len(models.Data) {
+		t.Errorf("GET /v1/models: %d models with the dev key, %d with the scoped one; want fewer with the scoped one", len(all.Data), len(models.Data))
+	}
+
+	var e chatErr
+	chat := map[string]any{"model": "openai/gpt-4o-mini", "messages": []map[string]string{{"role": "user", "content": "hi"}}}
+	if code, _ := ks.do(t, "POST", "/v1/chat/completions", chat, nil, &e); code != 403 || e.Error.Type != "permission_error" || e.Error.Code != "model_not_allowed" {
+		t.Errorf("chat with a model the key may not use = %d %+v; want 403 permission_error model_not_allowed", code, e.Error)
+	}
+	e = chatErr{}
+	if code, _ := ks.do(t, "POST", "/v1/jobs", map[string]any{"type": "music", "model": "synthetic-music", "prompt": "p"}, nil, &e); code != 403 || e.Error.Code != "model_not_allowed" {
+		t.Errorf("a job of a model the key may not use = %d %+v; want 403 model_not_allowed", code, e.Error)
+	}
+	e = chatErr{}
+	chat["model"], chat["models"] = "synthetic/echo", []string{"openai/gpt-4o-mini"}
+	if code, _ := ks.do(t, "POST", "/v1/chat/completions", chat, nil, &e); code != 403 || e.Error.Code != "model_not_allowed" {
+		t.Errorf("chat naming a model the key may not use in models = %d %+v; want 403 model_not_allowed", code, e.Error)
+	}
+
+	const n = 50
+	codes := make([]int, n)
+	errs := make([]chatErr, n)
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out struct {
+				ID string
+				chatErr
+			}
+			code, _, err := doRequest(ks, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "rain", "duration": 1}, nil, &out)
+			if err != nil {
+				t.Errorf("POST /v1/jobs #%d: %v", i, err)
+			}
+			codes[i], errs[i], ids[i] = code, out.chatErr, out.ID
+		}()
+	}
+	wg.Wait()
+	accepted := 0
+	for i, code := range codes {
+		switch {
+		case code == 200:
+			accepted++
+		case code == 402 && errs[i].Error.Type == "insufficient_quota" && errs[i].Error.Code == "key_credit_limit" &&
+			strings.Contains(errs[i].Error.Message, "0 left of 10"):
+		default:
+			t.Errorf("POST /v1/jobs #%d = %d %+v; want 200, or 402 key_credit_limit saying 0 left of 10", i, code, errs[i].Error)
+		}
+	}
+	if accepted != 10 {
+		t.Errorf("%d parallel 1-credit jobs on a key limited to 10 credits: %d accepted; want 10", n, accepted)
+	}
+	// Bounded wait for the accepted jobs to end and be settled.
+	var list string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		list = cli(t, dir, "keys", "list", "--account", "dev")
+		if strings.Contains(list, "10/10 ") || strings.Contains(list, "10/10\t") {
+			break
+		}
+	}
+	var row string
+	for _, l := range strings.Split(list, "\n") {
+		if strings.Contains(l, "intern") {
+			row = l
+		}
+	}
+	if !strings.Contains(row, "synthetic/*,synthetic-sfx") || !strings.Contains(row, "10/10") || strings.Contains(row, "held") {
+		t.Errorf("keys list row of the key = %q; want name intern, models synthetic*, 10/10 spent, nothing held", row)
+	}
+
+	// Expire it: the same 401 as an unknown key, within the cache's TTL.
+	cli(t, dir, "keys", "update", key[:12], "--expires", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339))
+	var code int
+	for i := 0; i < 100; i++ {
+		e = chatErr{}
+		code, _ = ks.do(t, "GET", "/v1/models", nil, nil, &e)
+		if code == 401 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code != 401 || e.Error.Code != "invalid_api_key" {
+		t.Errorf("an expired key = %d %+v; want 401 invalid_api_key", code, e.Error)
+	}
+	unknown := &server{base: s.base, key: "sk_live_" + strings.Repeat("A", 40)}
+	var ue chatErr
+	unknown.do(t, "GET", "/v1/models", nil, nil, &ue)
+	if ue != e {
+		t.Errorf("expired key's error %+v differs from an unknown key's %+v", e, ue)
+	}
+}
+
+// TestServeKeyLimitPricedChat: a key with a credit limit of 1 on an
+// account with plenty gets one completion of a priced model (charged 1
+// credit to the key), then the key's 402, while the unpriced model still
+// answers; the account keeps its other credits.
+func TestServeKeyLimitPricedChat(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, map[string]string{"GENWAY_CATALOG": "testdata/priced_catalog.json", "GENWAY_USAGE_FLUSH": "20ms"})
+	ks := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "1")}
+	chat := func(model string) (int, chatErr) {
+		var e chatErr
+		code, _ := ks.do(t, "POST", "/v1/chat/completions", map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": "hello world"}}}, nil, &e)
+		return code, e
+	}
+	if code, e := chat("synthetic/priced"); code != 200 {
+		t.Fatalf("priced chat with 1 credit left on the key = %d %+v; want 200", code, e.Error)
+	}
+	var code int
+	var e chatErr
+	for i := 0; i < 200; i++ { // the recorder flushes every 20ms
+		if code, e = chat("synthetic/priced"); code != 200 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "limit") {
+		t.Errorf("priced chat past the key's limit = %d %+v; want 402 key_credit_limit", code, e.Error)
+	}
+	if code, e := chat("synthetic/echo"); code != 200 {
+		t.Errorf("unpriced chat on a key past its limit = %d %+v; want 200", code, e.Error)
+	}
+	var cr struct{ Balance int64 }
+	s.do(t, "GET", "/v1/credits", nil, nil, &cr)
+	if cr.Balance < 100000-5 {
+		t.Errorf("account balance = %d; want the account charged only the few credits of the key's completions", cr.Balance)
+	}
+	if list := cli(t, dir, "keys", "list"); !strings.Contains(list, "/1") {
+		t.Errorf("keys list = %q; want the key's spend against its limit of 1", list)
+	}
+}
+
+// TestServeKeyLimitImagesSpeech: reservations hold within a key's limit.
+// A key limited to 2 credits makes 2 images (1 credit each), then gets
+// the key's 402 for a third (and GET /v1/credits shows the key's spend);
+// a key limited to 1 credit speaks once (1 credit for up to 1000
+// characters), then gets the key's 402.
+func TestServeKeyLimitImagesSpeech(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, dir, nil)
+	img := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "2")}
+	var e chatErr
+	req := map[string]any{"model": "synthetic-image", "prompt": "a red square", "size": "256x256", "n": 2}
+	if code, _ := img.do(t, "POST", "/v1/images/generations", req, nil, nil); code != 200 {
+		t.Fatalf("2 images on a key limited to 2 credits = %d; want 200", code)
+	}
+	req["n"] = 1
+	if code, _ := img.do(t, "POST", "/v1/images/generations", req, nil, &e); code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "0 left of 2") {
+		t.Errorf("an image past the key's limit = %d %+v; want 402 key_credit_limit, 0 left of 2", code, e.Error)
+	}
+
+	sp := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "1")}
+	body := map[string]any{"model": "synthetic-speech", "input": "hello", "voice": "alloy", "response_format": "wav"}
+	if resp, _, _, err := sp.speak(t, body); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("speech on a key limited to 1 credit = %v; want 200", err)
+	}
+	resp, b, _, _ := sp.speak(t, body)
+	if _, code, msg := speechError(t, b); resp.StatusCode != 402 || code != "key_credit_limit" || !strings.Contains(msg, "0 left of 1") {
+		t.Errorf("speech past the key's limit = %d %s %q; want 402 key_credit_limit, 0 left of 1", resp.StatusCode, code, msg)
+	}
+	var cr struct {
+		Key *struct{ CreditLimit, Spent, Held, Left int64 } `json:"key"`
+	}
+	if img.do(t, "GET", "/v1/credits", nil, nil, &cr); cr.Key == nil || cr.Key.Spent != 2 || cr.Key.Left != 0 || cr.Key.Held != 0 {
+		t.Errorf("GET /v1/credits with the image key: key = %+v; want spent 2, nothing held, 0 left", cr.Key)
+	}
+	var plain struct{ Key *struct{} }
+	if s.do(t, "GET", "/v1/credits", nil, nil, &plain); plain.Key != nil {
+		t.Errorf("GET /v1/credits with a key without a limit has a key member")
+	}
+	list := cli(t, dir, "keys", "list")
+	if !strings.Contains(list, "2/2") || !strings.Contains(list, "1/1") {
+		t.Errorf("keys list = %q; want the image key at 2/2 and the speech key at 1/1", list)
+	}
+}
+
+// TestServeKeyLimitAWS: the key controls on the AWS-backed local mode
+// (moto): jobs-create holds on the key's DynamoDB item, the credits
+// handler fed by the jobs stream settles it. A key limited to 3 credits
+// and to synthetic-sfx gets 3 of 5 one-credit jobs (sequential: moto
+// does not isolate concurrent transactions; the parallel case runs in
+// dynamostore's contract through mototest.Serialize), a 403 for another
+// model, and once the jobs are done it has spent exactly 3.
+func TestServeKeyLimitAWS(t *testing.T) {
+	_, env, dir := awsServe(t)
+	s := startServer(t, dir, env)
+	ks := &server{base: s.base, key: cliKeyEnv(t, dir, env, "--account", "dev", "--models", "synthetic-sfx", "--credit-limit", "3", "--name", "aws")}
+	var e chatErr
+	if code, _ := ks.do(t, "POST", "/v1/jobs", map[string]any{"type": "music", "model": "synthetic-music", "prompt": "p"}, nil, &e); code != 403 || e.Error.Code != "model_not_allowed" {
+		t.Errorf("a job of another model = %d %+v; want 403 model_not_allowed", code, e.Error)
+	}
+	accepted := 0
+	for i := range 5 {
+		e = chatErr{}
+		code, _ := ks.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "rain", "duration": 1}, nil, &e)
+		switch {
+		case code == 200:
+			accepted++
+		case code == 402 && e.Error.Code == "key_credit_limit" && strings.Contains(e.Error.Message, "0 left of 3"):
+		default:
+			t.Errorf("job #%d = %d %+v; want 200 or 402 key_credit_limit", i, code, e.Error)
+		}
+	}
+	if accepted != 3 {
+		t.Errorf("5 one-credit jobs on a key limited to 3: %d accepted; want 3", accepted)
+	}
+	var list string
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if list = cliEnv(t, dir, env, "keys", "list"); strings.Contains(list, "3/3 ") && !strings.Contains(list, "held") {
+			break
+		}
+	}
+	if !strings.Contains(list, "3/3 ") || strings.Contains(list, "held") {
+		t.Errorf("keys list = %q; want the key at 3/3, nothing held", list)
+	}
+}

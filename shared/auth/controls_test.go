@@ -1,0 +1,171 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+)
+
+func TestMatch(t *testing.T) {
+	tests := []struct {
+		pattern, model string
+		want           bool
+	}{
+		{"synthetic/*", "synthetic/chat", true},
+		{"synthetic/*", "synthetic/a/b", true},
+		{"synthetic/*", "synthetic-music", false},
+		{"openai/gpt-4o-mini", "openai/gpt-4o-mini", true},
+		{"openai/gpt-4o-mini", "openai/gpt-4o", false},
+		{"openai/gpt-4o", "openai/gpt-4o-mini", false},
+		{"elevenlabs-*", "elevenlabs-music", true},
+		{"elevenlabs-*", "elevenlabs-", true},
+		{"*", "anything/at-all", true},
+		{"*-music", "synthetic-music", true},
+		{"*-music", "synthetic-sfx", false},
+		{"a*b*c", "axxbyyc", true},
+		{"a*b*c", "axxbyy", false},
+		{"a**", "a", true},
+		{"", "", true},
+		{"", "x", false},
+	}
+	for _, tt := range tests {
+		if got := Match(tt.pattern, tt.model); got != tt.want {
+			t.Errorf("Match(%q, %q) = %v; want %v", tt.pattern, tt.model, got, tt.want)
+		}
+	}
+}
+
+func TestParseModels(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"*", nil},
+		{" synthetic/* , openai/gpt-4o-mini,,elevenlabs-* ", []string{"synthetic/*", "openai/gpt-4o-mini", "elevenlabs-*"}},
+	}
+	for _, tt := range tests {
+		got := ParseModels(tt.in)
+		if len(got) != len(tt.want) {
+			t.Errorf("ParseModels(%q) = %q; want %q", tt.in, got, tt.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != tt.want[i] {
+				t.Errorf("ParseModels(%q) = %q; want %q", tt.in, got, tt.want)
+			}
+		}
+	}
+}
+
+func TestParseExpiry(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"", 0, false},
+		{"never", 0, false},
+		{"30d", now.Add(30 * 24 * time.Hour).Unix(), false},
+		{"1d12h", now.Add(36 * time.Hour).Unix(), false},
+		{"90m", now.Add(90 * time.Minute).Unix(), false},
+		{"2027-01-02T03:04:05Z", time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC).Unix(), false},
+		{"2027-01-02", time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC).Unix(), false},
+		{"-5h", 0, true},
+		{"0d", 0, true},
+		{"soon", 0, true},
+		{"xd", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := ParseExpiry(tt.in, now)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("ParseExpiry(%q) = %d, %v; want %d (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+		}
+		if err != nil && apierr.As(err) == nil {
+			t.Errorf("ParseExpiry(%q) error %v is not an *apierr.Error", tt.in, err)
+		}
+	}
+}
+
+func TestControlsCheck(t *testing.T) {
+	neg := int64(-1)
+	tests := []struct {
+		name string
+		c    Controls
+		ok   bool
+	}{
+		{"zero", Controls{}, true},
+		{"all", Controls{Name: "intern", Models: []string{"synthetic/*"}, ExpiresAt: 1, CreditLimit: new(int64)}, true},
+		{"control char in name", Controls{Name: "a\nb"}, false},
+		{"space in pattern", Controls{Models: []string{"a b"}}, false},
+		{"empty pattern", Controls{Models: []string{""}}, false},
+		{"negative limit", Controls{CreditLimit: &neg}, false},
+		{"negative expiry", Controls{ExpiresAt: -1}, false},
+	}
+	for _, tt := range tests {
+		if err := tt.c.Check(); (err == nil) != tt.ok {
+			t.Errorf("%s: Check() = %v; want ok %v", tt.name, err, tt.ok)
+		}
+	}
+}
+
+func TestChangeApply(t *testing.T) {
+	ten, off := int64(10), int64(-1)
+	name := "intern"
+	c := Change{Name: &name, CreditLimit: &ten}.Apply(Controls{Models: []string{"x"}})
+	if c.Name != "intern" || c.CreditLimit == nil || *c.CreditLimit != 10 || len(c.Models) != 1 {
+		t.Errorf("Apply(name, limit) = %+v; want name intern, limit 10, models kept", c)
+	}
+	c = Change{CreditLimit: &off, Models: &[]string{}}.Apply(c)
+	if c.CreditLimit != nil || len(c.Models) != 0 || c.Name != "intern" {
+		t.Errorf("Apply(no limit, every model) = %+v; want no limit, no models, name kept", c)
+	}
+}
+
+// TestAuthenticateExpiry checks that an expired key gets the same
+// ErrInvalidKey as an unknown one, at once even while it is cached, and
+// that the principal carries the key's model patterns.
+func TestAuthenticateExpiry(t *testing.T) {
+	key, _ := NewKey()
+	now := time.Unix(1_700_000_000, 0)
+	store := &memKeys{recs: map[string]Record{}}
+	rec := NewRecord(key, "acme", now)
+	rec.ExpiresAt = now.Add(time.Minute).Unix()
+	rec.Models = []string{"synthetic/*"}
+	store.PutKey(context.Background(), rec)
+	a := NewAuthenticator(store, time.Hour)
+	a.now = func() time.Time { return now }
+	h := "Bearer " + string(key)
+	p, err := a.Authenticate(context.Background(), h)
+	if err != nil || !p.Allows("synthetic/chat") || p.Allows("openai/gpt-4o") {
+		t.Fatalf("Authenticate(live key) = %+v, %v; want a principal allowed synthetic/* only", p, err)
+	}
+	now = now.Add(time.Minute)
+	if _, err := a.Authenticate(context.Background(), h); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("Authenticate(expired, cached) = %v; want ErrInvalidKey", err)
+	}
+	if store.reads != 1 {
+		t.Errorf("store reads = %d; want 1 (the expiry is checked on the cached record)", store.reads)
+	}
+}
+
+func TestCheckModel(t *testing.T) {
+	ctx := WithPrincipal(context.Background(), Principal{Account: "a", KeyID: "key_1", Models: []string{"synthetic/*"}})
+	if err := CheckModel(ctx, "model", "synthetic/chat"); err != nil {
+		t.Errorf("CheckModel(allowed) = %v; want nil", err)
+	}
+	err := CheckModel(ctx, "models[1]", "openai/gpt-4o")
+	if e := apierr.As(err); !errors.Is(err, ErrModelNotAllowed) || e == nil || e.Kind != apierr.PermissionDenied || e.Param != "models[1]" {
+		t.Errorf("CheckModel(other) = %#v; want ErrModelNotAllowed for models[1]", err)
+	}
+	if err := CheckModel(context.Background(), "model", "anything"); err != nil {
+		t.Errorf("CheckModel(no principal) = %v; want nil", err)
+	}
+	if KeyID(ctx) != "key_1" || KeyID(context.Background()) != "" {
+		t.Errorf("KeyID = %q, %q; want key_1, empty", KeyID(ctx), KeyID(context.Background()))
+	}
+}
