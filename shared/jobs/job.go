@@ -157,6 +157,9 @@ type Job struct {
 	// deleted job keeps its record, status and settlement, but is no
 	// longer listed, and the API reads it as not found.
 	Deleted int64 `json:"deleted,omitempty"`
+	// WebhookURL is where the job's end is announced (the request's
+	// webhook_url; see package webhooks), "" for its account's default.
+	WebhookURL string `json:"webhook_url,omitempty"`
 }
 
 // Candidate is a model that may serve a job, and what the job costs if
