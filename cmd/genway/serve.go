@@ -273,7 +273,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
 	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Jobs: svc, Router: router, Webhooks: hooks, Log: log}
 	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log,
-		JobService: svc, Chat: gw, Router: router})
+		JobService: svc, Chat: gw, Router: router, Webhooks: hooks})
 	if err != nil {
 		return err
 	}

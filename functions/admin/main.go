@@ -71,7 +71,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	svc.CheckWebhookURL = hooks.CheckURL
-	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: configured, Log: b.Log, JobService: svc})
+	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: configured, Log: b.Log, JobService: svc, Webhooks: hooks})
 	if err != nil {
 		return err
 	}
