@@ -26,6 +26,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{"aws", "--help"}, {"aws", "init", "--help"},
 		{"accounts", "--help"}, {"accounts", "list", "--help"}, {"accounts", "create", "--help"},
 		{"jobs", "--help"}, {"jobs", "create", "--help"},
+		{"webhooks", "--help"}, {"webhooks", "url", "--help"}, {"webhooks", "resend", "-h"},
 	} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, env, &out, io.Discard); err != nil {

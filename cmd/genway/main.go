@@ -61,13 +61,15 @@ Usage:
                                                  release reservations never settled
   genway accounts list|create                     accounts: list, or make one (--account, --credits, --note)
   genway jobs create --type T --model M --prompt P [--wait] [--output FILE]  a job through the public API
+  genway webhooks show|url|rotate --account NAME  an account's webhook URL and signing secret
+  genway webhooks deliveries|resend JOB_ID        a job's webhook deliveries; send it again
   genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)
   genway version                                  the build's version
 
 Every command and subcommand prints its usage with --help.
 
-Remote mode: with GENWAY_URL (a deployment's base URL) and GENWAY_ADMIN_TOKEN set, keys, credits
-and accounts go to that deployment's admin API; jobs create uses GENWAY_URL and GENWAY_API_KEY.
+Remote mode: with GENWAY_URL (a deployment's base URL) and GENWAY_ADMIN_TOKEN set, keys, credits,
+accounts and webhooks go to that deployment's admin API; jobs create uses GENWAY_URL and GENWAY_API_KEY.
 
 Environment: GENWAY_DATA_DIR (./.genway), GENWAY_BACKEND (embedded|aws), GENWAY_DEV_KEY,
 GENWAY_DEV_CREDITS (1000), GENWAY_CATALOG (a catalog JSON file), provider keys such as
@@ -83,6 +85,7 @@ the jobs worker and credits settlement in the same process. Configured by enviro
   GENWAY_DEV_KEY      the dev account's key (made and printed on first start if unset)
   GENWAY_WORKERS      concurrent job workers (2)
   GENWAY_MEDIA_POLL   delay between polls of a long-running media vendor (10s)
+  GENWAY_WEBHOOK_ALLOW_PRIVATE  1: accept loopback/private webhook URLs (local development only)
   GENWAY_CATALOG      a catalog file of your own
 and the providers' keys (OPENAI_API_KEY, GEMINI_API_KEY, ELEVENLABS_API_KEY, FAL_KEY, ...).
 See docs/operations.md ("Configuration") for the whole list.
@@ -134,6 +137,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return accountsCmd(ctx, args[1:], getenv, stdout)
 	case "jobs":
 		return jobsCmd(ctx, args[1:], getenv, stdout)
+	case "webhooks":
+		return webhooksCmd(ctx, args[1:], getenv, stdout)
 	case "aws":
 		return awsCmd(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":

@@ -365,3 +365,83 @@ func TestWebhookSurvivesKill(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhooksCLI: genway webhooks on the three ways to reach a store:
+// the admin socket of a running server, its admin API (GENWAY_URL), and
+// the store file itself once the server is gone.
+func TestWebhooksCLI(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"GENWAY_ADMIN_TOKEN": testAdminToken, "GENWAY_WEBHOOK_ALLOW_PRIVATE": "1"}
+	s := startServer(t, dir, env)
+	rcv := newHookReceiver(t)
+	rcv.setSecrets(secretOf(t, s))
+	cli := func(getenv func(string) string, args ...string) string {
+		t.Helper()
+		var out strings.Builder
+		if err := run(t.Context(), args, getenv, &out, io.Discard); err != nil {
+			t.Fatalf("genway %s: %v", strings.Join(args, " "), err)
+		}
+		return out.String()
+	}
+	socket := testEnv(dir, env)
+	remote := testEnv(t.TempDir(), map[string]string{"GENWAY_URL": s.base + "/v1", "GENWAY_ADMIN_TOKEN": testAdminToken})
+
+	if out := cli(socket, "webhooks", "url", "--account", "dev", rcv.url("/ok")); !strings.Contains(out, rcv.url("/ok")) || !strings.Contains(out, "whsec_") {
+		t.Errorf("webhooks url (socket) = %q", out)
+	}
+	var j jobResp
+	s.do(t, "POST", "/v1/jobs", map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "door", "duration": 1}, nil, &j)
+	rcv.waitFor(t, eventID(j.ID), 1, 60*time.Second)
+	for name, getenv := range map[string]func(string) string{"socket": socket, "remote": remote} {
+		if out := cli(getenv, "webhooks", "deliveries", j.ID); !strings.Contains(out, eventID(j.ID)) || !strings.Contains(out, "delivered") {
+			t.Errorf("webhooks deliveries (%s) = %q", name, out)
+		}
+	}
+	if out := cli(remote, "webhooks", "rotate", "--account", "dev"); !strings.Contains(out, "previous secret signs too until") {
+		t.Errorf("webhooks rotate (remote) = %q", out)
+	}
+	rcv.setSecrets(secretOf(t, s))
+	if out := cli(remote, "webhooks", "resend", j.ID); !strings.Contains(out, "pending") {
+		t.Errorf("webhooks resend (remote) = %q", out)
+	}
+	rcv.waitFor(t, eventID(j.ID), 2, 60*time.Second)
+	var bad strings.Builder
+	if err := run(t.Context(), []string{"webhooks", "url", "--account", "dev", "http://hooks.example.com/x"}, remote, &bad, io.Discard); err == nil {
+		t.Error("webhooks url accepted an http URL")
+	}
+	// The server gone, on the store file.
+	s.stop()
+	if out := cli(socket, "webhooks", "show", "--account", "dev"); !strings.Contains(out, rcv.url("/ok")) || !strings.Contains(out, "signs too until") {
+		t.Errorf("webhooks show (store file) = %q", out)
+	}
+}
+
+// TestWebhooksCLIAWS: genway webhooks on the AWS tables (moto), with no
+// server running.
+func TestWebhooksCLIAWS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts moto_server")
+	}
+	_, env, dir := awsServe(t)
+	getenv := testEnv(dir, env)
+	cli := func(args ...string) (string, error) {
+		var out strings.Builder
+		err := run(t.Context(), args, getenv, &out, io.Discard)
+		return out.String(), err
+	}
+	if _, err := cli("webhooks", "url", "--account", "acme", "https://hooks.example.com/genway"); err == nil {
+		t.Error("webhooks url for an account that does not exist succeeded")
+	}
+	if out, err := cli("accounts", "create", "--account", "acme", "--credits", "5"); err != nil {
+		t.Fatalf("accounts create = %q, %v", out, err)
+	}
+	if out, err := cli("webhooks", "url", "--account", "acme", "https://hooks.example.com/genway"); err != nil || !strings.Contains(out, "https://hooks.example.com/genway") {
+		t.Errorf("webhooks url = %q, %v", out, err)
+	}
+	if out, err := cli("webhooks", "rotate", "--account", "acme"); err != nil || !strings.Contains(out, "signs too until") {
+		t.Errorf("webhooks rotate = %q, %v", out, err)
+	}
+	if out, err := cli("webhooks", "deliveries", "job_music_00000000000000000000"); err != nil || !strings.Contains(out, "no webhook delivery") {
+		t.Errorf("webhooks deliveries of an unknown job = %q, %v", out, err)
+	}
+}
