@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/genway/genway/shared/credits"
@@ -40,6 +41,21 @@ type Service struct {
 	Timeout      time.Duration    // one attempt; 0: Timeout
 	Now          func() time.Time // nil: time.Now
 	Log          *slog.Logger     // nil: discarded
+
+	clientOnce sync.Once
+	client     *http.Client // Client, or the one NewClient made
+}
+
+// httpClient returns Client, or one NewClient made once (so that
+// connections are reused).
+func (s *Service) httpClient() *http.Client {
+	s.clientOnce.Do(func() {
+		s.client = s.Client
+		if s.client == nil {
+			s.client = NewClient(s.AllowPrivate)
+		}
+	})
+	return s.client
 }
 
 func (s *Service) now() time.Time {
@@ -343,11 +359,7 @@ func (s *Service) send(ctx context.Context, d *Delivery, j *jobs.Job, cfg Config
 	req.Header.Set(HeaderID, d.ID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
 	req.Header.Set(HeaderSignature, sig)
-	c := s.Client
-	if c == nil {
-		c = NewClient(s.AllowPrivate)
-	}
-	resp, err := c.Do(req)
+	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		switch {
 		case errors.Is(err, errRefusedAddr):

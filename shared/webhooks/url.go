@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/chat"
@@ -111,7 +112,7 @@ func NewClient(allowPrivate bool) *http.Client {
 		TLSHandshakeTimeout:   Timeout,
 		ResponseHeaderTimeout: Timeout,
 		MaxIdleConnsPerHost:   4,
-		IdleConnTimeout:       30 * 1e9,
+		IdleConnTimeout:       30 * time.Second,
 	}
 	return &http.Client{
 		Transport: tr,

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,12 +74,7 @@ func TestSignatureVerifiesWithStandardWebhooks(t *testing.T) {
 	}
 }
 
-func timestamp(t time.Time) string { return json.Number(itoa(t.Unix())).String() }
-
-func itoa(n int64) string {
-	b, _ := json.Marshal(n)
-	return string(b)
-}
+func timestamp(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
 
 func TestCheckURL(t *testing.T) {
 	tests := []struct {
@@ -436,5 +432,25 @@ func TestScheduleAndDefaults(t *testing.T) {
 	c, err := f.svc.Rotate(ctx, "acme")
 	if err != nil || c.Secret == s1 || c.Previous != s1 || c.PreviousUntil != f.clock.Now().Add(webhooks.RotationGrace).Unix() {
 		t.Errorf("Rotate = %+v, %v; want a new secret, the old one previous for 24 h", c, err)
+	}
+}
+
+// A URL whose host resolves to a refused address (here a loopback one,
+// stored before the operator turned GENWAY_WEBHOOK_ALLOW_PRIVATE off) is
+// refused when dialled: nothing reaches it, and the attempt says why.
+func TestDeliverRefusesInternalAddressAtDial(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	hit := false
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hit = true }))
+	defer srv.Close()
+	j := f.endJob(t, "acme", strings.Replace(srv.URL, "127.0.0.1", "localhost", 1), jobs.Completed)
+	f.svc.AllowPrivate = false
+	if retry, err := f.svc.Deliver(ctx, j.ID); err != nil || retry <= 0 {
+		t.Fatalf("Deliver = %v, %v; want a retry", retry, err)
+	}
+	d, _ := f.st.Delivery(ctx, j.ID)
+	if hit || d.LastCode != 0 || !strings.Contains(d.LastError, "not allowed") {
+		t.Errorf("delivery %+v (receiver hit: %v); want refused at dial, nothing sent", d, hit)
 	}
 }
