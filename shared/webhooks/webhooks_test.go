@@ -234,7 +234,7 @@ type fixture struct {
 	queue *queue
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	st, err := localstore.Open(filepath.Join(t.TempDir(), "genway.db"))
 	if err != nil {
@@ -251,7 +251,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // endJob stores a job of account with url and moves it to status.
-func (f *fixture) endJob(t *testing.T, account, url string, status jobs.Status) *jobs.Job {
+func (f *fixture) endJob(t testing.TB, account, url string, status jobs.Status) *jobs.Job {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := f.st.Grant(ctx, account, 100, f.clock.Now().Unix()); err != nil {
