@@ -37,6 +37,8 @@ const (
 	testAccountsTable = "genway-test-accounts"
 	testQueue         = "genway-test-jobs"
 	testDLQ           = "genway-test-jobs-dlq"
+	testHooksQueue    = "genway-test-webhooks"
+	testHooksDLQ      = "genway-test-webhooks-dlq"
 	testBucket        = "genway-test-media"
 	testAccount       = "acct_lambda"
 	testCredits       = 1000
@@ -74,13 +76,16 @@ func proxyResponse(t *testing.T, res *result) events.APIGatewayProxyResponse {
 	return r
 }
 
-// env is the function environment for the moto endpoint.
+// env is the function environment for the moto endpoint. The webhooks
+// queue is found by its name (GENWAY_WEBHOOKS_QUEUE; the template gives
+// its URL).
 func env(endpoint, queueURL string, extra ...string) map[string]string {
 	m := map[string]string{
 		"AWS_ENDPOINT_URL":      endpoint,
 		"GENWAY_JOBS_TABLE":     testJobsTable,
 		"GENWAY_ACCOUNTS_TABLE": testAccountsTable,
 		"GENWAY_JOBS_QUEUE_URL": queueURL,
+		"GENWAY_WEBHOOKS_QUEUE": testHooksQueue,
 		"GENWAY_MEDIA_BUCKET":   testBucket,
 		"GENWAY_SYNTHETIC":      "on",
 	}
@@ -104,6 +109,10 @@ func TestFunctions(t *testing.T) {
 	}
 	sqsClient := sqs.NewFromConfig(cfg)
 	queueURL, err := sqsqueue.CreateQueues(ctx, sqsClient, testQueue, testDLQ, 720)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooksURL, err := sqsqueue.CreateQueues(ctx, sqsClient, testHooksQueue, testHooksDLQ, 360)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,6 +317,13 @@ func TestFunctions(t *testing.T) {
 		t.FailNow()
 	}
 
+	// The account's default webhook URL: the credits function queues the
+	// job's delivery once it settled it, the webhooks function sends it.
+	hook := newHookServer(t)
+	if _, err := store.SetWebhookURL(ctx, testAccount, hook.URL(), time.Now().Unix()); err != nil {
+		t.Fatal(err)
+	}
+
 	t.Run("credits", func(t *testing.T) {
 		j, err := store.Get(ctx, job.ID)
 		if err != nil {
@@ -344,6 +360,10 @@ func TestFunctions(t *testing.T) {
 		if r.StatusCode != 200 || c.Balance != testCredits-j.Price || c.Held != 0 || c.Available != testCredits-j.Price {
 			t.Errorf("GET /v1/credits = %d %s; want balance %d, held 0 (captured once)", r.StatusCode, r.Body, testCredits-j.Price)
 		}
+	})
+
+	t.Run("webhooks", func(t *testing.T) {
+		testWebhooksFunction(t, run, store, sqsClient, hooksURL, hook, job.ID, withKey)
 	})
 
 	t.Run("jobs-list", func(t *testing.T) {

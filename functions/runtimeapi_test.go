@@ -18,7 +18,7 @@ import (
 )
 
 // functionNames are the directories under functions/ with a main.go.
-var functionNames = []string{"chat", "media", "models", "jobs-create", "jobs-get", "credits-api", "worker", "credits", "jobs-sweeper", "admin"}
+var functionNames = []string{"chat", "media", "models", "jobs-create", "jobs-get", "credits-api", "worker", "credits", "jobs-sweeper", "admin", "webhooks"}
 
 // buildBootstrap builds functions/<name> as the deployed bootstrap is
 // built, for goarch, into dir/<name>/bootstrap, and returns its path.

@@ -26,6 +26,7 @@ const (
 	byAccount     = "${JobsTable.Arn}/index/by_account"
 	queuedIndex   = "${JobsTable.Arn}/index/queued"
 	jobsQueue     = "${JobsQueue.Arn}"
+	webhooksQueue = "${WebhooksQueue.Arn}"
 	failureQueue  = "${CreditsFailureQueue.Arn}"
 	mediaObjects  = "${MediaBucket.Arn}/*"
 	// The images of response_format url (images.Service: images/<account>/...).
@@ -104,8 +105,9 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount,
 	},
 	"CreditsAPIFunction": {
-		{"dynamodb:GetItem", accountsTable}:    whyAuth + "; " + whyLimitRead + "; httpapi.GetCredits: Account, and KeyByID for a key with a credit limit",
-		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount,
+		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; httpapi.GetCredits: Account, and KeyByID for a key with a credit limit; " +
+			"httpapi.GetWebhookSecret -> webhooks.Service.Secret: WebhookConfig",
+		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; webhooks.Service.Secret: EnsureWebhookSecret (if_not_exists) on first use",
 	},
 	"JobsCreateFunction": {
 		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; jobs.Service.Create: Balances.Account (402 before a hold)",
@@ -154,6 +156,7 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:Query", byAccount}:                             "Store.List: queryAccount, one account's jobs (listings; Reconcile)",
 		{"ssm:GetParameter", ssmParameter("AdminTokenParameter")}: "admin.LoadingVerifier: the operator token, re-read every secrets.DefaultTTL",
 		{"sqs:SendMessage", jobsQueue}:                            "playground jobs: jobs.Service.Create's Enqueue",
+		{"sqs:SendMessage", webhooksQueue}:                        "webhooks.Service.Resend (console, admin API): SendWebhook",
 		{"s3:GetObject", mediaObjects}:                            "s3media.URL: the players' presigned links",
 	},
 	"WorkerFunction": {
@@ -185,11 +188,23 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:DeleteItem", accountsTable}: "jobs.Reconcile -> credits.ReleaseReservation -> Store.Settle: the reservation's open item (transaction Delete)",
 	},
 	"CreditsFunction": {
-		{"dynamodb:PutItem", accountsTable}: "lambdaevents.Credits -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",
+		{"dynamodb:PutItem", accountsTable}: "lambdaevents.Changes -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",
 		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, a capture's job usage counters and " +
 			"the job's key's counters (keyid# item) (transaction Updates)",
+		{"dynamodb:GetItem", accountsTable}: "webhooks.Service.Changed -> Schedule: WebhookConfig, the account's default URL",
+		{"dynamodb:GetItem", jobsTable}:     "webhooks.Service.Schedule: Jobs.Get, the ended job's webhook_url",
+		{"sqs:SendMessage", webhooksQueue}:  "webhooks.Service.Schedule: SendWebhook (sqsqueue.Queue)",
 		// Added by SAM for the stream's DestinationConfig.OnFailure.
 		{"sqs:SendMessage", failureQueue}: "SAM: the stream event source's OnFailure destination (translation only)",
+	},
+	"WebhooksFunction": {
+		{"dynamodb:GetItem", accountsTable}: "webhooks.Service.Deliver: Delivery, WebhookConfig (the URL, the secrets)",
+		{"dynamodb:PutItem", accountsTable}: "webhooks.Service.Deliver: AddDelivery (attribute_not_exists), SaveDelivery " +
+			"(the claim and the result, conditioned on attempts)",
+		{"dynamodb:UpdateItem", accountsTable}: "webhooks.Service.Deliver -> ensure: EnsureWebhookSecret (if_not_exists)",
+		{"dynamodb:GetItem", jobsTable}:        "webhooks.Service.Deliver: Jobs.Get, the event's data",
+		{"s3:GetObject", mediaObjects}:         "httpapi.JobObject -> s3media.URL: the event's output link, presigned",
+		{"sqs:SendMessage", webhooksQueue}:     "webhooks.Service.Process: the next attempt, delayed by the backoff",
 	},
 }
 
@@ -207,8 +222,9 @@ var managedAllow = map[string]map[string]string{
 		"service-role/AWSLambdaBasicExecutionRole": "logs:CreateLogStream/PutLogEvents to the function's log group",
 		"AWSXrayWriteOnlyAccess":                   "Globals.Function.Tracing: SAM attaches it whenever Tracing is set (on or off)",
 	},
-	"WorkerFunctionRole":  {"service-role/AWSLambdaSQSQueueExecutionRole": "the SQS event source mapping polls and deletes messages"},
-	"CreditsFunctionRole": {"service-role/AWSLambdaDynamoDBExecutionRole": "the jobs-stream event source mapping reads the stream"},
+	"WorkerFunctionRole":   {"service-role/AWSLambdaSQSQueueExecutionRole": "the SQS event source mapping polls and deletes messages"},
+	"WebhooksFunctionRole": {"service-role/AWSLambdaSQSQueueExecutionRole": "the webhooks queue's event source mapping polls and deletes messages"},
+	"CreditsFunctionRole":  {"service-role/AWSLambdaDynamoDBExecutionRole": "the jobs-stream event source mapping reads the stream"},
 	"ApiGatewayCloudWatchLogsRole": {
 		"service-role/AmazonAPIGatewayPushToCloudWatchLogs": "API Gateway writes the stage's access log (ApiGatewayCloudWatchRole=create)",
 	},

@@ -135,7 +135,7 @@ func checkOps(tpl map[string]any) []string {
 		}
 	}
 	// Messages in the dead-letter queues.
-	for _, q := range []string{"JobsDeadLetterQueue", "CreditsFailureQueue"} {
+	for _, q := range []string{"JobsDeadLetterQueue", "CreditsFailureQueue", "WebhooksDeadLetterQueue"} {
 		a, ok := findAlarm(as, func(a alarm, m alarmMetric) bool {
 			return m.namespace == "AWS/SQS" && m.name == "ApproximateNumberOfMessagesVisible" && m.dims["QueueName"] == "${"+q+".QueueName}"
 		})
@@ -299,6 +299,7 @@ func checkDashboard(tpl map[string]any, functions []string, apiName string, bad 
 		"AWS/SQS ApproximateNumberOfMessagesVisible ${JobsQueue.QueueName}",
 		"AWS/SQS ApproximateNumberOfMessagesVisible ${JobsDeadLetterQueue.QueueName}",
 		"AWS/SQS ApproximateNumberOfMessagesVisible ${CreditsFailureQueue.QueueName}",
+		"AWS/SQS ApproximateNumberOfMessagesVisible ${WebhooksDeadLetterQueue.QueueName}",
 	}
 	for _, fn := range functions {
 		want = append(want, "AWS/Lambda Errors ${"+fn+"}", "AWS/Lambda Duration ${"+fn+"}")

@@ -259,6 +259,7 @@ func checkTemplate(tpl map[string]any, root string) []string {
 	routes := map[string]string{} // "POST /v1/chat/completions" -> function
 	var streamed []string
 	var worker, creditsFn, queue, jobsTable, sweeper string
+	sqsFns := map[string]string{} // every function on an SQS queue -> its queue
 	for _, fn := range functions {
 		props := mapAt(tpl, "Resources", fn, "Properties")
 		if b := mapAt(tpl, "Resources", fn, "Metadata")["BuildMethod"]; b != "go1.x" {
@@ -287,7 +288,10 @@ func checkTemplate(tpl map[string]any, root string) []string {
 					}
 				}
 			case "SQS":
-				worker, queue = fn, refName(evp["Queue"])
+				sqsFns[fn] = refName(evp["Queue"])
+				if uri == "functions/worker/" {
+					worker, queue = fn, refName(evp["Queue"])
+				}
 				if !contains(evp["FunctionResponseTypes"], "ReportBatchItemFailures") {
 					bad("%s.%s: no ReportBatchItemFailures", fn, name)
 				}
@@ -355,7 +359,8 @@ func checkTemplate(tpl map[string]any, root string) []string {
 
 	for _, route := range []string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/jobs", "POST /v1/jobs/{id}/cancel", "GET /v1/credits",
 		"POST /v1/images/generations", "POST /v1/audio/speech",
-		"POST /v1/videos", "GET /v1/videos", "GET /v1/videos/{id}", "GET /v1/videos/{id}/content", "DELETE /v1/videos/{id}"} {
+		"POST /v1/videos", "GET /v1/videos", "GET /v1/videos/{id}", "GET /v1/videos/{id}/content", "DELETE /v1/videos/{id}",
+		"GET /v1/webhooks/secret"} {
 		if routes[route] == "" {
 			bad("no function serves %s", route)
 		}
@@ -381,25 +386,34 @@ func checkTemplate(tpl map[string]any, root string) []string {
 	}
 
 	if worker == "" || queue == "" {
-		bad("no worker function on an SQS queue")
-	} else {
-		timeout, _ := numAt(functionProp(tpl, worker, "Timeout"))
-		vis, ok := numAt(tpl, "Resources", queue, "Properties", "VisibilityTimeout")
-		if !ok || timeout == 0 || vis < 6*timeout {
-			bad("%s: VisibilityTimeout %v < 6 x worker Timeout %v", queue, vis, timeout)
-		}
+		bad("no worker function (functions/worker/) on an SQS queue")
+	} else if timeout, _ := numAt(functionProp(tpl, worker, "Timeout")); timeout != 300 {
 		// functions/worker.WorkerTimeout (the lease) is 300 s: the longest
 		// synchronous vendor call, a 5-minute ElevenLabs song, fits in it.
-		if timeout != 300 {
-			bad("%s: Timeout %v; want 300 (functions/worker.WorkerTimeout)", worker, timeout)
+		bad("%s: Timeout %v; want 300 (functions/worker.WorkerTimeout)", worker, timeout)
+	}
+	var webhooksFn bool
+	for fn, q := range sqsFns {
+		uri, _ := mapAt(tpl, "Resources", fn, "Properties")["CodeUri"].(string)
+		webhooksFn = webhooksFn || uri == "functions/webhooks/"
+		// Every SQS consumer (the worker, the webhooks function): a
+		// message is not redelivered while an invocation may still hold
+		// it, and one that keeps failing goes to a dead-letter queue.
+		timeout, _ := numAt(functionProp(tpl, fn, "Timeout"))
+		vis, ok := numAt(tpl, "Resources", q, "Properties", "VisibilityTimeout")
+		if !ok || timeout == 0 || vis < 6*timeout {
+			bad("%s: VisibilityTimeout %v < 6 x %s Timeout %v", q, vis, fn, timeout)
 		}
-		redrive := mapAt(tpl, "Resources", queue, "Properties", "RedrivePolicy")
+		redrive := mapAt(tpl, "Resources", q, "Properties", "RedrivePolicy")
 		if n, _ := numAt(redrive, "maxReceiveCount"); n != 5 {
-			bad("%s: RedrivePolicy.maxReceiveCount = %v; want 5", queue, redrive["maxReceiveCount"])
+			bad("%s: RedrivePolicy.maxReceiveCount = %v; want 5", q, redrive["maxReceiveCount"])
 		}
 		if dlq := refName(redrive["deadLetterTargetArn"]); mapAt(tpl, "Resources", dlq)["Type"] != "AWS::SQS::Queue" {
-			bad("%s: dead-letter queue %q is not a queue of this template", queue, dlq)
+			bad("%s: dead-letter queue %q is not a queue of this template", q, dlq)
 		}
+	}
+	if !webhooksFn {
+		bad("no webhooks function (functions/webhooks/) on an SQS queue")
 	}
 	if creditsFn == "" {
 		bad("no credits function on the jobs table stream")
@@ -634,7 +648,16 @@ func TestTemplateCheckFails(t *testing.T) {
 		}, "has no main.go"},
 		{"short visibility timeout", func(tpl map[string]any) {
 			mapAt(tpl, "Resources", "JobsQueue", "Properties")["VisibilityTimeout"] = 300
-		}, "< 6 x worker Timeout"},
+		}, "< 6 x WorkerFunction Timeout"},
+		{"short webhooks visibility timeout", func(tpl map[string]any) {
+			mapAt(tpl, "Resources", "WebhooksQueue", "Properties")["VisibilityTimeout"] = 60
+		}, "< 6 x WebhooksFunction Timeout"},
+		{"webhooks queue without a dead-letter queue", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources", "WebhooksQueue", "Properties"), "RedrivePolicy")
+		}, "WebhooksQueue: RedrivePolicy.maxReceiveCount"},
+		{"no webhooks function", func(tpl map[string]any) {
+			delete(mapAt(tpl, "Resources"), "WebhooksFunction")
+		}, "no webhooks function"},
 		{"maxReceiveCount", func(tpl map[string]any) {
 			mapAt(tpl, "Resources", "JobsQueue", "Properties", "RedrivePolicy")["maxReceiveCount"] = 3
 		}, "want 5"},

@@ -148,8 +148,8 @@ func pacedCatalog(t *testing.T) string {
 // startGenway runs `genway serve` on a free loopback port with a fresh
 // data directory, the embedded backend, the catalog at catalog, and an
 // environment of only what it needs (no AWS_* or vendor keys: every model
-// is the synthetic one).
-func startGenway(t *testing.T, bin, catalog string) *server {
+// is the synthetic one), and extra variables ("NAME=value").
+func startGenway(t *testing.T, bin, catalog string, extra ...string) *server {
 	t.Helper()
 	dir := t.TempDir()
 	s := &server{Token: "gwop_" + strings.ToLower(rand.Text()+rand.Text()), DevKey: "sk_live_" + strings.ToLower(rand.Text()+rand.Text())}
@@ -161,6 +161,7 @@ func startGenway(t *testing.T, bin, catalog string) *server {
 		"GENWAY_USAGE_FLUSH=100ms", // usage shows on the usage page at once
 		"GENWAY_CATALOG=" + catalog,
 	}
+	cmd.Env = append(cmd.Env, extra...)
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()

@@ -17,12 +17,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/dynamostream"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdaevents"
 	"github.com/genway/genway/shared/s3media"
 	"github.com/genway/genway/shared/sqsqueue"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 // workerTimeout is the worker function's timeout in template.yaml (and
@@ -32,6 +34,11 @@ const workerTimeout = 5 * time.Minute
 // queueVisibility is the jobs queue's visibility timeout for `genway aws
 // init`: six times the worker's timeout, as in template.yaml.
 const queueVisibility = 6 * int(workerTimeout/time.Second)
+
+// webhooksVisibility is the webhooks queue's visibility timeout for
+// `genway aws init`: six times the webhooks function's timeout (60 s), as
+// in template.yaml.
+const webhooksVisibility = 6 * 60
 
 // sweepEvery is how often local AWS mode sweeps jobs left queued, as the
 // template's schedule runs the jobs-sweeper function: rate(1 minute).
@@ -90,12 +97,12 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 			return failed
 		})
 	}
-	be.settle = func(ctx context.Context) error {
+	be.settle = func(ctx context.Context, apply func(context.Context, credits.Change) error) error {
 		arn, err := dynamostore.StreamARN(ctx, ddb, names.JobsTable)
 		if err != nil {
 			return fmt.Errorf("jobs table stream (run genway aws init?): %w", err)
 		}
-		handler := lambdaevents.Credits(store, dynamostore.ChangeFromImages, log)
+		handler := lambdaevents.Changes(dynamostore.ChangeFromImages, apply, log)
 		p := dynamostream.Poller{Interval: 200 * time.Millisecond, Log: log}
 		return p.Poll(ctx, streams, arn, func(ctx context.Context, recs []dynamostream.Record) error {
 			resp, _ := handler(ctx, dynamoDBEvent(recs))
@@ -103,6 +110,32 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 				return fmt.Errorf("%d stream records failed to settle, from sequence %s", n, resp.BatchItemFailures[0].ItemIdentifier)
 			}
 			return nil
+		})
+	}
+	// Webhooks: deliveries on their own SQS queue, polled as the webhooks
+	// function's event source mapping would (the same handler).
+	be.hooks = store
+	hookQueue := &lazyQueue{resolve: func(ctx context.Context) (*sqsqueue.Queue, error) {
+		url, err := names.WebhooksQueueURLOf(ctx, sqsClient)
+		if err != nil {
+			return nil, err
+		}
+		return sqsqueue.New(sqsClient, url), nil
+	}}
+	be.hookQueue = hookQueue
+	be.deliver = func(ctx context.Context, hooks *webhooks.Service) error {
+		q, err := hookQueue.queue(ctx)
+		if err != nil {
+			return fmt.Errorf("webhooks queue (run genway aws init?): %w", err)
+		}
+		handler := lambdaevents.SQS(hooks.Process, log)
+		return q.Poll(ctx, 10, func(ctx context.Context, msgs []sqsqueue.Message) []string {
+			resp, _ := handler(ctx, sqsEvent(msgs))
+			failed := make([]string, 0, len(resp.BatchItemFailures))
+			for _, f := range resp.BatchItemFailures {
+				failed = append(failed, f.ItemIdentifier)
+			}
+			return failed
 		})
 	}
 	// The queue for jobs-create: resolved on first use.
@@ -149,6 +182,15 @@ type lazyQueue struct {
 // Enqueue implements jobs.Queue.
 func (l *lazyQueue) Enqueue(ctx context.Context, id string, delay time.Duration) error {
 	return l.EnqueueGroup(ctx, id, "", delay)
+}
+
+// SendWebhook implements webhooks.Queue.
+func (l *lazyQueue) SendWebhook(ctx context.Context, id string, delay time.Duration) error {
+	q, err := l.queue(ctx)
+	if err != nil {
+		return err
+	}
+	return q.SendWebhook(ctx, id, delay)
 }
 
 // EnqueueGroup implements jobs.GroupQueue.
@@ -273,6 +315,11 @@ func awsCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	fmt.Fprintf(stdout, "queue %s (dead letters: %s): ready\n", url, names.JobsDLQ)
+	hooksURL, err := sqsqueue.CreateQueues(ctx, sqs.NewFromConfig(cfg), names.WebhooksQueue, names.WebhooksDLQ, webhooksVisibility)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "queue %s (dead letters: %s): ready\n", hooksURL, names.WebhooksDLQ)
 	if err := s3media.CreateBucket(ctx, s3media.NewClient(cfg), names.MediaBucket); err != nil {
 		return err
 	}

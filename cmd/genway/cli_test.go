@@ -27,6 +27,7 @@ func TestHelpEverywhere(t *testing.T) {
 		{"accounts", "--help"}, {"accounts", "list", "--help"}, {"accounts", "create", "--help"},
 		{"jobs", "--help"}, {"jobs", "create", "--help"},
 		{"images", "--help"}, {"images", "generate", "--help"}, {"speech", "--help"}, {"speech", "-h"},
+		{"webhooks", "--help"}, {"webhooks", "url", "--help"}, {"webhooks", "resend", "-h"},
 	} {
 		var out bytes.Buffer
 		if err := run(t.Context(), args, env, &out, io.Discard); err != nil {

@@ -88,7 +88,8 @@ func startServerLog(t testing.TB, dir string, extra map[string]string, logw io.W
 		case line := <-out.lines:
 			if m := servingRE.FindStringSubmatch(line); m != nil {
 				s := &server{base: m[1], key: testKey}
-				s.stop = func() {
+				// Once: a test may stop it early; the cleanup then does nothing.
+				s.stop = sync.OnceFunc(func() {
 					cancel()
 					select {
 					case err := <-done:
@@ -98,7 +99,7 @@ func startServerLog(t testing.TB, dir string, extra map[string]string, logw io.W
 					case <-time.After(15 * time.Second):
 						t.Error("serve did not stop within 15 s")
 					}
-				}
+				})
 				t.Cleanup(s.stop)
 				return s
 			}

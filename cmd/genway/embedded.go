@@ -15,11 +15,20 @@ import (
 	"github.com/genway/genway/shared/localmedia"
 	"github.com/genway/genway/shared/localstore"
 	"github.com/genway/genway/shared/ratelimit"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 // workerVisibility is how long a local worker owns a job before another may
 // take it over; generations here take seconds.
 const workerVisibility = 10 * time.Minute
+
+// webhookSenders is how many webhook deliveries run at once; a receiver
+// that hangs holds one of them for webhooks.Timeout, never a job worker.
+const webhookSenders = 8
+
+// webhookVisibility is how long a webhook message is leased: longer than
+// an attempt (webhooks.Timeout and its store writes).
+const webhookVisibility = time.Minute
 
 // openEmbedded opens the embedded backend in dir, creating it.
 func openEmbedded(dir, baseURL string, workers int) (*backend, error) {
@@ -45,8 +54,12 @@ func openEmbedded(dir, baseURL string, workers int) (*backend, error) {
 		consume: func(ctx context.Context, process func(context.Context, string) error) error {
 			return st.Consume(ctx, workers, workerVisibility, process)
 		},
-		settle: func(ctx context.Context) error {
-			return st.Feed(ctx, func(ctx context.Context, c credits.Change) error { return credits.Apply(ctx, st, c) })
+		settle: func(ctx context.Context, apply func(context.Context, credits.Change) error) error {
+			return st.Feed(ctx, apply)
+		},
+		hooks: st, hookQueue: st,
+		deliver: func(ctx context.Context, hooks *webhooks.Service) error {
+			return st.ConsumeWebhooks(ctx, webhookSenders, webhookVisibility, hooks.Deliver)
 		},
 		adminSocket: sock,
 		close:       st.Close,

@@ -81,14 +81,16 @@ Usage:
   genway speech --model M [--voice V] [--format F] [--speed S] [--instructions T]
                 [--input TEXT | --input-file F | stdin] --output FILE|-
                                                   speech through the public API, written as it streams
+  genway webhooks show|url|rotate --account NAME  an account's webhook URL and signing secret
+  genway webhooks deliveries|resend JOB_ID        a job's webhook deliveries; send it again
   genway aws init                                 create the AWS tables, queues and bucket (GENWAY_BACKEND=aws)
   genway version                                  the build's version
 
 Every command and subcommand prints its usage with --help.
 
-Remote mode: with GENWAY_URL (a deployment's base URL) and GENWAY_ADMIN_TOKEN set, keys, credits
-and accounts go to that deployment's admin API; jobs create, images generate and speech use
-GENWAY_URL and GENWAY_API_KEY.
+Remote mode: with GENWAY_URL (a deployment's base URL) and GENWAY_ADMIN_TOKEN set, keys, credits,
+accounts and webhooks go to that deployment's admin API; jobs create, images generate and speech
+use GENWAY_URL and GENWAY_API_KEY.
 
 Environment: GENWAY_DATA_DIR (./.genway), GENWAY_BACKEND (embedded|aws), GENWAY_DEV_KEY,
 GENWAY_DEV_CREDITS (1000), GENWAY_CATALOG (a catalog JSON file), provider keys such as
@@ -104,6 +106,7 @@ the jobs worker and credits settlement in the same process. Configured by enviro
   GENWAY_DEV_KEY      the dev account's key (made and printed on first start if unset)
   GENWAY_WORKERS      concurrent job workers (2)
   GENWAY_MEDIA_POLL   delay between polls of a long-running media vendor (10s)
+  GENWAY_WEBHOOK_ALLOW_PRIVATE  1: accept loopback/private webhook URLs (local development only)
   GENWAY_CATALOG      a catalog file of your own
 and the providers' keys (OPENAI_API_KEY, GEMINI_API_KEY, ELEVENLABS_API_KEY, FAL_KEY, ...).
 See docs/operations.md ("Configuration") for the whole list.
@@ -159,6 +162,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return imagesCmd(ctx, args[1:], getenv, stdout)
 	case "speech":
 		return speechCmd(ctx, args[1:], getenv, pipedStdin(), stdout, stderr)
+	case "webhooks":
+		return webhooksCmd(ctx, args[1:], getenv, stdout)
 	case "aws":
 		return awsCmd(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":

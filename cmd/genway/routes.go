@@ -11,6 +11,7 @@ import (
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/speech"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 // apiDeps are what the local server's routes need.
@@ -29,6 +30,7 @@ type apiDeps struct {
 	admin   httpapi.AdminConfig
 	console http.Handler // the operator console, at /console/; nil if none
 	metrics http.Handler // GET /metrics (operator token); nil if none
+	hooks   *webhooks.Service
 }
 
 // apiHandler mounts every route on one mux: the same handler makers that
@@ -55,6 +57,7 @@ func apiHandler(d apiDeps) http.Handler {
 		{Method: "DELETE", Pattern: "/v1/videos/{id}", Handler: authed(httpapi.DeleteVideo(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/videos/{id}/content", Handler: authed(httpapi.VideoContent(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/credits", Handler: authed(httpapi.GetCredits(d.credits, d.log))},
+		{Method: "GET", Pattern: "/v1/webhooks/secret", Handler: authed(httpapi.GetWebhookSecret(d.hooks, d.log))},
 		{Method: "GET", Pattern: "/healthz", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")
 			w.Write([]byte("ok\n"))

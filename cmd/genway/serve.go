@@ -30,6 +30,7 @@ import (
 	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/speech"
 	"github.com/genway/genway/shared/upstreams"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 // backend is one way of keeping state: the embedded store or AWS.
@@ -47,7 +48,13 @@ type backend struct {
 	// consume runs the worker loop until ctx ends; settle runs the job
 	// change feed into credits settlement until ctx ends.
 	consume func(ctx context.Context, process func(ctx context.Context, id string) error) error
-	settle  func(ctx context.Context) error
+	settle  func(ctx context.Context, apply func(context.Context, credits.Change) error) error
+	// hooks keeps webhook configs and deliveries; hookQueue schedules
+	// deliveries; deliver runs the webhook queue's consumer (apart from
+	// the job workers) until ctx ends.
+	hooks     webhooks.Store
+	hookQueue webhooks.Queue
+	deliver   func(ctx context.Context, hooks *webhooks.Service) error
 	// lease is the worker's jobs.Worker.Lease: 0 where one worker holds a
 	// message at a time, the worker timeout where deliveries can overlap.
 	lease time.Duration
@@ -244,6 +251,12 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if be.retention != 0 {
 		svc.Retention = be.retention
 	}
+	// Webhooks: a job's end, seen by the change feed after its credits
+	// settled, queues its delivery; the delivery consumer runs apart from
+	// the job workers.
+	hooks := &webhooks.Service{Store: be.hooks, Jobs: be.jobs, Queue: be.hookQueue, Render: httpapi.JobObject(svc),
+		AllowPrivate: getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1", Log: log}
+	svc.CheckWebhookURL = hooks.CheckURL
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: media, PollInterval: cfg.mediaPoll, Router: router}
 	imgs, err := imageService(be, cat, getenv, router, log)
@@ -258,14 +271,14 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
-	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Jobs: svc, Router: router, Log: log}
+	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Jobs: svc, Router: router, Webhooks: hooks, Log: log}
 	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log,
-		JobService: svc, Chat: gw, Images: imgs, Speech: speaker, Router: router})
+		JobService: svc, Chat: gw, Images: imgs, Speech: speaker, Router: router, Webhooks: hooks})
 	if err != nil {
 		return err
 	}
 	registerGauges(be)
-	handler := apiHandler(apiDeps{cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
+	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (2 minutes), and at most
@@ -300,7 +313,15 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	goRun("worker", func() error { return be.consume(ctx, worker.Process) })
 	goRun("reconciler", func() error { return reconcileLoop(ctx, op, log) })
-	goRun("credits feed", func() error { return be.settle(ctx) })
+	goRun("credits feed", func() error {
+		return be.settle(ctx, func(ctx context.Context, c credits.Change) error {
+			if err := credits.Apply(ctx, be.store, c); err != nil {
+				return err
+			}
+			return hooks.Changed(ctx, c)
+		})
+	})
+	goRun("webhooks", func() error { return be.deliver(ctx, hooks) })
 	if be.expire != nil {
 		goRun("media expiry", func() error { return be.expire(ctx, cfg.retention, log) })
 	}

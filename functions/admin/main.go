@@ -64,11 +64,18 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// them). No chat providers either: this function is buffered, so the
 	// playground's chat is for genway serve; on AWS chat is the API's.
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: configured, Balances: b.Store}
-	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: configured, Log: b.Log, JobService: svc})
+	// Webhooks: account configs, the deliveries pages and resends (which
+	// queue on the webhooks queue); no delivery is sent from here.
+	hooks, err := b.Webhooks(ctx, getenv, nil)
 	if err != nil {
 		return err
 	}
-	routes := httpapi.AdminRoutes(httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: configured, Verifier: verifier, Jobs: svc, Log: b.Log})
+	svc.CheckWebhookURL = hooks.CheckURL
+	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: configured, Log: b.Log, JobService: svc, Webhooks: hooks})
+	if err != nil {
+		return err
+	}
+	routes := httpapi.AdminRoutes(httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: configured, Verifier: verifier, Jobs: svc, Webhooks: hooks, Log: b.Log})
 	for _, m := range []string{"GET", "POST"} {
 		routes = append(routes, httpapi.Route{Method: m, Pattern: "/console/", Handler: cons})
 	}

@@ -1,5 +1,6 @@
-// Command credits-api is the Lambda function behind GET /v1/credits: the
-// calling account's balance, held and available credits.
+// Command credits-api is the Lambda function behind GET /v1/credits (the
+// calling account's balance, held and available credits) and GET
+// /v1/webhooks/secret (its webhook signing secret, made on first use).
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 func main() {
@@ -27,7 +29,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	h, err := b.API(getenv, httpapi.Route{Method: "GET", Pattern: "/v1/credits", Handler: httpapi.GetCredits(b.Store, b.Log)})
+	hooks := &webhooks.Service{Store: b.Store, Log: b.Log} // secrets only: it sends nothing
+	h, err := b.API(getenv,
+		httpapi.Route{Method: "GET", Pattern: "/v1/credits", Handler: httpapi.GetCredits(b.Store, b.Log)},
+		httpapi.Route{Method: "GET", Pattern: "/v1/webhooks/secret", Handler: httpapi.GetWebhookSecret(hooks, b.Log)})
 	if err != nil {
 		return err
 	}

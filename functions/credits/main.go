@@ -1,6 +1,8 @@
 // Command credits is the Lambda function on the jobs table's stream: it
 // settles each job's held credits exactly once when the job ends (capture on
-// completed, release on failed).
+// completed, release on failed), then queues the job's webhook delivery
+// when it has a URL (webhooks.Service.Changed; the webhooks function
+// sends it).
 package main
 
 import (
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/lambdaevents"
 )
@@ -28,6 +31,16 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	lambda.StartWithOptions(lambdaevents.Credits(b.Store, dynamostore.ChangeFromImages, b.Log), lambda.WithContext(ctx))
+	hooks, err := b.Webhooks(ctx, getenv, nil)
+	if err != nil {
+		return err
+	}
+	apply := func(ctx context.Context, c credits.Change) error {
+		if err := credits.Apply(ctx, b.Store, c); err != nil {
+			return err
+		}
+		return hooks.Changed(ctx, c)
+	}
+	lambda.StartWithOptions(lambdaevents.Changes(dynamostore.ChangeFromImages, apply, b.Log), lambda.WithContext(ctx))
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/genway/genway/shared/lambdahttp"
 	"github.com/genway/genway/shared/secrets"
 	"github.com/genway/genway/shared/upstreams"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 func main() {
@@ -62,6 +63,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// (Deletes): see jobs.Service.Delete.
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(getenv), Balances: b.Store,
 		Providers: providers.Providers(), Credits: b.Store, Deletes: b.Store, Retention: b.Retention}
+	// webhook_url is checked here; the credits function queues the
+	// delivery when the job ends.
+	allowPrivate := getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1"
+	svc.CheckWebhookURL = func(param, raw string) error { return webhooks.CheckURL(param, raw, allowPrivate) }
 	h, err := b.API(getenv,
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: httpapi.CancelJob(svc, b.Log)},

@@ -22,12 +22,19 @@ const (
 	EnvJobsQueue     = "GENWAY_JOBS_QUEUE"
 	EnvJobsDLQ       = "GENWAY_JOBS_DLQ"
 	EnvMediaBucket   = "GENWAY_MEDIA_BUCKET"
+	// The webhook deliveries' queue (package webhooks) and its
+	// dead-letter queue.
+	EnvWebhooksQueueURL = "GENWAY_WEBHOOKS_QUEUE_URL"
+	EnvWebhooksQueue    = "GENWAY_WEBHOOKS_QUEUE"
+	EnvWebhooksDLQ      = "GENWAY_WEBHOOKS_DLQ"
 
 	DefaultJobsTable     = "genway-jobs"
 	DefaultAccountsTable = "genway-accounts"
 	DefaultJobsQueue     = "genway-jobs"
 	DefaultJobsDLQ       = "genway-jobs-dlq"
 	DefaultMediaBucket   = "genway-media"
+	DefaultWebhooksQueue = "genway-webhooks"
+	DefaultWebhooksDLQ   = "genway-webhooks-dlq"
 )
 
 // Names are the AWS resources Genway uses.
@@ -38,6 +45,11 @@ type Names struct {
 	JobsQueueURL  string // if set, used as is (no GetQueueUrl)
 	JobsDLQ       string // dead-letter queue name
 	MediaBucket   string
+	// WebhooksQueue (its URL WebhooksQueueURL if set) carries webhook
+	// deliveries; WebhooksDLQ is its dead-letter queue.
+	WebhooksQueue    string
+	WebhooksQueueURL string
+	WebhooksDLQ      string
 }
 
 // FromEnv reads Names through getenv, with defaults for unset variables.
@@ -55,6 +67,10 @@ func FromEnv(getenv func(string) string) Names {
 		JobsQueueURL:  getenv(EnvJobsQueueURL),
 		JobsDLQ:       get(EnvJobsDLQ, DefaultJobsDLQ),
 		MediaBucket:   get(EnvMediaBucket, DefaultMediaBucket),
+
+		WebhooksQueue:    get(EnvWebhooksQueue, DefaultWebhooksQueue),
+		WebhooksQueueURL: getenv(EnvWebhooksQueueURL),
+		WebhooksDLQ:      get(EnvWebhooksDLQ, DefaultWebhooksDLQ),
 	}
 }
 
@@ -72,6 +88,19 @@ func (n Names) QueueURL(ctx context.Context, client QueueURLGetter) (string, err
 	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(n.JobsQueue)})
 	if err != nil {
 		return "", fmt.Errorf("get URL of queue %s: %w", n.JobsQueue, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// WebhooksQueueURLOf returns n.WebhooksQueueURL if set, else the URL of the
+// queue named n.WebhooksQueue (one GetQueueUrl call).
+func (n Names) WebhooksQueueURLOf(ctx context.Context, client QueueURLGetter) (string, error) {
+	if n.WebhooksQueueURL != "" {
+		return n.WebhooksQueueURL, nil
+	}
+	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(n.WebhooksQueue)})
+	if err != nil {
+		return "", fmt.Errorf("get URL of queue %s: %w", n.WebhooksQueue, err)
 	}
 	return aws.ToString(out.QueueUrl), nil
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/speech"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 //go:embed templates/*.html
@@ -70,6 +71,9 @@ type Config struct {
 	// Router is this process's router: the models page shows each
 	// model's breaker and recent error rate; nil: not shown.
 	Router *route.Router
+	// Webhooks shows a job's webhook deliveries (with a resend) and an
+	// account's webhook URL and secret rotation; nil: not shown.
+	Webhooks *webhooks.Service
 	// Extra are more pages and endpoints, each under /console/; they are
 	// served behind the same sign-in, CSRF check and headers.
 	Extra []Route
@@ -246,7 +250,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/models", http.StatusSeeOther)
 	})
-	for _, rt := range append(append(c.coreRoutes(), c.liveRoutes()...), c.cfg.Extra...) {
+	for _, rt := range append(append(append(c.coreRoutes(), c.liveRoutes()...), c.webhookRoutes()...), c.cfg.Extra...) {
 		c.mux.Handle(rt.Method+" "+rt.Pattern, c.authed(rt))
 	}
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 // Jobs is what the jobs pages need: every account's jobs (the operator
@@ -263,6 +264,10 @@ type jobView struct {
 	URL        string // the output link, for a completed job
 	Kind       string // "audio" or "video": the player
 	Cancelable bool
+	// Webhooks is whether the console manages webhooks; Deliveries are
+	// the job's.
+	Webhooks   bool
+	Deliveries []*webhooks.Delivery
 }
 
 func (c *Console) view(ctx context.Context, j *jobs.Job) (jobView, error) {
@@ -301,6 +306,10 @@ func (c *Console) jobPage(p *Page, w http.ResponseWriter, r *http.Request) error
 	}
 	v, err := c.view(r.Context(), j)
 	if err != nil {
+		return err
+	}
+	v.Webhooks = c.cfg.Webhooks != nil
+	if v.Deliveries, err = c.deliveries(r, j.ID); err != nil {
 		return err
 	}
 	p.Title, p.Data, p.Scripts = "Job "+j.ID, v, []string{"jobs.js"}

@@ -15,6 +15,7 @@ import (
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/route"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 // AdminConfig is what the admin API serves.
@@ -33,7 +34,10 @@ type AdminConfig struct {
 	// Router is this process's router: each model's breaker and recent
 	// error rate are shown with it; nil: none shown.
 	Router *route.Router
-	Log    *slog.Logger
+	// Webhooks serves the webhook routes (account configs, deliveries);
+	// nil: none.
+	Webhooks *webhooks.Service
+	Log      *slog.Logger
 }
 
 // adminHandler is an admin route: it returns the value to answer with
@@ -297,7 +301,7 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			return listOf(entries, more), nil
 		})},
 	}
-	return routes
+	return append(routes, webhookAdminRoutes(cfg, wrap)...)
 }
 
 // errNoReservations answers GET /admin/v1/reservations where the

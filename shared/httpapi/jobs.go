@@ -37,6 +37,8 @@ type jobView struct {
 	Created  int64               `json:"created"`
 	Updated  int64               `json:"updated"`
 	History  []jobs.StatusChange `json:"history,omitempty"`
+	// WebhookURL is the request's webhook_url, absent when none was given.
+	WebhookURL string `json:"webhook_url,omitempty"`
 }
 
 type outputView struct {
@@ -50,7 +52,7 @@ type outputView struct {
 
 func viewJob(j *jobs.Job, url string) jobView {
 	v := jobView{ID: j.ID, Object: "job", Type: j.Type, Status: j.Status, Model: j.Model, ServedBy: j.ServedBy(), Input: j.Input,
-		Error: j.Error, Created: j.Created, Updated: j.Updated, History: j.History}
+		Error: j.Error, Created: j.Created, Updated: j.Updated, History: j.History, WebhookURL: j.WebhookURL}
 	if j.Status == jobs.Completed && j.Output != nil {
 		o := j.Output
 		v.Output = &outputView{URL: url, ContentType: o.ContentType, Bytes: o.Bytes, Duration: o.Duration, Width: o.Width, Height: o.Height}
@@ -244,6 +246,8 @@ var jobFields = map[string]func(*jobs.CreateRequest) any{
 	"category":   func(r *jobs.CreateRequest) any { return &r.Category },
 	"size":       func(r *jobs.CreateRequest) any { return &r.Size },
 	"resolution": func(r *jobs.CreateRequest) any { return &r.Resolution },
+	// Where to POST the job's end (see package webhooks).
+	"webhook_url": func(r *jobs.CreateRequest) any { return &r.WebhookURL },
 }
 
 // DecodeCreateJob decodes a POST /v1/jobs body. Unknown fields are refused

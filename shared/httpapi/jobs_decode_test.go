@@ -26,6 +26,7 @@ func TestDecodeCreateJob(t *testing.T) {
 		{`{"duration":1e12}`, "duration", "invalid_type"},
 		{`{"duration":true}`, "duration", "invalid_type"},
 		{`{"n":1}`, "n", "unknown_parameter"},
+		{`{"webhook_url":1}`, "webhook_url", "invalid_type"},
 		{`{"type":"sfx",}`, "", "invalid_json"},
 	}
 	for _, tt := range tests {
@@ -43,8 +44,9 @@ func TestDecodeCreateJob(t *testing.T) {
 			}
 		})
 	}
-	req, _ := DecodeCreateJob([]byte(`{"type":"music","model":"m","prompt":"p","duration":7,"format":"wav"}`))
-	if req.Type != "music" || req.Duration == nil || *req.Duration != 7 || req.Format == nil || *req.Format != "wav" || req.Size != nil {
+	req, _ := DecodeCreateJob([]byte(`{"type":"music","model":"m","prompt":"p","duration":7,"format":"wav","webhook_url":"https://h.example/x"}`))
+	if req.Type != "music" || req.Duration == nil || *req.Duration != 7 || req.Format == nil || *req.Format != "wav" || req.Size != nil ||
+		req.WebhookURL != "https://h.example/x" {
 		t.Errorf("DecodeCreateJob fields = %+v", req)
 	}
 }

@@ -127,6 +127,8 @@ type videoRequest struct {
 	Prompt  *string `json:"prompt,omitempty"`
 	Seconds *string `json:"seconds,omitempty"`
 	Size    *string `json:"size,omitempty"`
+	// WebhookURL is where to POST the video job's end (package webhooks).
+	WebhookURL *string `json:"webhook_url,omitempty"`
 }
 
 // hash is the Idempotency-Key body hash of the request: of its fields,
@@ -145,6 +147,9 @@ func (v *videoRequest) hash() string {
 // a string of digits ("8").
 func (v *videoRequest) jobRequest() (*jobs.CreateRequest, error) {
 	req := &jobs.CreateRequest{Type: jobs.TypeVideo, Size: v.Size}
+	if v.WebhookURL != nil {
+		req.WebhookURL = *v.WebhookURL
+	}
 	if v.Model != nil {
 		req.Model = *v.Model
 	}
@@ -169,6 +174,8 @@ var videoFields = map[string]func(*videoRequest) **string{
 	"prompt":  func(v *videoRequest) **string { return &v.Prompt },
 	"seconds": func(v *videoRequest) **string { return &v.Seconds },
 	"size":    func(v *videoRequest) **string { return &v.Size },
+	// webhook_url is Genway's own (see package webhooks).
+	"webhook_url": func(v *videoRequest) **string { return &v.WebhookURL },
 }
 
 // errInputReference refuses OpenAI's input_reference (an image to start

@@ -252,6 +252,8 @@ func TestCreateVideo(t *testing.T) {
 		{name: "form-urlencoded", ct: "application/x-www-form-urlencoded", body: []byte(`model=synthetic-video&prompt=a+ball&seconds=4`),
 			want: video{Model: "synthetic-video", Prompt: "a ball", Seconds: "4", Size: "640x360"}},
 
+		{name: "webhook_url where webhooks are off", ct: js, body: []byte(`{"model":"synthetic-video","prompt":"a ball","webhook_url":"https://h.example/x"}`),
+			err: 400, param: "webhook_url", code: "unsupported_parameter"},
 		{name: "no model", ct: js, body: []byte(`{"prompt":"a ball"}`), err: 400, param: "model", code: "missing_field"},
 		{name: "null model", ct: js, body: []byte(`{"model":null,"prompt":"a ball"}`), err: 400, param: "model", code: "missing_field"},
 		{name: "OpenAI's default model", ct: js, body: []byte(`{"model":"sora-2","prompt":"a ball"}`), err: 404, param: "model", code: "model_not_found"},

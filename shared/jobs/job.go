@@ -162,6 +162,9 @@ type Job struct {
 	// the job's price on the key too, within its credit limit, and the
 	// settlement moves it (credits.Change.Key).
 	Key string `json:"key_id,omitempty"`
+	// WebhookURL is where the job's end is announced (the request's
+	// webhook_url; see package webhooks), "" for its account's default.
+	WebhookURL string `json:"webhook_url,omitempty"`
 }
 
 // Candidate is a model that may serve a job, and what the job costs if

@@ -27,6 +27,9 @@ type CreateRequest struct {
 	Category   *string
 	Size       *string
 	Resolution *string
+	// WebhookURL is where to announce the job's end ("" for the
+	// account's default); Service.Create checks it with CheckWebhookURL.
+	WebhookURL string
 }
 
 // Limits of the request.

@@ -57,6 +57,9 @@ type Service struct {
 	// (the media store's expiry: GENWAY_MEDIA_RETENTION locally, the S3
 	// lifecycle rule on AWS); 0 when unknown. See Expires.
 	Retention time.Duration
+	// CheckWebhookURL validates a request's webhook_url (param names
+	// the field; webhooks.Service.CheckURL). nil: webhook_url is refused.
+	CheckWebhookURL func(param, raw string) error
 }
 
 func (s *Service) now() time.Time {
@@ -80,6 +83,14 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	if err != nil {
 		return nil, err
 	}
+	if req.WebhookURL != "" {
+		if s.CheckWebhookURL == nil {
+			return nil, apierr.Invalidf("webhook_url", "unsupported_parameter", "webhook_url is not supported on this deployment.")
+		}
+		if err := s.CheckWebhookURL("webhook_url", req.WebhookURL); err != nil {
+			return nil, err
+		}
+	}
 	if !s.configured(m) {
 		return nil, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
 			Message: fmt.Sprintf("The model %q is not configured on this deployment; see GET /v1/models?type=%s.", m.ID, m.Type)}
@@ -99,7 +110,7 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	}
 	j := &Job{
 		ID: id, Account: account, Type: req.Type, Model: m.ID, Status: Queued, Input: in,
-		Price: hold, Hold: hold, Candidates: cands, Created: now, Updated: now, Key: auth.KeyID(ctx),
+		Price: hold, Hold: hold, Candidates: cands, Created: now, Updated: now, Key: auth.KeyID(ctx), WebhookURL: req.WebhookURL,
 	}
 	var idem *Idempotency
 	if idemKey != "" {

@@ -16,20 +16,27 @@ import (
 // inserts, deletions). dynamostore.ChangeFromImages is the one in use.
 type Decoder func(oldImage, newImage map[string]types.AttributeValue) (c credits.Change, ok bool)
 
-// Credits returns the credits function's DynamoDB Streams handler. For each
-// record, in order, it converts the images, decodes them with decode and
-// settles the change with credits.Apply on store (which ignores changes that
-// are not final transitions, and redeliveries). When a record fails, it and
-// every later record of the batch are reported in BatchItemFailures by
-// sequence number, and the later ones are not attempted: Lambda retries from
-// the first failure, so a job's changes are settled in order. The handler
-// itself never returns an error. log may be nil.
+// Credits returns the credits function's DynamoDB Streams handler: Changes
+// with credits.Apply on store as apply.
 func Credits(store credits.Store, decode Decoder, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+	return Changes(decode, func(ctx context.Context, c credits.Change) error { return credits.Apply(ctx, store, c) }, log)
+}
+
+// Changes returns a DynamoDB Streams handler of job changes. For each
+// record, in order, it converts the images, decodes them with decode and
+// hands the change to apply (credits.Apply settles it and ignores changes
+// that are not final transitions, and redeliveries; the credits function
+// also schedules the job's webhook). When a record fails, it and every
+// later record of the batch are reported in BatchItemFailures by sequence
+// number, and the later ones are not attempted: Lambda retries from the
+// first failure, so a job's changes are applied in order. The handler
+// itself never returns an error. log may be nil.
+func Changes(decode Decoder, apply func(context.Context, credits.Change) error, log *slog.Logger) func(context.Context, events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 	log = orDiscard(log)
 	return func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
 		res := events.DynamoDBEventResponse{BatchItemFailures: []events.DynamoDBBatchItemFailure{}}
 		for i, rec := range ev.Records {
-			if err := settle(ctx, store, decode, rec); err != nil {
+			if err := handle(ctx, decode, apply, rec); err != nil {
 				log.ErrorContext(ctx, "stream record failed; it and the rest of the batch will be retried",
 					"event_id", rec.EventID, "sequence_number", rec.Change.SequenceNumber, "later_records", len(ev.Records)-i-1, "err", err)
 				for _, r := range ev.Records[i:] {
@@ -42,7 +49,7 @@ func Credits(store credits.Store, decode Decoder, log *slog.Logger) func(context
 	}
 }
 
-func settle(ctx context.Context, store credits.Store, decode Decoder, rec events.DynamoDBEventRecord) error {
+func handle(ctx context.Context, decode Decoder, apply func(context.Context, credits.Change) error, rec events.DynamoDBEventRecord) error {
 	oldImage, err := Image(rec.Change.OldImage)
 	if err != nil {
 		return fmt.Errorf("old image: %w", err)
@@ -55,7 +62,7 @@ func settle(ctx context.Context, store credits.Store, decode Decoder, rec events
 	if !ok {
 		return nil
 	}
-	return credits.Apply(ctx, store, c)
+	return apply(ctx, c)
 }
 
 // Image converts a stream record image (aws-lambda-go's representation) to

@@ -1,7 +1,8 @@
 // Package localstore is the embedded, persistent store behind `genway
 // serve`: jobs, idempotency keys, API keys, accounts, the credit ledger, chat
-// and job usage, a durable job queue and the job change feed, all in one
-// bbolt file.
+// and job usage, a durable job queue and the job change feed, and the
+// webhooks (account configs, job deliveries and their own durable queue,
+// see webhooks.go), all in one bbolt file.
 //
 // Crash safety: every operation is one bbolt read-write transaction, and
 // bbolt commits are atomic and durable (the meta page is written and fsynced
@@ -94,6 +95,7 @@ type Store struct {
 
 	queueWake chan struct{} // signalled after a commit that may make a message visible
 	feedWake  chan struct{} // signalled after a commit that appends a change
+	hookWake  chan struct{} // signalled after a SendWebhook
 }
 
 // Open opens (creating if needed) the store file at path, waiting up to
@@ -138,6 +140,7 @@ func OpenWith(path string, o Options) (*Store, error) {
 		db: db, log: log, now: now,
 		queueWake: make(chan struct{}, 1),
 		feedWake:  make(chan struct{}, 1),
+		hookWake:  make(chan struct{}, 1),
 	}
 	db.MaxBatchDelay = batchDelay
 	if err := s.init(); err != nil {
@@ -157,6 +160,9 @@ func (s *Store) init() error {
 			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
+		}
+		if err := initWebhooks(tx, s.now()); err != nil {
+			return err
 		}
 		return expireLeases(tx, s.now())
 	})

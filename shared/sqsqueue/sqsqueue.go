@@ -81,6 +81,12 @@ func JobID(msgBody string) (string, error) {
 	return b.JobID, nil
 }
 
+// SendWebhook implements webhooks.Queue: the webhooks queue's message is
+// the job's, {"job_id":"<id>"}, delayed as Enqueue does.
+func (q *Queue) SendWebhook(ctx context.Context, jobID string, delay time.Duration) error {
+	return q.EnqueueGroup(ctx, jobID, "", delay)
+}
+
 // Enqueue implements jobs.Queue: one SendMessage, delayed by delay rounded
 // up to whole seconds and cut to MaxDelay.
 func (q *Queue) Enqueue(ctx context.Context, id string, delay time.Duration) error {

@@ -22,9 +22,11 @@ import (
 	"github.com/genway/genway/shared/awsenv"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/s3media"
 	"github.com/genway/genway/shared/sqsqueue"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 // Base is what every function starts from.
@@ -93,6 +95,20 @@ func (b *Base) Queue(ctx context.Context) (*sqsqueue.Queue, error) {
 		return nil, err
 	}
 	return sqsqueue.New(c, url), nil
+}
+
+// Webhooks returns the webhooks service on the store and the webhooks
+// queue (GENWAY_WEBHOOKS_QUEUE_URL, else looked up by name), with
+// GENWAY_WEBHOOK_ALLOW_PRIVATE; render makes an event's data (nil where
+// this function sends no delivery).
+func (b *Base) Webhooks(ctx context.Context, getenv func(string) string, render func(context.Context, *jobs.Job) (any, error)) (*webhooks.Service, error) {
+	c := sqs.NewFromConfig(b.AWS)
+	url, err := b.Names.WebhooksQueueURLOf(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return &webhooks.Service{Store: b.Store, Jobs: b.Store, Queue: sqsqueue.New(c, url), Render: render,
+		AllowPrivate: getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1", Log: b.Log}, nil
 }
 
 // Media returns the S3 adapter for job outputs.

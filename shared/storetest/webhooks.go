@@ -1,0 +1,48 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/genway/genway/shared/webhooks"
+)
+
+// RunWebhooks checks the webhooks.Store contract on a fresh store from
+// open: configs (first secret kept, rotation, default URL) and deliveries
+// (added once, saved only with the attempts they were read with).
+func RunWebhooks(t *testing.T, open func(t *testing.T) webhooks.Store) {
+	ctx := context.Background()
+	s := open(t)
+	if c, err := s.WebhookConfig(ctx, "a"); err != nil || c != (webhooks.Config{Account: "a"}) {
+		t.Errorf("WebhookConfig(new) = %+v, %v; want empty", c, err)
+	}
+	if _, err := s.RotateWebhookSecret(ctx, "a", "whsec_b", 9, 1); !errors.Is(err, webhooks.ErrNotFound) {
+		t.Errorf("Rotate without a secret = %v; want ErrNotFound", err)
+	}
+	s.EnsureWebhookSecret(ctx, "a", "whsec_a", 1)
+	if c, _ := s.EnsureWebhookSecret(ctx, "a", "whsec_z", 2); c.Secret != "whsec_a" {
+		t.Errorf("EnsureWebhookSecret replaced the secret: %+v", c)
+	}
+	if c, _ := s.RotateWebhookSecret(ctx, "a", "whsec_b", 9, 3); c.Secret != "whsec_b" || c.Previous != "whsec_a" || c.PreviousUntil != 9 {
+		t.Errorf("Rotate = %+v", c)
+	}
+	if c, _ := s.SetWebhookURL(ctx, "a", "https://x.example/h", 4); c.URL != "https://x.example/h" || c.Secret != "whsec_b" {
+		t.Errorf("SetWebhookURL = %+v", c)
+	}
+	if _, err := s.Delivery(ctx, "job_x"); !errors.Is(err, webhooks.ErrNotFound) {
+		t.Errorf("Delivery(none) = %v; want ErrNotFound", err)
+	}
+	d := &webhooks.Delivery{ID: "evt_x", JobID: "job_x", Status: webhooks.Pending}
+	s.AddDelivery(ctx, d)
+	if got, _ := s.AddDelivery(ctx, &webhooks.Delivery{ID: "evt_x", JobID: "job_x", Status: webhooks.Failed}); got.Status != webhooks.Pending {
+		t.Errorf("AddDelivery replaced a delivery: %+v", got)
+	}
+	d.Attempts = 1
+	if err := s.SaveDelivery(ctx, d, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveDelivery(ctx, d, 0); !errors.Is(err, webhooks.ErrConflict) {
+		t.Errorf("SaveDelivery with stale attempts = %v; want ErrConflict", err)
+	}
+}
