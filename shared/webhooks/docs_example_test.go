@@ -42,7 +42,7 @@ func verify(secret string, h http.Header, body []byte) bool {
 // rotation) and refuses a changed body, another secret and an old
 // timestamp.
 func TestDocsReceiver(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "api.md"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs/api.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
