@@ -147,3 +147,58 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Errorf("Account after pipeline = %+v, %v; want nothing held", a, err)
 	}
 }
+
+// BenchmarkQueue measures the queues' own work, apart from the disk (the
+// file is not fsynced): b.N messages, enqueued before the timer, leased 8
+// at a time and settled (acked, or delivered with nothing more to do) one
+// transaction each.
+func BenchmarkQueue(b *testing.B) {
+	tests := []struct {
+		name    string
+		enqueue func(s *Store, id string) error
+		drain   func(s *Store, now time.Time) (int, error) // one lease of up to 8, settled
+	}{
+		{"jobs", func(s *Store, id string) error { return s.Enqueue(context.Background(), id, 0) },
+			func(s *Store, now time.Time) (int, error) {
+				ls, _, err := s.lease(now, 8, time.Minute, nil)
+				for _, l := range ls {
+					if err == nil {
+						err = s.ack(l)
+					}
+				}
+				return len(ls), err
+			}},
+		{"webhooks", func(s *Store, id string) error { return s.SendWebhook(context.Background(), id, 0) },
+			func(s *Store, now time.Time) (int, error) {
+				ls, _, err := s.leaseHooks(now, 8, time.Minute)
+				for _, l := range ls {
+					if err == nil {
+						err = s.settleHook(l, 0)
+					}
+				}
+				return len(ls), err
+			}},
+	}
+	for _, tt := range tests {
+		b.Run(tt.name, func(b *testing.B) {
+			s := openTemp(b)
+			s.db.NoSync = true
+			for i := range b.N {
+				if err := tt.enqueue(s, benchJob(int64(i)).ID); err != nil {
+					b.Fatal(err)
+				}
+			}
+			now := time.Now().Add(time.Second)
+			b.ResetTimer()
+			for left := b.N; left > 0; {
+				n, err := tt.drain(s, now)
+				if err != nil || n == 0 {
+					b.Fatalf("drain with %d left = %d, %v", left, n, err)
+				}
+				left -= n
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "messages/s")
+		})
+	}
+}

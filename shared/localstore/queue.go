@@ -14,18 +14,25 @@ import (
 	"github.com/genway/genway/shared/jobs"
 )
 
-// The queue holds at most one message per job id. A message is visible from
+// The store has two durable queues, the job queue (here) and the webhook
+// queue (webhooks.go), and one mechanism behind both (queue, consume). A
+// queue holds at most one message per id. A message is visible from
 // VisibleAt on; leasing it hides it for the visibility timeout and counts a
-// receive. The secondary bucket queue_vis indexes messages by visible-at so
-// that leasing and finding the next wake-up read only the front of the
-// queue.
+// receive, which is the lease's token. A second bucket indexes messages by
+// visible-at so that leasing and finding the next wake-up read only the
+// front of the queue. What differs is their owners': the job queue records
+// an Enqueue during a lease as a requeue and leases fairly across
+// accounts; the webhook queue's consumer says when to call again.
 
-// maxIdle bounds how long the consumer and the feed sleep without a signal.
+// maxIdle bounds how long the consumers and the feed sleep without a signal.
 const maxIdle = time.Second
 
 // maxBackoff bounds the retry delay of a failed message.
 const maxBackoff = 60 * time.Second
 
+// message is one queued id's state, stored as JSON. The webhook queue
+// never sets the requeue fields, so its messages are {visible_at,
+// receives, leased}.
 type message struct {
 	VisibleAt int64 `json:"visible_at"` // Unix nanoseconds
 	Receives  int   `json:"receives"`
@@ -37,21 +44,45 @@ type message struct {
 	RequeueAt int64 `json:"requeue_at,omitempty"`
 }
 
+// queue names the two buckets of one durable queue; its methods keep the
+// index in step with the messages.
+type queue struct {
+	msgs string // id -> message
+	vis  string // visible-at (ns) ++ id -> nil
+}
+
+// The store's queues.
+var (
+	jobQueue  = queue{msgs: bucketQueue, vis: bucketQueueVis}
+	hookQueue = queue{msgs: bucketHookQueue, vis: bucketHookVis}
+)
+
+// lease is one leased message.
+type lease struct {
+	id       string
+	receives int    // the lease's token
+	until    int64  // the lease's end, Unix nanoseconds
+	account  string // the job's account (job queue only, for fair scheduling)
+}
+
 func visKey(at int64, id string) []byte {
 	k := make([]byte, 8, 8+len(id))
 	binary.BigEndian.PutUint64(k, uint64(max(at, 0)))
 	return append(k, id...)
 }
 
-func getMessage(tx *bolt.Tx, id string) (message, bool, error) {
+// visAt is the visible-at time of index key k, in Unix nanoseconds.
+func visAt(k []byte) int64 { return int64(binary.BigEndian.Uint64(k[:8])) }
+
+func (q queue) get(tx *bolt.Tx, id string) (message, bool, error) {
 	var m message
-	ok, err := getJSON(tx.Bucket([]byte(bucketQueue)), []byte(id), &m)
+	ok, err := getJSON(tx.Bucket([]byte(q.msgs)), []byte(id), &m)
 	return m, ok, err
 }
 
-// putMessage writes m for id, moving its index entry from old (if it had one).
-func putMessage(tx *bolt.Tx, id string, m message, old *message) error {
-	vb := tx.Bucket([]byte(bucketQueueVis))
+// put writes m for id, moving its index entry from old (if it had one).
+func (q queue) put(tx *bolt.Tx, id string, m message, old *message) error {
+	vb := tx.Bucket([]byte(q.vis))
 	if old != nil {
 		if err := vb.Delete(visKey(old.VisibleAt, id)); err != nil {
 			return err
@@ -60,37 +91,123 @@ func putMessage(tx *bolt.Tx, id string, m message, old *message) error {
 	if err := vb.Put(visKey(m.VisibleAt, id), nil); err != nil {
 		return err
 	}
-	return putJSON(tx.Bucket([]byte(bucketQueue)), []byte(id), m)
+	return putJSON(tx.Bucket([]byte(q.msgs)), []byte(id), m)
 }
 
-func deleteMessage(tx *bolt.Tx, id string, old message) error {
-	if err := tx.Bucket([]byte(bucketQueueVis)).Delete(visKey(old.VisibleAt, id)); err != nil {
+func (q queue) delete(tx *bolt.Tx, id string, old message) error {
+	if err := tx.Bucket([]byte(q.vis)).Delete(visKey(old.VisibleAt, id)); err != nil {
 		return err
 	}
-	return tx.Bucket([]byte(bucketQueue)).Delete([]byte(id))
+	return tx.Bucket([]byte(q.msgs)).Delete([]byte(id))
+}
+
+// held returns l's message if l is still its current lease (false if the
+// lease expired and the message was leased again, or it is gone).
+func (q queue) held(tx *bolt.Tx, l lease) (message, bool, error) {
+	m, ok, err := q.get(tx, l.id)
+	if err != nil || !ok || !m.Leased || m.Receives != l.receives {
+		return message{}, false, err
+	}
+	return m, true, nil
+}
+
+// expireLeases makes every leased message visible at now, dropping any
+// requeue (run on Open: a lease still held was a dead process's).
+func (q queue) expireLeases(tx *bolt.Tx, now time.Time) error {
+	type fix struct {
+		id  string
+		old message
+	}
+	var fixes []fix
+	b := tx.Bucket([]byte(q.msgs))
+	err := b.ForEach(func(k, _ []byte) error {
+		var m message
+		if _, err := getJSON(b, k, &m); err != nil {
+			return err
+		}
+		if m.Leased {
+			fixes = append(fixes, fix{string(k), m})
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range fixes {
+		m := f.old
+		m.Leased, m.Requeue, m.RequeueAt = false, false, 0
+		m.VisibleAt = now.UnixNano()
+		if err := q.put(tx, f.id, m, &f.old); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// visible returns the ids of up to n messages visible at now, the earliest
+// visible first.
+func (q queue) visible(tx *bolt.Tx, now time.Time, n int) []string {
+	var ids []string
+	c := tx.Bucket([]byte(q.vis)).Cursor()
+	for k, _ := c.First(); k != nil && len(ids) < n; k, _ = c.Next() {
+		if visAt(k) > now.UnixNano() {
+			break
+		}
+		ids = append(ids, string(k[8:]))
+	}
+	return ids
+}
+
+// take leases id's message at now: it is hidden until now + visibility and
+// counts one more receive.
+func (q queue) take(tx *bolt.Tx, id string, now time.Time, visibility time.Duration) (lease, error) {
+	m, ok, err := q.get(tx, id)
+	if err != nil {
+		return lease{}, err
+	}
+	if !ok {
+		return lease{}, fmt.Errorf("%s index points at missing message %s", q.msgs, id)
+	}
+	old := m
+	m.Leased = true
+	m.Receives++
+	m.VisibleAt = now.Add(visibility).UnixNano()
+	if err := q.put(tx, id, m, &old); err != nil {
+		return lease{}, err
+	}
+	return lease{id: id, receives: m.Receives, until: m.VisibleAt}, nil
+}
+
+// next returns when the first message becomes visible (zero if the queue
+// is empty).
+func (q queue) next(tx *bolt.Tx) time.Time {
+	if k, _ := tx.Bucket([]byte(q.vis)).Cursor().First(); k != nil {
+		return time.Unix(0, visAt(k))
+	}
+	return time.Time{}
 }
 
 // enqueueTx schedules id at, keeping an earlier visibility if a message
 // exists; for a leased message it records a requeue instead.
 func enqueueTx(tx *bolt.Tx, id string, at time.Time) error {
-	m, ok, err := getMessage(tx, id)
+	m, ok, err := jobQueue.get(tx, id)
 	if err != nil {
 		return err
 	}
 	t := at.UnixNano()
 	switch {
 	case !ok:
-		return putMessage(tx, id, message{VisibleAt: t}, nil)
+		return jobQueue.put(tx, id, message{VisibleAt: t}, nil)
 	case m.Leased:
 		if m.Requeue && m.RequeueAt <= t {
 			return nil
 		}
 		m.Requeue, m.RequeueAt = true, t
-		return putJSON(tx.Bucket([]byte(bucketQueue)), []byte(id), m)
+		return putJSON(tx.Bucket([]byte(jobQueue.msgs)), []byte(id), m)
 	case t < m.VisibleAt:
 		old := m
 		m.VisibleAt = t
-		return putMessage(tx, id, m, &old)
+		return jobQueue.put(tx, id, m, &old)
 	}
 	return nil
 }
@@ -112,50 +229,11 @@ func (s *Store) Enqueue(ctx context.Context, id string, delay time.Duration) err
 	return nil
 }
 
-// expireLeases makes every leased message visible at now (run on Open).
-func expireLeases(tx *bolt.Tx, now time.Time) error {
-	type fix struct {
-		id  string
-		old message
-	}
-	var fixes []fix
-	err := tx.Bucket([]byte(bucketQueue)).ForEach(func(k, v []byte) error {
-		var m message
-		if _, err := getJSON(tx.Bucket([]byte(bucketQueue)), k, &m); err != nil {
-			return err
-		}
-		if m.Leased {
-			fixes = append(fixes, fix{string(k), m})
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, f := range fixes {
-		m := f.old
-		m.Leased, m.Requeue, m.RequeueAt = false, false, 0
-		m.VisibleAt = now.UnixNano()
-		if err := putMessage(tx, f.id, m, &f.old); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// lease is one leased message: its id, the receive count that is the
-// lease's token, and its job's account (for fair scheduling).
-type lease struct {
-	id       string
-	receives int
-	account  string
-}
-
 // fairScan bounds how many visible messages lease looks at to choose the
 // fairest ones.
 const fairScan = 512
 
-// lease takes up to n messages visible at now, hiding them until now +
+// lease takes up to n job messages visible at now, hiding them until now +
 // visibility, and fairly across accounts: among the first fairScan
 // visible messages, each pick is the oldest message of an account with
 // the fewest jobs in flight (busy, counted by the caller, plus those
@@ -170,12 +248,7 @@ func (s *Store) lease(now time.Time, n int, visibility time.Duration, busy map[s
 		out, next = nil, time.Time{}
 		type cand struct{ id, account string }
 		var cands []cand
-		c := tx.Bucket([]byte(bucketQueueVis)).Cursor()
-		for k, _ := c.First(); k != nil && len(cands) < max(n, fairScan); k, _ = c.Next() {
-			if int64(binary.BigEndian.Uint64(k[:8])) > now.UnixNano() {
-				break
-			}
-			id := string(k[8:])
+		for _, id := range jobQueue.visible(tx, now, max(n, fairScan)) {
 			var j struct {
 				Account string `json:"account"`
 			}
@@ -205,25 +278,14 @@ func (s *Store) lease(now time.Time, n int, visibility time.Duration, busy map[s
 			ids = append(ids, cands[best])
 		}
 		for _, cd := range ids {
-			m, ok, err := getMessage(tx, cd.id)
+			l, err := jobQueue.take(tx, cd.id, now, visibility)
 			if err != nil {
 				return err
 			}
-			if !ok {
-				return fmt.Errorf("queue index points at missing message %s", cd.id)
-			}
-			old := m
-			m.Leased = true
-			m.Receives++
-			m.VisibleAt = now.Add(visibility).UnixNano()
-			if err := putMessage(tx, cd.id, m, &old); err != nil {
-				return err
-			}
-			out = append(out, lease{id: cd.id, receives: m.Receives, account: cd.account})
+			l.account = cd.account
+			out = append(out, l)
 		}
-		if k, _ := tx.Bucket([]byte(bucketQueueVis)).Cursor().First(); k != nil {
-			next = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])))
-		}
+		next = jobQueue.next(tx)
 		return nil
 	})
 	if err != nil {
@@ -239,8 +301,8 @@ func (s *Store) ack(l lease) error {
 	var requeued bool
 	err := s.update(func(tx *bolt.Tx) error {
 		requeued = false
-		m, ok, err := getMessage(tx, l.id)
-		if err != nil || !ok || !m.Leased || m.Receives != l.receives {
+		m, ok, err := jobQueue.held(tx, l)
+		if !ok {
 			return err
 		}
 		if m.Requeue {
@@ -253,10 +315,10 @@ func (s *Store) ack(l lease) error {
 				old := m
 				m.Leased, m.Requeue, m.VisibleAt, m.RequeueAt = false, false, m.RequeueAt, 0
 				requeued = true
-				return putMessage(tx, l.id, m, &old)
+				return jobQueue.put(tx, l.id, m, &old)
 			}
 		}
-		return deleteMessage(tx, l.id, m)
+		return jobQueue.delete(tx, l.id, m)
 	})
 	if err != nil {
 		return fmt.Errorf("ack %s: %w", l.id, err)
@@ -280,8 +342,8 @@ func backoff(n int) time.Duration {
 // backoff (or at a requeue time that is earlier).
 func (s *Store) nack(l lease, now time.Time) error {
 	err := s.update(func(tx *bolt.Tx) error {
-		m, ok, err := getMessage(tx, l.id)
-		if err != nil || !ok || !m.Leased || m.Receives != l.receives {
+		m, ok, err := jobQueue.held(tx, l)
+		if !ok {
 			return err
 		}
 		old := m
@@ -290,7 +352,7 @@ func (s *Store) nack(l lease, now time.Time) error {
 			m.VisibleAt = m.RequeueAt
 		}
 		m.Leased, m.Requeue, m.RequeueAt = false, false, 0
-		return putMessage(tx, l.id, m, &old)
+		return jobQueue.put(tx, l.id, m, &old)
 	})
 	if err != nil {
 		return fmt.Errorf("nack %s: %w", l.id, err)
@@ -309,20 +371,42 @@ func (s *Store) nack(l lease, now time.Time) error {
 // many messages as it has free workers. It returns an error only if the
 // store is closed. Run one Consume per Store.
 func (s *Store) Consume(ctx context.Context, workers int, visibility time.Duration, process func(ctx context.Context, id string) error) error {
-	workers = max(workers, 1)
 	if visibility <= 0 {
 		visibility = 5 * time.Minute
 	}
+	err := s.consume(ctx, "queue", workers, s.queueWake,
+		func(now time.Time, n int, busy map[string]int) ([]lease, time.Time, error) {
+			return s.lease(now, n, visibility, busy)
+		},
+		func(ctx context.Context, l lease) { s.run(ctx, l, process) })
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	return nil
+}
+
+// consume is the loop of Consume and ConsumeWebhooks. It runs up to
+// workers calls of run at a time, one per lease, until ctx is done; then
+// it waits for running calls and returns nil. When it has free workers it
+// calls take for at most that many leases, passing the leases in flight
+// per account (busy, for the job queue's fairness), and sleeps until wake
+// is signalled, a call returns or the next message becomes visible (at
+// most maxIdle); with no free worker it waits for a call to return. It
+// returns an error only if the store is closed. name labels its logs.
+func (s *Store) consume(ctx context.Context, name string, workers int, wake <-chan struct{},
+	take func(now time.Time, n int, busy map[string]int) ([]lease, time.Time, error),
+	run func(ctx context.Context, l lease)) error {
+	workers = max(workers, 1)
 	work := make(chan lease)
 	done := make(chan string, workers) // a finished lease's account
-	busy := map[string]int{}           // jobs in flight per account
+	busy := map[string]int{}           // leases in flight per account
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for l := range work {
-				s.run(ctx, l, process)
+				run(ctx, l)
 				done <- l.account
 			}
 		}()
@@ -338,13 +422,12 @@ func (s *Store) Consume(ctx context.Context, workers int, visibility time.Durati
 		}
 		wait := maxIdle
 		if free > 0 {
-			now := s.now()
-			ls, next, err := s.lease(now, free, visibility, busy)
+			ls, next, err := take(s.now(), free, busy)
 			if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-				return fmt.Errorf("consume: %w", err)
+				return err
 			}
 			if err != nil {
-				s.log.Error("queue consumer", "err", err)
+				s.log.Error(name+" consumer", "err", err)
 			}
 			for _, l := range ls {
 				busy[l.account]++
@@ -364,7 +447,7 @@ func (s *Store) Consume(ctx context.Context, workers int, visibility time.Durati
 		case <-ctx.Done():
 			t.Stop()
 			return nil
-		case <-s.queueWake:
+		case <-wake:
 		case a := <-done:
 			free++
 			release(busy, a)
@@ -383,7 +466,7 @@ func (s *Store) Consume(ctx context.Context, workers int, visibility time.Durati
 	}
 }
 
-// release counts one job of account as no longer in flight.
+// release counts one lease of account as no longer in flight.
 func release(busy map[string]int, account string) {
 	if busy[account]--; busy[account] <= 0 {
 		delete(busy, account)
@@ -411,7 +494,7 @@ func (s *Store) run(ctx context.Context, l lease, process func(ctx context.Conte
 func (s *Store) QueueDepth() (int, error) {
 	var n int
 	err := s.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket([]byte(bucketQueue)).Stats().KeyN
+		n = tx.Bucket([]byte(jobQueue.msgs)).Stats().KeyN
 		return nil
 	})
 	return n, err

@@ -2,12 +2,15 @@ package localstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/genway/genway/shared/jobs"
 )
@@ -441,4 +444,77 @@ func TestLeaseFair(t *testing.T) {
 			now = now.Add(time.Second) // the leases expire: the next case sees every message again
 		})
 	}
+}
+
+// TestQueueStoredFormat opens a file whose queues hold messages as the
+// store has always written them (a job message leased with a requeue, a
+// webhook message leased) and checks both queues read them, expire their
+// leases on Open, and write them back in the same JSON.
+func TestQueueStoredFormat(t *testing.T) {
+	c := newClock()
+	now := c.Now().UnixNano()
+	tests := []struct {
+		q     queue
+		id    string
+		raw   string // as stored by a process that died holding the lease
+		lease func(s *Store) ([]lease, time.Time, error)
+	}{
+		{jobQueue, "job_a", fmt.Sprintf(`{"visible_at":%d,"receives":1,"leased":true,"requeue":true,"requeue_at":%d}`, now+int64(time.Hour), now+int64(time.Second)),
+			func(s *Store) ([]lease, time.Time, error) { return s.lease(c.Now(), 10, time.Minute, nil) }},
+		{hookQueue, "job_h", fmt.Sprintf(`{"visible_at":%d,"receives":1,"leased":true}`, now+int64(time.Hour)),
+			func(s *Store) ([]lease, time.Time, error) { return s.leaseHooks(c.Now(), 10, time.Minute) }},
+	}
+	path := filepath.Join(t.TempDir(), "q.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, tt := range tests {
+			var m message
+			if err := json.Unmarshal([]byte(tt.raw), &m); err != nil {
+				return err
+			}
+			if err := put(tx, tt.q.msgs, []byte(tt.id), []byte(tt.raw)); err != nil {
+				return err
+			}
+			if err := put(tx, tt.q.vis, visKey(m.VisibleAt, tt.id), nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err != nil || cerr != nil {
+		t.Fatalf("write the old file: %v, %v", err, cerr)
+	}
+	s := openClocked(t, path, c)
+	for _, tt := range tests {
+		t.Run(tt.q.msgs, func(t *testing.T) {
+			ls, _, err := tt.lease(s)
+			if err != nil || len(ls) != 1 || ls[0].id != tt.id || ls[0].receives != 2 {
+				t.Fatalf("lease after Open = %+v, %v; want %s again at once, receive 2", ls, err, tt.id)
+			}
+			var raw string
+			err = s.db.View(func(tx *bolt.Tx) error {
+				raw = string(tx.Bucket([]byte(tt.q.msgs)).Get([]byte(tt.id)))
+				return nil
+			})
+			want := fmt.Sprintf(`{"visible_at":%d,"receives":2,"leased":true}`, now+int64(time.Minute))
+			if err != nil || raw != want {
+				t.Errorf("stored message = %s, %v; want %s", raw, err, want)
+			}
+		})
+	}
+	if _, err := s.messages(); err != nil {
+		t.Errorf("job queue index: %v", err)
+	}
+}
+
+// put writes k=v in bucket name, creating it if needed.
+func put(tx *bolt.Tx, name string, k, v []byte) error {
+	b, err := tx.CreateBucketIfNotExists([]byte(name))
+	if err != nil {
+		return err
+	}
+	return b.Put(k, v)
 }

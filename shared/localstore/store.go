@@ -62,7 +62,7 @@ const (
 	bucketLedgerSeq = "ledger_seq"        // account \x00 seq -> entry id
 	bucketKeys      = "keys"              // key hash -> auth.Record
 	bucketKeyIDs    = "key_ids"           // key id -> key hash
-	bucketQueue     = "queue"             // job id -> message
+	bucketQueue     = "queue"             // job id -> message (see queue)
 	bucketQueueVis  = "queue_vis"         // visible-at (ns) ++ job id -> nil
 	bucketChanges   = "changes"           // seq -> change
 	bucketMeta      = "meta"              // feed cursor
@@ -164,7 +164,7 @@ func (s *Store) init() error {
 		if err := initWebhooks(tx, s.now()); err != nil {
 			return err
 		}
-		return expireLeases(tx, s.now())
+		return jobQueue.expireLeases(tx, s.now())
 	})
 }
 

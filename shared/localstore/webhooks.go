@@ -2,24 +2,21 @@ package localstore
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/genway/genway/shared/webhooks"
 )
 
 // Webhooks: the accounts' configs, the jobs' deliveries, and the webhook
-// queue (one message per job id, like the job queue, indexed by visible-at
-// in bucketHookVis), in their own buckets. The change feed's apply
-// schedules a delivery (SendWebhook) before the feed's cursor moves past
-// the job's end, so a delivery is never lost to a crash; a message leased
-// by a process that died is visible again at the next Open.
+// queue, in buckets of their own. The webhook queue is hookQueue, the job
+// queue's mechanism (see queue.go): one message per job id. The change
+// feed's apply schedules a delivery (SendWebhook) before the feed's cursor
+// moves past the job's end, so a delivery is never lost to a crash; a
+// message leased by a process that died is visible again at the next Open.
 
 var _ webhooks.Store = (*Store)(nil)
 var _ webhooks.Queue = (*Store)(nil)
@@ -28,17 +25,11 @@ var _ webhooks.Queue = (*Store)(nil)
 const (
 	bucketHookConfigs = "webhook_configs"    // account -> webhooks.Config
 	bucketHookDeliv   = "webhook_deliveries" // job id -> webhooks.Delivery
-	bucketHookQueue   = "webhook_queue"      // job id -> hookMessage
+	bucketHookQueue   = "webhook_queue"      // job id -> message (see queue)
 	bucketHookVis     = "webhook_queue_vis"  // visible-at (ns) ++ job id -> nil
 )
 
 var hookBuckets = []string{bucketHookConfigs, bucketHookDeliv, bucketHookQueue, bucketHookVis}
-
-type hookMessage struct {
-	VisibleAt int64 `json:"visible_at"` // Unix nanoseconds
-	Receives  int   `json:"receives"`
-	Leased    bool  `json:"leased,omitempty"`
-}
 
 // initWebhooks creates the buckets and makes every leased message visible
 // at now (its lease was a dead process's).
@@ -48,46 +39,7 @@ func initWebhooks(tx *bolt.Tx, now time.Time) error {
 			return fmt.Errorf("create bucket %s: %w", name, err)
 		}
 	}
-	type fix struct {
-		id string
-		m  hookMessage
-	}
-	var fixes []fix
-	q := tx.Bucket([]byte(bucketHookQueue))
-	err := q.ForEach(func(k, _ []byte) error {
-		var m hookMessage
-		if _, err := getJSON(q, k, &m); err != nil {
-			return err
-		}
-		if m.Leased {
-			fixes = append(fixes, fix{string(k), m})
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	for _, f := range fixes {
-		old := f.m
-		f.m.Leased, f.m.VisibleAt = false, now.UnixNano()
-		if err := putHookMessage(tx, f.id, f.m, &old); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func putHookMessage(tx *bolt.Tx, id string, m hookMessage, old *hookMessage) error {
-	vb := tx.Bucket([]byte(bucketHookVis))
-	if old != nil {
-		if err := vb.Delete(visKey(old.VisibleAt, id)); err != nil {
-			return err
-		}
-	}
-	if err := vb.Put(visKey(m.VisibleAt, id), nil); err != nil {
-		return err
-	}
-	return putJSON(tx.Bucket([]byte(bucketHookQueue)), []byte(id), m)
+	return hookQueue.expireLeases(tx, now)
 }
 
 // WebhookConfig implements webhooks.Store.
@@ -219,22 +171,21 @@ func (s *Store) SendWebhook(ctx context.Context, jobID string, delay time.Durati
 	}
 	at := s.now().Add(max(delay, 0)).UnixNano()
 	err := s.update(func(tx *bolt.Tx) error {
-		var m hookMessage
-		ok, err := getJSON(tx.Bucket([]byte(bucketHookQueue)), []byte(jobID), &m)
+		m, ok, err := hookQueue.get(tx, jobID)
 		switch {
 		case err != nil:
 			return err
 		case !ok:
-			return putHookMessage(tx, jobID, hookMessage{VisibleAt: at}, nil)
+			return hookQueue.put(tx, jobID, message{VisibleAt: at}, nil)
 		case !m.Leased && at < m.VisibleAt:
 			old := m
 			m.VisibleAt = at
-			return putHookMessage(tx, jobID, m, &old)
+			return hookQueue.put(tx, jobID, m, &old)
 		case m.Leased:
 			// Its consumer reschedules it; make that come now.
 			old := m
 			m.VisibleAt = min(m.VisibleAt, at)
-			return putHookMessage(tx, jobID, m, &old)
+			return hookQueue.put(tx, jobID, m, &old)
 		}
 		return nil
 	})
@@ -245,47 +196,21 @@ func (s *Store) SendWebhook(ctx context.Context, jobID string, delay time.Durati
 	return nil
 }
 
-type hookLease struct {
-	id       string
-	receives int
-	until    int64 // the lease's end, Unix nanoseconds
-}
-
 // leaseHooks takes up to n messages visible at now for visibility, and
 // says when the next one is visible.
-func (s *Store) leaseHooks(now time.Time, n int, visibility time.Duration) ([]hookLease, time.Time, error) {
-	var out []hookLease
+func (s *Store) leaseHooks(now time.Time, n int, visibility time.Duration) ([]lease, time.Time, error) {
+	var out []lease
 	var next time.Time
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		out, next = nil, time.Time{}
-		var ids []string
-		c := tx.Bucket([]byte(bucketHookVis)).Cursor()
-		for k, _ := c.First(); k != nil && len(ids) < n; k, _ = c.Next() {
-			if int64(binary.BigEndian.Uint64(k[:8])) > now.UnixNano() {
-				break
-			}
-			ids = append(ids, string(k[8:]))
-		}
-		for _, id := range ids {
-			var m hookMessage
-			ok, err := getJSON(tx.Bucket([]byte(bucketHookQueue)), []byte(id), &m)
+		out = nil
+		for _, id := range hookQueue.visible(tx, now, n) {
+			l, err := hookQueue.take(tx, id, now, visibility)
 			if err != nil {
 				return err
 			}
-			if !ok {
-				return fmt.Errorf("webhook queue index points at missing message %s", id)
-			}
-			old := m
-			m.Leased, m.Receives = true, m.Receives+1
-			m.VisibleAt = now.Add(visibility).UnixNano()
-			if err := putHookMessage(tx, id, m, &old); err != nil {
-				return err
-			}
-			out = append(out, hookLease{id: id, receives: m.Receives, until: m.VisibleAt})
+			out = append(out, l)
 		}
-		if k, _ := tx.Bucket([]byte(bucketHookVis)).Cursor().First(); k != nil {
-			next = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8])))
-		}
+		next = hookQueue.next(tx)
 		return nil
 	})
 	if err != nil {
@@ -297,20 +222,16 @@ func (s *Store) leaseHooks(now time.Time, n int, visibility time.Duration) ([]ho
 // settleHook ends a lease: the message is deleted (retry 0) or visible
 // again after retry. A lease that is no longer current changes nothing.
 // A SendWebhook during the lease that asked for an earlier time wins.
-func (s *Store) settleHook(l hookLease, retry time.Duration) error {
+func (s *Store) settleHook(l lease, retry time.Duration) error {
 	err := s.update(func(tx *bolt.Tx) error {
-		var m hookMessage
-		ok, err := getJSON(tx.Bucket([]byte(bucketHookQueue)), []byte(l.id), &m)
-		if err != nil || !ok || !m.Leased || m.Receives != l.receives {
+		m, ok, err := hookQueue.held(tx, l)
+		if !ok {
 			return err
 		}
 		old := m
 		sent := m.VisibleAt < l.until // a SendWebhook came during the lease
 		if retry <= 0 && !sent {
-			if err := tx.Bucket([]byte(bucketHookVis)).Delete(visKey(m.VisibleAt, l.id)); err != nil {
-				return err
-			}
-			return tx.Bucket([]byte(bucketHookQueue)).Delete([]byte(l.id))
+			return hookQueue.delete(tx, l.id, m)
 		}
 		at := s.now().Add(retry).UnixNano()
 		if sent {
@@ -320,7 +241,7 @@ func (s *Store) settleHook(l hookLease, retry time.Duration) error {
 			}
 		}
 		m.Leased, m.VisibleAt = false, at
-		return putHookMessage(tx, l.id, m, &old)
+		return hookQueue.put(tx, l.id, m, &old)
 	})
 	if err != nil {
 		return fmt.Errorf("settle webhook message %s: %w", l.id, err)
@@ -343,77 +264,24 @@ const hookErrorRetry = 5 * time.Second
 // receiver that hangs holds one sender for its attempt's timeout, never a
 // job worker. Run one ConsumeWebhooks per Store.
 func (s *Store) ConsumeWebhooks(ctx context.Context, senders int, visibility time.Duration, deliver func(ctx context.Context, jobID string) (time.Duration, error)) error {
-	senders = max(senders, 1)
-	work := make(chan hookLease)
-	done := make(chan struct{}, senders)
-	var wg sync.WaitGroup
-	for range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for l := range work {
-				retry, err := deliver(ctx, l.id)
-				if err != nil && ctx.Err() == nil {
-					s.log.Error("webhook delivery failed; will retry", "job_id", l.id, "err", err)
-					retry = hookErrorRetry
+	err := s.consume(ctx, "webhook queue", senders, s.hookWake,
+		func(now time.Time, n int, _ map[string]int) ([]lease, time.Time, error) {
+			return s.leaseHooks(now, n, visibility)
+		},
+		func(ctx context.Context, l lease) {
+			retry, err := deliver(ctx, l.id)
+			if err != nil && ctx.Err() == nil {
+				s.log.Error("webhook delivery failed; will retry", "job_id", l.id, "err", err)
+				retry = hookErrorRetry
+			}
+			if ctx.Err() == nil {
+				if serr := s.settleHook(l, retry); serr != nil {
+					s.log.Error("webhook queue", "job_id", l.id, "err", serr)
 				}
-				if ctx.Err() == nil {
-					if serr := s.settleHook(l, retry); serr != nil {
-						s.log.Error("webhook queue", "job_id", l.id, "err", serr)
-					}
-				}
-				done <- struct{}{}
 			}
-		}()
+		})
+	if err != nil {
+		return fmt.Errorf("consume webhooks: %w", err)
 	}
-	defer func() {
-		close(work)
-		wg.Wait()
-	}()
-	free := senders
-	for {
-		if ctx.Err() != nil {
-			return nil
-		}
-		wait := maxIdle
-		if free > 0 {
-			ls, next, err := s.leaseHooks(s.now(), free, visibility)
-			if errors.Is(err, berrors.ErrDatabaseNotOpen) {
-				return fmt.Errorf("consume webhooks: %w", err)
-			}
-			if err != nil {
-				s.log.Error("webhook queue consumer", "err", err)
-			}
-			for _, l := range ls {
-				work <- l
-				free--
-			}
-			if !next.IsZero() {
-				wait = min(wait, max(next.Sub(s.now()), time.Millisecond))
-			}
-		}
-		var timer <-chan time.Time
-		t := time.NewTimer(wait)
-		if free > 0 {
-			timer = t.C
-		}
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-s.hookWake:
-		case <-done:
-			free++
-		case <-timer:
-		}
-		t.Stop()
-		for drained := false; !drained; {
-			select {
-			case <-done:
-				free++
-			default:
-				drained = true
-			}
-		}
-	}
+	return nil
 }
