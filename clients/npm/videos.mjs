@@ -9,8 +9,14 @@
 // fake vendor hands out its own clip). For each video it prints
 // "video <model> <id> sha256 <hex of the bytes>" for the test to compare.
 import assert from "node:assert/strict";
+import { File as BufferFile } from "node:buffer";
 import { createHash } from "node:crypto";
 import OpenAI from "openai";
+
+// Node 18 (Debian bookworm's, which scripts/test.sh installs on a fresh
+// machine) has no global File, which the SDK's uploads need; the SDK's own
+// error message says to take it from node:buffer. Newer Node has it.
+globalThis.File ??= BufferFile;
 
 const client = new OpenAI({ baseURL: process.env.GENWAY_URL + "/v1", apiKey: process.env.GENWAY_KEY, maxRetries: 0 });
 const cases = JSON.parse(process.env.GENWAY_VIDEO_CASES);
