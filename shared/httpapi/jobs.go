@@ -162,29 +162,17 @@ func ListJobs(svc *jobs.Service, log *slog.Logger) http.Handler {
 // checks the values. Other parameters are ignored.
 func DecodeListJobs(v url.Values) (jobs.ListQuery, error) {
 	var q jobs.ListQuery
-	get := func(name string) (string, bool, error) {
-		vs, ok := v[name]
-		switch {
-		case !ok:
-			return "", false, nil
-		case len(vs) > 1:
-			return "", false, apierr.Invalidf(name, "invalid_value", "%s must be given once.", name)
-		case vs[0] == "":
-			return "", false, apierr.Invalidf(name, "invalid_value", "%s must not be empty.", name)
-		}
-		return vs[0], true, nil
-	}
 	for _, p := range []struct {
 		name string
 		dst  *string
 	}{{"type", &q.Type}, {"model", &q.Model}, {"after", &q.Cursor}} {
-		s, _, err := get(p.name)
+		s, _, err := queryParam(v, p.name)
 		if err != nil {
 			return q, err
 		}
 		*p.dst = s
 	}
-	s, _, err := get("status")
+	s, _, err := queryParam(v, "status")
 	if err != nil {
 		return q, err
 	}
@@ -193,7 +181,7 @@ func DecodeListJobs(v url.Values) (jobs.ListQuery, error) {
 		name string
 		dst  *int64
 	}{{"since", &q.Since}, {"until", &q.Until}} {
-		s, ok, err := get(p.name)
+		s, ok, err := queryParam(v, p.name)
 		if err != nil || !ok {
 			if err != nil {
 				return q, err
@@ -206,16 +194,40 @@ func DecodeListJobs(v url.Values) (jobs.ListQuery, error) {
 		}
 		*p.dst = n
 	}
-	if s, ok, err := get("limit"); err != nil {
+	if err := queryLimit(v, &q.Limit); err != nil {
 		return q, err
-	} else if ok {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > jobs.MaxListLimit {
-			return q, apierr.Invalidf("limit", "invalid_value", "limit must be an integer between 1 and %d; got %q.", jobs.MaxListLimit, s)
-		}
-		q.Limit = n
 	}
 	return q, nil
+}
+
+// queryParam returns the query parameter name of v, and whether it was
+// given: a parameter given twice or empty is a 400 naming it.
+func queryParam(v url.Values, name string) (string, bool, error) {
+	vs, ok := v[name]
+	switch {
+	case !ok:
+		return "", false, nil
+	case len(vs) > 1:
+		return "", false, apierr.Invalidf(name, "invalid_value", "%s must be given once.", name)
+	case vs[0] == "":
+		return "", false, apierr.Invalidf(name, "invalid_value", "%s must not be empty.", name)
+	}
+	return vs[0], true, nil
+}
+
+// queryLimit sets *limit to the limit query parameter of v when it is
+// given: an integer 1..jobs.MaxListLimit, else a 400 naming it.
+func queryLimit(v url.Values, limit *int) error {
+	s, ok, err := queryParam(v, "limit")
+	if err != nil || !ok {
+		return err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > jobs.MaxListLimit {
+		return apierr.Invalidf("limit", "invalid_value", "limit must be an integer between 1 and %d; got %q.", jobs.MaxListLimit, s)
+	}
+	*limit = n
+	return nil
 }
 
 // CancelJob serves POST /v1/jobs/{id}/cancel: it answers the cancelled

@@ -474,31 +474,13 @@ func ListVideos(svc *jobs.Service, log *slog.Logger) http.Handler {
 // a 400 naming it; other parameters are ignored.
 func DecodeListVideos(v url.Values) (q jobs.ListQuery, after string, err error) {
 	q = jobs.ListQuery{Type: jobs.TypeVideo, Limit: jobs.DefaultListLimit}
-	get := func(name string) (string, bool, error) {
-		vs, ok := v[name]
-		switch {
-		case !ok:
-			return "", false, nil
-		case len(vs) > 1:
-			return "", false, apierr.Invalidf(name, "invalid_value", "%s must be given once.", name)
-		case vs[0] == "":
-			return "", false, apierr.Invalidf(name, "invalid_value", "%s must not be empty.", name)
-		}
-		return vs[0], true, nil
-	}
-	if after, _, err = get("after"); err != nil {
+	if after, _, err = queryParam(v, "after"); err != nil {
 		return q, "", err
 	}
-	if s, ok, err := get("limit"); err != nil {
+	if err := queryLimit(v, &q.Limit); err != nil {
 		return q, "", err
-	} else if ok {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > jobs.MaxListLimit {
-			return q, "", apierr.Invalidf("limit", "invalid_value", "limit must be an integer between 1 and %d; got %q.", jobs.MaxListLimit, s)
-		}
-		q.Limit = n
 	}
-	if s, ok, err := get("order"); err != nil {
+	if s, ok, err := queryParam(v, "order"); err != nil {
 		return q, "", err
 	} else if ok {
 		switch s {
