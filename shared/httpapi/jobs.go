@@ -18,6 +18,16 @@ import (
 // maxIdempotencyKey bounds the Idempotency-Key header.
 const maxIdempotencyKey = 255
 
+// idempotencyKey returns the request's Idempotency-Key header ("" if
+// none): a 400 naming it past maxIdempotencyKey characters.
+func idempotencyKey(r *http.Request) (string, error) {
+	idem := r.Header.Get("Idempotency-Key")
+	if len(idem) > maxIdempotencyKey {
+		return "", apierr.Invalidf("Idempotency-Key", "invalid_value", "The Idempotency-Key header is longer than %d characters.", maxIdempotencyKey)
+	}
+	return idem, nil
+}
+
 // jobView is the Job object of the API: the seed's fields plus model,
 // input, updated and history (the statuses it entered, when; absent for
 // jobs stored before history was kept). output.url is made at read time.
@@ -76,9 +86,9 @@ func CreateJob(svc *jobs.Service, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		idem := r.Header.Get("Idempotency-Key")
-		if len(idem) > maxIdempotencyKey {
-			writeError(w, r, log, apierr.Invalidf("Idempotency-Key", "invalid_value", "The Idempotency-Key header is longer than %d characters.", maxIdempotencyKey))
+		idem, err := idempotencyKey(r)
+		if err != nil {
+			writeError(w, r, log, err)
 			return
 		}
 		sum := sha256.Sum256(body)

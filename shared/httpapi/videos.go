@@ -373,9 +373,9 @@ func CreateVideo(svc *jobs.Service, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		idem := r.Header.Get("Idempotency-Key")
-		if len(idem) > maxIdempotencyKey {
-			writeError(w, r, log, apierr.Invalidf("Idempotency-Key", "invalid_value", "The Idempotency-Key header is longer than %d characters.", maxIdempotencyKey))
+		idem, err := idempotencyKey(r)
+		if err != nil {
+			writeError(w, r, log, err)
 			return
 		}
 		j, err := svc.Create(r.Context(), account(r), req, idem, v.hash())
