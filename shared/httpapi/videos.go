@@ -556,7 +556,7 @@ type videoDeleted struct {
 }
 
 // DeleteVideo serves DELETE /v1/videos/{id}: a completed or failed video
-// is deleted with its stored output (jobs.Service.Delete; its charge
+// is deleted with its stored output (jobs.Service.DeleteJob; its charge
 // stands), and is not found from then on, under both APIs. A queued or
 // running video is a 409 job_not_final: cancel it first (POST
 // /v1/jobs/{id}/cancel).
@@ -567,7 +567,7 @@ func DeleteVideo(svc *jobs.Service, log *slog.Logger) http.Handler {
 			writeError(w, r, log, err)
 			return
 		}
-		if _, err := svc.Delete(r.Context(), account(r), j.ID); err != nil {
+		if _, err := svc.DeleteJob(r.Context(), j); err != nil {
 			if errors.Is(err, jobs.ErrNotFound) {
 				err = errVideoNotFound
 			}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -731,4 +732,34 @@ func FuzzDecodeCreateVideo(f *testing.F) {
 			t.Fatalf("decodeCreateVideo(%q) = %v; want a 400 *apierr.Error", body, err)
 		}
 	})
+}
+
+// getCounter is a store that counts its Get calls.
+type getCounter struct {
+	jobs.Store
+	gets *atomic.Int32
+}
+
+func (s getCounter) Get(ctx context.Context, id string) (*jobs.Job, error) {
+	s.gets.Add(1)
+	return s.Store.Get(ctx, id)
+}
+
+// TestDeleteVideoReadsOnce: DELETE /v1/videos/{id} reads the job once
+// (the type check and the delete share the read).
+func TestDeleteVideoReadsOnce(t *testing.T) {
+	var gets atomic.Int32
+	e := vtServer(t, func(s jobs.Store) jobs.Store { return getCounter{s, &gets} })
+	ct, body := form(t, "model", "synthetic-video", "prompt", "a ball", "seconds", "1", "size", "320x240")
+	v := decodeVideo(t, e.send(t, "a", "POST", "/v1/videos", ct, body))
+	if err := e.worker.Process(context.Background(), v.ID); err != nil {
+		t.Fatal(err)
+	}
+	gets.Store(0)
+	if r := e.send(t, "a", "DELETE", "/v1/videos/"+v.ID, "", nil); r.status != 200 {
+		t.Fatalf("DELETE = %d %s", r.status, r.body)
+	}
+	if n := gets.Load(); n != 1 {
+		t.Errorf("DELETE read the job %d times; want 1", n)
+	}
 }

@@ -32,6 +32,14 @@ func (s *Service) Delete(ctx context.Context, account, id string) (*Job, error) 
 	if err != nil {
 		return nil, err
 	}
+	return s.DeleteJob(ctx, j)
+}
+
+// DeleteJob is Delete of j, the job as Get returned it to its account
+// (a caller that read the job already, to check more than Get does, saves
+// a second read).
+func (s *Service) DeleteJob(ctx context.Context, j *Job) (*Job, error) {
+	id := j.ID
 	if !j.Status.Final() {
 		return nil, notFinal(j)
 	}
