@@ -62,28 +62,11 @@ type jtEnv struct {
 // header (standing in for key authentication).
 func jtServer(t *testing.T) *jtEnv {
 	t.Helper()
-	s, err := localstore.Open(filepath.Join(t.TempDir(), "genway.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{"a", "b"} {
-		if _, err := s.Grant(context.Background(), a, 1_000_000, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, cat := jtStore(t, 1_000_000)
 	c := &jtClock{t: time.Unix(1_750_000_000, 0)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	svc := &jobs.Service{Store: s, Queue: s, Media: jtMedia{}, Catalog: cat, Log: log, Now: c.now}
-	as := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, r.WithContext(auth.WithAccount(r.Context(), r.Header.Get("X-Test-Account"))))
-		})
-	}
+	as := asTestAccount
 	mux := NewMux(log,
 		Route{Method: "POST", Pattern: "/v1/jobs", Handler: as(CreateJob(svc, log))},
 		Route{Method: "GET", Pattern: "/v1/jobs", Handler: as(ListJobs(svc, log))},
@@ -99,24 +82,41 @@ func jtServer(t *testing.T) *jtEnv {
 // status and body.
 func (e *jtEnv) do(t *testing.T, account, method, path, body string) (int, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, e.srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Test-Account", account)
+	ct := ""
 	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+		ct = "application/json"
 	}
-	resp, err := http.DefaultClient.Do(req)
+	r := sendAs(t, e.srv.URL, account, method, path, ct, []byte(body))
+	return r.status, r.body
+}
+
+// jtStore opens an embedded store with accounts "a" and "b", each
+// granted credits, and returns it with the default catalog.
+func jtStore(t *testing.T, credits int64) (*localstore.Store, *catalog.Catalog) {
+	t.Helper()
+	s, err := localstore.Open(filepath.Join(t.TempDir(), "genway.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	t.Cleanup(func() { s.Close() })
+	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, b
+	for _, a := range []string{"a", "b"} {
+		if _, err := s.Grant(context.Background(), a, credits, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, cat
+}
+
+// asTestAccount serves h as the account in the X-Test-Account header
+// (standing in for key authentication).
+func asTestAccount(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(auth.WithAccount(r.Context(), r.Header.Get("X-Test-Account"))))
+	})
 }
 
 // create makes a job of typ as account, one second after the previous.

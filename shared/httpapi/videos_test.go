@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -19,8 +18,6 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
-	"github.com/genway/genway/shared/auth"
-	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localmedia"
 	"github.com/genway/genway/shared/localstore"
@@ -46,20 +43,7 @@ type vtEnv struct {
 // wraps the store the service reads (the worker uses the store itself).
 func vtServer(t *testing.T, wrap func(jobs.Store) jobs.Store) *vtEnv {
 	t.Helper()
-	s, err := localstore.Open(filepath.Join(t.TempDir(), "genway.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range []string{"a", "b"} {
-		if _, err := s.Grant(context.Background(), a, 1000, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, cat := jtStore(t, 1000)
 	var h http.Handler
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(srv.Close)
@@ -74,11 +58,7 @@ func vtServer(t *testing.T, wrap func(jobs.Store) jobs.Store) *vtEnv {
 		Deletes: s, Credits: s, Retention: vtRetention}
 	worker := &jobs.Worker{Store: s, Queue: s, Media: media, Catalog: cat, Log: log,
 		Providers: map[string]jobs.Provider{"synthetic": synthetic.Media{}}, Now: c.now}
-	as := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(w, r.WithContext(auth.WithAccount(r.Context(), r.Header.Get("X-Test-Account"))))
-		})
-	}
+	as := asTestAccount
 	h = NewMux(log,
 		Route{Method: "POST", Pattern: "/v1/videos", Handler: as(CreateVideo(svc, log))},
 		Route{Method: "GET", Pattern: "/v1/videos", Handler: as(ListVideos(svc, log))},
@@ -104,7 +84,16 @@ type vtResp struct {
 // ""), with extra headers, not following redirects.
 func (e *vtEnv) send(t *testing.T, account, method, path, contentType string, body []byte, hdr ...string) vtResp {
 	t.Helper()
-	req, err := http.NewRequest(method, e.srv.URL+path, bytes.NewReader(body))
+	return sendAs(t, e.srv.URL, account, method, path, contentType, body, hdr...)
+}
+
+// sendAs sends method path to the server at base as account (the
+// X-Test-Account header, see asTestAccount) with body of contentType
+// (none if ""), with extra headers (name, value pairs), not following
+// redirects.
+func sendAs(t *testing.T, base, account, method, path, contentType string, body []byte, hdr ...string) vtResp {
+	t.Helper()
+	req, err := http.NewRequest(method, base+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
