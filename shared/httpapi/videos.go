@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
@@ -219,13 +220,8 @@ func decodeCreateVideo(contentType string, body []byte) (*videoRequest, error) {
 		if err != nil {
 			return nil, apierr.Invalidf("", "invalid_body", "The form body could not be parsed: %v.", err)
 		}
-		names := make([]string, 0, len(vals))
-		for k := range vals {
-			names = append(names, k)
-		}
-		slices.Sort(names) // report the same field first every time
 		v := &videoRequest{}
-		for _, k := range names {
+		for _, k := range slices.Sorted(maps.Keys(vals)) { // report the same field first every time
 			if len(vals[k]) > 1 {
 				return nil, apierr.Invalidf(k, "invalid_value", "%s must be given once.", k)
 			}
@@ -303,13 +299,8 @@ func decodeVideoJSON(body []byte) (*videoRequest, error) {
 	if raw == nil {
 		return nil, apierr.Invalidf("", "invalid_json", "The request body must be a JSON object.")
 	}
-	names := make([]string, 0, len(raw))
-	for k := range raw {
-		names = append(names, k)
-	}
-	slices.Sort(names)
 	v := &videoRequest{}
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		f, err := videoField(k)
 		if err != nil {
 			return nil, err
