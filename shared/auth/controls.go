@@ -204,7 +204,7 @@ func Match(pattern, model string) bool {
 	return p == len(pattern)
 }
 
-// Allows reports whether a key with these model patterns may use model:
+// allows reports whether a key with these model patterns may use model:
 // any model when there are none.
 func allows(patterns []string, model string) bool {
 	if len(patterns) == 0 {
