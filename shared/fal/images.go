@@ -54,8 +54,8 @@ func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Pa
 			input[k] = v
 		}
 	}
-	var w, h int
-	if _, err := fmt.Sscanf(ip.Size, "%dx%d", &w, &h); err != nil {
+	w, h, ok := catalog.ParseSize(ip.Size)
+	if !ok {
 		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: fmt.Sprintf("fal takes no image size %q.", ip.Size)}
 	}
 	if preset, ok := presets[ip.Size]; ok {
