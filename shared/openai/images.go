@@ -50,19 +50,8 @@ var (
 
 // NewImages returns the Images API provider for cfg.
 func NewImages(cfg Config) *Images {
-	p := &Images{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
-	if p.name == "" {
-		p.name = "openai"
-	}
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	p.endpoint = base + "/images/generations"
-	if p.client == nil {
-		p.client = http.DefaultClient
-	}
-	return p
+	cfg, base := cfg.withDefaults()
+	return &Images{name: cfg.Name, endpoint: base + "/images/generations", keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
 }
 
 // KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).

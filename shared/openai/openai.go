@@ -62,20 +62,26 @@ var (
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
-	if p.name == "" {
-		p.name = "openai"
+	cfg, base := cfg.withDefaults()
+	return &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient,
+		endpoint: base + "/chat/completions", speech: base + "/audio/speech"}
+}
+
+// withDefaults returns cfg with its defaults applied (Name "openai",
+// http.DefaultClient), and its base URL (DefaultBaseURL if none) without
+// a trailing slash.
+func (cfg Config) withDefaults() (Config, string) {
+	if cfg.Name == "" {
+		cfg.Name = "openai"
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	p.endpoint = base + "/chat/completions"
-	p.speech = base + "/audio/speech"
-	if p.client == nil {
-		p.client = http.DefaultClient
-	}
-	return p
+	return cfg, base
 }
 
 // Complete sends a non-streamed request.
