@@ -162,15 +162,11 @@ func sniff(data []byte, format string) string {
 // content_policy; a refused key (401, 403) and a used-up quota (429
 // insufficient_quota) are the operator's account's.
 func (p *Images) refusal(status int, body []byte) jobs.Refusal {
-	var v struct {
-		Error *wireError `json:"error"`
-	}
 	r := jobs.Refusal{Message: errorMessage(body)}
-	if json.Unmarshal(body, &v) != nil || v.Error == nil {
+	code, ok := errorCode(body)
+	if !ok {
 		return r
 	}
-	var code string
-	_ = json.Unmarshal(v.Error.Code, &code)
 	switch {
 	case moderated(code):
 		r.Code = jobs.CodeContentPolicy

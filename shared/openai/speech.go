@@ -59,15 +59,22 @@ func (p *Provider) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, er
 // refusedContent reports whether an error body is OpenAI's refusal of the
 // input on content grounds (see moderated).
 func refusedContent(body []byte) bool {
+	code, _ := errorCode(body)
+	return moderated(code)
+}
+
+// errorCode returns the code of OpenAI's error body {"error": {"code"}}
+// ("" if it is not a string), and whether body is such an error.
+func errorCode(body []byte) (string, bool) {
 	var v struct {
 		Error *wireError `json:"error"`
 	}
 	if json.Unmarshal(body, &v) != nil || v.Error == nil {
-		return false
+		return "", false
 	}
 	var code string
 	_ = json.Unmarshal(v.Error.Code, &code)
-	return moderated(code)
+	return code, true
 }
 
 // moderated reports whether an OpenAI error code is its safety system's
