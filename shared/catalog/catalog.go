@@ -361,7 +361,7 @@ func (in *Input) Build(prompt, category string, duration int, size, lyrics, form
 		put(in.Duration, duration)
 	}
 	put(in.DurationMS, duration*1000)
-	if w, h, ok := parseSize(size); ok {
+	if w, h, ok := ParseSize(size); ok {
 		ratio, _ := AspectRatio(size)
 		put(in.AspectRatio, ratio)
 		put(in.Resolution, fmt.Sprintf("%dp", min(w, h)))
@@ -375,7 +375,7 @@ func (in *Input) Build(prompt, category string, duration int, size, lyrics, form
 // AspectRatio returns the aspect ratio of size (WxH): width:height reduced
 // ("16:9", "1:1"), and whether size is WxH.
 func AspectRatio(size string) (string, bool) {
-	w, h, ok := parseSize(size)
+	w, h, ok := ParseSize(size)
 	if !ok {
 		return "", false
 	}
@@ -383,7 +383,9 @@ func AspectRatio(size string) (string, bool) {
 	return fmt.Sprintf("%d:%d", w/g, h/g), true
 }
 
-func parseSize(s string) (w, h int, ok bool) {
+// ParseSize returns the width and height of a size WxH ("1024x768"), and
+// whether s is one, both positive.
+func ParseSize(s string) (w, h int, ok bool) {
 	ws, hs, found := strings.Cut(s, "x")
 	if _, err := fmt.Sscan(ws, &w); err != nil || !found {
 		return 0, 0, false
@@ -586,7 +588,7 @@ func (m *Model) checkImage() error {
 		return fmt.Errorf("max_prompt must not be negative")
 	}
 	for _, s := range m.Sizes {
-		if _, _, ok := parseSize(s); !ok && s != "auto" {
+		if _, _, ok := ParseSize(s); !ok && s != "auto" {
 			return fmt.Errorf("size %q is neither WxH nor auto", s)
 		}
 	}

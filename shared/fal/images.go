@@ -39,23 +39,18 @@ type imageResult struct {
 }
 
 // Generate implements images.Provider with the input of fal's
-// text-to-image models (the catalog model's Input.Fixed first): prompt,
-// image_size (a preset's name, else {"width", "height"}), num_images,
-// output_format and enable_safety_checker true. The request is queued,
-// its status read every poll interval until it is COMPLETED (within ctx),
-// and its images downloaded (fal's file links are public: no key is sent
-// to them). An image the safety checker flagged (has_nsfw_concepts: fal
-// answers it blacked out) is left out; if every one is, the request is
-// refused with content_policy.
+// text-to-image models: the catalog model's Input.Build (its Fixed inputs
+// and the prompt), then image_size (a preset's name, else {"width",
+// "height"}), num_images, output_format and enable_safety_checker true.
+// The request is queued, its status read every poll interval until it is
+// COMPLETED (within ctx), and its images downloaded (fal's file links are
+// public: no key is sent to them). An image the safety checker flagged
+// (has_nsfw_concepts: fal answers it blacked out) is left out; if every
+// one is, the request is refused with content_policy.
 func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Params) (*images.Output, error) {
-	input := map[string]any{}
-	if m.Input != nil {
-		for k, v := range m.Input.Fixed {
-			input[k] = v
-		}
-	}
-	var w, h int
-	if _, err := fmt.Sscanf(ip.Size, "%dx%d", &w, &h); err != nil {
+	input := m.Input.Build(ip.Prompt, "", 0, "", "", "") // Fixed, and the prompt
+	w, h, ok := catalog.ParseSize(ip.Size)
+	if !ok {
 		return nil, &jobs.ProviderError{Code: jobs.CodeInternal, Message: fmt.Sprintf("fal takes no image size %q.", ip.Size)}
 	}
 	if preset, ok := presets[ip.Size]; ok {
@@ -63,7 +58,7 @@ func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Pa
 	} else {
 		input["image_size"] = map[string]int{"width": w, "height": h}
 	}
-	input["prompt"], input["num_images"], input["output_format"], input["enable_safety_checker"] = ip.Prompt, ip.N, ip.Format, true
+	input["num_images"], input["output_format"], input["enable_safety_checker"] = ip.N, ip.Format, true
 	handle, err := p.submit(ctx, m, input)
 	if err != nil {
 		return nil, err

@@ -178,16 +178,3 @@ func ContentType(format string) string {
 	}
 	return "image/png"
 }
-
-// ext returns the file extension of an image media type.
-func ext(contentType string) string {
-	switch contentType {
-	case "image/jpeg":
-		return "jpg"
-	case "image/webp":
-		return "webp"
-	case "image/gif":
-		return "gif"
-	}
-	return "png"
-}

@@ -50,19 +50,8 @@ var (
 
 // NewImages returns the Images API provider for cfg.
 func NewImages(cfg Config) *Images {
-	p := &Images{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
-	if p.name == "" {
-		p.name = "openai"
-	}
-	base := strings.TrimRight(cfg.BaseURL, "/")
-	if base == "" {
-		base = DefaultBaseURL
-	}
-	p.endpoint = base + "/images/generations"
-	if p.client == nil {
-		p.client = http.DefaultClient
-	}
-	return p
+	cfg, base := cfg.withDefaults()
+	return &Images{name: cfg.Name, endpoint: base + "/images/generations", keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
 }
 
 // KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
@@ -173,15 +162,11 @@ func sniff(data []byte, format string) string {
 // content_policy; a refused key (401, 403) and a used-up quota (429
 // insufficient_quota) are the operator's account's.
 func (p *Images) refusal(status int, body []byte) jobs.Refusal {
-	var v struct {
-		Error *wireError `json:"error"`
-	}
 	r := jobs.Refusal{Message: errorMessage(body)}
-	if json.Unmarshal(body, &v) != nil || v.Error == nil {
+	code, ok := errorCode(body)
+	if !ok {
 		return r
 	}
-	var code string
-	_ = json.Unmarshal(v.Error.Code, &code)
 	switch {
 	case moderated(code):
 		r.Code = jobs.CodeContentPolicy

@@ -62,20 +62,26 @@ var (
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
-	if p.name == "" {
-		p.name = "openai"
+	cfg, base := cfg.withDefaults()
+	return &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient,
+		endpoint: base + "/chat/completions", speech: base + "/audio/speech"}
+}
+
+// withDefaults returns cfg with its defaults applied (Name "openai",
+// http.DefaultClient), and its base URL (DefaultBaseURL if none) without
+// a trailing slash.
+func (cfg Config) withDefaults() (Config, string) {
+	if cfg.Name == "" {
+		cfg.Name = "openai"
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	p.endpoint = base + "/chat/completions"
-	p.speech = base + "/audio/speech"
-	if p.client == nil {
-		p.client = http.DefaultClient
-	}
-	return p
+	return cfg, base
 }
 
 // Complete sends a non-streamed request.
@@ -158,29 +164,37 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer)
 	return out, nil
 }
 
-// do sends req and returns a 200 response; any other status is an
-// *chat.UpstreamError.
+// do sends req to chat completions and returns a 200 response; any
+// other status is an *chat.UpstreamError.
 func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*http.Response, error) {
 	body, err := encodeRequest(req, stream)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.name, err)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
+	accept := "application/json"
+	if stream {
+		accept = "text/event-stream"
+	}
+	resp, _, err := p.post(ctx, p.endpoint, accept, body)
+	return resp, err
+}
+
+// post sends the JSON body to url, with the key ctx names (route.WithKey),
+// and returns a 200 response; any other status is an *chat.UpstreamError,
+// returned with the error body it was read from.
+func (p *Provider) post(ctx context.Context, url, accept string, body []byte) (*http.Response, []byte, error) {
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
+		return nil, nil, fmt.Errorf("%s: new request: %w", p.name, err)
 	}
 	hr.Header.Set("Content-Type", "application/json")
-	if stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	} else {
-		hr.Header.Set("Accept", "application/json")
-	}
+	hr.Header.Set("Accept", accept)
 	if key := p.keys.Key(ctx); key != "" {
 		hr.Header.Set("Authorization", "Bearer "+key)
 	}
 	resp, err := p.client.Do(hr)
 	if err != nil {
-		return nil, chat.TransportError(ctx, p.name, "send request", err)
+		return nil, nil, chat.TransportError(ctx, p.name, "send request", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -191,9 +205,9 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 			// request's fault (400), not a key to rest.
 			status = http.StatusBadRequest
 		}
-		return nil, chat.StatusError(p.name, status, resp.Header, msg, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg))
+		return nil, b, chat.StatusError(p.name, status, resp.Header, msg, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg))
 	}
-	return resp, nil
+	return resp, nil, nil
 }
 
 func (p *Provider) garbage(err error) error {

@@ -1,9 +1,9 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -42,28 +42,12 @@ func (p *Provider) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode speech request: %w", p.name, err)
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.speech, bytes.NewReader(body))
+	resp, errBody, err := p.post(ctx, p.speech, "application/octet-stream", body)
+	if ue := (*chat.UpstreamError)(nil); errors.As(err, &ue) && ue.Status == http.StatusBadRequest && refusedContent(errBody) {
+		return nil, speech.ContentPolicy(errorMessage(errBody), ue)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/octet-stream")
-	if key := p.keys.Key(ctx); key != "" {
-		hr.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := p.client.Do(hr)
-	if err != nil {
-		return nil, chat.TransportError(ctx, p.name, "send request", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		msg := errorMessage(b)
-		ue := chat.StatusError(p.name, resp.StatusCode, resp.Header, msg, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg))
-		if resp.StatusCode == http.StatusBadRequest && refusedContent(b) {
-			return nil, speech.ContentPolicy(msg, ue)
-		}
-		return nil, ue
+		return nil, err
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" || mt == "text/event-stream" {
 		resp.Body.Close()
@@ -75,15 +59,22 @@ func (p *Provider) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, er
 // refusedContent reports whether an error body is OpenAI's refusal of the
 // input on content grounds (see moderated).
 func refusedContent(body []byte) bool {
+	code, _ := errorCode(body)
+	return moderated(code)
+}
+
+// errorCode returns the code of OpenAI's error body {"error": {"code"}}
+// ("" if it is not a string), and whether body is such an error.
+func errorCode(body []byte) (string, bool) {
 	var v struct {
 		Error *wireError `json:"error"`
 	}
 	if json.Unmarshal(body, &v) != nil || v.Error == nil {
-		return false
+		return "", false
 	}
 	var code string
 	_ = json.Unmarshal(v.Error.Code, &code)
-	return moderated(code)
+	return code, true
 }
 
 // moderated reports whether an OpenAI error code is its safety system's

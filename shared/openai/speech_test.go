@@ -168,6 +168,8 @@ func TestSpeakErrors(t *testing.T) {
 			route.Final, chat.UpstreamBadRequest, false, false},
 		{"moderation", &fakeTTS{status: 400, chunks: []string{`{"error":{"message":"Your request was rejected by our safety system.","type":"invalid_request_error","param":null,"code":"moderation_blocked"}}`}},
 			route.Final, 0, true, false},
+		{"moderation of a compatible server (OpenRouter's 403): the input's", &fakeTTS{status: 403, chunks: []string{`{"error":{"code":403,"message":"Your input was flagged","metadata":{"reasons":["violence"],"flagged_input":"..."}}}`}},
+			route.Final, chat.UpstreamBadRequest, false, false},
 		{"server error", &fakeTTS{status: 500, chunks: []string{`{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}`}},
 			route.Transient, chat.UpstreamFailed, false, false},
 		{"json in a 200", &fakeTTS{header: map[string]string{"Content-Type": "application/json"}, chunks: []string{`{}`}},

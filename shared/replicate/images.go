@@ -31,14 +31,14 @@ var fluxRatios = map[string]string{
 	"1152x896": "4:3", "896x1152": "3:4", "1088x896": "5:4", "896x1088": "4:5", "1536x640": "21:9", "640x1536": "9:21",
 }
 
-// Generate implements images.Provider with the input of the FLUX models
-// on Replicate (the catalog model's Input.Fixed first): prompt,
-// aspect_ratio, num_outputs and output_format (png, jpg or webp). The
-// prediction is created with "Prefer: wait=60" and, if it has not ended
-// by then, read again every poll interval (within ctx); its output files
-// are downloaded (Replicate's delivery links are public: no token is sent
-// to them). A prediction flagged as sensitive (E005, NSFW) is
-// content_policy.
+// Generate implements images.Provider with the input of the FLUX models on
+// Replicate: the catalog model's Input.Build (its Fixed inputs and the
+// prompt), then aspect_ratio, num_outputs and output_format (png, jpg or
+// webp). The prediction is created with "Prefer: wait=60" and, if it has
+// not ended by then, read again every poll interval (within ctx); its
+// output files are downloaded (Replicate's delivery links are public: no
+// token is sent to them). A prediction flagged as sensitive (E005, NSFW)
+// is content_policy.
 func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Params) (*images.Output, error) {
 	ratio, ok := fluxRatios[ip.Size]
 	if !ok {
@@ -50,13 +50,8 @@ func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Pa
 	if format == "jpeg" {
 		format = "jpg"
 	}
-	input := map[string]any{}
-	if m.Input != nil {
-		for k, v := range m.Input.Fixed {
-			input[k] = v
-		}
-	}
-	input["prompt"], input["aspect_ratio"], input["num_outputs"], input["output_format"] = ip.Prompt, ratio, ip.N, format
+	input := m.Input.Build(ip.Prompt, "", 0, "", "", "") // Fixed, and the prompt
+	input["aspect_ratio"], input["num_outputs"], input["output_format"] = ratio, ip.N, format
 	pr, err := p.create(ctx, m, input, preferWait)
 	if err != nil {
 		return nil, err

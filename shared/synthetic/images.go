@@ -44,8 +44,8 @@ func (Images) Generate(ctx context.Context, m *catalog.Model, p *images.Params) 
 	if err := imageFailure(strings.TrimSpace(p.Prompt), m.ID); err != nil {
 		return nil, err
 	}
-	w, h, err := parseSize(p.Size)
-	if err != nil || w <= 0 || h <= 0 || w*h > 4096*4096 {
+	w, h, ok := catalog.ParseSize(p.Size)
+	if !ok || w*h > 4096*4096 {
 		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Status: http.StatusBadRequest,
 			Message: fmt.Sprintf("The synthetic provider cannot draw an image of size %q.", p.Size)}
 	}
@@ -54,7 +54,10 @@ func (Images) Generate(ctx context.Context, m *catalog.Model, p *images.Params) 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var b bytes.Buffer
+		var (
+			b   bytes.Buffer
+			err error
+		)
 		pic := Picture(Seed("image", p.Prompt, strconv.Itoa(i)), w, h)
 		switch p.Format {
 		case "png":

@@ -60,8 +60,9 @@ func (f *fakeSSM) set(name, value string, fail bool) {
 }
 
 // authRecorder is an upstream that records each request's Authorization
-// header and answers as an OpenAI chat completion (and a Replicate
-// cancel).
+// header and answers as OpenAI's images (/v1/images/generations), speech
+// (/v1/audio/speech) or, at any other path, a chat completion (and a
+// Replicate cancel).
 type authRecorder struct {
 	*httptest.Server
 	mu   sync.Mutex
@@ -75,8 +76,17 @@ func newAuthRecorder(t *testing.T) *authRecorder {
 		a.mu.Lock()
 		a.auth = append(a.auth, r.Header.Get("Authorization"))
 		a.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+		switch r.URL.Path {
+		case "/v1/images/generations":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"created":1,"data":[{"b64_json":"iVBORw0KGgo="}]}`)
+		case "/v1/audio/speech":
+			w.Header().Set("Content-Type", "audio/mpeg")
+			w.Write([]byte{0xff, 0xfb, 0x90, 0x00})
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+		}
 	}))
 	t.Cleanup(a.Close)
 	return a
@@ -128,6 +138,34 @@ func rotationEnv(t *testing.T, env map[string]string, params map[string]string) 
 	var logs bytes.Buffer
 	return f, Rotation{Getenv: getenv, Key: secrets.Lookup(getenv, cache), TTL: time.Minute,
 		Log: slog.New(slog.NewJSONHandler(&logs, nil))}, &logs
+}
+
+// checkRotation rotates SSM parameter param of f from oldKey to newKey
+// and checks that call, made at each step, sends the old key until the
+// TTL has passed and the new one after it: last returns the
+// Authorization header the upstream saw last.
+func checkRotation(t *testing.T, f *fakeSSM, clk *clock, param, oldKey, newKey string, call func() error, last func() string) {
+	t.Helper()
+	for _, step := range []struct {
+		rotate  string
+		advance time.Duration
+		want    string
+	}{
+		{"", 0, "Bearer " + oldKey},
+		{newKey, time.Second, "Bearer " + oldKey},
+		{"", 2 * time.Minute, "Bearer " + newKey},
+	} {
+		if step.rotate != "" {
+			f.set(param, step.rotate, false)
+		}
+		clk.advance(step.advance)
+		if err := call(); err != nil {
+			t.Fatal(err)
+		}
+		if got := last(); got != step.want {
+			t.Fatalf("after %v: sent %q; want %q", step.advance, got, step.want)
+		}
+	}
 }
 
 func TestRotatingChatKeyRotation(t *testing.T) {
@@ -206,59 +244,17 @@ func TestRotatingMediaKeyRotation(t *testing.T) {
 		t.Fatalf("Providers() = %v; want replicate alone, a jobs.Canceller", r.Providers())
 	}
 	j := &jobs.Job{Handle: &jobs.Handle{ID: "p1", CancelURL: up.URL + "/v1/predictions/p1/cancel"}}
-	for _, step := range []struct {
-		rotate  string
-		advance time.Duration
-		want    string
-	}{
-		{"", 0, "Bearer r8_old"},
-		{"r8_new", time.Second, "Bearer r8_old"},
-		{"", 2 * time.Minute, "Bearer r8_new"},
-	} {
-		if step.rotate != "" {
-			f.set("/genway/replicate", step.rotate, false)
-		}
-		clk.advance(step.advance)
-		if err := c.Cancel(context.Background(), nil, j); err != nil {
-			t.Fatal(err)
-		}
-		if got := up.last(); got != step.want {
-			t.Fatalf("after %v: Cancel sent %q; want %q", step.advance, got, step.want)
-		}
-	}
+	checkRotation(t, f, clk, "/genway/replicate", "r8_old", "r8_new", func() error { return c.Cancel(context.Background(), nil, j) }, up.last)
 }
 
 // TestRotatingImagesAndSpeechKeyRotation: OpenAI's image and speech
 // providers behind a Rotating take a rotated key in SSM at the first call
 // a TTL after their last read, as chat's do.
 func TestRotatingImagesAndSpeechKeyRotation(t *testing.T) {
-	var mu sync.Mutex
-	seen := map[string]string{} // path -> last Authorization
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		seen[r.URL.Path] = r.Header.Get("Authorization")
-		mu.Unlock()
-		switch r.URL.Path {
-		case "/v1/images/generations":
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"created":1,"data":[{"b64_json":"iVBORw0KGgo="}]}`)
-		case "/v1/audio/speech":
-			w.Header().Set("Content-Type", "audio/mpeg")
-			w.Write([]byte{0xff, 0xfb, 0x90, 0x00})
-		default:
-			http.NotFound(w, r)
-		}
-	}))
-	defer up.Close()
+	up := newAuthRecorder(t)
 	cat, err := catalog.Default()
 	if err != nil {
 		t.Fatal(err)
-	}
-	last := func(path string) string {
-		mu.Lock()
-		defer mu.Unlock()
-		return seen[path]
 	}
 	img, _ := cat.Model("gpt-image-1.5")
 	tts, _ := cat.Model("tts-1")
@@ -267,12 +263,11 @@ func TestRotatingImagesAndSpeechKeyRotation(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		path string
 		// start builds the Rotating and returns its clock and one call of
 		// its openai provider.
 		start func(rot Rotation) (*clock, func() error, error)
 	}{
-		{"images", "/v1/images/generations", func(rot Rotation) (*clock, func() error, error) {
+		{"images", func(rot Rotation) (*clock, func() error, error) {
 			r, err := NewRotatingImages(context.Background(), cat, rot, up.Client())
 			if err != nil {
 				return nil, nil, err
@@ -282,11 +277,14 @@ func TestRotatingImagesAndSpeechKeyRotation(t *testing.T) {
 				return nil, nil, fmt.Errorf("Providers() = %v; want openai", r.Providers())
 			}
 			return fixClock(r), func() error {
-				_, err := p.Generate(context.Background(), img, &images.Params{Prompt: "a fox", N: 1, Size: "1024x1024", Format: "png"})
+				o, err := p.Generate(context.Background(), img, &images.Params{Prompt: "a fox", N: 1, Size: "1024x1024", Format: "png"})
+				if err == nil && len(o.Images) != 1 {
+					err = fmt.Errorf("Generate made %d images; want 1", len(o.Images))
+				}
 				return err
 			}, nil
 		}},
-		{"speech", "/v1/audio/speech", func(rot Rotation) (*clock, func() error, error) {
+		{"speech", func(rot Rotation) (*clock, func() error, error) {
 			r, err := NewRotatingSpeech(context.Background(), cat, rot, up.Client())
 			if err != nil {
 				return nil, nil, err
@@ -315,26 +313,7 @@ func TestRotatingImagesAndSpeechKeyRotation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, step := range []struct {
-				rotate  string
-				advance time.Duration
-				want    string
-			}{
-				{"", 0, "Bearer sk-old-secret-value"},
-				{"sk-new-secret-value", time.Second, "Bearer sk-old-secret-value"},
-				{"", 2 * time.Minute, "Bearer sk-new-secret-value"},
-			} {
-				if step.rotate != "" {
-					f.set("/genway/openai", step.rotate, false)
-				}
-				clk.advance(step.advance)
-				if err := call(); err != nil {
-					t.Fatal(err)
-				}
-				if got := last(tt.path); got != step.want {
-					t.Fatalf("after %v: %s sent %q; want %q", step.advance, tt.path, got, step.want)
-				}
-			}
+			checkRotation(t, f, clk, "/genway/openai", "sk-old-secret-value", "sk-new-secret-value", call, up.last)
 			if strings.Contains(logs.String(), "secret-value") {
 				t.Errorf("logs show a key: %s", logs.String())
 			}

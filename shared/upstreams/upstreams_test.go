@@ -32,6 +32,16 @@ func isolate(t *testing.T) {
 	}
 }
 
+// kinds lists provs as "name=type" pairs, sorted, separated by spaces.
+func kinds[T any](provs map[string]T) string {
+	var got []string
+	for name, p := range provs {
+		got = append(got, fmt.Sprintf("%s=%T", name, p))
+	}
+	sort.Strings(got)
+	return strings.Join(got, " ")
+}
+
 func TestNew(t *testing.T) {
 	isolate(t)
 	cat, err := catalog.Default()
@@ -63,14 +73,9 @@ func TestNew(t *testing.T) {
 			if err != nil {
 				t.Fatalf("New = %v", err)
 			}
-			var got []string
-			for name, p := range provs {
-				got = append(got, fmt.Sprintf("%s=%T", name, p))
-			}
 			want := strings.Fields(tt.want)
-			sort.Strings(got)
 			sort.Strings(want)
-			if strings.Join(got, " ") != strings.Join(want, " ") {
+			if got := kinds(provs); got != strings.Join(want, " ") {
 				t.Errorf("New(%v) = %v; want %v", tt.env, got, want)
 			}
 		})
@@ -143,12 +148,7 @@ func TestNewMedia(t *testing.T) {
 			if err != nil {
 				t.Fatalf("NewMedia = %v", err)
 			}
-			var got []string
-			for name, p := range provs {
-				got = append(got, fmt.Sprintf("%s=%T", name, p))
-			}
-			sort.Strings(got)
-			if strings.Join(got, " ") != tt.want {
+			if got := kinds(provs); got != tt.want {
 				t.Errorf("NewMedia(%v) = %v; want %v", tt.env, got, tt.want)
 			}
 		})
@@ -188,12 +188,7 @@ func TestNewImages(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for name, p := range provs {
-				got = append(got, fmt.Sprintf("%s=%T", name, p))
-			}
-			sort.Strings(got)
-			if strings.Join(got, " ") != tt.want {
+			if got := kinds(provs); got != tt.want {
 				t.Errorf("NewImages(%v) = %v; want %v", tt.env, got, tt.want)
 			}
 		})
@@ -281,12 +276,7 @@ func TestNewSpeech(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: NewSpeech = %v", tt.name, err)
 		}
-		var got []string
-		for name, p := range provs {
-			got = append(got, fmt.Sprintf("%s=%T", name, p))
-		}
-		sort.Strings(got)
-		if strings.Join(got, " ") != tt.want {
+		if got := kinds(provs); got != tt.want {
 			t.Errorf("%s: NewSpeech = %v; want %v", tt.name, got, tt.want)
 		}
 	}
