@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/genway/genway/shared/apierr"
 )
@@ -132,8 +133,62 @@ type Reserver interface {
 // it.
 type Reservations interface {
 	Reserver
+	AccountReader
 	Settle(ctx context.Context, e Entry) error
+}
+
+// AccountReader reads an account's credit position (both stores are
+// one); Account returns ErrAccountNotFound for an unknown account.
+type AccountReader interface {
 	Account(ctx context.Context, id string) (Account, error)
+}
+
+// Shortfall is the 402 insufficient_credits of a request that costs more
+// than account has available: what names the request ("This job", "This
+// speech"), price is its cost, upTo says price is the highest among the
+// models that may serve it (held until the request is done). The message
+// adds the account's position, read from accounts (nil: not read). cause,
+// if any, is wrapped.
+func Shortfall(ctx context.Context, accounts AccountReader, account, what string, price int64, upTo bool, cause error) error {
+	costs := fmt.Sprintf("%s costs %d credits", what, price)
+	if upTo {
+		costs = fmt.Sprintf("%s costs up to %d credits (the highest price among the models that may serve it, held until it is done)", what, price)
+	}
+	msg := costs + ", more than the account has available."
+	if accounts != nil {
+		a, err := accounts.Account(ctx, account)
+		switch {
+		case err == nil:
+			msg = fmt.Sprintf("%s; the account has %d available (balance %d, %d held by requests in progress).", costs, a.Available, a.Balance, a.Held)
+		case errors.Is(err, ErrAccountNotFound):
+			msg = costs + "; the account has none."
+		}
+	}
+	return &apierr.Error{Kind: apierr.InsufficientQuota, Code: "insufficient_credits", Message: msg, Err: cause}
+}
+
+// SettleDetached writes the settlement e of a synchronous request, even
+// when the request's ctx has ended (the client went away), trying three
+// times, each within 10 seconds; a settlement written before counts as
+// done. An error means it could not be written: the reservation stays
+// held until the reconciler releases it (nothing is charged).
+func SettleDetached(ctx context.Context, s interface {
+	Settle(ctx context.Context, e Entry) error
+}, e Entry) error {
+	ctx = context.WithoutCancel(ctx)
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = s.Settle(sctx, e)
+		cancel()
+		if err == nil || errors.Is(err, ErrAlreadySettled) {
+			return nil
+		}
+	}
+	return err
 }
 
 // The settlement of a reservation is Store.Settle with ID

@@ -1,7 +1,6 @@
 package images
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -147,12 +146,4 @@ func (p *Params) options(m *catalog.Model, feats Features, req *Request) error {
 		p.Moderation = *mod
 	}
 	return nil
-}
-
-// describe is what a 402 says the request costs.
-func describe(n int, price int64, many bool) string {
-	if many {
-		return fmt.Sprintf("This request (%d image(s)) costs up to %d credits (the highest price among the models that may serve it, held until it is done)", n, price)
-	}
-	return fmt.Sprintf("This request (%d image(s)) costs %d credits", n, price)
 }

@@ -298,40 +298,19 @@ func (s *Service) answer(ctx context.Context, account, id, rf string, res *Resul
 	return nil
 }
 
-// settle writes the reservation's settlement e, even when the client has
-// gone away, trying a few times; a settlement that was written before
-// is done. One that cannot be written is logged: the reservation stays
-// held until the reconciler releases it (the account is not charged).
+// settle writes the reservation's settlement e (credits.SettleDetached);
+// one that cannot be written is logged: the reservation stays held until
+// the reconciler releases it (the account is not charged).
 func (s *Service) settle(ctx context.Context, e credits.Entry) {
-	ctx = context.WithoutCancel(ctx)
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
-			time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
-		}
-		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = s.Credits.Settle(sctx, e)
-		cancel()
-		if err == nil || errors.Is(err, credits.ErrAlreadySettled) {
-			return
-		}
+	if err := credits.SettleDetached(ctx, s.Credits, e); err != nil {
+		s.log().ErrorContext(ctx, "images: settlement not written; the reconciler will release the reservation",
+			"reservation", e.ID, "account", e.Account, "kind", e.Kind, "amount", e.Amount, "err", err)
 	}
-	s.log().ErrorContext(ctx, "images: settlement not written; the reconciler will release the reservation",
-		"reservation", e.ID, "account", e.Account, "kind", e.Kind, "amount", e.Amount, "err", err)
 }
 
 // short is the 402 of a request account cannot pay.
 func (s *Service) short(ctx context.Context, account string, n int, hold int64, many bool) error {
-	costs := describe(n, hold, many)
-	msg := costs + ", more than the account has available."
-	a, err := s.Credits.Account(ctx, account)
-	switch {
-	case err == nil:
-		msg = fmt.Sprintf("%s; the account has %d available (balance %d, %d held).", costs, a.Available, a.Balance, a.Held)
-	case errors.Is(err, credits.ErrAccountNotFound):
-		msg = costs + "; the account has none."
-	}
-	return &apierr.Error{Kind: credits.ErrInsufficient.Kind, Code: credits.ErrInsufficient.Code, Message: msg}
+	return credits.Shortfall(ctx, s.Credits, account, fmt.Sprintf("This request (%d image(s))", n), hold, many, nil)
 }
 
 // classify is the routing classification of an attempt's error: a client

@@ -157,21 +157,7 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 // (for a job with fallbacks, the hold: the highest of their prices) and,
 // when Balances can tell, what the account has.
 func (s *Service) short(ctx context.Context, account string, j *Job) error {
-	costs := fmt.Sprintf("This job costs %d credits", j.Price)
-	if len(j.Candidates) > 1 {
-		costs = fmt.Sprintf("This job costs up to %d credits (the highest price among the models that may serve it, held until it is done)", j.Price)
-	}
-	msg := costs + ", more than the account has available."
-	if s.Balances != nil {
-		a, err := s.Balances.Account(ctx, account)
-		switch {
-		case err == nil:
-			msg = fmt.Sprintf("%s; the account has %d available (balance %d, %d held by jobs in progress).", costs, a.Available, a.Balance, a.Held)
-		case errors.Is(err, credits.ErrAccountNotFound):
-			msg = costs + "; the account has none."
-		}
-	}
-	return &apierr.Error{Kind: ErrInsufficientCredits.Kind, Code: ErrInsufficientCredits.Code, Message: msg}
+	return credits.Shortfall(ctx, s.Balances, account, "This job", j.Price, len(j.Candidates) > 1, nil)
 }
 
 // configured reports whether m's provider can run jobs here.

@@ -197,20 +197,12 @@ func (s *Service) reserve(ctx context.Context, account, id string, hold int64, m
 	default:
 		return fmt.Errorf("reserve %d credits for %s: %w", hold, id, err)
 	}
-	costs := fmt.Sprintf("This speech costs %d credits", hold)
-	if fallbacks {
-		costs = fmt.Sprintf("This speech costs up to %d credits (the highest price among the models that may serve it, held until it ends)", hold)
-	}
-	msg := costs + "; the account has none."
-	if a, aerr := s.Credits.Account(ctx, account); aerr == nil {
-		msg = fmt.Sprintf("%s; the account has %d available (balance %d, %d held).", costs, a.Available, a.Balance, a.Held)
-	}
-	return &apierr.Error{Kind: credits.ErrInsufficient.Kind, Code: credits.ErrInsufficient.Code, Message: msg, Err: err}
+	return credits.Shortfall(ctx, s.Credits, account, "This speech", hold, fallbacks, err)
 }
 
 // settle settles reservation id once: a capture of candidate served's
 // price (the rest of hold released), or, with served -1, a release of
-// hold. It runs even when the client has gone (ctx ended).
+// hold (credits.SettleDetached: even when the client has gone).
 func (s *Service) settle(ctx context.Context, account, id string, hold int64, lead string, cands []candidate, served int) {
 	if s.Credits == nil || hold <= 0 {
 		return
@@ -220,9 +212,7 @@ func (s *Service) settle(ctx context.Context, account, id string, hold int64, le
 	if served >= 0 {
 		e.Kind, e.Amount, e.Hold, e.Model = credits.Capture, min(cands[served].price, hold), hold, cands[served].call.Model.ID
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := s.Credits.Settle(sctx, e); err != nil && !errors.Is(err, credits.ErrAlreadySettled) {
+	if err := credits.SettleDetached(ctx, s.Credits, e); err != nil {
 		// The reconciler releases it after credits.ReservationTTL.
 		s.log().ErrorContext(ctx, "speech: settlement failed; the reservation stays held until the reconciler releases it",
 			"reservation", id, "account", account, "kind", e.Kind, "amount", e.Amount, "err", err)
