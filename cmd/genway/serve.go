@@ -368,7 +368,7 @@ func imageService(be *backend, cat *catalog.Catalog, getenv func(string) string,
 	if err != nil {
 		return nil, fmt.Errorf("image providers: %w", err)
 	}
-	return &images.Service{Catalog: cat, Providers: providers, Configured: cat.ConfiguredFunc(getenv), Router: router,
+	return &images.Service{Catalog: cat, Providers: providers, Router: router,
 		Credits: be.reserver, Media: be.media, Log: log}, nil
 }
 

@@ -29,15 +29,12 @@ const JobType = catalog.TypeImage
 // then safe for concurrent use.
 type Service struct {
 	Catalog *catalog.Catalog
-	// Providers are the image providers by catalog provider name
-	// (upstreams.NewImages).
+	// Providers are the configured image providers by catalog provider
+	// name (upstreams.NewImages builds only those); a model of another
+	// provider is refused like an unknown model.
 	Providers map[string]Provider
-	// Configured reports whether a catalog provider can serve requests
-	// here; a model of another is refused like an unknown model. nil:
-	// every provider with a Provider.
-	Configured func(provider string) bool
-	Router     *route.Router
-	Credits    credits.Reservations
+	Router    *route.Router
+	Credits   credits.Reservations
 	// Media stores the images of a request that asked for links
 	// (response_format url), under images/<account>/.
 	Media   jobs.Media
@@ -174,10 +171,8 @@ func (s *Service) model(id string) (*catalog.Model, error) {
 }
 
 func (s *Service) configured(m *catalog.Model) bool {
-	if _, ok := s.Providers[m.Provider]; !ok {
-		return false
-	}
-	return s.Configured == nil || s.Configured(m.Provider)
+	_, ok := s.Providers[m.Provider]
+	return ok
 }
 
 // candidates resolves req for lead (its errors are the request's) and for
