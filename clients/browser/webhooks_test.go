@@ -70,9 +70,7 @@ func TestConsoleWebhooks(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 
-	b.open("/console/signin")
-	b.do("type the token", chromedp.SendKeys(chromedp.ID("token"), srv.Token))
-	b.submit("sign in", `form[action="/console/signin"] button`, 200)
+	b.signIn(srv.Token)
 
 	b.open("/console/jobs/" + job.ID)
 	row := b.text("#deliveries tbody tr")
