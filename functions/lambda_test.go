@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -537,29 +536,20 @@ func TestFunctions(t *testing.T) {
 		// A slow upstream answering a non-streamed request: the function
 		// sends keep-alive spaces (GENWAY_CHAT_KEEPALIVE) that reach the
 		// Runtime API before the upstream answers, then the JSON.
-		delivered := make(chan struct{})
-		var once sync.Once
-		released := make(chan bool, 1)
+		api := newRuntimeAPI(t)
+		g := newGate(api, func(sofar []byte) bool {
+			_, body, ok := splitStream(sofar)
+			return ok && strings.HasPrefix(string(body), " ")
+		})
 		upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
-			select {
-			case <-delivered:
-				released <- true
-			case <-time.After(20 * time.Second):
-				released <- false
-			case <-r.Context().Done():
+			if !g.wait(r) {
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
 			io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"SLOWANSWER"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 		}))
 		defer upstream.Close()
-		api := newRuntimeAPI(t)
-		api.onChunk = func(id string, sofar []byte) {
-			if _, body, ok := splitStream(sofar); ok && strings.HasPrefix(string(body), " ") {
-				once.Do(func() { close(delivered) })
-			}
-		}
 		start(t, bootstraps["chat"], api, env(endpoint, queueURL,
 			"OPENAI_API_KEY", "sk-test-upstream", "OPENAI_BASE_URL", upstream.URL+"/v1", "GENWAY_CHAT_KEEPALIVE", "50ms"))
 		payload := readEvent(t, "chat.json", append(withKey, `synthetic/echo`, `openai/gpt-4o-mini`, `\"stream\":true`, `\"stream\":false`)...)
@@ -567,7 +557,7 @@ func TestFunctions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !<-released {
+		if !<-g.released {
 			t.Fatalf("no keep-alive space reached the Runtime API while the upstream was silent; body %q", res.body)
 		}
 		_, body, _ := splitStream(res.body)
@@ -586,9 +576,8 @@ func TestFunctions(t *testing.T) {
 		// and then waits until that delta has reached the Runtime API
 		// before sending the rest: a function that buffered its response
 		// could never let it finish.
-		delivered := make(chan struct{})
-		var deliveredOnce sync.Once
-		released := make(chan bool, 1)
+		api := newRuntimeAPI(t)
+		g := newGate(api, func(sofar []byte) bool { return strings.Contains(string(sofar), "FIRSTPIECE") })
 		upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -598,12 +587,7 @@ func TestFunctions(t *testing.T) {
 			}
 			send(chunk(`{"role":"assistant","content":""}`))
 			send(chunk(`{"content":"FIRSTPIECE"}`))
-			select {
-			case <-delivered:
-				released <- true
-			case <-time.After(20 * time.Second):
-				released <- false
-			case <-r.Context().Done():
+			if !g.wait(r) {
 				return
 			}
 			send(chunk(`{"content":" SECONDPIECE"}`))
@@ -613,12 +597,6 @@ func TestFunctions(t *testing.T) {
 		}))
 		defer upstream.Close()
 
-		api := newRuntimeAPI(t)
-		api.onChunk = func(id string, sofar []byte) {
-			if strings.Contains(string(sofar), "FIRSTPIECE") {
-				deliveredOnce.Do(func() { close(delivered) })
-			}
-		}
 		start(t, bootstraps["chat"], api, env(endpoint, queueURL,
 			"OPENAI_API_KEY", "sk-test-upstream", "OPENAI_BASE_URL", upstream.URL+"/v1"))
 		payload := readEvent(t, "chat.json", append(withKey, `synthetic/echo`, `openai/gpt-4o-mini`)...)
@@ -627,7 +605,7 @@ func TestFunctions(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkStreamEnvelope(t, res)
-		if !<-released {
+		if !<-g.released {
 			t.Fatalf("the first content chunk did not reach the Runtime API before the upstream finished; body %q", res.body)
 		}
 		first, second := -1, -1

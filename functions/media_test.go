@@ -207,21 +207,18 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		// A slow image vendor (OpenAI's Images API, faked): the function
 		// sends keep-alive spaces (GENWAY_IMAGES_KEEPALIVE) that reach the
 		// Runtime API before the vendor answers, then the JSON.
-		delivered := make(chan struct{})
-		var once sync.Once
-		released := make(chan bool, 1)
+		api := newRuntimeAPI(t)
+		g := newGate(api, func(sofar []byte) bool {
+			_, body, ok := splitStream(sofar)
+			return ok && bytes.HasPrefix(body, []byte(" "))
+		})
 		upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			io.Copy(io.Discard, r.Body)
 			if r.URL.Path != "/v1/images/generations" {
 				http.NotFound(w, r)
 				return
 			}
-			select {
-			case <-delivered:
-				released <- true
-			case <-time.After(20 * time.Second):
-				released <- false
-			case <-r.Context().Done():
+			if !g.wait(r) {
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
@@ -231,12 +228,6 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		defer upstream.Close()
 		const granted = 1000
 		withKey := fx.account(t, "acct_slow_images", granted)
-		api := newRuntimeAPI(t)
-		api.onChunk = func(id string, sofar []byte) {
-			if _, body, ok := splitStream(sofar); ok && bytes.HasPrefix(body, []byte(" ")) {
-				once.Do(func() { close(delivered) })
-			}
-		}
 		start(t, fx.bootstraps["media"], api, env(fx.endpoint, fx.queueURL,
 			"OPENAI_API_KEY", "sk-test-upstream", "OPENAI_BASE_URL", upstream.URL+"/v1", "GENWAY_IMAGES_KEEPALIVE", "50ms"))
 		res, err := api.invoke(readEvent(t, "images.json", append(withKey, "synthetic-image", "gpt-image-1.5",
@@ -244,7 +235,7 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !<-released {
+		if !<-g.released {
 			t.Fatalf("no keep-alive space reached the Runtime API while the vendor was silent; body %q", res.body)
 		}
 		status, _, body := streamed(t, res)
@@ -293,9 +284,8 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		}
 		first := append([]byte{0xFF, 0xFB, 0x90, 0x64}, []byte("FIRSTAUDIO")...)
 		second := append([]byte{0xFF, 0xFB, 0x90, 0x64}, []byte("SECONDAUDIO")...)
-		delivered := make(chan struct{})
-		var once sync.Once
-		released := make(chan bool, 1)
+		api := newRuntimeAPI(t)
+		g := newGate(api, func(sofar []byte) bool { return bytes.Contains(sofar, []byte("FIRSTAUDIO")) })
 		var authMu sync.Mutex
 		var seenAuth string
 		upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -310,12 +300,7 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 			w.Header().Set("Content-Type", "audio/mpeg")
 			w.Write(first)
 			w.(http.Flusher).Flush()
-			select {
-			case <-delivered:
-				released <- true
-			case <-time.After(20 * time.Second):
-				released <- false
-			case <-r.Context().Done():
+			if !g.wait(r) {
 				return
 			}
 			w.Write(second)
@@ -323,12 +308,6 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		defer upstream.Close()
 		const granted = 1000
 		withKey := fx.account(t, "acct_tts", granted)
-		api := newRuntimeAPI(t)
-		api.onChunk = func(id string, sofar []byte) {
-			if bytes.Contains(sofar, []byte("FIRSTAUDIO")) {
-				once.Do(func() { close(delivered) })
-			}
-		}
 		p := start(t, fx.bootstraps["media"], api, env(fx.endpoint, fx.queueURL,
 			"OPENAI_API_KEY_PARAMETER", "/genway/media-openai", "OPENAI_BASE_URL", upstream.URL+"/v1"))
 		res, err := api.invoke(readEvent(t, "speech.json", append(withKey, `synthetic-speech`, `tts-1`)...))
@@ -336,7 +315,7 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 			t.Fatal(err)
 		}
 		status, h, body := streamed(t, res)
-		if !<-released {
+		if !<-g.released {
 			t.Fatalf("the first audio did not reach the Runtime API before the vendor finished; body %q", body)
 		}
 		if status != 200 || h.Get("Content-Type") != "audio/mpeg" || !bytes.Equal(body, append(append([]byte{}, first...), second...)) {

@@ -107,6 +107,42 @@ type runtimeAPI struct {
 	onChunk func(id string, sofar []byte)
 }
 
+// gate holds a fake upstream's answer until what the function has sent so
+// far reached the Runtime API: a function that buffered its response
+// instead of streaming it could never let the upstream finish.
+type gate struct {
+	opened   chan struct{}
+	once     sync.Once
+	released chan bool // wait's one value: whether the gate opened within 20 s
+}
+
+// newGate sets api's onChunk to open the gate once a body received so far
+// satisfies reached.
+func newGate(api *runtimeAPI, reached func(sofar []byte) bool) *gate {
+	g := &gate{opened: make(chan struct{}), released: make(chan bool, 1)}
+	api.onChunk = func(_ string, sofar []byte) {
+		if reached(sofar) {
+			g.once.Do(func() { close(g.opened) })
+		}
+	}
+	return g
+}
+
+// wait, in the upstream's handler, blocks until the gate opens or 20 s
+// pass (telling released which), or r ends; it reports whether the
+// handler should go on answering.
+func (g *gate) wait(r *http.Request) bool {
+	select {
+	case <-g.opened:
+		g.released <- true
+	case <-time.After(20 * time.Second):
+		g.released <- false
+	case <-r.Context().Done():
+		return false
+	}
+	return true
+}
+
 func newRuntimeAPI(t testing.TB) *runtimeAPI {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

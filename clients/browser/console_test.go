@@ -427,12 +427,20 @@ func (b *browser) text(sel string) string {
 	return run(b, "text of "+sel, chromedp.TextContent(chromedp.CSS(sel)))
 }
 
-// shot saves a full-page PNG of the current page as name: the viewport is
-// made as tall as the page for Page.captureScreenshot (with none of its
-// experimental parameters, such as captureBeyondViewport), then restored.
-// A page whose height follows the viewport's (the chat log is at most 60vh)
-// grows with it, so the height is measured again, a few times at most.
+// shot saves a full-page PNG of the current page as name.
 func (b *browser) shot(name string) {
+	b.t.Helper()
+	b.shotOf(name, "")
+}
+
+// shotOf saves a PNG of the element sel matches, or of the whole page if
+// sel is "", as name: the viewport is made as tall as the page for
+// Page.captureScreenshot (with none of its experimental parameters, such
+// as captureBeyondViewport; an element is cut out with the stable clip),
+// then restored. A page whose height follows the viewport's (the chat log
+// is at most 60vh) grows with it, so the height is measured again, a few
+// times at most.
+func (b *browser) shotOf(name, sel string) {
 	b.t.Helper()
 	height := b.height
 	for range 4 {
@@ -444,8 +452,23 @@ func (b *browser) shot(name string) {
 		b.do("page-high viewport", b.emulate(b.width, height))
 	}
 	eval[bool](b, `(() => { window.scrollTo(0, 0); return true; })()`)
+	var clip *page.Viewport
+	if sel != "" {
+		type rect struct{ X, Y, Width, Height float64 }
+		r := eval[*rect](b, `(() => {
+  const e = document.querySelector(`+jsString(sel)+`);
+  if (!e) return null;
+  const r = e.getBoundingClientRect();
+  return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height};
+})()`)
+		if r == nil {
+			b.t.Fatalf("screenshot %s: no element matches %s", name, sel)
+		}
+		const pad = 12
+		clip = &page.Viewport{X: max(r.X-pad, 0), Y: max(r.Y-pad, 0), Width: r.Width + 2*pad, Height: r.Height + 2*pad, Scale: 1}
+	}
 	png := run(b, "screenshot "+name, chromedp.Action[[]byte](func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
-		r, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng})
+		r, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, Clip: clip})
 		if err != nil {
 			return nil, err
 		}

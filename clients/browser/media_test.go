@@ -1,60 +1,12 @@
 package browser
 
 import (
-	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
-
-// shotOf saves a PNG of the element sel matches (the page made as tall as
-// it is, as shot does, and clipped to the element with
-// Page.captureScreenshot's stable clip parameter) as name.
-func (b *browser) shotOf(name, sel string) {
-	b.t.Helper()
-	height := b.height
-	for range 4 {
-		h := int64(eval[float64](b, `document.documentElement.scrollHeight`))
-		if h <= height {
-			break
-		}
-		height = h
-		b.do("page-high viewport", b.emulate(b.width, height))
-	}
-	type rect struct{ X, Y, Width, Height float64 }
-	r := eval[*rect](b, `(() => {
-  window.scrollTo(0, 0);
-  const e = document.querySelector(`+jsString(sel)+`);
-  if (!e) return null;
-  const r = e.getBoundingClientRect();
-  return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height};
-})()`)
-	if r == nil {
-		b.t.Fatalf("screenshot %s: no element matches %s", name, sel)
-	}
-	const pad = 12
-	clip := &page.Viewport{X: max(r.X-pad, 0), Y: max(r.Y-pad, 0), Width: r.Width + 2*pad, Height: r.Height + 2*pad, Scale: 1}
-	png := run(b, "screenshot "+name, chromedp.Action[[]byte](func(ctx context.Context, tg *chromedp.Target) ([]byte, error) {
-		res, err := cdp.Call(ctx, tg, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, Clip: clip})
-		if err != nil {
-			return nil, err
-		}
-		return res.Data, nil
-	}))
-	b.do("restore the viewport", b.emulate(b.width, b.height))
-	b.n++
-	file := filepath.Join(b.shots, fmt.Sprintf("%02d-%s.png", b.n, name))
-	if err := os.WriteFile(file, png, 0o644); err != nil {
-		b.t.Fatal(err)
-	}
-}
 
 // signIn signs the browser in with the operator token.
 func (b *browser) signIn(token string) {

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/genway/genway/shared/httpapi"
 )
 
 const imagesUsage = `Usage:
@@ -274,7 +276,7 @@ func speechCmd(ctx context.Context, args []string, getenv func(string) string, s
 		}
 		return fmt.Errorf("POST %s: %w", url, err)
 	}
-	if m := answeredBy(resp.Header.Get("X-Genway-Attempts")); m != "" && m != *model {
+	if m := answeredBy(resp.Header.Get(httpapi.AttemptsHeader)); m != "" && m != *model {
 		fmt.Fprintf(report, "served by: %s (a fallback of %s)\n", m, *model)
 	}
 	fmt.Fprintf(report, "wrote %s: %d bytes, %s\n", name, written, resp.Header.Get("Content-Type"))
@@ -282,7 +284,8 @@ func speechCmd(ctx context.Context, args []string, getenv func(string) string, s
 }
 
 // answeredBy returns the model of the last attempt in an
-// X-Genway-Attempts header ("m1=503, m2=200": m2), "" for none.
+// X-Genway-Attempts header (httpapi.AttemptsHeader, as
+// route.FormatAttempts writes it: "m1=503, m2=200": m2), "" for none.
 func answeredBy(attempts string) string {
 	last := attempts
 	if i := strings.LastIndex(attempts, ", "); i >= 0 {

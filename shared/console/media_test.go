@@ -31,6 +31,34 @@ func (l *live) balance(t *testing.T, account string) int64 {
 	return a.Available
 }
 
+// playground posts body to the playground's form at path, as account dev
+// unless body names another, and checks the answer's status and the
+// credits dev spent; an error's body must be the API's envelope saying
+// msg. It returns the answer, and whether it is a 200 for the caller to
+// check further.
+func (l *live) playground(t *testing.T, c *http.Client, csrf, path string, body map[string]any, status int, cost int64, msg string) (*http.Response, string, bool) {
+	t.Helper()
+	if _, ok := body["account"]; !ok {
+		body["account"] = "dev"
+	}
+	before := l.balance(t, "dev")
+	resp, got := postJSON(t, c, l.srv.URL+path, csrf, body)
+	if resp.StatusCode != status {
+		t.Fatalf("status %d %.200s; want %d", resp.StatusCode, got, status)
+	}
+	if spent := before - l.balance(t, "dev"); spent != cost {
+		t.Errorf("dev spent %d credits; want %d", spent, cost)
+	}
+	if status != 200 {
+		var e struct{ Error struct{ Message string } }
+		if err := json.Unmarshal([]byte(got), &e); err != nil || !strings.Contains(e.Error.Message, msg) {
+			t.Errorf("error %s; want the API's envelope saying %q", got, msg)
+		}
+		return resp, got, false
+	}
+	return resp, got, true
+}
+
 // TestPlaygroundImage runs the image form's requests through the API's
 // images handler: images of the size and format asked for, as bytes or
 // our links, charged per image to the account picked; every refusal is
@@ -73,22 +101,8 @@ func TestPlaygroundImage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, ok := tt.body["account"]; !ok {
-				tt.body["account"] = "dev"
-			}
-			before := l.balance(t, "dev")
-			resp, body := postJSON(t, c, l.srv.URL+"/console/playground/image", csrf, tt.body)
-			if resp.StatusCode != tt.status {
-				t.Fatalf("status %d %s; want %d", resp.StatusCode, body, tt.status)
-			}
-			if spent := before - l.balance(t, "dev"); spent != tt.cost {
-				t.Errorf("dev spent %d credits; want %d", spent, tt.cost)
-			}
-			if tt.status != 200 {
-				var e struct{ Error struct{ Message string } }
-				if err := json.Unmarshal([]byte(body), &e); err != nil || !strings.Contains(e.Error.Message, tt.msg) {
-					t.Errorf("error %s; want the API's envelope saying %q", body, tt.msg)
-				}
+			_, body, ok := l.playground(t, c, csrf, "/console/playground/image", tt.body, tt.status, tt.cost, tt.msg)
+			if !ok {
 				return
 			}
 			var r struct {
@@ -165,22 +179,8 @@ func TestPlaygroundSpeech(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, ok := tt.body["account"]; !ok {
-				tt.body["account"] = "dev"
-			}
-			before := l.balance(t, "dev")
-			resp, body := postJSON(t, c, l.srv.URL+"/console/playground/speech", csrf, tt.body)
-			if resp.StatusCode != tt.status {
-				t.Fatalf("status %d %.200s; want %d", resp.StatusCode, body, tt.status)
-			}
-			if spent := before - l.balance(t, "dev"); spent != tt.cost {
-				t.Errorf("dev spent %d credits; want %d", spent, tt.cost)
-			}
-			if tt.status != 200 {
-				var e struct{ Error struct{ Message string } }
-				if err := json.Unmarshal([]byte(body), &e); err != nil || !strings.Contains(e.Error.Message, tt.msg) {
-					t.Errorf("error %s; want the API's envelope saying %q", body, tt.msg)
-				}
+			resp, body, ok := l.playground(t, c, csrf, "/console/playground/speech", tt.body, tt.status, tt.cost, tt.msg)
+			if !ok {
 				return
 			}
 			if ct := resp.Header.Get("Content-Type"); ct != tt.contentType {
