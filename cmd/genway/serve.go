@@ -255,7 +255,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// settled, queues its delivery; the delivery consumer runs apart from
 	// the job workers.
 	hooks := &webhooks.Service{Store: be.hooks, Jobs: be.jobs, Queue: be.hookQueue, Render: httpapi.JobObject(svc),
-		AllowPrivate: getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1", Log: log}
+		AllowPrivate: webhooks.AllowPrivate(getenv), Log: log}
 	svc.CheckWebhookURL = hooks.CheckURL
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
 		Providers: media, PollInterval: cfg.mediaPoll, Router: router}

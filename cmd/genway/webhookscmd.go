@@ -126,7 +126,7 @@ func (r remoteHooks) resend(ctx context.Context, jobID string) (*webhooks.Delive
 // openWebhooks returns the webhook commands for the configured backend,
 // as openOperator does for the others.
 func openWebhooks(ctx context.Context, getenv func(string) string) (webhookOps, func() error, error) {
-	allow := getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1"
+	allow := webhooks.AllowPrivate(getenv)
 	if getenv("GENWAY_BACKEND") == "aws" && getenv("GENWAY_URL") == "" {
 		be, err := openAWS(ctx, getenv, nil)
 		if err != nil {

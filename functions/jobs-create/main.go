@@ -65,7 +65,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 		Providers: providers.Providers(), Credits: b.Store, Deletes: b.Store, Retention: b.Retention}
 	// webhook_url is checked here; the credits function queues the
 	// delivery when the job ends.
-	allowPrivate := getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1"
+	allowPrivate := webhooks.AllowPrivate(getenv)
 	svc.CheckWebhookURL = func(param, raw string) error { return webhooks.CheckURL(param, raw, allowPrivate) }
 	h, err := b.API(getenv,
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},

@@ -108,7 +108,7 @@ func (b *Base) Webhooks(ctx context.Context, getenv func(string) string, render 
 		return nil, err
 	}
 	return &webhooks.Service{Store: b.Store, Jobs: b.Store, Queue: sqsqueue.New(c, url), Render: render,
-		AllowPrivate: getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1", Log: b.Log}, nil
+		AllowPrivate: webhooks.AllowPrivate(getenv), Log: b.Log}, nil
 }
 
 // Media returns the S3 adapter for job outputs.
