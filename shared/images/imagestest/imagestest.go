@@ -1,8 +1,10 @@
 // Package imagestest has in-memory fakes for the tests of image
 // generation: Credits, a credits store with reservations (credits.Reservations),
 // strict about how they are settled; and Media, a jobs.Media keeping
-// files in memory. They stand in for the stores' own until those hold
-// reservations (the store contract tests check the real ones).
+// files in memory. They let the images, speech and httpapi tests count
+// each reservation and settlement without a store; the stores' own
+// reservations are checked by the store contract tests
+// (storetest.RunReservations on both stores).
 package imagestest
 
 import (
