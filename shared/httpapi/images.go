@@ -11,7 +11,6 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/route"
 )
 
 // ImagesOption configures GenerateImages.
@@ -66,14 +65,7 @@ func GenerateImages(svc *images.Service, log *slog.Logger, opts ...ImagesOption)
 		js := &jsonSink{w: w, keepAlive: cfg.keepAlive}
 		defer js.stopKeepAlive()
 		if err := serveImages(w, r, svc, js); err != nil {
-			var ve *images.VendorError
-			if errors.As(err, &ve) && len(ve.Attempts) > 0 {
-				noteRoute(r.Context(), "", len(ve.Attempts))
-				if !js.committed() {
-					w.Header().Set(AttemptsHeader, route.FormatAttempts(ve.Attempts))
-				}
-			}
-			writeChatError(w, r, log, js, err)
+			writeChatError(w, r, log, js, err) // with the attempts header, as chat's
 		}
 	})
 }

@@ -18,7 +18,6 @@ import (
 	"fmt"
 
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/route"
 )
 
 // Response formats.
@@ -152,13 +151,12 @@ func featuresOf(p Provider) Features {
 // the last attempt's provider and its error (a jobs.ProviderError or
 // jobs.TransientError as the adapter returned it, or another error).
 // httpapi maps it: a refused prompt is a 400 content_policy with the
-// vendor's words, the rest as chat's upstream failures are.
+// vendor's words, the rest as chat's upstream failures are. Service
+// returns it inside a *route.AttemptsError naming every attempt.
 type VendorError struct {
 	Provider string
 	Model    string
 	Err      error
-	// Attempts are the attempts the request made, this one last.
-	Attempts []route.Attempt
 }
 
 func (e *VendorError) Error() string {

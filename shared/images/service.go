@@ -99,7 +99,8 @@ func (s *Service) log() *slog.Logger {
 // are short), routes it over them, stores the images for a url answer,
 // and settles: the answering model's price for the images it made is
 // captured and the rest released; on any failure all of it is released.
-// A request that failed at its vendors is a *VendorError.
+// A request that failed at its vendors is a *VendorError inside a
+// *route.AttemptsError (the attempts made, as chat's and speech's).
 func (s *Service) Generate(ctx context.Context, account string, req *Request) (*Result, error) {
 	if err := Refused(req); err != nil {
 		return nil, err
@@ -232,7 +233,7 @@ func (s *Service) run(ctx context.Context, cands []candidate) (*Result, *candida
 			return nil, nil, fmt.Errorf("images: %w", ctx.Err())
 		}
 		if ve := (*VendorError)(nil); errors.As(err, &ve) {
-			ve.Attempts = rr.Attempts
+			return nil, nil, &route.AttemptsError{Attempts: rr.Attempts, Err: err}
 		}
 		return nil, nil, err
 	}

@@ -221,8 +221,9 @@ func TestNothingChargedOnFailure(t *testing.T) {
 				}
 			case tt.wantKind == "transient":
 				var te *jobs.TransientError
-				if !errors.As(err, &ve) || !errors.As(err, &te) || len(ve.Attempts) != 9 {
-					t.Errorf("Generate = %v (attempts %v); want a transient VendorError after 9 attempts", err, ve)
+				var ae *route.AttemptsError
+				if !errors.As(err, &ve) || !errors.As(err, &te) || !errors.As(err, &ae) || len(ae.Attempts) != 9 {
+					t.Errorf("Generate = %v; want a transient VendorError after 9 attempts", err)
 				}
 			}
 			if got := [3]int32{r.a.calls.Load(), r.b.calls.Load(), r.c.calls.Load()}; got != tt.calls {
@@ -418,7 +419,8 @@ func TestVendorErrorNamesProvider(t *testing.T) {
 	r.a.fn = fails(&jobs.ProviderError{Code: jobs.CodeUpstream, Status: http.StatusBadRequest, Message: "bad size"})
 	_, err := r.svc.Generate(context.Background(), "acct", &images.Request{Model: "lead", Prompt: "p"})
 	var ve *images.VendorError
-	if !errors.As(err, &ve) || ve.Provider != "a" || ve.Model != "lead" || route.FormatAttempts(ve.Attempts) != "lead=400" {
+	var ae *route.AttemptsError
+	if !errors.As(err, &ve) || ve.Provider != "a" || ve.Model != "lead" || !errors.As(err, &ae) || route.FormatAttempts(ae.Attempts) != "lead=400" {
 		t.Errorf("Generate = %#v; want lead's VendorError after one 400", err)
 	}
 }
