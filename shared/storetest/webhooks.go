@@ -30,6 +30,12 @@ func RunWebhooks(t *testing.T, open func(t *testing.T) webhooks.Store) {
 	if c, _ := s.SetWebhookURL(ctx, "a", "https://x.example/h", 4); c.URL != "https://x.example/h" || c.Secret != "whsec_b" {
 		t.Errorf("SetWebhookURL = %+v", c)
 	}
+	if c, err := s.SetWebhookURL(ctx, "a", "", 5); err != nil || c.URL != "" || c.Secret != "whsec_b" || c.Updated != 5 {
+		t.Errorf("SetWebhookURL(\"\") = %+v, %v; want the URL removed, the secret kept", c, err)
+	}
+	if c, err := s.WebhookConfig(ctx, "a"); err != nil || c.URL != "" || c.Previous != "whsec_a" || c.Account != "a" {
+		t.Errorf("WebhookConfig after removing the URL = %+v, %v", c, err)
+	}
 	if _, err := s.Delivery(ctx, "job_x"); !errors.Is(err, webhooks.ErrNotFound) {
 		t.Errorf("Delivery(none) = %v; want ErrNotFound", err)
 	}
