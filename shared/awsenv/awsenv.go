@@ -82,25 +82,23 @@ type QueueURLGetter interface {
 // QueueURL returns n.JobsQueueURL if set, else the URL of the queue named
 // n.JobsQueue (one GetQueueUrl call: do it once, at start-up).
 func (n Names) QueueURL(ctx context.Context, client QueueURLGetter) (string, error) {
-	if n.JobsQueueURL != "" {
-		return n.JobsQueueURL, nil
-	}
-	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(n.JobsQueue)})
-	if err != nil {
-		return "", fmt.Errorf("get URL of queue %s: %w", n.JobsQueue, err)
-	}
-	return aws.ToString(out.QueueUrl), nil
+	return queueURL(ctx, client, n.JobsQueueURL, n.JobsQueue)
 }
 
 // WebhooksQueueURLOf returns n.WebhooksQueueURL if set, else the URL of the
 // queue named n.WebhooksQueue (one GetQueueUrl call).
 func (n Names) WebhooksQueueURLOf(ctx context.Context, client QueueURLGetter) (string, error) {
-	if n.WebhooksQueueURL != "" {
-		return n.WebhooksQueueURL, nil
+	return queueURL(ctx, client, n.WebhooksQueueURL, n.WebhooksQueue)
+}
+
+// queueURL returns url if set, else the URL of the queue named name.
+func queueURL(ctx context.Context, client QueueURLGetter, url, name string) (string, error) {
+	if url != "" {
+		return url, nil
 	}
-	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(n.WebhooksQueue)})
+	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
 	if err != nil {
-		return "", fmt.Errorf("get URL of queue %s: %w", n.WebhooksQueue, err)
+		return "", fmt.Errorf("get URL of queue %s: %w", name, err)
 	}
 	return aws.ToString(out.QueueUrl), nil
 }

@@ -70,21 +70,34 @@ func TestLoadConfigAndQueueURL(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CreateQueue = %v", err)
 	}
+	hooks, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("genway-webhooks")})
+	if err != nil {
+		t.Fatalf("CreateQueue = %v", err)
+	}
 	tests := []struct {
-		name string
-		env  map[string]string
-		want string
-		ok   bool
+		name     string
+		webhooks bool // WebhooksQueueURLOf, not QueueURL
+		env      map[string]string
+		want     string
+		ok       bool
 	}{
-		{"by name", nil, aws.ToString(created.QueueUrl), true},
-		{"URL wins", map[string]string{EnvJobsQueueURL: "http://127.0.0.1:1/q", EnvJobsQueue: "nope"}, "http://127.0.0.1:1/q", true},
-		{"unknown name", map[string]string{EnvJobsQueue: "nope"}, "", false},
+		{"by name", false, nil, aws.ToString(created.QueueUrl), true},
+		{"URL wins", false, map[string]string{EnvJobsQueueURL: "http://127.0.0.1:1/q", EnvJobsQueue: "nope"}, "http://127.0.0.1:1/q", true},
+		{"unknown name", false, map[string]string{EnvJobsQueue: "nope"}, "", false},
+		{"webhooks by name", true, nil, aws.ToString(hooks.QueueUrl), true},
+		{"webhooks URL wins", true, map[string]string{EnvWebhooksQueueURL: "http://127.0.0.1:1/w", EnvWebhooksQueue: "nope"}, "http://127.0.0.1:1/w", true},
+		{"webhooks unknown name", true, map[string]string{EnvWebhooksQueue: "nope"}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := FromEnv(env(tt.env)).QueueURL(ctx, client)
+			names := FromEnv(env(tt.env))
+			get := names.QueueURL
+			if tt.webhooks {
+				get = names.WebhooksQueueURLOf
+			}
+			got, err := get(ctx, client)
 			if got != tt.want || (err == nil) != tt.ok {
-				t.Errorf("QueueURL(%v) = %q, %v; want %q, ok %v", tt.env, got, err, tt.want, tt.ok)
+				t.Errorf("queue URL (webhooks %v, %v) = %q, %v; want %q, ok %v", tt.webhooks, tt.env, got, err, tt.want, tt.ok)
 			}
 		})
 	}

@@ -71,7 +71,7 @@ func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Record, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(s.accounts),
-		Key:            map[string]types.AttributeValue{"pk": str(keyPrefix + hash), "sk": str(skKey)},
+		Key:            keyHashKey(hash),
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
@@ -157,6 +157,27 @@ func keyIDKey(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": str(keyIDPrefix + id), "sk": str(skKey)}
 }
 
+// keyHashKey is the key of the record of the key with hash.
+func keyHashKey(hash string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": str(keyPrefix + hash), "sk": str(skKey)}
+}
+
+// keyIDItem reads key id's id item (strongly consistent): its record's
+// hash and its counters, or auth.ErrKeyNotFound (not wrapped).
+func (s *Store) keyIDItem(ctx context.Context, id string) (keyCounters, error) {
+	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.accounts), Key: keyIDKey(id), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return keyCounters{}, fmt.Errorf("read key %s: %w", id, err)
+	}
+	c := countersOf(out.Item)
+	if c.Hash == "" {
+		return keyCounters{}, auth.ErrKeyNotFound
+	}
+	return c, nil
+}
+
 // holdOnKey is the transaction item that holds amount on key id: held,
 // used += amount and left -= amount, only if the key exists and, when it
 // has a credit limit, left >= amount. A failed condition returns the old
@@ -209,15 +230,9 @@ func (s *Store) settleOnKey(id string, spent, held int64) *types.Update {
 // KeyByID implements auth.Store: strongly consistent GetItems of the id
 // item (the counters) and of the record.
 func (s *Store) KeyByID(ctx context.Context, id string) (auth.Record, error) {
-	ptr, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.accounts), Key: keyIDKey(id), ConsistentRead: aws.Bool(true),
-	})
+	c, err := s.keyIDItem(ctx, id)
 	if err != nil {
-		return auth.Record{}, fmt.Errorf("get key %s: %w", id, err)
-	}
-	c := countersOf(ptr.Item)
-	if c.Hash == "" {
-		return auth.Record{}, auth.ErrKeyNotFound
+		return auth.Record{}, err
 	}
 	r, err := s.KeyByHash(ctx, c.Hash)
 	if err != nil {
@@ -234,15 +249,9 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 	if err := c.Check(); err != nil {
 		return auth.Record{}, err
 	}
-	ptr, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(s.accounts), Key: keyIDKey(id), ConsistentRead: aws.Bool(true),
-	})
+	ptr, err := s.keyIDItem(ctx, id)
 	if err != nil {
-		return auth.Record{}, fmt.Errorf("set controls of key %s: %w", id, err)
-	}
-	hash := stringAttr(ptr.Item, "hash")
-	if hash == "" {
-		return auth.Record{}, auth.ErrKeyNotFound
+		return auth.Record{}, err
 	}
 	var set, remove []string
 	vals := map[string]types.AttributeValue{}
@@ -287,7 +296,7 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 	}
 	rec := &types.Update{
 		TableName:                aws.String(s.accounts),
-		Key:                      map[string]types.AttributeValue{"pk": str(keyPrefix + hash), "sk": str(skKey)},
+		Key:                      keyHashKey(ptr.Hash),
 		ConditionExpression:      aws.String("attribute_exists(pk)"),
 		UpdateExpression:         aws.String(strings.TrimSpace(update)),
 		ExpressionAttributeNames: names,
@@ -319,21 +328,13 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 // RevokeKey implements auth.Store. Revoking a revoked key keeps the first
 // revocation time.
 func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (auth.Record, error) {
-	ptr, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(s.accounts),
-		Key:            map[string]types.AttributeValue{"pk": str(keyIDPrefix + id), "sk": str(skKey)},
-		ConsistentRead: aws.Bool(true),
-	})
+	ptr, err := s.keyIDItem(ctx, id)
 	if err != nil {
-		return auth.Record{}, fmt.Errorf("revoke key %s: %w", id, err)
-	}
-	hash, ok := ptr.Item["hash"].(*types.AttributeValueMemberS)
-	if !ok {
-		return auth.Record{}, auth.ErrKeyNotFound
+		return auth.Record{}, err
 	}
 	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.accounts),
-		Key:                       map[string]types.AttributeValue{"pk": str(keyPrefix + hash.Value), "sk": str(skKey)},
+		Key:                       keyHashKey(ptr.Hash),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
 		UpdateExpression:          aws.String("SET revoked = if_not_exists(revoked, :at)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":at": num(at.Unix())},
@@ -354,7 +355,7 @@ func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (auth.Re
 func (s *Store) TouchKey(ctx context.Context, hash string, at time.Time) error {
 	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.accounts),
-		Key:                       map[string]types.AttributeValue{"pk": str(keyPrefix + hash), "sk": str(skKey)},
+		Key:                       keyHashKey(hash),
 		ConditionExpression:       aws.String("attribute_exists(pk)"),
 		UpdateExpression:          aws.String("SET last_used = :t"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":t": num(at.Unix())},

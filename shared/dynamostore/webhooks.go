@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"regexp"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,10 +67,11 @@ func (s *Store) WebhookConfig(ctx context.Context, account string) (webhooks.Con
 // new item; a failed condition is refused.
 func (s *Store) updateConfig(ctx context.Context, account, update, cond string, values map[string]types.AttributeValue, refused error) (webhooks.Config, error) {
 	values[":acct"] = str(account)
+	update += ", #account = :acct"
 	in := &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.accounts), Key: webhookKey(account),
-		UpdateExpression:          aws.String(update + ", #acct = :acct"),
-		ExpressionAttributeNames:  configNames(update + " " + cond),
+		UpdateExpression:          aws.String(update),
+		ExpressionAttributeNames:  attrNames(update + " " + cond),
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	}
@@ -92,14 +93,15 @@ func (s *Store) updateConfig(ctx context.Context, account, update, cond string, 
 	return c, nil
 }
 
-// configNames are the attribute names of a config update: each #name the
-// expressions use (DynamoDB refuses unused ones), and #acct.
-func configNames(expr string) map[string]string {
-	names := map[string]string{"#acct": "account"}
-	for _, n := range []string{"secret", "previous", "previous_until", "updated", "url"} {
-		if strings.Contains(expr, "#"+n+" ") || strings.HasSuffix(expr, "#"+n) || strings.Contains(expr, "#"+n+",") || strings.Contains(expr, "#"+n+")") {
-			names["#"+n] = n
-		}
+// attrName is a #name placeholder of an expression.
+var attrName = regexp.MustCompile(`#\w+`)
+
+// attrNames maps each #name expr uses to the attribute name (DynamoDB
+// refuses unused ones).
+func attrNames(expr string) map[string]string {
+	names := map[string]string{}
+	for _, n := range attrName.FindAllString(expr, -1) {
+		names[n] = n[1:]
 	}
 	return names
 }

@@ -84,23 +84,19 @@ func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error)
 func (s *Store) RevokeKey(ctx context.Context, id string, at time.Time) (auth.Record, error) {
 	var r auth.Record
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		kb := tx.Bucket([]byte(bucketKeys))
-		hash := tx.Bucket([]byte(bucketKeyIDs)).Get([]byte(id))
-		if hash == nil {
-			return auth.ErrKeyNotFound
-		}
-		ok, err := getJSON(kb, hash, &r)
+		hash, cur, ok, err := keyByID(tx, id)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("key id index points at missing key")
+			return auth.ErrKeyNotFound
 		}
+		r = cur
 		if r.Revoked != 0 {
 			return nil
 		}
 		r.Revoked = at.Unix()
-		return putJSON(kb, hash, r)
+		return putJSON(tx.Bucket([]byte(bucketKeys)), hash, r)
 	})
 	if err != nil {
 		return auth.Record{}, fmt.Errorf("revoke key %s: %w", id, err)

@@ -85,35 +85,41 @@ var errApplied = errors.New("usage already applied")
 
 // Usage implements credits.UsageStore.
 func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]credits.Usage, error) {
-	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
+	out, err := readDays[credits.Usage](s, bucketUsage, account, fromDay, toDay)
+	if err != nil {
 		return nil, fmt.Errorf("usage of %s: %w", account, err)
 	}
-	var out []credits.Usage
+	return out, nil
+}
+
+// readDays decodes the values of bucket whose keys are account \x00 day
+// ..., day from fromDay to toDay (inclusive; "" is open-ended; checked
+// with credits.CheckDayRange): one cursor walk, in key order.
+func readDays[T any](s *Store, bucket, account, fromDay, toDay string) ([]T, error) {
+	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
+		return nil, err
+	}
+	var out []T
 	err := s.db.View(func(tx *bolt.Tx) error {
-		ub := tx.Bucket([]byte(bucketUsage))
 		prefix := account + "\x00"
-		c := ub.Cursor()
+		c := tx.Bucket([]byte(bucket)).Cursor()
 		for k, v := c.Seek([]byte(prefix + fromDay)); k != nil; k, v = c.Next() {
 			rest, ok := strings.CutPrefix(string(k), prefix)
 			if !ok {
 				break
 			}
-			day := rest[:min(len(rest), len(credits.DayLayout))]
-			if toDay != "" && day > toDay {
+			if day := rest[:min(len(rest), len(credits.DayLayout))]; toDay != "" && day > toDay {
 				break
 			}
-			var u credits.Usage
-			if err := json.Unmarshal(v, &u); err != nil {
-				return fmt.Errorf("decode usage %q: %w", k, err)
+			var t T
+			if err := json.Unmarshal(v, &t); err != nil {
+				return fmt.Errorf("decode %s %q: %w", bucket, k, err)
 			}
-			out = append(out, u)
+			out = append(out, t)
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("usage of %s: %w", account, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // jobUsageKey is account \x00 day \x00 type \x00 model: an account's job
@@ -143,29 +149,7 @@ func addJobUsage(tx *bolt.Tx, e credits.Entry) error {
 // JobUsage implements credits.UsageStore: one cursor walk over the
 // account's days.
 func (s *Store) JobUsage(ctx context.Context, account, fromDay, toDay string) ([]credits.JobUsage, error) {
-	if err := credits.CheckDayRange(fromDay, toDay); err != nil {
-		return nil, fmt.Errorf("job usage of %s: %w", account, err)
-	}
-	var out []credits.JobUsage
-	err := s.db.View(func(tx *bolt.Tx) error {
-		prefix := account + "\x00"
-		c := tx.Bucket([]byte(bucketJobUsage)).Cursor()
-		for k, v := c.Seek([]byte(prefix + fromDay)); k != nil; k, v = c.Next() {
-			rest, ok := strings.CutPrefix(string(k), prefix)
-			if !ok {
-				break
-			}
-			if day := rest[:min(len(rest), len(credits.DayLayout))]; toDay != "" && day > toDay {
-				break
-			}
-			var u credits.JobUsage
-			if err := json.Unmarshal(v, &u); err != nil {
-				return fmt.Errorf("decode job usage %q: %w", k, err)
-			}
-			out = append(out, u)
-		}
-		return nil
-	})
+	out, err := readDays[credits.JobUsage](s, bucketJobUsage, account, fromDay, toDay)
 	if err != nil {
 		return nil, fmt.Errorf("job usage of %s: %w", account, err)
 	}

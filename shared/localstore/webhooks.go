@@ -177,14 +177,11 @@ func (s *Store) SendWebhook(ctx context.Context, jobID string, delay time.Durati
 			return err
 		case !ok:
 			return hookQueue.put(tx, jobID, message{VisibleAt: at}, nil)
-		case !m.Leased && at < m.VisibleAt:
+		case at < m.VisibleAt:
+			// A waiting message comes earlier; a leased one's consumer
+			// reschedules it at at (settleHook).
 			old := m
 			m.VisibleAt = at
-			return hookQueue.put(tx, jobID, m, &old)
-		case m.Leased:
-			// Its consumer reschedules it; make that come now.
-			old := m
-			m.VisibleAt = min(m.VisibleAt, at)
 			return hookQueue.put(tx, jobID, m, &old)
 		}
 		return nil

@@ -64,6 +64,54 @@ func TestWebhookQueue(t *testing.T) {
 	}
 }
 
+// TestSendWebhookDuringLease: a send during a lease that asks for an
+// earlier time than the lease's end keeps the message when its delivery
+// settles as done, visible at that time; one that asks for a later time
+// changes nothing.
+func TestSendWebhookDuringLease(t *testing.T) {
+	ctx := context.Background()
+	c := newClock()
+	s := openClocked(t, filepath.Join(t.TempDir(), "q.db"), c)
+	tests := []struct {
+		name  string
+		delay time.Duration // of the send during the lease
+		kept  bool          // the message is still there after settleHook(l, 0)
+	}{
+		{"earlier", 0, true},
+		{"later", 2 * time.Minute, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := "job_" + tt.name
+			if err := s.SendWebhook(ctx, id, 0); err != nil {
+				t.Fatal(err)
+			}
+			ls, _, err := s.leaseHooks(c.Now(), 1, time.Minute)
+			if err != nil || len(ls) != 1 || ls[0].id != id {
+				t.Fatalf("leaseHooks = %v, %v; want %s", ls, err, id)
+			}
+			if err := s.SendWebhook(ctx, id, tt.delay); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.settleHook(ls[0], 0); err != nil {
+				t.Fatal(err)
+			}
+			again, _, err := s.leaseHooks(c.Now(), 1, time.Minute)
+			if err != nil || (len(again) == 1) != tt.kept {
+				t.Fatalf("after settling: leased %v, %v; want kept %v", again, err, tt.kept)
+			}
+			if tt.kept {
+				if err := s.settleHook(again[0], 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, next, _ := s.leaseHooks(c.Now().Add(time.Hour), 1, time.Minute); !next.IsZero() {
+				t.Errorf("queue not empty at the end: next %v", next)
+			}
+		})
+	}
+}
+
 func TestConsumeWebhooks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

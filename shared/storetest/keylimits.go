@@ -27,21 +27,13 @@ import (
 // same table runs on localstore and dynamostore. newBackend returns the
 // backend for one subtest (it may return the same one every time).
 func RunKeyLimits(t *testing.T, newBackend func(t *testing.T) ReserveBackend) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b ReserveBackend)
-	}{
+	runAll(t, newBackend, []subtest[ReserveBackend]{
 		{"Controls", testKeyControls},
 		{"Jobs", testKeyLimitJobs},
 		{"Concurrent", testKeyLimitConcurrent},
 		{"Reservations", testKeyLimitReservations},
 		{"Chat", testKeyLimitChat},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, newBackend(t))
-		})
-	}
+	})
 }
 
 // newKey stores a fresh key of acct with controls c and returns its record.

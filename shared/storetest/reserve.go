@@ -33,10 +33,7 @@ type ReserveBackend interface {
 // either charged or released, never both. newBackend returns the backend
 // for one subtest (it may return the same one every time).
 func RunReservations(t *testing.T, newBackend func(t *testing.T) ReserveBackend) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b ReserveBackend)
-	}{
+	runAll(t, newBackend, []subtest[ReserveBackend]{
 		{"CaptureRelease", testReserveCaptureRelease},
 		{"Refusals", testReserveRefusals},
 		{"Invalid", testReserveInvalid},
@@ -46,12 +43,7 @@ func RunReservations(t *testing.T, newBackend func(t *testing.T) ReserveBackend)
 		{"Open", testReserveOpen},
 		{"Reconcile", testReserveReconcile},
 		{"ReleaseRace", testReserveReleaseRace},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, newBackend(t))
-		})
-	}
+	})
 }
 
 // reservation returns the entry that reserves amount for a fresh id on

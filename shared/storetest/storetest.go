@@ -36,10 +36,7 @@ type Backend interface {
 // Run runs the contract subtests; newBackend returns the backend for one
 // subtest (it may return the same one every time).
 func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b Backend)
-	}{
+	runAll(t, newBackend, []subtest[Backend]{
 		{"CreateGet", testCreateGet},
 		{"Idempotency", testIdempotency},
 		{"InsufficientCredits", testInsufficientCredits},
@@ -66,7 +63,18 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"Delete", testDelete},
 		{"Reconcile", testReconcile},
 		{"TouchKey", testTouchKey},
-	}
+	})
+}
+
+// subtest is one named check of a contract on a backend of type B.
+type subtest[B any] struct {
+	name string
+	fn   func(t *testing.T, b B)
+}
+
+// runAll runs each of tests as a subtest, on the backend newBackend
+// returns for it.
+func runAll[B any](t *testing.T, newBackend func(t *testing.T) B, tests []subtest[B]) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.fn(t, newBackend(t))

@@ -27,10 +27,7 @@ type UsageBackend interface {
 // failed one, by UTC day, type and model. newBackend returns the backend
 // for one subtest (it may return the same one every time).
 func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, b UsageBackend)
-	}{
+	runAll(t, newBackend, []subtest[UsageBackend]{
 		{"Sums", testUsageSums},
 		{"Ranges", testUsageRanges},
 		{"Requests", testUsageRequests},
@@ -47,12 +44,7 @@ func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 		{"JobUsageUnlabelled", testJobUsageUnlabelled},
 		{"JobUsageReconcile", testJobUsageReconcile},
 		{"JobUsageServedByFallback", testJobUsageServedByFallback},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, newBackend(t))
-		})
-	}
+	})
 }
 
 // record is one AddUsage call of one request.

@@ -167,14 +167,12 @@ func (s *Service) Schedule(ctx context.Context, jobID string) error {
 	if !j.Status.Final() {
 		return nil
 	}
-	if j.WebhookURL == "" {
-		c, err := s.Store.WebhookConfig(ctx, j.Account)
-		if err != nil {
-			return fmt.Errorf("schedule webhook of %s: %w", jobID, err)
-		}
-		if c.URL == "" {
-			return nil
-		}
+	u, err := s.url(ctx, j)
+	if err != nil {
+		return fmt.Errorf("schedule webhook of %s: %w", jobID, err)
+	}
+	if u == "" {
+		return nil
 	}
 	if err := s.Queue.SendWebhook(ctx, jobID, 0); err != nil {
 		return fmt.Errorf("schedule webhook of %s: %w", jobID, err)
@@ -203,9 +201,20 @@ func (s *Service) url(ctx context.Context, j *jobs.Job) (string, error) {
 // is claimed with a conditional write (Store.SaveDelivery), and a call
 // before NextAt only says how long to wait.
 func (s *Service) Deliver(ctx context.Context, jobID string) (time.Duration, error) {
+	var j *jobs.Job // read once: to make the Delivery, or for the attempt
 	d, err := s.Store.Delivery(ctx, jobID)
 	if errors.Is(err, ErrNotFound) {
-		d, err = s.create(ctx, jobID)
+		j, err = s.Jobs.Get(ctx, jobID)
+		if errors.Is(err, jobs.ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("delivery of %s: job: %w", jobID, err)
+		}
+		if !j.Status.Final() {
+			return 0, nil
+		}
+		d, err = s.create(ctx, j)
 		if d == nil || err != nil {
 			return 0, err
 		}
@@ -219,9 +228,10 @@ func (s *Service) Deliver(ctx context.Context, jobID string) (time.Duration, err
 	if wait := time.Unix(d.NextAt, 0).Sub(now); wait > 0 {
 		return wait, nil
 	}
-	j, err := s.Jobs.Get(ctx, jobID)
-	if err != nil {
-		return 0, fmt.Errorf("delivery of %s: job: %w", jobID, err)
+	if j == nil {
+		if j, err = s.Jobs.Get(ctx, jobID); err != nil {
+			return 0, fmt.Errorf("delivery of %s: job: %w", jobID, err)
+		}
 	}
 	cfg, err := s.ensure(ctx, d.Account)
 	if err != nil {
@@ -280,19 +290,10 @@ func outcome(d *Delivery) string {
 	return "no_answer"
 }
 
-// create makes job jobID's Delivery (nil when the job has no URL or has
-// not ended).
-func (s *Service) create(ctx context.Context, jobID string) (*Delivery, error) {
-	j, err := s.Jobs.Get(ctx, jobID)
-	if errors.Is(err, jobs.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("delivery of %s: job: %w", jobID, err)
-	}
-	if !j.Status.Final() {
-		return nil, nil
-	}
+// create makes the Delivery of j, a job that has ended (nil when it has
+// no URL).
+func (s *Service) create(ctx context.Context, j *jobs.Job) (*Delivery, error) {
+	jobID := j.ID
 	u, err := s.url(ctx, j)
 	if err != nil || u == "" {
 		return nil, err
@@ -389,7 +390,7 @@ func (s *Service) Resend(ctx context.Context, jobID string) (*Delivery, error) {
 			if !j.Status.Final() {
 				return nil, ErrNotFinal
 			}
-			if d, err = s.create(ctx, jobID); err == nil && d == nil {
+			if d, err = s.create(ctx, j); err == nil && d == nil {
 				return nil, ErrNoURL
 			}
 			if err != nil {
