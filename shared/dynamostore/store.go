@@ -137,6 +137,7 @@ import (
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -604,12 +605,8 @@ func conflicted(reasons []types.CancellationReason) bool {
 
 // backoff sleeps before retry attempt+1 (20ms, 40ms, ... ) or until ctx ends.
 func backoff(ctx context.Context, attempt int) error {
-	t := time.NewTimer(time.Duration(20<<attempt) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !ctxtime.Sleep(ctx, time.Duration(20<<attempt)*time.Millisecond) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }
