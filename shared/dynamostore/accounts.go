@@ -135,30 +135,19 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		}
 		items = append(items, types.TransactWriteItem{Update: s.settleOnKey(e.Key, spent, e.HeldAmount())})
 	}
-	for attempt := 0; ; attempt++ {
-		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			return nil
-		}
-		reasons, ok := cancellation(err)
+	return s.transact(ctx, "settle "+e.ID, items, func(reasons []types.CancellationReason) (bool, error) {
 		switch {
-		case !ok:
 		case failed(reasons, 0):
-			return credits.ErrAlreadySettled
+			return true, credits.ErrAlreadySettled
 		case failed(reasons, 1):
-			return fmt.Errorf("settle %s: account %s: %w", e.ID, e.Account, credits.ErrAccountNotFound)
+			return true, fmt.Errorf("settle %s: account %s: %w", e.ID, e.Account, credits.ErrAccountNotFound)
 		case openAt >= 0 && failed(reasons, openAt):
 			// Closed without a settlement entry: only a hand-edited
 			// table gets here.
-			return fmt.Errorf("settle %s: %w: it is not open", e.ID, credits.ErrNoReservation)
-		case conflicted(reasons) && attempt+1 < maxTxAttempts:
-			if err := backoff(ctx, attempt); err != nil {
-				return fmt.Errorf("settle %s: %w", e.ID, err)
-			}
-			continue
+			return true, fmt.Errorf("settle %s: %w: it is not open", e.ID, credits.ErrNoReservation)
 		}
-		return fmt.Errorf("settle %s: %w", e.ID, err)
-	}
+		return false, nil
+	})
 }
 
 // Account implements credits.Store.
@@ -213,18 +202,8 @@ func (s *Store) Grant(ctx context.Context, id string, amount int64, at int64) (c
 			ConditionExpression: aws.String("attribute_not_exists(sk)"),
 		}})
 	}
-	for attempt := 0; ; attempt++ {
-		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			break
-		}
-		if reasons, ok := cancellation(err); ok && conflicted(reasons) && attempt+1 < maxTxAttempts {
-			if err := backoff(ctx, attempt); err != nil {
-				return credits.Account{}, fmt.Errorf("grant %s: %w", id, err)
-			}
-			continue
-		}
-		return credits.Account{}, fmt.Errorf("grant %s: %w", id, err)
+	if err := s.transact(ctx, "grant "+id, items, nil); err != nil {
+		return credits.Account{}, err
 	}
 	a, err := s.Account(ctx, id)
 	if err != nil {

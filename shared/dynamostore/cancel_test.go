@@ -3,6 +3,7 @@ package dynamostore
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -150,6 +151,90 @@ func TestSettleCancellation(t *testing.T) {
 			err := s.Settle(context.Background(), credits.Entry{ID: "job:j", Account: "a", Kind: credits.Capture, Amount: 1, JobID: "j"})
 			if (tt.wantErr == nil && err != nil) || !errors.Is(err, tt.wantErr) {
 				t.Errorf("Settle = %v; want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestTransact checks the one retry loop of the store's transactions:
+// refused settles a cancellation before any retry, a conflict is retried up
+// to maxTxAttempts attempts, each attempt has its own token, and every
+// error but refused's is wrapped with what.
+func TestTransact(t *testing.T) {
+	errRefused := errors.New("refused")
+	boom := errors.New("boom")
+	// refuse0 settles a failed condition of item 0: with errRefused, or
+	// as applied (nil) when applied is set.
+	refuse0 := func(applied bool) func([]types.CancellationReason) (bool, error) {
+		return func(reasons []types.CancellationReason) (bool, error) {
+			if !failed(reasons, 0) {
+				return false, nil
+			}
+			if applied {
+				return true, nil
+			}
+			return true, errRefused
+		}
+	}
+	canceledCtx, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		tx      []error
+		refused func([]types.CancellationReason) (bool, error)
+		wantErr error // nil: success; errRefused: exactly that; else wrapped with "op x: "
+		calls   int
+	}{
+		{"success", nil, []error{nil}, nil, nil, 1},
+		{"refused", nil, []error{canceled(ccf, "")}, refuse0(false), errRefused, 1},
+		{"applied before", nil, []error{canceled(ccf, "")}, refuse0(true), nil, 1},
+		{"refused beats conflict", nil, []error{canceled(ccf, conflict)}, refuse0(false), errRefused, 1},
+		{"conflict then success", nil, []error{canceled("", conflict), canceled(conflict, ""), nil}, refuse0(false), nil, 3},
+		{"conflict then refused", nil, []error{canceled("", conflict), canceled(ccf, "")}, refuse0(false), errRefused, 2},
+		{"conflict with no refused", nil, []error{canceled(conflict), nil}, nil, nil, 2},
+		{"conflict every time", nil, []error{canceled(conflict), canceled(conflict), canceled(conflict), canceled(conflict), canceled(conflict), canceled(conflict)}, nil, &types.TransactionCanceledException{}, maxTxAttempts},
+		{"condition refused does not map", nil, []error{canceled("", ccf)}, refuse0(false), &types.TransactionCanceledException{}, 1},
+		{"other error", nil, []error{boom}, refuse0(false), boom, 1},
+		{"context ends during backoff", canceledCtx, []error{canceled(conflict), nil}, nil, context.Canceled, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := tt.ctx
+			if ctx == nil {
+				ctx = context.Background()
+			}
+			f := &fakeDB{tx: tt.tx}
+			err := New(f, "jobs", "accounts").transact(ctx, "op x", nil, tt.refused)
+			var tce *types.TransactionCanceledException
+			switch want := tt.wantErr; {
+			case want == nil:
+				if err != nil {
+					t.Errorf("transact = %v; want nil", err)
+				}
+			case want == errRefused:
+				if err != errRefused {
+					t.Errorf("transact = %v; want %v as is", err, errRefused)
+				}
+			case err == nil || !strings.HasPrefix(err.Error(), "op x: "):
+				t.Errorf("transact = %v; want an error starting with %q", err, "op x: ")
+			case errors.As(want, &tce):
+				if !errors.As(err, &tce) {
+					t.Errorf("transact = %v; want a wrapped cancellation", err)
+				}
+			case !errors.Is(err, want):
+				t.Errorf("transact = %v; want it to wrap %v", err, want)
+			}
+			if f.calls != tt.calls {
+				t.Errorf("TransactWriteItems calls = %d; want %d", f.calls, tt.calls)
+			}
+			seen := map[string]bool{}
+			for _, tok := range f.tokens {
+				if tok == "" || seen[tok] {
+					t.Errorf("ClientRequestTokens = %q; want distinct and set", f.tokens)
+					break
+				}
+				seen[tok] = true
 			}
 		})
 	}

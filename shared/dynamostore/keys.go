@@ -305,22 +305,14 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 		rec.ExpressionAttributeValues = vals
 	}
 	items := []types.TransactWriteItem{{Update: rec}, {Update: idUpdate}}
-	for attempt := 0; ; attempt++ {
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			break
+	err = s.transact(ctx, "set controls of key "+id, items, func(reasons []types.CancellationReason) (bool, error) {
+		if failed(reasons, 0) || failed(reasons, 1) {
+			return true, auth.ErrKeyNotFound
 		}
-		reasons, ok := cancellation(err)
-		switch {
-		case ok && (failed(reasons, 0) || failed(reasons, 1)):
-			return auth.Record{}, auth.ErrKeyNotFound
-		case ok && conflicted(reasons) && attempt+1 < maxTxAttempts:
-			if err := backoff(ctx, attempt); err != nil {
-				return auth.Record{}, fmt.Errorf("set controls of key %s: %w", id, err)
-			}
-			continue
-		}
-		return auth.Record{}, fmt.Errorf("set controls of key %s: %w", id, err)
+		return false, nil
+	})
+	if err != nil {
+		return auth.Record{}, err
 	}
 	return s.KeyByID(ctx, id)
 }

@@ -101,32 +101,21 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 	if e.Key != "" {
 		items = append(items, types.TransactWriteItem{Update: s.holdOnKey(e.Key, e.Amount)})
 	}
-	for attempt := 0; ; attempt++ {
-		_, err := s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			return nil
-		}
-		reasons, ok := cancellation(err)
+	return s.transact(ctx, "reserve "+e.ID+" on "+e.Account, items, func(reasons []types.CancellationReason) (bool, error) {
 		switch {
-		case !ok:
 		case failed(reasons, 0):
-			return fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, credits.ErrAlreadySettled)
+			return true, fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, credits.ErrAlreadySettled)
 		case failed(reasons, 1):
-			return s.refusedReservation(ctx, e, reasons[1].Item)
+			return true, s.refusedReservation(ctx, e, reasons[1].Item)
 		case e.Key != "" && failed(reasons, 3):
-			return fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, refusedKey(e.Key, e.Amount, reasons[3].Item))
+			return true, fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, refusedKey(e.Key, e.Amount, reasons[3].Item))
 		case failed(reasons, 2):
 			// Another account's reservation with the same key: only an
 			// account name containing "#reserve:" can make one.
-			return fmt.Errorf("reserve %s on %s: its open item's key is taken", e.ID, e.Account)
-		case conflicted(reasons) && attempt+1 < maxTxAttempts:
-			if err := backoff(ctx, attempt); err != nil {
-				return fmt.Errorf("reserve %s: %w", e.ID, err)
-			}
-			continue
+			return true, fmt.Errorf("reserve %s on %s: its open item's key is taken", e.ID, e.Account)
 		}
-		return fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, err)
-	}
+		return false, nil
+	})
 }
 
 // refusedReservation explains a failed account condition of Reserve: old

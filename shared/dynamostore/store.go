@@ -137,6 +137,7 @@ import (
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -300,32 +301,30 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 		keyAt = len(items)
 		items = append(items, types.TransactWriteItem{Update: s.holdOnKey(j.Key, j.Price)})
 	}
-	for attempt := 0; ; attempt++ {
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
-		if err == nil {
-			return &nj, nil
-		}
-		reasons, ok := cancellation(err)
-		if !ok {
-			return nil, fmt.Errorf("create job %s: %w", j.ID, err)
-		}
+	var replayed *jobs.Job
+	err = s.transact(ctx, "create job "+j.ID, items, func(reasons []types.CancellationReason) (bool, error) {
+		var err error
 		switch {
 		case idemAt >= 0 && failed(reasons, idemAt):
-			return s.replay(ctx, idem, reasons[idemAt].Item)
+			replayed, err = s.replay(ctx, idem, reasons[idemAt].Item)
 		case failed(reasons, acctAt):
-			return nil, jobs.ErrInsufficientCredits
+			err = jobs.ErrInsufficientCredits
 		case keyAt >= 0 && failed(reasons, keyAt):
-			return nil, fmt.Errorf("create job %s: %w", j.ID, refusedKey(j.Key, j.Price, reasons[keyAt].Item))
+			err = fmt.Errorf("create job %s: %w", j.ID, refusedKey(j.Key, j.Price, reasons[keyAt].Item))
 		case failed(reasons, jobAt):
-			return nil, fmt.Errorf("create job %s: id already exists", j.ID)
-		case conflicted(reasons) && attempt+1 < maxTxAttempts:
-			if err := backoff(ctx, attempt); err != nil {
-				return nil, fmt.Errorf("create job %s: %w", j.ID, err)
-			}
-			continue
+			err = fmt.Errorf("create job %s: id already exists", j.ID)
+		default:
+			return false, nil
 		}
-		return nil, fmt.Errorf("create job %s: %w", j.ID, err)
+		return true, err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case replayed != nil:
+		return replayed, nil
 	}
+	return &nj, nil
 }
 
 // replay resolves an Idempotency-Key already in use: the job it made if the
@@ -542,6 +541,42 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	return decodeJob(out.Attributes)
 }
 
+// transact writes items in one TransactWriteItems and owns its retries:
+// each attempt carries its own client request token (DynamoDB would answer
+// a reused token with the first attempt's outcome). When the transaction is
+// cancelled, refused (nil: none) reads the reasons first: if it reports
+// done, the cancellation is settled and transact returns err, nil included
+// (a write already applied, say). Otherwise a TransactionConflict is
+// retried after backoff, up to maxTxAttempts attempts in all; any other
+// error, the last conflict, and ctx's error if it ends during a backoff
+// are returned as "<what>: <error>".
+func (s *Store) transact(ctx context.Context, what string, items []types.TransactWriteItem,
+	refused func(reasons []types.CancellationReason) (done bool, err error)) error {
+	for attempt := 0; ; attempt++ {
+		token, err := auth.RandomString(32)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(token)})
+		if err == nil {
+			return nil
+		}
+		reasons, ok := cancellation(err)
+		if ok && refused != nil {
+			if done, err := refused(reasons); done {
+				return err
+			}
+		}
+		if ok && conflicted(reasons) && attempt+1 < maxTxAttempts {
+			if err := backoff(ctx, attempt); err != nil {
+				return fmt.Errorf("%s: %w", what, err)
+			}
+			continue
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
+}
+
 // cancellation returns the per-item reasons of a cancelled transaction.
 func cancellation(err error) ([]types.CancellationReason, bool) {
 	var tce *types.TransactionCanceledException
@@ -570,12 +605,8 @@ func conflicted(reasons []types.CancellationReason) bool {
 
 // backoff sleeps before retry attempt+1 (20ms, 40ms, ... ) or until ctx ends.
 func backoff(ctx context.Context, attempt int) error {
-	t := time.NewTimer(time.Duration(20<<attempt) * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
+	if !ctxtime.Sleep(ctx, time.Duration(20<<attempt)*time.Millisecond) {
 		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
+	return nil
 }

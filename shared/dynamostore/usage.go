@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
 )
 
@@ -86,32 +85,15 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 	if u.Key != "" {
 		items = append(items, types.TransactWriteItem{Update: s.settleOnKey(u.Key, u.Credits, 0)})
 	}
-	for attempt := 0; ; attempt++ {
-		// A fresh token per attempt: DynamoDB would answer a reused token
-		// with the first attempt's outcome.
-		token, err := auth.RandomString(32)
-		if err != nil {
-			return fmt.Errorf("add usage of %s: %w", u.Account, err)
-		}
-		_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: aws.String(token)})
-		if err == nil {
-			return nil
-		}
-		reasons, ok := cancellation(err)
+	return s.transact(ctx, "add usage of "+u.Account, items, func(reasons []types.CancellationReason) (bool, error) {
 		switch {
-		case !ok:
 		case failed(reasons, 2):
-			return nil // the entry exists: id was applied before
+			return true, nil // the entry exists: id was applied before
 		case failed(reasons, 1):
-			return fmt.Errorf("add usage of %s: %w", u.Account, credits.ErrAccountNotFound)
-		case conflicted(reasons) && attempt+1 < maxTxAttempts:
-			if err := backoff(ctx, attempt); err != nil {
-				return fmt.Errorf("add usage of %s: %w", u.Account, err)
-			}
-			continue
+			return true, fmt.Errorf("add usage of %s: %w", u.Account, credits.ErrAccountNotFound)
 		}
-		return fmt.Errorf("add usage of %s: %w", u.Account, err)
-	}
+		return false, nil
+	})
 }
 
 // Usage implements credits.UsageStore with one Query of the account's

@@ -39,6 +39,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+
+	"github.com/genway/genway/shared/ctxtime"
 )
 
 // API is the part of the DynamoDB Streams client the reader uses;
@@ -200,7 +202,7 @@ func (p Poller) Poll(ctx context.Context, api API, streamARN string, handle Hand
 				describe = true
 			}
 		}
-		if !got && !sleep(ctx, interval) {
+		if !got && !ctxtime.Sleep(ctx, interval) {
 			return nil
 		}
 	}
@@ -275,7 +277,7 @@ func (p Poller) readShard(ctx context.Context, api API, arn, id string, s *shard
 			if p.Log != nil {
 				p.Log.Warn("dynamodb stream handler failed; retrying batch", "shard", id, "records", len(recs), "attempt", attempt+1, "err", err)
 			}
-			if !sleep(ctx, time.Duration(100<<min(attempt, 6))*time.Millisecond) {
+			if !ctxtime.Sleep(ctx, time.Duration(100<<min(attempt, 6))*time.Millisecond) {
 				return 0, false, ctx.Err()
 			}
 		}
@@ -303,16 +305,4 @@ func record(shard string, r types.Record) Record {
 		out.Keys, out.OldImage, out.NewImage = d.Keys, d.OldImage, d.NewImage
 	}
 	return out
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

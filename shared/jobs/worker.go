@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/route"
 )
@@ -393,7 +394,7 @@ func (w *Worker) saveHandle(ctx context.Context, j *Job, h *Handle, log *slog.Lo
 	interval := w.pollInterval()
 	var err error
 	for try := 0; try < 3; try++ {
-		if try > 0 && !sleep(ctx, time.Duration(100<<try)*time.Millisecond) {
+		if try > 0 && !ctxtime.Sleep(ctx, time.Duration(100<<try)*time.Millisecond) {
 			break
 		}
 		now := w.now()
@@ -674,16 +675,4 @@ func withJobKey(ctx context.Context, j *Job) context.Context {
 		return route.WithKey(ctx, j.Handle.KeyID)
 	}
 	return ctx
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/metrics"
 )
 
@@ -102,7 +103,7 @@ func New(p Policy, log *slog.Logger) *Router {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Router{policy: p.withDefaults(), log: log, now: time.Now, sleep: sleep, jitter: rand.Float64,
+	r := &Router{policy: p.withDefaults(), log: log, now: time.Now, sleep: ctxtime.Sleep, jitter: rand.Float64,
 		breakers: map[string]*breaker{}, keys: map[string]*keyState{}}
 	metrics.Default.Gauge("genway_route_breaker_open", "Routing: 1 while a target's circuit breaker is open or half open, by model.",
 		[]string{"model"}, r.breakerSamples)
@@ -465,16 +466,4 @@ func (r *Router) breakerSamples() []metrics.Sample {
 		out = append(out, metrics.Sample{Labels: []string{s.Model}, Value: v})
 	}
 	return out
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

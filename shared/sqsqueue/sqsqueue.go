@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -177,7 +178,7 @@ func (q *Queue) Poll(ctx context.Context, batch int, handle Handler) error {
 				return fmt.Errorf("poll %s: %d receive errors in a row, last: %w", q.url, errs, err)
 			}
 			q.logError("receive", err)
-			if !sleep(ctx, time.Duration(100<<min(errs, 6))*time.Millisecond) {
+			if !ctxtime.Sleep(ctx, time.Duration(100<<min(errs, 6))*time.Millisecond) {
 				return nil
 			}
 			continue
@@ -237,17 +238,5 @@ func (q *Queue) deleteDone(ctx context.Context, msgs []Message, failed []string)
 func (q *Queue) logError(op string, err error) {
 	if q.Log != nil {
 		q.Log.Warn("sqs poll", "op", op, "queue", q.url, "err", err)
-	}
-}
-
-// sleep waits d or until ctx ends; it reports whether ctx is still live.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
