@@ -69,11 +69,14 @@ const (
 // needs it.
 var iamAllow = map[string]map[perm]string{
 	"ChatFunction": {
-		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; chat.Admit: Account, the balance for a priced model, " +
-			"and KeyByID (the keyid# item) for a key with a credit limit",
+		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; chat.Admit: Account, the balance for a priced model; " +
+			"Store.Settle of a held completion (a key with a credit limit): the reservation's entry; a 402's balance",
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; chat.StoreRecorder -> AddUsage: the usage counters (UpdateItem or " +
-			"its transaction's Update), the account's debit and the key's spend (transaction Updates)",
-		{"dynamodb:PutItem", accountsTable}:                         "AddUsage: the chat ledger entry (transaction Put, attribute_not_exists)",
+			"its transaction's Update), the account's debit and the key's spend (transaction Updates); a held completion's " +
+			"Reserve and release: the account's and the key's holds (transaction Updates)",
+		{"dynamodb:PutItem", accountsTable}: "AddUsage: the chat ledger entry (transaction Put, attribute_not_exists); a held completion's " +
+			"Reserve: its ledger entry and open item, and its release's ledger entry (transaction Puts)",
+		{"dynamodb:DeleteItem", accountsTable}:                      "a held completion's release: the reservation's open item (transaction Delete)",
 		{"ssm:GetParameter", ssmParameter("OpenAIKeyParameter")}:    whySecrets + " (OPENAI_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("AnthropicKeyParameter")}: whySecrets + " (ANTHROPIC_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("GeminiKeyParameter")}:    whySecrets + " (GEMINI_API_KEY_PARAMETER)",

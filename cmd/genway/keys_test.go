@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"io"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -162,43 +163,89 @@ func TestServeKeyControls(t *testing.T) {
 	}
 }
 
-// TestServeKeyLimitPricedChat: a key with a credit limit of 1 on an
-// account with plenty gets one completion of a priced model (charged 1
-// credit to the key), then the key's 402, while the unpriced model still
-// answers; the account keeps its other credits.
+// TestServeKeyLimitPricedChat: a key with a credit limit of 10 holds
+// each priced completion's most possible cost (its input and max_tokens,
+// or the held bound of 4,096 output tokens, at 1,000 credits per million
+// tokens) before the call. A completion whose bound does not fit is the
+// key's 402 naming max_tokens, with nothing charged; 30 parallel
+// completions holding 2 credits each never take the key past 10;
+// sequential ones then go on until what is left cannot hold one; nothing
+// stays held, the account is charged exactly what the key spent, and the
+// unpriced model still answers.
 func TestServeKeyLimitPricedChat(t *testing.T) {
 	dir := t.TempDir()
-	s := startServer(t, dir, map[string]string{"GENWAY_CATALOG": "testdata/priced_catalog.json", "GENWAY_USAGE_FLUSH": "20ms"})
-	ks := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "1")}
-	chat := func(model string) (int, chatErr) {
+	s := startServer(t, dir, map[string]string{"GENWAY_CATALOG": "testdata/priced_catalog.json"})
+	ks := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "10")}
+	chat := func(model string, maxTokens int) (int, chatErr) {
 		var e chatErr
-		code, _ := ks.do(t, "POST", "/v1/chat/completions", map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": "hello world"}}}, nil, &e)
+		body := map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": "hello world"}}}
+		if maxTokens > 0 {
+			body["max_tokens"] = maxTokens
+		}
+		code, _ := ks.do(t, "POST", "/v1/chat/completions", body, nil, &e)
 		return code, e
 	}
-	if code, e := chat("synthetic/priced"); code != 200 {
-		t.Fatalf("priced chat with 1 credit left on the key = %d %+v; want 200", code, e.Error)
+	type keyCredits struct {
+		Balance int64
+		Key     *struct{ CreditLimit, Spent, Held, Left int64 } `json:"key"`
+	}
+	credits := func() keyCredits {
+		var cr keyCredits
+		ks.do(t, "GET", "/v1/credits", nil, nil, &cr)
+		if cr.Key == nil {
+			t.Fatalf("GET /v1/credits with a limited key: no key member")
+		}
+		return cr
+	}
+	start := credits().Balance
+	if code, e := chat("synthetic/priced", 0); code != 200 {
+		t.Fatalf("priced chat without max_tokens (holds 5 of 10) = %d %+v; want 200", code, e.Error)
+	}
+	if code, e := chat("synthetic/priced", 20000); code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "max_tokens") {
+		t.Errorf("priced chat whose max_tokens does not fit the key = %d %+v; want 402 key_credit_limit naming max_tokens", code, e.Error)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok := 0
+	for range 30 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, e := chat("synthetic/priced", 1000)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case code == 200:
+				ok++
+			case code == 402 && e.Error.Code == "key_credit_limit":
+			default:
+				t.Errorf("parallel priced chat = %d %+v; want 200 or 402 key_credit_limit", code, e.Error)
+			}
+		}()
+	}
+	wg.Wait()
+	if cr := credits(); cr.Key.Spent > 10 || cr.Key.Held != 0 {
+		t.Fatalf("after 30 parallel completions (%d answered): key %+v; want at most 10 spent, nothing held", ok, *cr.Key)
 	}
 	var code int
 	var e chatErr
-	for i := 0; i < 200; i++ { // the recorder flushes every 20ms
-		if code, e = chat("synthetic/priced"); code != 200 {
+	for range 20 {
+		if code, e = chat("synthetic/priced", 1000); code != 200 {
 			break
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	if code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "limit") {
-		t.Errorf("priced chat past the key's limit = %d %+v; want 402 key_credit_limit", code, e.Error)
+	if code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "left of 10") {
+		t.Errorf("priced chat once the key cannot hold 2 more = %d %+v; want 402 key_credit_limit", code, e.Error)
 	}
-	if code, e := chat("synthetic/echo"); code != 200 {
+	cr := credits()
+	if cr.Key.Spent > 10 || cr.Key.Spent < 9 || cr.Key.Held != 0 || cr.Key.Left != 10-cr.Key.Spent || start-cr.Balance != cr.Key.Spent {
+		t.Errorf("key %+v, account charged %d; want 9 or 10 spent, nothing held, the account charged what the key spent", *cr.Key, start-cr.Balance)
+	}
+	if code, e := chat("synthetic/echo", 0); code != 200 {
 		t.Errorf("unpriced chat on a key past its limit = %d %+v; want 200", code, e.Error)
 	}
-	var cr struct{ Balance int64 }
-	s.do(t, "GET", "/v1/credits", nil, nil, &cr)
-	if cr.Balance < 100000-5 {
-		t.Errorf("account balance = %d; want the account charged only the few credits of the key's completions", cr.Balance)
-	}
-	if list := cli(t, dir, "keys", "list"); !strings.Contains(list, "/1") {
-		t.Errorf("keys list = %q; want the key's spend against its limit of 1", list)
+	if list := cli(t, dir, "keys", "list"); !strings.Contains(list, "/10") {
+		t.Errorf("keys list = %q; want the key's spend against its limit of 10", list)
 	}
 }
 
@@ -284,5 +331,45 @@ func TestServeKeyLimitAWS(t *testing.T) {
 	}
 	if !strings.Contains(list, "3/3 ") || strings.Contains(list, "held") {
 		t.Errorf("keys list = %q; want the key at 3/3, nothing held", list)
+	}
+}
+
+// TestServeKeyLimitPricedChatAWS: the same holds on the AWS-backed local
+// mode (moto): a priced completion's hold is a reservation in DynamoDB,
+// conditioned on the key's item, so it holds across Lambda containers.
+// Sequential (moto does not isolate concurrent transactions; the parallel
+// case runs in dynamostore's reservation contract).
+func TestServeKeyLimitPricedChatAWS(t *testing.T) {
+	_, env, dir := awsServe(t)
+	env = maps.Clone(env)
+	env["GENWAY_CATALOG"] = "testdata/priced_catalog.json"
+	s := startServer(t, dir, env)
+	ks := &server{base: s.base, key: cliKeyEnv(t, dir, env, "--account", "dev", "--credit-limit", "5")}
+	chat := func(maxTokens int) (int, chatErr) {
+		var e chatErr
+		body := map[string]any{"model": "synthetic/priced", "max_tokens": maxTokens, "messages": []map[string]string{{"role": "user", "content": "hello world"}}}
+		code, _ := ks.do(t, "POST", "/v1/chat/completions", body, nil, &e)
+		return code, e
+	}
+	if code, e := chat(20000); code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "max_tokens") {
+		t.Errorf("priced chat whose max_tokens does not fit the key = %d %+v; want 402 key_credit_limit naming max_tokens", code, e.Error)
+	}
+	answered := 0
+	for range 10 {
+		code, e := chat(1000) // holds 2, charged 1
+		if code != 200 {
+			if code != 402 || e.Error.Code != "key_credit_limit" {
+				t.Errorf("priced chat = %d %+v; want 200 or 402 key_credit_limit", code, e.Error)
+			}
+			break
+		}
+		answered++
+	}
+	var cr struct {
+		Key *struct{ Spent, Held, Left int64 } `json:"key"`
+	}
+	ks.do(t, "GET", "/v1/credits", nil, nil, &cr)
+	if answered != 4 || cr.Key == nil || cr.Key.Spent != 4 || cr.Key.Held != 0 || cr.Key.Left != 1 {
+		t.Errorf("%d answered, key %+v; want 4 answered (the fifth cannot hold 2 of the 1 left), 4 spent, nothing held", answered, cr.Key)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/genway/genway/shared/apierr"
-	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
 )
@@ -42,8 +41,9 @@ var ErrInsufficientCredits = &apierr.Error{Kind: apierr.InsufficientQuota, Code:
 // completions already in flight when it reaches zero (about one per
 // concurrent request).
 //
-// The caller's API key may have a credit limit too (admitKey): a priced
-// completion is refused once the key has used it up.
+// A caller whose API key has a credit limit does not come here for a
+// priced model: Run holds its completion instead (see Holds), which
+// bounds the key's spend exactly.
 //
 // An unpriced model never reads the store, and without Balances in the
 // Config Admit does nothing and returns nil. It is safe for concurrent use.
@@ -66,57 +66,7 @@ func (g *Gateway) Admit(ctx context.Context, account string, c *Call) error {
 		return &apierr.Error{Kind: ErrInsufficientCredits.Kind, Code: ErrInsufficientCredits.Code, Err: err,
 			Message: fmt.Sprintf("The account has no credits left for priced model %q (available: %d); add credits, or use an unpriced model.", m.ID, a.Available)}
 	}
-	return g.admitKey(ctx, m.ID)
-}
-
-// KeyBalances is a Balances that also reads API keys (both stores are):
-// with it, Admit refuses a priced completion to a key that has used up
-// its credit limit.
-type KeyBalances interface {
-	Balances
-	KeyByID(ctx context.Context, id string) (auth.Record, error)
-}
-
-// UnwrittenKeyCreditsRecorder is implemented by a UsageRecorder that holds
-// charges it has not written yet (BufferedRecorder): UnwrittenKeyCredits
-// returns those of the API key with id, which the key's Spent does not
-// show yet.
-type UnwrittenKeyCreditsRecorder interface {
-	UnwrittenKeyCredits(key string) int64
-}
-
-// admitKey applies the credit limit of the caller's API key to a priced
-// completion of model: refused (credits.ErrKeyLimit, a 402 saying what is
-// left) once the key's spent and held credits, with what the recorder has
-// not written yet, reach its limit. Like the account's rule above, the
-// charge comes after the completion and is unconditional, so a key can
-// pass its limit by at most the completions in flight when it reaches it;
-// jobs, images and speeches, whose price is known first, are held within
-// the limit exactly. A caller without a limited key (none, or one whose
-// record had no limit when it authenticated) costs no read.
-func (g *Gateway) admitKey(ctx context.Context, model string) error {
-	p, ok := auth.FromContext(ctx)
-	kb, isKB := g.balances.(KeyBalances)
-	if !ok || !p.Limited || p.KeyID == "" || !isKB {
-		return nil
-	}
-	k, err := kb.KeyByID(ctx, p.KeyID)
-	if err != nil {
-		return fmt.Errorf("admit %s: read key %s: %w", model, p.KeyID, err)
-	}
-	if k.CreditLimit == nil {
-		return nil
-	}
-	used := k.Spent + k.Held
-	if u, ok := g.usage.(UnwrittenKeyCreditsRecorder); ok {
-		used += u.UnwrittenKeyCredits(p.KeyID)
-	}
-	if used < *k.CreditLimit {
-		return nil
-	}
-	return &apierr.Error{Kind: credits.ErrKeyLimit.Kind, Code: credits.ErrKeyLimit.Code,
-		Message: fmt.Sprintf("This API key has used its credit limit for priced model %q: 0 left of %d (%d spent or held by requests in progress). The key's limit is not the account's balance; ask the operator to raise it, or use an unpriced model.",
-			model, *k.CreditLimit, used)}
+	return nil
 }
 
 // charges reports whether p makes a chat completion cost credits: a price

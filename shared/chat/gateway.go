@@ -587,6 +587,13 @@ func stops(raw json.RawMessage) ([]string, error) {
 // usage happened), and when the recorder may wait on a store the sink is
 // flushed first, so the client has its whole answer before the write.
 //
+// A priced completion asked for with an API key that has a credit limit
+// is held first (see Holds): refused with a 402 before any call when its
+// most possible cost does not fit the key's limit or the account's
+// credits. Its usage is then written to the store and the hold released
+// before the sink's End, so that the key's next request sees what is
+// left (the answer's end waits for those two writes).
+//
 // A completion no candidate answered returns an *AttemptsError with the
 // attempts made around the last one's error: Prepare's, Admit's, the
 // provider's (*UpstreamError) or the sink's. Nothing is recorded for it.
@@ -595,9 +602,14 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 	if err != nil {
 		return err
 	}
+	h, err := g.hold(ctx, account, p, ids)
+	if err != nil {
+		return err
+	}
+	defer h.release(ctx, g)
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	rt := &routed{g: g, account: account, p: p, ids: ids, calls: make([]*Call, len(ids)), errs: make([]error, len(ids)), sink: sink}
+	rt := &routed{g: g, account: account, p: p, ids: ids, calls: make([]*Call, len(ids)), errs: make([]error, len(ids)), sink: sink, hold: h}
 	targets := make([]route.Target, len(ids))
 	for i, id := range ids {
 		targets[i].Model = id
@@ -613,6 +625,13 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 			err = s.error // the refusal as Prepare or Admit made it
 		}
 		return &AttemptsError{Attempts: res.Attempts, Err: err}
+	}
+	if h != nil {
+		// Charged and released before the answer ends, so that the key's
+		// next request sees what it has left.
+		h.record(ctx, g, account, rt.served, rt.resp)
+		h.release(ctx, g)
+		return sink.End(rt.resp)
 	}
 	err = sink.End(rt.resp)
 	if err == nil && g.usageWaits() {

@@ -175,6 +175,7 @@ type routed struct {
 	started bool // sink.Start was called
 	served  *Call
 	resp    *Response
+	hold    *hold // the completion's hold, nil if it has none
 }
 
 // call returns candidate i prepared for an attempt, or its error
@@ -190,7 +191,11 @@ func (rt *routed) call(ctx context.Context, i int) (*Call, error) {
 		p = &cp
 	}
 	c, err := rt.g.Prepare(ctx, p)
-	if err == nil {
+	switch {
+	case err != nil:
+	case rt.hold != nil:
+		rt.hold.limit(c) // held: what it may cost is reserved already
+	default:
 		err = rt.g.Admit(ctx, rt.account, c)
 	}
 	if err != nil {

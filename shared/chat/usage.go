@@ -122,7 +122,6 @@ type BufferedRecorder struct {
 	mu      sync.Mutex
 	sums    map[usageKey]credits.Usage // since the last flush
 	pending map[string]int64           // credits recorded and not yet written, by account
-	keys    map[string]int64           // the same, by API key
 	closed  bool                       // RecordChatUsage writes through
 
 	flushMu sync.Mutex                // one flush at a time
@@ -157,7 +156,7 @@ func newBufferedRecorder(store UsageStore, log *slog.Logger) *BufferedRecorder {
 	}
 	return &BufferedRecorder{
 		store: store, log: log, now: time.Now, newID: credits.NewUsageID,
-		sums: map[usageKey]credits.Usage{}, pending: map[string]int64{}, keys: map[string]int64{}, failed: map[usageKey]pendingUsage{},
+		sums: map[usageKey]credits.Usage{}, pending: map[string]int64{}, failed: map[usageKey]pendingUsage{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -198,20 +197,9 @@ func (r *BufferedRecorder) RecordChatUsage(ctx context.Context, account, model s
 	r.addLocked(inc)
 	if amount > 0 {
 		r.pending[account] += amount
-		if inc.Key != "" {
-			r.keys[inc.Key] += amount
-		}
 	}
 	r.mu.Unlock()
 	return nil
-}
-
-// UnwrittenKeyCredits implements UnwrittenKeyCreditsRecorder: the credits
-// of the completions of API key recorded since the last successful write.
-func (r *BufferedRecorder) UnwrittenKeyCredits(key string) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.keys[key]
 }
 
 // UnwrittenCredits implements UnwrittenCreditsRecorder: the credits of
@@ -309,11 +297,6 @@ func (r *BufferedRecorder) writeAll(ctx context.Context, timeout time.Duration, 
 			// Written (the store's balance shows it now) or never will be.
 			if r.pending[p.u.Account] -= p.u.Credits; r.pending[p.u.Account] <= 0 {
 				delete(r.pending, p.u.Account)
-			}
-			if p.u.Key != "" {
-				if r.keys[p.u.Key] -= p.u.Credits; r.keys[p.u.Key] <= 0 {
-					delete(r.keys, p.u.Key)
-				}
 			}
 		}
 	}

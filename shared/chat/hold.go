@@ -1,0 +1,234 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
+)
+
+// Holds: a priced completion asked for with an API key that has a credit
+// limit is held like an image or a speech. Before any upstream call, Run
+// reserves the most the completion can cost on the account and on the
+// key, in one conditional write (credits.Reserver), so that parallel
+// requests cannot take the key past its limit; the answer's usage is then
+// charged as usual, written to the store at once, and the hold released,
+// before the answer's end reaches the client.
+// Without a limited key nothing is held, and Admit's rule applies.
+//
+// The most a completion can cost is its candidates' highest
+// Price.ChatCredits of inputBound's tokens and the output bound: the
+// request's max_tokens (or max_completion_tokens), else the model's
+// catalog max_tokens, else HeldOutputTokens, which Run then sends as the
+// upstream's max_tokens so that the bound holds.
+
+// HeldOutputTokens is the output bound of a held completion whose request
+// sets no max_tokens and whose model has no catalog max_tokens: the
+// upstream is sent max_tokens = HeldOutputTokens.
+const HeldOutputTokens = 4096
+
+// Input bounds: a token is at least one byte of text for the tokenizers
+// of every supported provider (byte-level BPE; SentencePiece with byte
+// fallback), so a message's bytes bound its tokens. What the bytes do not
+// show is bounded by assumption.
+const (
+	// imageTokenBound is the tokens assumed for one image part (the
+	// providers' documented image costs are 85 to a few thousand tokens,
+	// by size and detail).
+	imageTokenBound = 8192
+	// messageTokenBound is each message's framing (role, separators).
+	messageTokenBound = 16
+	// toolsTokenBound is the system text a provider adds for tools or a
+	// response format (Anthropic's tool use prompt is a few hundred
+	// tokens).
+	toolsTokenBound = 1024
+)
+
+// Holds is what a held completion needs of the credits store, beside
+// Balances: reservations, their settlement, and usage written at once.
+// localstore.Store and dynamostore.Store implement it; a Gateway whose
+// Balances is one holds the priced completions of limited keys.
+type Holds interface {
+	credits.Reservations
+	UsageStore
+}
+
+// heldJobType is a held completion's reservation's JobType (its
+// settlement is always a release: the charge is the usage's).
+const heldJobType = "chat"
+
+// hold is a completion's reservation.
+type hold struct {
+	store Holds
+	entry credits.Entry // the reservation
+	// out is the output bound by candidate model id, for a model whose
+	// request sets no max_tokens: Run sends it as max_tokens.
+	out      map[string]int
+	released bool
+}
+
+// hold reserves what the completion of p over candidates ids can cost at
+// most, when the caller's API key has a credit limit and some candidate
+// is priced; it returns nil (nothing held) otherwise. A refusal is the
+// key's 402 (credits.ErrKeyLimit) or the account's (insufficient
+// credits), with nothing written.
+func (g *Gateway) hold(ctx context.Context, account string, p *Params, ids []string) (*hold, error) {
+	pr, ok := auth.FromContext(ctx)
+	hs, isHolds := g.balances.(Holds)
+	if !ok || !pr.Limited || pr.KeyID == "" || !isHolds {
+		return nil, nil
+	}
+	in := inputBound(p)
+	var amount int64
+	out := map[string]int{}
+	for _, id := range ids {
+		m, ok := g.cat.Model(id)
+		if !ok || !charges(m.Price) {
+			continue
+		}
+		n, err := maxTokens(p, m)
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			n = heldOutput(m)
+			out[id] = n
+		}
+		amount = max(amount, m.Price.ChatCredits(in, n))
+	}
+	if amount == 0 {
+		return nil, nil
+	}
+	id := "chat_" + strings.ToLower(rand.Text())
+	e := credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation, Amount: amount,
+		JobID: id, JobType: heldJobType, Model: ids[0], Key: pr.KeyID, At: time.Now().Unix()}
+	err := hs.Reserve(ctx, e)
+	switch {
+	case err == nil:
+		return &hold{store: hs, entry: e, out: out}, nil
+	case errors.Is(err, credits.ErrKeyLimit):
+		var ae *apierr.Error
+		if errors.As(err, &ae) {
+			return nil, &apierr.Error{Kind: ae.Kind, Code: ae.Code, Err: err, Message: ae.Message +
+				" For a chat completion that is the most it can cost: its input and its max_tokens (else the model's) at the model's price; a smaller max_tokens needs less."}
+		}
+		return nil, err
+	case errors.Is(err, credits.ErrInsufficient), errors.Is(err, credits.ErrAccountNotFound):
+		return nil, credits.Shortfall(ctx, hs, account, "This completion, at its max_tokens,", amount, false, err)
+	}
+	return nil, fmt.Errorf("hold %d credits for a completion of %s: %w", amount, ids[0], err)
+}
+
+// heldOutput is the output bound of a held completion of m whose request
+// sets no max_tokens: the model's catalog max_tokens, else
+// HeldOutputTokens.
+func heldOutput(m *catalog.Model) int {
+	if m.MaxTokens > 0 {
+		return m.MaxTokens
+	}
+	return HeldOutputTokens
+}
+
+// limit sets c's max_tokens to the hold's output bound for its model when
+// the request set none, so that the upstream cannot answer more than was
+// held. A nil hold does nothing.
+func (h *hold) limit(c *Call) {
+	if h == nil || c.Request.MaxTokens != 0 {
+		return
+	}
+	if n, ok := h.out[c.Request.Model.ID]; ok {
+		c.Request.MaxTokens = n
+	}
+}
+
+// record charges the usage of resp, the answer to c, written to the store
+// before it returns (so that the key's spend shows it before the hold
+// goes); a charge above the hold (a provider counting more tokens than
+// the bound) is charged all the same and logged.
+func (h *hold) record(ctx context.Context, g *Gateway, account string, c *Call, resp *Response) {
+	m := c.Request.Model
+	amount := m.Price.ChatCredits(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	if amount > h.entry.Amount {
+		g.log.WarnContext(ctx, "chat charge above its hold", "account", account, "model", m.ID,
+			"charge", amount, "hold", h.entry.Amount, "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens)
+	}
+	r := StoreRecorder{Store: h.store}
+	if err := r.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, amount); err != nil {
+		g.log.ErrorContext(ctx, "record chat usage", "account", account, "model", m.ID, "err", err)
+	}
+}
+
+// release releases all the hold holds (the charge, if any, was the
+// usage's), retried past the client's going; one that cannot be written
+// stays held until the reconciler releases it. A nil hold, or one
+// released already, does nothing (Run defers it for every way out, and
+// calls it itself after a completion's usage).
+func (h *hold) release(ctx context.Context, g *Gateway) {
+	if h == nil || h.released {
+		return
+	}
+	h.released = true
+	id, _ := strings.CutPrefix(h.entry.ID, credits.ReservationID(""))
+	e := credits.Entry{ID: credits.SettlementID(id), Account: h.entry.Account, Kind: credits.Release, Amount: h.entry.Amount,
+		JobID: h.entry.JobID, JobType: h.entry.JobType, Model: h.entry.Model, At: time.Now().Unix()}
+	if err := credits.SettleDetached(ctx, h.store, e); err != nil {
+		g.log.ErrorContext(ctx, "release chat hold", "account", h.entry.Account, "hold", h.entry.ID, "amount", h.entry.Amount, "err", err)
+	}
+}
+
+// inputBound is an upper bound of p's input tokens: the bytes of its
+// messages' text, tool calls and names, of its tools and response
+// format, and the assumed bounds of images, framing and tool prompts.
+func inputBound(p *Params) int {
+	n := 0
+	for _, msg := range p.Messages {
+		n += messageTokenBound + len(msg.Name) + len(msg.ToolCallID)
+		if msg.Refusal != nil {
+			n += len(*msg.Refusal)
+		}
+		for _, tc := range msg.ToolCalls {
+			n += messageTokenBound + len(tc.Function.Name) + len(tc.Function.Arguments)
+		}
+		n += contentBound(msg.Content)
+	}
+	for _, t := range p.Tools {
+		if f := t.Function; f != nil {
+			n += len(f.Name) + len(f.Description) + len(f.Parameters)
+		}
+	}
+	if len(p.Tools) > 0 || p.ResponseFormat != nil {
+		n += toolsTokenBound
+	}
+	if p.ResponseFormat != nil && p.ResponseFormat.JSONSchema != nil {
+		n += len(p.ResponseFormat.JSONSchema.Schema)
+	}
+	return n
+}
+
+// contentBound bounds the tokens of a message's content as sent: a
+// string's bytes, or its parts' (texts' bytes, imageTokenBound an
+// image); content that is neither counts its bytes (Prepare refuses it).
+func contentBound(raw json.RawMessage) int {
+	var parts []ParamsPart
+	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
+		return len(raw)
+	}
+	n := 0
+	for _, part := range parts {
+		switch {
+		case part.Text != nil:
+			n += len(*part.Text)
+		case part.ImageURL != nil:
+			n += imageTokenBound
+		}
+	}
+	return n
+}

@@ -1,0 +1,228 @@
+package chat_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/localstore"
+)
+
+// holdStore is an embedded store with account "acct" (credits credits)
+// and a key of it limited to limit credits, as principal.
+func holdStore(t *testing.T, credits, limit int64) (*localstore.Store, auth.Principal) {
+	t.Helper()
+	s, err := localstore.Open(filepath.Join(t.TempDir(), "genway.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	if _, err := s.Grant(ctx, "acct", credits, time.Now().Unix()); err != nil {
+		t.Fatal(err)
+	}
+	k, err := auth.NewKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := auth.NewRecord(k, "acct", time.Now())
+	r.CreditLimit = &limit
+	if err := s.PutKey(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return s, auth.Principal{Account: "acct", KeyID: r.ID, Limited: true}
+}
+
+// keyState returns the key's spent and held credits and the account's
+// available ones.
+func keyState(t *testing.T, s *localstore.Store, key string) (spent, held, available int64) {
+	t.Helper()
+	r, err := s.KeyByID(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Account(context.Background(), "acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Spent, r.Held, a.Available
+}
+
+func hi(maxTokens string) *chat.Params {
+	p := &chat.Params{Model: "synthetic/priced", Messages: []chat.ParamsMessage{{Role: chat.RoleUser, Content: []byte(`"hi"`)}}}
+	if maxTokens != "" {
+		p.MaxTokens = []byte(maxTokens)
+	}
+	return p
+}
+
+// TestHoldLimitedKey: a priced completion of a key with a credit limit
+// holds its most possible cost before the call (the input's bound and
+// max_tokens, else HeldOutputTokens, sent upstream so that the bound
+// holds), is charged its usage, written at once, and leaves nothing held;
+// one whose most possible cost does not fit what the key has left is a
+// 402 key_credit_limit before any call, with nothing written; a failed
+// completion is charged nothing and releases its hold.
+func TestHoldLimitedKey(t *testing.T) {
+	// synthetic/priced: 1,000 credits per million input tokens, 3,000 per
+	// million output tokens. "hi" is bound at 18 input tokens.
+	tests := []struct {
+		name          string
+		limit         int64
+		params        *chat.Params
+		upstreamErr   error
+		usage         chat.Usage // the provider's answer's
+		wantMaxTokens int        // what the provider is asked for; -1: not called
+		wantErr       error
+		wantSpent     int64
+	}{
+		{"max_tokens fits", 10, hi("1000"), nil, chat.Usage{PromptTokens: 1000, CompletionTokens: 1000}, 1000, nil, 4},
+		{"no max_tokens: the held bound is sent", 20, hi(""), nil, chat.Usage{PromptTokens: 10, CompletionTokens: 2000}, chat.HeldOutputTokens, nil, 7},
+		{"no max_tokens does not fit", 12, hi(""), nil, chat.Usage{}, -1, credits.ErrKeyLimit, 0},
+		{"max_tokens does not fit", 10, hi("4000"), nil, chat.Usage{}, -1, credits.ErrKeyLimit, 0},
+		{"upstream fails", 10, hi("1000"), &chat.UpstreamError{Kind: chat.UpstreamBadRequest, Status: 400, Message: "no"}, chat.Usage{}, 1000, &chat.UpstreamError{}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, pr := holdStore(t, 1000, tt.limit)
+			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: tt.usage}, err: tt.upstreamErr}
+			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov},
+				Balances: s, Usage: failingRecorder{t}})
+			err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", tt.params, &sink{})
+			switch want := tt.wantErr.(type) {
+			case nil:
+				if err != nil {
+					t.Fatalf("Run = %v; want nil", err)
+				}
+			case *chat.UpstreamError:
+				if !errors.As(err, &want) {
+					t.Fatalf("Run = %v; want the upstream's error", err)
+				}
+			default:
+				e := apierr.As(err)
+				if !errors.Is(err, want) || e == nil || e.Kind != apierr.InsufficientQuota || !strings.Contains(e.Message, "max_tokens") {
+					t.Fatalf("Run = %v; want a 402 matching %v that names max_tokens", err, want)
+				}
+			}
+			prov.mu.Lock()
+			got := prov.got
+			prov.mu.Unlock()
+			switch {
+			case tt.wantMaxTokens < 0 && len(got) != 0:
+				t.Errorf("the provider was called %d times; want none", len(got))
+			case tt.wantMaxTokens >= 0 && (len(got) != 1 || got[0].MaxTokens != tt.wantMaxTokens):
+				t.Errorf("the provider got %d requests; want one with max_tokens %d", len(got), tt.wantMaxTokens)
+			}
+			spent, held, avail := keyState(t, s, pr.KeyID)
+			if spent != tt.wantSpent || held != 0 || avail != 1000-tt.wantSpent {
+				t.Errorf("key spent %d held %d, account available %d; want %d, 0, %d", spent, held, avail, tt.wantSpent, 1000-tt.wantSpent)
+			}
+			if open, err := s.OpenReservations(context.Background(), time.Now().Unix()+1, 10); err != nil || len(open) != 0 {
+				t.Errorf("open reservations %v, %v; want none", open, err)
+			}
+		})
+	}
+}
+
+// TestHoldParallel: 50 parallel priced completions, each charged what it
+// holds (3 credits at max_tokens 1000), on a key limited to 10 never take
+// it past its limit: the successes are charged, the others refused with
+// the key's 402, and nothing stays held.
+func TestHoldParallel(t *testing.T) {
+	s, pr := holdStore(t, 1000, 10)
+	// 18 input and 1000 output tokens: 3.018, charged 4 by ceiling; the
+	// provider reports 900 completion tokens: 3 credits.
+	prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 900}}}
+	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s})
+	ctx := auth.WithPrincipal(context.Background(), pr)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, refused := 0, 0
+	for range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := gw.Run(ctx, "acct", hi("1000"), &sink{})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, credits.ErrKeyLimit):
+				refused++
+			default:
+				t.Errorf("Run = %v; want nil or the key's 402", err)
+			}
+		}()
+	}
+	wg.Wait()
+	spent, held, _ := keyState(t, s, pr.KeyID)
+	if spent > 10 || held != 0 || spent != int64(3*ok) || ok+refused != 50 || ok == 0 {
+		t.Errorf("%d answered, %d refused: key spent %d held %d; want at most 10 spent (3 per answer), 0 held", ok, refused, spent, held)
+	}
+	t.Logf("%d answered, %d refused, %d spent of 10", ok, refused, spent)
+}
+
+// TestHoldNotLimited: without a key limit (no key, a key without one) or
+// for an unpriced model nothing is held and usage goes through the
+// gateway's recorder as before.
+func TestHoldNotLimited(t *testing.T) {
+	tests := []struct {
+		name  string
+		pr    *auth.Principal
+		model string
+	}{
+		{"no key", nil, "synthetic/priced"},
+		{"key without a limit", &auth.Principal{Account: "acct", KeyID: "key_x"}, "synthetic/priced"},
+		{"unpriced model", &auth.Principal{Account: "acct", KeyID: "key_x", Limited: true}, "synthetic/echo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := holdStore(t, 1000, 10)
+			rec := &countingRecorder{}
+			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 10}}}
+			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s, Usage: rec})
+			ctx := context.Background()
+			if tt.pr != nil {
+				ctx = auth.WithPrincipal(ctx, *tt.pr)
+			}
+			p := hi("")
+			p.Model = tt.model
+			if err := gw.Run(ctx, "acct", p, &sink{}); err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			if rec.n != 1 || prov.got[0].MaxTokens != 0 {
+				t.Errorf("recorder called %d times, max_tokens %d; want once, 0 (the provider's default)", rec.n, prov.got[0].MaxTokens)
+			}
+		})
+	}
+}
+
+// failingRecorder fails the test if the gateway's recorder is used: a held
+// completion's usage is written to the store at once instead.
+type failingRecorder struct{ t *testing.T }
+
+func (f failingRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, int64) error {
+	f.t.Error("the gateway's UsageRecorder was called for a held completion")
+	return nil
+}
+
+type countingRecorder struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, int64) error {
+	c.mu.Lock()
+	c.n++
+	c.mu.Unlock()
+	return nil
+}
