@@ -109,17 +109,25 @@ func Redact(rawURL string) string {
 }
 
 // DecodeJSON reads resp's body (at most MaxJSON bytes) into v and closes
-// it. An unreadable body is a *jobs.TransientError (the connection broke);
-// a body that is not the JSON v expects is a *jobs.ProviderError
-// (upstream_error): the vendor answered garbage.
+// it, as DecodeJSONLimit does.
 func DecodeJSON(resp *http.Response, what string, v any) error {
+	return DecodeJSONLimit(resp, what, MaxJSON, v)
+}
+
+// DecodeJSONLimit reads resp's body (at most limit bytes: an answer that
+// carries files inline, such as an image in base64, needs more than
+// MaxJSON) into v and closes it. An unreadable body is a
+// *jobs.TransientError (the connection broke); a body over limit, or not
+// the JSON v expects, is a *jobs.ProviderError (upstream_error): the
+// vendor answered garbage.
+func DecodeJSONLimit(resp *http.Response, what string, limit int64, v any) error {
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxJSON+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return &jobs.TransientError{Err: fmt.Errorf("%s: read answer: %w", what, err)}
 	}
-	if len(b) > MaxJSON {
-		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's answer was too large.", Err: fmt.Errorf("%s: answer over %d bytes", what, MaxJSON)}
+	if int64(len(b)) > limit {
+		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's answer was too large.", Err: fmt.Errorf("%s: answer over %d bytes", what, limit)}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor answered something that is not the expected JSON.", Err: fmt.Errorf("%s: %w", what, err)}

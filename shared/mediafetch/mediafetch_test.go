@@ -124,6 +124,58 @@ func TestMatchesType(t *testing.T) {
 	}
 }
 
+// brokenBody is a body whose read fails after some bytes, as a dropped
+// connection's does.
+type brokenBody struct{ r io.Reader }
+
+func (b *brokenBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *brokenBody) Close() error { return nil }
+
+// TestDecodeJSONLimit: an answer within the limit is decoded; one over it,
+// or not JSON, is an upstream_error; a broken read is transient.
+func TestDecodeJSONLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  io.ReadCloser
+		limit int64
+		want  string // "" ok, "transient", or a job error code
+	}{
+		{"ok", io.NopCloser(strings.NewReader(`{"a":1}`)), 64, ""},
+		{"exactly the limit", io.NopCloser(strings.NewReader(`{"a":1}`)), 7, ""},
+		{"over the limit", io.NopCloser(strings.NewReader(`{"a":1}`)), 6, jobs.CodeUpstream},
+		{"garbage", io.NopCloser(strings.NewReader(`<html>`)), 64, jobs.CodeUpstream},
+		{"broken read", &brokenBody{strings.NewReader(`{"a":`)}, 64, "transient"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v map[string]any
+			err := DecodeJSONLimit(&http.Response{Body: tt.body}, "status", tt.limit, &v)
+			var pe *jobs.ProviderError
+			var te *jobs.TransientError
+			switch {
+			case tt.want == "":
+				if err != nil || v["a"] != 1.0 {
+					t.Errorf("DecodeJSONLimit = %v, %v; want a=1", v, err)
+				}
+			case tt.want == "transient":
+				if !errors.As(err, &te) {
+					t.Errorf("DecodeJSONLimit = %v; want a transient error", err)
+				}
+			case !errors.As(err, &pe) || pe.Code != tt.want:
+				t.Errorf("DecodeJSONLimit = %v; want %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecodeJSON: DecodeJSON is DecodeJSONLimit with MaxJSON.
 func TestDecodeJSON(t *testing.T) {
 	resp := &http.Response{Body: io.NopCloser(strings.NewReader(`<html>`))}
 	var v map[string]any
@@ -134,6 +186,10 @@ func TestDecodeJSON(t *testing.T) {
 	resp = &http.Response{Body: io.NopCloser(strings.NewReader(`{"a":1}`))}
 	if err := DecodeJSON(resp, "status", &v); err != nil || v["a"] != 1.0 {
 		t.Errorf("DecodeJSON = %v, %v", v, err)
+	}
+	resp = &http.Response{Body: io.NopCloser(strings.NewReader(`"` + strings.Repeat("x", MaxJSON) + `"`))}
+	if err := DecodeJSON(resp, "status", &v); !errors.As(err, &pe) || pe.Code != jobs.CodeUpstream {
+		t.Errorf("DecodeJSON(over MaxJSON) = %v; want upstream_error", err)
 	}
 }
 
