@@ -193,6 +193,63 @@ func TestDecodeJSON(t *testing.T) {
 	}
 }
 
+// TestPollUntil: the calls stop at done, at poll's error, after max
+// calls (transient) or when ctx ends.
+func TestPollUntil(t *testing.T) {
+	boom := errors.New("boom")
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		every     time.Duration
+		doneAt    int // the call that reports done; -1 never
+		failAt    int // the call that fails; -1 never
+		wantCalls int
+		want      error // nil; boom; context.Canceled; or errTransient
+	}{
+		{"done at once", context.Background(), 0, 0, -1, 1, nil},
+		{"done at the third", context.Background(), 0, 2, -1, 3, nil},
+		{"poll fails", context.Background(), 0, -1, 1, 2, boom},
+		{"never done", context.Background(), 0, -1, -1, 4, errTransient},
+		{"ctx ended", canceled, time.Hour, -1, -1, 1, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			err := PollUntil(tt.ctx, tt.every, 4, "job x", func(n int) (bool, error) {
+				if n != calls {
+					t.Errorf("call %d got n = %d", calls, n)
+				}
+				calls++
+				if n == tt.failAt {
+					return false, boom
+				}
+				return n == tt.doneAt, nil
+			})
+			var te *jobs.TransientError
+			switch {
+			case tt.want == errTransient:
+				if !errors.As(err, &te) || !strings.Contains(err.Error(), "job x") {
+					t.Errorf("PollUntil = %v; want a transient error naming job x", err)
+				}
+			case tt.want == nil:
+				if err != nil {
+					t.Errorf("PollUntil = %v; want nil", err)
+				}
+			case !errors.Is(err, tt.want):
+				t.Errorf("PollUntil = %v; want %v", err, tt.want)
+			}
+			if calls != tt.wantCalls {
+				t.Errorf("%d calls; want %d", calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// errTransient stands for any *jobs.TransientError in a test's table.
+var errTransient = errors.New("transient")
+
 // TestFetch: a file read whole with its type; one over the cap, or cut
 // short, is an error of the kind the worker and the router expect.
 func TestFetch(t *testing.T) {
