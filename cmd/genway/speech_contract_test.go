@@ -256,7 +256,7 @@ func TestSpeechContractElevenLabs(t *testing.T) {
 					if v := sdkValue(t, sdk); v["bytes"] != float64(len(pcm)) {
 						t.Errorf("the SDK read %v; want the %d PCM bytes", v, len(pcm))
 					}
-					want := append(media.WAVStreamHeader(elevenlabs.SpeechRate), pcm...)
+					want := append(media.WAVStreamHeader(media.SpeechRate), pcm...)
 					if ours.outcome() != "ok" || string(ours.Audio) != string(want) {
 						t.Errorf("our adapter read %s, %d bytes; want the same PCM behind a streamed WAV header (%d bytes)", ours.outcome(), len(ours.Audio), len(want))
 					}

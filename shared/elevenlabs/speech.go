@@ -17,15 +17,11 @@ import (
 
 var _ speech.Provider = (*Provider)(nil)
 
-// SpeechRate is the sample rate asked for speech as WAV or PCM
-// (output_format pcm_24000): OpenAI's, whose pcm format is raw 16-bit
-// little-endian mono samples at 24 kHz.
-const SpeechRate = 24000
-
 // speechFormats are the output_format asked for each response format:
-// 128 kbit/s MP3 at 44.1 kHz (the API's default), and raw PCM at 24 kHz
-// for pcm and for wav, which Speak wraps in a streamed WAV header.
-var speechFormats = map[string]string{"mp3": "mp3_44100_128", "pcm": fmt.Sprintf("pcm_%d", SpeechRate), "wav": fmt.Sprintf("pcm_%d", SpeechRate)}
+// 128 kbit/s MP3 at 44.1 kHz (the API's default), and raw PCM at
+// media.SpeechRate (pcm_24000, OpenAI's pcm) for pcm and for wav, which
+// Speak wraps in a streamed WAV header.
+var speechFormats = map[string]string{"mp3": "mp3_44100_128", "pcm": fmt.Sprintf("pcm_%d", media.SpeechRate), "wav": fmt.Sprintf("pcm_%d", media.SpeechRate)}
 
 // ttsRequest is the body of the streaming text-to-speech call, as the
 // SDK's textToSpeech.stream sends it.
@@ -98,7 +94,7 @@ func (p *Provider) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, er
 	return body, nil
 }
 
-// wavStream is raw PCM at SpeechRate behind a streamed WAV header, the
+// wavStream is raw PCM at media.SpeechRate behind a streamed WAV header, the
 // header held back until the first bytes of audio are here (so that a
 // vendor that fails before any audio has sent nothing).
 type wavStream struct {
@@ -116,7 +112,7 @@ func (w *wavStream) Read(p []byte) (int, error) {
 			return 0, err
 		}
 		w.started, w.err = true, err
-		w.pending = append(media.WAVStreamHeader(SpeechRate), buf[:n]...)
+		w.pending = append(media.WAVStreamHeader(media.SpeechRate), buf[:n]...)
 	}
 	if len(w.pending) > 0 {
 		n := copy(p, w.pending)

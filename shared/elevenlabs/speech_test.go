@@ -23,6 +23,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/media"
 	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/speech"
 )
@@ -130,7 +131,7 @@ func TestSpeakWAV(t *testing.T) {
 	buf := make([]byte, 1000)
 	n, err := body.Read(buf)
 	le := binary.LittleEndian
-	if err != nil || n != 48 || string(buf[:4]) != "RIFF" || le.Uint32(buf[4:]) != 0xFFFFFFFF || le.Uint32(buf[24:]) != SpeechRate ||
+	if err != nil || n != 48 || string(buf[:4]) != "RIFF" || le.Uint32(buf[4:]) != 0xFFFFFFFF || le.Uint32(buf[24:]) != media.SpeechRate ||
 		le.Uint32(buf[40:]) != 0xFFFFFFFF || string(buf[44:48]) != "\x01\x00\x02\x00" {
 		t.Fatalf("first read = %q, %v; want the streamed WAV header and the first 4 bytes of PCM", buf[:n], err)
 	}

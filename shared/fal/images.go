@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/images"
@@ -63,24 +62,10 @@ func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Pa
 	if err != nil {
 		return nil, err
 	}
-	for polls := 0; ; polls++ {
-		done, err := p.done(ctx, handle)
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			break
-		}
-		if polls >= maxImagePolls {
-			return nil, &jobs.TransientError{Err: fmt.Errorf("fal request %s: not done after %d status reads", handle.ID, polls)}
-		}
-		t := time.NewTimer(p.poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("fal request %s: %w", handle.ID, ctx.Err())
-		case <-t.C:
-		}
+	if err := mediafetch.PollUntil(ctx, p.poll, maxImagePolls, "fal request "+handle.ID, func(int) (bool, error) {
+		return p.done(ctx, handle)
+	}); err != nil {
+		return nil, err
 	}
 	var res imageResult
 	if err := p.result(ctx, handle, &res); err != nil {

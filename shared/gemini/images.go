@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -101,18 +100,9 @@ func (p *Images) one(ctx context.Context, u string, body []byte) (*images.Image,
 	if err != nil {
 		return nil, nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxImageAnswer+1))
-	if err != nil {
-		return nil, nil, mediafetch.TransportError(ctx, "gemini generate image: read answer", err)
-	}
 	var g generateResponse
-	if len(b) > maxImageAnswer {
-		return nil, nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Gemini's answer was too large."}
-	}
-	if err := json.Unmarshal(b, &g); err != nil {
-		return nil, nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "Gemini answered something that is not the expected JSON.",
-			Err: fmt.Errorf("gemini generate image: %w", err)}
+	if err := mediafetch.DecodeJSONLimit(resp, "gemini generate image", maxImageAnswer, &g); err != nil {
+		return nil, nil, err
 	}
 	if g.PromptFeedback != nil && g.PromptFeedback.BlockReason != "" {
 		return nil, nil, &jobs.ProviderError{Code: jobs.CodeContentPolicy, Message: "Gemini blocked the prompt: " + g.PromptFeedback.BlockReason}

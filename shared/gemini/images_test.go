@@ -157,6 +157,7 @@ func TestImagesRefusals(t *testing.T) {
 		{"no candidate", 200, `{"candidates":[{"finishReason":"NO_IMAGE"}]}`, isCode(jobs.CodeUpstream), "NO_IMAGE"},
 		{"not base64", 200, `{"candidates":[{"content":{"parts":[{"inlineData":{"mimeType":"image/png","data":"***"}}]}}]}`,
 			isCode(jobs.CodeUpstream), "base64"},
+		{"garbage", 200, `<html>`, isCode(jobs.CodeUpstream), "not the expected JSON"},
 		{"invalid argument", 400, `{"error":{"code":400,"message":"Unsupported aspect ratio.","status":"INVALID_ARGUMENT"}}`,
 			func(err error) bool {
 				var pe *jobs.ProviderError

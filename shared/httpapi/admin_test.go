@@ -15,6 +15,7 @@ import (
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/webhooks"
 )
 
 const adminTestToken = "gwop_admintestadmintestadmintestadmintest"
@@ -34,7 +35,8 @@ func adminServer(t *testing.T) *adminEnv {
 	}
 	op := &admin.Service{Store: e.store}
 	h := AdminAPI(AdminConfig{Operator: op, Catalog: cat, Configured: func(p string) bool { return p == "synthetic" },
-		Verifier: admin.NewVerifier(adminTestToken), Jobs: e.svc, Log: slog.New(slog.DiscardHandler)})
+		Verifier: admin.NewVerifier(adminTestToken), Jobs: e.svc, Webhooks: &webhooks.Service{Store: e.store, Jobs: e.store},
+		Log: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return &adminEnv{jtEnv: e, admin: srv}
@@ -112,6 +114,13 @@ func TestAdminAccountsAndKeys(t *testing.T) {
 		{"GET", "/admin/v1/usage?from=yesterday", "", 400, "invalid_value", "from"},
 		{"GET", "/admin/v1/reservations?account=zz", "", 404, "account_not_found", ""},
 		{"GET", "/admin/v1/reservations?limit=0", "", 400, "invalid_value", "limit"},
+		{"POST", "/admin/v1/accounts/a/webhook", `{"url":"https://hooks.example.com/a"}`, 200, "", ""},
+		{"POST", "/admin/v1/accounts/a/webhook", `{"url":""}`, 200, "", ""},
+		{"POST", "/admin/v1/accounts/a/webhook", `{}`, 400, "invalid_value", "url"},
+		{"POST", "/admin/v1/accounts/a/webhook", `{"url":5}`, 400, "invalid_type", "url"},
+		{"POST", "/admin/v1/accounts/a/webhook", `{"url":`, 400, "invalid_json", ""},
+		{"POST", "/admin/v1/accounts/a/webhook", `{"url":"ftp://hooks.example.com/a"}`, 400, "invalid_webhook_url", "url"},
+		{"POST", "/admin/v1/accounts/zz/webhook", `{"url":""}`, 404, "account_not_found", ""},
 	} {
 		status, body := e.call(t, bearer, tc.method, tc.path, tc.body, nil)
 		var env struct {

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -126,11 +125,10 @@ func webhookAdminRoutes(cfg AdminConfig, wrap func(adminHandler) http.Handler) [
 			var body struct {
 				URL *string `json:"url"`
 			}
-			b, err := readBody(r)
-			if err != nil {
+			if err := decodeBody(r, &body); err != nil {
 				return nil, err
 			}
-			if err := json.Unmarshal(b, &body); err != nil || body.URL == nil {
+			if body.URL == nil {
 				return nil, apierr.Invalidf("url", "invalid_value", `The body must be {"url": "https://..."} ("" removes the default URL).`)
 			}
 			id, err := account(r)

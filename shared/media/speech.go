@@ -20,10 +20,12 @@ import (
 // SpeechCharsPerSecond is the synthetic reading rate at speed 1.
 const SpeechCharsPerSecond = 15
 
-// SpeechRate is the sample rate of synthetic speech as WAV or raw PCM:
-// 24 kHz, the rate of OpenAI's text-to-speech output (whose "pcm" format is
-// raw 16-bit little-endian mono samples at 24 kHz). As MP3 it is at
-// SampleRate, the MP3 encoder's rate.
+// SpeechRate is the sample rate of speech as WAV or raw PCM: 24 kHz, the
+// rate of OpenAI's text-to-speech output (whose "pcm" format is raw 16-bit
+// little-endian mono samples at 24 kHz). Synthetic speech is made at it,
+// and the vendor adapters that choose a rate (ElevenLabs' pcm_24000) ask
+// for it. Synthetic speech as MP3 is at SampleRate, the MP3 encoder's
+// rate.
 const SpeechRate = 24000
 
 // ContentTypePCM is raw 16-bit little-endian mono samples.

@@ -3,7 +3,8 @@
 // way the jobs worker expects (jobs.TransientError for 408, 429, 5xx and
 // network faults; jobs.ProviderError for the rest), and downloading a
 // finished file as a jobs.Result that the worker copies into storage as it
-// arrives.
+// arrives; and waiting, within a request, for a vendor that queues it
+// (PollUntil).
 //
 // Nothing here logs, and no error it returns carries a request's headers
 // (where the vendor keys are) or a URL's query string.
@@ -21,6 +22,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
@@ -109,22 +111,55 @@ func Redact(rawURL string) string {
 }
 
 // DecodeJSON reads resp's body (at most MaxJSON bytes) into v and closes
-// it. An unreadable body is a *jobs.TransientError (the connection broke);
-// a body that is not the JSON v expects is a *jobs.ProviderError
-// (upstream_error): the vendor answered garbage.
+// it, as DecodeJSONLimit does.
 func DecodeJSON(resp *http.Response, what string, v any) error {
+	return DecodeJSONLimit(resp, what, MaxJSON, v)
+}
+
+// DecodeJSONLimit reads resp's body (at most limit bytes: an answer that
+// carries files inline, such as an image in base64, needs more than
+// MaxJSON) into v and closes it. An unreadable body is a
+// *jobs.TransientError (the connection broke); a body over limit, or not
+// the JSON v expects, is a *jobs.ProviderError (upstream_error): the
+// vendor answered garbage.
+func DecodeJSONLimit(resp *http.Response, what string, limit int64, v any) error {
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxJSON+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
 		return &jobs.TransientError{Err: fmt.Errorf("%s: read answer: %w", what, err)}
 	}
-	if len(b) > MaxJSON {
-		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's answer was too large.", Err: fmt.Errorf("%s: answer over %d bytes", what, MaxJSON)}
+	if int64(len(b)) > limit {
+		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's answer was too large.", Err: fmt.Errorf("%s: answer over %d bytes", what, limit)}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor answered something that is not the expected JSON.", Err: fmt.Errorf("%s: %w", what, err)}
 	}
 	return nil
+}
+
+// PollUntil calls poll until it reports done, waiting every between two
+// calls: how an image adapter waits, within its request, for a vendor that
+// queued it (fal's queue, a Replicate prediction). poll gets the number of
+// calls before it (0 the first time); its error ends the wait. Not done
+// after max calls is a *jobs.TransientError; ctx ending during a wait is
+// ctx's error. what names the request in both.
+func PollUntil(ctx context.Context, every time.Duration, max int, what string, poll func(n int) (bool, error)) error {
+	for n := 0; ; n++ {
+		done, err := poll(n)
+		if err != nil || done {
+			return err
+		}
+		if n+1 >= max {
+			return &jobs.TransientError{Err: fmt.Errorf("%s: not done after %d polls", what, n+1)}
+		}
+		t := time.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%s: %w", what, ctx.Err())
+		case <-t.C:
+		}
+	}
 }
 
 // Download GETs rawURL with header (which may carry a vendor key; c follows

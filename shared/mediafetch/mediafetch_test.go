@@ -124,6 +124,58 @@ func TestMatchesType(t *testing.T) {
 	}
 }
 
+// brokenBody is a body whose read fails after some bytes, as a dropped
+// connection's does.
+type brokenBody struct{ r io.Reader }
+
+func (b *brokenBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+func (b *brokenBody) Close() error { return nil }
+
+// TestDecodeJSONLimit: an answer within the limit is decoded; one over it,
+// or not JSON, is an upstream_error; a broken read is transient.
+func TestDecodeJSONLimit(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  io.ReadCloser
+		limit int64
+		want  string // "" ok, "transient", or a job error code
+	}{
+		{"ok", io.NopCloser(strings.NewReader(`{"a":1}`)), 64, ""},
+		{"exactly the limit", io.NopCloser(strings.NewReader(`{"a":1}`)), 7, ""},
+		{"over the limit", io.NopCloser(strings.NewReader(`{"a":1}`)), 6, jobs.CodeUpstream},
+		{"garbage", io.NopCloser(strings.NewReader(`<html>`)), 64, jobs.CodeUpstream},
+		{"broken read", &brokenBody{strings.NewReader(`{"a":`)}, 64, "transient"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v map[string]any
+			err := DecodeJSONLimit(&http.Response{Body: tt.body}, "status", tt.limit, &v)
+			var pe *jobs.ProviderError
+			var te *jobs.TransientError
+			switch {
+			case tt.want == "":
+				if err != nil || v["a"] != 1.0 {
+					t.Errorf("DecodeJSONLimit = %v, %v; want a=1", v, err)
+				}
+			case tt.want == "transient":
+				if !errors.As(err, &te) {
+					t.Errorf("DecodeJSONLimit = %v; want a transient error", err)
+				}
+			case !errors.As(err, &pe) || pe.Code != tt.want:
+				t.Errorf("DecodeJSONLimit = %v; want %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestDecodeJSON: DecodeJSON is DecodeJSONLimit with MaxJSON.
 func TestDecodeJSON(t *testing.T) {
 	resp := &http.Response{Body: io.NopCloser(strings.NewReader(`<html>`))}
 	var v map[string]any
@@ -135,7 +187,68 @@ func TestDecodeJSON(t *testing.T) {
 	if err := DecodeJSON(resp, "status", &v); err != nil || v["a"] != 1.0 {
 		t.Errorf("DecodeJSON = %v, %v", v, err)
 	}
+	resp = &http.Response{Body: io.NopCloser(strings.NewReader(`"` + strings.Repeat("x", MaxJSON) + `"`))}
+	if err := DecodeJSON(resp, "status", &v); !errors.As(err, &pe) || pe.Code != jobs.CodeUpstream {
+		t.Errorf("DecodeJSON(over MaxJSON) = %v; want upstream_error", err)
+	}
 }
+
+// TestPollUntil: the calls stop at done, at poll's error, after max
+// calls (transient) or when ctx ends.
+func TestPollUntil(t *testing.T) {
+	boom := errors.New("boom")
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name      string
+		ctx       context.Context
+		every     time.Duration
+		doneAt    int // the call that reports done; -1 never
+		failAt    int // the call that fails; -1 never
+		wantCalls int
+		want      error // nil; boom; context.Canceled; or errTransient
+	}{
+		{"done at once", context.Background(), 0, 0, -1, 1, nil},
+		{"done at the third", context.Background(), 0, 2, -1, 3, nil},
+		{"poll fails", context.Background(), 0, -1, 1, 2, boom},
+		{"never done", context.Background(), 0, -1, -1, 4, errTransient},
+		{"ctx ended", canceled, time.Hour, -1, -1, 1, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls := 0
+			err := PollUntil(tt.ctx, tt.every, 4, "job x", func(n int) (bool, error) {
+				if n != calls {
+					t.Errorf("call %d got n = %d", calls, n)
+				}
+				calls++
+				if n == tt.failAt {
+					return false, boom
+				}
+				return n == tt.doneAt, nil
+			})
+			var te *jobs.TransientError
+			switch {
+			case tt.want == errTransient:
+				if !errors.As(err, &te) || !strings.Contains(err.Error(), "job x") {
+					t.Errorf("PollUntil = %v; want a transient error naming job x", err)
+				}
+			case tt.want == nil:
+				if err != nil {
+					t.Errorf("PollUntil = %v; want nil", err)
+				}
+			case !errors.Is(err, tt.want):
+				t.Errorf("PollUntil = %v; want %v", err, tt.want)
+			}
+			if calls != tt.wantCalls {
+				t.Errorf("%d calls; want %d", calls, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// errTransient stands for any *jobs.TransientError in a test's table.
+var errTransient = errors.New("transient")
 
 // TestFetch: a file read whole with its type; one over the cap, or cut
 // short, is an error of the kind the worker and the router expect.

@@ -9,7 +9,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
@@ -108,18 +107,9 @@ func (p *Images) Generate(ctx context.Context, m *catalog.Model, ip *images.Para
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxImagesBody+1))
-	if err != nil {
-		return nil, mediafetch.TransportError(ctx, p.name+" images: read answer", err)
-	}
 	var ir imagesResponse
-	if len(b) > maxImagesBody {
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's answer was too large."}
-	}
-	if err := json.Unmarshal(b, &ir); err != nil {
-		return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor answered something that is not the expected JSON.",
-			Err: fmt.Errorf("%s images: %w", p.name, err)}
+	if err := mediafetch.DecodeJSONLimit(resp, p.name+" images", maxImagesBody, &ir); err != nil {
+		return nil, err
 	}
 	out := &images.Output{Usage: ir.Usage, Size: ir.Size}
 	if out.Size == images.SizeAuto {

@@ -176,6 +176,11 @@ func TestImagesErrors(t *testing.T) {
 			var pe *jobs.ProviderError
 			return errors.As(err, &pe) && pe.Code == jobs.CodeUpstream
 		}, ""},
+		{"answer cut short", 200, map[string]string{"Content-Length": "100"}, `{"created":1,"data":[`, func(err error) bool {
+			var te *jobs.TransientError
+			f, _ := jobs.Failure(err)
+			return errors.As(err, &te) && te.Status == 0 && f.Class == route.Transient
+		}, "read answer"},
 		{"no image in an entry", 200, nil, `{"created":1,"data":[{"revised_prompt":"x"}]}`, func(err error) bool {
 			var pe *jobs.ProviderError
 			return errors.As(err, &pe) && pe.Code == jobs.CodeUpstream

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/images"
@@ -56,27 +55,17 @@ func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Pa
 	if err != nil {
 		return nil, err
 	}
-	for polls := 0; ; polls++ {
-		done, err := ended(pr)
-		if err != nil {
-			return nil, err
+	if err := mediafetch.PollUntil(ctx, p.poll, maxImagePolls, "replicate prediction "+pr.ID, func(n int) (bool, error) {
+		if n > 0 { // the first is the answer to the create
+			next, err := p.get(ctx, pr.URLs.Get)
+			if err != nil {
+				return false, err
+			}
+			pr = next
 		}
-		if done {
-			break
-		}
-		if polls >= maxImagePolls {
-			return nil, &jobs.TransientError{Err: fmt.Errorf("replicate prediction %s: not done after %d reads", pr.ID, polls)}
-		}
-		t := time.NewTimer(p.poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, fmt.Errorf("replicate prediction %s: %w", pr.ID, ctx.Err())
-		case <-t.C:
-		}
-		if pr, err = p.get(ctx, pr.URLs.Get); err != nil {
-			return nil, err
-		}
+		return ended(pr)
+	}); err != nil {
+		return nil, err
 	}
 	links := outputURLs(pr.Output)
 	if len(links) == 0 {

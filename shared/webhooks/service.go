@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -40,7 +41,10 @@ type Service struct {
 	AllowPrivate bool
 	Timeout      time.Duration    // one attempt; 0: Timeout
 	Now          func() time.Time // nil: time.Now
-	Log          *slog.Logger     // nil: discarded
+	// Jitter returns the spread of a retry (Backoff's jitter), a number
+	// in [0, 1); nil: math/rand/v2's Float64.
+	Jitter func() float64
+	Log    *slog.Logger // nil: discarded
 
 	clientOnce sync.Once
 	client     *http.Client // Client, or the one NewClient made
@@ -63,6 +67,14 @@ func (s *Service) now() time.Time {
 		return s.Now()
 	}
 	return time.Now()
+}
+
+// jitter draws the spread of a retry (Backoff).
+func (s *Service) jitter() float64 {
+	if s.Jitter != nil {
+		return s.Jitter()
+	}
+	return rand.Float64()
 }
 
 func (s *Service) log() *slog.Logger {
@@ -262,7 +274,7 @@ func (s *Service) Deliver(ctx context.Context, jobID string) (time.Duration, err
 		if sendErr != nil {
 			d.LastError = sendErr.Error()
 		}
-		next := now.Add(Backoff(d.Attempts))
+		next := now.Add(Backoff(d.Attempts, s.jitter()))
 		if dl := time.Unix(d.Deadline, 0); next.After(dl) {
 			next = dl // one last attempt at the deadline
 		}

@@ -13,8 +13,8 @@
 // the job's Delivery (status, attempts, last response code, a short
 // sanitized excerpt of the answer) and says when to try again: a non-2xx
 // answer, a redirect or no answer within Timeout is retried with a growing
-// delay (Backoff) for MaxAge under the same webhook-id; a 2xx answer ends
-// it. Deliveries run on their own consumer, never on a job worker, so a
+// delay (Backoff, spread at random by up to JitterFraction) for MaxAge
+// under the same webhook-id; a 2xx answer ends it. Deliveries run on their own consumer, never on a job worker, so a
 // receiver that hangs holds nothing but its own attempt, for Timeout.
 //
 // Secrets are made on first use (Service.Secret) and kept by the Store;
@@ -226,20 +226,30 @@ func JobID(eventID string) string {
 	return "job_" + rest
 }
 
-// backoffs are the delays after the first, second, ... failed attempt;
-// the last repeats. The first retry comes within 10 seconds.
+// backoffs are the steps of the retry schedule: the delays after the
+// first, second, ... failed attempt; the last repeats. The first retry
+// comes within 10 seconds.
 var backoffs = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute,
 	30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour}
 
-// Backoff returns the delay after the n-th failed attempt (n >= 1).
-func Backoff(n int) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	if n > len(backoffs) {
-		return backoffs[len(backoffs)-1]
-	}
-	return backoffs[n-1]
+// JitterFraction is how far a retry is spread around its step of the
+// schedule: up to 20% sooner or later, so that the deliveries that failed
+// at the same moment (their receiver was down) do not all come back at
+// the same instants.
+const JitterFraction = 0.2
+
+// Backoff returns the delay after the n-th failed attempt (n >= 1): the
+// n-th step of the schedule (5 s, 30 s, 2 min, 10 min, 30 min, 1 h, 2 h,
+// 4 h, then 8 h), spread by jitter, a number in [0, 1] (the service draws
+// it at random): from (1-JitterFraction) times the step at 0 to
+// (1+JitterFraction) times it at 1, the step itself at 0.5. The first
+// retry comes within 10 seconds whatever the jitter, and each step's
+// spread stays below the next one's.
+func Backoff(n int, jitter float64) time.Duration {
+	n = min(max(n, 1), len(backoffs))
+	jitter = min(max(jitter, 0), 1)
+	d := backoffs[n-1]
+	return d + time.Duration((2*jitter-1)*JitterFraction*float64(d))
 }
 
 // ExcerptChars bounds the kept excerpt of a receiver's answer.

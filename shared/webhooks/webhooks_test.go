@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -127,13 +128,69 @@ func TestExcerpt(t *testing.T) {
 	}
 }
 
+// TestBackoff: whatever the jitter, the first retry comes within 10 s,
+// each delay is within JitterFraction of its step, and the retries grow.
 func TestBackoff(t *testing.T) {
-	if d := webhooks.Backoff(1); d <= 0 || d > 10*time.Second {
-		t.Errorf("Backoff(1) = %v; want the first retry within 10 s", d)
+	steps := []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute,
+		30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour, 8 * time.Hour, 8 * time.Hour, 8 * time.Hour}
+	for _, jitter := range []float64{0, 0.25, 0.5, 0.75, 0.999999, 1} {
+		if d := webhooks.Backoff(1, jitter); d <= 0 || d > 10*time.Second {
+			t.Errorf("Backoff(1, %g) = %v; want the first retry within 10 s", jitter, d)
+		}
+		for i, step := range steps {
+			n := i + 1
+			d := webhooks.Backoff(n, jitter)
+			lo := time.Duration((1 - webhooks.JitterFraction) * float64(step))
+			hi := time.Duration((1 + webhooks.JitterFraction) * float64(step))
+			if d < lo || d > hi {
+				t.Errorf("Backoff(%d, %g) = %v; want within [%v, %v]", n, jitter, d, lo, hi)
+			}
+			if jitter == 0.5 && d != step {
+				t.Errorf("Backoff(%d, 0.5) = %v; want the step itself, %v", n, d, step)
+			}
+			if n > 1 && d < webhooks.Backoff(n-1, jitter) {
+				t.Errorf("Backoff(%d, %g) = %v < Backoff(%d) = %v", n, jitter, d, n-1, webhooks.Backoff(n-1, jitter))
+			}
+			// The spreads of two steps do not overlap: a delivery's retries
+			// grow whatever the draws.
+			if n > 1 && steps[i-1] != step && webhooks.Backoff(n-1, 1) >= webhooks.Backoff(n, 0) {
+				t.Errorf("Backoff(%d, 1) = %v is not below Backoff(%d, 0) = %v", n-1, webhooks.Backoff(n-1, 1), n, webhooks.Backoff(n, 0))
+			}
+		}
 	}
-	for n := 2; n < 20; n++ {
-		if webhooks.Backoff(n) < webhooks.Backoff(n-1) {
-			t.Errorf("Backoff(%d) = %v < Backoff(%d) = %v", n, webhooks.Backoff(n), n-1, webhooks.Backoff(n-1))
+	tests := []struct {
+		n      int
+		jitter float64
+		want   time.Duration
+	}{
+		{0, 0.5, 5 * time.Second}, // before the first: the first
+		{1, 0, 4 * time.Second},
+		{1, 1, 6 * time.Second},
+		{1, -3, 4 * time.Second}, // out of [0, 1]: its nearest end
+		{1, 7, 6 * time.Second},
+		{100, 0.5, 8 * time.Hour},
+	}
+	for _, tt := range tests {
+		if got := webhooks.Backoff(tt.n, tt.jitter); got != tt.want {
+			t.Errorf("Backoff(%d, %g) = %v; want %v", tt.n, tt.jitter, got, tt.want)
+		}
+	}
+}
+
+// TestDeliverSpreadsRetries: the retry after a failed attempt is the
+// schedule's step spread by the service's Jitter.
+func TestDeliverSpreadsRetries(t *testing.T) {
+	for _, jitter := range []float64{0, 0.5, 0.99} {
+		f := newFixture(t)
+		f.svc.Jitter = func() float64 { return jitter }
+		ctx := context.Background()
+		rcv := &receiver{t: t, answers: []int{503}, secret: func() string { s, _ := f.svc.Secret(ctx, "acme"); return s }}
+		srv := httptest.NewServer(rcv)
+		j := f.endJob(t, "acme", srv.URL, jobs.Completed)
+		retry, err := f.svc.Deliver(ctx, j.ID)
+		srv.Close()
+		if want := webhooks.Backoff(1, jitter); err != nil || retry != want {
+			t.Errorf("jitter %g: Deliver after a 503 = %v, %v; want a retry after %v", jitter, retry, err, want)
 		}
 	}
 }
@@ -243,7 +300,10 @@ func newFixture(t testing.TB) *fixture {
 	t.Cleanup(func() { st.Close() })
 	c := &clock{t: time.Now()}
 	q := &queue{}
+	rng := rand.New(rand.NewPCG(1, 2)) // the retries' spread: the same draws every run
+	var mu sync.Mutex
 	svc := &webhooks.Service{Store: st, Jobs: st, Queue: q, AllowPrivate: true, Now: c.Now,
+		Jitter: func() float64 { mu.Lock(); defer mu.Unlock(); return rng.Float64() },
 		Render: func(ctx context.Context, j *jobs.Job) (any, error) {
 			return map[string]any{"id": j.ID, "object": "job", "status": j.Status}, nil
 		}}
