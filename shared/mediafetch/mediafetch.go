@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -152,12 +153,8 @@ func PollUntil(ctx context.Context, every time.Duration, max int, what string, p
 		if n+1 >= max {
 			return &jobs.TransientError{Err: fmt.Errorf("%s: not done after %d polls", what, n+1)}
 		}
-		t := time.NewTimer(every)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !ctxtime.Sleep(ctx, every) {
 			return fmt.Errorf("%s: %w", what, ctx.Err())
-		case <-t.C:
 		}
 	}
 }
