@@ -585,7 +585,8 @@ func stops(raw json.RawMessage) ([]string, error) {
 // Run runs one completion of p for account into sink, the one call a
 // handler makes, routed by the gateway's route.Router over the request's
 // candidates (candidates: the model, then the request's models or the
-// model's catalog fallbacks; an alias among them: its targets, by weight). Each candidate is prepared on its first
+// model's catalog fallbacks; an alias among them: its targets, by
+// weight). Each candidate is prepared on its first
 // attempt: validated (Prepare), admitted (Admit: a priced model with no
 // credits left is refused before any upstream call) and its images
 // fetched; one that cannot serve the request is skipped, and when none
