@@ -130,6 +130,12 @@ type Model struct {
 	// this one fails (see package route); a request's own list replaces
 	// them.
 	Fallbacks []string `json:"fallbacks,omitempty"`
+	// Targets make a chat model an alias: equivalent deployments (other
+	// catalog chat models) that share its requests by weight. An alias
+	// has no provider, upstream, price or capabilities of its own: Parse
+	// sets its Capabilities to those every target has, and a request is
+	// answered, and charged, by the target that served it. See Alias.
+	Targets []Target `json:"targets,omitempty"`
 
 	// Chat models.
 	Capabilities *Capabilities `json:"capabilities,omitempty"`
@@ -217,6 +223,18 @@ type Model struct {
 
 	voicePattern *regexp.Regexp // VoicePattern, compiled by Parse
 }
+
+// Target is one deployment of an alias: a catalog chat model that is not
+// itself an alias, and its weight (>= 1). A request to the alias goes
+// first to a target with probability its weight over the sum of the
+// alias's weights (see route.WeightedOrder).
+type Target struct {
+	Model  string `json:"model"`
+	Weight int    `json:"weight"`
+}
+
+// Alias reports whether m is an alias (a chat model with Targets).
+func (m *Model) Alias() bool { return len(m.Targets) > 0 }
 
 // SpeechFormats are the response formats a speech model may list, as
 // OpenAI's API names them; mp3 is the default.
@@ -459,6 +477,16 @@ func Parse(b []byte) (*Catalog, error) {
 		if _, dup := c.byID[m.ID]; dup {
 			return nil, fmt.Errorf("parse catalog: duplicate model %q", m.ID)
 		}
+		if m.Targets != nil {
+			if err := m.checkAlias(); err != nil {
+				return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
+			}
+			if m.OwnedBy == "" {
+				m.OwnedBy = AliasOwner
+			}
+			c.byID[m.ID] = m
+			continue
+		}
 		if _, ok := c.byProvider[m.Provider]; !ok {
 			return nil, fmt.Errorf("parse catalog: model %q: unknown provider %q", m.ID, m.Provider)
 		}
@@ -503,6 +531,9 @@ func Parse(b []byte) (*Catalog, error) {
 		c.byID[m.ID] = m
 	}
 	for _, m := range c.byID {
+		if err := c.checkTargets(m); err != nil {
+			return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
+		}
 		if err := c.checkFallbacks(m); err != nil {
 			return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
 		}
@@ -624,6 +655,81 @@ func (m *Model) ImageDeadline() time.Duration {
 	return DefaultImageDeadline
 }
 
+// AliasOwner is the owned_by of an alias that sets none: the alias is this
+// gateway's, whoever owns its targets.
+const AliasOwner = "genway"
+
+// checkAlias checks what alias m (a model with targets) says of itself:
+// it is a chat model with an id, at least one target, each weighing an
+// integer >= 1, and none of the fields that belong to a deployment
+// (provider, upstream, capabilities, price, max_tokens, thinking,
+// tokens_per_second). Its targets are checked by checkTargets.
+func (m *Model) checkAlias() error {
+	field := ""
+	switch {
+	case m.Type != TypeChat:
+		return fmt.Errorf("targets: only a chat model may have targets, not a %q model", m.Type)
+	case m.ID == "":
+		return fmt.Errorf("id: an alias needs an id")
+	case len(m.Targets) == 0:
+		return fmt.Errorf("targets: an alias needs at least one target")
+	case m.Provider != "":
+		field = "provider"
+	case m.Upstream != "":
+		field = "upstream"
+	case m.Capabilities != nil:
+		field = "capabilities" // those every target has
+	case m.Price != nil:
+		field = "price" // the answering target's
+	case m.MaxTokens != 0:
+		field = "max_tokens"
+	case m.Thinking != "":
+		field = "thinking"
+	case m.TokensPerSecond != 0:
+		field = "tokens_per_second"
+	}
+	if field != "" {
+		return fmt.Errorf("%s: an alias (a model with targets) has no %s of its own: its targets' apply", field, field)
+	}
+	for i, t := range m.Targets {
+		if t.Weight < 1 {
+			return fmt.Errorf("targets[%d].weight: must be an integer >= 1, not %d", i, t.Weight)
+		}
+	}
+	return nil
+}
+
+// checkTargets checks that alias m's targets are chat models of the
+// catalog that are not aliases, each listed once, and sets m's
+// Capabilities to those every target has. A model without targets passes.
+func (c *Catalog) checkTargets(m *Model) error {
+	if !m.Alias() {
+		return nil
+	}
+	caps := Capabilities{Vision: true, Reasoning: true, Streaming: true, Tools: true, StructuredOutputs: true}
+	for i, t := range m.Targets {
+		tm, ok := c.byID[t.Model]
+		switch {
+		case !ok:
+			return fmt.Errorf("targets[%d].model: unknown model %q", i, t.Model)
+		case tm.Type != TypeChat:
+			return fmt.Errorf("targets[%d].model: %q is a %s model, not chat", i, t.Model, tm.Type)
+		case tm.Alias():
+			return fmt.Errorf("targets[%d].model: %q is an alias; a target is a model with a provider", i, t.Model)
+		case slices.ContainsFunc(m.Targets[:i], func(o Target) bool { return o.Model == t.Model }):
+			return fmt.Errorf("targets[%d].model: %q is listed twice", i, t.Model)
+		}
+		tc := tm.Capabilities
+		caps.Vision = caps.Vision && tc.Vision
+		caps.Reasoning = caps.Reasoning && tc.Reasoning
+		caps.Streaming = caps.Streaming && tc.Streaming
+		caps.Tools = caps.Tools && tc.Tools
+		caps.StructuredOutputs = caps.StructuredOutputs && tc.StructuredOutputs
+	}
+	m.Capabilities = &caps
+	return nil
+}
+
 // checkFallbacks checks that m's fallbacks are other models of its type,
 // each listed once.
 func (c *Catalog) checkFallbacks(m *Model) error {
@@ -705,18 +811,37 @@ func (c *Catalog) ConfiguredFunc(getenv func(string) string) func(provider strin
 	return func(name string) bool { return set[name] }
 }
 
-// List returns the models of type typ ("" for all) whose provider is
-// configured (see ConfiguredFunc; nil: every model), in id order.
+// Serves reports whether a server whose providers are configured as
+// configured says (see ConfiguredFunc; nil: every provider is) can serve
+// m: m's provider is configured or, for an alias, one of its targets'.
+func (c *Catalog) Serves(m *Model, configured func(provider string) bool) bool {
+	if configured == nil {
+		return true
+	}
+	if !m.Alias() {
+		return configured(m.Provider)
+	}
+	for _, t := range m.Targets {
+		if tm, ok := c.byID[t.Model]; ok && configured(tm.Provider) {
+			return true
+		}
+	}
+	return false
+}
+
+// List returns the models of type typ ("" for all) that the server can
+// serve (see Serves; configured nil: every model), in id order.
 func (c *Catalog) List(typ string, configured func(provider string) bool) []Model {
 	var out []Model
-	for _, m := range c.Models {
+	for i := range c.Models {
+		m := &c.Models[i]
 		if typ != "" && m.Type != typ {
 			continue
 		}
-		if configured != nil && !configured(m.Provider) {
+		if !c.Serves(m, configured) {
 			continue
 		}
-		out = append(out, m)
+		out = append(out, *m)
 	}
 	return out
 }

@@ -380,3 +380,94 @@ func TestSpeechCredits(t *testing.T) {
 		t.Errorf("nil price: SpeechCredits = %d; want 0", got)
 	}
 }
+
+// aliasCatalog is a catalog of two OpenAI-compatible deployments (a: vision
+// and tools, b: tools only), a video model, and the models given.
+const aliasCatalog = `{"providers":[{"name":"a","kind":"openai","key_env":"A_KEY"},{"name":"b","kind":"openai","key_env":"B_KEY"},{"name":"v","kind":"fal"}],"models":[
+{"id":"a/m","type":"chat","provider":"a","capabilities":{"vision":true,"streaming":true,"tools":true}},
+{"id":"b/m","type":"chat","provider":"b","capabilities":{"streaming":true,"tools":true,"reasoning":true}},
+{"id":"vid","type":"video","provider":"v","formats":["mp4"],"max_duration":8,"price":{"credits_per_second":1}}%s]}`
+
+// TestAliases checks an alias's validation at load: each error names the
+// field at fault.
+func TestAliases(t *testing.T) {
+	tests := []struct {
+		name, models, wantErr string
+	}{
+		{"two weighted targets", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":3},{"model":"b/m","weight":1}]}`, ""},
+		{"one target", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}]}`, ""},
+		{"with fallbacks", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}],"fallbacks":["b/m"]}`, ""},
+		{"a model falls back to an alias", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}]},{"id":"a/n","type":"chat","provider":"a","fallbacks":["fast"]}`, ""},
+		{"no targets", `{"id":"fast","type":"chat","targets":[]}`, "targets: an alias needs at least one target"},
+		{"on a video model", `{"id":"v2","type":"video","provider":"v","formats":["mp4"],"max_duration":8,"price":{"credits_per_second":1},"targets":[{"model":"vid","weight":1}]}`, `targets: only a chat model may have targets, not a "video" model`},
+		{"without a type", `{"id":"fast","targets":[{"model":"a/m","weight":1}]}`, "targets: only a chat model"},
+		{"without an id", `{"type":"chat","targets":[{"model":"a/m","weight":1}]}`, "id: an alias needs an id"},
+		{"weight 0", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":3},{"model":"b/m","weight":0}]}`, "targets[1].weight: must be an integer >= 1, not 0"},
+		{"weight missing", `{"id":"fast","type":"chat","targets":[{"model":"a/m"}]}`, "targets[0].weight"},
+		{"negative weight", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":-2}]}`, "targets[0].weight"},
+		{"fractional weight", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1.5}]}`, "targets.weight"},
+		{"unknown target", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1},{"model":"c/m","weight":1}]}`, `targets[1].model: unknown model "c/m"`},
+		{"a job model as target", `{"id":"fast","type":"chat","targets":[{"model":"vid","weight":1}]}`, `targets[0].model: "vid" is a video model, not chat`},
+		{"an alias as target", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}]},{"id":"faster","type":"chat","targets":[{"model":"fast","weight":1}]}`, `targets[0].model: "fast" is an alias`},
+		{"itself as target", `{"id":"fast","type":"chat","targets":[{"model":"fast","weight":1}]}`, `targets[0].model: "fast" is an alias`},
+		{"a target twice", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1},{"model":"b/m","weight":1},{"model":"a/m","weight":2}]}`, `targets[2].model: "a/m" is listed twice`},
+		{"a provider", `{"id":"a/fast","type":"chat","provider":"a","targets":[{"model":"a/m","weight":1}]}`, "provider: an alias"},
+		{"an upstream", `{"id":"fast","type":"chat","upstream":"m","targets":[{"model":"a/m","weight":1}]}`, "upstream: an alias"},
+		{"capabilities", `{"id":"fast","type":"chat","capabilities":{"vision":true},"targets":[{"model":"a/m","weight":1}]}`, "capabilities: an alias"},
+		{"a price", `{"id":"fast","type":"chat","price":{"credits_per_million_input_tokens":1},"targets":[{"model":"a/m","weight":1}]}`, "price: an alias"},
+		{"max_tokens", `{"id":"fast","type":"chat","max_tokens":10,"targets":[{"model":"a/m","weight":1}]}`, "max_tokens: an alias"},
+		{"thinking", `{"id":"fast","type":"chat","thinking":"effort","targets":[{"model":"a/m","weight":1}]}`, "thinking: an alias"},
+		{"unknown fallback", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}],"fallbacks":["c/m"]}`, `fallbacks: unknown model "c/m"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(fmt.Sprintf(aliasCatalog, ","+tt.models)))
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("Parse = %v; want nil", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("Parse = %v; want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestAliasListing checks what the catalog makes of a valid alias: the
+// capabilities every target has, owned_by genway, and listed when one of
+// its targets' providers is configured.
+func TestAliasListing(t *testing.T) {
+	c, err := Parse([]byte(fmt.Sprintf(aliasCatalog, `,{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":3},{"model":"b/m","weight":1}]}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := c.Model("fast")
+	if !ok || !m.Alias() {
+		t.Fatalf("Model(fast) = %+v, %v; want an alias", m, ok)
+	}
+	if want := (Capabilities{Streaming: true, Tools: true}); *m.Capabilities != want {
+		t.Errorf("capabilities = %+v; want the intersection %+v", *m.Capabilities, want)
+	}
+	if m.OwnedBy != AliasOwner || m.Provider != "" || m.Upstream != "" {
+		t.Errorf("owned_by %q, provider %q, upstream %q; want %q and none", m.OwnedBy, m.Provider, m.Upstream, AliasOwner)
+	}
+	if a, _ := c.Model("a/m"); a.Alias() {
+		t.Errorf("a/m is an alias")
+	}
+	for _, tt := range []struct {
+		env  map[string]string
+		want []string
+	}{
+		{nil, []string{}},
+		{map[string]string{"B_KEY": "k"}, []string{"b/m", "fast"}},
+		{map[string]string{"A_KEY": "k", "B_KEY": "k"}, []string{"a/m", "b/m", "fast"}},
+	} {
+		configured := c.ConfiguredFunc(func(k string) string { return tt.env[k] })
+		got := []string{}
+		for _, m := range c.List(TypeChat, configured) {
+			got = append(got, m.ID)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+			t.Errorf("List(chat) with %v = %v; want %v", tt.env, got, tt.want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,6 +79,11 @@ type Config struct {
 	// fallbacks, key pools, breakers); nil means a router of its own
 	// with route.DefaultPolicy.
 	Router *route.Router
+	// Rand returns a uniformly random int in [0, n): it draws the order
+	// of an alias's targets for each request (route.WeightedOrder). nil
+	// means math/rand/v2's IntN; another (a seeded source, in tests) must
+	// be safe for concurrent use if the Gateway is used concurrently.
+	Rand func(n int) int
 }
 
 // Gateway applies the chat completion rules of docs/api.md in front of the
@@ -99,6 +105,7 @@ type Gateway struct {
 	log        *slog.Logger
 	timeout    time.Duration
 	router     *route.Router
+	rand       func(n int) int
 }
 
 // NewGateway returns a Gateway for cfg.
@@ -114,6 +121,10 @@ func NewGateway(cfg Config) *Gateway {
 		log:      cfg.Log,
 		timeout:  cfg.Timeout,
 		router:   cfg.Router,
+		rand:     cfg.Rand,
+	}
+	if g.rand == nil {
+		g.rand = rand.IntN
 	}
 	if g.images == nil {
 		g.images = NewImageFetcher(ImageFetcherConfig{})
@@ -574,7 +585,8 @@ func stops(raw json.RawMessage) ([]string, error) {
 // Run runs one completion of p for account into sink, the one call a
 // handler makes, routed by the gateway's route.Router over the request's
 // candidates (candidates: the model, then the request's models or the
-// model's catalog fallbacks). Each candidate is prepared on its first
+// model's catalog fallbacks; an alias among them: its targets, by
+// weight). Each candidate is prepared on its first
 // attempt: validated (Prepare), admitted (Admit: a priced model with no
 // credits left is refused before any upstream call) and its images
 // fetched; one that cannot serve the request is skipped, and when none

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -104,14 +105,18 @@ func classify(err error) route.Failure {
 
 // candidates returns the ids of the models that may serve p, in order: the
 // lead (model, or models[0] without it), then p's models, or else the
-// lead's catalog fallbacks. An id of models that is unknown or not a chat
-// model is a 404 or 400 naming it; an id listed twice is tried once. The
-// lead itself is checked by Prepare.
+// lead's catalog fallbacks. An alias among them (a catalog model with
+// targets) stands for its targets, in a weighted random order drawn for
+// this request (route.WeightedOrder over g.rand), in its place. An id of
+// models that is unknown or not a chat model is a 404 or 400 naming it; an
+// id listed twice is tried once, where it comes first. The lead itself is
+// checked by Prepare.
 //
 // The caller's API key (auth.CheckModel) must be allowed the lead and
 // every id of models, which the client named: else a 403
 // model_not_allowed naming it. A catalog fallback the key may not use is
-// skipped, not an error: the client did not ask for it.
+// skipped, not an error: the client did not ask for it. A key allowed an
+// alias may use its targets: they are the alias's deployments.
 func (g *Gateway) candidates(ctx context.Context, p *Params) ([]string, error) {
 	lead, rest, offset := p.Model, p.Models, 0
 	if len(p.Models) > MaxModels {
@@ -124,20 +129,18 @@ func (g *Gateway) candidates(ctx context.Context, p *Params) ([]string, error) {
 	if err := auth.CheckModel(ctx, param, lead); err != nil {
 		return nil, err
 	}
-	if p.Models == nil {
-		if m, ok := g.cat.Model(lead); ok {
-			rest = m.Fallbacks
-		}
+	lm, _ := g.cat.Model(lead) // nil if unknown: Prepare answers it
+	if p.Models == nil && lm != nil {
+		rest = lm.Fallbacks
 	}
-	if len(rest) == 0 {
+	if len(rest) == 0 && (lm == nil || !lm.Alias()) {
 		return []string{lead}, nil
 	}
-	ids := make([]string, 1, 1+len(rest))
-	ids[0] = lead
+	ids := g.appendCandidate(make([]string, 0, 1+len(rest)), lead, lm)
 	for i, id := range rest {
+		m, ok := g.cat.Model(id)
 		if p.Models != nil {
 			param := fmt.Sprintf("models[%d]", i+offset)
-			m, ok := g.cat.Model(id)
 			if !ok {
 				return nil, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: param,
 					Message: fmt.Sprintf("The model %q does not exist. GET /v1/models lists the models.", id)}
@@ -151,15 +154,29 @@ func (g *Gateway) candidates(ctx context.Context, p *Params) ([]string, error) {
 		} else if !auth.Allowed(ctx, id) {
 			continue // a catalog fallback this key may not use
 		}
-		dup := false
-		for _, have := range ids {
-			dup = dup || have == id
-		}
-		if !dup {
-			ids = append(ids, id)
-		}
+		ids = g.appendCandidate(ids, id, m)
 	}
 	return ids, nil
+}
+
+// appendCandidate appends id, the id of catalog model m (nil: not one), to
+// ids unless it is there already; for an alias, its targets instead, in a
+// weighted random order, each unless it is there already.
+func (g *Gateway) appendCandidate(ids []string, id string, m *catalog.Model) []string {
+	if m == nil || !m.Alias() {
+		if slices.Contains(ids, id) {
+			return ids
+		}
+		return append(ids, id)
+	}
+	ts := slices.Clone(m.Targets)
+	route.WeightedOrder(ts, func(t catalog.Target) int { return t.Weight }, g.rand)
+	for _, t := range ts {
+		if !slices.Contains(ids, t.Model) {
+			ids = append(ids, t.Model)
+		}
+	}
+	return ids
 }
 
 // routed is one request's candidates as Run tries them: each prepared

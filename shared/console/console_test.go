@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -18,6 +19,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/route"
 )
 
 const testToken = "gwop_testtokentesttokentesttokentesttoken"
@@ -480,5 +482,51 @@ func TestSessionExpires(t *testing.T) {
 	now = now.Add(-sessionTTL)
 	if _, ok := s.get(r2); ok {
 		t.Error("tampered session accepted")
+	}
+}
+
+// TestModelsPageAlias: the models page shows an alias with its weighted
+// targets, configured as one of its targets is, priced as the target that
+// answers, with no breaker of its own.
+func TestModelsPageAlias(t *testing.T) {
+	def, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def.Models = append(def.Models, catalog.Model{ID: "balanced", Type: catalog.TypeChat,
+		Targets: []catalog.Target{{Model: "synthetic/echo", Weight: 3}, {Model: "openai/gpt-4o-mini", Weight: 1}}})
+	b, err := json.Marshal(def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Operator: newFake(), Verifier: admin.NewVerifier(testToken), Catalog: cat,
+		Configured: func(p string) bool { return p == "synthetic" }, Router: route.New(route.DefaultPolicy, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	br := browser(t)
+	signIn(t, br, srv.URL)
+	resp, body := get(t, br, srv.URL+"/console/models")
+	if resp.StatusCode != 200 {
+		t.Fatalf("models page %d", resp.StatusCode)
+	}
+	i := strings.Index(body, "<code>balanced</code>")
+	if i < 0 {
+		t.Fatalf("no alias on the models page:\n%s", body)
+	}
+	row := body[i : i+strings.Index(body[i:], "</tr>")]
+	for _, want := range []string{"alias of synthetic/echo ×3, openai/gpt-4o-mini ×1", "the answering target&#39;s", `<span class="ok">yes</span>`} {
+		if !strings.Contains(row, want) {
+			t.Errorf("alias row lacks %q:\n%s", want, row)
+		}
+	}
+	if strings.Contains(row, "closed") {
+		t.Errorf("alias row shows a breaker of its own:\n%s", row)
 	}
 }

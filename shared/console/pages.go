@@ -41,7 +41,9 @@ type modelRow struct {
 	Configured bool
 	Price      string
 	Durations  string
-	Routing    *route.TargetState // nil without a router
+	Routing    *route.TargetState // nil without a router, or for an alias
+	// Weights are an alias's targets and their weights, in words.
+	Weights string
 }
 
 func (c *Console) models(p *Page, w http.ResponseWriter, r *http.Request) error {
@@ -49,8 +51,8 @@ func (c *Console) models(p *Page, w http.ResponseWriter, r *http.Request) error 
 	rows := make([]modelRow, len(all))
 	for i := range all {
 		m := &all[i]
-		rows[i] = modelRow{Model: m, Configured: c.configed(m.Provider), Price: price(m), Durations: durations(m)}
-		if c.cfg.Router != nil {
+		rows[i] = modelRow{Model: m, Configured: c.cfg.Catalog.Serves(m, c.configed), Price: price(m), Durations: durations(m), Weights: weights(m)}
+		if c.cfg.Router != nil && !m.Alias() { // an alias is routed as its targets
 			st := c.cfg.Router.State(m.ID)
 			rows[i].Routing = &st
 		}
@@ -59,8 +61,21 @@ func (c *Console) models(p *Page, w http.ResponseWriter, r *http.Request) error 
 	return p.Render(w, r, "models")
 }
 
+// weights says an alias's targets and their weights ("a/m ×3, b/m ×1");
+// "" for another model.
+func weights(m *catalog.Model) string {
+	s := make([]string, len(m.Targets))
+	for i, t := range m.Targets {
+		s[i] = t.Model + " ×" + strconv.Itoa(t.Weight)
+	}
+	return strings.Join(s, ", ")
+}
+
 // price says what a model costs, in words.
 func price(m *catalog.Model) string {
+	if m.Alias() {
+		return "the answering target's"
+	}
 	pr := m.Price
 	if pr == nil {
 		return "free"

@@ -192,8 +192,8 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			all := cfg.Catalog.List("", nil)
 			views := make([]adminModelView, len(all))
 			for i := range all {
-				views[i] = adminModelView{modelView: viewModel(&all[i]), Provider: all[i].Provider, Configured: configured(all[i].Provider)}
-				if cfg.Router != nil {
+				views[i] = adminModelView{modelView: viewModel(&all[i]), Provider: all[i].Provider, Configured: cfg.Catalog.Serves(&all[i], configured)}
+				if cfg.Router != nil && !all[i].Alias() { // an alias is routed as its targets
 					st := cfg.Router.State(all[i].ID)
 					views[i].Routing = &st
 				}
@@ -394,8 +394,10 @@ func viewKey(r auth.Record) keyView {
 // adminModelView is a model with where it runs and whether that is set up.
 type adminModelView struct {
 	modelView
-	Provider   string `json:"provider"`
-	Configured bool   `json:"configured"`
+	Provider string `json:"provider,omitempty"` // none for an alias
+	// Configured: the model's provider is configured here (an alias:
+	// one of its targets' providers).
+	Configured bool `json:"configured"`
 	// Routing is the model's circuit breaker in this process: its state
 	// and its last calls' error rate.
 	Routing *route.TargetState `json:"routing,omitempty"`

@@ -43,6 +43,9 @@ type modelView struct {
 	MaxPrompt             int      `json:"max_prompt,omitempty"`
 	// Fallbacks are the models tried, in order, when this one fails.
 	Fallbacks []string `json:"fallbacks,omitempty"`
+	// Targets are an alias's deployments and their weights; its
+	// capabilities are those every target has.
+	Targets []catalog.Target `json:"targets,omitempty"`
 
 	// Speech models: the voices, the voice of a request that names none,
 	// the most characters of input, the speed range, and whether the
@@ -61,8 +64,8 @@ func viewModel(m *catalog.Model) modelView {
 		Formats: m.Formats, MinDuration: m.MinDuration, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
 		Durations: m.Durations, Sizes: m.Sizes, MaxPixels: m.MaxPixels, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: m.Price,
 		MaxImages: m.MaxImages, Qualities: m.Qualities, DefaultQuality: m.DefaultQuality, DefaultResponseFormat: m.DefaultResponseFormat,
-		Fallbacks: m.Fallbacks,
-		Voices:    m.Voices, DefaultVoice: m.DefaultVoice, MaxInput: m.MaxInput, MinSpeed: m.MinSpeed, MaxSpeed: m.MaxSpeed, Instructions: m.Instructions}
+		Fallbacks: m.Fallbacks, Targets: m.Targets,
+		Voices: m.Voices, DefaultVoice: m.DefaultVoice, MaxInput: m.MaxInput, MinSpeed: m.MinSpeed, MaxSpeed: m.MaxSpeed, Instructions: m.Instructions}
 	if m.Type == catalog.TypeImage {
 		v.MaxPrompt = m.MaxPrompt
 	}
@@ -70,7 +73,8 @@ func viewModel(m *catalog.Model) modelView {
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured
-// (getenv decides, read once when the handler is made) and that the
+// (getenv decides, read once when the handler is made; an alias: one of
+// its targets' providers, see catalog.Serves) and that the
 // caller's API key may use (auth.Allowed), optionally filtered by ?type=.
 func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
 	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
@@ -104,7 +108,7 @@ func GetModel(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		m, ok := cat.Model(id)
-		ok = ok && configured(m.Provider) && auth.Allowed(r.Context(), m.ID)
+		ok = ok && cat.Serves(m, configured) && auth.Allowed(r.Context(), m.ID)
 		if !ok {
 			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
 				Message: "The model " + id + " does not exist or is not configured."})

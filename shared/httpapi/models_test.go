@@ -9,7 +9,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/route"
 )
 
 // everyProvider configures every provider of the default catalog.
@@ -189,5 +191,112 @@ func TestListImageModels(t *testing.T) {
 		if got[id] != w {
 			t.Errorf("%s:\n got %s\nwant %s", id, got[id], w)
 		}
+	}
+}
+
+// TestModelsAlias: GET /v1/models lists an alias with its targets and
+// weights, the capabilities all its targets have, owned_by genway, when
+// one of its targets' providers is configured (and the key may use it);
+// GET /v1/models/{id} answers it likewise; the admin API shows it with no
+// provider, configured as its targets are, and no breaker of its own.
+func TestModelsAlias(t *testing.T) {
+	cat := aliasCatalog(t)
+	a, _ := cat.Model(modelA)
+	b, _ := cat.Model(modelB)
+	wantCaps := catalog.Capabilities{Vision: a.Capabilities.Vision && b.Capabilities.Vision, Reasoning: a.Capabilities.Reasoning && b.Capabilities.Reasoning,
+		Streaming: a.Capabilities.Streaming && b.Capabilities.Streaming, Tools: a.Capabilities.Tools && b.Capabilities.Tools,
+		StructuredOutputs: a.Capabilities.StructuredOutputs && b.Capabilities.StructuredOutputs}
+	type view struct {
+		ID           string                `json:"id"`
+		OwnedBy      string                `json:"owned_by"`
+		Type         string                `json:"type"`
+		Capabilities *catalog.Capabilities `json:"capabilities"`
+		Targets      []catalog.Target      `json:"targets"`
+		Provider     *string               `json:"provider"`
+		Configured   bool                  `json:"configured"`
+		Routing      json.RawMessage       `json:"routing"`
+	}
+	get := func(t *testing.T, h http.Handler, path string, principal *auth.Principal, out any) int {
+		t.Helper()
+		req := httptest.NewRequest("GET", path, nil)
+		if principal != nil {
+			req = req.WithContext(auth.WithPrincipal(req.Context(), *principal))
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code == 200 {
+			if err := json.Unmarshal(w.Body.Bytes(), out); err != nil {
+				t.Fatalf("GET %s: %s: %v", path, w.Body, err)
+			}
+		}
+		return w.Code
+	}
+	groqOnly := func(k string) string {
+		if k == "GROQ_API_KEY" {
+			return "gsk"
+		}
+		return ""
+	}
+	mux := func(getenv func(string) string) http.Handler {
+		log := slog.New(slog.DiscardHandler)
+		return NewMux(log, Route{Method: "GET", Pattern: "/v1/models", Handler: ListModels(cat, getenv, log)},
+			Route{Method: "GET", Pattern: "/v1/models/{id...}", Handler: GetModel(cat, getenv, log)})
+	}
+	check := func(t *testing.T, v view) {
+		t.Helper()
+		if v.OwnedBy != catalog.AliasOwner || v.Type != "chat" || v.Capabilities == nil || *v.Capabilities != wantCaps ||
+			!slices.Equal(v.Targets, []catalog.Target{{Model: modelA, Weight: 3}, {Model: modelB, Weight: 1}}) {
+			t.Errorf("alias %+v (capabilities %+v); want owned_by genway, targets A 3, B 1, capabilities %+v", v, v.Capabilities, wantCaps)
+		}
+	}
+
+	var list struct{ Data []view }
+	if code := get(t, mux(groqOnly), "/v1/models?type=chat", nil, &list); code != 200 {
+		t.Fatalf("GET /v1/models = %d", code)
+	}
+	i := slices.IndexFunc(list.Data, func(v view) bool { return v.ID == "balanced" })
+	if i < 0 {
+		t.Fatalf("GET /v1/models with groq configured lists no balanced: %+v", list.Data)
+	}
+	check(t, list.Data[i])
+	var one view
+	if code := get(t, mux(groqOnly), "/v1/models/balanced", nil, &one); code != 200 {
+		t.Fatalf("GET /v1/models/balanced = %d", code)
+	}
+	check(t, one)
+	// A key allowed only the alias sees only it.
+	list.Data = nil
+	get(t, mux(groqOnly), "/v1/models", &auth.Principal{Account: "acct", KeyID: "k", Models: []string{"balanced"}}, &list)
+	if len(list.Data) != 1 || list.Data[0].ID != "balanced" {
+		t.Errorf("GET /v1/models with a key for balanced = %+v; want balanced alone", list.Data)
+	}
+	// Neither target's provider configured: not offered.
+	none := func(string) string { return "" }
+	list.Data = nil
+	get(t, mux(none), "/v1/models", nil, &list)
+	if slices.ContainsFunc(list.Data, func(v view) bool { return v.ID == "balanced" }) {
+		t.Errorf("GET /v1/models with neither target configured lists balanced")
+	}
+	if code := get(t, mux(none), "/v1/models/balanced", nil, &one); code != 404 {
+		t.Errorf("GET /v1/models/balanced with neither target configured = %d; want 404", code)
+	}
+
+	adminH := AdminAPI(AdminConfig{Catalog: cat, Configured: func(p string) bool { return p == "groq" },
+		Router: route.New(route.DefaultPolicy, nil), Log: slog.New(slog.DiscardHandler)})
+	var models struct{ Data []view }
+	if code := get(t, adminH, "/admin/v1/models", nil, &models); code != 200 {
+		t.Fatalf("GET /admin/v1/models = %d", code)
+	}
+	got := map[string]view{}
+	for _, v := range models.Data {
+		got[v.ID] = v
+	}
+	al, ok := got["balanced"]
+	if !ok || al.Provider != nil || !al.Configured || al.Routing != nil {
+		t.Errorf("admin alias %+v; want no provider, configured (groq is), no routing of its own", al)
+	}
+	check(t, al)
+	if m := got[modelA]; m.Provider == nil || *m.Provider != "openai" || m.Configured || m.Routing == nil {
+		t.Errorf("admin %s %+v; want provider openai, not configured, its routing", modelA, m)
 	}
 }

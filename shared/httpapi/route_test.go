@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/openai"
 	"github.com/genway/genway/shared/route"
@@ -107,6 +108,13 @@ type routeRig struct {
 
 func newRouteRig(t *testing.T, failA string) *routeRig {
 	t.Helper()
+	return newRouteRigWith(t, failA, testCatalog(t), nil)
+}
+
+// newRouteRigWith is newRouteRig over cat, with intn drawing the order of
+// an alias's targets (nil: math/rand/v2's).
+func newRouteRigWith(t *testing.T, failA string, cat *catalog.Catalog, intn func(int) int) *routeRig {
+	t.Helper()
 	rig := &routeRig{stall: make(chan struct{})}
 	fail := upstreamFailures[failA]
 	rig.a = &counting{handler: func(w http.ResponseWriter, r *http.Request) { fail(w, r, rig.stall) }}
@@ -119,7 +127,7 @@ func newRouteRig(t *testing.T, failA string) *routeRig {
 	hc := upstreams.NewHTTPClient()
 	t.Cleanup(hc.CloseIdleConnections)
 	router := route.New(route.Policy{Backoff: time.Millisecond, FirstToken: 300 * time.Millisecond, Budget: guard}, nil)
-	gw := chat.NewGateway(chat.Config{Catalog: testCatalog(t), Router: router, Providers: map[string]chat.Provider{
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Router: router, Rand: intn, Providers: map[string]chat.Provider{
 		"openai":    openai.New(openai.Config{Name: "openai", BaseURL: upA.URL, APIKey: "ka", HTTPClient: hc}),
 		"groq":      openai.New(openai.Config{Name: "groq", BaseURL: upB.URL, APIKey: "kb", HTTPClient: hc}),
 		"synthetic": synthetic.NewChat(),
@@ -362,4 +370,49 @@ func TestRouteParallelStreams(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// aliasCatalog is the default catalog with the alias "balanced": modelA
+// (weight 3) and modelB (weight 1).
+func aliasCatalog(t testing.TB) *catalog.Catalog {
+	t.Helper()
+	cat := testCatalog(t)
+	cat.Models = append(cat.Models, catalog.Model{ID: "balanced", Type: catalog.TypeChat,
+		Targets: []catalog.Target{{Model: modelA, Weight: 3}, {Model: modelB, Weight: 1}}})
+	b, err := json.Marshal(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cat, err = catalog.Parse(b); err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// TestRouteAlias: a request to an alias whose first drawn target (A)
+// fails with 503 is answered by the other (B), named as B's, with both in
+// the attempts header, streamed or not, chat or Responses.
+func TestRouteAlias(t *testing.T) {
+	attempts := modelA + "=503, " + modelA + "=503, " + modelA + "=503, " + modelB + "=200"
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
+			rig := newRouteRigWith(t, "503", aliasCatalog(t), func(int) int { return 0 }) // A is drawn first
+			resp, body := rig.post(t, "/v1/chat/completions", fmt.Sprintf(`{"model":"balanced","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream))
+			if resp.StatusCode != 200 || resp.Header.Get(AttemptsHeader) != attempts {
+				t.Fatalf("status %d, %s %q; want 200, %q: %s", resp.StatusCode, AttemptsHeader, resp.Header.Get(AttemptsHeader), attempts, body)
+			}
+			if rig.a.n.Load() != 3 || rig.b.n.Load() != 1 {
+				t.Errorf("A called %d times, B %d; want 3 and 1", rig.a.n.Load(), rig.b.n.Load())
+			}
+			if stream {
+				checkStream(t, body, true)
+			} else if !strings.Contains(body, `"model":"`+modelB+`"`) || !strings.Contains(body, "from B") {
+				t.Errorf("answer %s; want B's, named as B's", body)
+			}
+			resp, body = rig.post(t, "/v1/responses", fmt.Sprintf(`{"model":"balanced","stream":%v,"input":"hi"}`, stream))
+			if resp.StatusCode != 200 || !strings.Contains(body, `"model":"`+modelB+`"`) || strings.Contains(body, `"model":"balanced"`) {
+				t.Errorf("Responses: status %d: %s; want B's answer, named as B's", resp.StatusCode, body)
+			}
+		})
+	}
 }
