@@ -120,3 +120,38 @@ func (r Record) InPeriod(now time.Time) Record {
 	}
 	return r
 }
+
+// ResetAt returns when r's Spent next starts from 0: the end of its
+// Period under its reset (the end of now's period when it has none yet),
+// or the zero time without a reset. r is as InPeriod made it.
+func (r Record) ResetAt(now time.Time) time.Time {
+	if r.CreditLimitReset == ResetNever {
+		return time.Time{}
+	}
+	start, ok := PeriodStart(r.Period)
+	if !ok {
+		start = now
+	}
+	return NextReset(r.CreditLimitReset, start)
+}
+
+// DescribeSpend says what r has spent of its limit, for lists: "3/10",
+// "3/-" without a limit, "3/10 monthly, 2026-11" with a reset, "(+2
+// held)" after it when requests in progress hold credits. r is as
+// InPeriod made it.
+func (r Record) DescribeSpend() string {
+	s := fmt.Sprintf("%d/-", r.Spent)
+	if r.CreditLimit != nil {
+		s = fmt.Sprintf("%d/%d", r.Spent, *r.CreditLimit)
+	}
+	if r.CreditLimitReset != ResetNever {
+		s += " " + r.CreditLimitReset
+		if r.Period != "" {
+			s += ", " + r.Period
+		}
+	}
+	if r.Held != 0 {
+		s += fmt.Sprintf(" (+%d held)", r.Held)
+	}
+	return s
+}

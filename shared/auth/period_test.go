@@ -271,3 +271,35 @@ func TestAuthenticateRollFails(t *testing.T) {
 		t.Errorf("rolls %q; want %q", store.rolls, want)
 	}
 }
+
+func TestResetAtDescribeSpend(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	lim := int64(10)
+	tests := []struct {
+		rec      Record
+		resetAt  time.Time
+		describe string
+	}{
+		{Record{Spent: 3}, time.Time{}, "3/-"},
+		{Record{Controls: Controls{CreditLimit: &lim}, Spent: 3, Held: 2}, time.Time{}, "3/10 (+2 held)"},
+		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetMonthly}, Spent: 3, Period: "2026-12"},
+			time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "3/10 monthly, 2026-12"},
+		// Not rolled since November: shown as December's.
+		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetWeekly}, Spent: 3, Held: 1, Period: "2026-W47"},
+			time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC), "0/10 weekly, 2026-W49 (+1 held)"},
+		// Monthly to daily on the 1st: the month's period ends tomorrow.
+		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetDaily}, Spent: 3, Period: "2026-12"},
+			time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), "3/10 daily, 2026-12"},
+		// Daily to monthly: the day's spend counts until the month ends.
+		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetMonthly}, Spent: 3, Period: "2026-12-01"},
+			time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "3/10 monthly, 2026-12-01"},
+	}
+	for _, tt := range tests {
+		if got := tt.rec.InPeriod(now).ResetAt(now); !got.Equal(tt.resetAt) {
+			t.Errorf("ResetAt(%+v) = %v; want %v", tt.rec, got, tt.resetAt)
+		}
+		if got := tt.rec.InPeriod(now).DescribeSpend(); got != tt.describe {
+			t.Errorf("DescribeSpend(%+v) = %q; want %q", tt.rec, got, tt.describe)
+		}
+	}
+}
