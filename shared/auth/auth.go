@@ -244,7 +244,10 @@ type Authenticator struct {
 	mu      sync.Mutex
 	cache   map[string]cached
 	touched map[string]time.Time // by hash: when this process last wrote LastUsed
-	rolled  map[string]string    // by key id: the period this process rolled (or is rolling) it to
+	rolled  map[string]rolling   // by key id: the period this process rolled (or is rolling) it to
+	// waiting, if set, is called when a request starts waiting for
+	// another's roll (tests).
+	waiting func()
 }
 
 type cached struct {
@@ -322,10 +325,12 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 
 // roll starts the current credit limit period on rec's key if it has a
 // reset, its record's period is not the current one and this process
-// has not rolled it to that period yet. Two requests at once roll once
-// (the second finds it remembered); a failure is logged and forgotten,
-// so that the next request tries again: meanwhile the key's old Spent
-// still counts, which can refuse a hold but never allows one too many.
+// has not rolled it to that period yet. A request that comes while
+// another is rolling the key waits for that roll (or for its own ctx),
+// so that no request of the new period is counted against the old one.
+// A failure is logged and forgotten, so that the next request tries
+// again: meanwhile the key's old Spent still counts, which can refuse a
+// hold but never allows one too many.
 func (a *Authenticator) roll(ctx context.Context, rec Record, now time.Time) {
 	if rec.CreditLimitReset == ResetNever {
 		return
@@ -335,19 +340,28 @@ func (a *Authenticator) roll(ctx context.Context, rec Record, now time.Time) {
 		return
 	}
 	a.mu.Lock()
-	if a.rolled[rec.ID] == p {
+	if r, ok := a.rolled[rec.ID]; ok && r.period == p {
 		a.mu.Unlock()
+		if a.waiting != nil {
+			a.waiting()
+		}
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+		}
 		return
 	}
 	if a.rolled == nil || len(a.rolled) >= maxCache {
-		a.rolled = map[string]string{}
+		a.rolled = map[string]rolling{}
 	}
 	old, had := a.rolled[rec.ID]
-	a.rolled[rec.ID] = p
+	mine := rolling{period: p, done: make(chan struct{})}
+	a.rolled[rec.ID] = mine
 	a.mu.Unlock()
+	defer close(mine.done)
 	if _, err := a.store.RollKeyPeriod(context.WithoutCancel(ctx), rec.ID, p); err != nil {
 		a.mu.Lock()
-		if a.rolled[rec.ID] == p {
+		if a.rolled[rec.ID] == mine {
 			if had {
 				a.rolled[rec.ID] = old
 			} else {
@@ -357,6 +371,13 @@ func (a *Authenticator) roll(ctx context.Context, rec Record, now time.Time) {
 		a.mu.Unlock()
 		slog.WarnContext(ctx, "credit limit period not rolled", "key", rec.ID, "period", p, "err", err)
 	}
+}
+
+// rolling is a key's period this process rolled or is rolling it to;
+// done is closed when that roll has returned.
+type rolling struct {
+	period string
+	done   chan struct{}
 }
 
 // touch writes the key's LastUsed if it is older than TouchEvery and this

@@ -303,3 +303,66 @@ func TestResetAtDescribeSpend(t *testing.T) {
 		}
 	}
 }
+
+// slowRolls is memKeys whose RollKeyPeriod waits for release.
+type slowRolls struct {
+	memKeys
+	entered  chan struct{}
+	release  chan struct{}
+	released bool // set (under mu) before release is closed
+}
+
+func (m *slowRolls) RollKeyPeriod(ctx context.Context, id, period string) (bool, error) {
+	m.entered <- struct{}{}
+	<-m.release
+	return m.memKeys.RollKeyPeriod(ctx, id, period)
+}
+
+// TestAuthenticateWaitsForRoll: a request of a key that another request
+// is rolling returns only once that roll has (it is not counted against
+// the old period), and the key is rolled once.
+func TestAuthenticateWaitsForRoll(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	lim := int64(10)
+	store := &slowRolls{memKeys: memKeys{recs: map[string]Record{}}, entered: make(chan struct{}, 2), release: make(chan struct{})}
+	k, _ := NewKey()
+	rec := NewRecord(k, "acme", now)
+	rec.Controls = Controls{CreditLimit: &lim, CreditLimitReset: ResetMonthly}
+	rec.Spent, rec.Period = 10, "2026-11"
+	store.PutKey(ctx, rec)
+	a := NewAuthenticator(store, time.Hour)
+	a.SetClock(func() time.Time { return now })
+	waiting := make(chan struct{}, 1)
+	a.waiting = func() { waiting <- struct{}{} }
+	errs := make(chan error, 2)
+	sawReleased := make(chan bool, 1)
+	go func() {
+		_, err := a.Authenticate(ctx, "Bearer "+string(k))
+		errs <- err
+	}()
+	<-store.entered // the first request is rolling
+	go func() {
+		_, err := a.Authenticate(ctx, "Bearer "+string(k))
+		store.mu.Lock()
+		sawReleased <- store.released
+		store.mu.Unlock()
+		errs <- err
+	}()
+	<-waiting // the second request waits for the first one's roll
+	store.mu.Lock()
+	store.released = true
+	store.mu.Unlock()
+	close(store.release)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !<-sawReleased {
+		t.Error("the second request returned before the first one's roll")
+	}
+	if want := []string{rec.ID + " 2026-12"}; !reflect.DeepEqual(store.rolls, want) {
+		t.Errorf("rolls %q; want %q", store.rolls, want)
+	}
+}
