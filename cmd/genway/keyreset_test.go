@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +27,18 @@ type keyCreditsOf struct {
 // GENWAY_TEST_CLOCK_OFFSET (tests only) shifting its clock into the next
 // month: the key's first request rolls it, its spend is 0 and jobs pass
 // again, and `genway keys list` shows the new period.
-func TestServeKeyReset(t *testing.T) {
-	dir := t.TempDir()
-	s := startServer(t, dir, nil)
-	key := cliKey(t, dir, "--account", "dev", "--name", "monthly", "--credit-limit", "2", "--reset", "monthly")
+func TestServeKeyReset(t *testing.T) { testServeKeyReset(t, t.TempDir(), nil) }
+
+// TestServeKeyResetAWS is TestServeKeyReset on the AWS-backed local mode
+// (moto): the roll is the conditional UpdateItem of the key's item.
+func TestServeKeyResetAWS(t *testing.T) {
+	_, env, dir := awsServe(t)
+	testServeKeyReset(t, dir, env)
+}
+
+func testServeKeyReset(t *testing.T, dir string, env map[string]string) {
+	s := startServer(t, dir, env)
+	key := cliKeyEnv(t, dir, env, "--account", "dev", "--name", "monthly", "--credit-limit", "2", "--reset", "monthly")
 	ks := &server{base: s.base, key: key}
 	now := time.Now()
 	month := auth.Period(auth.ResetMonthly, now)
@@ -46,7 +55,7 @@ func TestServeKeyReset(t *testing.T) {
 	}
 	// Bounded wait for the two jobs to be settled: 2 spent, none held.
 	var cr keyCreditsOf
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		cr = keyCreditsOf{}
 		ks.do(t, "GET", "/v1/credits", nil, nil, &cr)
 		if cr.Key != nil && cr.Key.Spent == 2 && cr.Key.Held == 0 {
@@ -57,7 +66,7 @@ func TestServeKeyReset(t *testing.T) {
 	if k := cr.Key; k == nil || k.Spent != 2 || k.Held != 0 || k.Left != 0 || k.Reset != "monthly" || k.Period != month || k.ResetsAt != next.Unix() {
 		t.Fatalf("GET /v1/credits key = %+v; want spent 2 of 2, reset monthly, period %s, resets_at %d", cr.Key, month, next.Unix())
 	}
-	if list := cli(t, dir, "keys", "list", "--account", "dev"); !strings.Contains(list, "2/2 monthly, "+month) {
+	if list := cliEnv(t, dir, env, "keys", "list", "--account", "dev"); !strings.Contains(list, "2/2 monthly, "+month) {
 		t.Errorf("keys list = %q; want the key's 2/2 monthly, %s", list, month)
 	}
 	s.stop()
@@ -65,7 +74,12 @@ func TestServeKeyReset(t *testing.T) {
 	// The next month, an hour in.
 	offset := next.Sub(now) + time.Hour
 	later := auth.Period(auth.ResetMonthly, now.Add(offset))
-	s2 := startServer(t, dir, map[string]string{"GENWAY_TEST_CLOCK_OFFSET": offset.String()})
+	env2 := maps.Clone(env)
+	if env2 == nil {
+		env2 = map[string]string{}
+	}
+	env2["GENWAY_TEST_CLOCK_OFFSET"] = offset.String()
+	s2 := startServer(t, dir, env2)
 	ks = &server{base: s2.base, key: key}
 	cr = keyCreditsOf{}
 	ks.do(t, "GET", "/v1/credits", nil, nil, &cr)
@@ -76,11 +90,11 @@ func TestServeKeyReset(t *testing.T) {
 	if code, _ := ks.do(t, "POST", "/v1/jobs", job, nil, &out); code != 200 {
 		t.Fatalf("a job in the next month = %d; want 200", code)
 	}
-	if list := cli(t, dir, "keys", "list", "--account", "dev"); !strings.Contains(list, " monthly, "+later) {
+	if list := cliEnv(t, dir, env, "keys", "list", "--account", "dev"); !strings.Contains(list, " monthly, "+later) {
 		t.Errorf("keys list = %q; want the key's period %s", list, later)
 	}
 	// Removing the reset is audited like the other controls.
-	if got := cli(t, dir, "keys", "update", key[:12], "--reset", "none"); !strings.Contains(got, "credit_limit=2") || strings.Contains(got, "reset=") {
+	if got := cliEnv(t, dir, env, "keys", "update", key[:12], "--reset", "none"); !strings.Contains(got, "credit_limit=2") || strings.Contains(got, "reset=") {
 		t.Errorf("keys update --reset none = %q; want credit_limit=2 and no reset", got)
 	}
 }
