@@ -51,8 +51,9 @@ func Period(reset string, t time.Time) string {
 // begins, midnight UTC; false if it is not a period.
 func PeriodStart(period string) (time.Time, bool) {
 	if y, w, ok := strings.Cut(period, "-W"); ok {
-		var year, week int
-		if n, err := fmt.Sscanf(y+" "+w, "%4d %2d", &year, &week); err != nil || n != 2 || len(y) != 4 || len(w) != 2 || week < 1 || week > 53 {
+		year, okY := digits(y, 4)
+		week, okW := digits(w, 2)
+		if !okY || !okW || week < 1 || week > 53 {
 			return time.Time{}, false
 		}
 		// ISO week 1 holds January 4th; its Monday starts the year's weeks.
@@ -69,6 +70,21 @@ func PeriodStart(period string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// digits reads s as a number of exactly n decimal digits.
+func digits(s string, n int) (int, bool) {
+	if len(s) != n {
+		return 0, false
+	}
+	v := 0
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
 }
 
 // NextReset returns when the period of reset that t falls in ends (the

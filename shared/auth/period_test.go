@@ -50,7 +50,7 @@ func TestPeriod(t *testing.T) {
 	if n := NextReset(ResetNever, time.Now()); !n.IsZero() {
 		t.Errorf("NextReset(never) = %v; want zero", n)
 	}
-	for _, bad := range []string{"", "2026", "2026-13", "2026-1", "2026-11-31", "2026-W00", "2026-W54", "2025-W53", "2026-w48", "2026-W4", "x2026-11", "2026-11-28T00:00:00Z"} {
+	for _, bad := range []string{"", "2026", "2026-13", "2026-1", "2026-11-31", "2026-W00", "2026-W54", "2025-W53", "2026-w48", "2026-W4", "+026-W48", "2026-W+8", "2026-W 8", "x2026-11", "2026-11-28T00:00:00Z"} {
 		if _, ok := PeriodStart(bad); ok {
 			t.Errorf("PeriodStart(%q) ok; want not a period", bad)
 		}
