@@ -62,19 +62,23 @@ func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "
 
 const keysUsage = `Usage:
   genway keys create --account NAME [--credits N] [--name LABEL] [--models PATTERNS]
-                     [--expires 30d|RFC3339] [--credit-limit N]
+                     [--expires 30d|RFC3339] [--credit-limit N [--reset daily|weekly|monthly]]
                                                    make a key (and the account); the key alone is the last line
   genway keys update KEY_PREFIX_OR_ID [--name LABEL] [--models PATTERNS] [--expires 30d|RFC3339|never]
-                     [--credit-limit N|none]       change a key's controls without re-issuing it
+                     [--credit-limit N|none] [--reset none|daily|weekly|monthly]
+                                                   change a key's controls without re-issuing it
   genway keys list [--account NAME]                list keys: ids and prefixes (never secrets), name,
-                                                   models, spent/limit, expiry
+                                                   models, spent/limit (reset, period), expiry
   genway keys revoke KEY_PREFIX_OR_ID              revoke a key: its id, its 12-character prefix
                                                    (sk_live_XXXX, as keys list shows it), or the whole key
 
   --models takes comma-separated patterns over model ids, * matching anything
   ("synthetic/*,openai/gpt-4o-mini,elevenlabs-*"; "*" or "" for every model).
   --expires takes a duration from now (30d, 12h, 90m) or a time (2026-12-31T23:59:59Z, 2026-12-31).
-  --credit-limit is the most credits the key may spend in total (jobs, images, speech, priced chat).
+  --credit-limit is the most credits the key may spend in total (jobs, images, speech, priced chat);
+  with --reset, in each UTC day, ISO week (from Monday) or calendar month instead: what it spent
+  counts from 0 again when a new one starts. A reset needs a credit limit; --credit-limit none
+  removes the reset too.
 `
 
 const creditsUsage = `Usage:
@@ -105,6 +109,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		models := fs.String("models", "", "comma-separated model patterns the key may use (* matches anything); empty: every model")
 		expires := fs.String("expires", "", "when the key stops working: a duration from now (30d, 12h) or a time (RFC 3339); empty: never")
 		limit := fs.String("credit-limit", "", "the most credits the key may spend in total; empty: no limit")
+		reset := fs.String("reset", "", "start the credit limit over each UTC day, week or month: daily, weekly, monthly; empty: never")
 		if err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
@@ -123,6 +128,12 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 			}
 			ctl.CreditLimit = &n
 		}
+		if ctl.CreditLimitReset, err = auth.ParseReset(*reset); err != nil {
+			return usageError("keys create: --reset must be daily, weekly, monthly or none")
+		}
+		if ctl.CreditLimitReset != auth.ResetNever && ctl.CreditLimit == nil {
+			return usageError("keys create: --reset needs --credit-limit N")
+		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
 			key, rec, err := op.CreateKey(ctx, *account, *amount, ctl)
 			if err != nil {
@@ -137,6 +148,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		models := fs.String("models", "", `comma-separated model patterns ("*": every model)`)
 		expires := fs.String("expires", "", "a duration from now (30d), a time (RFC 3339), or never")
 		limit := fs.String("credit-limit", "", "the most credits the key may spend in total, or none")
+		reset := fs.String("reset", "", "start the credit limit over each UTC day, week or month: daily, weekly, monthly, or none")
 		// The key may come before the flags or after them.
 		if err := parse(fs, args[1:], stdout); err != nil {
 			return err
@@ -174,13 +186,19 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 					}
 				}
 				ch.CreditLimit = &n
+			case "reset":
+				r, err := auth.ParseReset(*reset)
+				if err != nil {
+					bad = errors.Join(bad, errors.New("--reset must be daily, weekly, monthly or none"))
+				}
+				ch.CreditLimitReset = &r
 			}
 		})
 		if bad != nil {
 			return usageError("keys update: " + bad.Error())
 		}
 		if ch.Empty() {
-			return usageError("keys update needs at least one of --name, --models, --expires, --credit-limit")
+			return usageError("keys update needs at least one of --name, --models, --expires, --credit-limit, --reset")
 		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
 			rec, err := op.UpdateKey(ctx, id, ch)
@@ -220,13 +238,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 				if len(r.Models) > 0 {
 					models = strings.Join(r.Models, ",")
 				}
-				spend := fmt.Sprintf("%d/-", r.Spent)
-				if r.CreditLimit != nil {
-					spend = fmt.Sprintf("%d/%d", r.Spent, *r.CreditLimit)
-				}
-				if r.Held != 0 {
-					spend += fmt.Sprintf(" (+%d held)", r.Held)
-				}
+				spend := r.InPeriod(now).DescribeSpend()
 				expires := "never"
 				if r.ExpiresAt != 0 {
 					expires = time.Unix(r.ExpiresAt, 0).UTC().Format(time.RFC3339)

@@ -85,6 +85,10 @@ type serveConfig struct {
 	maxConns   int           // GENWAY_MAX_CONNS: open connections at once
 	idle       time.Duration // GENWAY_IDLE_TIMEOUT: keep-alive connections closed after
 	retention  time.Duration // GENWAY_MEDIA_RETENTION: local outputs deleted after
+	// clockOffset is GENWAY_TEST_CLOCK_OFFSET, for tests only: added to
+	// the clock that authenticates keys (expiry, last use, credit limit
+	// periods), so that a test can see a key's limit reset.
+	clockOffset time.Duration
 }
 
 func loadServeConfig(getenv func(string) string) (serveConfig, error) {
@@ -127,6 +131,13 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 			return c, fmt.Errorf("GENWAY_MAX_CONNS must be a positive integer, got %q", v)
 		}
 		c.maxConns = n
+	}
+	if v := getenv("GENWAY_TEST_CLOCK_OFFSET"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return c, fmt.Errorf("GENWAY_TEST_CLOCK_OFFSET (tests only) must be a duration such as 744h, got %q", v)
+		}
+		c.clockOffset = d
 	}
 	if v := getenv("GENWAY_USAGE_FLUSH"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -269,6 +280,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Credits: be.reserver, Log: log}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
+	if off := cfg.clockOffset; off != 0 {
+		log.Warn("GENWAY_TEST_CLOCK_OFFSET is set: keys are authenticated on a shifted clock (tests only)", "offset", off)
+		authn.SetClock(func() time.Time { return time.Now().Add(off) })
+	}
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
 	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Jobs: svc, Router: router, Webhooks: hooks, Log: log}

@@ -250,7 +250,7 @@ func (s *Service) CreateKey(ctx context.Context, account string, amount int64, c
 // too (it stays revoked). An empty change is a 400.
 func (s *Service) UpdateKey(ctx context.Context, idOrPrefix string, ch auth.Change) (auth.Record, error) {
 	if ch.Empty() {
-		return auth.Record{}, apierr.Invalidf("", "missing_field", "nothing to change: give name, models, expires_at or credit_limit")
+		return auth.Record{}, apierr.Invalidf("", "missing_field", "nothing to change: give name, models, expires_at, credit_limit or credit_limit_reset")
 	}
 	rec, err := auth.Resolve(ctx, s.Store, idOrPrefix)
 	if err != nil {
@@ -265,7 +265,7 @@ func (s *Service) UpdateKey(ctx context.Context, idOrPrefix string, ch auth.Chan
 		return auth.Record{}, err
 	}
 	s.audit(ctx, "keys.update", rec.Prefix+" ("+rec.Account+")", rec.Controls.Describe()+" -> "+c.Describe())
-	return out, nil
+	return out.InPeriod(s.now()), nil
 }
 
 // Recorder is an Operator that writes audit entries for actions outside
@@ -314,6 +314,7 @@ func (s *Service) putKey(ctx context.Context, account string, key auth.Key, c au
 	}
 	rec := auth.NewRecord(key, account, s.now())
 	rec.Controls = c
+	rec.Period = auth.Period(c.CreditLimitReset, s.now()) // a new key starts in the current period: no roll
 	if err := s.Store.PutKey(ctx, rec); err != nil {
 		return auth.Record{}, fmt.Errorf("store key: %w", err)
 	}
@@ -327,9 +328,15 @@ func (s *Service) putKey(ctx context.Context, account string, key auth.Key, c au
 	return rec, nil
 }
 
-// Keys lists the keys of account ("" for all).
+// Keys lists the keys of account ("" for all), each as it stands now
+// (auth.Record.InPeriod: a key with a credit limit reset not used since
+// its period ended shows the new period's spend, 0).
 func (s *Service) Keys(ctx context.Context, account string) ([]auth.Record, error) {
-	return s.Store.Keys(ctx, account)
+	recs, err := s.Store.Keys(ctx, account)
+	for i := range recs {
+		recs[i] = recs[i].InPeriod(s.now())
+	}
+	return recs, err
 }
 
 // RevokeKey revokes the key with the given id or prefix.

@@ -180,14 +180,15 @@ type createdKey struct {
 	Revoked  int64  `json:"revoked"`
 	LastUsed int64  `json:"last_used"`
 	auth.Controls
-	Spent int64  `json:"spent"`
-	Held  int64  `json:"held"`
-	Key   string `json:"key"`
+	Spent  int64  `json:"spent"`
+	Held   int64  `json:"held"`
+	Period string `json:"period"`
+	Key    string `json:"key"`
 }
 
 func (k createdKey) record() auth.Record {
 	return auth.Record{ID: k.ID, Prefix: k.Prefix, Account: k.Account, Created: k.Created, Revoked: k.Revoked, LastUsed: k.LastUsed,
-		Controls: k.Controls, Spent: k.Spent, Held: k.Held}
+		Controls: k.Controls, Spent: k.Spent, Held: k.Held, Period: k.Period}
 }
 
 // CreateKey implements Operator.

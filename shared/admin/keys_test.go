@@ -79,3 +79,74 @@ func TestKeyControls(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyReset makes a key whose credit limit resets monthly and changes
+// its reset, with the Service and with the Client over the admin API: a
+// new key starts in the current period (by the Service's clock), the
+// audit log names the reset, removing the limit removes the reset, and a
+// reset without a limit or of an unknown kind is a 400 naming
+// credit_limit_reset.
+func TestKeyReset(t *testing.T) {
+	_, ops := operators(t) // the Service's clock: 2023-11-14
+	for name, op := range ops {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			lim := int64(10)
+			c := auth.Controls{CreditLimit: &lim, CreditLimitReset: auth.ResetMonthly}
+			_, rec, err := op.CreateKey(ctx, "reset-"+name, 0, c)
+			if err != nil || !reflect.DeepEqual(rec.Controls, c) || rec.Period != "2023-11" {
+				t.Fatalf("CreateKey(%+v) = %+v, %v; want those controls, period 2023-11", c, rec, err)
+			}
+			keys, err := op.Keys(ctx, "reset-"+name)
+			if err != nil || len(keys) != 1 || keys[0].CreditLimitReset != auth.ResetMonthly || keys[0].Period != "2023-11" {
+				t.Fatalf("Keys = %+v, %v; want the monthly key in period 2023-11", keys, err)
+			}
+			weekly := "weekly"
+			got, err := op.UpdateKey(ctx, rec.Prefix, auth.Change{CreditLimitReset: &weekly})
+			if err != nil || got.CreditLimitReset != auth.ResetWeekly || *got.CreditLimit != 10 {
+				t.Errorf("UpdateKey(reset weekly) = %+v, %v; want weekly, limit kept", got, err)
+			}
+			none := int64(-1)
+			got, err = op.UpdateKey(ctx, rec.Prefix, auth.Change{CreditLimit: &none})
+			if err != nil || got.CreditLimit != nil || got.CreditLimitReset != auth.ResetNever {
+				t.Errorf("UpdateKey(no limit) = %+v, %v; want no limit and no reset", got, err)
+			}
+			entries, err := op.Audit(ctx, "", 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var details []string
+			for _, e := range entries {
+				if strings.Contains(e.Target, rec.Prefix) {
+					details = append(details, e.Action+": "+e.Detail)
+				}
+			}
+			all := strings.Join(details, "\n")
+			for _, want := range []string{"keys.create: credit_limit=10 reset=monthly", "keys.update: credit_limit=10 reset=monthly -> credit_limit=10 reset=weekly",
+				"keys.update: credit_limit=10 reset=weekly -> no controls"} {
+				if !strings.Contains(all, want) {
+					t.Errorf("audit of the key =\n%s\nwant a line %q", all, want)
+				}
+			}
+			yearly := "yearly"
+			for what, err := range map[string]error{
+				"create without a limit": func() error {
+					_, _, err := op.CreateKey(ctx, "reset-"+name, 0, auth.Controls{CreditLimitReset: auth.ResetDaily})
+					return err
+				}(),
+				"update to a reset without a limit": func() error {
+					_, err := op.UpdateKey(ctx, rec.ID, auth.Change{CreditLimitReset: &weekly})
+					return err
+				}(),
+				"unknown reset": func() error {
+					_, err := op.UpdateKey(ctx, rec.ID, auth.Change{CreditLimit: &lim, CreditLimitReset: &yearly})
+					return err
+				}(),
+			} {
+				if e := apierr.As(err); e == nil || e.Kind != apierr.Invalid || !strings.Contains(e.Param+e.Message, "credit_limit_reset") {
+					t.Errorf("%s = %v; want a 400 naming credit_limit_reset", what, err)
+				}
+			}
+		})
+	}
+}

@@ -121,6 +121,12 @@ type Record struct {
 	// would take them past it is refused (credits.ErrKeyLimit).
 	Spent int64 `json:"spent,omitempty"`
 	Held  int64 `json:"held,omitempty"`
+	// Period is the credit limit period (see Period) that Spent belongs
+	// to, for a key with a CreditLimitReset; "" before its first one.
+	// Store.RollKeyPeriod starts the next; InPeriod shows a record as of
+	// a time. (A DynamoDB record read by KeyByHash has none: it is kept
+	// with the counters.)
+	Period string `json:"period,omitempty"`
 }
 
 // Left returns what the key may still spend under its credit limit (0
@@ -173,6 +179,14 @@ type Store interface {
 	// none. Its Spent and Held stay: a new credit limit bounds what was
 	// spent already (a limit below it refuses every new hold).
 	SetControls(ctx context.Context, id string, c Controls) (Record, error)
+	// RollKeyPeriod starts period (as Period makes it) on the key with
+	// id: Spent 0, Held kept (requests in progress settle into the new
+	// period), Period period, in one conditional write, only if the
+	// stored period is older (NewerPeriod). It reports whether it rolled:
+	// rolling a period again, or an older one, changes nothing, so that
+	// processes rolling at once roll once. ErrKeyNotFound if there is no
+	// such key, ErrBadPeriod for a period Period does not make.
+	RollKeyPeriod(ctx context.Context, id, period string) (bool, error)
 }
 
 // Principal is the authenticated caller.
@@ -214,8 +228,14 @@ func FromContext(ctx context.Context) (Principal, bool) {
 // so that a client repeating an unknown key costs one read per TTL, not
 // one per request; a new key still works at once (its random secret cannot
 // have been tried before it existed), except a key imported under a value
-// that was already tried (GENWAY_DEV_KEY), which works within TTL. Safe
-// for concurrent use.
+// that was already tried (GENWAY_DEV_KEY), which works within TTL.
+//
+// A key with a credit limit reset whose record's period is not the
+// current one (by the Authenticator's clock) is rolled to it
+// (Store.RollKeyPeriod) before the request goes on: at most once per key
+// per period per process, remembered apart from the cache (whose record
+// keeps its old period for TTL), so that the common path writes nothing.
+// Safe for concurrent use.
 type Authenticator struct {
 	store Store
 	ttl   time.Duration
@@ -224,6 +244,10 @@ type Authenticator struct {
 	mu      sync.Mutex
 	cache   map[string]cached
 	touched map[string]time.Time // by hash: when this process last wrote LastUsed
+	rolled  map[string]rolling   // by key id: the period this process rolled (or is rolling) it to
+	// waiting, if set, is called when a request starts waiting for
+	// another's roll (tests).
+	waiting func()
 }
 
 type cached struct {
@@ -240,6 +264,11 @@ const DefaultCacheTTL = 30 * time.Second
 func NewAuthenticator(store Store, ttl time.Duration) *Authenticator {
 	return &Authenticator{store: store, ttl: ttl, now: time.Now, cache: make(map[string]cached)}
 }
+
+// SetClock makes a use now for expiries, last use and credit limit
+// periods instead of time.Now (tests; genway serve's
+// GENWAY_TEST_CLOCK_OFFSET). Call it before the first Authenticate.
+func (a *Authenticator) SetClock(now func() time.Time) { a.now = now }
 
 // maxCache bounds the cache; past it the cache is cleared (keys are few).
 const maxCache = 10000
@@ -268,6 +297,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 			p, err := principal(c.rec, now)
 			if err == nil {
 				a.touch(ctx, h, c.rec, now)
+				a.roll(ctx, c.rec, now)
 			}
 			return p, err
 		}
@@ -288,8 +318,66 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (Princi
 	p, err := principal(rec, now)
 	if err == nil {
 		a.touch(ctx, h, rec, now)
+		a.roll(ctx, rec, now)
 	}
 	return p, err
+}
+
+// roll starts the current credit limit period on rec's key if it has a
+// reset, its record's period is not the current one and this process
+// has not rolled it to that period yet. A request that comes while
+// another is rolling the key waits for that roll (or for its own ctx),
+// so that no request of the new period is counted against the old one.
+// A failure is logged and forgotten, so that the next request tries
+// again: meanwhile the key's old Spent still counts, which can refuse a
+// hold but never allows one too many.
+func (a *Authenticator) roll(ctx context.Context, rec Record, now time.Time) {
+	if rec.CreditLimitReset == ResetNever {
+		return
+	}
+	p := Period(rec.CreditLimitReset, now)
+	if rec.Period == p {
+		return
+	}
+	a.mu.Lock()
+	if r, ok := a.rolled[rec.ID]; ok && r.period == p {
+		a.mu.Unlock()
+		if a.waiting != nil {
+			a.waiting()
+		}
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+		}
+		return
+	}
+	if a.rolled == nil || len(a.rolled) >= maxCache {
+		a.rolled = map[string]rolling{}
+	}
+	old, had := a.rolled[rec.ID]
+	mine := rolling{period: p, done: make(chan struct{})}
+	a.rolled[rec.ID] = mine
+	a.mu.Unlock()
+	defer close(mine.done)
+	if _, err := a.store.RollKeyPeriod(context.WithoutCancel(ctx), rec.ID, p); err != nil {
+		a.mu.Lock()
+		if a.rolled[rec.ID] == mine {
+			if had {
+				a.rolled[rec.ID] = old
+			} else {
+				delete(a.rolled, rec.ID)
+			}
+		}
+		a.mu.Unlock()
+		slog.WarnContext(ctx, "credit limit period not rolled", "key", rec.ID, "period", p, "err", err)
+	}
+}
+
+// rolling is a key's period this process rolled or is rolling it to;
+// done is closed when that roll has returned.
+type rolling struct {
+	period string
+	done   chan struct{}
 }
 
 // touch writes the key's LastUsed if it is older than TouchEvery and this

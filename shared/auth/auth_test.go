@@ -13,6 +13,7 @@ type memKeys struct {
 	mu    sync.Mutex
 	recs  map[string]Record
 	reads int
+	rolls []string // RollKeyPeriod calls: "id period"
 }
 
 func (m *memKeys) PutKey(ctx context.Context, r Record) error {
@@ -70,6 +71,27 @@ func (m *memKeys) SetControls(ctx context.Context, id string, c Controls) (Recor
 		}
 	}
 	return Record{}, ErrKeyNotFound
+}
+
+// RollKeyPeriod rolls as the stores do, counting the calls.
+func (m *memKeys) RollKeyPeriod(ctx context.Context, id, period string) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rolls = append(m.rolls, id+" "+period)
+	if _, ok := PeriodStart(period); !ok {
+		return false, ErrBadPeriod
+	}
+	for h, r := range m.recs {
+		if r.ID == id {
+			if !NewerPeriod(r.Period, period) {
+				return false, nil
+			}
+			r.Spent, r.Period = 0, period
+			m.recs[h] = r
+			return true, nil
+		}
+	}
+	return false, ErrKeyNotFound
 }
 
 func TestNewKey(t *testing.T) {

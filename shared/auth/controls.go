@@ -28,6 +28,11 @@ type Controls struct {
 	// CreditLimit is the most credits the key may spend in total (held
 	// and spent together: see Record.Spent); nil: no limit of its own.
 	CreditLimit *int64 `json:"credit_limit,omitempty"`
+	// CreditLimitReset is how often the credit limit starts over:
+	// ResetNever (""), ResetDaily, ResetWeekly or ResetMonthly (UTC
+	// calendar periods). With a reset, Record.Spent counts the current
+	// period only. It needs a CreditLimit.
+	CreditLimitReset string `json:"credit_limit_reset,omitempty"`
 }
 
 // Limits for Controls.
@@ -39,7 +44,8 @@ const (
 
 // Check validates c: a name of printable characters, at most MaxPatterns
 // model patterns of printable, non-space characters, a non-negative
-// expiry and credit limit. Its errors are *apierr.Error naming the field.
+// expiry and credit limit, a reset (ParseReset's canonical values) only
+// with a credit limit. Its errors are *apierr.Error naming the field.
 func (c Controls) Check() error {
 	if len(c.Name) > MaxNameLen || strings.ContainsFunc(c.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 		return apierr.Invalidf("name", "invalid_value", "name must be at most %d printable characters", MaxNameLen)
@@ -58,6 +64,12 @@ func (c Controls) Check() error {
 	if c.CreditLimit != nil && *c.CreditLimit < 0 {
 		return apierr.Invalidf("credit_limit", "invalid_value", "credit_limit must not be negative")
 	}
+	if r, err := ParseReset(c.CreditLimitReset); err != nil || r != c.CreditLimitReset {
+		return apierr.Invalidf("credit_limit_reset", "invalid_value", "credit_limit_reset %q: give daily, weekly, monthly, or omit it for never", c.CreditLimitReset)
+	}
+	if c.CreditLimitReset != ResetNever && c.CreditLimit == nil {
+		return apierr.Invalidf("credit_limit_reset", "invalid_value", "credit_limit_reset %s needs a credit_limit", c.CreditLimitReset)
+	}
 	return nil
 }
 
@@ -68,8 +80,12 @@ type Change struct {
 	Models *[]string `json:"models,omitempty"` // an empty list: every model
 	// ExpiresAt: 0 removes the expiry.
 	ExpiresAt *int64 `json:"expires_at,omitempty"`
-	// CreditLimit: a negative value removes the limit.
+	// CreditLimit: a negative value removes the limit, and its reset
+	// with it.
 	CreditLimit *int64 `json:"credit_limit,omitempty"`
+	// CreditLimitReset: "daily", "weekly", "monthly"; "none" (or "")
+	// removes the reset.
+	CreditLimitReset *string `json:"credit_limit_reset,omitempty"`
 }
 
 // Apply returns c with ch applied.
@@ -88,6 +104,15 @@ func (ch Change) Apply(c Controls) Controls {
 		if *ch.CreditLimit >= 0 {
 			n := *ch.CreditLimit
 			c.CreditLimit = &n
+		} else {
+			c.CreditLimitReset = ResetNever
+		}
+	}
+	if ch.CreditLimitReset != nil {
+		// An unknown value is kept as given, for Check to refuse.
+		c.CreditLimitReset = *ch.CreditLimitReset
+		if r, err := ParseReset(c.CreditLimitReset); err == nil {
+			c.CreditLimitReset = r
 		}
 	}
 	return c
@@ -95,11 +120,12 @@ func (ch Change) Apply(c Controls) Controls {
 
 // Empty reports whether ch changes nothing.
 func (ch Change) Empty() bool {
-	return ch.Name == nil && ch.Models == nil && ch.ExpiresAt == nil && ch.CreditLimit == nil
+	return ch.Name == nil && ch.Models == nil && ch.ExpiresAt == nil && ch.CreditLimit == nil && ch.CreditLimitReset == nil
 }
 
 // Describe says what c is, for the audit log and lists: "name=intern
-// models=synthetic/* expires=2026-12-01T00:00:00Z credit_limit=10",
+// models=synthetic/* expires=2026-12-01T00:00:00Z credit_limit=10
+// reset=monthly",
 // "no controls" when it has none.
 func (c Controls) Describe() string {
 	var parts []string
@@ -114,6 +140,9 @@ func (c Controls) Describe() string {
 	}
 	if c.CreditLimit != nil {
 		parts = append(parts, fmt.Sprintf("credit_limit=%d", *c.CreditLimit))
+	}
+	if c.CreditLimitReset != ResetNever {
+		parts = append(parts, "reset="+c.CreditLimitReset)
 	}
 	if len(parts) == 0 {
 		return "no controls"

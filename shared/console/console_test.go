@@ -445,6 +445,49 @@ func TestKeyControlsForm(t *testing.T) {
 	}
 }
 
+// TestKeyResetForm: the key form and the edit form have a select of
+// credit limit resets; the list and the key's page show the reset and
+// its period; a reset without a limit, or of an unknown kind, is a 400.
+func TestKeyResetForm(t *testing.T) {
+	srv, op := server(t)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL)
+	form := url.Values{"account": {"acme"}, "csrf": {csrf}, "credit_limit": {"10"}, "credit_limit_reset": {"monthly"}}
+	if resp, _ := post(t, c, srv.URL+"/console/keys", form); resp.StatusCode != 200 {
+		t.Fatalf("create key with a monthly limit: %d", resp.StatusCode)
+	}
+	op.mu.Lock()
+	op.keys[0].Period = "2026-11"
+	k := op.keys[0]
+	op.mu.Unlock()
+	if k.CreditLimitReset != auth.ResetMonthly {
+		t.Fatalf("created key = %+v; want reset monthly", k)
+	}
+	if _, list := get(t, c, srv.URL+"/console/keys"); !strings.Contains(list, "0 / 10 monthly (2026-11)") || !strings.Contains(list, `name="credit_limit_reset"`) {
+		t.Errorf("keys page lacks the key's reset and period, or the form's select")
+	}
+	if _, page := get(t, c, srv.URL+"/console/keys/"+k.ID); !strings.Contains(page, `<option value="monthly" selected>`) ||
+		!strings.Contains(page, "monthly: spent counts period 2026-11, the next starts 2026-12-01 00:00:00") {
+		t.Errorf("key page lacks the selected reset or its period")
+	}
+	upd := url.Values{"csrf": {csrf}, "credit_limit": {"10"}, "credit_limit_reset": {"weekly"}}
+	if resp, _ := post(t, c, srv.URL+"/console/keys/"+k.ID, upd); resp.StatusCode != http.StatusSeeOther || op.keys[0].CreditLimitReset != auth.ResetWeekly {
+		t.Errorf("update to weekly: %d, %+v; want 303 and weekly", resp.StatusCode, op.keys[0].Controls)
+	}
+	upd.Set("credit_limit_reset", "")
+	if resp, _ := post(t, c, srv.URL+"/console/keys/"+k.ID, upd); resp.StatusCode != http.StatusSeeOther || op.keys[0].CreditLimitReset != auth.ResetNever {
+		t.Errorf("update to never: %d, %+v; want 303 and no reset", resp.StatusCode, op.keys[0].Controls)
+	}
+	for _, bad := range []url.Values{
+		{"csrf": {csrf}, "credit_limit_reset": {"monthly"}},
+		{"csrf": {csrf}, "credit_limit": {"5"}, "credit_limit_reset": {"yearly"}},
+	} {
+		if resp, _ := post(t, c, srv.URL+"/console/keys/"+k.ID, bad); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("update with %v: %d; want 400", bad, resp.StatusCode)
+		}
+	}
+}
+
 func TestSignOut(t *testing.T) {
 	srv, _ := server(t)
 	c := browser(t)

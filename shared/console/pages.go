@@ -260,8 +260,9 @@ func (c *Console) createKey(p *Page, w http.ResponseWriter, r *http.Request) err
 
 // controlsForm reads a key form's controls: name, models (comma-separated
 // patterns, empty for every model), expires (empty for never, a duration
-// from now such as 30d, or a time such as 2026-12-31T23:59:59Z) and
-// credit_limit (empty for none).
+// from now such as 30d, or a time such as 2026-12-31T23:59:59Z),
+// credit_limit (empty for none) and credit_limit_reset (a select: empty
+// for never, daily, weekly, monthly).
 func (c *Console) controlsForm(r *http.Request) (auth.Controls, error) {
 	ctl := auth.Controls{
 		Name:   strings.TrimSpace(r.PostFormValue("name")),
@@ -279,6 +280,9 @@ func (c *Console) controlsForm(r *http.Request) (auth.Controls, error) {
 		}
 		ctl.CreditLimit = &n
 	}
+	if ctl.CreditLimitReset, err = auth.ParseReset(r.PostFormValue("credit_limit_reset")); err != nil {
+		return ctl, err
+	}
 	return ctl, ctl.Check()
 }
 
@@ -289,6 +293,9 @@ type keyPage struct {
 	Expires string
 	Left    int64
 	Limited bool
+	// ResetsAt is when the key's credit limit period ends (Unix
+	// seconds), 0 without a reset.
+	ResetsAt int64
 }
 
 // findKey returns the key with id, from the operator's list.
@@ -315,6 +322,9 @@ func (c *Console) key(p *Page, w http.ResponseWriter, r *http.Request) error {
 		d.Expires = time.Unix(k.ExpiresAt, 0).UTC().Format(time.RFC3339)
 	}
 	d.Left, d.Limited = k.Left()
+	if at := k.ResetAt(c.now()); !at.IsZero() {
+		d.ResetsAt = at.Unix()
+	}
 	p.Section, p.Title, p.Flash, p.Data = "keys", "Key "+k.Prefix+"…", r.URL.Query().Get("done"), d
 	return p.Render(w, r, "key")
 }
@@ -331,7 +341,7 @@ func (c *Console) updateKey(p *Page, w http.ResponseWriter, r *http.Request) err
 	if ctl.CreditLimit != nil {
 		limit = *ctl.CreditLimit
 	}
-	ch := auth.Change{Name: &ctl.Name, Models: &ctl.Models, ExpiresAt: &ctl.ExpiresAt, CreditLimit: &limit}
+	ch := auth.Change{Name: &ctl.Name, Models: &ctl.Models, ExpiresAt: &ctl.ExpiresAt, CreditLimit: &limit, CreditLimitReset: &ctl.CreditLimitReset}
 	if _, err := c.cfg.Operator.UpdateKey(r.Context(), id, ch); err != nil {
 		return err
 	}

@@ -33,7 +33,8 @@ func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 	if err := r.Controls.Check(); err != nil {
 		return err
 	}
-	r.Spent, r.Held = 0, 0 // counted on the id item only
+	period := r.Period
+	r.Spent, r.Held, r.Period = 0, 0, "" // counted on the id item only
 	item, err := marshalMap(keyItem{PK: keyPrefix + r.Hash, SK: skKey, Record: r})
 	if err != nil {
 		return fmt.Errorf("put key %s: encode: %w", r.ID, err)
@@ -44,6 +45,9 @@ func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 	}
 	if r.CreditLimit != nil {
 		idItem["credit_limit"], idItem["left"] = num(*r.CreditLimit), num(*r.CreditLimit)
+	}
+	if start, ok := auth.PeriodStart(period); ok {
+		idItem["period"], idItem["period_start"] = str(period), num(start.Unix())
 	}
 	_, err = s.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{
@@ -121,7 +125,7 @@ func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error)
 	}
 	for i := range out {
 		c := counters[out[i].ID]
-		out[i].Spent, out[i].Held = c.Spent, c.Held
+		out[i].Spent, out[i].Held, out[i].Period = c.Spent, c.Held, c.Period
 	}
 	auth.SortRecords(out)
 	return out, nil
@@ -132,19 +136,22 @@ func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error)
 // with a credit limit, Left = limit - Used, which a hold's condition
 // compares (DynamoDB conditions cannot add). Left is kept for every key
 // (limit 0 when it has none) so that setting a limit is one update:
-// left = :limit - used.
+// left = :limit - used. Period is the credit limit period that Spent
+// counts (auth.Record.Period), with its start as a Unix second in
+// period_start, which RollKeyPeriod's condition compares.
 type keyCounters struct {
-	Hash  string
-	Spent int64
-	Held  int64
-	Used  int64
-	Left  int64
-	Limit *int64
+	Hash   string
+	Spent  int64
+	Held   int64
+	Used   int64
+	Left   int64
+	Limit  *int64
+	Period string
 }
 
 func countersOf(m map[string]types.AttributeValue) keyCounters {
 	c := keyCounters{Hash: stringAttr(m, "hash"), Spent: numberAttr(m, "spent"), Held: numberAttr(m, "held"),
-		Used: numberAttr(m, "used"), Left: numberAttr(m, "left")}
+		Used: numberAttr(m, "used"), Left: numberAttr(m, "left"), Period: stringAttr(m, "period")}
 	if _, ok := m["credit_limit"].(*types.AttributeValueMemberN); ok {
 		n := numberAttr(m, "credit_limit")
 		c.Limit = &n
@@ -238,12 +245,53 @@ func (s *Store) KeyByID(ctx context.Context, id string) (auth.Record, error) {
 	if err != nil {
 		return auth.Record{}, fmt.Errorf("get key %s: %w", id, err)
 	}
-	r.Spent, r.Held = c.Spent, c.Held
+	r.Spent, r.Held, r.Period = c.Spent, c.Held, c.Period
 	return r, nil
 }
 
+// RollKeyPeriod implements auth.Store with one conditional UpdateItem of
+// the key's id item: spent 0, used = held, left = credit_limit - held,
+// period and period_start the new period's, only if the item exists and
+// its period_start is absent or older. Two containers rolling at once
+// roll once: the other's condition fails, which reads the item back only
+// when the failure does not return it (to tell an unknown key).
+func (s *Store) RollKeyPeriod(ctx context.Context, id, period string) (bool, error) {
+	start, ok := auth.PeriodStart(period)
+	if !ok {
+		return false, auth.ErrBadPeriod
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:           aws.String(s.accounts),
+		Key:                 keyIDKey(id),
+		ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(#ps) OR #ps < :ps)"),
+		UpdateExpression: aws.String("SET #spent = :z, #used = if_not_exists(#held, :z), " +
+			"#left = if_not_exists(#lim, :z) - if_not_exists(#held, :z), #period = :p, #ps = :ps"),
+		ExpressionAttributeNames: map[string]string{"#spent": "spent", "#held": "held", "#used": "used", "#left": "left",
+			"#lim": "credit_limit", "#period": "period", "#ps": "period_start"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":z": num(0), ":p": str(period), ":ps": num(start.Unix()),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if len(ccf.Item) > 0 {
+			return false, nil
+		}
+		if _, err := s.keyIDItem(ctx, id); err != nil {
+			return false, err
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("roll key %s to %s: %w", id, period, err)
+	}
+	return true, nil
+}
+
 // SetControls implements auth.Store: it reads the id item for the hash,
-// then updates the record (name, models, expires_at, credit_limit) and
+// then updates the record (name, models, expires_at, credit_limit,
+// credit_limit_reset) and
 // the id item (credit_limit, left = limit - used) in one transaction.
 func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (auth.Record, error) {
 	if err := c.Check(); err != nil {
@@ -272,6 +320,7 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 	}
 	field("m", "models", models, len(c.Models) > 0)
 	field("e", "expires_at", num(c.ExpiresAt), c.ExpiresAt != 0)
+	field("r", "credit_limit_reset", str(c.CreditLimitReset), c.CreditLimitReset != auth.ResetNever)
 	idUpdate := &types.Update{
 		TableName:                aws.String(s.accounts),
 		Key:                      keyIDKey(id),

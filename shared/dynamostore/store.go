@@ -50,11 +50,13 @@
 //	pk = "key#" + hash, sk = "key"                 an API key record: id, hash, prefix, account,
 //	                                               created, revoked, last_used, name, models,
 //	                                               expires_at (not "expires": the TTL),
-//	                                               credit_limit
+//	                                               credit_limit, credit_limit_reset
 //	pk = "keyid#" + id, sk = "key"                 the key id -> hash pointer, and the key's
 //	                                               counters: spent, held, used (= spent +
 //	                                               held), left (= credit_limit - used),
-//	                                               credit_limit (absent: no limit)
+//	                                               credit_limit (absent: no limit),
+//	                                               period, period_start (Unix s): the
+//	                                               credit limit period spent counts
 //	pk = "acct#" + id,  sk = "usage#<day>#<model>" chat usage: requests, prompt_tokens,
 //	                                               completion_tokens, credits (ADD counters)
 //	pk = "acct#" + id,  sk = "jobusage#<day>#<type>#<model>"

@@ -366,26 +366,36 @@ type keyView struct {
 	// an hour (auth.TouchEvery); 0 if never.
 	LastUsed int64  `json:"last_used"`
 	Status   string `json:"status"` // live, expired or revoked
-	// Controls: name, models, expires_at, credit_limit (each omitted when
-	// unset).
+	// Controls: name, models, expires_at, credit_limit,
+	// credit_limit_reset (each omitted when unset).
 	auth.Controls
-	// Spent and Held are the key's credits charged and held so far; Left
-	// is what its credit limit still allows (absent without a limit).
+	// Spent and Held are the key's credits charged and held so far (in
+	// its current period, with a credit_limit_reset); Left is what its
+	// credit limit still allows (absent without a limit).
 	Spent int64  `json:"spent"`
 	Held  int64  `json:"held"`
 	Left  *int64 `json:"left,omitempty"`
+	// Period is the credit limit period Spent counts ("2026-11",
+	// "2026-W48", "2026-11-28") and ResetsAt when the next one starts
+	// (Unix seconds); both only with a credit_limit_reset.
+	Period   string `json:"period,omitempty"`
+	ResetsAt int64  `json:"resets_at,omitempty"`
 }
 
 func viewKey(r auth.Record) keyView {
+	now := time.Now() // r is as the Operator shows it now (admin.Service.Keys: InPeriod)
 	v := keyView{ID: r.ID, Prefix: r.Prefix, Account: r.Account, Created: r.Created, Revoked: r.Revoked, LastUsed: r.LastUsed, Status: "live",
 		Controls: r.Controls, Spent: r.Spent, Held: r.Held}
 	if left, ok := r.Left(); ok {
 		v.Left = &left
 	}
+	if r.CreditLimitReset != auth.ResetNever {
+		v.Period, v.ResetsAt = r.Period, r.ResetAt(now).Unix()
+	}
 	switch {
 	case r.Revoked != 0:
 		v.Status = "revoked"
-	case r.Expired(time.Now()):
+	case r.Expired(now):
 		v.Status = "expired"
 	}
 	return v

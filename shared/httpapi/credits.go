@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
@@ -21,19 +22,24 @@ type KeyReader interface {
 }
 
 // keyCredits is the "key" member of GET /v1/credits: the calling key's
-// credit limit and what it has spent, holds and has left.
+// credit limit and what it has spent, holds and has left; with a reset,
+// the period Spent counts and when the next one starts (Unix seconds).
 type keyCredits struct {
 	ID          string `json:"id"`
 	CreditLimit int64  `json:"credit_limit"`
 	Spent       int64  `json:"spent"`
 	Held        int64  `json:"held"`
 	Left        int64  `json:"left"`
+	Reset       string `json:"reset,omitempty"`
+	Period      string `json:"period,omitempty"`
+	ResetsAt    int64  `json:"resets_at,omitempty"`
 }
 
 // GetCredits serves GET /v1/credits: the calling account's balance, held
 // credits (of jobs not yet final) and available credits; and, when the
 // calling key has a credit limit (and store is a KeyReader), the key's
-// limit, spent, held and left under "key".
+// limit, spent, held and left under "key" (with its reset, period and
+// resets_at when the limit resets).
 func GetCredits(store AccountReader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, err := store.Account(r.Context(), account(r))
@@ -49,8 +55,13 @@ func GetCredits(store AccountReader, log *slog.Logger) http.Handler {
 				writeError(w, r, log, err)
 				return
 			}
+			now := time.Now()
+			k = k.InPeriod(now)
 			if left, ok := k.Left(); ok {
 				key = &keyCredits{ID: k.ID, CreditLimit: *k.CreditLimit, Spent: k.Spent, Held: k.Held, Left: left}
+				if k.CreditLimitReset != auth.ResetNever {
+					key.Reset, key.Period, key.ResetsAt = k.CreditLimitReset, k.Period, k.ResetAt(now).Unix()
+				}
 			}
 		}
 		writeJSON(w, http.StatusOK, struct {

@@ -217,3 +217,30 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 	}
 	return r, nil
 }
+
+// RollKeyPeriod implements auth.Store in one transaction: transactions
+// are serial, so of two rolls to the same period one rolls.
+func (s *Store) RollKeyPeriod(ctx context.Context, id, period string) (bool, error) {
+	if _, ok := auth.PeriodStart(period); !ok {
+		return false, auth.ErrBadPeriod
+	}
+	rolled := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		hash, r, ok, err := keyByID(tx, id)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return auth.ErrKeyNotFound
+		}
+		if !auth.NewerPeriod(r.Period, period) {
+			return nil
+		}
+		r.Spent, r.Period, rolled = 0, period, true
+		return putJSON(tx.Bucket([]byte(bucketKeys)), hash, r)
+	})
+	if err != nil {
+		return false, fmt.Errorf("roll key %s to %s: %w", id, period, err)
+	}
+	return rolled, nil
+}

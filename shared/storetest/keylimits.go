@@ -23,7 +23,8 @@ import (
 // past the key's credit limit is refused with credits.ErrKeyLimit (a 402
 // saying what is left) and nothing written, however many run in parallel
 // (50 creates of 1 credit against a limit of 10 hold exactly 10); each
-// settlement moves the key's held credits once, whoever settles. The
+// settlement moves the key's held credits once, whoever settles; a
+// credit limit reset's period rolls (RollKeyPeriod: testKeyReset). The
 // same table runs on localstore and dynamostore. newBackend returns the
 // backend for one subtest (it may return the same one every time).
 func RunKeyLimits(t *testing.T, newBackend func(t *testing.T) ReserveBackend) {
@@ -33,6 +34,8 @@ func RunKeyLimits(t *testing.T, newBackend func(t *testing.T) ReserveBackend) {
 		{"Concurrent", testKeyLimitConcurrent},
 		{"Reservations", testKeyLimitReservations},
 		{"Chat", testKeyLimitChat},
+		{"Reset", testKeyReset},
+		{"ResetConcurrent", testKeyResetConcurrent},
 	})
 }
 
