@@ -121,6 +121,16 @@ func TestAdminAccountsAndKeys(t *testing.T) {
 		{"POST", "/admin/v1/accounts/a/webhook", `{"url":`, 400, "invalid_json", ""},
 		{"POST", "/admin/v1/accounts/a/webhook", `{"url":"ftp://hooks.example.com/a"}`, 400, "invalid_webhook_url", "url"},
 		{"POST", "/admin/v1/accounts/zz/webhook", `{"url":""}`, 404, "account_not_found", ""},
+		// A field the route does not take is refused by name, and nothing
+		// is made: a typo must not, say, make a key without its scope.
+		{"POST", "/admin/v1/accounts", `{"id":"d","credit":5}`, 400, "unknown_parameter", "credit"},
+		{"GET", "/admin/v1/accounts/d", "", 404, "account_not_found", ""},
+		{"POST", "/admin/v1/accounts/a/grants", `{"amout":6}`, 400, "unknown_parameter", "amout"},
+		{"POST", "/admin/v1/keys", `{"account":"a","modles":"synthetic/*"}`, 400, "unknown_parameter", "modles"},
+		{"PATCH", "/admin/v1/keys/key_nope", `{"credit_limt":5}`, 400, "unknown_parameter", "credit_limt"},
+		{"POST", "/admin/v1/accounts/a/webhook", `{"url":"","urls":[]}`, 400, "unknown_parameter", "urls"},
+		{"POST", "/admin/v1/credits/reconcile", `{"day":3}`, 400, "unknown_parameter", "day"},
+		{"POST", "/admin/v1/accounts", `{"ID":"b"}`, 409, "account_exists", "id"}, // a name in other case is the field, as encoding/json matches it
 	} {
 		status, body := e.call(t, bearer, tc.method, tc.path, tc.body, nil)
 		var env struct {
