@@ -64,7 +64,7 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 		return nil, err
 	}
 	names := awsenv.FromEnv(getenv)
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.LocalDynamoDB(getenv))
 	sqsClient := sqs.NewFromConfig(cfg)
 	s3Client := s3media.NewClient(cfg)
 	streams := dynamodbstreams.NewFromConfig(cfg)
@@ -305,7 +305,7 @@ func awsCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	names := awsenv.FromEnv(getenv)
-	ddb := dynamodb.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.LocalDynamoDB(getenv))
 	if err := dynamostore.CreateTables(ctx, ddb, names.JobsTable, names.AccountsTable); err != nil {
 		return err
 	}

@@ -8,9 +8,15 @@ package awsenv
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -126,4 +132,60 @@ func LoadConfig(ctx context.Context, getenv func(string) string) (aws.Config, er
 		return aws.Config{}, fmt.Errorf("load AWS config: no region (set AWS_REGION)")
 	}
 	return cfg, nil
+}
+
+// LocalDynamoDB returns the DynamoDB client option for an endpoint on
+// this machine: with AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, at
+// a loopback address (moto_server, as `genway aws init` and
+// GENWAY_BACKEND=aws genway serve are documented with), the client sends
+// one request at a time. moto takes no locks: concurrent conditional
+// writes can both pass, concurrent updates of one item can be lost, and
+// its rollback of a failed TransactWriteItems (it restores a copy of the
+// table) drops whatever another request wrote meanwhile, such as a job's
+// settlement. DynamoDB itself isolates them. Elsewhere (AWS) the option
+// changes nothing.
+func LocalDynamoDB(getenv func(string) string) func(*dynamodb.Options) {
+	e := getenv("AWS_ENDPOINT_URL_DYNAMODB")
+	if e == "" {
+		e = getenv("AWS_ENDPOINT_URL")
+	}
+	return func(o *dynamodb.Options) {
+		if !loopback(e) {
+			return
+		}
+		c := o.HTTPClient
+		if c == nil {
+			c = awshttp.NewBuildableClient()
+		}
+		o.HTTPClient = &oneAtATime{c: c}
+	}
+}
+
+// loopback reports whether endpoint is a URL whose host is a loopback
+// address or localhost.
+func loopback(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	h := u.Hostname()
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// oneAtATime is an HTTP client that sends one request at a time: the next
+// waits until the answer's headers are in (the server has applied the
+// request by then).
+type oneAtATime struct {
+	mu sync.Mutex
+	c  dynamodb.HTTPClient
+}
+
+func (s *oneAtATime) Do(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.c.Do(r)
 }

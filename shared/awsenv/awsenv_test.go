@@ -2,10 +2,15 @@ package awsenv
 
 import (
 	"context"
+	"net/http"
 	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/genway/genway/shared/mototest"
@@ -100,5 +105,69 @@ func TestLoadConfigAndQueueURL(t *testing.T) {
 				t.Errorf("queue URL (webhooks %v, %v) = %q, %v; want %q, ok %v", tt.webhooks, tt.env, got, err, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// countingClient records how many of its requests ran at once.
+type countingClient struct {
+	active, most atomic.Int32
+}
+
+func (c *countingClient) Do(r *http.Request) (*http.Response, error) {
+	n := c.active.Add(1)
+	for {
+		m := c.most.Load()
+		if n <= m || c.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	runtime.Gosched()
+	c.active.Add(-1)
+	return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+}
+
+// TestLocalDynamoDB: an endpoint on this machine (moto) gets a client that
+// sends one request at a time; any other endpoint, or none, keeps the
+// client as it is.
+func TestLocalDynamoDB(t *testing.T) {
+	tests := []struct {
+		env    map[string]string
+		serial bool
+	}{
+		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://localhost:4566"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://[::1]:8000"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL": "https://dynamodb.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:5000", "AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.eu-west-1.amazonaws.com"}, false},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://10.0.0.5:8000"}, false},
+		{map[string]string{"AWS_ENDPOINT_URL": "https://dynamodb.us-east-1.amazonaws.com"}, false},
+		{map[string]string{}, false},
+	}
+	for _, tt := range tests {
+		fake := &countingClient{}
+		o := dynamodb.Options{HTTPClient: fake}
+		LocalDynamoDB(func(k string) string { return tt.env[k] })(&o)
+		if _, wrapped := o.HTTPClient.(*oneAtATime); wrapped != tt.serial {
+			t.Errorf("%v: one at a time %v; want %v", tt.env, wrapped, tt.serial)
+			continue
+		}
+		if !tt.serial {
+			continue
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:5000/", nil)
+					o.HTTPClient.Do(req)
+				}
+			}()
+		}
+		wg.Wait()
+		if m := fake.most.Load(); m != 1 {
+			t.Errorf("%v: %d requests ran at once; want 1", tt.env, m)
+		}
 	}
 }
