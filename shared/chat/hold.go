@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -110,21 +109,16 @@ func (g *Gateway) hold(ctx context.Context, account string, p *Params, ids []str
 	id := "chat_" + strings.ToLower(rand.Text())
 	e := credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation, Amount: amount,
 		JobID: id, JobType: heldJobType, Model: ids[0], Key: pr.KeyID, At: time.Now().Unix()}
-	err := hs.Reserve(ctx, e)
-	switch {
-	case err == nil:
-		return &hold{store: hs, entry: e, out: out}, nil
-	case errors.Is(err, credits.ErrKeyLimit):
-		var ae *apierr.Error
-		if errors.As(err, &ae) {
-			return nil, &apierr.Error{Kind: ae.Kind, Code: ae.Code, Err: err, Message: ae.Message +
-				" For a chat completion that is the most it can cost: its input and its max_tokens (else the model's) at the model's price; a smaller max_tokens needs less."}
-		}
-		return nil, err
-	case errors.Is(err, credits.ErrInsufficient), errors.Is(err, credits.ErrAccountNotFound):
-		return nil, credits.Shortfall(ctx, hs, account, "This completion, at its max_tokens,", amount, false, err)
+	err := credits.ReserveFor(ctx, hs, e, "This completion, at its max_tokens,", false)
+	var ae *apierr.Error
+	if errors.Is(err, credits.ErrKeyLimit) && errors.As(err, &ae) {
+		return nil, &apierr.Error{Kind: ae.Kind, Code: ae.Code, Err: err, Message: ae.Message +
+			" For a chat completion that is the most it can cost: its input and its max_tokens (else the model's) at the model's price; a smaller max_tokens needs less."}
 	}
-	return nil, fmt.Errorf("hold %d credits for a completion of %s: %w", amount, ids[0], err)
+	if err != nil {
+		return nil, err
+	}
+	return &hold{store: hs, entry: e, out: out}, nil
 }
 
 // heldOutput is the output bound of a held completion of m whose request

@@ -143,6 +143,24 @@ type AccountReader interface {
 	Account(ctx context.Context, id string) (Account, error)
 }
 
+// ReserveFor reserves e (a Reservation) in rs for a synchronous request
+// that what names ("This speech"), and turns a refusal into the client's
+// 402: the key's (ErrKeyLimit, whose message says what the key has
+// left), or the account's Shortfall of e.Amount (upTo: the highest price
+// among the models that may serve it). An account the store does not
+// know has no credits. Any other error is wrapped. Images, speech and
+// held chat completions reserve through it.
+func ReserveFor(ctx context.Context, rs Reservations, e Entry, what string, upTo bool) error {
+	err := rs.Reserve(ctx, e)
+	switch {
+	case err == nil, errors.Is(err, ErrKeyLimit):
+		return err
+	case errors.Is(err, ErrInsufficient), errors.Is(err, ErrAccountNotFound):
+		return Shortfall(ctx, rs, e.Account, what, e.Amount, upTo, err)
+	}
+	return fmt.Errorf("reserve %d credits for %s: %w", e.Amount, e.ID, err)
+}
+
 // Shortfall is the 402 insufficient_credits of a request that costs more
 // than account has available: what names the request ("This job", "This
 // speech"), price is its cost, upTo says price is the highest among the

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/genway/genway/shared/apierr"
 )
 
 func TestCheckReservation(t *testing.T) {
@@ -112,4 +114,60 @@ func TestReleaseReservation(t *testing.T) {
 	if _, err := ReleaseReservation(context.Background(), &settleRecorder{}, Entry{ID: "job:x", Kind: Capture}, 1); err == nil {
 		t.Error("ReleaseReservation(not a reservation) = nil; want an error")
 	}
+}
+
+// refusingStore is a Reservations whose Reserve returns err and whose
+// account has 3 available.
+type refusingStore struct{ err error }
+
+func (r refusingStore) Reserve(context.Context, Entry) error { return r.err }
+func (r refusingStore) OpenReservations(context.Context, int64, int) ([]Entry, error) {
+	return nil, nil
+}
+func (r refusingStore) Settle(context.Context, Entry) error { return nil }
+func (r refusingStore) Account(_ context.Context, id string) (Account, error) {
+	return Account{ID: id, Balance: 5, Held: 2, Available: 3}, nil
+}
+
+// TestReserveFor: a refusal becomes the client's 402 (the key's as the
+// store words it, the account's saying the price and what it has), any
+// other error is wrapped, and nil stays nil.
+func TestReserveFor(t *testing.T) {
+	store := errors.New("store down")
+	key := KeyLimit("key_1", 7, 10, 8)
+	tests := []struct {
+		name    string
+		err     error
+		is      error  // nil: no error wanted
+		message string // a part of the message
+	}{
+		{"reserved", nil, nil, ""},
+		{"key limit", key, ErrKeyLimit, "2 left of 10"},
+		{"insufficient", ErrInsufficient, ErrInsufficient, "This speech costs up to 7 credits"},
+		{"unknown account", ErrAccountNotFound, ErrAccountNotFound, "the account has 3 available"},
+		{"store error", store, store, "reserve 7 credits for reserve:sp_1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := Entry{ID: ReservationID("sp_1"), Account: "a", Kind: Reservation, Amount: 7, JobType: "speech", Model: "m", At: 1}
+			err := ReserveFor(context.Background(), refusingStore{tt.err}, e, "This speech", true)
+			if tt.is == nil {
+				if err != nil {
+					t.Fatalf("ReserveFor = %v; want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, tt.is) || !strings.Contains(err.Error()+errMessage(err), tt.message) {
+				t.Errorf("ReserveFor = %v; want an error matching %v that says %q", err, tt.is, tt.message)
+			}
+		})
+	}
+}
+
+// errMessage is the apierr message of err, if it has one.
+func errMessage(err error) string {
+	if e := apierr.As(err); e != nil {
+		return e.Message
+	}
+	return ""
 }

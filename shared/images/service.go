@@ -124,14 +124,9 @@ func (s *Service) Generate(ctx context.Context, account string, req *Request) (*
 	now := s.now()
 	e := credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation, Amount: hold,
 		JobID: id, JobType: JobType, Model: lead.ID, Key: auth.KeyID(ctx), At: now.Unix()}
-	if err := s.Credits.Reserve(ctx, e); err != nil {
-		if errors.Is(err, credits.ErrKeyLimit) {
-			return nil, err // its message says what the key has left
-		}
-		if errors.Is(err, credits.ErrInsufficient) {
-			return nil, s.short(ctx, account, cands[0].params.N, hold, len(cands) > 1)
-		}
-		return nil, fmt.Errorf("reserve %d credits for images %s: %w", hold, id, err)
+	what := fmt.Sprintf("This request (%d image(s))", cands[0].params.N)
+	if err := credits.ReserveFor(ctx, s.Credits, e, what, len(cands) > 1); err != nil {
+		return nil, err
 	}
 	res, served, err := s.run(ctx, cands)
 	if err == nil {
@@ -302,11 +297,6 @@ func (s *Service) settle(ctx context.Context, e credits.Entry) {
 		s.log().ErrorContext(ctx, "images: settlement not written; the reconciler will release the reservation",
 			"reservation", e.ID, "account", e.Account, "kind", e.Kind, "amount", e.Amount, "err", err)
 	}
-}
-
-// short is the 402 of a request account cannot pay.
-func (s *Service) short(ctx context.Context, account string, n int, hold int64, many bool) error {
-	return credits.Shortfall(ctx, s.Credits, account, fmt.Sprintf("This request (%d image(s))", n), hold, many, nil)
 }
 
 // classify is the routing classification of an attempt's error: a client

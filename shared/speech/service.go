@@ -186,18 +186,8 @@ func (s *Service) reserve(ctx context.Context, account, id string, hold int64, m
 	if s.Credits == nil || hold <= 0 {
 		return nil
 	}
-	err := s.Credits.Reserve(ctx, credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation,
-		Amount: hold, JobType: JobType, Model: model, Key: auth.KeyID(ctx), At: s.now().Unix()})
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, credits.ErrKeyLimit):
-		return err // its message says what the key has left
-	case errors.Is(err, credits.ErrInsufficient), errors.Is(err, credits.ErrAccountNotFound):
-	default:
-		return fmt.Errorf("reserve %d credits for %s: %w", hold, id, err)
-	}
-	return credits.Shortfall(ctx, s.Credits, account, "This speech", hold, fallbacks, err)
+	return credits.ReserveFor(ctx, s.Credits, credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation,
+		Amount: hold, JobType: JobType, Model: model, Key: auth.KeyID(ctx), At: s.now().Unix()}, "This speech", fallbacks)
 }
 
 // settle settles reservation id once: a capture of candidate served's
