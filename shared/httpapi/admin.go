@@ -1,12 +1,8 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -463,34 +459,15 @@ func pageOf[T any](r *http.Request, items []T, id func(T) string) (adminList[T],
 	return listOf(items, more), nil
 }
 
-// decodeBody decodes an admin request's JSON body into v: a 400 naming
-// the field on a type error, and a 400 unknown_parameter naming a field v
-// does not have, so that a typo in an operator's script (a key's
-// "modles") is refused instead of making something other than meant.
+// decodeBody decodes an admin request's JSON body into v (unmarshalStrict):
+// a 400 naming the field on a type error, and a 400 unknown_parameter
+// naming a field v does not have, so that a typo in an operator's script
+// (a key's "modles") is refused instead of making something other than
+// meant (docs/operations.md lists the admin API's fields).
 func decodeBody(r *http.Request, v any) error {
 	b, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	if err := unmarshal(b, v); err != nil {
-		return err
-	}
-	return knownFields(b, v)
-}
-
-// knownFields returns a 400 unknown_parameter if the JSON object b, which
-// decodes into v, has a field v's type does not (matched as
-// encoding/json matches names, case-insensitively).
-func knownFields(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(reflect.New(reflect.TypeOf(v).Elem()).Interface())
-	name, ok := strings.CutPrefix(fmt.Sprint(err), "json: unknown field ")
-	if !ok {
-		return nil // decoded by unmarshal already
-	}
-	if n, err := strconv.Unquote(name); err == nil {
-		name = n
-	}
-	return apierr.Invalidf(name, "unknown_parameter", "Unknown field %q: this admin route does not take it (docs/operations.md lists the admin API's fields).", name)
+	return unmarshalStrict(b, v)
 }

@@ -131,6 +131,8 @@ func TestAdminAccountsAndKeys(t *testing.T) {
 		{"POST", "/admin/v1/accounts/a/webhook", `{"url":"","urls":[]}`, 400, "unknown_parameter", "urls"},
 		{"POST", "/admin/v1/credits/reconcile", `{"day":3}`, 400, "unknown_parameter", "day"},
 		{"POST", "/admin/v1/accounts", `{"ID":"b"}`, 409, "account_exists", "id"}, // a name in other case is the field, as encoding/json matches it
+		{"POST", "/admin/v1/accounts", `{"id":"z"} {"id":"y"}`, 400, "invalid_json", ""},
+		{"GET", "/admin/v1/accounts/z", "", 404, "account_not_found", ""},
 	} {
 		status, body := e.call(t, bearer, tc.method, tc.path, tc.body, nil)
 		var env struct {

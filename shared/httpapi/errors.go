@@ -15,6 +15,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
@@ -238,17 +239,42 @@ func decodeJSON(r *http.Request, v any) error {
 }
 
 // unmarshal decodes b into v with errors as *apierr.Error.
-func unmarshal(b []byte, v any) error {
+func unmarshal(b []byte, v any) error { return decodeBytes(b, v, false) }
+
+// unmarshalStrict is unmarshal that also refuses a field v does not have
+// (matched as encoding/json matches names, case-insensitively): a 400
+// unknown_parameter naming it, before anything is done with the request.
+func unmarshalStrict(b []byte, v any) error { return decodeBytes(b, v, true) }
+
+// decodeBytes is unmarshal, strict or not.
+func decodeBytes(b []byte, v any, strict bool) error {
 	if len(b) == 0 {
 		return apierr.Invalidf("", "invalid_json", "The request body is empty; send a JSON object.")
 	}
-	err := json.Unmarshal(b, v)
+	var err error
+	if strict {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err = dec.Decode(v); err == nil {
+			if _, end := dec.Token(); end != io.EOF {
+				err = errors.New("more after the top-level value")
+			}
+		}
+	} else {
+		err = json.Unmarshal(b, v)
+	}
 	var te *json.UnmarshalTypeError
 	switch {
 	case err == nil:
 		return nil
 	case apierr.As(err) != nil: // a field's own decoder refused its value, naming it
 		return apierr.As(err)
+	case strict && strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		if n, uerr := strconv.Unquote(name); uerr == nil {
+			name = n
+		}
+		return apierr.Invalidf(name, "unknown_parameter", "Unknown field %q: this route does not take it.", name)
 	case errors.As(err, &te):
 		return apierr.Invalidf(te.Field, "invalid_type", "%s must be of JSON type %s, not %s.", fieldName(te.Field), jsonType(te.Type.Kind().String()), te.Value)
 	default:
