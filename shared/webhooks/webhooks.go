@@ -14,8 +14,9 @@
 // sanitized excerpt of the answer) and says when to try again: a non-2xx
 // answer, a redirect or no answer within Timeout is retried with a growing
 // delay (Backoff, spread at random by up to JitterFraction) for MaxAge
-// under the same webhook-id; a 2xx answer ends it. Deliveries run on their own consumer, never on a job worker, so a
-// receiver that hangs holds nothing but its own attempt, for Timeout.
+// under the same webhook-id; a 2xx answer ends it. Deliveries run on their
+// own consumer, never on a job worker, so a receiver that hangs holds
+// nothing but its own attempt, for Timeout.
 //
 // Secrets are made on first use (Service.Secret) and kept by the Store;
 // Rotate signs with both the new and the previous secret for RotationGrace.
