@@ -545,6 +545,12 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 	if res.Size > maxBytes {
 		return &ProviderError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor's file (%d bytes) is larger than the %d-byte limit; no credits were charged.", res.Size, maxBytes)}
 	}
+	// Only the media types of the job's type are stored (MediaType): a
+	// vendor's HTML or SVG must never be served from our links.
+	ct, ok := MediaType(j.Type, res.ContentType)
+	if !ok {
+		return MediaTypeError(j.Type, res.ContentType)
+	}
 	// A job cancelled (or failed by another run) while the vendor answered
 	// keeps nothing: no object is stored, and the completion below would
 	// fail its condition anyway. (A read error is not a reason to drop.)
@@ -560,13 +566,13 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 	// the object a winning run points at.
 	key := fmt.Sprintf("jobs/%s/%s-%d.%s", j.Account, j.ID, j.Runs, ext)
 	body := &capReader{r: res.Body, left: maxBytes}
-	if err := w.Media.Put(ctx, key, res.ContentType, body, res.Size); err != nil {
+	if err := w.Media.Put(ctx, key, ct, body, res.Size); err != nil {
 		if errors.Is(err, errTooLarge) {
 			return &ProviderError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor's file is larger than the %d-byte limit; no credits were charged.", maxBytes), Err: err}
 		}
 		return fmt.Errorf("store output: %w", err)
 	}
-	out := &Output{Key: key, ContentType: res.ContentType, Bytes: body.n, Duration: res.Duration, Width: res.Width, Height: res.Height}
+	out := &Output{Key: key, ContentType: ct, Bytes: body.n, Duration: res.Duration, Width: res.Width, Height: res.Height}
 	if out.Duration == 0 {
 		out.Duration = j.Input.Duration
 	}
