@@ -74,8 +74,8 @@ func liveServer(t *testing.T) *live {
 	op := newFake()
 	op.accts["acme"] = credits.Account{ID: "acme", Balance: 100000, Available: 100000}
 	op.accts["dev"] = credits.Account{ID: "dev", Balance: 100000, Available: 100000}
-	c, err := New(Config{Operator: op, Verifier: admin.NewVerifier(testToken), Catalog: cat, JobService: svc, Chat: gw,
-		Images: imgs, Speech: voices, Configured: func(p string) bool { return p == "synthetic" }})
+	c, err := New(withSessions(t, Config{Operator: op, Verifier: admin.NewVerifier(testToken), Catalog: cat, JobService: svc, Chat: gw,
+		Images: imgs, Speech: voices, Configured: func(p string) bool { return p == "synthetic" }}))
 	if err != nil {
 		t.Fatal(err)
 	}

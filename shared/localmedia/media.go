@@ -269,32 +269,33 @@ func contentType(p string) string {
 
 // LoadOrCreateSecret returns the SecretSize-byte signing secret kept in
 // the file at path, creating it (mode 0600, from crypto/rand) if it does
-// not exist. A file of another size is an error.
+// not exist. A file of another size is an error. (genway serve keeps the
+// media links' secret and the console sessions' secret this way.)
 func LoadOrCreateSecret(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
 		if len(b) != SecretSize {
-			return nil, fmt.Errorf("media secret %s: %d bytes; want %d", path, len(b), SecretSize)
+			return nil, fmt.Errorf("secret %s: %d bytes; want %d", path, len(b), SecretSize)
 		}
 		return b, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("media secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	b = make([]byte, SecretSize)
 	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("media secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	tmp, err := writeTemp(filepath.Dir(path), bytes.NewReader(b), SecretSize, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("media secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	defer os.Remove(tmp)
 	// Link, unlike Rename, fails if path exists: a secret made concurrently wins.
 	if err := os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
 		return LoadOrCreateSecret(path)
 	} else if err != nil {
-		return nil, fmt.Errorf("media secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	return b, nil
 }
