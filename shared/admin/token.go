@@ -162,9 +162,15 @@ func sessionSecret(s string) ([]byte, error) {
 	return []byte(s), nil
 }
 
+// errNoVerifier is the error of session keys made without a Verifier.
+var errNoVerifier = errors.New("console session keys need the operator token's verifier")
+
 // NewSessionKeys returns the SessionKeys of secret (at least
 // MinSessionSecret bytes) and v's token.
 func NewSessionKeys(v *Verifier, secret []byte) (*SessionKeys, error) {
+	if v == nil {
+		return nil, errNoVerifier
+	}
 	b, err := sessionSecret(string(secret))
 	if err != nil {
 		return nil, err
@@ -177,6 +183,9 @@ func NewSessionKeys(v *Verifier, secret []byte) (*SessionKeys, error) {
 // and again when the last read is older than ttl (a failed re-read keeps
 // the secret it has, and calls onErr if it is not nil).
 func LoadingSessionKeys(ctx context.Context, v *Verifier, load func(context.Context) (string, error), ttl time.Duration, onErr func(error)) (*SessionKeys, error) {
+	if v == nil {
+		return nil, errNoVerifier
+	}
 	k := &SessionKeys{v: v, secret: reloaded{load: load, conv: sessionSecret, ttl: ttl, onErr: onErr}}
 	if err := k.secret.start(ctx); err != nil {
 		return nil, err
