@@ -165,14 +165,16 @@ func TestFunctions(t *testing.T) {
 	})
 
 	t.Run("admin", func(t *testing.T) {
-		// The operator token lives in an SSM SecureString parameter that
-		// only the admin function reads.
+		// The operator token and the console sessions' secret live in SSM
+		// SecureString parameters that only the admin function reads.
 		const token = "gwop_lambdatestlambdatestlambdatestlambda"
-		if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/genway/admin-token"),
-			Value: aws.String(token), Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
-			t.Fatal(err)
+		for name, value := range map[string]string{"/genway/admin-token": token, "/genway/console-secret": "lambda-test-console-secret-0123456789abcdef"} {
+			if _, err := ssm.NewFromConfig(cfg).PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(name),
+				Value: aws.String(value), Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)}); err != nil {
+				t.Fatal(err)
+			}
 		}
-		tokenEnv := []string{"GENWAY_ADMIN_TOKEN_PARAMETER", "/genway/admin-token"}
+		tokenEnv := []string{"GENWAY_ADMIN_TOKEN_PARAMETER", "/genway/admin-token", "GENWAY_CONSOLE_SECRET_PARAMETER", "/genway/console-secret"}
 		r := proxyResponse(t, run(t, "admin", readEvent(t, "admin-accounts.json", eventAdminToken, "Bearer "+token), tokenEnv...))
 		if r.StatusCode != 200 || !strings.Contains(r.Body, `"id":"`+testAccount+`"`) {
 			t.Errorf("GET /admin/v1/accounts = %d %s; want 200 and the accounts", r.StatusCode, r.Body)
@@ -186,12 +188,17 @@ func TestFunctions(t *testing.T) {
 		if r.StatusCode != 200 || !strings.Contains(r.Body, "Operator token") || len(csp) != 1 || !strings.Contains(csp[0], "script-src 'self'") {
 			t.Errorf("GET /console/signin = %d, CSP %v; want the sign-in page with its CSP", r.StatusCode, csp)
 		}
-		// Without the parameter the function refuses to start rather than
-		// serve an unguarded console.
-		api := newRuntimeAPI(t)
-		p := start(t, bootstraps["admin"], api, env(endpoint, queueURL, "GENWAY_ADMIN_TOKEN_PARAMETER", "/genway/missing"))
-		if _, err := p.initTime(api); err == nil {
-			t.Error("the admin function started without its token")
+		// Without either parameter the function refuses to start rather
+		// than serve an unguarded console.
+		for what, e := range map[string][]string{
+			"its token":          {"GENWAY_ADMIN_TOKEN_PARAMETER", "/genway/missing", "GENWAY_CONSOLE_SECRET_PARAMETER", "/genway/console-secret"},
+			"its session secret": {"GENWAY_ADMIN_TOKEN_PARAMETER", "/genway/admin-token", "GENWAY_CONSOLE_SECRET_PARAMETER", "/genway/missing"},
+		} {
+			api := newRuntimeAPI(t)
+			p := start(t, bootstraps["admin"], api, env(endpoint, queueURL, e...))
+			if _, err := p.initTime(api); err == nil {
+				t.Errorf("the admin function started without %s", what)
+			}
 		}
 	})
 

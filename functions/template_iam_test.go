@@ -140,12 +140,13 @@ var iamAllow = map[string]map[perm]string{
 	},
 	"AdminFunction": {
 		{"dynamodb:GetItem", accountsTable}: "admin.Service: Account; RevokeKey's id pointer; Grant's read-back; " +
-			"Reconcile: LedgerEntry",
+			"Reconcile: LedgerEntry; the console: SessionLive (every signed-in request)",
 		{"dynamodb:PutItem", accountsTable}: "admin.Service: CreateKey/ImportKey (PutKey's transaction Puts), Grant's ledger entry, " +
-			"AddAudit; Reconcile: Settle's ledger entry",
+			"AddAudit; Reconcile: Settle's ledger entry; the console: AddSession (sign-in)",
 		{"dynamodb:UpdateItem", accountsTable}: "admin.Service: Grant (transaction Update), SetRateLimit, RevokeKey, " +
 			"UpdateKey -> SetControls (the key record and its keyid# item, transaction Updates); " +
-			"Reconcile: Settle's account update and job usage counters; playground jobs: Store.Create's hold",
+			"Reconcile: Settle's account update and job usage counters; playground jobs: Store.Create's hold; " +
+			"the console: EndSession (sign-out)",
 		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage (chat and job usage), Audit (one partition each); " +
 			"Reconcile: Store.OpenReservations",
 		{"dynamodb:Scan", accountsTable}:       "admin.Service: Accounts and Keys (operator listings)",
@@ -154,13 +155,14 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:PutItem", jobsTable}:        "playground jobs: Store.Create (the job and its idempotency key)",
 		{"dynamodb:UpdateItem", jobsTable}: "jobs.Service.CancelAny: Transition; a playground job whose " +
 			"enqueue failed",
-		{"dynamodb:BatchGetItem", jobsTable}:                      "Store.List: getJobs (console and admin API listings; Reconcile)",
-		{"dynamodb:Scan", jobsTable}:                              "Store.List: scanAll, every account's jobs (operator listing)",
-		{"dynamodb:Query", byAccount}:                             "Store.List: queryAccount, one account's jobs (listings; Reconcile)",
-		{"ssm:GetParameter", ssmParameter("AdminTokenParameter")}: "admin.LoadingVerifier: the operator token, re-read every secrets.DefaultTTL",
-		{"sqs:SendMessage", jobsQueue}:                            "playground jobs: jobs.Service.Create's Enqueue",
-		{"sqs:SendMessage", webhooksQueue}:                        "webhooks.Service.Resend (console, admin API): SendWebhook",
-		{"s3:GetObject", mediaObjects}:                            "s3media.URL: the players' presigned links",
+		{"dynamodb:BatchGetItem", jobsTable}:                         "Store.List: getJobs (console and admin API listings; Reconcile)",
+		{"dynamodb:Scan", jobsTable}:                                 "Store.List: scanAll, every account's jobs (operator listing)",
+		{"dynamodb:Query", byAccount}:                                "Store.List: queryAccount, one account's jobs (listings; Reconcile)",
+		{"ssm:GetParameter", ssmParameter("AdminTokenParameter")}:    "admin.LoadingVerifier: the operator token, re-read every secrets.DefaultTTL",
+		{"ssm:GetParameter", ssmParameter("ConsoleSecretParameter")}: "admin.LoadingSessionKeys: the console sessions' secret, re-read every secrets.DefaultTTL",
+		{"sqs:SendMessage", jobsQueue}:                               "playground jobs: jobs.Service.Create's Enqueue",
+		{"sqs:SendMessage", webhooksQueue}:                           "webhooks.Service.Resend (console, admin API): SendWebhook",
+		{"s3:GetObject", mediaObjects}:                               "s3media.URL: the players' presigned links",
 	},
 	"WorkerFunction": {
 		{"dynamodb:GetItem", jobsTable}:    "jobs.Worker: Store.Get of the job a message names; Transition's read after a failed condition",
@@ -549,7 +551,7 @@ func checkSecrets(tpl map[string]any, keyEnv map[string]string) []string {
 			if plain[name] {
 				bad("%s: %s holds a vendor key in the environment; give the function %s_PARAMETER (the SSM parameter's name)", fn, name, name)
 			}
-			if !strings.HasSuffix(name, "_PARAMETER") || name == "GENWAY_ADMIN_TOKEN_PARAMETER" {
+			if !strings.HasSuffix(name, "_PARAMETER") || name == "GENWAY_ADMIN_TOKEN_PARAMETER" || name == "GENWAY_CONSOLE_SECRET_PARAMETER" {
 				continue
 			}
 			v, ok := want[name]
@@ -589,9 +591,13 @@ func checkSecrets(tpl map[string]any, keyEnv map[string]string) []string {
 				for _, r := range asList(st["Resource"]) {
 					l, isIf := mapAt(r)["Fn::If"].([]any)
 					if !isIf {
-						if k := resourceKeys(r); len(k) == 1 && k[0] == ssmParameter("AdminTokenParameter") && fn == "AdminFunction" {
-							granted["AdminTokenParameter"] = true
-							continue
+						if k := resourceKeys(r); len(k) == 1 && fn == "AdminFunction" {
+							// The admin function's own secrets, under no vendor's condition.
+							if p, ok := map[string]string{ssmParameter("AdminTokenParameter"): "AdminTokenParameter",
+								ssmParameter("ConsoleSecretParameter"): "ConsoleSecretParameter"}[k[0]]; ok {
+								granted[p] = true
+								continue
+							}
 						}
 						bad("%s: ssm:GetParameter on %v without its vendor's condition", fn, r)
 						continue
@@ -613,7 +619,7 @@ func checkSecrets(tpl map[string]any, keyEnv map[string]string) []string {
 			}
 		}
 		for p := range granted {
-			if p == "AdminTokenParameter" {
+			if p == "AdminTokenParameter" || p == "ConsoleSecretParameter" {
 				continue
 			}
 			if !containsVendorParam(wantVendors, p) {

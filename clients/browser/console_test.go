@@ -803,6 +803,22 @@ func TestConsole(t *testing.T) {
 		t.Errorf("a frame of the video has %d colours and %d bright samples: not the scene", f.Colours, f.Bright)
 	}
 	b.shot("playground-video")
+	// Opened on its own (where a download link leads), the file is a
+	// media document under the headers every file link has (nosniff,
+	// Content-Security-Policy: sandbox; default-src 'none'): it still
+	// plays.
+	// (The sandbox runs no page script, so this polls from here, not
+	// with waitJS's in-page poll.)
+	src := eval[string](b, video+`.currentSrc`)
+	b.do("open the video's file", chromedp.Navigate(src))
+	eval[bool](b, `(async () => { const v = document.querySelector("video"); v.muted = true; await v.play(); return true; })()`)
+	for i := 0; !eval[bool](b, `document.querySelector("video").currentTime >= 0.5`); i++ {
+		if i == 100 {
+			t.Fatalf("the video opened from its link %s does not play", src)
+		}
+		b.do("wait", chromedp.Sleep(100*time.Millisecond))
+	}
+	b.shot("video-file")
 
 	// The jobs list updates in place: a job made through the API shows up
 	// without a reload.

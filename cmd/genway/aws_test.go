@@ -52,6 +52,7 @@ func TestAWSBackend(t *testing.T) {
 	// and the stream settles it at fal's price.
 	fal := fakeFal(t, 1)
 	env["FAL_KEY"], env["FAL_BASE_URL"], env["GENWAY_CATALOG"] = vendorKeys["FAL_KEY"], fal.srv.URL, fallbackCatalog(t)
+	env["GENWAY_MEDIA_ALLOW_PRIVATE"] = "1" // the fake's files are on loopback
 	// The SDK reads credentials and profiles from the process environment;
 	// make sure the machine's own settings cannot leak in.
 	t.Setenv("AWS_PROFILE", "")

@@ -73,7 +73,7 @@ func TestJobFallbackEndToEnd(t *testing.T) {
 	veo, fal := fakeVertex(t, 1), fakeFal(t, 1)
 	env := vertexEnv(veo)
 	env["GENWAY_CATALOG"], env["GENWAY_MEDIA_POLL"], env["GENWAY_ADMIN_TOKEN"] = fallbackCatalog(t), "1s", testAdminToken
-	env["FAL_KEY"], env["FAL_BASE_URL"] = vendorKeys["FAL_KEY"], fal.srv.URL
+	env["FAL_KEY"], env["FAL_BASE_URL"], env["GENWAY_MEDIA_ALLOW_PRIVATE"] = vendorKeys["FAL_KEY"], fal.srv.URL, "1"
 	logs := &syncBuffer{}
 	s := startServerLog(t, t.TempDir(), env, logs)
 	before := waitSettled(t, s)
@@ -159,7 +159,7 @@ func adminJobUsage(t *testing.T, s *server) map[string][2]int64 {
 // job at once in the same run, and every later call to fal is accepted.
 func TestJobKeyPoolEndToEnd(t *testing.T) {
 	fal := fakeFal(t, 2)
-	env := map[string]string{"GENWAY_MEDIA_POLL": "1s", "FAL_BASE_URL": fal.srv.URL,
+	env := map[string]string{"GENWAY_MEDIA_POLL": "1s", "FAL_BASE_URL": fal.srv.URL, "GENWAY_MEDIA_ALLOW_PRIVATE": "1",
 		"FAL_KEY": "fal-refused-key-0000000000," + vendorKeys["FAL_KEY"]}
 	logs := &syncBuffer{}
 	s := startServerLog(t, t.TempDir(), env, logs)

@@ -107,6 +107,7 @@ the jobs worker and credits settlement in the same process. Configured by enviro
   GENWAY_WORKERS      concurrent job workers (2)
   GENWAY_MEDIA_POLL   delay between polls of a long-running media vendor (10s)
   GENWAY_WEBHOOK_ALLOW_PRIVATE  1: accept loopback/private webhook URLs (local development only)
+  GENWAY_MEDIA_ALLOW_PRIVATE    1: fetch vendors' output files from loopback/private addresses (tests only)
   GENWAY_CATALOG      a catalog file of your own
 and the providers' keys (OPENAI_API_KEY, GEMINI_API_KEY, ELEVENLABS_API_KEY, FAL_KEY, ...).
 See docs/operations.md ("Configuration") for the whole list.

@@ -160,6 +160,27 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	return c, nil
 }
 
+// consoleSessionFile is the console session secret's file in the data
+// directory.
+const consoleSessionFile = "console-session.key"
+
+// consoleSessionKeys returns the console's session keys for the token v
+// checks: from the secret in dir's consoleSessionFile (made, mode 0600,
+// if there is none; made anew when renew, as for a new token).
+func consoleSessionKeys(dir string, v *admin.Verifier, renew bool) (*admin.SessionKeys, error) {
+	path := filepath.Join(dir, consoleSessionFile)
+	if renew {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("console session secret: %w", err)
+		}
+	}
+	secret, err := localmedia.LoadOrCreateSecret(path)
+	if err != nil {
+		return nil, fmt.Errorf("console session secret: %w", err)
+	}
+	return admin.NewSessionKeys(v, secret)
+}
+
 func dataDir(getenv func(string) string) string {
 	if d := getenv("GENWAY_DATA_DIR"); d != "" {
 		return d
@@ -220,6 +241,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	verifier, madeToken, err := admin.LocalToken(getenv("GENWAY_ADMIN_TOKEN"), filepath.Join(cfg.dataDir, "admin-token.sha256"))
 	if err != nil {
 		return fmt.Errorf("operator token: %w", err)
+	}
+	// The console's sessions are signed with a random secret of their own
+	// (mode 0600 in the data directory; never derived from the token's
+	// hash), bound to the token, and made anew with a new token.
+	sessionKeys, err := consoleSessionKeys(cfg.dataDir, verifier, madeToken != "")
+	if err != nil {
+		return err
 	}
 
 	providers, err := upstreams.New(cat, getenv, nil) // nil: a transport pooled for many concurrent upstream requests
@@ -287,8 +315,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
 	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Jobs: svc, Router: router, Webhooks: hooks, Log: log}
-	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log,
-		JobService: svc, Chat: gw, Images: imgs, Speech: speaker, Router: router, Webhooks: hooks})
+	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, SessionKeys: sessionKeys, Sessions: be.store,
+		Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log, JobService: svc, Chat: gw, Images: imgs, Speech: speaker, Router: router, Webhooks: hooks})
 	if err != nil {
 		return err
 	}

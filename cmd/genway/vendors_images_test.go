@@ -210,7 +210,7 @@ func fakeGeminiImages(t testing.TB) *fakeVendor {
 
 // imageVendorEnv points genway serve at the fake image vendors.
 func imageVendorEnv(openai, gemini, fal, replicate *fakeVendor) map[string]string {
-	env := map[string]string{}
+	env := map[string]string{"GENWAY_MEDIA_ALLOW_PRIVATE": "1"} // the fakes' files are on loopback
 	for _, k := range []string{"OPENAI_API_KEY", "GEMINI_API_KEY", "FAL_KEY", "REPLICATE_API_TOKEN"} {
 		env[k] = vendorKeys[k]
 	}

@@ -584,7 +584,9 @@ func writeJSONTest(w http.ResponseWriter, v any) {
 
 // vendorEnv points genway serve at the fake vendors.
 func vendorEnv(vertex *vertextest.Server, eleven, fal, replicate *fakeVendor) map[string]string {
-	env := map[string]string{"GENWAY_MEDIA_POLL": "1s"}
+	// The fakes hand out their files on loopback: the SSRF guard of
+	// output links (upstreams.NewDownloadClient) would refuse them.
+	env := map[string]string{"GENWAY_MEDIA_POLL": "1s", "GENWAY_MEDIA_ALLOW_PRIVATE": "1"}
 	for k, v := range vendorKeys {
 		env[k] = v
 	}

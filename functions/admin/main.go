@@ -4,7 +4,10 @@
 // authenticates with the operator token, read from the SSM SecureString
 // parameter GENWAY_ADMIN_TOKEN_PARAMETER at container start and again
 // every few minutes (secrets.DefaultTTL), so a rotated token takes over
-// without a deploy. It never answers an API key.
+// without a deploy. The console's sessions are signed with a secret of
+// their own, the SecureString GENWAY_CONSOLE_SECRET_PARAMETER (read the
+// same way), and kept live in the accounts table. It never answers an API
+// key.
 package main
 
 import (
@@ -52,6 +55,15 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("operator token: %w", err)
 	}
+	secretParam := getenv("GENWAY_CONSOLE_SECRET_PARAMETER")
+	if secretParam == "" {
+		return fmt.Errorf("GENWAY_CONSOLE_SECRET_PARAMETER (the SSM SecureString parameter holding the console's session secret) is not set")
+	}
+	sessionKeys, err := admin.LoadingSessionKeys(ctx, verifier, func(ctx context.Context) (string, error) { return cache.Get(ctx, secretParam) },
+		secrets.DefaultTTL, func(err error) { b.Log.Error("console session secret reload failed; keeping the last one", "err", err) })
+	if err != nil {
+		return fmt.Errorf("console session secret: %w", err)
+	}
 	op := &admin.Service{Store: b.Store, Jobs: b.Store, Log: b.Log}
 	configured := cat.ConfiguredFunc(getenv)
 	queue, err := b.Queue(ctx)
@@ -71,7 +83,8 @@ func run(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	svc.CheckWebhookURL = hooks.CheckURL
-	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: configured, Log: b.Log, JobService: svc, Webhooks: hooks})
+	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, SessionKeys: sessionKeys, Sessions: b.Store,
+		Catalog: cat, Configured: configured, Log: b.Log, JobService: svc, Webhooks: hooks})
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ type Store interface {
 	credits.UsageStore
 	credits.Reserver
 	AuditStore
+	SessionStore
 	// SetRateLimit sets the account's requests per minute per key (0: the
 	// default, negative: unlimited).
 	SetRateLimit(ctx context.Context, account string, rpm int) error
@@ -36,6 +37,23 @@ type Store interface {
 	Accounts(ctx context.Context) ([]credits.Account, error)
 	// LedgerEntry reports whether account's ledger has the entry id.
 	LedgerEntry(ctx context.Context, account, id string) (bool, error)
+}
+
+// SessionStore keeps the operator console's live sessions, so that a
+// session ends on the server when its operator signs out (a cookie alone,
+// however well signed, is no session). Ids are opaque strings (the
+// console stores a hash of each session's id, never the id itself). Safe
+// for concurrent use.
+type SessionStore interface {
+	// AddSession records the session id, live until expires (Unix
+	// seconds). Adding an id again replaces it.
+	AddSession(ctx context.Context, id string, expires int64) error
+	// SessionLive reports whether id was added, has not ended, and
+	// expires after now (Unix seconds).
+	SessionLive(ctx context.Context, id string, now int64) (bool, error)
+	// EndSession ends id: SessionLive reports false for it from then on.
+	// Ending an unknown or ended session is no error.
+	EndSession(ctx context.Context, id string) error
 }
 
 // AccountInfo is an account as the operator lists it: its credits and

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -24,18 +25,76 @@ func NewToken() string {
 	return TokenPrefix + strings.ToLower(rand.Text()+rand.Text())
 }
 
+// reloaded is a value read by load and read again when it is older than
+// ttl: a failed re-read keeps the last value (and calls onErr, if set),
+// and is tried again after another ttl, not on every use. conv checks
+// and converts what load returns. With load nil the value is fixed.
+type reloaded struct {
+	mu     sync.RWMutex
+	val    []byte
+	load   func(context.Context) (string, error)
+	conv   func(string) ([]byte, error)
+	ttl    time.Duration
+	loaded time.Time
+	onErr  func(error)
+}
+
+// start reads the first value (an error is returned).
+func (r *reloaded) start(ctx context.Context) error {
+	s, err := r.load(ctx)
+	if err != nil {
+		return err
+	}
+	if r.val, err = r.conv(s); err != nil {
+		return err
+	}
+	r.loaded = time.Now()
+	return nil
+}
+
+// current returns the value, reading it again first if it is stale.
+func (r *reloaded) current() []byte {
+	r.mu.RLock()
+	v, stale := r.val, r.load != nil && time.Since(r.loaded) >= r.ttl
+	r.mu.RUnlock()
+	if !stale {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := r.load(ctx)
+	var nv []byte
+	if err == nil {
+		nv, err = r.conv(s)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.loaded = time.Now() // a failure is retried after another ttl, not on every request
+	if err != nil {
+		if r.onErr != nil {
+			r.onErr(err)
+		}
+		return r.val
+	}
+	r.val = nv
+	return nv
+}
+
 // Verifier checks operator tokens against the SHA-256 of the one token,
 // in constant time. Only the hash is held. A Verifier made by
 // LoadingVerifier reads the token again when it is older than its TTL,
 // so a rotated token takes over without a restart.
 type Verifier struct {
-	mu   sync.RWMutex
-	hash [sha256.Size]byte
+	r reloaded // the token's SHA-256
+}
 
-	load   func(context.Context) (string, error) // nil: a fixed token
-	ttl    time.Duration
-	loaded time.Time
-	onErr  func(error)
+// hashToken is the Verifier's conversion: the token's SHA-256.
+func hashToken(tok string) ([]byte, error) {
+	if tok == "" {
+		return nil, errors.New("the operator token is empty")
+	}
+	h := sha256.Sum256([]byte(tok))
+	return h[:], nil
 }
 
 // LoadingVerifier returns a Verifier for the token load returns: read
@@ -43,46 +102,17 @@ type Verifier struct {
 // last read is older than ttl (a failed re-read keeps the token it has,
 // and calls onErr if it is not nil).
 func LoadingVerifier(ctx context.Context, load func(context.Context) (string, error), ttl time.Duration, onErr func(error)) (*Verifier, error) {
-	tok, err := load(ctx)
-	if err != nil {
+	v := &Verifier{r: reloaded{load: load, conv: hashToken, ttl: ttl, onErr: onErr}}
+	if err := v.r.start(ctx); err != nil {
 		return nil, err
 	}
-	if tok == "" {
-		return nil, errors.New("the operator token is empty")
-	}
-	return &Verifier{hash: sha256.Sum256([]byte(tok)), load: load, ttl: ttl, loaded: time.Now(), onErr: onErr}, nil
-}
-
-// current returns the hash, reloading it first if it is stale.
-func (v *Verifier) current() [sha256.Size]byte {
-	v.mu.RLock()
-	h, stale := v.hash, v.load != nil && time.Since(v.loaded) >= v.ttl
-	v.mu.RUnlock()
-	if !stale {
-		return h
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	tok, err := v.load(ctx)
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.loaded = time.Now() // a failure is retried after another ttl, not on every request
-	if err != nil || tok == "" {
-		if err == nil {
-			err = errors.New("the operator token is empty")
-		}
-		if v.onErr != nil {
-			v.onErr(err)
-		}
-		return v.hash
-	}
-	v.hash = sha256.Sum256([]byte(tok))
-	return v.hash
+	return v, nil
 }
 
 // NewVerifier returns a Verifier for token.
 func NewVerifier(token string) *Verifier {
-	return &Verifier{hash: sha256.Sum256([]byte(token))}
+	h := sha256.Sum256([]byte(token))
+	return &Verifier{r: reloaded{val: h[:]}}
 }
 
 // VerifierFromHash returns a Verifier for the token whose SHA-256 is
@@ -92,9 +122,7 @@ func VerifierFromHash(hexHash string) (*Verifier, error) {
 	if err != nil || len(b) != sha256.Size {
 		return nil, errors.New("operator token hash is not 64 hex digits")
 	}
-	v := &Verifier{}
-	copy(v.hash[:], b)
-	return v, nil
+	return &Verifier{r: reloaded{val: b}}, nil
 }
 
 // Verify reports whether token is the operator token. It takes the same
@@ -105,17 +133,73 @@ func (v *Verifier) Verify(token string) bool {
 		return false
 	}
 	h := sha256.Sum256([]byte(token))
-	want := v.current()
-	return subtle.ConstantTimeCompare(h[:], want[:]) == 1
+	return subtle.ConstantTimeCompare(h[:], v.r.current()) == 1
 }
 
-// Secret is a key derived from the token, for what must change when the
-// token does (the console's session and CSRF signatures): a new token
-// signs everyone out.
-func (v *Verifier) Secret(purpose string) []byte {
-	h := v.current()
-	s := sha256.Sum256(append([]byte("genway console "+purpose+"\x00"), h[:]...))
-	return s[:]
+// MinSessionSecret is the shortest console session secret taken, in
+// bytes (SessionKeys): 32, 256 bits.
+const MinSessionSecret = 32
+
+// SessionKeys derives the keys that sign the console's sessions and CSRF
+// tokens from a random secret of their own, bound to the current operator
+// token: HMAC-SHA256(secret, purpose and the token's SHA-256). Nothing
+// kept with the token (its hash in admin-token.sha256, a backup of it)
+// signs a session, and a rotated token, or secret, signs every session
+// out. A SessionKeys made by LoadingSessionKeys reads its secret again
+// when it is older than its TTL, as a LoadingVerifier reads the token.
+// Safe for concurrent use.
+type SessionKeys struct {
+	v      *Verifier
+	secret reloaded
+}
+
+// sessionSecret is SessionKeys' conversion: a secret of at least
+// MinSessionSecret bytes, taken as it is.
+func sessionSecret(s string) ([]byte, error) {
+	if len(s) < MinSessionSecret {
+		return nil, fmt.Errorf("the console session secret has %d bytes; it needs at least %d (e.g. openssl rand -hex 32)", len(s), MinSessionSecret)
+	}
+	return []byte(s), nil
+}
+
+// errNoVerifier is the error of session keys made without a Verifier.
+var errNoVerifier = errors.New("console session keys need the operator token's verifier")
+
+// NewSessionKeys returns the SessionKeys of secret (at least
+// MinSessionSecret bytes) and v's token.
+func NewSessionKeys(v *Verifier, secret []byte) (*SessionKeys, error) {
+	if v == nil {
+		return nil, errNoVerifier
+	}
+	b, err := sessionSecret(string(secret))
+	if err != nil {
+		return nil, err
+	}
+	return &SessionKeys{v: v, secret: reloaded{val: b}}, nil
+}
+
+// LoadingSessionKeys returns the SessionKeys of v's token and the secret
+// load returns: read now (an error is returned: no secret, no console),
+// and again when the last read is older than ttl (a failed re-read keeps
+// the secret it has, and calls onErr if it is not nil).
+func LoadingSessionKeys(ctx context.Context, v *Verifier, load func(context.Context) (string, error), ttl time.Duration, onErr func(error)) (*SessionKeys, error) {
+	if v == nil {
+		return nil, errNoVerifier
+	}
+	k := &SessionKeys{v: v, secret: reloaded{load: load, conv: sessionSecret, ttl: ttl, onErr: onErr}}
+	if err := k.secret.start(ctx); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Key returns the key for purpose ("session" signs cookies, "csrf"
+// derives CSRF tokens) under the current secret and token.
+func (k *SessionKeys) Key(purpose string) []byte {
+	m := hmac.New(sha256.New, k.secret.current())
+	m.Write([]byte("genway console " + purpose + "\x00"))
+	m.Write(k.v.r.current())
+	return m.Sum(nil)
 }
 
 // LocalToken returns the operator token's Verifier for genway serve: from

@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,25 +40,81 @@ func TestLoadingVerifierRotates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := string(v.Secret("session"))
+	keys, err := NewSessionKeys(v, []byte(strings.Repeat("s", MinSessionSecret)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := string(keys.Key("session"))
 	tok = "gwop_two"
 	if !v.Verify("gwop_one") || v.Verify("gwop_two") {
 		t.Fatal("the token changed before the TTL")
 	}
-	v.loaded = time.Now().Add(-2 * time.Hour) // past the TTL
+	v.r.loaded = time.Now().Add(-2 * time.Hour) // past the TTL
 	if v.Verify("gwop_one") || !v.Verify("gwop_two") {
 		t.Fatal("the rotated token did not take over after the TTL")
 	}
-	if string(v.Secret("session")) == secret {
-		t.Error("session secret unchanged by rotation: old sessions would survive")
+	if string(keys.Key("session")) == key {
+		t.Error("session key unchanged by the token's rotation: old sessions would survive")
 	}
 	fail = true
-	v.loaded = time.Now().Add(-2 * time.Hour)
+	v.r.loaded = time.Now().Add(-2 * time.Hour)
 	if !v.Verify("gwop_two") || len(errs) != 1 {
 		t.Errorf("a failed reload: Verify(current) false or errors %v; want the last token kept and one error", errs)
 	}
 	if _, err := LoadingVerifier(context.Background(), func(context.Context) (string, error) { return "", nil }, time.Hour, nil); err == nil {
 		t.Error("an empty token was accepted at start")
+	}
+}
+
+// TestSessionKeys: the keys depend on the secret, the token and the
+// purpose; they are not what the token's hash alone gives; a short secret
+// is refused; a loaded secret is read again after its TTL, a failed read
+// keeping the last one.
+func TestSessionKeys(t *testing.T) {
+	secretA, secretB := strings.Repeat("a", MinSessionSecret), strings.Repeat("b", MinSessionSecret)
+	v := NewVerifier("gwop_one")
+	ka, _ := NewSessionKeys(v, []byte(secretA))
+	kb, _ := NewSessionKeys(v, []byte(secretB))
+	other, _ := NewSessionKeys(NewVerifier("gwop_two"), []byte(secretA))
+	hash := sha256.Sum256([]byte("gwop_one"))
+	fromHash := sha256.Sum256(append([]byte("genway console session\x00"), hash[:]...)) // the old derivation
+	seen := map[string]string{}
+	for name, k := range map[string][]byte{"a session": ka.Key("session"), "a csrf": ka.Key("csrf"), "b session": kb.Key("session"),
+		"other token": other.Key("session"), "the hash's": fromHash[:]} {
+		if prev, ok := seen[string(k)]; ok {
+			t.Errorf("keys %s and %s are the same", prev, name)
+		}
+		seen[string(k)] = name
+	}
+	if string(ka.Key("session")) != string(ka.Key("session")) {
+		t.Error("Key is not stable")
+	}
+	if _, err := NewSessionKeys(v, []byte("short")); err == nil {
+		t.Error("a 5-byte secret was taken")
+	}
+	secret, fail := secretA, false
+	var errs []error
+	lk, err := LoadingSessionKeys(context.Background(), v, func(context.Context) (string, error) {
+		if fail {
+			return "", errors.New("ssm down")
+		}
+		return secret, nil
+	}, time.Hour, func(err error) { errs = append(errs, err) })
+	if err != nil || string(lk.Key("session")) != string(ka.Key("session")) {
+		t.Fatalf("LoadingSessionKeys = %v; want the keys of its secret", err)
+	}
+	secret = secretB
+	lk.secret.loaded = time.Now().Add(-2 * time.Hour)
+	if string(lk.Key("session")) != string(kb.Key("session")) {
+		t.Error("the rotated secret did not take over after the TTL")
+	}
+	fail = true
+	lk.secret.loaded = time.Now().Add(-2 * time.Hour)
+	if string(lk.Key("session")) != string(kb.Key("session")) || len(errs) != 1 {
+		t.Errorf("a failed reload: errors %v; want the last secret kept and one error", errs)
+	}
+	if _, err := LoadingSessionKeys(context.Background(), v, func(context.Context) (string, error) { return "short", nil }, time.Hour, nil); err == nil {
+		t.Error("a short secret was accepted at start")
 	}
 }
 

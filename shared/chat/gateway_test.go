@@ -384,6 +384,18 @@ func TestPublicAddr(t *testing.T) {
 		{"3fff::1", false},
 		{"192.0.3.1", true},
 		{"203.0.114.1", true},
+		{"::127.0.0.1", false},                          // IPv4-compatible (::/96)
+		{"::8.8.8.8", false},                            // deprecated whatever it embeds
+		{"::ffff:0:127.0.0.1", false},                   // IPv4-translated (::ffff:0:0:0/96)
+		{"::ffff:0:8.8.8.8", false},                     // the same
+		{"64:ff9b::7f00:1", false},                      // NAT64 of 127.0.0.1
+		{"64:ff9b:1::a00:1", false},                     // local-use NAT64
+		{"2002:a00:1::1", false},                        // 6to4 of 10.0.0.1
+		{"2002:808:808::1", false},                      // 6to4, even of a public address
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", false}, // Teredo
+		{"fe80::1%eth0", false},
+		{"ff02::1", false},
+		{"2a00:1450:4001:81a::200e", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.addr, func(t *testing.T) {
@@ -391,6 +403,36 @@ func TestPublicAddr(t *testing.T) {
 				t.Errorf("PublicAddr(%q) = %v; want %v", tt.addr, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestDialCheck: the guard refuses at dial time every address PublicAddr
+// refuses, however it is written, and lets an allow function decide when
+// given one.
+func TestDialCheck(t *testing.T) {
+	tests := []struct {
+		address string
+		allow   func(netip.Addr) bool
+		ok      bool
+	}{
+		{"127.0.0.1:443", nil, false},
+		{"[::1]:443", nil, false},
+		{"[::7f00:1]:443", nil, false},        // ::127.0.0.1
+		{"[::ffff:0:7f00:1]:443", nil, false}, // ::ffff:0:127.0.0.1
+		{"[::ffff:7f00:1]:443", nil, false},   // ::ffff:127.0.0.1
+		{"[64:ff9b::a9fe:a9fe]:80", nil, false},
+		{"[2002:a9fe:a9fe::]:80", nil, false},
+		{"169.254.169.254:80", nil, false},
+		{"not an address", nil, false},
+		{"8.8.8.8:443", nil, true},
+		{"[2606:4700:4700::1111]:443", nil, true},
+		{"127.0.0.1:443", func(netip.Addr) bool { return true }, true},
+	}
+	for _, tt := range tests {
+		err := chat.DialCheck(tt.allow)("tcp", tt.address, nil)
+		if (err == nil) != tt.ok || (err != nil && !errors.Is(err, chat.ErrRefusedAddr)) {
+			t.Errorf("DialCheck(%q) = %v; want ok=%v (refusals wrap ErrRefusedAddr)", tt.address, err, tt.ok)
+		}
 	}
 }
 

@@ -166,6 +166,11 @@ var refusedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("5f00::/16"),       // segment routing SIDs
 	netip.MustParsePrefix("::ffff:0:0/96"),   // mapped (Unmap handles most)
 	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
+	// IPv4-compatible (::a.b.c.d, deprecated) and IPv4-translated
+	// (::ffff:0:a.b.c.d, SIIT) addresses embed an IPv4 address that
+	// Unmap does not take out; ::/96 also holds :: and ::1.
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"),
 }
 
 // ImageFetcherConfig configures an ImageFetcher; zero fields take defaults.
@@ -190,8 +195,28 @@ type ImageFetcher struct {
 	timeout  time.Duration
 }
 
-// errRefusedAddr is the cause when a URL resolves to a refused address.
-var errRefusedAddr = errors.New("address not allowed")
+// ErrRefusedAddr is the cause of a connection DialCheck refused.
+var ErrRefusedAddr = errors.New("address not allowed")
+
+// DialCheck returns the SSRF guard of every connection Genway makes to an
+// address a client or a vendor gave (image URLs, webhooks, vendors' output
+// links): a net.Dialer Control function that refuses, with an error
+// wrapping ErrRefusedAddr, a connection to an address allow rejects (nil:
+// PublicAddr). It sees the address a name resolved to just before the
+// connection is made, so a name that resolves to an internal address (DNS
+// rebinding included) and every redirect hop are refused too.
+func DialCheck(allow func(netip.Addr) bool) func(network, address string, _ syscall.RawConn) error {
+	if allow == nil {
+		allow = PublicAddr
+	}
+	return func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil || !allow(ap.Addr()) {
+			return fmt.Errorf("dial %s: %w", address, ErrRefusedAddr)
+		}
+		return nil
+	}
+}
 
 // NewImageFetcher returns an ImageFetcher for cfg.
 func NewImageFetcher(cfg ImageFetcherConfig) *ImageFetcher {
@@ -204,23 +229,7 @@ func NewImageFetcher(cfg ImageFetcherConfig) *ImageFetcher {
 	if cfg.MaxRedirects <= 0 {
 		cfg.MaxRedirects = 3
 	}
-	allow := cfg.Allow
-	if allow == nil {
-		allow = PublicAddr
-	}
-	dialer := &net.Dialer{
-		Timeout: cfg.Timeout,
-		Control: func(network, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("dial %s: %w", address, errRefusedAddr)
-			}
-			if !allow(ap.Addr()) {
-				return fmt.Errorf("dial %s: %w", address, errRefusedAddr)
-			}
-			return nil
-		},
-	}
+	dialer := &net.Dialer{Timeout: cfg.Timeout, Control: DialCheck(cfg.Allow)}
 	var tr *http.Transport
 	if cfg.Transport != nil {
 		tr = cfg.Transport.Clone()
@@ -276,7 +285,7 @@ func (f *ImageFetcher) Fetch(ctx context.Context, rawURL string) (mediaType stri
 	// where (internal hosts, ports, statuses).
 	resp, err := f.client.Do(req)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errRefusedAddr) {
+		if errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, ErrRefusedAddr) {
 			return "", nil, errors.New("image URL did not answer in time")
 		}
 		return "", nil, errNotFetched

@@ -5,11 +5,13 @@
 // jobs and usage, and tries models. It is served at /console/ by genway
 // serve and by the AWS admin function alike.
 //
-// Security: sessions are signed HttpOnly, SameSite=Strict cookies (Secure
-// on https) that expire; every state-changing request carries a CSRF
-// token; every page has a strict Content-Security-Policy (no inline
-// script or style); the token is compared in constant time and sign-in
-// attempts are rate limited; everything user-supplied is rendered through
+// Security: sessions are HttpOnly, SameSite=Strict cookies (Secure on
+// https) that expire, signed with keys of their own (admin.SessionKeys,
+// never derived from what is kept of the operator token) and live only
+// while the store has them (signing out ends one on the server); every
+// state-changing request carries a CSRF token; every page has a strict
+// Content-Security-Policy (no inline script or style); the token is
+// compared in constant time and sign-in attempts are rate limited; everything user-supplied is rendered through
 // html/template's escaping; after sign-in no secret is in a URL; every
 // action is in the audit log (admin.Service).
 package console
@@ -48,10 +50,14 @@ var staticFS embed.FS
 
 // Config is what the console needs.
 type Config struct {
-	Operator   admin.Operator
-	Verifier   *admin.Verifier
-	Catalog    *catalog.Catalog
-	Configured func(provider string) bool // nil: every provider
+	Operator admin.Operator
+	Verifier *admin.Verifier // checks the operator token at sign-in
+	// SessionKeys signs sessions and CSRF tokens; Sessions keeps the live
+	// sessions. Both are needed.
+	SessionKeys *admin.SessionKeys
+	Sessions    admin.SessionStore
+	Catalog     *catalog.Catalog
+	Configured  func(provider string) bool // nil: every provider
 	// Jobs lists, reads and cancels jobs for the jobs pages; nil: made
 	// from JobService, and without that the pages say there are no jobs
 	// here.
@@ -102,6 +108,7 @@ type Page struct {
 	// Scripts are the page's own scripts in static/ (after app.js).
 	Scripts []string
 	c       *Console
+	ses     session // the signed-in operator's
 }
 
 // Console serves the console. Make it with New.
@@ -131,13 +138,13 @@ func New(cfg Config) (*Console, error) {
 	if c.configed == nil {
 		c.configed = func(string) bool { return true }
 	}
-	if cfg.Verifier == nil || cfg.Operator == nil {
-		return nil, errors.New("console: an operator and a token verifier are needed")
+	if cfg.Verifier == nil || cfg.Operator == nil || cfg.SessionKeys == nil || cfg.Sessions == nil {
+		return nil, errors.New("console: an operator, a token verifier, session keys and a session store are needed")
 	}
 	if c.cfg.Jobs == nil && cfg.JobService != nil {
 		c.cfg.Jobs = ServiceJobs(cfg.JobService)
 	}
-	c.sess = &sessions{secret: cfg.Verifier.Secret, now: c.now}
+	c.sess = &sessions{keys: cfg.SessionKeys, store: cfg.Sessions, now: c.now}
 	c.signins = &limiter{burst: 10, per: 6 * time.Second, now: c.now, seen: map[string]*bucket{}}
 	if err := c.parse(); err != nil {
 		return nil, err
@@ -254,7 +261,11 @@ func (c *Console) routes() {
 		c.mux.Handle(rt.Method+" "+rt.Pattern, c.authed(rt))
 	}
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := c.sess.get(r); !ok {
+		if _, ok, err := c.sess.get(r); !ok {
+			if err != nil {
+				c.sessionsDown(w, r, err)
+				return
+			}
 			http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 			return
 		}
@@ -267,7 +278,11 @@ func (c *Console) routes() {
 // is a 403. The request context names the actor for the audit log.
 func (c *Console) authed(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ses, ok := c.sess.get(r)
+		ses, ok, err := c.sess.get(r)
+		if err != nil {
+			c.sessionsDown(w, r, err)
+			return
+		}
 		if !ok {
 			if r.Method != http.MethodGet || r.Header.Get("Accept") == "application/json" {
 				http.Error(w, "sign in first", http.StatusUnauthorized)
@@ -282,11 +297,18 @@ func (c *Console) authed(rt Route) http.Handler {
 			return
 		}
 		r = r.WithContext(admin.WithActor(r.Context(), "console:"+ses.ID[:8]))
-		p := &Page{CSRF: ses.CSRF, c: c}
+		p := &Page{CSRF: ses.CSRF, c: c, ses: ses}
 		if err := rt.Handle(p, w, r); err != nil {
 			c.fail(w, r, p, err)
 		}
 	})
+}
+
+// sessionsDown answers a request whose session could not be read from
+// the store: 503, logged (the operator may retry; nobody is let in).
+func (c *Console) sessionsDown(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.ErrorContext(r.Context(), "console: session store unavailable", "path", r.URL.Path, "err", err)
+	c.render(w, r, http.StatusServiceUnavailable, "error", &Page{Title: "Unavailable", Error: "The session store cannot be read; try again shortly."})
 }
 
 // fail renders err on the error page with the status and message the API
@@ -331,7 +353,7 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 		c.trySignin(w, r, tok)
 		return
 	}
-	if _, ok := c.sess.get(r); ok {
+	if _, ok, _ := c.sess.get(r); ok {
 		http.Redirect(w, r, "/console/models", http.StatusSeeOther)
 		return
 	}
@@ -355,7 +377,11 @@ func (c *Console) trySignin(w http.ResponseWriter, r *http.Request, tok string) 
 		c.render(w, r, http.StatusUnauthorized, "signin", &Page{Title: "Sign in", Error: "That is not the operator token."})
 		return
 	}
-	ses := c.sess.issue(w, secure(r))
+	ses, err := c.sess.issue(r.Context(), w, secure(r))
+	if err != nil {
+		c.sessionsDown(w, r, err)
+		return
+	}
 	ctx := admin.WithActor(context.WithoutCancel(r.Context()), "console:"+ses.ID[:8])
 	c.auditSignin(ctx)
 	http.Redirect(w, r, "/console/models", http.StatusSeeOther)

@@ -2,13 +2,18 @@ package console
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +28,63 @@ import (
 )
 
 const testToken = "gwop_testtokentesttokentesttokentesttoken"
+
+// testSessionSecret is the console session secret of the tests' consoles.
+const testSessionSecret = "0123456789abcdef0123456789abcdef-test-session-secret"
+
+// memSessions is an in-memory admin.SessionStore; with down set, every
+// call fails.
+type memSessions struct {
+	mu   sync.Mutex
+	live map[string]int64
+	down bool
+}
+
+func newMemSessions() *memSessions { return &memSessions{live: map[string]int64{}} }
+
+var errSessionsDown = errors.New("session store down")
+
+func (m *memSessions) AddSession(_ context.Context, id string, expires int64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return errSessionsDown
+	}
+	m.live[id] = expires
+	return nil
+}
+
+func (m *memSessions) SessionLive(_ context.Context, id string, now int64) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return false, errSessionsDown
+	}
+	exp, ok := m.live[id]
+	return ok && exp > now, nil
+}
+
+func (m *memSessions) EndSession(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.down {
+		return errSessionsDown
+	}
+	delete(m.live, id)
+	return nil
+}
+
+// withSessions gives cfg session keys (testSessionSecret and its
+// verifier's token) and an in-memory session store.
+func withSessions(t *testing.T, cfg Config) Config {
+	t.Helper()
+	keys, err := admin.NewSessionKeys(cfg.Verifier, []byte(testSessionSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SessionKeys, cfg.Sessions = keys, newMemSessions()
+	return cfg
+}
 
 func timeNow() time.Time { return time.Now() }
 
@@ -182,7 +244,7 @@ func server(t *testing.T) (*httptest.Server, *fakeOperator) {
 		t.Fatal(err)
 	}
 	op := newFake()
-	c, err := New(Config{Operator: op, Verifier: admin.NewVerifier(testToken), Catalog: cat})
+	c, err := New(withSessions(t, Config{Operator: op, Verifier: admin.NewVerifier(testToken), Catalog: cat}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,32 +550,172 @@ func TestKeyResetForm(t *testing.T) {
 	}
 }
 
+// TestSignOut: signing out ends the session on the server: its cookie,
+// replayed from anywhere, is refused, and its CSRF token changes nothing.
 func TestSignOut(t *testing.T) {
-	srv, _ := server(t)
+	srv, op := server(t)
+	op.accts["acme"] = credits.Account{ID: "acme"}
 	c := browser(t)
 	csrf := signIn(t, c, srv.URL)
+	u, _ := url.Parse(srv.URL + "/console/")
+	stolen := c.Jar.Cookies(u)
 	if resp, _ := post(t, c, srv.URL+"/console/signout", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("sign out: %d", resp.StatusCode)
 	}
 	if resp, _ := get(t, c, srv.URL+"/console/models"); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("after sign-out: %d; want a redirect to sign in", resp.StatusCode)
 	}
+	replay := browser(t)
+	replay.Jar.SetCookies(u, stolen)
+	if resp, _ := get(t, replay, srv.URL+"/console/models"); resp.StatusCode != http.StatusSeeOther || len(stolen) != 1 {
+		t.Errorf("the signed-out cookie replayed: %d; want a redirect to sign in", resp.StatusCode)
+	}
+	if resp, _ := post(t, replay, srv.URL+"/console/accounts/acme/grant", url.Values{"csrf": {csrf}, "amount": {"777"}}); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a grant with the signed-out cookie: %d; want 401", resp.StatusCode)
+	}
+	if a, _ := op.Account(context.Background(), "acme"); a.Balance != 0 {
+		t.Errorf("acme's balance = %d after a grant with a signed-out session; want 0", a.Balance)
+	}
+}
+
+// TestForgedSessionRefused: with what genway serve keeps of the operator
+// token (admin-token.sha256: the token's SHA-256), a cookie and CSRF
+// token made as sessions were signed before (keys derived from that
+// hash) grant nothing; nor does a cookie signed with the right keys for
+// a session the store never had.
+func TestForgedSessionRefused(t *testing.T) {
+	srv, op := server(t)
+	op.accts["acme"] = credits.Account{ID: "acme"}
+	hash := sha256.Sum256([]byte(testToken)) // the file's content
+	oldKey := func(purpose string) []byte {
+		k := sha256.Sum256(append([]byte("genway console "+purpose+"\x00"), hash[:]...))
+		return k[:]
+	}
+	keys, _ := admin.NewSessionKeys(admin.NewVerifier(testToken), []byte(testSessionSecret))
+	sign := func(key []byte, msg string) string {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(msg))
+		return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	}
+	const id = "forgedforgedforgedforged"
+	payload := strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10) + "." + id
+	for name, key := range map[string]func(string) []byte{"from the token's hash": oldKey, "right keys, no such session": keys.Key} {
+		c := browser(t)
+		u, _ := url.Parse(srv.URL + "/console/")
+		c.Jar.SetCookies(u, []*http.Cookie{{Name: cookieName, Value: payload + "." + sign(key("session"), payload), Path: "/console/"}})
+		if resp, _ := get(t, c, srv.URL+"/console/models"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("%s: GET /console/models = %d; want a redirect to sign in", name, resp.StatusCode)
+		}
+		form := url.Values{"csrf": {sign(key("csrf"), id)}, "amount": {"777"}, "note": {"forged"}}
+		if resp, _ := post(t, c, srv.URL+"/console/accounts/acme/grant", form); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: the forged grant = %d; want 401", name, resp.StatusCode)
+		}
+	}
+	if a, _ := op.Account(context.Background(), "acme"); a.Balance != 0 {
+		t.Errorf("acme's balance = %d after forged grants; want 0", a.Balance)
+	}
+}
+
+// TestRotationSignsOut: a new operator token, or a new session secret,
+// ends every session (their cookies no longer verify); the new token
+// signs in.
+func TestRotationSignsOut(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	token, secret := testToken, testSessionSecret
+	read := func(p *string) func(context.Context) (string, error) {
+		return func(context.Context) (string, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return *p, nil
+		}
+	}
+	// A TTL of a nanosecond: every use reads the value again.
+	v, err := admin.LoadingVerifier(context.Background(), read(&token), time.Nanosecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := admin.LoadingSessionKeys(context.Background(), v, read(&secret), time.Nanosecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Config{Operator: newFake(), Verifier: v, SessionKeys: keys, Sessions: newMemSessions(), Catalog: cat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	for _, rotate := range []func(){
+		func() { token = "gwop_rotatedrotatedrotatedrotatedrotated" },
+		func() { secret = "fedcba9876543210fedcba9876543210-rotated-secret" },
+	} {
+		b := browser(t)
+		mu.Lock()
+		tok := token
+		mu.Unlock()
+		if resp, _ := post(t, b, srv.URL+"/console/signin", url.Values{"token": {tok}}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign in: %d", resp.StatusCode)
+		}
+		if resp, _ := get(t, b, srv.URL+"/console/models"); resp.StatusCode != 200 {
+			t.Fatalf("signed in: %d", resp.StatusCode)
+		}
+		mu.Lock()
+		rotate()
+		mu.Unlock()
+		if resp, _ := get(t, b, srv.URL+"/console/models"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("after a rotation: %d; want the session ended (a redirect to sign in)", resp.StatusCode)
+		}
+	}
+}
+
+// TestSessionStoreDown: a session the store cannot be asked about lets
+// nobody in (503), and no sign-in is made without its record.
+func TestSessionStoreDown(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := withSessions(t, Config{Operator: newFake(), Verifier: admin.NewVerifier(testToken), Catalog: cat})
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	b := browser(t)
+	signIn(t, b, srv.URL)
+	cfg.Sessions.(*memSessions).down = true
+	if resp, _ := get(t, b, srv.URL+"/console/models"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a page with the store down: %d; want 503", resp.StatusCode)
+	}
+	if resp, _ := post(t, browser(t), srv.URL+"/console/signin", url.Values{"token": {testToken}}); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("a sign-in with the store down: %d; want 503", resp.StatusCode)
+	}
 }
 
 func TestSessionExpires(t *testing.T) {
 	now := timeNow()
-	s := &sessions{secret: func(p string) []byte { return []byte("k" + p) }, now: func() time.Time { return now }}
+	keys, err := admin.NewSessionKeys(admin.NewVerifier(testToken), []byte(testSessionSecret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sessions{keys: keys, store: newMemSessions(), now: func() time.Time { return now }}
 	w := httptest.NewRecorder()
-	s.issue(w, false)
+	if _, err := s.issue(context.Background(), w, false); err != nil {
+		t.Fatal(err)
+	}
 	r := httptest.NewRequest("GET", "/console/models", nil)
 	for _, ck := range w.Result().Cookies() {
 		r.AddCookie(ck)
 	}
-	if _, ok := s.get(r); !ok {
+	if _, ok, _ := s.get(r); !ok {
 		t.Fatal("fresh session refused")
 	}
 	now = now.Add(sessionTTL + time.Second)
-	if _, ok := s.get(r); ok {
+	if _, ok, _ := s.get(r); ok {
 		t.Error("expired session accepted")
 	}
 	// A tampered cookie is refused.
@@ -523,7 +725,7 @@ func TestSessionExpires(t *testing.T) {
 		r2.AddCookie(ck)
 	}
 	now = now.Add(-sessionTTL)
-	if _, ok := s.get(r2); ok {
+	if _, ok, _ := s.get(r2); ok {
 		t.Error("tampered session accepted")
 	}
 }
@@ -546,8 +748,8 @@ func TestModelsPageAlias(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Config{Operator: newFake(), Verifier: admin.NewVerifier(testToken), Catalog: cat,
-		Configured: func(p string) bool { return p == "synthetic" }, Router: route.New(route.DefaultPolicy, nil)})
+	c, err := New(withSessions(t, Config{Operator: newFake(), Verifier: admin.NewVerifier(testToken), Catalog: cat,
+		Configured: func(p string) bool { return p == "synthetic" }, Router: route.New(route.DefaultPolicy, nil)}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -74,8 +74,8 @@ func liveServer(t *testing.T) *live {
 	op := newFake()
 	op.accts["acme"] = credits.Account{ID: "acme", Balance: 100000, Available: 100000}
 	op.accts["dev"] = credits.Account{ID: "dev", Balance: 100000, Available: 100000}
-	c, err := New(Config{Operator: op, Verifier: admin.NewVerifier(testToken), Catalog: cat, JobService: svc, Chat: gw,
-		Images: imgs, Speech: voices, Configured: func(p string) bool { return p == "synthetic" }})
+	c, err := New(withSessions(t, Config{Operator: op, Verifier: admin.NewVerifier(testToken), Catalog: cat, JobService: svc, Chat: gw,
+		Images: imgs, Speech: voices, Configured: func(p string) bool { return p == "synthetic" }}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,6 +304,20 @@ func TestJobsPages(t *testing.T) {
 	// Cancelling it again is a conflict, said on the error page.
 	if resp, body := post(t, c, l.srv.URL+"/console/jobs/"+music.ID+"/cancel", url.Values{"csrf": {csrf}}); resp.StatusCode != http.StatusConflict || !strings.Contains(body, "already failed") {
 		t.Errorf("cancel a failed job: %d; want 409 saying why", resp.StatusCode)
+	}
+
+	// A job that failed for the operator's account at its vendor: the
+	// client's generic message, and the vendor's own words (escaped),
+	// which only the operator sees.
+	refused := l.job(t, "acme", "sfx", "synthetic-sfx", "a bell", nil)
+	jerr := &jobs.JobError{Code: jobs.CodeUpstream, Message: "The elevenlabs provider failed; no credits were charged.",
+		Vendor: "Incorrect API key provided: el-UPSTREAM<b>1</b>"}
+	if _, err := l.store.Transition(context.Background(), refused.ID, jobs.Queued, jobs.Failed, jobs.Patch{Error: jerr, Updated: time.Now().Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	_, body = get(t, c, l.srv.URL+"/console/jobs/"+refused.ID)
+	if !strings.Contains(body, "The elevenlabs provider failed") || !strings.Contains(body, "Incorrect API key provided: el-UPSTREAM&lt;b&gt;1") {
+		t.Errorf("a job failed for the operator's account: the page lacks the message or the vendor's words (escaped):\n%s", body)
 	}
 }
 

@@ -276,7 +276,7 @@ func TestPlaygroundMediaForms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bare, err := New(Config{Operator: l.op, Verifier: admin.NewVerifier(testToken), Catalog: cat, JobService: l.svc})
+	bare, err := New(withSessions(t, Config{Operator: l.op, Verifier: admin.NewVerifier(testToken), Catalog: cat, JobService: l.svc}))
 	if err != nil {
 		t.Fatal(err)
 	}

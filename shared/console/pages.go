@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -366,7 +367,12 @@ func (c *Console) audit(p *Page, w http.ResponseWriter, r *http.Request) error {
 	return p.Render(w, r, "audit")
 }
 
+// signout ends the session on the server (its cookie, wherever it was
+// copied, is refused from then on) and removes the cookie.
 func (c *Console) signout(p *Page, w http.ResponseWriter, r *http.Request) error {
+	if err := c.sess.end(r.Context(), p.ses); err != nil {
+		return fmt.Errorf("end the console session: %w", err)
+	}
 	if s, ok := c.cfg.Operator.(admin.Recorder); ok {
 		s.Record(r.Context(), "console.signout", "console", "")
 	}

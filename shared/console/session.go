@@ -1,23 +1,30 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/genway/genway/shared/admin"
 )
 
-// Sessions are stateless signed cookies, so that they work the same in
-// genway serve and across Lambda containers: the cookie holds an expiry
-// and a random session id, signed with a key derived from the operator
-// token (a new token signs everyone out). The CSRF token of a session is
-// another signature of its id; forms carry it in a hidden field, scripts
-// in the X-CSRF-Token header.
+// Sessions are signed cookies backed by the store: the cookie holds an
+// expiry and a random session id, signed with a key of admin.SessionKeys
+// (a random secret of its own, bound to the operator token: nothing
+// stored with the token signs a session, and a new token or secret signs
+// everyone out), and the store (admin.SessionStore) keeps the hash of each
+// live session's id, so that signing out ends the session on the server,
+// in genway serve and across Lambda containers alike. The CSRF token of a
+// session is another signature of its id; forms carry it in a hidden
+// field, scripts in the X-CSRF-Token header.
 
 // cookieName is the session cookie.
 const cookieName = "genway_console"
@@ -32,13 +39,13 @@ type session struct {
 	CSRF    string
 }
 
-// sessions makes and checks session cookies and CSRF tokens. secret
-// derives the signing keys from the operator token (purpose "session"
-// signs cookies, "csrf" derives CSRF tokens); it is asked each time, so a
-// rotated token signs everyone out.
+// sessions makes, checks and ends sessions. keys signs them (purpose
+// "session" signs cookies, "csrf" derives CSRF tokens; asked each time,
+// so a rotation signs everyone out); store keeps the live ones.
 type sessions struct {
-	secret func(purpose string) []byte
-	now    func() time.Time
+	keys  *admin.SessionKeys
+	store admin.SessionStore
+	now   func() time.Time
 }
 
 func (s *sessions) sign(key []byte, msg string) string {
@@ -47,18 +54,29 @@ func (s *sessions) sign(key []byte, msg string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// issue sets a new session cookie on w; secure marks it Secure (https).
-func (s *sessions) issue(w http.ResponseWriter, secure bool) session {
+// storeID is what the store keeps of session id: its SHA-256, so that
+// the store's contents are no cookies.
+func storeID(id string) string {
+	h := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(h[:])
+}
+
+// issue records a new session and sets its cookie on w; secure marks the
+// cookie Secure (https).
+func (s *sessions) issue(ctx context.Context, w http.ResponseWriter, secure bool) (session, error) {
 	var r [18]byte
 	rand.Read(r[:])
 	id := base64.RawURLEncoding.EncodeToString(r[:])
 	exp := s.now().Add(sessionTTL)
+	if err := s.store.AddSession(ctx, storeID(id), exp.Unix()); err != nil {
+		return session{}, err
+	}
 	payload := strconv.FormatInt(exp.Unix(), 10) + "." + id
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: payload + "." + s.sign(s.secret("session"), payload), Path: "/console/",
+		Name: cookieName, Value: payload + "." + s.sign(s.keys.Key("session"), payload), Path: "/console/",
 		Expires: exp, MaxAge: int(sessionTTL / time.Second), HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode,
 	})
-	return session{ID: id, Expires: exp, CSRF: s.sign(s.secret("csrf"), id)}
+	return session{ID: id, Expires: exp, CSRF: s.sign(s.keys.Key("csrf"), id)}, nil
 }
 
 // clear removes the session cookie.
@@ -67,26 +85,38 @@ func (s *sessions) clear(w http.ResponseWriter, secure bool) {
 		HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
 }
 
-// get returns the session of r's cookie, if it is valid and not expired.
-func (s *sessions) get(r *http.Request) (session, bool) {
+// get returns the session of r's cookie, if its signature is valid, it
+// has not expired and the store has it live; an error is the store's.
+func (s *sessions) get(r *http.Request) (session, bool, error) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
-		return session{}, false
+		return session{}, false, nil
 	}
 	i := strings.LastIndexByte(c.Value, '.')
 	if i < 0 {
-		return session{}, false
+		return session{}, false, nil
 	}
 	payload, sig := c.Value[:i], c.Value[i+1:]
-	if !hmac.Equal([]byte(sig), []byte(s.sign(s.secret("session"), payload))) {
-		return session{}, false
+	if !hmac.Equal([]byte(sig), []byte(s.sign(s.keys.Key("session"), payload))) {
+		return session{}, false, nil
 	}
 	expS, id, ok := strings.Cut(payload, ".")
 	exp, err := strconv.ParseInt(expS, 10, 64)
-	if !ok || err != nil || s.now().Unix() >= exp {
-		return session{}, false
+	now := s.now().Unix()
+	if !ok || err != nil || now >= exp || id == "" {
+		return session{}, false, nil
 	}
-	return session{ID: id, Expires: time.Unix(exp, 0), CSRF: s.sign(s.secret("csrf"), id)}, true
+	live, err := s.store.SessionLive(r.Context(), storeID(id), now)
+	if err != nil || !live {
+		return session{}, false, err
+	}
+	return session{ID: id, Expires: time.Unix(exp, 0), CSRF: s.sign(s.keys.Key("csrf"), id)}, true, nil
+}
+
+// end ends ses on the server: its cookie is refused from then on,
+// wherever it is replayed.
+func (s *sessions) end(ctx context.Context, ses session) error {
+	return s.store.EndSession(ctx, storeID(ses.ID))
 }
 
 // checkCSRF reports whether r carries ses's CSRF token (form field csrf

@@ -63,6 +63,8 @@
 //	                                               job usage: day, job_type, model, jobs,
 //	                                               credits (ADD counters, written by Settle)
 //	pk = "rate#" + counter, sk = "rate"            a rate-limit counter: n, expires (TTL)
+//	pk = "session#" + id, sk = "session"          a console session (the hash of its id):
+//	                                               expires (TTL), ended once signed out
 //	pk = "resv#" + n,   sk = <at, 12 digits> + "#" + account + "#reserve:" + id
 //	                                               an open reservation: account, id, amount,
 //	                                               job_type, model, at (until it is settled)

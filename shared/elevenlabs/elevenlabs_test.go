@@ -253,6 +253,9 @@ func TestErrors(t *testing.T) {
 		{"copyrighted prompt", 400, nil, `{"detail":{"status":"bad_prompt","message":"The prompt names an artist.","data":{"prompt_suggestion":"a pop song"}}}`, testKey, jobs.CodeContentPolicy, "names an artist"},
 		{"bad key", 401, nil, "", "wrong", jobs.CodeUpstream, "API key"},
 		{"quota used up", 401, nil, `{"detail":{"status":"quota_exceeded","message":"This request exceeds your quota of 10000. You have 0 credits remaining, while 91 credits are required for this request."}}`, testKey, jobs.CodeUpstream, "quota is used up"},
+		{"key named", 401, nil, `{"detail":{"status":"invalid_api_key","message":"Incorrect API key provided: el-UPSTREAM-SECRET"}}`, testKey, jobs.CodeUpstream, "el-UPSTREAM-SECRET"},
+		{"payment required", 402, nil, `{"detail":{"status":"payment_required","message":"Subscription of SECRET-ORG-42 has lapsed"}}`, testKey, jobs.CodeUpstream, "SECRET-ORG-42"},
+		{"forbidden", 403, nil, `{"detail":{"status":"missing_permissions","message":"The key of SECRET-ORG-42 lacks sound_generation"}}`, testKey, jobs.CodeUpstream, "SECRET-ORG-42"},
 		{"quota", 429, map[string]string{"Retry-After": "12"}, `{"detail":{"status":"too_many_concurrent_requests","message":"busy"}}`, testKey, "transient", ""},
 		{"server error", 500, nil, `oops`, testKey, "transient", ""},
 	}
@@ -283,8 +286,19 @@ func TestErrors(t *testing.T) {
 			}
 			// A refused key and a used-up quota are the operator's account's
 			// (the routing policy moves a job on), the request's errors not.
-			if account := tt.status == 401; pe.Account != account || pe.Status != tt.status {
+			account := tt.status == 401 || tt.status == 402 || tt.status == 403
+			if pe.Account != account || pe.Status != tt.status {
 				t.Errorf("ProviderError = %+v; want status %d, Account %v", pe, tt.status, account)
+			}
+			// The job it fails: the operator's account's failure tells the
+			// client only that the provider failed; ElevenLabs' words
+			// (its key, quota, subscription) are the operator's.
+			je := jobs.FailureOf("elevenlabs", err)
+			switch {
+			case account && (je.Message != "The elevenlabs provider failed; no credits were charged." || !strings.Contains(je.Vendor, tt.wantMsg)):
+				t.Errorf("the job fails with %+v; want the generic message, ElevenLabs' words in Vendor", je)
+			case !account && (je.Message != pe.Message || je.Vendor != ""):
+				t.Errorf("the job fails with %+v; want the vendor's words for the request's own failure", je)
 			}
 		})
 	}

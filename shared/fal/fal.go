@@ -43,6 +43,10 @@ type Config struct {
 	BaseURL    string       // DefaultBaseURL if empty
 	APIKey     string       // one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil
+	// Downloads fetches the output files at the links the vendor answers
+	// (they may name any host): it should refuse internal addresses, as
+	// upstreams.NewDownloadClient's does. nil: HTTPClient.
+	Downloads *http.Client
 	// PollInterval is the wait between status reads of an image request,
 	// which is answered within its HTTP request (Generate); 0:
 	// DefaultPollInterval.
@@ -58,6 +62,7 @@ type Provider struct {
 	base   string
 	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
+	files  *http.Client // output files (Config.Downloads)
 	poll   time.Duration
 }
 
@@ -83,7 +88,11 @@ func New(cfg Config) *Provider {
 	if poll <= 0 {
 		poll = DefaultPollInterval
 	}
-	return &Provider{base: base, keys: route.NewKeySet(cfg.APIKey), client: c, poll: poll}
+	files := cfg.Downloads
+	if files == nil {
+		files = c
+	}
+	return &Provider{base: base, keys: route.NewKeySet(cfg.APIKey), client: c, files: files, poll: poll}
 }
 
 // KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
@@ -211,7 +220,7 @@ func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jo
 	if j.Type == jobs.TypeVideo {
 		fallback = "video/mp4"
 	}
-	res, err := mediafetch.Download(ctx, p.client, link, nil, mediafetch.ContentType(ct, link, fallback))
+	res, err := mediafetch.Download(ctx, p.files, link, nil, mediafetch.ContentType(ct, link, fallback))
 	if err != nil {
 		return nil, err
 	}

@@ -223,25 +223,37 @@ func TestStartErrors(t *testing.T) {
 }
 
 // TestAccountErrors: a refused key, a locked account and payment required
-// are the operator's account's, kept with their status.
+// are the operator's account's, kept with their status, at submit and at
+// a poll; the job they fail tells the client only that the provider
+// failed (jobs.FailureOf), and fal's words (which name the account and its
+// balance) are kept for the operator alone.
 func TestAccountErrors(t *testing.T) {
 	for _, tt := range []struct {
 		status int
 		body   string
 	}{
-		{401, `{"detail":"Invalid key"}`},
-		{403, `{"detail":"User is locked. Reason: Exhausted balance."}`},
-		{402, `{"detail":"Payment required"}`},
+		{401, `{"detail":"Invalid key for org SECRET-ORG-42"}`},
+		{403, `{"detail":"User SECRET-ORG-42 is locked. Reason: Exhausted balance."}`},
+		{402, `{"detail":"Payment required: balance of SECRET-ORG-42 is $0.00"}`},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(tt.status)
 			io.WriteString(w, tt.body)
 		}))
-		_, err := New(Config{BaseURL: srv.URL, APIKey: testKey}).Start(context.Background(), klingModel, videoJob())
+		p := New(Config{BaseURL: srv.URL, APIKey: testKey})
+		_, startErr := p.Start(context.Background(), klingModel, videoJob())
+		j := videoJob()
+		j.Handle = &jobs.Handle{ID: "r1", StatusURL: srv.URL + "/status", ResultURL: srv.URL + "/result"}
+		_, pollErr := p.Poll(context.Background(), klingModel, j)
 		srv.Close()
-		var pe *jobs.ProviderError
-		if !errors.As(err, &pe) || !pe.Account || pe.Status != tt.status || pe.Code != jobs.CodeUpstream {
-			t.Errorf("HTTP %d: Start = %v; want an upstream_error of the operator's account, status kept", tt.status, err)
+		for step, err := range map[string]error{"Start": startErr, "Poll": pollErr} {
+			var pe *jobs.ProviderError
+			if !errors.As(err, &pe) || !pe.Account || pe.Status != tt.status || pe.Code != jobs.CodeUpstream {
+				t.Errorf("HTTP %d: %s = %v; want an upstream_error of the operator's account, status kept", tt.status, step, err)
+			}
+			if je := jobs.FailureOf("fal", err); je == nil || strings.Contains(je.Message, "SECRET") || !strings.Contains(je.Vendor, "SECRET-ORG-42") {
+				t.Errorf("HTTP %d: %s fails the job with %+v; want a generic message, fal's words for the operator only", tt.status, step, je)
+			}
 		}
 	}
 }

@@ -81,7 +81,7 @@ func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Pa
 		if !strings.HasPrefix(f.URL, "https://") && !strings.HasPrefix(f.URL, "http://") {
 			return nil, &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "fal's result has an image without a link."}
 		}
-		data, ct, err := mediafetch.Fetch(ctx, p.client, f.URL, nil, mediafetch.ContentType(f.ContentType, f.URL, images.ContentType(ip.Format)), maxImageFile)
+		data, ct, err := mediafetch.Fetch(ctx, p.files, f.URL, nil, mediafetch.ContentType(f.ContentType, f.URL, images.ContentType(ip.Format)), maxImageFile)
 		if err != nil {
 			return nil, err
 		}

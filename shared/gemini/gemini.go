@@ -78,6 +78,10 @@ type Config struct {
 	BaseURL    string       // DefaultBaseURL if empty; "/v1beta/models/..." is appended
 	APIKey     string       // sent as x-goog-api-key: one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil; should have no overall Timeout (streams are long)
+	// Downloads fetches Veo's videos at the links the Gemini API answers
+	// (NewVideo): it should refuse internal addresses, as
+	// upstreams.NewDownloadClient's does. nil: HTTPClient.
+	Downloads *http.Client
 }
 
 // Provider talks to the Gemini API.
@@ -107,17 +111,21 @@ type conn struct {
 	base   string
 	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
+	files  *http.Client // output files at links the vendor answers (Config.Downloads)
 }
 
 // newConn returns cfg's conn: DefaultBaseURL and http.DefaultClient
 // where cfg leaves them out.
 func newConn(cfg Config) conn {
-	c := conn{base: strings.TrimRight(cfg.BaseURL, "/"), keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
+	c := conn{base: strings.TrimRight(cfg.BaseURL, "/"), keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient, files: cfg.Downloads}
 	if c.base == "" {
 		c.base = DefaultBaseURL
 	}
 	if c.client == nil {
 		c.client = http.DefaultClient
+	}
+	if c.files == nil {
+		c.files = c.client
 	}
 	return c
 }

@@ -313,6 +313,13 @@ func TestVertexRefusals(t *testing.T) {
 			if account != tt.account {
 				t.Errorf("Start = %v: the operator's account %v; want %v", err, account, tt.account)
 			}
+			// A job that fails on the operator's account tells its client
+			// only that the provider failed; Google's words (the project,
+			// the quota, the permission) are the operator's.
+			if je := jobs.FailureOf("vertex", err); tt.account &&
+				(je == nil || je.Message != "The vertex provider failed; no credits were charged." || je.Vendor == "" || strings.Contains(je.Message, "quota")) {
+				t.Errorf("the job fails with %+v; want the generic message, Vertex AI's words in Vendor", je)
+			}
 			if n := fake.Quota(); (tt.name == "daily quota") != (n == 1) {
 				t.Errorf("the fake refused %d submits for their quota", n)
 			}

@@ -204,11 +204,11 @@ func (v *Video) keyHeader(ctx context.Context) http.Header {
 	return http.Header{"x-goog-api-key": {v.keys.Key(ctx)}}
 }
 
-// keyOnlyToOrigin returns the client with a redirect policy that drops the
+// keyOnlyToOrigin returns the client of output files with a redirect policy that drops the
 // key when a redirect leaves the host it was sent to (net/http drops only
 // Authorization and Cookie headers by itself).
 func (v *Video) keyOnlyToOrigin() *http.Client {
-	c := *v.client
+	c := *v.files
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 10 {
 			return errors.New("stopped after 10 redirects")

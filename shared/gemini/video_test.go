@@ -161,6 +161,33 @@ func TestVideoStart(t *testing.T) {
 	}
 }
 
+// TestVideoAccountErrors: Veo's answers about the operator's account (a
+// key the Gemini API refuses, a denied project, a used-up daily quota)
+// fail the job with the generic message of a provider that failed; the
+// API's words, which name the project or the quota, are the operator's
+// alone (jobs.FailureOf).
+func TestVideoAccountErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"bad key", 400, `{"error":{"code":400,"message":"API key not valid for SECRET-PROJECT-42.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}`},
+		{"unauthenticated", 401, `{"error":{"code":401,"message":"SECRET-PROJECT-42: request had invalid authentication credentials.","status":"UNAUTHENTICATED"}}`},
+		{"denied", 403, `{"error":{"code":403,"message":"Generative Language API has not been used in project SECRET-PROJECT-42.","status":"PERMISSION_DENIED"}}`},
+		{"daily quota", 429, strings.Replace(dailyQuota, "please check your plan", "SECRET-PROJECT-42, please check your plan", 1)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, api := newVeoFake(t, tt.status, tt.body)
+			_, err := NewVideo(Config{BaseURL: api.URL, APIKey: veoKey}).Start(context.Background(), veoModel, veoJob("1280x720"))
+			je := jobs.FailureOf("gemini", err)
+			if je == nil || je.Message != "The gemini provider failed; no credits were charged." || !strings.Contains(je.Vendor, "SECRET-PROJECT-42") {
+				t.Errorf("Start = %v fails the job with %+v; want the generic message, the API's words in Vendor", err, je)
+			}
+		})
+	}
+}
+
 // dailyQuota is the Gemini API's answer when a daily quota is used up:
 // 429 RESOURCE_EXHAUSTED with a QuotaFailure naming the quota and a
 // RetryInfo.

@@ -349,8 +349,8 @@ func viewAdminJob(r *http.Request, svc *jobs.Service, j *jobs.Job) (adminJobView
 	if !j.Status.Final() {
 		v.Trying = j.Current().Model
 	}
-	if j.Status == jobs.Failed {
-		v.Error = j.Error
+	if j.Status == jobs.Failed && j.Error != nil {
+		v.Error = &jobErrorView{Code: j.Error.Code, Message: j.Error.Message, Vendor: j.Error.Vendor}
 	}
 	return v, nil
 }

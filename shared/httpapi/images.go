@@ -96,6 +96,9 @@ func serveImages(w http.ResponseWriter, r *http.Request, svc *images.Service, js
 
 // vendorAPIError is the client-facing error of a request that failed at
 // its image vendors: a refused prompt is a 400 content_policy with the
+// vendor's words; a file of a type no image may have a 502 saying so
+// (jobs.MediaTypeError); a failure about the operator's account at the
+// vendor (jobs.ProviderError.Account) the generic 502, without the
 // vendor's words; every other failure is mapped as chat's upstream
 // failures are, by the vendor's status (a 400 with its words; 429, 502,
 // 503, 504), a timeout 504, anything else 502.
@@ -112,6 +115,13 @@ func vendorAPIError(ve *images.VendorError, requestID string) *apierr.Error {
 			msg = fmt.Sprintf("The %s provider refused the prompt.", ve.Provider)
 		}
 		return &apierr.Error{Kind: apierr.Invalid, Code: "content_policy", Message: msg, Err: ve.Err}
+	case errors.Is(ve.Err, jobs.ErrMediaType) && errors.As(ve.Err, &pe):
+		return &apierr.Error{Kind: apierr.Upstream, Code: "upstream_error", Message: pe.Message, Err: ve.Err}
+	case errors.As(ve.Err, &pe) && pe.Account:
+		// The operator's account or key at the vendor (whatever status
+		// the vendor chose for it, such as Gemini's 400 for a bad key):
+		// the vendor's words are for the operator's log only.
+		ue = &chat.UpstreamError{Provider: ve.Provider, Kind: chat.UpstreamFailed, Status: pe.Status, Err: ve.Err}
 	case errors.As(ve.Err, &pe):
 		ue = chat.StatusError(ve.Provider, pe.Status, nil, pe.Message, ve.Err)
 		if pe.Code == jobs.CodeTimeout {

@@ -43,12 +43,22 @@ type jobView struct {
 	ServedBy string              `json:"served_by,omitempty"`
 	Input    jobs.Input          `json:"input"`
 	Output   *outputView         `json:"output"`
-	Error    *jobs.JobError      `json:"error"`
+	Error    *jobErrorView       `json:"error"`
 	Created  int64               `json:"created"`
 	Updated  int64               `json:"updated"`
 	History  []jobs.StatusChange `json:"history,omitempty"`
 	// WebhookURL is the request's webhook_url, absent when none was given.
 	WebhookURL string `json:"webhook_url,omitempty"`
+}
+
+// jobErrorView is a failed job's error as the API shows it: its code and
+// message. The vendor's own words of a failure about the operator's
+// account (jobs.JobError.Vendor) are never here, nor in a webhook (which
+// renders this view); only the admin API's view (viewAdminJob) has them.
+type jobErrorView struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Vendor  string `json:"vendor,omitempty"` // the admin API only
 }
 
 type outputView struct {
@@ -62,7 +72,10 @@ type outputView struct {
 
 func viewJob(j *jobs.Job, url string) jobView {
 	v := jobView{ID: j.ID, Object: "job", Type: j.Type, Status: j.Status, Model: j.Model, ServedBy: j.ServedBy(), Input: j.Input,
-		Error: j.Error, Created: j.Created, Updated: j.Updated, History: j.History, WebhookURL: j.WebhookURL}
+		Created: j.Created, Updated: j.Updated, History: j.History, WebhookURL: j.WebhookURL}
+	if j.Error != nil {
+		v.Error = &jobErrorView{Code: j.Error.Code, Message: j.Error.Message}
+	}
 	if j.Status == jobs.Completed && j.Output != nil {
 		o := j.Output
 		v.Output = &outputView{URL: url, ContentType: o.ContentType, Bytes: o.Bytes, Duration: o.Duration, Width: o.Width, Height: o.Height}

@@ -245,8 +245,10 @@ func (s *Service) run(ctx context.Context, cands []candidate) (*Result, *candida
 	return res, c, nil
 }
 
-// check refuses an output without images, with more than asked, or with
-// an empty one: the vendor answered garbage.
+// check refuses an output without images, with more than asked, with an
+// empty one (the vendor answered garbage), or with one of a type an image
+// may not have (jobs.MediaType: an SVG or HTML "image" is never stored or
+// answered); it names each image's type as the allowed one.
 func check(o *Output, p *Params) error {
 	if o == nil || len(o.Images) == 0 || len(o.Images) > p.N {
 		n := 0
@@ -255,10 +257,15 @@ func check(o *Output, p *Params) error {
 		}
 		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: fmt.Sprintf("The vendor answered %d images for %d asked.", n, p.N)}
 	}
-	for _, img := range o.Images {
+	for i, img := range o.Images {
 		if len(img.Data) == 0 {
 			return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor answered an empty image."}
 		}
+		ct, ok := jobs.MediaType(catalog.TypeImage, img.ContentType)
+		if !ok {
+			return jobs.MediaTypeError(catalog.TypeImage, img.ContentType)
+		}
+		o.Images[i].ContentType = ct
 	}
 	return nil
 }

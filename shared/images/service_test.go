@@ -304,8 +304,9 @@ func TestFewerImagesChargedPerImage(t *testing.T) {
 	r.balance(t, 95)
 }
 
-// TestGarbageAnswer: an answer with more images than asked, or an empty
-// one, is the vendor's failure, not charged; it is Final (no retry).
+// TestGarbageAnswer: an answer with more images than asked, an empty one,
+// or one of a type no image may have (an SVG, HTML) is the vendor's
+// failure, not charged; it is Final (no retry).
 func TestGarbageAnswer(t *testing.T) {
 	for _, fn := range []func(context.Context, *catalog.Model, *images.Params) (*images.Output, error){
 		makes(3),
@@ -314,6 +315,12 @@ func TestGarbageAnswer(t *testing.T) {
 		},
 		func(context.Context, *catalog.Model, *images.Params) (*images.Output, error) {
 			return &images.Output{}, nil
+		},
+		func(context.Context, *catalog.Model, *images.Params) (*images.Output, error) {
+			return &images.Output{Images: []images.Image{{ContentType: "image/svg+xml", Data: []byte("<svg onload=alert(1)/>")}}}, nil
+		},
+		func(context.Context, *catalog.Model, *images.Params) (*images.Output, error) {
+			return &images.Output{Images: []images.Image{{ContentType: "text/html", Data: []byte("<script>alert(1)</script>")}}}, nil
 		},
 	} {
 		r := newRig(t, 100)

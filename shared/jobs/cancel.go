@@ -105,6 +105,11 @@ func (s *Service) cancelAtVendor(ctx context.Context, j *Job) error {
 		return nil
 	case errors.As(err, &perr):
 		s.Log.InfoContext(ctx, "vendor refused to cancel", "job_id", j.ID, "vendor_id", j.Handle.ID, "err", err)
+		if FailureOf(m.Provider, err).Vendor != "" {
+			// The operator's account at the vendor: its words (key,
+			// balance) are for the operator's log only.
+			return notCancellable(fmt.Sprintf("The %s provider refused to cancel the job; it will complete or fail on its own.", m.Provider))
+		}
 		return notCancellable(fmt.Sprintf("The vendor refused to cancel the job (it may be finishing): %s", perr.Message))
 	case ctx.Err() != nil:
 		return ctx.Err()

@@ -71,6 +71,10 @@ func TestCancel(t *testing.T) {
 			provider: func(*memStore) Provider {
 				return &vendorStub{err: &ProviderError{Code: CodeUpstream, Message: "already completed"}}
 			}, code: "job_not_cancellable", kind: apierr.Conflict, message: "already completed", after: Processing, vendorHit: 1},
+		{name: "vendor refuses the operator's key", status: Processing, handle: handle,
+			provider: func(*memStore) Provider {
+				return &vendorStub{err: StatusError("cancel", 401, nil, Refusal{Message: "fal refused the configured key: SECRET-ORG-42"})}
+			}, code: "job_not_cancellable", kind: apierr.Conflict, message: "The synthetic provider refused to cancel", after: Processing, vendorHit: 1},
 		{name: "vendor unreachable", status: Processing, handle: handle,
 			provider: func(*memStore) Provider {
 				return &vendorStub{err: &TransientError{Err: errors.New("dial: refused")}}

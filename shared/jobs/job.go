@@ -87,7 +87,13 @@ const (
 // JobError is why a job failed.
 type JobError struct {
 	Code    string `json:"code"`
-	Message string `json:"message"`
+	Message string `json:"message"` // shown to the client
+	// Vendor is the vendor's own words when Message is this service's
+	// generic one because the failure is about the operator's account at
+	// the vendor (a refused key, a used-up quota or balance: FailureOf).
+	// It is for the operator (the console, the admin API, the log); the
+	// public API and webhooks never render it.
+	Vendor string `json:"vendor,omitempty"`
 }
 
 // StatusChange is one entry of a job's status history: the status it

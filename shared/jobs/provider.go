@@ -272,3 +272,43 @@ func Failure(err error) (f route.Failure, refused bool) {
 	}
 	return f, false
 }
+
+// FailureOf returns the error a job fails with for err, a permanent
+// failure at provider (a *ProviderError, or a *TransientError that says
+// the operator's quota is used up), and nil for any other error. A
+// failure about the operator's account at the vendor (Account; a 401,
+// 402 or 403) reads as chat, images and speech answer one, "The
+// <provider> provider failed", with the vendor's words, which may name
+// the key, the balance, the organisation, only in Vendor (for the
+// operator: the console, the admin API); any other refusal keeps the
+// vendor's code and words (a refused prompt, a request the vendor
+// cannot serve).
+func FailureOf(provider string, err error) *JobError {
+	var (
+		perr *ProviderError
+		terr *TransientError
+	)
+	switch {
+	case errors.As(err, &perr) && (perr.Account || perr.Status == http.StatusUnauthorized ||
+		perr.Status == http.StatusPaymentRequired || perr.Status == http.StatusForbidden):
+		return accountFailure(provider, perr.Message)
+	case errors.As(err, &perr):
+		return &JobError{Code: perr.Code, Message: perr.Message}
+	case errors.As(err, &terr) && terr.Account:
+		vendor := ""
+		if terr.Err != nil {
+			vendor = terr.Err.Error()
+		}
+		return accountFailure(provider, vendor)
+	}
+	return nil
+}
+
+// accountFailure is the JobError of a failure about the operator's
+// account at provider, whose vendor said vendor.
+func accountFailure(provider, vendor string) *JobError {
+	if vendor == "" {
+		vendor = "(no message)"
+	}
+	return &JobError{Code: CodeUpstream, Message: fmt.Sprintf("The %s provider failed; no credits were charged.", provider), Vendor: vendor}
+}

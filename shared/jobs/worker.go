@@ -293,7 +293,7 @@ func (w *Worker) start(ctx context.Context, m *catalog.Model, p Provider, j *Job
 				return w.advance(ctx, j, target, log)
 			}
 		}
-		return w.submitFailed(ctx, j, err, log)
+		return w.submitFailed(ctx, j, m.Provider, err, log)
 	}
 }
 
@@ -367,21 +367,14 @@ func (w *Worker) advance(ctx context.Context, j *Job, from route.Target, log *sl
 	return w.schedule(ctx, j, 0)
 }
 
-// submitFailed fails j after its last submit failed for good: with the
-// vendor's own code and words for a refusal, else as a vendor that kept
-// failing.
-func (w *Worker) submitFailed(ctx context.Context, j *Job, err error, log *slog.Logger) error {
-	var (
-		perr *ProviderError
-		terr *TransientError
-	)
-	switch {
-	case errors.As(err, &perr):
-		log.Info("generation failed", "step", "start", "code", perr.Code, "err", err)
-		return w.fail(ctx, j, &JobError{Code: perr.Code, Message: perr.Message})
-	case errors.As(err, &terr) && terr.Account:
-		log.Warn("vendor quota used up; job failed", "err", err)
-		return w.fail(ctx, j, &JobError{Code: CodeUpstream, Message: "The vendor refused the job: this service's quota there is used up; no credits were charged."})
+// submitFailed fails j after its last submit to provider failed for
+// good: as FailureOf says (the vendor's code and words for a refusal of
+// the request, a generic message for one of the operator's account), else
+// as a vendor that kept failing.
+func (w *Worker) submitFailed(ctx context.Context, j *Job, provider string, err error, log *slog.Logger) error {
+	if je := FailureOf(provider, err); je != nil {
+		log.Warn("generation failed", "step", "start", "code", je.Code, "account", je.Vendor != "", "err", err)
+		return w.fail(ctx, j, je)
 	}
 	log.Warn("vendor kept failing; job failed", "step", "start", "err", err)
 	return w.fail(ctx, j, &JobError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor kept failing (%d attempts); no credits were charged.", j.Attempts)})
@@ -463,8 +456,9 @@ func (w *Worker) fault(ctx, rctx context.Context, m *catalog.Model, p Provider, 
 	var perr *ProviderError
 	switch {
 	case errors.As(err, &perr):
-		log.Info("generation failed", "step", what, "code", perr.Code, "err", err)
-		return w.fail(ctx, j, &JobError{Code: perr.Code, Message: perr.Message})
+		je := FailureOf(m.Provider, err)
+		log.Warn("generation failed", "step", what, "code", je.Code, "account", je.Vendor != "", "err", err)
+		return w.fail(ctx, j, je)
 	case ctx.Err() != nil:
 		return fmt.Errorf("process %s: %s: %w", j.ID, what, err)
 	case rctx.Err() != nil:
@@ -545,6 +539,12 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 	if res.Size > maxBytes {
 		return &ProviderError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor's file (%d bytes) is larger than the %d-byte limit; no credits were charged.", res.Size, maxBytes)}
 	}
+	// Only the media types of the job's type are stored (MediaType): a
+	// vendor's HTML or SVG must never be served from our links.
+	ct, ok := MediaType(j.Type, res.ContentType)
+	if !ok {
+		return MediaTypeError(j.Type, res.ContentType)
+	}
 	// A job cancelled (or failed by another run) while the vendor answered
 	// keeps nothing: no object is stored, and the completion below would
 	// fail its condition anyway. (A read error is not a reason to drop.)
@@ -560,13 +560,13 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 	// the object a winning run points at.
 	key := fmt.Sprintf("jobs/%s/%s-%d.%s", j.Account, j.ID, j.Runs, ext)
 	body := &capReader{r: res.Body, left: maxBytes}
-	if err := w.Media.Put(ctx, key, res.ContentType, body, res.Size); err != nil {
+	if err := w.Media.Put(ctx, key, ct, body, res.Size); err != nil {
 		if errors.Is(err, errTooLarge) {
 			return &ProviderError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor's file is larger than the %d-byte limit; no credits were charged.", maxBytes), Err: err}
 		}
 		return fmt.Errorf("store output: %w", err)
 	}
-	out := &Output{Key: key, ContentType: res.ContentType, Bytes: body.n, Duration: res.Duration, Width: res.Width, Height: res.Height}
+	out := &Output{Key: key, ContentType: ct, Bytes: body.n, Duration: res.Duration, Width: res.Width, Height: res.Height}
 	if out.Duration == 0 {
 		out.Duration = j.Input.Duration
 	}

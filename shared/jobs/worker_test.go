@@ -260,3 +260,54 @@ func TestWorkerConcurrentDuplicates(t *testing.T) {
 		t.Errorf("job completed %d times; want once", st.completions)
 	}
 }
+
+// TestWorkerMediaTypes: the worker stores only the media types of the
+// job's type (MediaType), under the allowed name; a vendor's HTML, SVG,
+// untyped or mistyped file fails the job (upstream_error, naming the type,
+// no charge) and nothing is stored.
+func TestWorkerMediaTypes(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		typ, model, contentType string
+		wantType                string // "": the job fails
+	}{
+		{TypeSFX, "synthetic-sfx", "audio/mpeg", "audio/mpeg"},
+		{TypeMusic, "synthetic-music", "audio/x-wav", "audio/wav"},
+		{TypeMusic, "synthetic-music", "Audio/MPEG; charset=binary", "audio/mpeg"},
+		{TypeVideo, "synthetic-video", "video/mp4", "video/mp4"},
+		{TypeSFX, "synthetic-sfx", "text/html; charset=utf-8", ""},
+		{TypeVideo, "synthetic-video", "image/svg+xml", ""},
+		{TypeVideo, "synthetic-video", "audio/mpeg", ""},
+		{TypeMusic, "synthetic-music", "application/octet-stream", ""},
+		{TypeMusic, "synthetic-music", "", ""},
+		{TypeMusic, "synthetic-music", "application/xhtml+xml", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ+" "+tt.contentType, func(t *testing.T) {
+			j := Job{ID: "job_x", Account: "a", Type: tt.typ, Model: tt.model, Status: Queued, Input: Input{Prompt: "p", Duration: 2}}
+			st, m := newMemStore(j), &memMedia{}
+			p := providerFunc(func(ctx context.Context, j *Job) (*Result, error) {
+				return &Result{Body: io.NopCloser(strings.NewReader("<script>alert(1)</script>")), Size: 25, ContentType: tt.contentType, Ext: "bin"}, nil
+			})
+			w := &Worker{Store: st, Queue: &memQueue{}, Media: m, Catalog: cat, Providers: map[string]Provider{"synthetic": p},
+				Log: slog.New(slog.DiscardHandler)}
+			if err := w.Process(context.Background(), j.ID); err != nil {
+				t.Fatalf("Process = %v", err)
+			}
+			got, _ := st.Get(context.Background(), j.ID)
+			if tt.wantType != "" {
+				if got.Status != Completed || got.Output.ContentType != tt.wantType || len(m.puts) != 1 {
+					t.Errorf("job with a %q file = %s, output %+v, %d puts; want completed as %s, stored", tt.contentType, got.Status, got.Output, len(m.puts), tt.wantType)
+				}
+				return
+			}
+			if got.Status != Failed || got.Error == nil || got.Error.Code != CodeUpstream || !strings.Contains(got.Error.Message, "no credits were charged") ||
+				strings.Contains(got.Error.Message, "charset") || len(m.puts) != 0 {
+				t.Errorf("job with a %q file = %s, %+v, %d puts; want failed upstream_error, nothing stored", tt.contentType, got.Status, got.Error, len(m.puts))
+			}
+		})
+	}
+}

@@ -183,7 +183,10 @@ func escapePath(key string) string {
 // Handler serves GET and HEAD /files/{key...} for a valid, unexpired
 // signature, with Range support: 403 for a missing, wrong or expired
 // signature, 404 for a missing file, 405 for other methods. Mount it at
-// "/files/".
+// "/files/". A file is served with its stored type if that is an allowed
+// media type (jobs.ServedType; else as application/octet-stream, to
+// download), its Content-Disposition (jobs.FileDisposition: inline for
+// media) and jobs.FileHeaders (nosniff, a sandbox CSP).
 func (m *Media) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -220,8 +223,17 @@ func (m *Media) Handler() http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Content-Type", contentType(p))
-		w.Header().Set("Cache-Control", "private, max-age=300")
+		// Only an allowed media type is served as itself, never sniffed,
+		// in a sandbox that loads nothing: these links are on the
+		// console's origin.
+		h := w.Header()
+		ct := jobs.ServedType(contentType(p))
+		h.Set("Content-Type", ct)
+		h.Set("Content-Disposition", jobs.FileDisposition(key, ct))
+		for k, v := range jobs.FileHeaders {
+			h.Set(k, v)
+		}
+		h.Set("Cache-Control", "private, max-age=300")
 		http.ServeContent(w, r, path.Base(key), st.ModTime(), f)
 	})
 }
@@ -257,32 +269,33 @@ func contentType(p string) string {
 
 // LoadOrCreateSecret returns the SecretSize-byte signing secret kept in
 // the file at path, creating it (mode 0600, from crypto/rand) if it does
-// not exist. A file of another size is an error.
+// not exist. A file of another size is an error. (genway serve keeps the
+// media links' secret and the console sessions' secret this way.)
 func LoadOrCreateSecret(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
 		if len(b) != SecretSize {
-			return nil, fmt.Errorf("media secret %s: %d bytes; want %d", path, len(b), SecretSize)
+			return nil, fmt.Errorf("secret %s: %d bytes; want %d", path, len(b), SecretSize)
 		}
 		return b, nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("media secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	b = make([]byte, SecretSize)
 	if _, err := rand.Read(b); err != nil {
-		return nil, fmt.Errorf("media secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	tmp, err := writeTemp(filepath.Dir(path), bytes.NewReader(b), SecretSize, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("media secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	defer os.Remove(tmp)
 	// Link, unlike Rename, fails if path exists: a secret made concurrently wins.
 	if err := os.Link(tmp, path); errors.Is(err, fs.ErrExist) {
 		return LoadOrCreateSecret(path)
 	} else if err != nil {
-		return nil, fmt.Errorf("media secret: %w", err)
+		return nil, fmt.Errorf("secret %s: %w", path, err)
 	}
 	return b, nil
 }

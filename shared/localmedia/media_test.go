@@ -162,6 +162,46 @@ func TestHandler(t *testing.T) {
 	}
 }
 
+// TestHandlerHeaders: every file is served with nosniff, a sandbox CSP
+// and a Content-Disposition; only an allowed media type is served as
+// itself: HTML, SVG or a type stored before the allow-list (or none) is a
+// download of application/octet-stream, so it never runs on this origin.
+func TestHandlerHeaders(t *testing.T) {
+	m, _ := newTest(t)
+	tests := []struct {
+		key, stored, wantType, wantDisposition string
+	}{
+		{"jobs/acct/job_x-1.mp3", "audio/mpeg", "audio/mpeg", `inline; filename="job_x-1.mp3"`},
+		{"jobs/acct/job_x-2.wav", "audio/x-wav", "audio/wav", `inline; filename="job_x-2.wav"`},
+		{"jobs/acct/job_v-1.mp4", "video/mp4; codecs=avc1", "video/mp4", `inline; filename="job_v-1.mp4"`},
+		{"images/acct/img_1-0.png", "image/png", "image/png", `inline; filename="img_1-0.png"`},
+		{"jobs/acct/job_h-1.bin", "text/html", "application/octet-stream", `attachment; filename="job_h-1.bin"`},
+		{"jobs/acct/job_s-1.bin", "image/svg+xml", "application/octet-stream", `attachment; filename="job_s-1.bin"`},
+		{"jobs/acct/job_h-2.html", "", "application/octet-stream", `attachment; filename="job_h-2.html"`},
+		{"jobs/acct/job_q-1.mp3", `audio/mpeg"; x=1`, "application/octet-stream", `attachment; filename="job_q-1.mp3"`}, // unparsable
+		{"jobs/a b/we\"ird;name.mp3", "audio/mpeg", "audio/mpeg", `inline; filename="we_ird_name.mp3"`},
+	}
+	for _, tt := range tests {
+		put(t, m, tt.key, tt.stored, []byte("<html><script>alert(1)</script></html>"))
+		u, err := m.URL(context.Background(), tt.key, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, u, nil))
+		h := rec.Result().Header
+		if rec.Code != http.StatusOK || h.Get("Content-Type") != tt.wantType || h.Get("Content-Disposition") != tt.wantDisposition {
+			t.Errorf("GET %s (stored as %q) = %d, %q, %q; want 200, %q, %q", tt.key, tt.stored, rec.Code,
+				h.Get("Content-Type"), h.Get("Content-Disposition"), tt.wantType, tt.wantDisposition)
+		}
+		if csp := h.Get("Content-Security-Policy"); h.Get("X-Content-Type-Options") != "nosniff" || !strings.HasPrefix(csp, "sandbox ") ||
+			!strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "script") {
+			t.Errorf("GET %s: X-Content-Type-Options %q, Content-Security-Policy %q; want nosniff and a sandbox that loads nothing",
+				tt.key, h.Get("X-Content-Type-Options"), h.Get("Content-Security-Policy"))
+		}
+	}
+}
+
 func TestDelete(t *testing.T) {
 	m, dir := newTest(t)
 	ctx := context.Background()

@@ -24,7 +24,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -87,8 +87,11 @@ func Do(ctx context.Context, c *http.Client, req *http.Request, what string, rea
 }
 
 // TransportError classifies a failure to reach a vendor: ctx's own error if
-// ctx ended (the worker is shutting down), else a *jobs.TransientError. The
-// URL in a *url.Error is cut to scheme, host and path.
+// ctx ended (the worker is shutting down); a *jobs.ProviderError
+// (upstream_error) for a link that names an address the client's SSRF
+// guard refused (chat.ErrRefusedAddr: trying again will not help); else a
+// *jobs.TransientError. The URL in a *url.Error is cut to scheme, host and
+// path.
 func TransportError(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", what, ctx.Err())
@@ -96,6 +99,10 @@ func TransportError(ctx context.Context, what string, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = fmt.Errorf("%s %s: %w", ue.Op, Redact(ue.URL), ue.Err)
+	}
+	if errors.Is(err, chat.ErrRefusedAddr) {
+		return &jobs.ProviderError{Code: jobs.CodeUpstream, Message: "The vendor's file is at an address this service does not fetch from; no credits were charged.",
+			Err: fmt.Errorf("%s: %w", what, err)}
 	}
 	return &jobs.TransientError{Err: fmt.Errorf("%s: %w", what, err)}
 }
@@ -255,21 +262,16 @@ func Ext(contentType string) string {
 	return "bin"
 }
 
-// MatchesType reports whether a media type or a URL's extension fits a job
-// type: audio/* for music and sfx, video/* for video, image/* for image
-// (catalog.TypeImage).
+// MatchesType reports whether a media type, or when it is empty or
+// generic the one a URL's extension implies, is one an output of jobType
+// (a job type, or catalog.TypeImage) may have (jobs.MediaType): how an
+// adapter picks its output among the files a vendor answers.
 func MatchesType(jobType, contentType, rawURL string) bool {
-	if contentType == "" || contentType == "application/octet-stream" {
+	if mt, _, _ := mime.ParseMediaType(contentType); mt == "" || mt == "application/octet-stream" || mt == "binary/octet-stream" {
 		contentType = ContentType("", rawURL, "")
 	}
-	want := "audio/"
-	switch jobType {
-	case jobs.TypeVideo:
-		want = "video/"
-	case catalog.TypeImage:
-		want = "image/"
-	}
-	return strings.HasPrefix(contentType, want)
+	_, ok := jobs.MediaType(jobType, contentType)
+	return ok
 }
 
 func snippet(b []byte) string {

@@ -39,6 +39,7 @@ type Images struct {
 	endpoint string
 	keys     route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client   *http.Client
+	files    *http.Client // images answered as links (Config.Downloads)
 }
 
 var (
@@ -50,7 +51,11 @@ var (
 // NewImages returns the Images API provider for cfg.
 func NewImages(cfg Config) *Images {
 	cfg, base := cfg.withDefaults()
-	return &Images{name: cfg.Name, endpoint: base + "/images/generations", keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
+	files := cfg.Downloads
+	if files == nil {
+		files = cfg.HTTPClient
+	}
+	return &Images{name: cfg.Name, endpoint: base + "/images/generations", keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient, files: files}
 }
 
 // KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
@@ -126,7 +131,7 @@ func (p *Images) Generate(ctx context.Context, m *catalog.Model, ip *images.Para
 			img.ContentType = sniff(img.Data, ip.Format)
 		case d.URL != "":
 			// A link (dall-e): copied here, without the key.
-			if img.Data, img.ContentType, err = mediafetch.Fetch(ctx, p.client, d.URL, nil, images.ContentType(ip.Format), maxImageFile); err != nil {
+			if img.Data, img.ContentType, err = mediafetch.Fetch(ctx, p.files, d.URL, nil, images.ContentType(ip.Format), maxImageFile); err != nil {
 				return nil, err
 			}
 		default:

@@ -42,6 +42,10 @@ type Config struct {
 	// which each call sends the one its ctx names (route.WithKey).
 	APIKey     string
 	HTTPClient *http.Client // default http.DefaultClient
+	// Downloads fetches the images at the links an image model answers
+	// (NewImages; they may name any host): it should refuse internal
+	// addresses, as upstreams.NewDownloadClient's does. nil: HTTPClient.
+	Downloads *http.Client
 }
 
 // Provider talks to one OpenAI-compatible server. It is safe for concurrent

@@ -73,7 +73,7 @@ func (p *Provider) Generate(ctx context.Context, m *catalog.Model, ip *images.Pa
 	}
 	out := &images.Output{Size: ip.Size}
 	for _, link := range links {
-		data, ct, err := mediafetch.Fetch(ctx, p.client, link, nil, images.ContentType(ip.Format), maxImageFile)
+		data, ct, err := mediafetch.Fetch(ctx, p.files, link, nil, images.ContentType(ip.Format), maxImageFile)
 		if err != nil {
 			return nil, err
 		}

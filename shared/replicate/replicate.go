@@ -47,6 +47,10 @@ type Config struct {
 	BaseURL    string       // DefaultBaseURL if empty
 	APIToken   string       // one token, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil
+	// Downloads fetches the output files at the links the vendor answers
+	// (they may name any host): it should refuse internal addresses, as
+	// upstreams.NewDownloadClient's does. nil: HTTPClient.
+	Downloads *http.Client
 	// PollInterval is the wait between reads of an image prediction that
 	// "Prefer: wait" did not see end (Generate); 0: DefaultPollInterval.
 	PollInterval time.Duration
@@ -61,6 +65,7 @@ type Provider struct {
 	base   string
 	tokens route.KeySet // each call sends the token its ctx names (route.WithKey)
 	client *http.Client
+	files  *http.Client // output files (Config.Downloads)
 	poll   time.Duration
 }
 
@@ -86,7 +91,11 @@ func New(cfg Config) *Provider {
 	if poll <= 0 {
 		poll = DefaultPollInterval
 	}
-	return &Provider{base: base, tokens: route.NewKeySet(cfg.APIToken), client: c, poll: poll}
+	files := cfg.Downloads
+	if files == nil {
+		files = c
+	}
+	return &Provider{base: base, tokens: route.NewKeySet(cfg.APIToken), client: c, files: files, poll: poll}
 }
 
 // KeyIDs returns the KeyIDs of the provider's token pool (route.Keyed).
@@ -221,7 +230,7 @@ func (p *Provider) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jo
 	if j.Type == jobs.TypeVideo {
 		fallback = "video/mp4"
 	}
-	res, err := mediafetch.Download(ctx, p.client, link, nil, fallback)
+	res, err := mediafetch.Download(ctx, p.files, link, nil, fallback)
 	if err != nil {
 		return nil, err
 	}

@@ -183,18 +183,30 @@ func TestAccountErrors(t *testing.T) {
 		status int
 		body   string
 	}{
-		{401, `{"title":"Unauthenticated","detail":"You did not pass a valid authentication token","status":401}`},
-		{402, `{"title":"Payment Required","detail":"You have insufficient credit to run this model.","status":402}`},
+		{401, `{"title":"Unauthenticated","detail":"You did not pass a valid authentication token for SECRET-ORG-42","status":401}`},
+		{402, `{"title":"Payment Required","detail":"SECRET-ORG-42 has insufficient credit to run this model.","status":402}`},
+		{403, `{"title":"Forbidden","detail":"SECRET-ORG-42 may not run this model.","status":403}`},
 	} {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(tt.status)
 			io.WriteString(w, tt.body)
 		}))
-		_, err := New(Config{BaseURL: srv.URL, APIToken: testToken}).Start(context.Background(), musicgen, musicJob())
+		p := New(Config{BaseURL: srv.URL, APIToken: testToken})
+		_, startErr := p.Start(context.Background(), musicgen, musicJob())
+		j := musicJob()
+		j.Handle = &jobs.Handle{ID: "p1", StatusURL: srv.URL + "/v1/predictions/p1"}
+		_, pollErr := p.Poll(context.Background(), musicgen, j)
 		srv.Close()
-		var pe *jobs.ProviderError
-		if !errors.As(err, &pe) || !pe.Account || pe.Status != tt.status {
-			t.Errorf("HTTP %d: Start = %v; want a failure of the operator's account, status kept", tt.status, err)
+		for step, err := range map[string]error{"Start": startErr, "Poll": pollErr} {
+			var pe *jobs.ProviderError
+			if !errors.As(err, &pe) || !pe.Account || pe.Status != tt.status {
+				t.Errorf("HTTP %d: %s = %v; want a failure of the operator's account, status kept", tt.status, step, err)
+			}
+			// The job it fails tells the client only that the provider
+			// failed; Replicate's words are the operator's.
+			if je := jobs.FailureOf("replicate", err); je == nil || strings.Contains(je.Message, "SECRET") || !strings.Contains(je.Vendor, "SECRET-ORG-42") {
+				t.Errorf("HTTP %d: %s fails the job with %+v; want a generic message, Replicate's words for the operator only", tt.status, step, je)
+			}
 		}
 	}
 }

@@ -61,7 +61,12 @@ func NewClient(cfg aws.Config) *s3.Client {
 // Put sends in one PutObject when it does not know the size in advance.
 const PartSize = 8 << 20
 
-// Put implements jobs.Media, with contentType and SSE-S3 (AES256). A body
+// Put implements jobs.Media, with SSE-S3 (AES256), contentType if it is
+// an allowed media type (jobs.ServedType; else application/octet-stream)
+// and the Content-Disposition a file link serves (jobs.FileDisposition:
+// inline for media), so that a presigned GET answers both. (S3 cannot
+// send jobs.FileHeaders; its links are on the bucket's origin, not the
+// console's.) A body
 // of known size up to PartSize, or one that can seek, is one PutObject;
 // any other body (a vendor's download, size unknown or large) is streamed
 // as a multipart upload of PartSize parts, so at most one part is held in
@@ -86,12 +91,14 @@ func (m *Media) Put(ctx context.Context, key, contentType string, r io.Reader, s
 }
 
 func (m *Media) putObject(ctx context.Context, key, contentType string, body io.ReadSeeker, size int64) error {
+	ct := jobs.ServedType(contentType)
 	_, err := m.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:               aws.String(m.bucket),
 		Key:                  aws.String(key),
 		Body:                 body,
 		ContentLength:        aws.Int64(size),
-		ContentType:          aws.String(contentType),
+		ContentType:          aws.String(ct),
+		ContentDisposition:   aws.String(jobs.FileDisposition(key, ct)),
 		ServerSideEncryption: types.ServerSideEncryptionAes256,
 	})
 	if err != nil {
@@ -102,9 +109,10 @@ func (m *Media) putObject(ctx context.Context, key, contentType string, body io.
 
 // putMultipart uploads first, then the rest of r, in PartSize parts.
 func (m *Media) putMultipart(ctx context.Context, key, contentType string, first []byte, rest io.Reader, size int64) (err error) {
+	ct := jobs.ServedType(contentType)
 	up, err := m.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{
-		Bucket: aws.String(m.bucket), Key: aws.String(key), ContentType: aws.String(contentType),
-		ServerSideEncryption: types.ServerSideEncryptionAes256,
+		Bucket: aws.String(m.bucket), Key: aws.String(key), ContentType: aws.String(ct),
+		ContentDisposition: aws.String(jobs.FileDisposition(key, ct)), ServerSideEncryption: types.ServerSideEncryptionAes256,
 	})
 	if err != nil {
 		return fmt.Errorf("put %s: start upload: %w", key, err)

@@ -85,26 +85,33 @@ func TestMedia(t *testing.T) {
 		}
 	})
 
+	// Each object is stored with an allowed media type (or as a download
+	// of application/octet-stream) and the Content-Disposition the local
+	// links send, which a presigned GET answers.
 	tests := []struct {
-		name, key, ct string
-		body          io.Reader
-		data          []byte
+		name, key, ct    string
+		wantCT, wantDisp string
+		data             []byte
 	}{
-		{"seekable", "jobs/job_1.mp3", "audio/mpeg", nil, []byte("ID3\x04fake mp3 bytes")},
-		{"stream", "jobs/job_2.wav", "audio/wav", nil, bytes.Repeat([]byte("RIFF"), 5000)},
+		{"seekable", "jobs/job_1.mp3", "audio/mpeg", "audio/mpeg", `inline; filename="job_1.mp3"`, []byte("ID3\x04fake mp3 bytes")},
+		{"stream", "jobs/job_2.wav", "audio/x-wav", "audio/wav", `inline; filename="job_2.wav"`, bytes.Repeat([]byte("RIFF"), 5000)},
+		{"html", "jobs/job_3.bin", "text/html; charset=utf-8", "application/octet-stream", `attachment; filename="job_3.bin"`, []byte("<script>alert(1)</script>")},
+		{"multipart svg", "images/img_4-0.svg", "image/svg+xml", "application/octet-stream", `attachment; filename="img_4-0.svg"`,
+			bytes.Repeat([]byte("<svg/>"), PartSize/6+10)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var r io.Reader = bytes.NewReader(tt.data)
-			if tt.name == "stream" {
+			if tt.name != "seekable" {
 				r = io.MultiReader(bytes.NewReader(tt.data)) // not a Seeker
 			}
 			if err := m.Put(ctx, tt.key, tt.ct, r, int64(len(tt.data))); err != nil {
 				t.Fatalf("Put(%q) = %v", tt.key, err)
 			}
 			head, err := client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String("media"), Key: aws.String(tt.key)})
-			if err != nil || head.ServerSideEncryption != types.ServerSideEncryptionAes256 || aws.ToString(head.ContentType) != tt.ct {
-				t.Errorf("HeadObject(%q) = %+v, %v; want AES256 and %s", tt.key, head, err, tt.ct)
+			if err != nil || head.ServerSideEncryption != types.ServerSideEncryptionAes256 || aws.ToString(head.ContentType) != tt.wantCT ||
+				aws.ToString(head.ContentDisposition) != tt.wantDisp {
+				t.Errorf("HeadObject(%q) = %+v, %v; want AES256, %s, %s", tt.key, head, err, tt.wantCT, tt.wantDisp)
 			}
 			link, err := m.URL(ctx, tt.key, 10*time.Minute)
 			if err != nil {
@@ -122,8 +129,10 @@ func TestMedia(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			got, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != http.StatusOK || !bytes.Equal(got, tt.data) || resp.Header.Get("Content-Type") != tt.ct {
-				t.Errorf("GET %s = %d %q, %d bytes; want 200 %s, %d bytes", link, resp.StatusCode, resp.Header.Get("Content-Type"), len(got), tt.ct, len(tt.data))
+			if resp.StatusCode != http.StatusOK || !bytes.Equal(got, tt.data) || resp.Header.Get("Content-Type") != tt.wantCT ||
+				resp.Header.Get("Content-Disposition") != tt.wantDisp {
+				t.Errorf("GET %s = %d %q %q, %d bytes; want 200 %s %s, %d bytes", link, resp.StatusCode, resp.Header.Get("Content-Type"),
+					resp.Header.Get("Content-Disposition"), len(got), tt.wantCT, tt.wantDisp, len(tt.data))
 			}
 		})
 	}

@@ -283,7 +283,7 @@ func testTransitions(t *testing.T, b Backend) {
 	ctx := context.Background()
 	acct := newAccount(t, b, 10000)
 	out := &jobs.Output{Key: "jobs/a/x-1.mp3", ContentType: "audio/mpeg", Bytes: 1234, Duration: 5}
-	jerr := &jobs.JobError{Code: jobs.CodeUpstream, Message: "boom"}
+	jerr := &jobs.JobError{Code: jobs.CodeUpstream, Message: "boom", Vendor: "Incorrect API key provided: el-UPST..."}
 	tests := []struct {
 		name     string
 		setup    []jobs.Status // transitions applied first, from queued

@@ -12,6 +12,7 @@ package upstreams
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -128,12 +129,44 @@ func NewMediaHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
+// NewDownloadClient returns the client the media vendors fetch their
+// output files with, from the links their answers name (fal's and
+// Replicate's files, Veo's video, an OpenAI-compatible image answered as
+// a link): NewMediaHTTPClient's, with no proxy and, unless allowPrivate,
+// the SSRF guard that image URLs and webhooks have (chat.DialCheck with
+// chat.PublicAddr, on every connection, redirects included), so that a
+// vendor's answer cannot make Genway fetch from its own network.
+// allowPrivate is GENWAY_MEDIA_ALLOW_PRIVATE=1 (AllowPrivateMedia): tests
+// and local vendors on loopback.
+func NewDownloadClient(allowPrivate bool) *http.Client {
+	c := NewMediaHTTPClient()
+	t := c.Transport.(*http.Transport)
+	t.Proxy = nil
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		d.Control = chat.DialCheck(chat.PublicAddr)
+	}
+	t.DialContext = d.DialContext
+	return c
+}
+
+// AllowPrivateMedia reports whether GENWAY_MEDIA_ALLOW_PRIVATE=1 in
+// getenv: the operator's switch, for tests and local development, that
+// lets the media vendors' output links name loopback and private hosts
+// (NewDownloadClient).
+func AllowPrivateMedia(getenv func(string) string) bool {
+	return getenv("GENWAY_MEDIA_ALLOW_PRIVATE") == "1"
+}
+
 // NewMedia returns the configured job providers by catalog provider name:
 // the synthetic provider (unless GENWAY_SYNTHETIC=off) and each media
 // vendor whose key is set (see catalog.Provider.Configured), at its base
 // URL (the catalog's, overridden by its env var). httpClient may be nil
 // (NewMediaHTTPClient). Providers whose kind makes no media (openai,
 // anthropic, ...) are skipped.
+//
+// Output files at links a vendor answers are fetched with
+// NewDownloadClient(AllowPrivateMedia(getenv)).
 //
 // A vertex provider's key is a service-account key (its JSON, or a file's
 // path); GOOGLE_VERTEX_PROJECT (default: the key's project_id),
@@ -145,6 +178,7 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
 	}
+	files := NewDownloadClient(AllowPrivateMedia(getenv))
 	return build(cat, getenv, jobTypes, func(p *catalog.Provider, key, base string) (jobs.Provider, error) {
 		c := httpClient // one client for every media vendor
 		switch p.Kind {
@@ -153,7 +187,7 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 		case "elevenlabs":
 			return elevenlabs.New(elevenlabs.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
 		case "gemini":
-			return gemini.NewVideo(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+			return gemini.NewVideo(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c, Downloads: files}), nil
 		case "vertex":
 			v, err := gemini.NewVertexVideo(gemini.VertexConfig{Credentials: key, BaseURL: base, HTTPClient: c,
 				Project: getenv("GOOGLE_VERTEX_PROJECT"), Region: getenv("GOOGLE_VERTEX_REGION"), StorageURI: getenv("GOOGLE_VERTEX_STORAGE_URI")})
@@ -162,9 +196,9 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 			}
 			return v, nil
 		case "fal":
-			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c, Downloads: files}), nil
 		case "replicate":
-			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c}), nil
+			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c, Downloads: files}), nil
 		}
 		return nil, fmt.Errorf("kind %q makes no media", p.Kind)
 	})
@@ -217,25 +251,27 @@ func serves(cat *catalog.Catalog, provider string, types []string) bool {
 // name: the synthetic provider (unless GENWAY_SYNTHETIC=off) and each
 // provider with image models whose key is set, at its base URL (the
 // catalog's, overridden by its env var). httpClient may be nil
-// (NewMediaHTTPClient). A provider of a kind that makes no images is an
-// error, naming it.
+// (NewMediaHTTPClient); images answered as links are fetched with
+// NewDownloadClient(AllowPrivateMedia(getenv)). A provider of a kind that
+// makes no images is an error, naming it.
 func NewImages(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]images.Provider, error) {
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
 	}
+	files := NewDownloadClient(AllowPrivateMedia(getenv))
 	return build(cat, getenv, imageTypes, func(p *catalog.Provider, key, base string) (images.Provider, error) {
 		c := httpClient
 		switch p.Kind {
 		case "synthetic":
 			return synthetic.Images{}, nil
 		case "openai":
-			return openai.NewImages(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: c}), nil
+			return openai.NewImages(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: c, Downloads: files}), nil
 		case "gemini":
-			return gemini.NewImages(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+			return gemini.NewImages(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil // images come inline
 		case "fal":
-			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c}), nil
+			return fal.New(fal.Config{BaseURL: base, APIKey: key, HTTPClient: c, Downloads: files}), nil
 		case "replicate":
-			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c}), nil
+			return replicate.New(replicate.Config{BaseURL: base, APIToken: key, HTTPClient: c, Downloads: files}), nil
 		}
 		return nil, fmt.Errorf("kind %q makes no images", p.Kind)
 	})

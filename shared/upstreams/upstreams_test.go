@@ -3,6 +3,7 @@ package upstreams
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/images"
+	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/vertextest"
 )
 
@@ -279,5 +282,86 @@ func TestNewSpeech(t *testing.T) {
 		if got := kinds(provs); got != tt.want {
 			t.Errorf("%s: NewSpeech = %v; want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// TestOutputLinksGuarded: the job and image providers NewMedia and
+// NewImages build fetch the files at links a vendor answers only from
+// public addresses (NewDownloadClient): a link to loopback fails the job
+// or the image, final and with no retry; GENWAY_MEDIA_ALLOW_PRIVATE=1
+// lets tests and local vendors through. The vendors' own APIs (the
+// configured base URLs) are reached either way.
+func TestOutputLinksGuarded(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files *httptest.Server // the vendor's file host, on loopback like its API
+	vendor := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/status": // fal
+			io.WriteString(w, `{"status":"COMPLETED"}`)
+		case "/result":
+			fmt.Fprintf(w, `{"video":{"url":%q,"content_type":"video/mp4"}}`, files.URL+"/out.mp4")
+		case "/v1/images/generations": // OpenAI
+			fmt.Fprintf(w, `{"created":1,"data":[{"url":%q}]}`, files.URL+"/img.png")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer vendor.Close()
+	png := []byte("\x89PNG\r\n\x1a\n0000")
+	fetched := 0
+	var mu sync.Mutex
+	files = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		fetched++
+		mu.Unlock()
+		if strings.HasSuffix(r.URL.Path, ".png") {
+			w.Header().Set("Content-Type", "image/png")
+			w.Write(png)
+			return
+		}
+		w.Header().Set("Content-Type", "video/mp4")
+		io.WriteString(w, "....ftypisom")
+	}))
+	defer files.Close()
+	kling, _ := cat.Model("kling-2.5-turbo")
+	gptImage, _ := cat.Model("gpt-image-1.5")
+	job := &jobs.Job{ID: "job_1", Type: jobs.TypeVideo, Input: jobs.Input{Duration: 5},
+		Handle: &jobs.Handle{ID: "r1", StatusURL: vendor.URL + "/status", ResultURL: vendor.URL + "/result"}}
+	for _, allow := range []string{"", "1"} {
+		env := map[string]string{"FAL_KEY": "k", "FAL_BASE_URL": vendor.URL, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": vendor.URL + "/v1",
+			"GENWAY_MEDIA_ALLOW_PRIVATE": allow}
+		getenv := func(k string) string { return env[k] }
+		media, err := NewMedia(cat, getenv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := media["fal"].(jobs.Poller).Poll(context.Background(), kling, job)
+		imgs, err2 := NewImages(cat, getenv, nil)
+		if err2 != nil {
+			t.Fatal(err2)
+		}
+		out, ierr := imgs["openai"].Generate(context.Background(), gptImage, &images.Params{Prompt: "p", N: 1, Format: "png"})
+		if allow == "1" {
+			if err != nil || res == nil || ierr != nil || len(out.Images) != 1 {
+				t.Fatalf("with GENWAY_MEDIA_ALLOW_PRIVATE=1: fal Poll = %v, %v; openai Generate = %v, %v; want the files", res, err, out, ierr)
+			}
+			res.Body.Close()
+			continue
+		}
+		for name, err := range map[string]error{"fal Poll": err, "openai Generate": ierr} {
+			var pe *jobs.ProviderError
+			if !errors.As(err, &pe) || pe.Code != jobs.CodeUpstream || !errors.Is(err, chat.ErrRefusedAddr) || strings.Contains(pe.Message, "127.0.0.1") {
+				t.Errorf("%s of a loopback file link = %v; want a final upstream_error refused at dial, naming no address", name, err)
+			}
+		}
+		mu.Lock()
+		if fetched != 0 {
+			t.Errorf("the file host was reached %d times; want none", fetched)
+		}
+		mu.Unlock()
 	}
 }

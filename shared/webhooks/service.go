@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/metrics"
@@ -375,7 +376,7 @@ func (s *Service) send(ctx context.Context, d *Delivery, j *jobs.Job, cfg Config
 	resp, err := s.httpClient().Do(req)
 	if err != nil {
 		switch {
-		case errors.Is(err, errRefusedAddr):
+		case errors.Is(err, chat.ErrRefusedAddr):
 			return 0, "", errors.New("the URL resolves to an address that is not allowed")
 		case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 			return 0, "", fmt.Errorf("no answer within %s", s.timeout())

@@ -1,14 +1,11 @@
 package webhooks
 
 import (
-	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
@@ -66,13 +63,18 @@ func CheckURL(param, raw string, allowPrivate bool) error {
 	return nil
 }
 
-// internalHost reports whether host is an address chat.PublicAddr refuses
-// or a name that only resolves inside a network.
+// internalHost reports whether host is an address chat.PublicAddr refuses,
+// a number that resolvers and browsers read as an IPv4 address although
+// it is not one written canonically (127.1, 0177.0.0.1, 0x7f.1,
+// 2130706433), or a name that only resolves inside a network.
 func internalHost(host string) bool {
-	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+	h := strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
+	if a, err := netip.ParseAddr(h); err == nil {
 		return !chat.PublicAddr(a)
 	}
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if numericHost(h) {
+		return true
+	}
 	if !strings.Contains(h, ".") {
 		return true // localhost, a bare intranet name
 	}
@@ -84,6 +86,19 @@ func internalHost(host string) bool {
 	return false
 }
 
+// numericHost reports whether h's last label is a number (decimal, or
+// hexadecimal after 0x): the WHATWG URL standard then reads the whole host
+// as an IPv4 address in any of inet_aton's forms, and so does the C
+// library's resolver. Only a canonical dotted quad (which netip parses) is
+// taken for an address; every other such host is refused.
+func numericHost(h string) bool {
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.Trim(hex, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
+}
+
 func loopbackHost(host string) bool {
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
 		return a.Unmap().IsLoopback()
@@ -92,26 +107,16 @@ func loopbackHost(host string) bool {
 	return h == "localhost" || strings.HasSuffix(h, ".localhost")
 }
 
-// errRefusedAddr is the cause when a webhook host resolves to a refused
-// address.
-var errRefusedAddr = errors.New("address not allowed")
-
 // NewClient returns the HTTP client deliveries use: no proxy, no
 // redirects followed (a 3xx is a failed attempt), and unless allowPrivate
-// every connection's resolved address checked with chat.PublicAddr at
-// dial time, so that a name resolving to an internal address (DNS
-// rebinding included) is refused. The caller bounds each request with
-// its context (Timeout).
+// every connection's resolved address checked at dial time
+// (chat.DialCheck, with chat.PublicAddr), so that a name resolving to an
+// internal address (DNS rebinding included) is refused. The caller bounds
+// each request with its context (Timeout).
 func NewClient(allowPrivate bool) *http.Client {
 	dialer := &net.Dialer{Timeout: Timeout}
 	if !allowPrivate {
-		dialer.Control = func(network, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil || !chat.PublicAddr(ap.Addr()) {
-				return fmt.Errorf("dial %s: %w", address, errRefusedAddr)
-			}
-			return nil
-		}
+		dialer.Control = chat.DialCheck(chat.PublicAddr)
 	}
 	tr := &http.Transport{
 		Proxy:                 nil,

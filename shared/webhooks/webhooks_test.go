@@ -18,6 +18,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localstore"
 	"github.com/genway/genway/shared/webhooks"
@@ -102,6 +103,30 @@ func TestCheckURL(t *testing.T) {
 		{"https://10.1.2.3/x", true, true},
 		{"http://10.1.2.3/x", true, false},
 		{"https://" + strings.Repeat("a", webhooks.MaxURLChars) + ".com/", false, false},
+		// IPv6 forms that embed an internal IPv4 address.
+		{"https://[::127.0.0.1]/x", false, false},                          // IPv4-compatible ::/96
+		{"https://[::ffff:127.0.0.1]/x", false, false},                     // IPv4-mapped
+		{"https://[::ffff:0:127.0.0.1]/x", false, false},                   // IPv4-translated ::ffff:0:0:0/96
+		{"https://[::ffff:0:a00:1]/x", false, false},                       // the same, 10.0.0.1
+		{"https://[64:ff9b::a9fe:a9fe]/x", false, false},                   // NAT64 of 169.254.169.254
+		{"https://[2002:7f00:1::]/x", false, false},                        // 6to4 of 127.0.0.1
+		{"https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/x", false, false}, // Teredo
+		{"https://[fe80::1%25eth0]/x", false, false},                       // link-local with a zone
+		{"https://[2606:4700:4700::1111]/x", false, true},
+		// Numbers that resolvers and browsers read as IPv4, not canonical.
+		{"https://127.1/x", false, false},
+		{"https://0177.0.0.1/x", false, false},
+		{"https://0x7f.0.0.1/x", false, false},
+		{"https://0x7f000001/x", false, false},
+		{"https://2130706433/x", false, false},
+		{"https://8.8.8.08/x", false, false},
+		{"https://1.2.3.4.5/x", false, false},
+		{"https://127.0.0.1./x", false, false},
+		{"https://8.8.8.8/x", false, true},
+		{"https://8.8.8.8./x", false, true},
+		{"https://cdn1.example.com/x", false, true},
+		{"https://1.example.com/x", false, true},
+		{"https://example.com.0x/x", false, false}, // WHATWG reads a bare 0x as the number 0
 	}
 	for _, tt := range tests {
 		err := webhooks.CheckURL("webhook_url", tt.url, tt.allowPrivate)
@@ -112,6 +137,28 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("CheckURL(%.60q) error %v is not a 400 on webhook_url", tt.url, err)
 		}
 	}
+}
+
+// TestNewClientRefusesAtDial: a delivery's connection to an internal
+// address is refused before it is made, whatever form the address takes
+// in the URL or whatever a name resolves to; with allowPrivate it is made.
+func TestNewClientRefusesAtDial(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	port := srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]
+	for _, host := range []string{"127.0.0.1", "localhost", "[::1]", "[::127.0.0.1]", "[::ffff:127.0.0.1]",
+		"[::ffff:0:127.0.0.1]", "[64:ff9b::7f00:1]", "[2002:7f00:1::1]", "[2001::7f00:1]", "10.0.0.1", "169.254.169.254"} {
+		u := "http://" + host + ":" + port + "/"
+		_, err := webhooks.NewClient(false).Get(u)
+		if !errors.Is(err, chat.ErrRefusedAddr) {
+			t.Errorf("NewClient(false).Get(%s) = %v; want refused at dial (chat.ErrRefusedAddr)", u, err)
+		}
+	}
+	resp, err := webhooks.NewClient(true).Get(srv.URL)
+	if err != nil {
+		t.Fatalf("NewClient(true).Get(%s) = %v; want it served", srv.URL, err)
+	}
+	resp.Body.Close()
 }
 
 func TestExcerpt(t *testing.T) {
