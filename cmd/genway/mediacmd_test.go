@@ -311,19 +311,20 @@ func TestReservationsCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range []string{"acme", "beta"} {
-		if _, err := st.Grant(ctx, a, 50, 1); err != nil {
+		if _, err := st.Grant(ctx, a, 50*credits.Credit, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	now := time.Now().Unix()
 	for _, r := range []struct {
 		id, account, typ, model string
-		amount, age             int64
+		amount                  credits.Amount
+		age                     int64
 		settled                 bool
 	}{
-		{"img_open", "acme", "image", "synthetic-image", 3, 90, false},
-		{"sp_open", "beta", "speech", "synthetic-speech", 2, 10, false},
-		{"img_done", "acme", "image", "synthetic-image", 4, 50, true},
+		{"img_open", "acme", "image", "synthetic-image", 3 * credits.Credit, 90, false},
+		{"sp_open", "beta", "speech", "synthetic-speech", 2_012, 10, false}, // 0.002012
+		{"img_done", "acme", "image", "synthetic-image", 4 * credits.Credit, 50, true},
 	} {
 		e := credits.Entry{ID: credits.ReservationID(r.id), Account: r.account, Kind: credits.Reservation, Amount: r.amount, JobType: r.typ, Model: r.model, At: now - r.age}
 		if err := st.Reserve(ctx, e); err != nil {
@@ -345,7 +346,7 @@ func TestReservationsCmd(t *testing.T) {
 		notWant string
 		usage   bool
 	}{
-		{nil, []string{"AT AGE ACCOUNT TYPE MODEL HELD ID", "acme image synthetic-image 3 reserve:img_open", "beta speech synthetic-speech 2 reserve:sp_open", "total 5 2 open"}, "img_done", false},
+		{nil, []string{"AT AGE ACCOUNT TYPE MODEL HELD ID", "acme image synthetic-image 3 reserve:img_open", "beta speech synthetic-speech 0.002012 reserve:sp_open", "total 3.002012 2 open"}, "img_done", false},
 		{[]string{"--account", "acme"}, []string{"acme image synthetic-image 3 reserve:img_open", "total 3 1 open"}, "sp_open", false},
 		{[]string{"--account", "nobody"}, nil, "", false},
 		{[]string{"acme"}, nil, "", true},

@@ -76,7 +76,7 @@ type serveConfig struct {
 	addr       string
 	dataDir    string
 	devKey     string
-	devCredits int64
+	devCredits credits.Amount
 	publicURL  string
 	workers    int
 	rateLimit  int
@@ -93,14 +93,14 @@ type serveConfig struct {
 
 func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	c := serveConfig{addr: getenv("GENWAY_ADDR"), dataDir: dataDir(getenv), devKey: getenv("GENWAY_DEV_KEY"),
-		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: 4096, idle: 2 * time.Minute, retention: localmedia.DefaultRetention}
+		devCredits: 1000 * credits.Credit, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: 4096, idle: 2 * time.Minute, retention: localmedia.DefaultRetention}
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 	}
 	if v := getenv("GENWAY_DEV_CREDITS"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := credits.ParseAmount(v)
 		if err != nil || n < 0 {
-			return c, fmt.Errorf("GENWAY_DEV_CREDITS must be a non-negative integer, got %q", v)
+			return c, fmt.Errorf("GENWAY_DEV_CREDITS must be a non-negative number of credits (to 6 decimal places), got %q", v)
 		}
 		c.devCredits = n
 	}
@@ -447,14 +447,14 @@ func ensureDevAccount(ctx context.Context, op *admin.Service, cfg serveConfig, s
 		return fmt.Errorf("dev account: %w", err)
 	}
 	if cfg.devKey != "" {
-		fmt.Fprintf(stdout, "genway: dev account created with %d credits; key from GENWAY_DEV_KEY\n", cfg.devCredits)
+		fmt.Fprintf(stdout, "genway: dev account created with %s credits; key from GENWAY_DEV_KEY\n", cfg.devCredits)
 		return nil
 	}
 	key, _, err := op.CreateKey(ctx, dev, 0, auth.Controls{})
 	if err != nil {
 		return fmt.Errorf("dev key: %w", err)
 	}
-	fmt.Fprintf(stdout, "genway: dev account created with %d credits. Its API key (shown once):\n%s\n", cfg.devCredits, key)
+	fmt.Fprintf(stdout, "genway: dev account created with %s credits. Its API key (shown once):\n%s\n", cfg.devCredits, key)
 	return nil
 }
 

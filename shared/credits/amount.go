@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"reflect"
 	"strconv"
+	"strings"
 )
 
 // Amount is a quantity of credits, counted exactly in micro-credits (µcr):
@@ -253,6 +254,24 @@ func (a Amount) Mul(n int64) (Amount, error) {
 
 // InRange reports whether a is within ±MaxAmount.
 func (a Amount) InRange() bool { return -MaxAmount <= a && a <= MaxAmount }
+
+// AmountFieldError reports whether err is encoding/json's refusal of a
+// value for an Amount (see UnmarshalJSON), and if so returns the field's
+// path ("credit_limit", "price.credits_per_second") and what is wrong with
+// the value, as a sentence: "1.0000001 credits has more than 6 decimal
+// places ...", "must be a number of credits, not a string".
+func AmountFieldError(err error) (field, reason string, ok bool) {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) || te.Type != reflect.TypeFor[Amount]() {
+		return "", "", false
+	}
+	if n, isNum := strings.CutPrefix(te.Value, "number "); isNum {
+		if _, perr := ParseAmount(n); perr != nil {
+			return te.Field, perr.Error(), true
+		}
+	}
+	return te.Field, "must be a number of credits, not " + te.Value, true
+}
 
 // shorten returns s, cut to 40 bytes for an error message.
 func shorten(s string) string {

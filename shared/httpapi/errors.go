@@ -21,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
 )
 
@@ -264,11 +265,16 @@ func decodeBytes(b []byte, v any, strict bool) error {
 		err = json.Unmarshal(b, v)
 	}
 	var te *json.UnmarshalTypeError
+	// An amount of credits with more than 6 decimal places, past the
+	// maximum, or not a number.
+	field, reason, isAmount := credits.AmountFieldError(err)
 	switch {
 	case err == nil:
 		return nil
 	case apierr.As(err) != nil: // a field's own decoder refused its value, naming it
 		return apierr.As(err)
+	case isAmount:
+		return apierr.Invalidf(field, "invalid_value", "%s: %s.", fieldName(field), reason)
 	case strict && strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
 		if n, uerr := strconv.Unquote(name); uerr == nil {
