@@ -257,14 +257,14 @@ func TestMediaCmds(t *testing.T) {
 	})
 
 	// The usage (read through the admin socket: no GENWAY_URL) lists what succeeded above: 1+3+1+2 images of 1 credit
-	// each; 4 speeches of 240 characters (1 credit each, per 1,000
-	// characters rounded up). Failures cost nothing and count nowhere.
+	// each; 4 speeches of 240 characters (0.24 credits each, at 1 per
+	// 1,000 characters). Failures cost nothing and count nowhere.
 	var usage bytes.Buffer
 	if err := run(t.Context(), []string{"credits", "usage", "--account", "dev"}, testEnv(dir, nil), &usage, io.Discard); err != nil {
 		t.Fatalf("credits usage = %v", err)
 	}
 	got := "\n" + collapse(usage.String()) + "\n"
-	for _, want := range []string{" image synthetic-image 0 0 0 4 7\n", " speech synthetic-speech 0 0 0 4 4\n", "\ntotal 0 0 0 8 11\n"} {
+	for _, want := range []string{" image synthetic-image 0 0 0 4 7\n", " speech synthetic-speech 0 0 0 4 0.96\n", "\ntotal 0 0 0 8 7.96\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("credits usage =\n%s\nwant a line ending %q", usage.String(), want)
 		}
