@@ -28,7 +28,9 @@ func TestReadsWholeCreditItems(t *testing.T) {
 	s, client := newStore(t, mototest.Start(t))
 	ctx := context.Background()
 	n := func(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
-	m := func(kv map[string]types.AttributeValue) types.AttributeValue { return &types.AttributeValueMemberM{Value: kv} }
+	m := func(kv map[string]types.AttributeValue) types.AttributeValue {
+		return &types.AttributeValueMemberM{Value: kv}
+	}
 	const at = 1_700_000_100
 	res := credits.Entry{ID: credits.ReservationID("img_old"), Account: "old", Kind: credits.Reservation, Amount: 3 * credits.Credit,
 		JobType: "image", Model: "synthetic-image", Key: "key_old", At: at}
