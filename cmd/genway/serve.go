@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -545,12 +546,18 @@ func registerGauges(be *backend) {
 		if err != nil {
 			return nil
 		}
-		var held, avail float64
+		// Summed exactly (in micro-credits, past int64 if need be), then
+		// made the float of the exposition format once.
+		var held, avail big.Int
 		for _, a := range accts {
-			held += float64(a.Held)
-			avail += float64(a.Available)
+			held.Add(&held, big.NewInt(int64(a.Held)))
+			avail.Add(&avail, big.NewInt(int64(a.Available)))
 		}
-		return []metrics.Sample{{Labels: []string{"held"}, Value: held}, {Labels: []string{"available"}, Value: avail}}
+		inCredits := func(micro *big.Int) float64 {
+			f, _ := new(big.Rat).SetFrac(micro, big.NewInt(int64(credits.Credit))).Float64()
+			return f
+		}
+		return []metrics.Sample{{Labels: []string{"held"}, Value: inCredits(&held)}, {Labels: []string{"available"}, Value: inCredits(&avail)}}
 	})
 	if d, ok := be.queue.(interface{ QueueDepth() (int, error) }); ok {
 		metrics.Default.Gauge("genway_queue_depth", "Job messages waiting or being worked on (embedded queue).", nil, func() []metrics.Sample {

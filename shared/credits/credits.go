@@ -30,7 +30,8 @@ type Account struct {
 	Held      Amount `json:"held"`
 	Available Amount `json:"available"`
 	// RateLimit is requests per minute per key: 0 means the service
-	// default, a negative value means unlimited.
+	// default, -1 unlimited (the admin API writes no other negative; one
+	// stored before it refused them reads as unlimited too).
 	RateLimit int   `json:"rate_limit,omitempty"`
 	Created   int64 `json:"created"`
 }
@@ -111,7 +112,9 @@ var ErrAccountNotFound = &apierr.Error{Kind: apierr.NotFound, Code: "account_not
 var ErrAlreadySettled = errors.New("already settled")
 
 // Store keeps accounts and the ledger. Implementations are safe for
-// concurrent use.
+// concurrent use. No amount they keep passes ±MaxAmount: a Settle whose
+// job usage or key spend would is an error matching ErrAmountRange, and
+// nothing is written.
 type Store interface {
 	// Settle writes e (ID "job:<id>", or SettlementID of a reservation)
 	// and applies it to the account in one atomic step, only if no entry

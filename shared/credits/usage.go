@@ -85,7 +85,9 @@ type UsageStore interface {
 	// available <= 0). With credits > 0 an unknown account is
 	// ErrAccountNotFound and nothing is written; with credits == 0 the
 	// account is not checked. Arguments CheckUsage refuses are an error
-	// wrapping ErrInvalidUsage, and nothing is written.
+	// wrapping ErrInvalidUsage, and nothing is written; so is a charge
+	// that would take the usage's credits, the key's spend or the
+	// balance past ±MaxAmount (the error matches ErrAmountRange too).
 	AddUsage(ctx context.Context, id string, u Usage) error
 	// Usage returns the account's usage from fromDay to toDay inclusive
 	// ("" for no bound on that side), ordered by day, then model. An
