@@ -67,6 +67,12 @@
 //	                                               an open reservation: account, id, amount,
 //	                                               job_type, model, at (until it is settled)
 //
+// Every amount (balance, held, available, a ledger entry's amount and
+// hold, a job's and its candidates' prices, a key's limit and counters,
+// usage credits) is a DynamoDB number of credits with up to 6 decimal
+// places, exact (see amount.go; items written when amounts were whole
+// credits read the same).
+//
 // available = balance - held is stored, not computed, so that holding a
 // price is a single conditional update (available >= price). A ledger entry
 // lives in the account's partition: Ledger is one Query, and the entry's key
