@@ -37,17 +37,17 @@ const MaxAmount = 1_000_000_000_000 * Credit
 // Places is the number of decimal places of credits an Amount has.
 const Places = 6
 
-// ErrAmount is matched (errors.Is) by every error ParseAmount,
-// UnmarshalJSON, Add and Mul return: an amount that is not a number, has
-// more than Places decimal places, or is (or would become) beyond
-// ±MaxAmount.
+// ErrAmount is matched (errors.Is) by every error ParseAmount, Add and Mul
+// return: an amount that is not a number, has more than Places decimal
+// places, or is (or would become) beyond ±MaxAmount. (UnmarshalJSON
+// returns a *json.UnmarshalTypeError instead: see AmountFieldError.)
 var ErrAmount = errors.New("invalid amount")
 
-// ErrAmountRange is matched (errors.Is), as well as ErrAmount, by the
-// errors of an amount beyond ±MaxAmount: a parsed number too large, or a
-// sum or product that would pass it. Stores return it for a grant, hold or
-// charge that would take a balance, a key's spend or a usage sum past the
-// maximum, and write nothing.
+// ErrAmountRange is matched (errors.Is) by the errors of an amount beyond
+// ±MaxAmount: a parsed number too large, or a sum or product that would
+// pass it (those of ParseAmount, Add and Mul match ErrAmount too). Stores
+// return it for a grant or charge that would take a balance, a key's
+// spend or a usage sum past the maximum, and write nothing.
 var ErrAmountRange = errors.New("amount beyond the maximum")
 
 // amountError is an error of ErrAmount, and of ErrAmountRange if tooLarge.
