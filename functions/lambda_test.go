@@ -21,6 +21,7 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/mototest"
@@ -40,7 +41,7 @@ const (
 	testHooksDLQ      = "genway-test-webhooks-dlq"
 	testBucket        = "genway-test-media"
 	testAccount       = "acct_lambda"
-	testCredits       = 1000
+	testCredits       = 1000 * credits.Credit
 )
 
 // readEvent returns events/<name> with each old -> new replacement made.
@@ -346,7 +347,7 @@ func TestFunctions(t *testing.T) {
             "S": "dev"
           }`, `"account": {"S": "`+testAccount+`"}`, `"price": {
             "N": "10"
-          }`, fmt.Sprintf(`"price": {"N": "%d"}`, j.Price))
+          }`, fmt.Sprintf(`"price": {"N": "%s"}`, j.Price))
 		// The same record three times: later deliveries must change nothing.
 		// A function that crashes after writing the ledger but before
 		// answering is retried by Lambda with the same batch, which is
@@ -360,11 +361,11 @@ func TestFunctions(t *testing.T) {
 		}
 		r := proxyResponse(t, run(t, "credits-api", readEvent(t, "credits-api.json", withKey...)))
 		var c struct {
-			Balance, Held, Available int64
+			Balance, Held, Available credits.Amount
 		}
 		json.Unmarshal([]byte(r.Body), &c)
 		if r.StatusCode != 200 || c.Balance != testCredits-j.Price || c.Held != 0 || c.Available != testCredits-j.Price {
-			t.Errorf("GET /v1/credits = %d %s; want balance %d, held 0 (captured once)", r.StatusCode, r.Body, testCredits-j.Price)
+			t.Errorf("GET /v1/credits = %d %s; want balance %s, held 0 (captured once)", r.StatusCode, r.Body, testCredits-j.Price)
 		}
 	})
 

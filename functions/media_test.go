@@ -47,11 +47,11 @@ type lambdaFixture struct {
 	bootstraps map[string]string
 }
 
-// account makes account name with amount credits and a key, and returns
+// account makes account name with whole credits and a key, and returns
 // the replacements that put the key in events/*.json.
-func (fx *lambdaFixture) account(t *testing.T, name string, amount int64) []string {
+func (fx *lambdaFixture) account(t *testing.T, name string, whole int64) []string {
 	t.Helper()
-	if _, err := fx.store.Grant(fx.ctx, name, amount, time.Now().Unix()); err != nil {
+	if _, err := fx.store.Grant(fx.ctx, name, credits.Amount(whole)*credits.Credit, time.Now().Unix()); err != nil {
 		t.Fatal(err)
 	}
 	key, err := auth.NewKey()
@@ -65,24 +65,25 @@ func (fx *lambdaFixture) account(t *testing.T, name string, amount int64) []stri
 }
 
 // settled checks account's credits after its synchronous generations:
-// nothing held, nothing left open, the balance the grant less want, and
-// exactly one settlement per reservation, a capture of want in all (each
-// generation charged once).
-func (fx *lambdaFixture) settled(t *testing.T, account string, granted, want int64) {
+// nothing held, nothing left open, the balance the grant (whole credits)
+// less want, and exactly one settlement per reservation, a capture of
+// want in all (each generation charged once).
+func (fx *lambdaFixture) settled(t *testing.T, account string, granted int64, want credits.Amount) {
 	t.Helper()
 	a, err := fx.store.Account(fx.ctx, account)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Balance != granted-want || a.Held != 0 || a.Available != granted-want {
-		t.Errorf("%s: balance %d, held %d, available %d; want %d, 0, %d", account, a.Balance, a.Held, a.Available, granted-want, granted-want)
+	left := credits.Amount(granted)*credits.Credit - want
+	if a.Balance != left || a.Held != 0 || a.Available != left {
+		t.Errorf("%s: balance %s, held %s, available %s; want %s, 0, %s", account, a.Balance, a.Held, a.Available, left, left)
 	}
 	ledger, err := fx.store.Ledger(fx.ctx, account)
 	if err != nil {
 		t.Fatal(err)
 	}
 	reserved, settlements := map[string]bool{}, map[string]int{}
-	var captured int64
+	var captured credits.Amount
 	for _, e := range ledger {
 		if id, ok := strings.CutPrefix(e.ID, credits.ReservationID("")); ok {
 			reserved[id] = true
@@ -100,7 +101,7 @@ func (fx *lambdaFixture) settled(t *testing.T, account string, granted, want int
 		}
 	}
 	if captured != want {
-		t.Errorf("%s: captured %d credits in all; want %d (ledger %+v)", account, captured, want, ledger)
+		t.Errorf("%s: captured %s credits in all; want %s (ledger %+v)", account, captured, want, ledger)
 	}
 	open, err := fx.store.OpenReservations(fx.ctx, time.Now().Add(time.Hour).Unix(), 100)
 	if err != nil {
@@ -200,7 +201,7 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		}
 		// Two images of 1 credit each, each captured once; the refused one
 		// released, charged nothing.
-		fx.settled(t, "acct_images", granted, 2)
+		fx.settled(t, "acct_images", granted, 2*credits.Credit)
 	})
 
 	t.Run("image kept alive", func(t *testing.T) {
@@ -247,7 +248,7 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 			t.Errorf("image: %d bytes; want the vendor's %d", len(got), len(wantPNG))
 		}
 		m, _ := cat.Model("gpt-image-1.5")
-		fx.settled(t, "acct_slow_images", granted, m.Price.ImageCredits("", 1))
+		fx.settled(t, "acct_slow_images", granted, m.Price.ImageCost("", 1))
 	})
 
 	t.Run("speech synthetic", func(t *testing.T) {
@@ -268,7 +269,7 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		}
 		var req struct{ Input string }
 		json.Unmarshal([]byte(ev.Body), &req)
-		fx.settled(t, "acct_speech", granted, m.Price.SpeechCredits(len([]rune(req.Input))))
+		fx.settled(t, "acct_speech", granted, m.Price.SpeechCost(len([]rune(req.Input))))
 	})
 
 	t.Run("speech streamed, its key from SSM", func(t *testing.T) {
@@ -346,7 +347,7 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		var req struct{ Input string }
 		json.Unmarshal([]byte(ev.Body), &req)
 		m, _ := cat.Model("tts-1")
-		fx.settled(t, "acct_tts", granted, m.Price.SpeechCredits(len([]rune(req.Input))))
+		fx.settled(t, "acct_tts", granted, m.Price.SpeechCost(len([]rune(req.Input))))
 	})
 
 	t.Run("402 holds nothing", func(t *testing.T) {
@@ -524,15 +525,15 @@ func testVideos(t *testing.T, fx *lambdaFixture) {
             "S": "dev"
           }`, `"account": {"S": "`+account+`"}`, `"price": {
             "N": "10"
-          }`, fmt.Sprintf(`"price": {"N": "%d"}`, j.Price))
+          }`, fmt.Sprintf(`"price": {"N": "%s"}`, j.Price))
 	res = fx.run(t, "credits", rec)
 	var cresp events.DynamoDBEventResponse
 	if err := json.Unmarshal(res.body, &cresp); res.kind != "response" || err != nil || len(cresp.BatchItemFailures) != 0 {
 		t.Fatalf("credits = %s %s; want no batch item failures", res.kind, res.body)
 	}
 	a, err := fx.store.Account(fx.ctx, account)
-	if err != nil || j.Price != 4 || a.Balance != granted-j.Price || a.Held != 0 {
-		t.Errorf("after the delete and the stream's record: %+v (%v), price %d; want the 4-second video charged once, nothing held", a, err, j.Price)
+	if err != nil || j.Price != 4*credits.Credit || a.Balance != granted*credits.Credit-j.Price || a.Held != 0 {
+		t.Errorf("after the delete and the stream's record: %+v (%v), price %s; want the 4-second video charged once, nothing held", a, err, j.Price)
 	}
 
 	// OpenAI's clients send the create as multipart/form-data, which API

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 // chatErr is the OpenAI error envelope.
@@ -19,8 +21,9 @@ type chatErr struct {
 // TestServePricedChatNeedsCredits runs genway serve over a catalog
 // (GENWAY_CATALOG) with a priced synthetic model: an account with no
 // credits available gets 402 insufficient_credits on the priced model,
-// streamed or not, and 200 on the unpriced one; an account with 1 credit
-// gets one priced completion, which is charged, and then 402.
+// streamed or not, and 200 on the unpriced one; an account with one
+// micro-credit gets one priced completion, which is charged its exact
+// price, and then 402.
 func TestServePricedChatNeedsCredits(t *testing.T) {
 	chatBody := func(model string, stream bool) map[string]any {
 		return map[string]any{"model": model, "stream": stream, "messages": []map[string]string{{"role": "user", "content": "hello world"}}}
@@ -85,23 +88,32 @@ func TestServePricedChatNeedsCredits(t *testing.T) {
 		}
 	})
 
-	t.Run("one credit", func(t *testing.T) {
-		s := startServer(t, t.TempDir(), map[string]string{"GENWAY_CATALOG": "testdata/priced_catalog.json", "GENWAY_DEV_CREDITS": "1",
+	t.Run("one micro-credit", func(t *testing.T) {
+		s := startServer(t, t.TempDir(), map[string]string{"GENWAY_CATALOG": "testdata/priced_catalog.json", "GENWAY_DEV_CREDITS": "0.000001",
 			"GENWAY_USAGE_FLUSH": "20ms"})
-		if code, e := post(t, s, "synthetic/priced", false); code != 200 {
-			t.Fatalf("POST synthetic/priced with 1 credit = %d %+v; want 200", code, e.Error)
+		// Any credit available admits a completion, which is then charged
+		// its exact price (0.001 credits a token), past the balance.
+		var answer struct {
+			Usage struct {
+				PromptTokens     int64 `json:"prompt_tokens"`
+				CompletionTokens int64 `json:"completion_tokens"`
+			} `json:"usage"`
 		}
-		// The completion costs 1 credit; wait (bounded) for the usage
-		// recorder's flush to charge it.
-		var cr struct{ Balance, Available int64 }
+		if code, _ := s.do(t, "POST", "/v1/chat/completions", chatBody("synthetic/priced", false), nil, &answer); code != 200 {
+			t.Fatalf("POST synthetic/priced with 0.000001 credits = %d; want 200", code)
+		}
+		cost := credits.Amount(answer.Usage.PromptTokens+answer.Usage.CompletionTokens) * 1000
+		want := credits.Micro - cost
+		// Wait (bounded) for the usage recorder's flush to charge it.
+		var cr struct{ Balance, Available credits.Amount }
 		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			s.do(t, "GET", "/v1/credits", nil, nil, &cr)
 			if cr.Available <= 0 || time.Now().After(deadline) {
 				break
 			}
 		}
-		if cr.Balance != 0 || cr.Available != 0 {
-			t.Fatalf("GET /v1/credits after one priced completion = %+v; want (0, 0)", cr)
+		if cost <= 0 || cr.Balance != want || cr.Available != want {
+			t.Fatalf("GET /v1/credits after one priced completion (usage %+v) = %+v; want %s, the micro-credit less its exact price", answer.Usage, cr, want)
 		}
 		for _, tt := range tests {
 			if code, _ := post(t, s, tt.model, tt.stream); code != tt.want {

@@ -78,11 +78,11 @@ func TestAWSBackend(t *testing.T) {
 	cfg := mototest.Config(endpoint)
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), awsenv.DefaultJobsTable, awsenv.DefaultAccountsTable)
 	ctx := t.Context()
-	if _, err := store.Grant(ctx, "crash", 100, time.Now().Unix()); err != nil {
+	if _, err := store.Grant(ctx, "crash", 100*credits.Credit, time.Now().Unix()); err != nil {
 		t.Fatal(err)
 	}
-	stuck := map[string]int64{} // id -> price
-	for i, price := range []int64{2, 3} {
+	stuck := map[string]credits.Amount{} // id -> price
+	for i, price := range []credits.Amount{2 * credits.Credit, 3_250_000} {
 		id, err := jobs.NewID(jobs.TypeSFX)
 		if err != nil {
 			t.Fatal(err)
@@ -196,14 +196,14 @@ func TestAWSBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	captured := map[string]int64{}
+	captured := map[string]credits.Amount{}
 	for _, e := range l {
 		if e.Kind == credits.Capture {
 			captured[e.JobID] += e.Amount
 		}
 	}
-	if a.Balance != 95 || a.Held != 0 || len(captured) != 2 || captured[firstKey(stuck, 2)] != 2 || captured[firstKey(stuck, 3)] != 3 {
-		t.Errorf("crash account %+v, captures %v; want balance 95, nothing held, one capture per swept job", a, captured)
+	if a.Balance != 94_750_000 || a.Held != 0 || len(captured) != 2 || captured[firstKey(stuck, 2*credits.Credit)] != 2*credits.Credit || captured[firstKey(stuck, 3_250_000)] != 3_250_000 {
+		t.Errorf("crash account %+v, captures %v; want balance 94.75, nothing held, one capture per swept job", a, captured)
 	}
 
 	// Operator commands on the AWS backend, while serving.
@@ -274,7 +274,7 @@ func downloadAny(t *testing.T, url string) []byte {
 }
 
 // firstKey returns the key of m whose value is v ("" if none).
-func firstKey(m map[string]int64, v int64) string {
+func firstKey(m map[string]credits.Amount, v credits.Amount) string {
 	for k, x := range m {
 		if x == v {
 			return k

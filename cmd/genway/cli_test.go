@@ -82,6 +82,44 @@ func TestGrantNeedsCreate(t *testing.T) {
 	}
 }
 
+// TestCLIDecimalCredits: --credits, --amount and --credit-limit take
+// decimal credits to 6 places, and the CLI shows them so; more places, or
+// more than the maximum, are refused and change nothing.
+func TestCLIDecimalCredits(t *testing.T) {
+	dir := t.TempDir()
+	initDataDir(t, dir)
+	env := testEnv(dir, nil)
+	cli := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(t.Context(), args, env, &out, io.Discard)
+		return out.String(), err
+	}
+	if out, err := cli("keys", "create", "--account", "frac", "--credits", "0.25", "--credit-limit", "0.5"); err != nil ||
+		!strings.Contains(out, "credits added: 0.25") || !strings.Contains(out, "credit_limit=0.5") {
+		t.Fatalf("keys create --credits 0.25 --credit-limit 0.5 = %v, %q", err, out)
+	}
+	if out, err := cli("credits", "grant", "--account", "frac", "--amount", "0.000001"); err != nil || !strings.Contains(out, "balance 0.250001, held 0, available 0.250001") {
+		t.Fatalf("credits grant --amount 0.000001 = %v, %q; want balance 0.250001", err, out)
+	}
+	if out, err := cli("keys", "list", "--account", "frac"); err != nil || !strings.Contains(out, "0/0.5") {
+		t.Errorf("keys list = %v, %q; want spent 0 of 0.5", err, out)
+	}
+	for _, args := range [][]string{
+		{"credits", "grant", "--account", "frac", "--amount", "0.0000001"},
+		{"credits", "grant", "--account", "frac", "--amount", "1e13"},
+		{"credits", "grant", "--account", "frac", "--amount", "1000000000000"},
+		{"keys", "create", "--account", "frac", "--credit-limit", "0.1234567"},
+		{"credits", "limit", "--account", "frac", "--rpm", "-1000"},
+	} {
+		if out, err := cli(args...); err == nil {
+			t.Errorf("genway %s = %q, nil; want an error", strings.Join(args, " "), out)
+		}
+	}
+	if out, err := cli("credits", "show", "--account", "frac"); err != nil || !strings.Contains(out, "balance 0.250001,") || !strings.Contains(out, "rate limit default") {
+		t.Errorf("credits show after the refusals = %v, %q; want it unchanged", err, out)
+	}
+}
+
 // TestRevokeLongPrefix: a prefix longer than the 12 characters Genway keeps
 // is not "not found" without a word: the error says what a prefix is.
 func TestRevokeLongPrefix(t *testing.T) {

@@ -38,8 +38,8 @@ func TestCreditsStress(t *testing.T) {
 			defer wg.Done()
 			for i := 0; i < perClient; i++ {
 				fail := (g+i)%6 < 3 // every other job, image, speech
-				if (g+i)%3 == 2 {   // a speech of 1,500 characters: price credits
-					input := strings.Repeat("tick ", 300)
+				if (g+i)%3 == 2 {   // a speech of 2,000 characters: price credits
+					input := strings.Repeat("tick ", 400)
 					if fail {
 						input = "fail: on purpose " + input
 					}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 // Prices in the fallback catalog: veo-3.1 at 40 credits/s, its fallback
@@ -86,8 +88,8 @@ func TestJobFallbackEndToEnd(t *testing.T) {
 	// the job is still running, its hold the higher price.
 	var cr balance
 	s.do(t, "GET", "/v1/credits", nil, nil, &cr)
-	if cr.Held != veoPrice8s {
-		t.Errorf("held while the job runs = %d; want %d (the highest price among veo-3.1 and its fallback)", cr.Held, veoPrice8s)
+	if cr.Held != veoPrice8s*credits.Credit {
+		t.Errorf("held while the job runs = %s; want %d (the highest price among veo-3.1 and its fallback)", cr.Held, veoPrice8s)
 	}
 	got, statuses := s.waitJob(t, j.ID, 60*time.Second)
 	if got.Status != "completed" || got.Model != "veo-3.1" || got.ServedBy != "fal-video-8s" || got.Output == nil || got.Output.ContentType != "video/mp4" {
@@ -102,7 +104,7 @@ func TestJobFallbackEndToEnd(t *testing.T) {
 		t.Errorf("Veo refused %d and took %d submits, fal took %d; want one submit to each (Veo's refused)", veo.Quota(), veoTaken, falTaken)
 	}
 	after := waitSettled(t, s)
-	if before.Balance-after.Balance != falPrice8s || after.Held != 0 {
+	if before.Balance-after.Balance != falPrice8s*credits.Credit || after.Held != 0 {
 		t.Errorf("credits %+v -> %+v; want fal's price %d charged, the rest of the %d hold released", before, after, falPrice8s, veoPrice8s)
 	}
 	var list struct {

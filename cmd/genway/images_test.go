@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/synthetic"
 )
@@ -123,7 +124,7 @@ func TestEndToEndImages(t *testing.T) {
 		})
 	}
 	paid := waitSettled(t, s)
-	if before.Balance-paid.Balance != 5 || paid.Held != 0 {
+	if before.Balance-paid.Balance != 5*credits.Credit || paid.Held != 0 {
 		t.Errorf("credits %+v -> %+v; want 5 images charged, nothing held", before, paid)
 	}
 
@@ -215,12 +216,12 @@ var (
 func runImagesScript(t *testing.T, s *server, cases []imageCase, linkPrefix string, want func(c imageCase, i int) []byte) {
 	t.Helper()
 	node, dir := npmClients(t, filepath.Join("openai", "resources", "images.mjs"))
-	prices := map[string]float64{}
+	prices := map[string]credits.Amount{}
 	var list struct {
 		Data []struct {
 			ID    string `json:"id"`
 			Price struct {
-				PerImage float64 `json:"credits_per_image"`
+				PerImage credits.Amount `json:"credits_per_image"`
 			} `json:"price"`
 		} `json:"data"`
 	}
@@ -239,10 +240,10 @@ func runImagesScript(t *testing.T, s *server, cases []imageCase, linkPrefix stri
 	}
 	noSecrets(t, "the script's output", out)
 	made, links := imageLineRE.FindAllStringSubmatch(out, -1), linkLineRE.FindAllStringSubmatch(out, -1)
-	var charged float64
+	var charged credits.Amount
 	k, wantLinks := 0, 0
 	for _, c := range cases {
-		charged += prices[c.Model] * float64(c.N)
+		charged += prices[c.Model] * credits.Amount(c.N)
 		if c.ResponseFormat == "url" {
 			wantLinks += c.N
 		}
@@ -267,7 +268,7 @@ func runImagesScript(t *testing.T, s *server, cases []imageCase, linkPrefix stri
 		}
 	}
 	after := waitSettled(t, s)
-	if before.Balance-after.Balance != int64(charged) || after.Held != 0 {
+	if before.Balance-after.Balance != charged || after.Held != 0 {
 		t.Errorf("credits %+v -> %+v; want %v charged, nothing held", before, after, charged)
 	}
 }

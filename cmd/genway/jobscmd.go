@@ -38,7 +38,7 @@ func accountsCmd(ctx context.Context, args []string, getenv func(string) string,
 	}
 	fs := newFlags("accounts " + args[0])
 	account := fs.String("account", "", "the account")
-	amount := fs.Int64("credits", 0, "starting credits")
+	amount := amountVar(fs, "credits", "starting credits (a decimal: 0.25)")
 	note := fs.String("note", "", "why (kept in the audit log)")
 	if err := parse(fs, args[1:], stdout); err != nil {
 		return err
@@ -60,7 +60,7 @@ func accountsCmd(ctx context.Context, args []string, getenv func(string) string,
 				case a.RateLimit > 0:
 					limit = fmt.Sprintf("%d/min", a.RateLimit)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%d\n", a.ID, a.Balance, a.Held, a.Available, limit, a.Keys)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", a.ID, a.Balance, a.Held, a.Available, limit, a.Keys)
 			}
 			return tw.Flush()
 		})
@@ -73,7 +73,7 @@ func accountsCmd(ctx context.Context, args []string, getenv func(string) string,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "account %s: balance %d\n", a.ID, a.Balance)
+			fmt.Fprintf(stdout, "account %s: balance %s\n", a.ID, a.Balance)
 			return nil
 		})
 	}

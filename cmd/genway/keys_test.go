@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 // cliKey runs `genway keys create` with args against the server's data
@@ -163,33 +165,50 @@ func TestServeKeyControls(t *testing.T) {
 	}
 }
 
-// TestServeKeyLimitPricedChat: a key with a credit limit of 10 holds
-// each priced completion's most possible cost (its input and max_tokens,
-// or the held bound of 4,096 output tokens, at 1,000 credits per million
-// tokens) before the call. A completion whose bound does not fit is the
+// pricedChat sends a chat completion of "hello world" with ks's key
+// (max_tokens if > 0) and returns its status, its error envelope, and,
+// for a 200, its exact price on the priced test catalog: 0.001 credits a
+// token, prompt and completion.
+func pricedChat(t *testing.T, ks *server, model string, maxTokens int) (int, chatErr, credits.Amount) {
+	t.Helper()
+	var out struct {
+		chatErr
+		Usage struct {
+			PromptTokens     int64 `json:"prompt_tokens"`
+			CompletionTokens int64 `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	body := map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": "hello world"}}}
+	if maxTokens > 0 {
+		body["max_tokens"] = maxTokens
+	}
+	code, _ := ks.do(t, "POST", "/v1/chat/completions", body, nil, &out)
+	if code != 200 || model != "synthetic/priced" {
+		return code, out.chatErr, 0
+	}
+	return code, out.chatErr, credits.Amount(out.Usage.PromptTokens+out.Usage.CompletionTokens) * 1000
+}
+
+// TestServeKeyLimitPricedChat: a key with a credit limit of 0.5 credits
+// holds each priced completion's most possible cost (its input and
+// max_tokens, or the held bound of 4,096 output tokens, at 1,000 credits
+// per million tokens) before the call, and is charged its exact price
+// (to the micro-credit). A completion whose bound does not fit is the
 // key's 402 naming max_tokens, with nothing charged; 30 parallel
-// completions holding 2 credits each never take the key past 10;
-// sequential ones then go on until what is left cannot hold one; nothing
-// stays held, the account is charged exactly what the key spent, and the
+// completions never take the key past its limit; sequential ones then go
+// on until what is left cannot hold one; nothing stays held, the key
+// spent and the account was charged exactly the answers' prices, and the
 // unpriced model still answers.
 func TestServeKeyLimitPricedChat(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, map[string]string{"GENWAY_CATALOG": "testdata/priced_catalog.json"})
-	ks := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "10")}
-	chat := func(model string, maxTokens int) (int, chatErr) {
-		var e chatErr
-		body := map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": "hello world"}}}
-		if maxTokens > 0 {
-			body["max_tokens"] = maxTokens
-		}
-		code, _ := ks.do(t, "POST", "/v1/chat/completions", body, nil, &e)
-		return code, e
-	}
+	const limit = 500_000 // 0.5 credits
+	ks := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "0.5")}
 	type keyCredits struct {
-		Balance int64
-		Key     *struct{ CreditLimit, Spent, Held, Left int64 } `json:"key"`
+		Balance credits.Amount
+		Key     *struct{ CreditLimit, Spent, Held, Left credits.Amount } `json:"key"`
 	}
-	credits := func() keyCredits {
+	keyState := func() keyCredits {
 		var cr keyCredits
 		ks.do(t, "GET", "/v1/credits", nil, nil, &cr)
 		if cr.Key == nil {
@@ -197,26 +216,32 @@ func TestServeKeyLimitPricedChat(t *testing.T) {
 		}
 		return cr
 	}
-	start := credits().Balance
-	if code, e := chat("synthetic/priced", 0); code != 200 {
-		t.Fatalf("priced chat without max_tokens (holds 5 of 10) = %d %+v; want 200", code, e.Error)
+	start := keyState().Balance
+	var mu sync.Mutex
+	var spent credits.Amount // the answers' prices
+	code, e, cost := pricedChat(t, ks, "synthetic/priced", 100)
+	if code != 200 || cost <= 0 {
+		t.Fatalf("priced chat at max_tokens 100 (holds about 0.13 of 0.5) = %d %+v; want 200", code, e.Error)
 	}
-	if code, e := chat("synthetic/priced", 20000); code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "max_tokens") {
-		t.Errorf("priced chat whose max_tokens does not fit the key = %d %+v; want 402 key_credit_limit naming max_tokens", code, e.Error)
+	spent += cost
+	for _, n := range []int{0, 20000} { // 4,096 or 20,000 output tokens: 4.1 or 20 credits
+		if code, e, _ := pricedChat(t, ks, "synthetic/priced", n); code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "max_tokens") {
+			t.Errorf("priced chat whose max_tokens (%d) does not fit the key = %d %+v; want 402 key_credit_limit naming max_tokens", n, code, e.Error)
+		}
 	}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	ok := 0
 	for range 30 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			code, e := chat("synthetic/priced", 1000)
+			code, e, cost := pricedChat(t, ks, "synthetic/priced", 10)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case code == 200:
 				ok++
+				spent += cost
 			case code == 402 && e.Error.Code == "key_credit_limit":
 			default:
 				t.Errorf("parallel priced chat = %d %+v; want 200 or 402 key_credit_limit", code, e.Error)
@@ -224,36 +249,37 @@ func TestServeKeyLimitPricedChat(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if cr := credits(); cr.Key.Spent > 10 || cr.Key.Held != 0 {
-		t.Fatalf("after 30 parallel completions (%d answered): key %+v; want at most 10 spent, nothing held", ok, *cr.Key)
+	if cr := keyState(); cr.Key.Spent != spent || cr.Key.Spent > limit || cr.Key.Held != 0 {
+		t.Fatalf("after 30 parallel completions (%d answered): key %+v; want %s spent (their prices), at most 0.5, nothing held", ok, *cr.Key, spent)
 	}
-	var code int
-	var e chatErr
-	for range 20 {
-		if code, e = chat("synthetic/priced", 1000); code != 200 {
+	for range 200 {
+		if code, e, cost = pricedChat(t, ks, "synthetic/priced", 10); code != 200 {
 			break
 		}
+		spent += cost
 	}
-	if code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "left of 10") {
-		t.Errorf("priced chat once the key cannot hold 2 more = %d %+v; want 402 key_credit_limit", code, e.Error)
+	if code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "left of 0.5 ") {
+		t.Errorf("priced chat once the key cannot hold one more = %d %+v; want 402 key_credit_limit", code, e.Error)
 	}
-	cr := credits()
-	if cr.Key.Spent > 10 || cr.Key.Spent < 9 || cr.Key.Held != 0 || cr.Key.Left != 10-cr.Key.Spent || start-cr.Balance != cr.Key.Spent {
-		t.Errorf("key %+v, account charged %d; want 9 or 10 spent, nothing held, the account charged what the key spent", *cr.Key, start-cr.Balance)
+	// What is left cannot hold 10 output tokens and the input's bound
+	// (0.01 credits and more), and was not touched by the refusal.
+	cr := keyState()
+	if cr.Key.Spent != spent || cr.Key.Held != 0 || cr.Key.Left != limit-spent || cr.Key.Left >= 50_000 || start-cr.Balance != spent {
+		t.Errorf("key %+v, account charged %s; want %s spent (the answers' exact prices), nothing held, less than a hold left, the account charged the same", *cr.Key, start-cr.Balance, spent)
 	}
-	if code, e := chat("synthetic/echo", 0); code != 200 {
+	if code, e, _ := pricedChat(t, ks, "synthetic/echo", 0); code != 200 {
 		t.Errorf("unpriced chat on a key past its limit = %d %+v; want 200", code, e.Error)
 	}
-	if list := cli(t, dir, "keys", "list"); !strings.Contains(list, "/10") {
-		t.Errorf("keys list = %q; want the key's spend against its limit of 10", list)
+	if list := cli(t, dir, "keys", "list"); !strings.Contains(list, "/0.5") {
+		t.Errorf("keys list = %q; want the key's spend against its limit of 0.5", list)
 	}
 }
 
 // TestServeKeyLimitImagesSpeech: reservations hold within a key's limit.
 // A key limited to 2 credits makes 2 images (1 credit each), then gets
 // the key's 402 for a third (and GET /v1/credits shows the key's spend);
-// a key limited to 1 credit speaks once (1 credit for up to 1000
-// characters), then gets the key's 402.
+// a key limited to 0.005 credits speaks 5 characters once (at 1 credit
+// per 1,000), then gets the key's 402.
 func TestServeKeyLimitImagesSpeech(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, dir, nil)
@@ -268,19 +294,20 @@ func TestServeKeyLimitImagesSpeech(t *testing.T) {
 		t.Errorf("an image past the key's limit = %d %+v; want 402 key_credit_limit, 0 left of 2", code, e.Error)
 	}
 
-	sp := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "1")}
+	// 5 characters at 1 credit per 1,000: 0.005 credits, exactly.
+	sp := &server{base: s.base, key: cliKey(t, dir, "--account", "dev", "--credit-limit", "0.005")}
 	body := map[string]any{"model": "synthetic-speech", "input": "hello", "voice": "alloy", "response_format": "wav"}
 	if resp, _, _, err := sp.speak(t, body); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("speech on a key limited to 1 credit = %v; want 200", err)
+		t.Fatalf("speech on a key limited to 0.005 credits = %v; want 200", err)
 	}
 	resp, b, _, _ := sp.speak(t, body)
-	if _, code, msg := speechError(t, b); resp.StatusCode != 402 || code != "key_credit_limit" || !strings.Contains(msg, "0 left of 1") {
-		t.Errorf("speech past the key's limit = %d %s %q; want 402 key_credit_limit, 0 left of 1", resp.StatusCode, code, msg)
+	if _, code, msg := speechError(t, b); resp.StatusCode != 402 || code != "key_credit_limit" || !strings.Contains(msg, "0 left of 0.005") {
+		t.Errorf("speech past the key's limit = %d %s %q; want 402 key_credit_limit, 0 left of 0.005", resp.StatusCode, code, msg)
 	}
 	var cr struct {
-		Key *struct{ CreditLimit, Spent, Held, Left int64 } `json:"key"`
+		Key *struct{ CreditLimit, Spent, Held, Left credits.Amount } `json:"key"`
 	}
-	if img.do(t, "GET", "/v1/credits", nil, nil, &cr); cr.Key == nil || cr.Key.Spent != 2 || cr.Key.Left != 0 || cr.Key.Held != 0 {
+	if img.do(t, "GET", "/v1/credits", nil, nil, &cr); cr.Key == nil || cr.Key.Spent != 2*credits.Credit || cr.Key.Left != 0 || cr.Key.Held != 0 {
 		t.Errorf("GET /v1/credits with the image key: key = %+v; want spent 2, nothing held, 0 left", cr.Key)
 	}
 	var plain struct{ Key *struct{} }
@@ -288,8 +315,8 @@ func TestServeKeyLimitImagesSpeech(t *testing.T) {
 		t.Errorf("GET /v1/credits with a key without a limit has a key member")
 	}
 	list := cli(t, dir, "keys", "list")
-	if !strings.Contains(list, "2/2") || !strings.Contains(list, "1/1") {
-		t.Errorf("keys list = %q; want the image key at 2/2 and the speech key at 1/1", list)
+	if !strings.Contains(list, "2/2") || !strings.Contains(list, "0.005/0.005") {
+		t.Errorf("keys list = %q; want the image key at 2/2 and the speech key at 0.005/0.005", list)
 	}
 }
 
@@ -336,7 +363,8 @@ func TestServeKeyLimitAWS(t *testing.T) {
 
 // TestServeKeyLimitPricedChatAWS: the same holds on the AWS-backed local
 // mode (moto): a priced completion's hold is a reservation in DynamoDB,
-// conditioned on the key's item, so it holds across Lambda containers.
+// conditioned on the key's item, so it holds across Lambda containers,
+// and its exact, fractional charge adds up in DynamoDB's decimals.
 // Sequential (moto does not isolate concurrent transactions; the parallel
 // case runs in dynamostore's reservation contract).
 func TestServeKeyLimitPricedChatAWS(t *testing.T) {
@@ -344,19 +372,15 @@ func TestServeKeyLimitPricedChatAWS(t *testing.T) {
 	env = maps.Clone(env)
 	env["GENWAY_CATALOG"] = "testdata/priced_catalog.json"
 	s := startServer(t, dir, env)
-	ks := &server{base: s.base, key: cliKeyEnv(t, dir, env, "--account", "dev", "--credit-limit", "5")}
-	chat := func(maxTokens int) (int, chatErr) {
-		var e chatErr
-		body := map[string]any{"model": "synthetic/priced", "max_tokens": maxTokens, "messages": []map[string]string{{"role": "user", "content": "hello world"}}}
-		code, _ := ks.do(t, "POST", "/v1/chat/completions", body, nil, &e)
-		return code, e
-	}
-	if code, e := chat(20000); code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "max_tokens") {
+	const limit = 300_000 // 0.3 credits
+	ks := &server{base: s.base, key: cliKeyEnv(t, dir, env, "--account", "dev", "--credit-limit", "0.3")}
+	if code, e, _ := pricedChat(t, ks, "synthetic/priced", 20000); code != 402 || e.Error.Code != "key_credit_limit" || !strings.Contains(e.Error.Message, "max_tokens") {
 		t.Errorf("priced chat whose max_tokens does not fit the key = %d %+v; want 402 key_credit_limit naming max_tokens", code, e.Error)
 	}
 	answered := 0
-	for range 10 {
-		code, e := chat(1000) // holds 2, charged 1
+	var spent credits.Amount
+	for range 200 {
+		code, e, cost := pricedChat(t, ks, "synthetic/priced", 10)
 		if code != 200 {
 			if code != 402 || e.Error.Code != "key_credit_limit" {
 				t.Errorf("priced chat = %d %+v; want 200 or 402 key_credit_limit", code, e.Error)
@@ -364,12 +388,13 @@ func TestServeKeyLimitPricedChatAWS(t *testing.T) {
 			break
 		}
 		answered++
+		spent += cost
 	}
 	var cr struct {
-		Key *struct{ Spent, Held, Left int64 } `json:"key"`
+		Key *struct{ Spent, Held, Left credits.Amount } `json:"key"`
 	}
 	ks.do(t, "GET", "/v1/credits", nil, nil, &cr)
-	if answered != 4 || cr.Key == nil || cr.Key.Spent != 4 || cr.Key.Held != 0 || cr.Key.Left != 1 {
-		t.Errorf("%d answered, key %+v; want 4 answered (the fifth cannot hold 2 of the 1 left), 4 spent, nothing held", answered, cr.Key)
+	if answered < 2 || cr.Key == nil || cr.Key.Spent != spent || cr.Key.Held != 0 || cr.Key.Left != limit-spent || cr.Key.Left >= 50_000 {
+		t.Errorf("%d answered, key %+v; want several answered until what is left cannot hold one, %s spent (their exact prices), nothing held", answered, cr.Key, spent)
 	}
 }

@@ -257,14 +257,14 @@ func TestMediaCmds(t *testing.T) {
 	})
 
 	// The usage (read through the admin socket: no GENWAY_URL) lists what succeeded above: 1+3+1+2 images of 1 credit
-	// each; 4 speeches of 240 characters (1 credit each, per 1,000
-	// characters rounded up). Failures cost nothing and count nowhere.
+	// each; 4 speeches of 240 characters (0.24 credits each, at 1 per
+	// 1,000 characters). Failures cost nothing and count nowhere.
 	var usage bytes.Buffer
 	if err := run(t.Context(), []string{"credits", "usage", "--account", "dev"}, testEnv(dir, nil), &usage, io.Discard); err != nil {
 		t.Fatalf("credits usage = %v", err)
 	}
 	got := "\n" + collapse(usage.String()) + "\n"
-	for _, want := range []string{" image synthetic-image 0 0 0 4 7\n", " speech synthetic-speech 0 0 0 4 4\n", "\ntotal 0 0 0 8 11\n"} {
+	for _, want := range []string{" image synthetic-image 0 0 0 4 7\n", " speech synthetic-speech 0 0 0 4 0.96\n", "\ntotal 0 0 0 8 7.96\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("credits usage =\n%s\nwant a line ending %q", usage.String(), want)
 		}
@@ -311,19 +311,20 @@ func TestReservationsCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, a := range []string{"acme", "beta"} {
-		if _, err := st.Grant(ctx, a, 50, 1); err != nil {
+		if _, err := st.Grant(ctx, a, 50*credits.Credit, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	now := time.Now().Unix()
 	for _, r := range []struct {
 		id, account, typ, model string
-		amount, age             int64
+		amount                  credits.Amount
+		age                     int64
 		settled                 bool
 	}{
-		{"img_open", "acme", "image", "synthetic-image", 3, 90, false},
-		{"sp_open", "beta", "speech", "synthetic-speech", 2, 10, false},
-		{"img_done", "acme", "image", "synthetic-image", 4, 50, true},
+		{"img_open", "acme", "image", "synthetic-image", 3 * credits.Credit, 90, false},
+		{"sp_open", "beta", "speech", "synthetic-speech", 2_012, 10, false}, // 0.002012
+		{"img_done", "acme", "image", "synthetic-image", 4 * credits.Credit, 50, true},
 	} {
 		e := credits.Entry{ID: credits.ReservationID(r.id), Account: r.account, Kind: credits.Reservation, Amount: r.amount, JobType: r.typ, Model: r.model, At: now - r.age}
 		if err := st.Reserve(ctx, e); err != nil {
@@ -345,7 +346,7 @@ func TestReservationsCmd(t *testing.T) {
 		notWant string
 		usage   bool
 	}{
-		{nil, []string{"AT AGE ACCOUNT TYPE MODEL HELD ID", "acme image synthetic-image 3 reserve:img_open", "beta speech synthetic-speech 2 reserve:sp_open", "total 5 2 open"}, "img_done", false},
+		{nil, []string{"AT AGE ACCOUNT TYPE MODEL HELD ID", "acme image synthetic-image 3 reserve:img_open", "beta speech synthetic-speech 0.002012 reserve:sp_open", "total 3.002012 2 open"}, "img_done", false},
 		{[]string{"--account", "acme"}, []string{"acme image synthetic-image 3 reserve:img_open", "total 3 1 open"}, "sp_open", false},
 		{[]string{"--account", "nobody"}, nil, "", false},
 		{[]string{"acme"}, nil, "", true},

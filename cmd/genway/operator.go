@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -16,9 +15,26 @@ import (
 	"github.com/genway/genway/shared/credits"
 )
 
-// parseLimit reads a --credit-limit: a whole number of credits.
-func parseLimit(s string) (int64, error) {
-	return strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+// amountFlag is a flag of credits: a decimal number, exact to 6 places
+// (--credits 0.25), read with credits.ParseAmount.
+type amountFlag credits.Amount
+
+func (a *amountFlag) String() string { return credits.Amount(*a).String() }
+
+func (a *amountFlag) Set(s string) error {
+	n, err := credits.ParseAmount(strings.TrimSpace(s))
+	if err != nil {
+		return err
+	}
+	*a = amountFlag(n)
+	return nil
+}
+
+// amountVar defines a flag of credits on fs.
+func amountVar(fs *flag.FlagSet, name, usage string) *credits.Amount {
+	var a credits.Amount
+	fs.Var((*amountFlag)(&a), name, usage)
+	return &a
 }
 
 // withOperator opens the operator backend, runs fn and closes it.
@@ -104,11 +120,11 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 	case "create":
 		fs := newFlags("keys create")
 		account := fs.String("account", "", "account that owns the key")
-		amount := fs.Int64("credits", 0, "credits to add to the account")
+		amount := amountVar(fs, "credits", "credits to add to the account (a decimal: 0.25)")
 		name := fs.String("name", "", "a label for lists")
 		models := fs.String("models", "", "comma-separated model patterns the key may use (* matches anything); empty: every model")
 		expires := fs.String("expires", "", "when the key stops working: a duration from now (30d, 12h) or a time (RFC 3339); empty: never")
-		limit := fs.String("credit-limit", "", "the most credits the key may spend in total; empty: no limit")
+		limit := fs.String("credit-limit", "", "the most credits the key may spend in total (a decimal: 0.25); empty: no limit")
 		reset := fs.String("reset", "", "start the credit limit over each UTC day, week or month: daily, weekly, monthly; empty: never")
 		if err := parse(fs, args[1:], stdout); err != nil {
 			return err
@@ -122,9 +138,9 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 			return usageError(err.Error())
 		}
 		if *limit != "" {
-			n, err := parseLimit(*limit)
+			n, err := credits.ParseAmount(strings.TrimSpace(*limit))
 			if err != nil || n < 0 {
-				return usageError("keys create: --credit-limit must be a whole number of credits, 0 or more")
+				return usageError("keys create: --credit-limit must be a number of credits, 0 or more, to 6 decimal places")
 			}
 			ctl.CreditLimit = &n
 		}
@@ -139,7 +155,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "created %s (%s...) for account %s; credits added: %d; %s. The key is shown once:\n%s\n", rec.ID, rec.Prefix, rec.Account, *amount, rec.Controls.Describe(), key)
+			fmt.Fprintf(stdout, "created %s (%s...) for account %s; credits added: %s; %s. The key is shown once:\n%s\n", rec.ID, rec.Prefix, rec.Account, *amount, rec.Controls.Describe(), key)
 			return nil
 		})
 	case "update":
@@ -147,7 +163,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		name := fs.String("name", "", "a label for lists")
 		models := fs.String("models", "", `comma-separated model patterns ("*": every model)`)
 		expires := fs.String("expires", "", "a duration from now (30d), a time (RFC 3339), or never")
-		limit := fs.String("credit-limit", "", "the most credits the key may spend in total, or none")
+		limit := fs.String("credit-limit", "", "the most credits the key may spend in total (a decimal: 0.25), or none")
 		reset := fs.String("reset", "", "start the credit limit over each UTC day, week or month: daily, weekly, monthly, or none")
 		// The key may come before the flags or after them.
 		if err := parse(fs, args[1:], stdout); err != nil {
@@ -178,11 +194,11 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 				bad = errors.Join(bad, err)
 				ch.ExpiresAt = &at
 			case "credit-limit":
-				n := int64(-1) // none
+				n := -credits.Credit // negative: none
 				if *limit != "none" {
 					var err error
-					if n, err = parseLimit(*limit); err != nil || n < 0 {
-						bad = errors.Join(bad, errors.New("--credit-limit must be a whole number of credits, 0 or more, or none"))
+					if n, err = credits.ParseAmount(strings.TrimSpace(*limit)); err != nil || n < 0 {
+						bad = errors.Join(bad, errors.New("--credit-limit must be a number of credits, 0 or more, to 6 decimal places, or none"))
 					}
 				}
 				ch.CreditLimit = &n
@@ -304,7 +320,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	fs := newFlags("credits " + args[0])
 	account := fs.String("account", "", "the account")
-	amount := fs.Int64("amount", 0, "credits to grant")
+	amount := amountVar(fs, "amount", "credits to grant (a decimal: 0.25)")
 	rpm := fs.Int("rpm", 0, "requests per minute per key (0 default, -1 unlimited)")
 	create := fs.Bool("create", false, "grant: make the account if it does not exist")
 	note := fs.String("note", "", "grant: why (kept in the audit log)")
@@ -326,13 +342,13 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 		case a.RateLimit > 0:
 			limit = fmt.Sprintf("%d/min per key", a.RateLimit)
 		}
-		fmt.Fprintf(stdout, "account %s: balance %d, held %d, available %d, rate limit %s\n", a.ID, a.Balance, a.Held, a.Available, limit)
+		fmt.Fprintf(stdout, "account %s: balance %s, held %s, available %s, rate limit %s\n", a.ID, a.Balance, a.Held, a.Available, limit)
 		return nil
 	}
 	switch args[0] {
 	case "grant":
 		if *amount <= 0 {
-			return usageError("credits grant needs --amount N (a positive integer)")
+			return usageError("credits grant needs --amount N (a positive number of credits, to 6 decimal places)")
 		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
 			// A mistyped name must not make a new account silently.
@@ -371,7 +387,7 @@ func creditsCmd(ctx context.Context, args []string, getenv func(string) string, 
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "AT\tKIND\tAMOUNT\tJOB\tID")
 			for _, e := range entries {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", time.Unix(e.At, 0).UTC().Format(time.RFC3339), e.Kind, e.Amount, e.JobID, e.ID)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", time.Unix(e.At, 0).UTC().Format(time.RFC3339), e.Kind, e.Amount, e.JobID, e.ID)
 			}
 			return tw.Flush()
 		})
@@ -404,13 +420,13 @@ func reservationsCmd(ctx context.Context, args []string, getenv func(string) str
 		now := time.Now()
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "AT\tAGE\tACCOUNT\tTYPE\tMODEL\tHELD\tID")
-		var held int64
+		var held credits.Amount
 		for _, e := range res {
 			at := time.Unix(e.At, 0)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second), e.Account, e.JobType, e.Model, e.Amount, e.ID)
-			held += e.Amount
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", at.UTC().Format(time.RFC3339), now.Sub(at).Round(time.Second), e.Account, e.JobType, e.Model, e.Amount, e.ID)
+			held += e.Amount // at most admin.MaxReservations holds, each within credits.MaxAmount
 		}
-		fmt.Fprintf(tw, "total\t\t\t\t\t%d\t%d open\n", held, len(res))
+		fmt.Fprintf(tw, "total\t\t\t\t\t%s\t%d open\n", held, len(res))
 		if err := tw.Flush(); err != nil {
 			return err
 		}

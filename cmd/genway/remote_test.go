@@ -90,7 +90,7 @@ func TestRemoteCLI(t *testing.T) {
 		t.Errorf("speech = %q, %v", out, err)
 	}
 	out, err = cli(env, "credits", "usage", "--account", "acme")
-	for _, want := range []string{" image synthetic-image 0 0 0 1 1\n", " speech synthetic-speech 0 0 0 1 1\n"} {
+	for _, want := range []string{" image synthetic-image 0 0 0 1 1\n", " speech synthetic-speech 0 0 0 1 0.011\n"} { // 11 characters at 1 credit per 1,000
 		if err != nil || !strings.Contains(collapse(out)+"\n", want) {
 			t.Errorf("credits usage = %q, %v; want a line ending %q", out, err, want)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -76,7 +77,7 @@ type serveConfig struct {
 	addr       string
 	dataDir    string
 	devKey     string
-	devCredits int64
+	devCredits credits.Amount
 	publicURL  string
 	workers    int
 	rateLimit  int
@@ -93,14 +94,14 @@ type serveConfig struct {
 
 func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	c := serveConfig{addr: getenv("GENWAY_ADDR"), dataDir: dataDir(getenv), devKey: getenv("GENWAY_DEV_KEY"),
-		devCredits: 1000, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: 4096, idle: 2 * time.Minute, retention: localmedia.DefaultRetention}
+		devCredits: 1000 * credits.Credit, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: 4096, idle: 2 * time.Minute, retention: localmedia.DefaultRetention}
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 	}
 	if v := getenv("GENWAY_DEV_CREDITS"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
+		n, err := credits.ParseAmount(v)
 		if err != nil || n < 0 {
-			return c, fmt.Errorf("GENWAY_DEV_CREDITS must be a non-negative integer, got %q", v)
+			return c, fmt.Errorf("GENWAY_DEV_CREDITS must be a non-negative number of credits (to 6 decimal places), got %q", v)
 		}
 		c.devCredits = n
 	}
@@ -475,14 +476,14 @@ func ensureDevAccount(ctx context.Context, op *admin.Service, cfg serveConfig, s
 		return fmt.Errorf("dev account: %w", err)
 	}
 	if cfg.devKey != "" {
-		fmt.Fprintf(stdout, "genway: dev account created with %d credits; key from GENWAY_DEV_KEY\n", cfg.devCredits)
+		fmt.Fprintf(stdout, "genway: dev account created with %s credits; key from GENWAY_DEV_KEY\n", cfg.devCredits)
 		return nil
 	}
 	key, _, err := op.CreateKey(ctx, dev, 0, auth.Controls{})
 	if err != nil {
 		return fmt.Errorf("dev key: %w", err)
 	}
-	fmt.Fprintf(stdout, "genway: dev account created with %d credits. Its API key (shown once):\n%s\n", cfg.devCredits, key)
+	fmt.Fprintf(stdout, "genway: dev account created with %s credits. Its API key (shown once):\n%s\n", cfg.devCredits, key)
 	return nil
 }
 
@@ -573,12 +574,18 @@ func registerGauges(be *backend) {
 		if err != nil {
 			return nil
 		}
-		var held, avail float64
+		// Summed exactly (in micro-credits, past int64 if need be), then
+		// made the float of the exposition format once.
+		var held, avail big.Int
 		for _, a := range accts {
-			held += float64(a.Held)
-			avail += float64(a.Available)
+			held.Add(&held, big.NewInt(int64(a.Held)))
+			avail.Add(&avail, big.NewInt(int64(a.Available)))
 		}
-		return []metrics.Sample{{Labels: []string{"held"}, Value: held}, {Labels: []string{"available"}, Value: avail}}
+		inCredits := func(micro *big.Int) float64 {
+			f, _ := new(big.Rat).SetFrac(micro, big.NewInt(int64(credits.Credit))).Float64()
+			return f
+		}
+		return []metrics.Sample{{Labels: []string{"held"}, Value: inCredits(&held)}, {Labels: []string{"available"}, Value: inCredits(&avail)}}
 	})
 	if d, ok := be.queue.(interface{ QueueDepth() (int, error) }); ok {
 		metrics.Default.Gauge("genway_queue_depth", "Job messages waiting or being worked on (embedded queue).", nil, func() []metrics.Sample {

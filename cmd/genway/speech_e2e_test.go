@@ -15,6 +15,7 @@ import (
 
 	"github.com/hajimehoshi/go-mp3"
 
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/media"
 	"github.com/genway/genway/shared/synthetic"
 )
@@ -154,15 +155,15 @@ func TestSpeechEndToEnd(t *testing.T) {
 		}
 	})
 	t.Run("credits", func(t *testing.T) {
-		var before, after struct{ Balance, Held, Available int64 }
+		var before, after struct{ Balance, Held, Available credits.Amount }
 		s.do(t, "GET", "/v1/credits", nil, nil, &before)
-		// 240 characters at 1 credit per 1,000: 1 credit; a failed one:
-		// none.
+		// 240 characters at 1 credit per 1,000: 0.24 credits, exactly; a
+		// failed one: none.
 		s.speak(t, map[string]any{"model": "synthetic-speech", "input": speechText})
 		s.speak(t, map[string]any{"model": "synthetic-speech", "input": "fail:503 " + speechText})
 		s.do(t, "GET", "/v1/credits", nil, nil, &after)
-		if after.Balance != before.Balance-1 || after.Held != 0 {
-			t.Errorf("credits %+v -> %+v; want 1 charged, none held", before, after)
+		if after.Balance != before.Balance-240_000 || after.Held != 0 {
+			t.Errorf("credits %+v -> %+v; want 0.24 charged, none held", before, after)
 		}
 	})
 }
@@ -297,6 +298,7 @@ func TestSpeechCreditsStress(t *testing.T) {
 	s := startServer(t, dir, map[string]string{"GENWAY_DEV_CREDITS": "0", "GENWAY_ROUTE_RETRIES": "0"})
 	var out bytes.Buffer
 	const balance, clients, perClient = 30, 16, 5 // 80 requests of 1 credit each
+	text := strings.Repeat(speechText, 5)[:1000]  // 1 credit at 1 per 1,000 characters
 	if err := run(t.Context(), []string{"keys", "create", "--account", "talker", "--credits", "30"}, testEnv(dir, nil), &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
@@ -310,12 +312,12 @@ func TestSpeechCreditsStress(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range perClient {
-				input := speechText
+				input := text
 				switch (g + i) % 5 {
 				case 1:
-					input = "fail:503 " + speechText
+					input = "fail:503 " + text
 				case 2:
-					input = "fail: " + speechText
+					input = "fail: " + text
 				}
 				resp, _, _, err := c.speak(t, map[string]any{"model": "synthetic-speech", "input": input, "response_format": "pcm"})
 				mu.Lock()
@@ -336,7 +338,7 @@ func TestSpeechCreditsStress(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	var cr struct{ Balance, Held, Available int64 }
+	var cr struct{ Balance, Held, Available credits.Amount }
 	c.do(t, "GET", "/v1/credits", nil, nil, &cr)
 	out.Reset()
 	if err := run(t.Context(), []string{"credits", "ledger", "--account", "talker"}, testEnv(dir, nil), &out, io.Discard); err != nil {
@@ -348,7 +350,7 @@ func TestSpeechCreditsStress(t *testing.T) {
 	if other != 0 || heard == 0 || cut == 0 || failed == 0 || refused == 0 {
 		t.Errorf("%d answers were none of 200, 503, 402; want some of each kind", other)
 	}
-	if cr.Held != 0 || cr.Balance != balance-int64(heard) || cr.Available != cr.Balance {
+	if cr.Held != 0 || cr.Balance != credits.Amount(balance-heard)*credits.Credit || cr.Available != cr.Balance {
 		t.Errorf("credits = %+v; want balance %d (%d heard at 1 credit), nothing held", cr, balance-heard, heard)
 	}
 	if reserved != heard+cut+failed || captures != heard || releases != cut+failed {
@@ -368,7 +370,7 @@ func TestSpeechAWS(t *testing.T) {
 	_, env, dir := awsServe(t)
 	env["GENWAY_ROUTE_RETRIES"] = "0"
 	s := startServer(t, dir, env)
-	var before, after struct{ Balance, Held, Available int64 }
+	var before, after struct{ Balance, Held, Available credits.Amount }
 	s.do(t, "GET", "/v1/credits", nil, nil, &before)
 	tests := []struct {
 		input  string
@@ -386,8 +388,8 @@ func TestSpeechAWS(t *testing.T) {
 		}
 	}
 	s.do(t, "GET", "/v1/credits", nil, nil, &after)
-	if after.Balance != before.Balance-1 || after.Held != 0 || after.Available != after.Balance {
-		t.Errorf("credits %+v -> %+v; want the one speech heard to its end charged (1 credit), nothing held", before, after)
+	if after.Balance != before.Balance-240_000 || after.Held != 0 || after.Available != after.Balance {
+		t.Errorf("credits %+v -> %+v; want the one speech heard to its end charged (0.24 credits), nothing held", before, after)
 	}
 	t.Run("npm", func(t *testing.T) {
 		node, npmDir := npmClients(t, filepath.Join("openai", "package.json"))

@@ -40,14 +40,14 @@ func usageCmd(ctx context.Context, args []string, getenv func(string) string, st
 		fmt.Fprintln(tw, "DAY\tKIND\tMODEL\tREQUESTS\tPROMPT_TOKENS\tCOMPLETION_TOKENS\tJOBS\tCREDITS")
 		var total admin.DayUsage
 		for _, u := range us {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", u.Day, u.Kind, u.Model, u.Requests, u.PromptTokens, u.CompletionTokens, u.Jobs, u.Credits)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", u.Day, u.Kind, u.Model, u.Requests, u.PromptTokens, u.CompletionTokens, u.Jobs, u.Credits)
 			total.Requests += u.Requests
 			total.PromptTokens += u.PromptTokens
 			total.CompletionTokens += u.CompletionTokens
 			total.Jobs += u.Jobs
 			total.Credits += u.Credits
 		}
-		fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%d\t%d\n", total.Requests, total.PromptTokens, total.CompletionTokens, total.Jobs, total.Credits)
+		fmt.Fprintf(tw, "total\t\t\t%d\t%d\t%d\t%d\t%s\n", total.Requests, total.PromptTokens, total.CompletionTokens, total.Jobs, total.Credits)
 		return tw.Flush()
 	})
 }

@@ -21,11 +21,11 @@ func TestUsageCmd(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open = %v", err)
 	}
-	if _, err := st.Grant(ctx, "acct1", 100, 1); err != nil {
+	if _, err := st.Grant(ctx, "acct1", 100*credits.Credit, 1); err != nil {
 		t.Fatalf("Grant = %v", err)
 	}
 	for i, day := range []string{"2025-03-01", "2025-03-02", "2025-03-02"} {
-		u := credits.Usage{Account: "acct1", Day: day, Model: "synthetic-chat", Requests: 1, PromptTokens: 10, CompletionTokens: 5, Credits: 1}
+		u := credits.Usage{Account: "acct1", Day: day, Model: "synthetic-chat", Requests: 1, PromptTokens: 10, CompletionTokens: 5, Credits: 15} // 0.000015
 		if err := st.AddUsage(ctx, fmt.Sprint("id", i), u); err != nil {
 			t.Fatalf("AddUsage = %v", err)
 		}
@@ -34,12 +34,12 @@ func TestUsageCmd(t *testing.T) {
 	// does (the failed one is not counted).
 	for _, j := range []struct {
 		id, typ, model, to string
-		price              int64
+		price              credits.Amount
 		at                 time.Time
 	}{
-		{"job_sfx_a", "sfx", "synthetic-sfx", "completed", 4, time.Date(2025, 3, 2, 8, 0, 0, 0, time.UTC)},
-		{"job_video_b", "video", "synthetic-video", "completed", 6, time.Date(2025, 3, 2, 23, 59, 59, 0, time.UTC)},
-		{"job_sfx_c", "sfx", "synthetic-sfx", "failed", 9, time.Date(2025, 3, 2, 9, 0, 0, 0, time.UTC)},
+		{"job_sfx_a", "sfx", "synthetic-sfx", "completed", 4 * credits.Credit, time.Date(2025, 3, 2, 8, 0, 0, 0, time.UTC)},
+		{"job_video_b", "video", "synthetic-video", "completed", 6_500_000, time.Date(2025, 3, 2, 23, 59, 59, 0, time.UTC)},
+		{"job_sfx_c", "sfx", "synthetic-sfx", "failed", 9 * credits.Credit, time.Date(2025, 3, 2, 9, 0, 0, 0, time.UTC)},
 	} {
 		c := credits.Change{JobID: j.id, Account: "acct1", JobType: j.typ, Model: j.model, OldStatus: "processing", NewStatus: j.to, Price: j.price, At: j.at.Unix()}
 		if err := credits.Apply(ctx, st, c); err != nil {
@@ -62,14 +62,14 @@ func TestUsageCmd(t *testing.T) {
 	}{
 		{[]string{"--account", "acct1"}, []string{
 			"DAY KIND MODEL REQUESTS PROMPT_TOKENS COMPLETION_TOKENS JOBS CREDITS",
-			"2025-03-01 chat synthetic-chat 1 10 5 0 1",
-			"2025-03-02 chat synthetic-chat 2 20 10 0 2",
+			"2025-03-01 chat synthetic-chat 1 10 5 0 0.000015",
+			"2025-03-02 chat synthetic-chat 2 20 10 0 0.00003",
 			"2025-03-02 sfx synthetic-sfx 0 0 0 1 4",
-			"2025-03-02 video synthetic-video 0 0 0 1 6",
-			"total 3 30 15 2 13",
+			"2025-03-02 video synthetic-video 0 0 0 1 6.5",
+			"total 3 30 15 2 10.500045",
 		}, false},
-		{[]string{"--account", "acct1", "--from", "2025-03-02"}, []string{"2025-03-02 chat synthetic-chat 2 20 10 0 2", "total 2 20 10 2 12"}, false},
-		{[]string{"--account", "acct1", "--to", "2025-03-01"}, []string{"total 1 10 5 0 1"}, false},
+		{[]string{"--account", "acct1", "--from", "2025-03-02"}, []string{"2025-03-02 chat synthetic-chat 2 20 10 0 0.00003", "total 2 20 10 2 10.50003"}, false},
+		{[]string{"--account", "acct1", "--to", "2025-03-01"}, []string{"total 1 10 5 0 0.000015"}, false},
 		{[]string{"--account", "acct1", "--to", "2025-02-28"}, []string{"total 0 0 0 0 0"}, false},
 		{[]string{}, nil, true},
 		{[]string{"--account", "acct1", "--from", "yesterday"}, nil, true},

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 // TestVendorsEndToEnd runs a job on every real vendor model of the default
@@ -58,7 +60,7 @@ func TestVendorsEndToEnd(t *testing.T) {
 		}
 	}
 	before := waitSettled(t, s)
-	var charged int64
+	var charged credits.Amount
 	ids := make([]string, len(runs))
 	for i, r := range runs {
 		var j jobResp
@@ -110,7 +112,7 @@ func TestVendorsEndToEnd(t *testing.T) {
 	}
 	after := waitSettled(t, s)
 	if before.Balance-after.Balance != charged || after.Held != 0 {
-		t.Errorf("credits %+v -> %+v; want %d charged, once per job, nothing held", before, after, charged)
+		t.Errorf("credits %+v -> %+v; want %s charged, once per job, nothing held", before, after, charged)
 	}
 
 	// What Veo cannot do is refused at create: nothing held, no vendor call.

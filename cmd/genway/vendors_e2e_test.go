@@ -2,11 +2,12 @@ package main
 
 import (
 	"bytes"
-	"math"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 // modelRecord is a job model of GET /v1/models.
@@ -18,14 +19,14 @@ type modelRecord struct {
 	DefaultDuration int      `json:"default_duration"`
 	Durations       []int    `json:"durations"`
 	Price           *struct {
-		PerSecond float64 `json:"credits_per_second"`
-		PerJob    float64 `json:"credits_per_job"`
+		PerSecond credits.Amount `json:"credits_per_second"`
+		PerJob    credits.Amount `json:"credits_per_job"`
 	} `json:"price"`
 }
 
-// credits is what a job of duration seconds costs (catalog.Price.JobCredits).
-func (m modelRecord) credits(duration int) int64 {
-	return int64(math.Ceil(m.Price.PerJob + m.Price.PerSecond*float64(duration)))
+// credits is what a job of duration seconds costs (catalog.Price.JobCost).
+func (m modelRecord) credits(duration int) credits.Amount {
+	return m.Price.PerJob + m.Price.PerSecond*credits.Amount(duration)
 }
 
 func listModels(t *testing.T, s *server) []modelRecord {
@@ -39,7 +40,7 @@ func listModels(t *testing.T, s *server) []modelRecord {
 	return list.Data
 }
 
-type balance struct{ Balance, Held, Available int64 }
+type balance struct{ Balance, Held, Available credits.Amount }
 
 // waitSettled polls the credits until nothing is held.
 func waitSettled(t *testing.T, s *server) balance {
@@ -125,14 +126,14 @@ func TestKillWhilePolling(t *testing.T) {
 		t.Errorf("submitted %d times across the kill; want once", submits)
 	}
 	after := waitSettled(t, s2)
-	var price int64
+	var price credits.Amount
 	for _, m := range listModels(t, s2) {
 		if m.ID == model {
 			price = m.credits(got.Input.Duration)
 		}
 	}
 	if before.Balance-after.Balance != price || after.Held != 0 {
-		t.Errorf("credits %+v -> %+v; want the job's price %d charged once", before, after, price)
+		t.Errorf("credits %+v -> %+v; want the job's price %s charged once", before, after, price)
 	}
 	t.Logf("killed after the first poll; completed after restart with %d polls in all, 1 submit", veo.Polls())
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -233,13 +234,13 @@ func TestImageVendorsEndToEnd(t *testing.T) {
 	oai, gem, fal, rep := fakeOpenAIImages(t), fakeGeminiImages(t), fakeFal(t, 2), fakeReplicate(t, 2)
 	logs := &syncBuffer{}
 	s := startServerLog(t, t.TempDir(), imageVendorEnv(oai, gem, fal, rep), logs)
-	prices := map[string]float64{}
+	prices := map[string]credits.Amount{}
 	var list struct {
 		Data []struct {
 			ID      string `json:"id"`
 			OwnedBy string `json:"owned_by"`
 			Price   struct {
-				PerImage float64 `json:"credits_per_image"`
+				PerImage credits.Amount `json:"credits_per_image"`
 			} `json:"price"`
 		} `json:"data"`
 	}
@@ -264,7 +265,7 @@ func TestImageVendorsEndToEnd(t *testing.T) {
 	}
 	covered := map[string]bool{}
 	before := waitSettled(t, s)
-	var charged float64
+	var charged credits.Amount
 	for _, c := range cases {
 		covered[c.model] = true
 		req := map[string]any{"model": c.model, "prompt": "a red fox in the snow", "n": c.n, "size": c.size, "output_format": c.format}
@@ -282,7 +283,7 @@ func TestImageVendorsEndToEnd(t *testing.T) {
 				t.Errorf("%s %v: image %d is not the vendor's %s", c.model, req, i, c.format)
 			}
 		}
-		charged += prices[c.model] * float64(c.n)
+		charged += prices[c.model] * credits.Amount(c.n)
 		b, _ := json.Marshal(a)
 		noSecrets(t, c.model+"'s answer", string(b))
 		for _, f := range []*fakeVendor{fal, rep} {
@@ -297,7 +298,7 @@ func TestImageVendorsEndToEnd(t *testing.T) {
 		}
 	}
 	paid := waitSettled(t, s)
-	if before.Balance-paid.Balance != int64(charged) || paid.Held != 0 {
+	if before.Balance-paid.Balance != charged || paid.Held != 0 {
 		t.Errorf("credits %+v -> %+v; want %v charged, nothing held", before, paid, charged)
 	}
 	for _, model := range []string{"gpt-image-1.5", "gemini-2.5-flash-image", "flux-dev", "flux-schnell"} {
@@ -312,7 +313,7 @@ func TestImageVendorsEndToEnd(t *testing.T) {
 	if code != 200 || hdr.Get("X-Genway-Attempts") != "gpt-image-1.5=429, gpt-image-1.5=200" {
 		t.Errorf("a throttled request = %d (attempts %q); want the retry's 200", code, hdr.Get("X-Genway-Attempts"))
 	}
-	if after := waitSettled(t, s); paid.Balance-after.Balance != int64(prices["gpt-image-1.5"]) {
+	if after := waitSettled(t, s); paid.Balance-after.Balance != prices["gpt-image-1.5"] {
 		t.Errorf("credits %+v -> %+v; want the throttled request's image charged once, the refusals nothing", paid, after)
 	}
 	for name, v := range map[string]*fakeVendor{"openai": oai, "gemini": gem, "fal": fal, "replicate": rep} {

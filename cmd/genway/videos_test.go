@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 // videoCase is one video the openai SDK makes in clients/npm/videos.mjs,
@@ -58,7 +60,7 @@ func runVideosScript(t *testing.T, s *server, cases []videoCase, want map[string
 	if len(made) != len(cases) {
 		t.Fatalf("videos.mjs made %d videos; want %d", len(made), len(cases))
 	}
-	var charged int64
+	var charged credits.Amount
 	for i, m := range made {
 		model, id, sum := m[1], m[2], m[3]
 		c := cases[i]
@@ -89,7 +91,7 @@ func runVideosScript(t *testing.T, s *server, cases []videoCase, want map[string
 	}
 	after := waitSettled(t, s)
 	if before.Balance-after.Balance != charged || after.Held != 0 {
-		t.Errorf("credits %+v -> %+v; want %d charged (each video once, the deleted one too), nothing held", before, after, charged)
+		t.Errorf("credits %+v -> %+v; want %s charged (each video once, the deleted one too), nothing held", before, after, charged)
 	}
 }
 

@@ -78,15 +78,15 @@ const KindChat = "chat"
 // common unit of all; a failed job or generation costs nothing and is not
 // counted.
 type DayUsage struct {
-	Account          string `json:"account"`
-	Day              string `json:"day"` // YYYY-MM-DD, UTC
-	Kind             string `json:"kind"`
-	Model            string `json:"model"`
-	Requests         int64  `json:"requests"`          // chat completions
-	PromptTokens     int64  `json:"prompt_tokens"`     // chat
-	CompletionTokens int64  `json:"completion_tokens"` // chat
-	Jobs             int64  `json:"jobs"`              // completed jobs, or image and speech requests
-	Credits          int64  `json:"credits"`
+	Account          string         `json:"account"`
+	Day              string         `json:"day"` // YYYY-MM-DD, UTC
+	Kind             string         `json:"kind"`
+	Model            string         `json:"model"`
+	Requests         int64          `json:"requests"`          // chat completions
+	PromptTokens     int64          `json:"prompt_tokens"`     // chat
+	CompletionTokens int64          `json:"completion_tokens"` // chat
+	Jobs             int64          `json:"jobs"`              // completed jobs, or image and speech requests
+	Credits          credits.Amount `json:"credits"`
 }
 
 // Tokens returns the usage's prompt and completion tokens.
@@ -105,9 +105,9 @@ func jobDay(u credits.JobUsage) DayUsage {
 
 // Operator is the set of operator commands; Service and Client implement it.
 type Operator interface {
-	// CreateKey makes a key for account with controls c, adding credits
+	// CreateKey makes a key for account with controls c, adding amount
 	// to the account.
-	CreateKey(ctx context.Context, account string, credits int64, c auth.Controls) (auth.Key, auth.Record, error)
+	CreateKey(ctx context.Context, account string, amount credits.Amount, c auth.Controls) (auth.Key, auth.Record, error)
 	// UpdateKey changes the controls of the key an id or prefix names
 	// (auth.Resolve), without re-issuing it; its spend stays.
 	UpdateKey(ctx context.Context, idOrPrefix string, ch auth.Change) (auth.Record, error)
@@ -116,13 +116,16 @@ type Operator interface {
 	RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record, error)
 	// Grant adds amount credits to an existing account; note says why
 	// (the audit log keeps it).
-	Grant(ctx context.Context, account string, amount int64, note string) (credits.Account, error)
+	Grant(ctx context.Context, account string, amount credits.Amount, note string) (credits.Account, error)
 	// CreateAccount makes a new account with amount credits (0 or more);
 	// an account that exists is a 409.
-	CreateAccount(ctx context.Context, account string, amount int64, note string) (credits.Account, error)
+	CreateAccount(ctx context.Context, account string, amount credits.Amount, note string) (credits.Account, error)
 	Account(ctx context.Context, account string) (credits.Account, error)
 	Accounts(ctx context.Context) ([]AccountInfo, error)
 	Ledger(ctx context.Context, account string) ([]credits.Entry, error)
+	// SetRateLimit sets the account's requests per minute per key: 0 for
+	// the default, Unlimited (-1) for none; another negative rpm is a 400
+	// naming rpm.
 	SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error)
 	// Usage returns chat and job usage per day, kind and model from day
 	// from to day to (YYYY-MM-DD, inclusive; "" for no bound) of account,
@@ -229,8 +232,10 @@ func (s *Service) now() time.Time {
 // CreateKey makes a new key for account with controls c (name, model
 // patterns, expiry, credit limit), creating the account (with credits
 // added, if > 0). The plaintext key is returned once and never stored.
-// The audit entry names the controls.
-func (s *Service) CreateKey(ctx context.Context, account string, amount int64, c auth.Controls) (auth.Key, auth.Record, error) {
+// The audit entry names the controls. Credits that would take the
+// account's balance past credits.MaxAmount are a 400 naming credits, and
+// nothing is made.
+func (s *Service) CreateKey(ctx context.Context, account string, amount credits.Amount, c auth.Controls) (auth.Key, auth.Record, error) {
 	if !accountRE.MatchString(account) {
 		return "", auth.Record{}, ErrBadAccount
 	}
@@ -238,6 +243,9 @@ func (s *Service) CreateKey(ctx context.Context, account string, amount int64, c
 		return "", auth.Record{}, apierr.Invalidf("credits", "invalid_value", "credits must not be negative")
 	}
 	if err := c.Check(); err != nil {
+		return "", auth.Record{}, err
+	}
+	if err := s.checkGrant(ctx, account, amount, "credits"); err != nil {
 		return "", auth.Record{}, err
 	}
 	if c.ExpiresAt != 0 && c.ExpiresAt <= s.now().Unix() {
@@ -252,11 +260,11 @@ func (s *Service) CreateKey(ctx context.Context, account string, amount int64, c
 		return "", auth.Record{}, err
 	}
 	if _, err := s.Store.Grant(ctx, account, amount, s.now().Unix()); err != nil {
-		return "", auth.Record{}, fmt.Errorf("create key: account %s: %w", account, err)
+		return "", auth.Record{}, fmt.Errorf("create key: account %s: %w", account, grantError(err, "credits"))
 	}
 	detail := c.Describe()
 	if amount > 0 {
-		detail = fmt.Sprintf("with %d credits; %s", amount, detail)
+		detail = fmt.Sprintf("with %s credits; %s", amount, detail)
 	}
 	s.audit(ctx, "keys.create", rec.Prefix+" ("+account+")", detail)
 	return key, rec, nil
@@ -373,13 +381,15 @@ func (s *Service) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record
 // maxNote bounds a grant's note.
 const maxNote = 500
 
-// Grant adds amount credits to an existing account.
-func (s *Service) Grant(ctx context.Context, account string, amount int64, note string) (credits.Account, error) {
+// Grant adds amount credits to an existing account. An amount that would
+// take its balance past credits.MaxAmount is a 400 naming amount, and
+// nothing changes.
+func (s *Service) Grant(ctx context.Context, account string, amount credits.Amount, note string) (credits.Account, error) {
 	if !accountRE.MatchString(account) {
 		return credits.Account{}, ErrBadAccount
 	}
-	if amount <= 0 {
-		return credits.Account{}, apierr.Invalidf("amount", "invalid_value", "amount must be a positive number of credits")
+	if amount <= 0 || amount > credits.MaxAmount {
+		return credits.Account{}, apierr.Invalidf("amount", "invalid_value", "amount must be a positive number of credits, at most %s", credits.MaxAmount)
 	}
 	if len(note) > maxNote {
 		return credits.Account{}, apierr.Invalidf("note", "invalid_value", "a note is at most %d bytes", maxNote)
@@ -388,22 +398,55 @@ func (s *Service) Grant(ctx context.Context, account string, amount int64, note 
 		return credits.Account{}, err
 	}
 	a, err := s.Store.Grant(ctx, account, amount, s.now().Unix())
-	if err == nil {
-		s.audit(ctx, "credits.grant", account, fmt.Sprintf("%d credits; %s", amount, note))
+	if err != nil {
+		return credits.Account{}, grantError(err, "amount")
 	}
-	return a, err
+	s.audit(ctx, "credits.grant", account, fmt.Sprintf("%s credits; %s", amount, note))
+	return a, nil
+}
+
+// checkGrant refuses, before anything is written, a grant of amount that
+// would take account's balance or available credits past
+// credits.MaxAmount (a 400 naming field); the store checks it again in
+// the grant's own write. An account that does not exist yet has none.
+func (s *Service) checkGrant(ctx context.Context, account string, amount credits.Amount, field string) error {
+	if amount > credits.MaxAmount {
+		return grantError(credits.ErrAmountRange, field)
+	}
+	a, err := s.Store.Account(ctx, account)
+	if errors.Is(err, credits.ErrAccountNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := a.Balance.Add(amount); err != nil {
+		return grantError(err, field)
+	}
+	return nil
+}
+
+// grantError is err, or, for a grant the store refused because it would
+// pass credits.MaxAmount, the 400 naming field.
+func grantError(err error, field string) error {
+	if errors.Is(err, credits.ErrAmountRange) {
+		return &apierr.Error{Kind: apierr.Invalid, Code: "invalid_value", Param: field, Err: err,
+			Message: fmt.Sprintf("%s: the account's balance would pass %s credits, the most an account may hold; nothing was granted.", field, credits.MaxAmount)}
+	}
+	return err
 }
 
 // ErrAccountExists is the 409 for making an account that exists.
 var ErrAccountExists = &apierr.Error{Kind: apierr.Conflict, Code: "account_exists", Param: "id", Message: "An account with that id exists."}
 
-// CreateAccount makes account with amount credits.
-func (s *Service) CreateAccount(ctx context.Context, account string, amount int64, note string) (credits.Account, error) {
+// CreateAccount makes account with amount credits (0 to
+// credits.MaxAmount; more is a 400 naming credits).
+func (s *Service) CreateAccount(ctx context.Context, account string, amount credits.Amount, note string) (credits.Account, error) {
 	if !accountRE.MatchString(account) {
 		return credits.Account{}, ErrBadAccount
 	}
-	if amount < 0 {
-		return credits.Account{}, apierr.Invalidf("credits", "invalid_value", "credits must not be negative")
+	if amount < 0 || amount > credits.MaxAmount {
+		return credits.Account{}, apierr.Invalidf("credits", "invalid_value", "credits must be from 0 to %s", credits.MaxAmount)
 	}
 	if len(note) > maxNote {
 		return credits.Account{}, apierr.Invalidf("note", "invalid_value", "a note is at most %d bytes", maxNote)
@@ -414,10 +457,11 @@ func (s *Service) CreateAccount(ctx context.Context, account string, amount int6
 		return credits.Account{}, err
 	}
 	a, err := s.Store.Grant(ctx, account, amount, s.now().Unix())
-	if err == nil {
-		s.audit(ctx, "accounts.create", account, fmt.Sprintf("%d credits; %s", amount, note))
+	if err != nil {
+		return credits.Account{}, grantError(err, "credits")
 	}
-	return a, err
+	s.audit(ctx, "accounts.create", account, fmt.Sprintf("%s credits; %s", amount, note))
+	return a, nil
 }
 
 // Accounts lists every account with its number of live keys.
@@ -462,8 +506,17 @@ func (s *Service) Ledger(ctx context.Context, account string) ([]credits.Entry, 
 	return s.Store.Ledger(ctx, account)
 }
 
-// SetRateLimit sets the account's per-key rate limit.
+// Unlimited is the rate limit (requests per minute per key) of an
+// account whose keys have none: the one negative SetRateLimit takes.
+const Unlimited = -1
+
+// SetRateLimit sets the account's per-key rate limit: rpm requests per
+// minute, 0 for the default, Unlimited for none. Another negative rpm is
+// a 400 naming rpm, and nothing changes.
 func (s *Service) SetRateLimit(ctx context.Context, account string, rpm int) (credits.Account, error) {
+	if rpm < Unlimited {
+		return credits.Account{}, apierr.Invalidf("rpm", "invalid_value", "rpm must be requests per minute per key: 0 for the default, %d for unlimited, or a positive number; not %d", Unlimited, rpm)
+	}
 	if _, err := s.Store.Account(ctx, account); err != nil {
 		return credits.Account{}, err
 	}

@@ -180,10 +180,10 @@ type createdKey struct {
 	Revoked  int64  `json:"revoked"`
 	LastUsed int64  `json:"last_used"`
 	auth.Controls
-	Spent  int64  `json:"spent"`
-	Held   int64  `json:"held"`
-	Period string `json:"period"`
-	Key    string `json:"key"`
+	Spent  credits.Amount `json:"spent"`
+	Held   credits.Amount `json:"held"`
+	Period string         `json:"period"`
+	Key    string         `json:"key"`
 }
 
 func (k createdKey) record() auth.Record {
@@ -192,11 +192,11 @@ func (k createdKey) record() auth.Record {
 }
 
 // CreateKey implements Operator.
-func (c *Client) CreateKey(ctx context.Context, account string, amount int64, ctl auth.Controls) (auth.Key, auth.Record, error) {
+func (c *Client) CreateKey(ctx context.Context, account string, amount credits.Amount, ctl auth.Controls) (auth.Key, auth.Record, error) {
 	var out createdKey
 	err := c.call(ctx, http.MethodPost, "/keys", nil, struct {
-		Account string `json:"account"`
-		Credits int64  `json:"credits"`
+		Account string         `json:"account"`
+		Credits credits.Amount `json:"credits"`
 		auth.Controls
 	}{account, amount, ctl}, &out)
 	return auth.Key(out.Key), out.record(), err
@@ -238,14 +238,14 @@ func (c *Client) RevokeKey(ctx context.Context, idOrPrefix string) (auth.Record,
 }
 
 // Grant implements Operator.
-func (c *Client) Grant(ctx context.Context, account string, amount int64, note string) (credits.Account, error) {
+func (c *Client) Grant(ctx context.Context, account string, amount credits.Amount, note string) (credits.Account, error) {
 	var out credits.Account
 	err := c.call(ctx, http.MethodPost, "/accounts/"+url.PathEscape(account)+"/grants", nil, map[string]any{"amount": amount, "note": note}, &out)
 	return out, err
 }
 
 // CreateAccount implements Operator.
-func (c *Client) CreateAccount(ctx context.Context, account string, amount int64, note string) (credits.Account, error) {
+func (c *Client) CreateAccount(ctx context.Context, account string, amount credits.Amount, note string) (credits.Account, error) {
 	var out credits.Account
 	err := c.call(ctx, http.MethodPost, "/accounts", nil, map[string]any{"id": account, "credits": amount, "note": note}, &out)
 	return out, err

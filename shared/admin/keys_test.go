@@ -9,6 +9,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
 )
 
 // TestKeyControls makes a key with every control and changes them, with
@@ -19,7 +20,7 @@ func TestKeyControls(t *testing.T) {
 	for name, op := range ops {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			lim := int64(10)
+			lim := 10 * credits.Credit
 			c := auth.Controls{Name: "intern", Models: []string{"synthetic/*"}, ExpiresAt: 1_800_000_000, CreditLimit: &lim}
 			_, rec, err := op.CreateKey(ctx, "acme-"+name, 5, c)
 			if err != nil || !reflect.DeepEqual(rec.Controls, c) {
@@ -29,7 +30,7 @@ func TestKeyControls(t *testing.T) {
 			if err != nil || len(keys) != 1 || !reflect.DeepEqual(keys[0].Controls, c) || keys[0].Spent != 0 {
 				t.Fatalf("Keys = %+v, %v; want the key with its controls, nothing spent", keys, err)
 			}
-			none, renamed := int64(-1), "renamed"
+			none, renamed := -credits.Credit, "renamed"
 			got, err := op.UpdateKey(ctx, rec.Prefix, auth.Change{Name: &renamed, CreditLimit: &none})
 			if err != nil || got.Name != "renamed" || got.CreditLimit != nil || len(got.Models) != 1 || got.ExpiresAt != c.ExpiresAt || got.ID != rec.ID {
 				t.Errorf("UpdateKey(name, no limit) = %+v, %v; want renamed, no limit, the rest kept", got, err)
@@ -63,7 +64,7 @@ func TestKeyControls(t *testing.T) {
 				{"bad pattern", func() error { _, err := op.UpdateKey(ctx, rec.ID, auth.Change{Models: &[]string{"a b"}}); return err }()},
 				{"past expiry", func() error { _, _, err := op.CreateKey(ctx, "acme-"+name, 0, auth.Controls{ExpiresAt: 1}); return err }()},
 				{"negative limit", func() error {
-					n := int64(-2)
+					n := -2 * credits.Credit
 					_, _, err := op.CreateKey(ctx, "acme-"+name, 0, auth.Controls{CreditLimit: &n})
 					return err
 				}()},
@@ -91,7 +92,7 @@ func TestKeyReset(t *testing.T) {
 	for name, op := range ops {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			lim := int64(10)
+			lim := 10 * credits.Credit
 			c := auth.Controls{CreditLimit: &lim, CreditLimitReset: auth.ResetMonthly}
 			_, rec, err := op.CreateKey(ctx, "reset-"+name, 0, c)
 			if err != nil || !reflect.DeepEqual(rec.Controls, c) || rec.Period != "2023-11" {
@@ -103,10 +104,10 @@ func TestKeyReset(t *testing.T) {
 			}
 			weekly := "weekly"
 			got, err := op.UpdateKey(ctx, rec.Prefix, auth.Change{CreditLimitReset: &weekly})
-			if err != nil || got.CreditLimitReset != auth.ResetWeekly || *got.CreditLimit != 10 {
+			if err != nil || got.CreditLimitReset != auth.ResetWeekly || *got.CreditLimit != 10*credits.Credit {
 				t.Errorf("UpdateKey(reset weekly) = %+v, %v; want weekly, limit kept", got, err)
 			}
-			none := int64(-1)
+			none := -credits.Credit
 			got, err = op.UpdateKey(ctx, rec.Prefix, auth.Change{CreditLimit: &none})
 			if err != nil || got.CreditLimit != nil || got.CreditLimitReset != auth.ResetNever {
 				t.Errorf("UpdateKey(no limit) = %+v, %v; want no limit and no reset", got, err)

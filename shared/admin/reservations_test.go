@@ -16,7 +16,7 @@ import (
 // settleReservation reserves amount on acct for typ and model at at, and
 // settles it as images and speech do: a capture of charge (charge 0: a
 // release of everything). It returns the reservation.
-func settleReservation(t *testing.T, st *localstore.Store, id, acct, typ, model string, amount, charge int64, at time.Time, settle bool) credits.Entry {
+func settleReservation(t *testing.T, st *localstore.Store, id, acct, typ, model string, amount, charge credits.Amount, at time.Time, settle bool) credits.Entry {
 	t.Helper()
 	ctx := context.Background()
 	r := credits.Entry{ID: credits.ReservationID(id), Account: acct, Kind: credits.Reservation, Amount: amount, JobType: typ, Model: model, At: at.Unix()}

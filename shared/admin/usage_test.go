@@ -56,7 +56,7 @@ func TestUsage(t *testing.T) {
 	}
 	for _, r := range []struct {
 		model, day string
-		credits    int64
+		credits    credits.Amount
 	}{{"m1", "2025-03-01", 0}, {"m2", "2025-03-01", 2}, {"m1", "2025-03-02", 0}, {"m1", "2025-03-02", 3}} {
 		id, err := credits.NewUsageID()
 		if err != nil {
@@ -85,10 +85,10 @@ func TestUsage(t *testing.T) {
 	if err := credits.Apply(ctx, st, credits.Change{JobID: "job_sfx_9", Account: "acct2", JobType: "sfx", Model: "m3", OldStatus: "queued", NewStatus: "completed", Price: 1, At: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC).Unix()}); err != nil {
 		t.Fatalf("Apply = %v", err)
 	}
-	chat := func(day, model string, n, c int64) admin.DayUsage {
+	chat := func(day, model string, n int64, c credits.Amount) admin.DayUsage {
 		return admin.DayUsage{Account: "acct1", Day: day, Kind: "chat", Model: model, Requests: n, PromptTokens: 10 * n, CompletionTokens: 20 * n, Credits: c}
 	}
-	job := func(acct, day, kind, model string, n, c int64) admin.DayUsage {
+	job := func(acct, day, kind, model string, n int64, c credits.Amount) admin.DayUsage {
 		return admin.DayUsage{Account: acct, Day: day, Kind: kind, Model: model, Jobs: n, Credits: c}
 	}
 	tests := []struct {

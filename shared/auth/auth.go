@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 )
 
 // Prefix starts every key.
@@ -119,8 +120,8 @@ type Record struct {
 	// jobs, images and speeches, priced chat); Held is what its requests
 	// in flight hold. A credit limit bounds Spent + Held: a hold that
 	// would take them past it is refused (credits.ErrKeyLimit).
-	Spent int64 `json:"spent,omitempty"`
-	Held  int64 `json:"held,omitempty"`
+	Spent credits.Amount `json:"spent,omitempty"`
+	Held  credits.Amount `json:"held,omitempty"`
 	// Period is the credit limit period (see Period) that Spent belongs
 	// to, for a key with a CreditLimitReset; "" before its first one.
 	// Store.RollKeyPeriod starts the next; InPeriod shows a record as of
@@ -131,7 +132,7 @@ type Record struct {
 
 // Left returns what the key may still spend under its credit limit (0
 // when it is used up or past it), and false when it has no limit.
-func (r Record) Left() (int64, bool) {
+func (r Record) Left() (credits.Amount, bool) {
 	if r.CreditLimit == nil {
 		return 0, false
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 )
 
 // Controls are what an operator sets on a key besides its account: a
@@ -27,7 +28,7 @@ type Controls struct {
 	ExpiresAt int64 `json:"expires_at,omitempty"`
 	// CreditLimit is the most credits the key may spend in total (held
 	// and spent together: see Record.Spent); nil: no limit of its own.
-	CreditLimit *int64 `json:"credit_limit,omitempty"`
+	CreditLimit *credits.Amount `json:"credit_limit,omitempty"`
 	// CreditLimitReset is how often the credit limit starts over:
 	// ResetNever (""), ResetDaily, ResetWeekly or ResetMonthly (UTC
 	// calendar periods). With a reset, Record.Spent counts the current
@@ -44,7 +45,7 @@ const (
 
 // Check validates c: a name of printable characters, at most MaxPatterns
 // model patterns of printable, non-space characters, a non-negative
-// expiry and credit limit, a reset (ParseReset's canonical values) only
+// expiry, a credit limit from 0 to credits.MaxAmount, a reset (ParseReset's canonical values) only
 // with a credit limit. Its errors are *apierr.Error naming the field.
 func (c Controls) Check() error {
 	if len(c.Name) > MaxNameLen || strings.ContainsFunc(c.Name, func(r rune) bool { return r < ' ' || r == 0x7f }) {
@@ -61,8 +62,8 @@ func (c Controls) Check() error {
 	if c.ExpiresAt < 0 {
 		return apierr.Invalidf("expires_at", "invalid_value", "expires_at must be a Unix time, or 0 for never")
 	}
-	if c.CreditLimit != nil && *c.CreditLimit < 0 {
-		return apierr.Invalidf("credit_limit", "invalid_value", "credit_limit must not be negative")
+	if c.CreditLimit != nil && (*c.CreditLimit < 0 || *c.CreditLimit > credits.MaxAmount) {
+		return apierr.Invalidf("credit_limit", "invalid_value", "credit_limit must be from 0 to %s credits", credits.MaxAmount)
 	}
 	if r, err := ParseReset(c.CreditLimitReset); err != nil || r != c.CreditLimitReset {
 		return apierr.Invalidf("credit_limit_reset", "invalid_value", "credit_limit_reset %q: give daily, weekly, monthly, or omit it for never", c.CreditLimitReset)
@@ -82,7 +83,7 @@ type Change struct {
 	ExpiresAt *int64 `json:"expires_at,omitempty"`
 	// CreditLimit: a negative value removes the limit, and its reset
 	// with it.
-	CreditLimit *int64 `json:"credit_limit,omitempty"`
+	CreditLimit *credits.Amount `json:"credit_limit,omitempty"`
 	// CreditLimitReset: "daily", "weekly", "monthly"; "none" (or "")
 	// removes the reset.
 	CreditLimitReset *string `json:"credit_limit_reset,omitempty"`
@@ -139,7 +140,7 @@ func (c Controls) Describe() string {
 		parts = append(parts, "expires="+time.Unix(c.ExpiresAt, 0).UTC().Format(time.RFC3339))
 	}
 	if c.CreditLimit != nil {
-		parts = append(parts, fmt.Sprintf("credit_limit=%d", *c.CreditLimit))
+		parts = append(parts, fmt.Sprintf("credit_limit=%s", *c.CreditLimit))
 	}
 	if c.CreditLimitReset != ResetNever {
 		parts = append(parts, "reset="+c.CreditLimitReset)

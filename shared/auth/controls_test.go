@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 )
 
 func TestMatch(t *testing.T) {
@@ -92,14 +93,17 @@ func TestParseExpiry(t *testing.T) {
 }
 
 func TestControlsCheck(t *testing.T) {
-	neg := int64(-1)
+	neg, fraction, most, past := -credits.Micro, credits.Amount(250_000), credits.MaxAmount, credits.MaxAmount+1
 	tests := []struct {
 		name string
 		c    Controls
 		ok   bool
 	}{
 		{"zero", Controls{}, true},
-		{"all", Controls{Name: "intern", Models: []string{"synthetic/*"}, ExpiresAt: 1, CreditLimit: new(int64)}, true},
+		{"all", Controls{Name: "intern", Models: []string{"synthetic/*"}, ExpiresAt: 1, CreditLimit: new(credits.Amount)}, true},
+		{"fractional limit", Controls{CreditLimit: &fraction}, true},
+		{"the largest limit", Controls{CreditLimit: &most}, true},
+		{"limit past the maximum", Controls{CreditLimit: &past}, false},
 		{"control char in name", Controls{Name: "a\nb"}, false},
 		{"space in pattern", Controls{Models: []string{"a b"}}, false},
 		{"empty pattern", Controls{Models: []string{""}}, false},
@@ -114,10 +118,10 @@ func TestControlsCheck(t *testing.T) {
 }
 
 func TestChangeApply(t *testing.T) {
-	ten, off := int64(10), int64(-1)
+	ten, off := 10*credits.Credit, -credits.Credit
 	name := "intern"
 	c := Change{Name: &name, CreditLimit: &ten}.Apply(Controls{Models: []string{"x"}})
-	if c.Name != "intern" || c.CreditLimit == nil || *c.CreditLimit != 10 || len(c.Models) != 1 {
+	if c.Name != "intern" || c.CreditLimit == nil || *c.CreditLimit != 10*credits.Credit || len(c.Models) != 1 {
 		t.Errorf("Apply(name, limit) = %+v; want name intern, limit 10, models kept", c)
 	}
 	c = Change{CreditLimit: &off, Models: &[]string{}}.Apply(c)

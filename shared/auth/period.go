@@ -156,9 +156,9 @@ func (r Record) ResetAt(now time.Time) time.Time {
 // held)" after it when requests in progress hold credits. r is as
 // InPeriod made it.
 func (r Record) DescribeSpend() string {
-	s := fmt.Sprintf("%d/-", r.Spent)
+	s := fmt.Sprintf("%s/-", r.Spent)
 	if r.CreditLimit != nil {
-		s = fmt.Sprintf("%d/%d", r.Spent, *r.CreditLimit)
+		s = fmt.Sprintf("%s/%s", r.Spent, *r.CreditLimit)
 	}
 	if r.CreditLimitReset != ResetNever {
 		s += " " + r.CreditLimitReset
@@ -167,7 +167,7 @@ func (r Record) DescribeSpend() string {
 		}
 	}
 	if r.Held != 0 {
-		s += fmt.Sprintf(" (+%d held)", r.Held)
+		s += fmt.Sprintf(" (+%s held)", r.Held)
 	}
 	return s
 }

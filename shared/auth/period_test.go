@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 )
 
 func TestPeriod(t *testing.T) {
@@ -85,7 +86,7 @@ func TestNewerPeriod(t *testing.T) {
 
 func TestInPeriod(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	lim := int64(10)
+	lim := 10 * credits.Credit
 	tests := []struct {
 		name string
 		rec  Record
@@ -108,7 +109,7 @@ func TestInPeriod(t *testing.T) {
 }
 
 func TestResetControls(t *testing.T) {
-	lim := int64(10)
+	lim := 10 * credits.Credit
 	for _, tt := range []struct {
 		c     Controls
 		param string // "" for valid
@@ -136,7 +137,7 @@ func TestResetControls(t *testing.T) {
 			t.Errorf("ParseReset(%q) = %q, %v; want %q, ok %v", tt.in, got, err, tt.want, tt.ok)
 		}
 	}
-	monthly, none, bad, neg := "monthly", "none", "yearly", int64(-1)
+	monthly, none, bad, neg := "monthly", "none", "yearly", -credits.Credit
 	base := Controls{CreditLimit: &lim, CreditLimitReset: ResetDaily}
 	for _, tt := range []struct {
 		ch   Change
@@ -168,7 +169,7 @@ func TestResetControls(t *testing.T) {
 func TestAuthenticateRolls(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	lim := int64(10)
+	lim := 10 * credits.Credit
 	store := &memKeys{recs: map[string]Record{}}
 	monthly, _ := NewKey()
 	plain, _ := NewKey()
@@ -202,7 +203,7 @@ func TestAuthenticateRolls(t *testing.T) {
 			at    time.Time
 			n     int
 			rolls []string
-			spent int64
+			spent credits.Amount
 		}{
 			{now, 20, nil, 9}, // the current period: no write
 			{time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), 20, []string{mrec.ID + " 2026-12"}, 0},
@@ -246,7 +247,7 @@ func (m *failRolls) RollKeyPeriod(ctx context.Context, id, period string) (bool,
 func TestAuthenticateRollFails(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
-	lim := int64(10)
+	lim := 10 * credits.Credit
 	store := &failRolls{memKeys: memKeys{recs: map[string]Record{}}, fail: true}
 	k, _ := NewKey()
 	rec := NewRecord(k, "acme", now)
@@ -274,24 +275,25 @@ func TestAuthenticateRollFails(t *testing.T) {
 
 func TestResetAtDescribeSpend(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	lim := int64(10)
+	lim := 10 * credits.Credit
+	const three, two, one = 3 * credits.Credit, 2_500_000, credits.Micro
 	tests := []struct {
 		rec      Record
 		resetAt  time.Time
 		describe string
 	}{
-		{Record{Spent: 3}, time.Time{}, "3/-"},
-		{Record{Controls: Controls{CreditLimit: &lim}, Spent: 3, Held: 2}, time.Time{}, "3/10 (+2 held)"},
-		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetMonthly}, Spent: 3, Period: "2026-12"},
+		{Record{Spent: three}, time.Time{}, "3/-"},
+		{Record{Controls: Controls{CreditLimit: &lim}, Spent: three, Held: two}, time.Time{}, "3/10 (+2.5 held)"},
+		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetMonthly}, Spent: three, Period: "2026-12"},
 			time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "3/10 monthly, 2026-12"},
 		// Not rolled since November: shown as December's.
-		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetWeekly}, Spent: 3, Held: 1, Period: "2026-W47"},
-			time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC), "0/10 weekly, 2026-W49 (+1 held)"},
+		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetWeekly}, Spent: three, Held: one, Period: "2026-W47"},
+			time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC), "0/10 weekly, 2026-W49 (+0.000001 held)"},
 		// Monthly to daily on the 1st: the month's period ends tomorrow.
-		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetDaily}, Spent: 3, Period: "2026-12"},
+		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetDaily}, Spent: three, Period: "2026-12"},
 			time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC), "3/10 daily, 2026-12"},
 		// Daily to monthly: the day's spend counts until the month ends.
-		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetMonthly}, Spent: 3, Period: "2026-12-01"},
+		{Record{Controls: Controls{CreditLimit: &lim, CreditLimitReset: ResetMonthly}, Spent: three, Period: "2026-12-01"},
 			time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "3/10 monthly, 2026-12-01"},
 	}
 	for _, tt := range tests {
@@ -324,7 +326,7 @@ func (m *slowRolls) RollKeyPeriod(ctx context.Context, id, period string) (bool,
 func TestAuthenticateWaitsForRoll(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	lim := int64(10)
+	lim := 10 * credits.Credit
 	store := &slowRolls{memKeys: memKeys{recs: map[string]Record{}}, entered: make(chan struct{}, 2), release: make(chan struct{})}
 	k, _ := NewKey()
 	rec := NewRecord(k, "acme", now)

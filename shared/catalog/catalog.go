@@ -9,13 +9,15 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
-	"math"
+	"math/bits"
 	"os"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 //go:embed catalog.json
@@ -55,36 +57,103 @@ type Capabilities struct {
 	StructuredOutputs bool `json:"structured_outputs"`
 }
 
-// Price is what a model costs. Job models use CreditsPerSecond (of requested
-// duration) or CreditsPerJob; chat models may set per-million-token prices;
-// image models CreditsPerImage; speech models CreditsPer1KChars.
+// Price is what a model costs, in exact amounts of credits (decoded from
+// the catalog's JSON decimals with no float; more than 6 decimal places of
+// credits is a load error naming the model and field). Job models use
+// CreditsPerSecond (of requested duration) and/or CreditsPerJob; chat
+// models may set per-million-token prices; image models CreditsPerImage;
+// speech models CreditsPer1KChars. The cost methods (ChatCost, SpeechCost,
+// ImageCost, JobCost) compute exactly and round up at most once per
+// request, to the micro-credit; a cost beyond credits.MaxAmount is
+// credits.MaxAmount (no account can pay it).
 type Price struct {
-	CreditsPerSecond        float64 `json:"credits_per_second,omitempty"`
-	CreditsPerJob           float64 `json:"credits_per_job,omitempty"`
-	CreditsPerMillionInput  float64 `json:"credits_per_million_input_tokens,omitempty"`
-	CreditsPerMillionOutput float64 `json:"credits_per_million_output_tokens,omitempty"`
+	CreditsPerSecond credits.Amount `json:"credits_per_second,omitempty"`
+	CreditsPerJob    credits.Amount `json:"credits_per_job,omitempty"`
+	// CreditsPerMillionInput and CreditsPerMillionOutput are per
+	// MILLION tokens: 0.15 is 0.000015 credits for 100 input tokens.
+	CreditsPerMillionInput  credits.Amount `json:"credits_per_million_input_tokens,omitempty"`
+	CreditsPerMillionOutput credits.Amount `json:"credits_per_million_output_tokens,omitempty"`
 	// CreditsPerImage is an image model's price of one image;
 	// CreditsPerImageByQuality, if set, replaces it for the qualities it
 	// names (a vendor whose price depends on the quality asked for).
-	CreditsPerImage          float64            `json:"credits_per_image,omitempty"`
-	CreditsPerImageByQuality map[string]float64 `json:"credits_per_image_by_quality,omitempty"`
+	CreditsPerImage          credits.Amount            `json:"credits_per_image,omitempty"`
+	CreditsPerImageByQuality map[string]credits.Amount `json:"credits_per_image_by_quality,omitempty"`
 	// CreditsPer1KChars is a speech model's price per 1,000 characters
 	// of input (Unicode code points, as the vendors count them).
-	CreditsPer1KChars float64 `json:"credits_per_1k_chars,omitempty"`
+	CreditsPer1KChars credits.Amount `json:"credits_per_1k_chars,omitempty"`
 }
 
-// SpeechCredits returns the whole credits speaking chars characters costs,
-// rounded up (so any input of a priced model costs at least 1).
-func (p *Price) SpeechCredits(chars int) int64 {
+// tokens is one class of a chat completion's tokens and its price per
+// million of them.
+type tokens struct {
+	n     int
+	price credits.Amount // per million tokens
+}
+
+// ChatCost returns what a chat completion costs: over its token classes
+// (prompt and completion), the sum of tokens x price per million tokens,
+// divided by a million and rounded up once, to the micro-credit, with
+// every product exact (128 bits). 100 prompt tokens at 0.15 credits per
+// million cost exactly 0.000015 credits; any priced completion with a
+// token costs at least 0.000001. 0 if the model has no token price.
+func (p *Price) ChatCost(promptTokens, completionTokens int) credits.Amount {
 	if p == nil {
 		return 0
 	}
-	return int64(math.Ceil(p.CreditsPer1KChars * float64(chars) / 1000))
+	return perMillion(
+		tokens{promptTokens, p.CreditsPerMillionInput},
+		tokens{completionTokens, p.CreditsPerMillionOutput},
+	)
 }
 
-// ImageCredits returns the whole credits n images of quality cost (quality
-// "" or one without a price of its own: CreditsPerImage), rounded up.
-func (p *Price) ImageCredits(quality string, n int) int64 {
+// perMillion returns the sum of each class's tokens x its price per
+// million, divided by a million, rounded up to the micro-credit: the one
+// rounding of a chat cost. Negative counts and prices count as 0.
+func perMillion(classes ...tokens) credits.Amount {
+	var hi, lo uint64
+	for _, c := range classes {
+		if c.n <= 0 || c.price <= 0 {
+			continue
+		}
+		h, l := bits.Mul64(uint64(c.n), uint64(c.price))
+		var carry uint64
+		lo, carry = bits.Add64(lo, l, 0)
+		hi, _ = bits.Add64(hi, h, carry) // at most 2^123 per class: no overflow for any number of classes we have
+	}
+	return ceilDiv(hi, lo, 1_000_000)
+}
+
+// ceilDiv returns the 128-bit (hi, lo) divided by d, rounded up, as an
+// Amount; beyond credits.MaxAmount it is credits.MaxAmount.
+func ceilDiv(hi, lo, d uint64) credits.Amount {
+	if hi >= d { // the quotient needs more than 64 bits
+		return credits.MaxAmount
+	}
+	q, r := bits.Div64(hi, lo, d)
+	if r != 0 {
+		q++ // cannot wrap: q < 2^64 - 1 when hi < d
+	}
+	if q > uint64(credits.MaxAmount) {
+		return credits.MaxAmount
+	}
+	return credits.Amount(q)
+}
+
+// SpeechCost returns what speaking chars characters costs: chars x the
+// price per 1,000 characters, divided by 1,000 and rounded up once, to the
+// micro-credit (so any input of a priced model costs at least 0.000001).
+func (p *Price) SpeechCost(chars int) credits.Amount {
+	if p == nil || chars <= 0 || p.CreditsPer1KChars <= 0 {
+		return 0
+	}
+	hi, lo := bits.Mul64(uint64(chars), uint64(p.CreditsPer1KChars))
+	return ceilDiv(hi, lo, 1000)
+}
+
+// ImageCost returns what n images of quality cost (quality "" or one
+// without a price of its own: CreditsPerImage): n x the price per image,
+// exact (no rounding).
+func (p *Price) ImageCost(quality string, n int) credits.Amount {
 	if p == nil || n <= 0 {
 		return 0
 	}
@@ -92,26 +161,50 @@ func (p *Price) ImageCredits(quality string, n int) int64 {
 	if q, ok := p.CreditsPerImageByQuality[quality]; ok {
 		per = q
 	}
-	return int64(math.Ceil(per * float64(n)))
+	return saturate(per.Mul(int64(n)))
 }
 
-// JobCredits returns the whole credits a job of duration seconds costs,
-// rounded up.
-func (p *Price) JobCredits(duration int) int64 {
+// JobCost returns what a job of duration seconds costs: CreditsPerJob +
+// CreditsPerSecond x duration, exact (no rounding).
+func (p *Price) JobCost(duration int) credits.Amount {
 	if p == nil {
 		return 0
 	}
-	return int64(math.Ceil(p.CreditsPerJob + p.CreditsPerSecond*float64(duration)))
+	perSecond := saturate(p.CreditsPerSecond.Mul(int64(max(duration, 0))))
+	return saturate(p.CreditsPerJob.Add(perSecond))
 }
 
-// ChatCredits returns the whole credits a chat completion costs, rounded up;
-// 0 if the model has no token price.
-func (p *Price) ChatCredits(promptTokens, completionTokens int) int64 {
-	if p == nil {
-		return 0
+// saturate returns a, or credits.MaxAmount for a cost beyond it (err).
+func saturate(a credits.Amount, err error) credits.Amount {
+	if err != nil {
+		return credits.MaxAmount
 	}
-	c := p.CreditsPerMillionInput*float64(promptTokens)/1e6 + p.CreditsPerMillionOutput*float64(completionTokens)/1e6
-	return int64(math.Ceil(c))
+	return a
+}
+
+// check refuses a negative price, naming its field.
+func (p *Price) check() error {
+	if p == nil {
+		return nil
+	}
+	for _, f := range []struct {
+		name string
+		a    credits.Amount
+	}{
+		{"credits_per_second", p.CreditsPerSecond}, {"credits_per_job", p.CreditsPerJob},
+		{"credits_per_million_input_tokens", p.CreditsPerMillionInput}, {"credits_per_million_output_tokens", p.CreditsPerMillionOutput},
+		{"credits_per_image", p.CreditsPerImage}, {"credits_per_1k_chars", p.CreditsPer1KChars},
+	} {
+		if f.a < 0 {
+			return fmt.Errorf("price.%s: %s is negative", f.name, f.a)
+		}
+	}
+	for q, a := range p.CreditsPerImageByQuality {
+		if a < 0 {
+			return fmt.Errorf("price.credits_per_image_by_quality.%s: %s is negative", q, a)
+		}
+	}
+	return nil
 }
 
 // Model is one entry of the catalog. The JSON tags without omitempty are the
@@ -222,6 +315,23 @@ type Model struct {
 	Price *Price `json:"price,omitempty"`
 
 	voicePattern *regexp.Regexp // VoicePattern, compiled by Parse
+}
+
+// UnmarshalJSON decodes a catalog model. A price that is not an exact
+// amount of credits (more than 6 decimal places, beyond
+// credits.MaxAmount, not a number) is an error naming the model and the
+// field.
+func (m *Model) UnmarshalJSON(b []byte) error {
+	type plain Model // without this method
+	err := json.Unmarshal(b, (*plain)(m))
+	if field, reason, ok := credits.AmountFieldError(err); ok {
+		var id struct {
+			ID string `json:"id"`
+		}
+		_ = json.Unmarshal(b, &id) // best effort: the message names what it can
+		return fmt.Errorf("model %q: %s: %s", id.ID, field, reason)
+	}
+	return err
 }
 
 // Target is one deployment of an alias: a catalog chat model that is not
@@ -489,6 +599,9 @@ func Parse(b []byte) (*Catalog, error) {
 		}
 		if _, ok := c.byProvider[m.Provider]; !ok {
 			return nil, fmt.Errorf("parse catalog: model %q: unknown provider %q", m.ID, m.Provider)
+		}
+		if err := m.Price.check(); err != nil {
+			return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
 		}
 		if m.TokensPerSecond != 0 && (m.TokensPerSecond < 0 || m.Type != TypeChat || c.byProvider[m.Provider].Kind != "synthetic") {
 			return nil, fmt.Errorf("parse catalog: model %q: tokens_per_second must be positive, on a chat model of the synthetic provider", m.ID)

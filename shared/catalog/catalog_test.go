@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 func TestDefaultParses(t *testing.T) {
@@ -247,24 +249,120 @@ func TestImageModels(t *testing.T) {
 	}
 }
 
-// TestImageCredits: n images cost their quality's price (the price per
-// image without one), rounded up once for the whole request.
-func TestImageCredits(t *testing.T) {
-	p := &Price{CreditsPerImage: 5, CreditsPerImageByQuality: map[string]float64{"low": 1.5, "high": 20}}
+// TestImageCost: n images cost n times their quality's price (the price
+// per image without one), exactly.
+func TestImageCost(t *testing.T) {
+	p := &Price{CreditsPerImage: 5 * credits.Credit, CreditsPerImageByQuality: map[string]credits.Amount{"low": 1_500_000, "high": 20 * credits.Credit, "tiny": credits.Micro}}
 	tests := []struct {
 		quality string
 		n       int
-		want    int64
+		want    credits.Amount
 	}{
-		{"", 1, 5}, {"medium", 2, 10}, {"low", 1, 2}, {"low", 2, 3}, {"high", 3, 60}, {"high", 0, 0},
+		{"", 1, 5 * credits.Credit}, {"medium", 2, 10 * credits.Credit}, {"low", 1, 1_500_000}, {"low", 3, 4_500_000},
+		{"high", 3, 60 * credits.Credit}, {"high", 0, 0}, {"tiny", 7, 7}, {"", -1, 0},
 	}
 	for _, tt := range tests {
-		if got := p.ImageCredits(tt.quality, tt.n); got != tt.want {
-			t.Errorf("ImageCredits(%q, %d) = %d; want %d", tt.quality, tt.n, got, tt.want)
+		if got := p.ImageCost(tt.quality, tt.n); got != tt.want {
+			t.Errorf("ImageCost(%q, %d) = %s; want %s", tt.quality, tt.n, got, tt.want)
 		}
 	}
-	if got := (*Price)(nil).ImageCredits("", 1); got != 0 {
-		t.Errorf("nil price: %d", got)
+	if got := (*Price)(nil).ImageCost("", 1); got != 0 {
+		t.Errorf("nil price: %s", got)
+	}
+	huge := &Price{CreditsPerImage: credits.MaxAmount}
+	if got := huge.ImageCost("", 2); got != credits.MaxAmount {
+		t.Errorf("ImageCost past the maximum = %s; want %s", got, credits.MaxAmount)
+	}
+}
+
+// TestJobCost: per job plus per second times the duration, exactly.
+func TestJobCost(t *testing.T) {
+	tests := []struct {
+		p        Price
+		duration int
+		want     credits.Amount
+	}{
+		{Price{CreditsPerSecond: credits.Credit}, 10, 10 * credits.Credit},
+		{Price{CreditsPerSecond: 333_333}, 3, 999_999},
+		{Price{CreditsPerJob: 2_500_000}, 30, 2_500_000},
+		{Price{CreditsPerJob: credits.Credit, CreditsPerSecond: 100_001}, 10, 2_000_010},
+		{Price{CreditsPerSecond: credits.MaxAmount}, 2, credits.MaxAmount},
+		{Price{CreditsPerJob: credits.MaxAmount, CreditsPerSecond: 1}, 1, credits.MaxAmount},
+	}
+	for _, tt := range tests {
+		if got := tt.p.JobCost(tt.duration); got != tt.want {
+			t.Errorf("%+v.JobCost(%d) = %s; want %s", tt.p, tt.duration, got, tt.want)
+		}
+	}
+	if got := (*Price)(nil).JobCost(5); got != 0 {
+		t.Errorf("nil price: JobCost = %s; want 0", got)
+	}
+}
+
+// TestChatCost: tokens times the price per million, summed over prompt
+// and completion, rounded up once to the micro-credit; a 100-token request
+// costs its exact price, not a whole credit.
+func TestChatCost(t *testing.T) {
+	gpt := &Price{CreditsPerMillionInput: 150_000, CreditsPerMillionOutput: 600_000} // 0.15 and 0.6 credits per million
+	tests := []struct {
+		p                  *Price
+		prompt, completion int
+		want               credits.Amount
+	}{
+		{gpt, 100, 0, 15},                    // 100 x 0.15 / 1e6 = 0.000015 credits
+		{gpt, 60, 40, 9 + 24},                // 0.000009 + 0.000024
+		{gpt, 1, 0, 1},                       // 0.00000015 rounds up to 0.000001
+		{gpt, 1, 1, 1},                       // 0.00000075: one rounding for the request, not one per class
+		{gpt, 3, 3, 3},                       // 0.00000225 -> 0.000003, where rounding each class would give 4
+		{gpt, 1_000_000, 1_000_000, 750_000}, // 0.75 credits
+		{gpt, 0, 0, 0},
+		{&Price{CreditsPerMillionInput: 3 * credits.Credit}, 1000, 5000, 3000},
+		{&Price{}, 100, 100, 0},
+		{nil, 100, 100, 0},
+		{gpt, -5, 10, 6},
+		// Products past 64 bits stay exact, and a cost past the maximum is the maximum.
+		{&Price{CreditsPerMillionInput: credits.MaxAmount}, 1 << 40, 0, credits.MaxAmount},
+		{&Price{CreditsPerMillionInput: 1_000_000_000_000}, 1 << 62, 0, credits.MaxAmount},
+		{&Price{CreditsPerMillionInput: 1_000_003, CreditsPerMillionOutput: 1_000_003}, 1 << 30, 1 << 30, 2_147_490_091}, // 2^31 x 1.000003 = 2147490090.944 -> up
+	}
+	for _, tt := range tests {
+		if got := tt.p.ChatCost(tt.prompt, tt.completion); got != tt.want {
+			t.Errorf("%+v.ChatCost(%d, %d) = %s; want %s", tt.p, tt.prompt, tt.completion, got, tt.want)
+		}
+	}
+}
+
+// TestPriceDecoding: catalog prices are read exactly from their JSON
+// decimals; more than 6 decimal places, a price past the maximum or a
+// negative price is a load error naming the model and the field; the
+// models list shows the prices as the same numbers.
+func TestPriceDecoding(t *testing.T) {
+	const cat = `{"providers":[{"name":"v","kind":"openai"}],"models":[{"id":"v/m","type":"chat","provider":"v","price":%s}]}`
+	c, err := Parse([]byte(fmt.Sprintf(cat, `{"credits_per_million_input_tokens":0.15,"credits_per_million_output_tokens":6E-1}`)))
+	if err != nil {
+		t.Fatalf("Parse = %v", err)
+	}
+	m, _ := c.Model("v/m")
+	if m.Price.CreditsPerMillionInput != 150_000 || m.Price.CreditsPerMillionOutput != 600_000 {
+		t.Errorf("prices = %d, %d µcr; want 150000, 600000", m.Price.CreditsPerMillionInput, m.Price.CreditsPerMillionOutput)
+	}
+	if b, _ := json.Marshal(m.Price); string(b) != `{"credits_per_million_input_tokens":0.15,"credits_per_million_output_tokens":0.6}` {
+		t.Errorf("price as JSON = %s", b)
+	}
+	for _, tt := range []struct{ price, says string }{
+		{`{"credits_per_million_input_tokens":0.0000001}`, `model "v/m": price.credits_per_million_input_tokens: 0.0000001 credits has more than 6 decimal places`},
+		{`{"credits_per_million_output_tokens":1e13}`, `model "v/m": price.credits_per_million_output_tokens: 1e13 credits is beyond`},
+		{`{"credits_per_million_output_tokens":"1"}`, `model "v/m": price.credits_per_million_output_tokens: must be a number of credits, not string`},
+		{`{"credits_per_million_input_tokens":-1}`, `model "v/m": price.credits_per_million_input_tokens: -1 is negative`},
+	} {
+		_, err := Parse([]byte(fmt.Sprintf(cat, tt.price)))
+		if err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("Parse(price %s) = %v; want an error saying %q", tt.price, err, tt.says)
+		}
+	}
+	_, err = Parse([]byte(`{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"img","type":"image","provider":"v","sizes":["1x1"],"default_size":"1x1","max_images":1,"formats":["png"],"qualities":["low"],"price":{"credits_per_image":1,"credits_per_image_by_quality":{"low":0.1234567}}}]}`))
+	if err == nil || !strings.Contains(err.Error(), `model "img": price.credits_per_image_by_quality`) || !strings.Contains(err.Error(), "more than 6 decimal places") {
+		t.Errorf("Parse(a quality's price with 7 places) = %v; want an error naming the model and the field", err)
 	}
 }
 
@@ -362,22 +460,30 @@ func TestSpeechVoices(t *testing.T) {
 	}
 }
 
-func TestSpeechCredits(t *testing.T) {
+// TestSpeechCost: characters times the price per 1,000, rounded up once
+// to the micro-credit.
+func TestSpeechCost(t *testing.T) {
 	tests := []struct {
-		perK  float64
+		perK  credits.Amount
 		chars int
-		want  int64
+		want  credits.Amount
 	}{
-		{1.5, 1000, 2}, {1.5, 1, 1}, {10, 900, 9}, {5, 4096, 21}, {0, 4096, 0}, {3, 0, 0},
+		{1_500_000, 1000, 1_500_000}, {1_500_000, 1, 1500}, {10 * credits.Credit, 900, 9 * credits.Credit},
+		{5 * credits.Credit, 4096, 20_480_000}, {0, 4096, 0}, {3 * credits.Credit, 0, 0},
+		{1, 1, 1},            // 0.001 µcr rounds up to 1
+		{1, 1000, 1},         // exactly 1 µcr
+		{1, 1001, 2},         // 1.001 µcr
+		{333, 3, 1},          // 0.999 µcr
+		{1_234_567, 7, 8642}, // 8.641969 µcr
 	}
 	for _, tt := range tests {
 		p := &Price{CreditsPer1KChars: tt.perK}
-		if got := p.SpeechCredits(tt.chars); got != tt.want {
-			t.Errorf("SpeechCredits(%g per 1k, %d chars) = %d; want %d", tt.perK, tt.chars, got, tt.want)
+		if got := p.SpeechCost(tt.chars); got != tt.want {
+			t.Errorf("SpeechCost(%s per 1k, %d chars) = %s; want %s", tt.perK, tt.chars, got, tt.want)
 		}
 	}
-	if got := (*Price)(nil).SpeechCredits(100); got != 0 {
-		t.Errorf("nil price: SpeechCredits = %d; want 0", got)
+	if got := (*Price)(nil).SpeechCost(100); got != 0 {
+		t.Errorf("nil price: SpeechCost = %s; want 0", got)
 	}
 }
 

@@ -64,7 +64,7 @@ func (g *Gateway) Admit(ctx context.Context, account string, c *Call) error {
 	}
 	if a.Available <= 0 {
 		return &apierr.Error{Kind: ErrInsufficientCredits.Kind, Code: ErrInsufficientCredits.Code, Err: err,
-			Message: fmt.Sprintf("The account has no credits left for priced model %q (available: %d); add credits, or use an unpriced model.", m.ID, a.Available)}
+			Message: fmt.Sprintf("The account has no credits left for priced model %q (available: %s); add credits, or use an unpriced model.", m.ID, a.Available)}
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func (f *fakeBalances) Account(ctx context.Context, id string) (credits.Account,
 }
 
 // available is a fakeBalances whose account has n credits available.
-func available(n int64) *fakeBalances {
+func available(n credits.Amount) *fakeBalances {
 	return &fakeBalances{Fn: func(_ context.Context, id string) (credits.Account, error) {
 		return credits.Account{ID: id, Balance: n, Available: n}, nil
 	}}
@@ -173,19 +173,19 @@ func (f chatBalancesFunc) Account(ctx context.Context, id string) (credits.Accou
 
 // heldRecorder is a UsageRecorder holding n unwritten credits for every
 // account, as a BufferedRecorder does between flushes.
-type heldRecorder struct{ n int64 }
+type heldRecorder struct{ n credits.Amount }
 
-func (h heldRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, int64) error {
+func (h heldRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, credits.Amount) error {
 	return nil
 }
 
-func (h heldRecorder) UnwrittenCredits(string) int64 { return h.n }
+func (h heldRecorder) UnwrittenCredits(string) credits.Amount { return h.n }
 
 // TestAdmitCountsUnwrittenCredits: charges the recorder holds and has not
 // written yet count against the available credits the store shows.
 func TestAdmitCountsUnwrittenCredits(t *testing.T) {
 	tests := []struct {
-		available, held int64
+		available, held credits.Amount
 		refused         bool
 	}{
 		{5, 0, false}, {5, 4, false}, {5, 5, true}, {5, 9, true}, {0, 0, true},

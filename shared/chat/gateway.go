@@ -17,6 +17,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/route"
 )
@@ -29,7 +30,7 @@ import (
 // client already has. StoreRecorder writes each completion at once;
 // BufferedRecorder sums them in memory and writes periodically.
 type UsageRecorder interface {
-	RecordChatUsage(ctx context.Context, account, model string, u Usage, credits int64) error
+	RecordChatUsage(ctx context.Context, account, model string, u Usage, cost credits.Amount) error
 }
 
 // InMemoryRecorder is implemented by a UsageRecorder whose RecordChatUsage
@@ -43,7 +44,7 @@ type InMemoryRecorder interface {
 // it has recorded for account that the store does not show yet. Admit
 // counts it against the account's available credits.
 type UnwrittenCreditsRecorder interface {
-	UnwrittenCredits(account string) int64
+	UnwrittenCredits(account string) credits.Amount
 }
 
 // Config is what a Gateway needs. Catalog is required; the other fields may
@@ -688,8 +689,8 @@ func (g *Gateway) recordUsage(ctx context.Context, account string, c *Call, resp
 		return
 	}
 	m := c.Request.Model
-	credits := m.Price.ChatCredits(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
-	if err := g.usage.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, credits); err != nil {
+	cost := m.Price.ChatCost(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	if err := g.usage.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, cost); err != nil {
 		g.log.ErrorContext(ctx, "record chat usage", "account", account, "model", m.ID, "err", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 )
 
 // fakeProvider records the requests it gets; Fn, if set, answers.
@@ -449,12 +450,12 @@ type recorder struct {
 	err    error
 }
 
-func (r *recorder) RecordChatUsage(ctx context.Context, account, model string, u chat.Usage, credits int64) error {
+func (r *recorder) RecordChatUsage(ctx context.Context, account, model string, u chat.Usage, cost credits.Amount) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ctxErr = ctx.Err()
 	r.calls = append(r.calls, account+" "+model+" "+strings.TrimSpace(strings.Join([]string{
-		itoa(u.PromptTokens), itoa(u.CompletionTokens), itoa(u.TotalTokens), itoa(int(credits))}, " ")))
+		itoa(u.PromptTokens), itoa(u.CompletionTokens), itoa(u.TotalTokens), cost.String()}, " ")))
 	return r.err
 }
 
@@ -522,7 +523,9 @@ const pricedCatalog = `{
     {"id": "synthetic/priced", "type": "chat", "provider": "synthetic",
      "price": {"credits_per_million_input_tokens": 1000000, "credits_per_million_output_tokens": 2000000}},
     {"id": "synthetic/cheap", "type": "chat", "provider": "synthetic",
-     "price": {"credits_per_million_input_tokens": 1, "credits_per_million_output_tokens": 1}}
+     "price": {"credits_per_million_input_tokens": 1, "credits_per_million_output_tokens": 1}},
+    {"id": "synthetic/mini", "type": "chat", "provider": "synthetic",
+     "price": {"credits_per_million_input_tokens": 0.15, "credits_per_million_output_tokens": 0.6}}
   ]
 }`
 
@@ -540,7 +543,13 @@ func TestRecordUsage(t *testing.T) {
 	}{
 		{"unpriced", "synthetic/free", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/free 3 2 5 0"},
 		{"priced", "synthetic/priced", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/priced 3 2 5 7"},
-		{"rounded up", "synthetic/cheap", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/cheap 3 2 5 1"},
+		// Charged exactly, to the micro-credit: never a whole credit.
+		{"exact", "synthetic/cheap", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/cheap 3 2 5 0.000005"},
+		// 100 tokens at 0.15 and 0.6 credits per million: 60 x 0.15 + 40 x
+		// 0.6 = 33 millionths of a credit.
+		{"a 100-token request at its exact price", "synthetic/mini", chat.Usage{PromptTokens: 60, CompletionTokens: 40, TotalTokens: 100}, nil, "acct synthetic/mini 60 40 100 0.000033"},
+		// 0.15 + 0.6 = 0.75 millionths: rounded up once, for the request.
+		{"rounded up once", "synthetic/mini", chat.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}, nil, "acct synthetic/mini 1 1 2 0.000001"},
 		{"no tokens", "synthetic/cheap", chat.Usage{}, nil, "acct synthetic/cheap 0 0 0 0"},
 		{"recorder error is logged", "synthetic/priced", chat.Usage{PromptTokens: 1, TotalTokens: 1}, errors.New("store down"), "acct synthetic/priced 1 0 1 1"},
 	}

@@ -16,9 +16,9 @@ import (
 	"github.com/genway/genway/shared/localstore"
 )
 
-// holdStore is an embedded store with account "acct" (credits credits)
+// holdStore is an embedded store with account "acct" (balance credits)
 // and a key of it limited to limit credits, as principal.
-func holdStore(t *testing.T, credits, limit int64) (*localstore.Store, auth.Principal) {
+func holdStore(t *testing.T, balance, limit credits.Amount) (*localstore.Store, auth.Principal) {
 	t.Helper()
 	s, err := localstore.Open(filepath.Join(t.TempDir(), "genway.db"))
 	if err != nil {
@@ -26,7 +26,7 @@ func holdStore(t *testing.T, credits, limit int64) (*localstore.Store, auth.Prin
 	}
 	t.Cleanup(func() { s.Close() })
 	ctx := context.Background()
-	if _, err := s.Grant(ctx, "acct", credits, time.Now().Unix()); err != nil {
+	if _, err := s.Grant(ctx, "acct", balance, time.Now().Unix()); err != nil {
 		t.Fatal(err)
 	}
 	k, err := auth.NewKey()
@@ -43,7 +43,7 @@ func holdStore(t *testing.T, credits, limit int64) (*localstore.Store, auth.Prin
 
 // keyState returns the key's spent and held credits and the account's
 // available ones.
-func keyState(t *testing.T, s *localstore.Store, key string) (spent, held, available int64) {
+func keyState(t *testing.T, s *localstore.Store, key string) (spent, held, available credits.Amount) {
 	t.Helper()
 	r, err := s.KeyByID(context.Background(), key)
 	if err != nil {
@@ -73,26 +73,31 @@ func hi(maxTokens string) *chat.Params {
 // completion is charged nothing and releases its hold.
 func TestHoldLimitedKey(t *testing.T) {
 	// synthetic/priced: 1,000 credits per million input tokens, 3,000 per
-	// million output tokens. "hi" is bound at 18 input tokens.
+	// million output tokens. "hi" is bound at 20 input tokens.
+	const cr = credits.Credit
 	tests := []struct {
 		name          string
-		limit         int64
+		limit         credits.Amount
 		params        *chat.Params
 		upstreamErr   error
 		usage         chat.Usage // the provider's answer's
 		wantMaxTokens int        // what the provider is asked for; -1: not called
 		wantErr       error
-		wantSpent     int64
+		wantSpent     credits.Amount
 	}{
-		{"max_tokens fits", 10, hi("1000"), nil, chat.Usage{PromptTokens: 1000, CompletionTokens: 1000}, 1000, nil, 4},
-		{"no max_tokens: the held bound is sent", 20, hi(""), nil, chat.Usage{PromptTokens: 10, CompletionTokens: 2000}, chat.HeldOutputTokens, nil, 7},
-		{"no max_tokens does not fit", 12, hi(""), nil, chat.Usage{}, -1, credits.ErrKeyLimit, 0},
-		{"max_tokens does not fit", 10, hi("4000"), nil, chat.Usage{}, -1, credits.ErrKeyLimit, 0},
-		{"upstream fails", 10, hi("1000"), &chat.UpstreamError{Kind: chat.UpstreamBadRequest, Status: 400, Message: "no"}, chat.Usage{}, 1000, &chat.UpstreamError{}, 0},
+		{"max_tokens fits", 10 * cr, hi("1000"), nil, chat.Usage{PromptTokens: 1000, CompletionTokens: 1000}, 1000, nil, 4 * cr},
+		// 0.01 + 6 credits, exactly (not rounded up to 7).
+		{"no max_tokens: the held bound is sent", 20 * cr, hi(""), nil, chat.Usage{PromptTokens: 10, CompletionTokens: 2000}, chat.HeldOutputTokens, nil, 6_010_000},
+		// The bound: 20 x 0.001 + 4096 x 0.003 = 12.308 credits, one
+		// micro-credit past the first limit, within the second.
+		{"no max_tokens does not fit", 12_307_999, hi(""), nil, chat.Usage{}, -1, credits.ErrKeyLimit, 0},
+		{"no max_tokens just fits", 12_308_000, hi(""), nil, chat.Usage{PromptTokens: 1, CompletionTokens: 1}, chat.HeldOutputTokens, nil, 4000},
+		{"max_tokens does not fit", 10 * cr, hi("4000"), nil, chat.Usage{}, -1, credits.ErrKeyLimit, 0},
+		{"upstream fails", 10 * cr, hi("1000"), &chat.UpstreamError{Kind: chat.UpstreamBadRequest, Status: 400, Message: "no"}, chat.Usage{}, 1000, &chat.UpstreamError{}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, pr := holdStore(t, 1000, tt.limit)
+			s, pr := holdStore(t, 1000*cr, tt.limit)
 			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: tt.usage}, err: tt.upstreamErr}
 			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov},
 				Balances: s, Usage: failingRecorder{t}})
@@ -122,8 +127,8 @@ func TestHoldLimitedKey(t *testing.T) {
 				t.Errorf("the provider got %d requests; want one with max_tokens %d", len(got), tt.wantMaxTokens)
 			}
 			spent, held, avail := keyState(t, s, pr.KeyID)
-			if spent != tt.wantSpent || held != 0 || avail != 1000-tt.wantSpent {
-				t.Errorf("key spent %d held %d, account available %d; want %d, 0, %d", spent, held, avail, tt.wantSpent, 1000-tt.wantSpent)
+			if spent != tt.wantSpent || held != 0 || avail != 1000*cr-tt.wantSpent {
+				t.Errorf("key spent %s held %s, account available %s; want %s, 0, %s", spent, held, avail, tt.wantSpent, 1000*cr-tt.wantSpent)
 			}
 			if open, err := s.OpenReservations(context.Background(), time.Now().Unix()+1, 10); err != nil || len(open) != 0 {
 				t.Errorf("open reservations %v, %v; want none", open, err)
@@ -132,14 +137,14 @@ func TestHoldLimitedKey(t *testing.T) {
 	}
 }
 
-// TestHoldParallel: 50 parallel priced completions, each charged what it
-// holds (3 credits at max_tokens 1000), on a key limited to 10 never take
-// it past its limit: the successes are charged, the others refused with
-// the key's 402, and nothing stays held.
+// TestHoldParallel: 50 parallel priced completions, each holding 3.02
+// credits (at max_tokens 1000) and charged 2.71, on a key limited to 10
+// never take it past its limit: the successes are charged, the others
+// refused with the key's 402, and nothing stays held.
 func TestHoldParallel(t *testing.T) {
-	s, pr := holdStore(t, 1000, 10)
-	// 18 input and 1000 output tokens: 3.018, charged 4 by ceiling; the
-	// provider reports 900 completion tokens: 3 credits.
+	s, pr := holdStore(t, 1000*credits.Credit, 10*credits.Credit)
+	// 20 input and 1000 output tokens hold 3.02; the provider reports 10
+	// and 900: 0.01 + 2.7 = 2.71 credits charged.
 	prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 900}}}
 	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s})
 	ctx := auth.WithPrincipal(context.Background(), pr)
@@ -165,10 +170,10 @@ func TestHoldParallel(t *testing.T) {
 	}
 	wg.Wait()
 	spent, held, _ := keyState(t, s, pr.KeyID)
-	if spent > 10 || held != 0 || spent != int64(3*ok) || ok+refused != 50 || ok == 0 {
-		t.Errorf("%d answered, %d refused: key spent %d held %d; want at most 10 spent (3 per answer), 0 held", ok, refused, spent, held)
+	if spent > 10*credits.Credit || held != 0 || spent != credits.Amount(ok)*2_710_000 || ok+refused != 50 || ok == 0 {
+		t.Errorf("%d answered, %d refused: key spent %s held %s; want at most 10 spent (2.71 per answer), 0 held", ok, refused, spent, held)
 	}
-	t.Logf("%d answered, %d refused, %d spent of 10", ok, refused, spent)
+	t.Logf("%d answered, %d refused, %s spent of 10", ok, refused, spent)
 }
 
 // TestHoldNotLimited: without a key limit (no key, a key without one) or
@@ -186,7 +191,7 @@ func TestHoldNotLimited(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := holdStore(t, 1000, 10)
+			s, _ := holdStore(t, 1000*credits.Credit, 10*credits.Credit)
 			rec := &countingRecorder{}
 			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 10}}}
 			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s, Usage: rec})
@@ -210,7 +215,7 @@ func TestHoldNotLimited(t *testing.T) {
 // completion's usage is written to the store at once instead.
 type failingRecorder struct{ t *testing.T }
 
-func (f failingRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, int64) error {
+func (f failingRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, credits.Amount) error {
 	f.t.Error("the gateway's UsageRecorder was called for a held completion")
 	return nil
 }
@@ -220,7 +225,7 @@ type countingRecorder struct {
 	n  int
 }
 
-func (c *countingRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, int64) error {
+func (c *countingRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, credits.Amount) error {
 	c.mu.Lock()
 	c.n++
 	c.mu.Unlock()

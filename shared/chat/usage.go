@@ -36,7 +36,7 @@ type StoreRecorder struct {
 var _ UsageRecorder = StoreRecorder{}
 
 // RecordChatUsage implements UsageRecorder.
-func (r StoreRecorder) RecordChatUsage(ctx context.Context, account, model string, u Usage, amount int64) error {
+func (r StoreRecorder) RecordChatUsage(ctx context.Context, account, model string, u Usage, amount credits.Amount) error {
 	now := time.Now
 	if r.Now != nil {
 		now = r.Now
@@ -54,7 +54,7 @@ func (r StoreRecorder) RecordChatUsage(ctx context.Context, account, model strin
 
 // increment is one completion as a usage increment, charged to account
 // and to the spend of key (the caller's API key, "" for none).
-func increment(account, key, model string, at time.Time, u Usage, amount int64) credits.Usage {
+func increment(account, key, model string, at time.Time, u Usage, amount credits.Amount) credits.Usage {
 	return credits.Usage{
 		Account: account, Day: credits.Day(at), Model: model, Requests: 1,
 		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens), Credits: amount, Key: key,
@@ -121,7 +121,7 @@ type BufferedRecorder struct {
 
 	mu      sync.Mutex
 	sums    map[usageKey]credits.Usage // since the last flush
-	pending map[string]int64           // credits recorded and not yet written, by account
+	pending map[string]credits.Amount  // credits recorded and not yet written, by account
 	closed  bool                       // RecordChatUsage writes through
 
 	flushMu sync.Mutex                // one flush at a time
@@ -156,7 +156,7 @@ func newBufferedRecorder(store UsageStore, log *slog.Logger) *BufferedRecorder {
 	}
 	return &BufferedRecorder{
 		store: store, log: log, now: time.Now, newID: credits.NewUsageID,
-		sums: map[usageKey]credits.Usage{}, pending: map[string]int64{}, failed: map[usageKey]pendingUsage{},
+		sums: map[usageKey]credits.Usage{}, pending: map[string]credits.Amount{}, failed: map[usageKey]pendingUsage{},
 		stop: make(chan struct{}), done: make(chan struct{}),
 	}
 }
@@ -183,7 +183,7 @@ func (r *BufferedRecorder) start(tick <-chan time.Time, stopTicker func()) {
 // returns an error only for values no store would accept. After Close it
 // writes the completion to the store itself (as StoreRecorder), so that a
 // request that outlives the server's shutdown is still recorded.
-func (r *BufferedRecorder) RecordChatUsage(ctx context.Context, account, model string, u Usage, amount int64) error {
+func (r *BufferedRecorder) RecordChatUsage(ctx context.Context, account, model string, u Usage, amount credits.Amount) error {
 	inc := increment(account, auth.KeyID(ctx), model, r.now(), u, amount)
 	// The id is chosen at flush time; this one only passes the check.
 	if err := credits.CheckUsage("pending", inc); err != nil {
@@ -205,7 +205,7 @@ func (r *BufferedRecorder) RecordChatUsage(ctx context.Context, account, model s
 // UnwrittenCredits implements UnwrittenCreditsRecorder: the credits of
 // account's completions recorded since the last successful write, which
 // the store's balance does not show yet.
-func (r *BufferedRecorder) UnwrittenCredits(account string) int64 {
+func (r *BufferedRecorder) UnwrittenCredits(account string) credits.Amount {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.pending[account]
@@ -382,7 +382,7 @@ func (r *BufferedRecorder) unwritten() []pendingUsage {
 
 // describe formats one sum for a log line or an error.
 func describe(p pendingUsage) string {
-	s := fmt.Sprintf("%s %s %s: %d requests, %d prompt and %d completion tokens, %d credits",
+	s := fmt.Sprintf("%s %s %s: %d requests, %d prompt and %d completion tokens, %s credits",
 		p.u.Account, p.u.Day, p.u.Model, p.u.Requests, p.u.PromptTokens, p.u.CompletionTokens, p.u.Credits)
 	if p.id != "" {
 		s += " (id " + p.id + ")"

@@ -25,7 +25,7 @@ func TestStoreRecorder(t *testing.T) {
 	tests := []struct {
 		name    string
 		now     time.Time
-		credits int64
+		credits credits.Amount
 		err     error
 		want    credits.Usage
 	}{
@@ -72,7 +72,7 @@ type fakeStore struct {
 	calls   []string  // "id requests credits" of each call
 	applied map[string]bool
 	sums    map[usageKey]credits.Usage
-	charged int64 // credits charged, over every key
+	charged credits.Amount // credits charged, over every key
 	called  chan struct{}
 }
 
@@ -96,7 +96,7 @@ func (f *fakeStore) AddUsage(_ context.Context, id string, u credits.Usage) erro
 	if n := len(f.calls); n < len(f.script) {
 		o = f.script[n]
 	}
-	f.calls = append(f.calls, fmt.Sprintf("%s %d %d", id, u.Requests, u.Credits))
+	f.calls = append(f.calls, fmt.Sprintf("%s %d %d", id, u.Requests, int64(u.Credits)))
 	if o.apply && !(u.Credits > 0 && f.applied[id]) {
 		k := usageKey{u.Account, u.Day, u.Model, ""}
 		s := f.sums[k]
@@ -118,7 +118,7 @@ func (f *fakeStore) AddUsage(_ context.Context, id string, u credits.Usage) erro
 	return o.err
 }
 
-func (f *fakeStore) snapshot() (calls []string, sums map[usageKey]credits.Usage, charged int64) {
+func (f *fakeStore) snapshot() (calls []string, sums map[usageKey]credits.Usage, charged credits.Amount) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sums = make(map[usageKey]credits.Usage, len(f.sums))
@@ -149,7 +149,7 @@ func testRecorder(t *testing.T, store UsageStore) (*BufferedRecorder, chan time.
 
 // record records n completions of 10 prompt and 2 completion tokens and
 // amount credits each.
-func record(t *testing.T, r *BufferedRecorder, account, model string, n int, amount int64) {
+func record(t *testing.T, r *BufferedRecorder, account, model string, n int, amount credits.Amount) {
 	t.Helper()
 	for range n {
 		if err := r.RecordChatUsage(context.Background(), account, model, Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}, amount); err != nil {
@@ -158,8 +158,8 @@ func record(t *testing.T, r *BufferedRecorder, account, model string, n int, amo
 	}
 }
 
-func sum(account, day, model string, n, amount int64) credits.Usage {
-	return credits.Usage{Account: account, Day: day, Model: model, Requests: n, PromptTokens: 10 * n, CompletionTokens: 2 * n, Credits: amount * n}
+func sum(account, day, model string, n int64, amount credits.Amount) credits.Usage {
+	return credits.Usage{Account: account, Day: day, Model: model, Requests: n, PromptTokens: 10 * n, CompletionTokens: 2 * n, Credits: amount * credits.Amount(n)}
 }
 
 func TestBufferedRecorderMerges(t *testing.T) {
@@ -279,7 +279,7 @@ func TestBufferedRecorderRetries(t *testing.T) {
 				t.Errorf("AddUsage calls = %q; want %q", calls, tt.wantCalls)
 			}
 			got := sums[usageKey{"a1", "2025-03-01", "m1", ""}]
-			if got.Requests != tt.wantSum || got.Credits != tt.wantSum || charged != tt.wantSum {
+			if got.Requests != tt.wantSum || got.Credits != credits.Amount(tt.wantSum) || charged != credits.Amount(tt.wantSum) {
 				t.Errorf("store: %d requests, %d credits, %d charged; want %d of each", got.Requests, got.Credits, charged, tt.wantSum)
 			}
 		})
@@ -317,7 +317,7 @@ func TestBufferedRecorderClose(t *testing.T) {
 				t.Errorf("Close = %v; want it to name the unwritten sum", err)
 			}
 			_, sums, charged := store.snapshot()
-			if got := sums[usageKey{"a1", "2025-03-01", "m1", ""}]; got.Requests != tt.wantSum || charged != tt.wantSum {
+			if got := sums[usageKey{"a1", "2025-03-01", "m1", ""}]; got.Requests != tt.wantSum || charged != credits.Amount(tt.wantSum) {
 				t.Errorf("store after Close: %+v, %d charged; want %d requests and credits", got, charged, tt.wantSum)
 			}
 		})
@@ -348,7 +348,7 @@ func TestBufferedRecorderRefusesInvalid(t *testing.T) {
 	tests := []struct {
 		name, account, model string
 		u                    Usage
-		amount               int64
+		amount               credits.Amount
 	}{
 		{"no account", "", "m1", Usage{}, 0},
 		{"no model", "a1", "", Usage{}, 0},
@@ -423,14 +423,15 @@ func TestBufferedRecorderConcurrent(t *testing.T) {
 		t.Fatalf("Close = %v", err)
 	}
 	_, sums, charged := store.snapshot()
-	var requests, prompt, credit int64
+	var requests, prompt int64
+	var credit credits.Amount
 	for _, s := range sums {
 		requests += s.Requests
 		prompt += s.PromptTokens
 		credit += s.Credits
 	}
 	const n = goroutines * each
-	if wantPrompt := int64(10*n + n/2); requests != n || prompt != wantPrompt || credit != n || charged != n {
+	if wantPrompt := int64(10*n + n/2); requests != n || prompt != wantPrompt || credit != credits.Amount(n) || charged != credits.Amount(n) {
 		t.Errorf("store: %d requests, %d prompt tokens, %d credits, %d charged; want %d, %d, %d, %d", requests, prompt, credit, charged, n, wantPrompt, n, n)
 	}
 }
@@ -443,19 +444,19 @@ func TestBufferedRecorderUnwrittenCredits(t *testing.T) {
 	tests := []struct {
 		name   string
 		script []outcome
-		want   []int64 // UnwrittenCredits("a1") after recording 3 x 2 credits, then after each of 3 flushes
+		want   []credits.Amount // UnwrittenCredits("a1") after recording 3 x 2 credits, then after each of 3 flushes
 	}{
-		{"written at the first flush", nil, []int64{6, 0, 0, 0}},
-		{"write lost once", []outcome{{err: errDown}}, []int64{6, 6, 0, 0}},
-		{"applied, answer lost, then retried", []outcome{{apply: true, err: errDown}}, []int64{6, 6, 0, 0}},
-		{"failing twice", []outcome{{err: errDown}, {err: errDown}}, []int64{6, 6, 6, 0}},
-		{"refused for good", []outcome{gone}, []int64{6, 0, 0, 0}},
+		{"written at the first flush", nil, []credits.Amount{6, 0, 0, 0}},
+		{"write lost once", []outcome{{err: errDown}}, []credits.Amount{6, 6, 0, 0}},
+		{"applied, answer lost, then retried", []outcome{{apply: true, err: errDown}}, []credits.Amount{6, 6, 0, 0}},
+		{"failing twice", []outcome{{err: errDown}, {err: errDown}}, []credits.Amount{6, 6, 6, 0}},
+		{"refused for good", []outcome{gone}, []credits.Amount{6, 0, 0, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _ := testRecorder(t, newFakeStore(tt.script...))
 			record(t, r, "a1", "m1", 3, 2)
-			got := []int64{r.UnwrittenCredits("a1")}
+			got := []credits.Amount{r.UnwrittenCredits("a1")}
 			for range 3 {
 				r.flush(context.Background(), time.Minute)
 				got = append(got, r.UnwrittenCredits("a1"))
@@ -476,7 +477,7 @@ func TestBufferedRecorderUnwrittenCreditsPerAccount(t *testing.T) {
 	record(t, r, "a1", "free", 4, 0)
 	for _, tt := range []struct {
 		account string
-		want    int64
+		want    credits.Amount
 	}{{"a1", 6}, {"a2", 5}, {"a3", 0}} {
 		if got := r.UnwrittenCredits(tt.account); got != tt.want {
 			t.Errorf("UnwrittenCredits(%q) = %d; want %d", tt.account, got, tt.want)

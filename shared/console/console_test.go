@@ -103,7 +103,7 @@ func newFake() *fakeOperator { return &fakeOperator{accts: map[string]credits.Ac
 func (f *fakeOperator) rec(ctx context.Context, action, target string) {
 	f.audit = append(f.audit, admin.AuditEntry{Actor: admin.Actor(ctx), Action: action, Target: target})
 }
-func (f *fakeOperator) CreateKey(ctx context.Context, account string, n int64, c auth.Controls) (auth.Key, auth.Record, error) {
+func (f *fakeOperator) CreateKey(ctx context.Context, account string, n credits.Amount, c auth.Controls) (auth.Key, auth.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	k, _ := auth.NewKey()
@@ -154,7 +154,7 @@ func (f *fakeOperator) RevokeKey(ctx context.Context, id string) (auth.Record, e
 	}
 	return auth.Record{}, auth.ErrKeyNotFound
 }
-func (f *fakeOperator) Grant(ctx context.Context, account string, n int64, note string) (credits.Account, error) {
+func (f *fakeOperator) Grant(ctx context.Context, account string, n credits.Amount, note string) (credits.Account, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	a, ok := f.accts[account]
@@ -167,7 +167,7 @@ func (f *fakeOperator) Grant(ctx context.Context, account string, n int64, note 
 	f.rec(ctx, "credits.grant", account)
 	return a, nil
 }
-func (f *fakeOperator) CreateAccount(ctx context.Context, account string, n int64, note string) (credits.Account, error) {
+func (f *fakeOperator) CreateAccount(ctx context.Context, account string, n credits.Amount, note string) (credits.Account, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.accts[account]; ok {
@@ -462,22 +462,22 @@ func TestKeyControlsForm(t *testing.T) {
 	c := browser(t)
 	csrf := signIn(t, c, srv.URL)
 	form := url.Values{"account": {"acme"}, "csrf": {csrf}, "name": {"intern"}, "models": {"synthetic/*, openai/gpt-4o-mini"},
-		"expires": {"30d"}, "credit_limit": {"10"}}
+		"expires": {"30d"}, "credit_limit": {"10.5"}}
 	if resp, _ := post(t, c, srv.URL+"/console/keys", form); resp.StatusCode != 200 {
 		t.Fatalf("create key with controls: %d", resp.StatusCode)
 	}
 	k := op.keys[0]
-	if k.Name != "intern" || len(k.Models) != 2 || k.Models[1] != "openai/gpt-4o-mini" || k.CreditLimit == nil || *k.CreditLimit != 10 ||
+	if k.Name != "intern" || len(k.Models) != 2 || k.Models[1] != "openai/gpt-4o-mini" || k.CreditLimit == nil || *k.CreditLimit != 10_500_000 ||
 		k.ExpiresAt < timeNow().Add(29*24*time.Hour).Unix() {
-		t.Fatalf("created key = %+v; want name intern, 2 model patterns, limit 10, expiry in 30 days", k)
+		t.Fatalf("created key = %+v; want name intern, 2 model patterns, limit 10.5, expiry in 30 days", k)
 	}
 	_, list := get(t, c, srv.URL+"/console/keys")
-	for _, want := range []string{"intern", "synthetic/*, openai/gpt-4o-mini", "0 / 10", "/console/keys/" + k.ID} {
+	for _, want := range []string{"intern", "synthetic/*, openai/gpt-4o-mini", "0 / 10.5", "/console/keys/" + k.ID} {
 		if !strings.Contains(list, want) {
 			t.Errorf("keys page lacks %q", want)
 		}
 	}
-	if _, page := get(t, c, srv.URL+"/console/keys/"+k.ID); !strings.Contains(page, `value="intern"`) || !strings.Contains(page, "10 left") {
+	if _, page := get(t, c, srv.URL+"/console/keys/"+k.ID); !strings.Contains(page, `value="intern"`) || !strings.Contains(page, "10.5 left") {
 		t.Errorf("key page lacks the form's current name or the credits left")
 	}
 	upd := url.Values{"csrf": {csrf}, "name": {"renamed"}, "models": {""}, "expires": {""}, "credit_limit": {"25"}}
@@ -485,7 +485,7 @@ func TestKeyControlsForm(t *testing.T) {
 		t.Fatalf("update key: %d", resp.StatusCode)
 	}
 	k = op.keys[0]
-	if k.Name != "renamed" || len(k.Models) != 0 || k.ExpiresAt != 0 || k.CreditLimit == nil || *k.CreditLimit != 25 {
+	if k.Name != "renamed" || len(k.Models) != 0 || k.ExpiresAt != 0 || k.CreditLimit == nil || *k.CreditLimit != 25*credits.Credit {
 		t.Errorf("updated key = %+v; want renamed, every model, no expiry, limit 25", k)
 	}
 	upd.Set("credit_limit", "")
@@ -496,6 +496,8 @@ func TestKeyControlsForm(t *testing.T) {
 	for _, bad := range []url.Values{
 		{"csrf": {csrf}, "expires": {"soon"}},
 		{"csrf": {csrf}, "credit_limit": {"-3"}},
+		{"csrf": {csrf}, "credit_limit": {"0.0000001"}},
+		{"csrf": {csrf}, "credit_limit": {"1e13"}},
 		{"csrf": {csrf}, "models": {"a b"}},
 	} {
 		if resp, _ := post(t, c, srv.URL+"/console/keys/"+k.ID, bad); resp.StatusCode != http.StatusBadRequest {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/webhooks"
@@ -110,12 +111,12 @@ type jobRow struct {
 	Model   string `json:"model"`
 	// ServedBy is the model that made a completed job's output (the
 	// model, or one of its fallbacks); "" until then.
-	ServedBy string      `json:"served_by,omitempty"`
-	Status   jobs.Status `json:"status"`
-	Price    int64       `json:"price"`
-	Created  string      `json:"created"`
-	Updated  string      `json:"updated"`
-	Prompt   string      `json:"prompt"`
+	ServedBy string         `json:"served_by,omitempty"`
+	Status   jobs.Status    `json:"status"`
+	Price    credits.Amount `json:"price"`
+	Created  string         `json:"created"`
+	Updated  string         `json:"updated"`
+	Prompt   string         `json:"prompt"`
 }
 
 // promptPreview is the first words of a prompt, for a table cell.

@@ -60,7 +60,7 @@ func liveServer(t *testing.T) *live {
 	t.Cleanup(func() { st.Close() })
 	ctx := context.Background()
 	for _, a := range []string{"acme", "dev"} {
-		if _, err := st.Grant(ctx, a, 100000, time.Now().Unix()); err != nil {
+		if _, err := st.Grant(ctx, a, 100000*credits.Credit, time.Now().Unix()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -493,7 +493,7 @@ func TestPlaygroundJob(t *testing.T) {
 		t.Fatalf("created = %s (%v)", body, err)
 	}
 	j, err := l.store.Get(context.Background(), st.ID)
-	if err != nil || j.Input.Prompt != "<b>door</b>" || j.Input.Duration != 2 || j.Price != 2 {
+	if err != nil || j.Input.Prompt != "<b>door</b>" || j.Input.Duration != 2 || j.Price != 2*credits.Credit {
 		t.Errorf("stored job = %+v, %v", j, err)
 	}
 	// Its page escapes the prompt.
@@ -541,14 +541,14 @@ func TestUsagePage(t *testing.T) {
 	day := func(n int) string { return today.AddDate(0, 0, -n).Format(time.DateOnly) }
 	evil := `<script>alert(9)</script>`
 	l.op.usage = []admin.DayUsage{
-		{Account: "acme", Day: day(0), Kind: "chat", Model: "synthetic/echo", Requests: 3, PromptTokens: 30, CompletionTokens: 40, Credits: 5},
+		{Account: "acme", Day: day(0), Kind: "chat", Model: "synthetic/echo", Requests: 3, PromptTokens: 30, CompletionTokens: 40, Credits: 5_250_000},
 		{Account: "dev", Day: day(1), Kind: "chat", Model: evil, Requests: 7, PromptTokens: 70, CompletionTokens: 10},
 		{Account: "acme", Day: day(40), Kind: "chat", Model: "synthetic/echo", Requests: 100},
-		{Account: "acme", Day: day(0), Kind: "video", Model: "veo-3.1", Jobs: 2, Credits: 640},
-		{Account: "dev", Day: day(2), Kind: "sfx", Model: "synthetic-sfx", Jobs: 3, Credits: 15},
+		{Account: "acme", Day: day(0), Kind: "video", Model: "veo-3.1", Jobs: 2, Credits: 640 * credits.Credit},
+		{Account: "dev", Day: day(2), Kind: "sfx", Model: "synthetic-sfx", Jobs: 3, Credits: 15 * credits.Credit},
 		// One image request of 3 images; two speech requests.
-		{Account: "acme", Day: day(0), Kind: "image", Model: "synthetic-image", Jobs: 1, Credits: 3},
-		{Account: "dev", Day: day(1), Kind: "speech", Model: "synthetic-speech", Jobs: 2, Credits: 4},
+		{Account: "acme", Day: day(0), Kind: "image", Model: "synthetic-image", Jobs: 1, Credits: 3 * credits.Credit},
+		{Account: "dev", Day: day(1), Kind: "speech", Model: "synthetic-speech", Jobs: 2, Credits: 4 * credits.Credit},
 	}
 	bars := func(body, chart string) int {
 		t.Helper()
@@ -566,15 +566,15 @@ func TestUsagePage(t *testing.T) {
 		rows            int      // rows of the table
 	}{
 		{"default: credits of every kind, chat tokens", "", 5, 2,
-			[]string{"Credits (chat, jobs, images and speech), ", "667 in all, at most 648 in a day.", "Chat tokens (prompt &#43; completion), ", "150 in all, at most 80 in a day.",
-				`<td class="num">640</td>`, `<th scope="row" colspan="4">Total</th><td class="num">10</td><td class="num">100</td><td class="num">50</td><td class="num">8</td><td class="num">667</td>`,
+			[]string{"Credits (chat, jobs, images and speech), ", "667.25 in all, at most 648.25 in a day.", "Chat tokens (prompt &#43; completion), ", "150 in all, at most 80 in a day.",
+				`<td class="num">640</td>`, `<th scope="row" colspan="4">Total</th><td class="num">10</td><td class="num">100</td><td class="num">50</td><td class="num">8</td><td class="num">667.25</td>`,
 				`<th scope="col">Jobs and generations</th>`, `an image request (one, whatever its <code>n</code>`}, 6},
-		{"chat requests of acme", "metric=requests&account=acme", 3, 1, []string{"3 in all, at most 3 in a day.", "648 in all"}, 3},
+		{"chat requests of acme", "metric=requests&account=acme", 3, 1, []string{"3 in all, at most 3 in a day.", "648.25 in all"}, 3},
 		{"completed jobs and generations", "metric=jobs", 5, 4, []string{"Completed jobs and generations, ", "8 in all, at most 3 in a day."}, 6},
 		{"a job kind charts its jobs", "kind=video", 1, 1, []string{"Completed jobs and generations, ", "2 in all", "640 in all"}, 1},
 		{"images: a request counts once, whatever its n", "kind=image", 1, 1, []string{"Completed jobs and generations, ", "1 in all", "3 in all"}, 1},
 		{"speech", "kind=speech", 1, 1, []string{"Completed jobs and generations, ", "2 in all", "4 in all", `<option selected>speech</option>`}, 1},
-		{"chat only", "kind=chat", 1, 2, []string{"5 in all, at most 5 in a day.", "150 in all"}, 2},
+		{"chat only", "kind=chat", 1, 2, []string{"5.25 in all, at most 5.25 in a day.", "150 in all"}, 2},
 		{"nothing of a kind", "kind=music", 0, 0, []string{"No credits spent in this range.", "No completed jobs and generations in this range.", "No usage in this range."}, 0},
 		{"a model over a longer range", "model=synthetic/echo&metric=requests&from=" + day(45), 1, 2, []string{"103 in all"}, 2},
 	}
@@ -669,8 +669,8 @@ func TestLayoutChart(t *testing.T) {
 		{Day: "2026-01-02", Model: "c", Kind: "chat", Value: 0}, // nothing to draw
 	}
 	class := seriesClasses(points)
-	ch := layoutChart("x", points, from, 3, "Requests", class)
-	if len(ch.Bars) != 3 || len(ch.Legend) != 2 || ch.Legend[0].Model != "b" || ch.Legend[0].Total != 9 || ch.Legend[0].Kind != "sfx" {
+	ch := layoutChart("x", points, from, 3, "Requests", class, countUnits)
+	if len(ch.Bars) != 3 || len(ch.Legend) != 2 || ch.Legend[0].Model != "b" || ch.Legend[0].Total != "9" || ch.Legend[0].Kind != "sfx" {
 		t.Fatalf("chart = %+v", ch)
 	}
 	// Day 1 stacks b (6, the bigger series) under a (4) up to the top (10).
@@ -695,11 +695,23 @@ func TestLayoutChart(t *testing.T) {
 	if len(ch.YTicks) != 3 || ch.YTicks[1].Label != "5" || ch.YTicks[2].Label != "10" {
 		t.Errorf("y ticks of a chart up to 10 = %+v; want 0, 5, 10", ch.YTicks)
 	}
-	if one := layoutChart("x", []point{{Day: "2026-01-01", Model: "a", Value: 1}}, from, 3, "Credits", class); len(one.YTicks) != 2 || one.YTicks[1].Label != "1" {
+	if one := layoutChart("x", []point{{Day: "2026-01-01", Model: "a", Value: 1}}, from, 3, "Requests", class, countUnits); len(one.YTicks) != 2 || one.YTicks[1].Label != "1" {
 		t.Errorf("y ticks of a chart up to 1 = %+v; want 0 and 1 only", one.YTicks)
 	}
-	if e := layoutChart("x", nil, from, 30, "Credits", class); !e.Empty || len(e.Bars) != 0 || len(e.XTicks) == 0 {
+	if e := layoutChart("x", nil, from, 30, "Credits", class, creditUnits); !e.Empty || len(e.Bars) != 0 || len(e.XTicks) == 0 {
 		t.Errorf("empty chart = %+v", e)
+	}
+	// Credits are micro-credits, written as decimal credits: 0.000015 and
+	// 2.5 on one day, axis up to 3.
+	cr := layoutChart("x", []point{{Day: "2026-01-01", Model: "a", Kind: "chat", Value: 15}, {Day: "2026-01-01", Model: "b", Kind: "image", Value: 2_500_000}},
+		from, 3, "Credits", class, creditUnits)
+	if len(cr.YTicks) != 3 || cr.YTicks[1].Label != "1.5" || cr.YTicks[2].Label != "3" || cr.Legend[1].Total != "0.000015" || !strings.Contains(cr.Summary, "2.500015 in all") {
+		t.Errorf("credits chart: ticks %+v, legend %+v, summary %q; want ticks to 3, a's total 0.000015, 2.500015 in all", cr.YTicks, cr.Legend, cr.Summary)
+	}
+	for n, want := range map[int64]string{15: "0.000015", 2_500_000: "2.5", 9_500_000_000: "9500", 12_000_000_000: "12k"} {
+		if got := compactCredits(n); got != want {
+			t.Errorf("compactCredits(%d) = %q; want %q", n, got, want)
+		}
 	}
 }
 
@@ -745,11 +757,11 @@ func TestJobServedByFallback(t *testing.T) {
 	}
 	now := time.Now().Unix()
 	j := &jobs.Job{ID: id, Account: "acme", Type: jobs.TypeSFX, Model: "lead-sfx", Input: jobs.Input{Prompt: "rain", Duration: 2, Format: "mp3"},
-		Price: 50, Hold: 50, Candidates: []jobs.Candidate{{Model: "lead-sfx", Price: 50}, {Model: "cheap-sfx", Price: 20}}, Created: now, Updated: now}
+		Price: 50 * credits.Credit, Hold: 50 * credits.Credit, Candidates: []jobs.Candidate{{Model: "lead-sfx", Price: 50 * credits.Credit}, {Model: "cheap-sfx", Price: 20_500_000}}, Created: now, Updated: now}
 	if _, err := l.store.Create(ctx, j, nil); err != nil {
 		t.Fatal(err)
 	}
-	zero, one, charge := 0, 1, int64(20)
+	zero, one, charge := 0, 1, credits.Amount(20_500_000)
 	for _, s := range []struct {
 		from, to jobs.Status
 		p        jobs.Patch
@@ -770,12 +782,12 @@ func TestJobServedByFallback(t *testing.T) {
 		Jobs []jobRow `json:"jobs"`
 	}
 	getJSON(t, c, l.srv.URL+"/console/jobs.json", &list)
-	if len(list.Jobs) != 1 || list.Jobs[0].ServedBy != "cheap-sfx" || list.Jobs[0].Price != 20 {
-		t.Errorf("jobs.json = %+v; want the job served by cheap-sfx at 20", list.Jobs)
+	if len(list.Jobs) != 1 || list.Jobs[0].ServedBy != "cheap-sfx" || list.Jobs[0].Price != 20_500_000 {
+		t.Errorf("jobs.json = %+v; want the job served by cheap-sfx at 20.5", list.Jobs)
 	}
 	_, body = get(t, c, l.srv.URL+"/console/jobs/"+id)
-	for _, want := range []string{"<dt>Served by</dt><dd><code>cheap-sfx</code></dd>", "<code>lead-sfx</code> (50), <code>cheap-sfx</code> (20)",
-		"20 credits (charged; 50 were held, the rest released)"} {
+	for _, want := range []string{"<dt>Served by</dt><dd><code>cheap-sfx</code></dd>", "<code>lead-sfx</code> (50), <code>cheap-sfx</code> (20.5)",
+		"20.5 credits (charged; 50 were held, the rest released)"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("job page lacks %q", want)
 		}

@@ -22,7 +22,7 @@ import (
 )
 
 // balance is account's available credits in the live server's store.
-func (l *live) balance(t *testing.T, account string) int64 {
+func (l *live) balance(t *testing.T, account string) credits.Amount {
 	t.Helper()
 	a, err := l.store.Account(context.Background(), account)
 	if err != nil {
@@ -36,7 +36,7 @@ func (l *live) balance(t *testing.T, account string) int64 {
 // credits dev spent; an error's body must be the API's envelope saying
 // msg. It returns the answer, and whether it is a 200 for the caller to
 // check further.
-func (l *live) playground(t *testing.T, c *http.Client, csrf, path string, body map[string]any, status int, cost int64, msg string) (*http.Response, string, bool) {
+func (l *live) playground(t *testing.T, c *http.Client, csrf, path string, body map[string]any, status int, cost credits.Amount, msg string) (*http.Response, string, bool) {
 	t.Helper()
 	if _, ok := body["account"]; !ok {
 		body["account"] = "dev"
@@ -47,7 +47,7 @@ func (l *live) playground(t *testing.T, c *http.Client, csrf, path string, body 
 		t.Fatalf("status %d %.200s; want %d", resp.StatusCode, got, status)
 	}
 	if spent := before - l.balance(t, "dev"); spent != cost {
-		t.Errorf("dev spent %d credits; want %d", spent, cost)
+		t.Errorf("dev spent %s credits; want %s", spent, cost)
 	}
 	if status != 200 {
 		var e struct{ Error struct{ Message string } }
@@ -71,19 +71,19 @@ func TestPlaygroundImage(t *testing.T) {
 		name   string
 		body   map[string]any
 		status int
-		images int    // data entries
-		size   string // WxH of each image (b64_json)
-		format string // the decoded images' format
-		url    bool   // answered as links
-		cost   int64  // credits taken from dev
-		msg    string // in the error message
+		images int            // data entries
+		size   string         // WxH of each image (b64_json)
+		format string         // the decoded images' format
+		url    bool           // answered as links
+		cost   credits.Amount // taken from dev
+		msg    string         // in the error message
 	}{
 		{name: "two PNGs as bytes", body: map[string]any{"model": "synthetic-image", "prompt": "<b>a cat</b>", "n": 2, "size": "256x256", "output_format": "png", "response_format": "b64_json"},
-			status: 200, images: 2, size: "256x256", format: "png", cost: 2},
+			status: 200, images: 2, size: "256x256", format: "png", cost: 2 * credits.Credit},
 		{name: "a JPEG of the model's default size", body: map[string]any{"model": "synthetic-image", "prompt": "a dog", "output_format": "jpeg"},
-			status: 200, images: 1, size: "1024x1024", format: "jpeg", cost: 1},
+			status: 200, images: 1, size: "1024x1024", format: "jpeg", cost: credits.Credit},
 		{name: "links to our storage", body: map[string]any{"model": "synthetic-image", "prompt": "a bird", "size": "512x512", "response_format": "url"},
-			status: 200, images: 1, url: true, cost: 1},
+			status: 200, images: 1, url: true, cost: credits.Credit},
 		{name: "a size the model does not make", body: map[string]any{"model": "synthetic-image", "prompt": "x", "size": "300x300"},
 			status: 400, msg: "size must be one of"},
 		{name: "more images than the model makes", body: map[string]any{"model": "synthetic-image", "prompt": "x", "n": 11},
@@ -150,22 +150,22 @@ func TestPlaygroundSpeech(t *testing.T) {
 	l := liveServer(t)
 	c := browser(t)
 	csrf := signIn(t, c, l.srv.URL)
-	long := strings.Repeat("The quick brown fox. ", 60) // 1,260 characters: 2 credits at 1 per 1,000
+	long := strings.Repeat("The quick brown fox. ", 60) // 1,260 characters: 1.26 credits at 1 per 1,000
 	tests := []struct {
 		name        string
 		body        map[string]any
 		status      int
 		contentType string
 		magic       string // the audio's first bytes
-		cost        int64
+		cost        credits.Amount
 		msg         string
 	}{
 		{name: "mp3, the default", body: map[string]any{"model": "synthetic-speech", "input": long, "voice": "nova"},
-			status: 200, contentType: "audio/mpeg", cost: 2},
+			status: 200, contentType: "audio/mpeg", cost: 1_260_000},
 		{name: "wav", body: map[string]any{"model": "synthetic-speech", "input": "Hello there.", "voice": "alloy", "response_format": "wav"},
-			status: 200, contentType: "audio/wav", magic: "RIFF", cost: 1},
+			status: 200, contentType: "audio/wav", magic: "RIFF", cost: 12_000}, // 12 characters
 		{name: "the model's default voice", body: map[string]any{"model": "synthetic-speech", "input": "Hi."},
-			status: 200, contentType: "audio/mpeg", cost: 1},
+			status: 200, contentType: "audio/mpeg", cost: 3000},
 		{name: "a voice the model does not have", body: map[string]any{"model": "synthetic-speech", "input": "Hi.", "voice": "nobody"},
 			status: 400, msg: "voice"},
 		{name: "a format the model does not make", body: map[string]any{"model": "synthetic-speech", "input": "Hi.", "response_format": "flac"},
@@ -212,7 +212,7 @@ func TestPlaygroundSpeech(t *testing.T) {
 		t.Errorf("a speech failing after its first audio: %d, %d bytes, read error %v; want 200, some audio, then a cut", resp.StatusCode, len(got), err)
 	}
 	if spent := before - l.balance(t, "dev"); spent != 0 {
-		t.Errorf("a speech cut short cost %d credits; want 0", spent)
+		t.Errorf("a speech cut short cost %s credits; want 0", spent)
 	}
 	_, audit := get(t, c, l.srv.URL+"/console/audit")
 	if !strings.Contains(audit, "playground.speech") {

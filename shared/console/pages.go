@@ -83,14 +83,14 @@ func price(m *catalog.Model) string {
 	}
 	var parts []string
 	if pr.CreditsPerSecond > 0 {
-		parts = append(parts, strconv.FormatFloat(pr.CreditsPerSecond, 'f', -1, 64)+" credits/s")
+		parts = append(parts, pr.CreditsPerSecond.String()+" credits/s")
 	}
 	if pr.CreditsPerJob > 0 {
-		parts = append(parts, strconv.FormatFloat(pr.CreditsPerJob, 'f', -1, 64)+" credits/job")
+		parts = append(parts, pr.CreditsPerJob.String()+" credits/job")
 	}
 	if pr.CreditsPerMillionInput > 0 || pr.CreditsPerMillionOutput > 0 {
-		parts = append(parts, strconv.FormatFloat(pr.CreditsPerMillionInput, 'f', -1, 64)+" in / "+
-			strconv.FormatFloat(pr.CreditsPerMillionOutput, 'f', -1, 64)+" out credits per 1M tokens")
+		parts = append(parts, pr.CreditsPerMillionInput.String()+" in / "+
+			pr.CreditsPerMillionOutput.String()+" out credits per 1M tokens")
 	}
 	if len(parts) == 0 {
 		return "free"
@@ -137,8 +137,22 @@ func intField(r *http.Request, name string) (int64, error) {
 	return n, nil
 }
 
+// amountField parses the form field name as credits (a decimal, to 6
+// places: 0.25); empty is 0. A malformed value is a 400 naming it.
+func amountField(r *http.Request, name string) (credits.Amount, error) {
+	v := strings.TrimSpace(r.PostFormValue(name))
+	if v == "" {
+		return 0, nil
+	}
+	a, err := credits.ParseAmount(v)
+	if err != nil {
+		return 0, apierr.Invalidf(name, "invalid_value", "%s: %v", name, err)
+	}
+	return a, nil
+}
+
 func (c *Console) createAccount(p *Page, w http.ResponseWriter, r *http.Request) error {
-	n, err := intField(r, "credits")
+	n, err := amountField(r, "credits")
 	if err != nil {
 		return err
 	}
@@ -188,7 +202,7 @@ func (c *Console) account(p *Page, w http.ResponseWriter, r *http.Request) error
 }
 
 func (c *Console) grant(p *Page, w http.ResponseWriter, r *http.Request) error {
-	n, err := intField(r, "amount")
+	n, err := amountField(r, "amount")
 	if err != nil {
 		return err
 	}
@@ -275,7 +289,7 @@ func (c *Console) controlsForm(r *http.Request) (auth.Controls, error) {
 	}
 	ctl.ExpiresAt = exp
 	if strings.TrimSpace(r.PostFormValue("credit_limit")) != "" {
-		n, err := intField(r, "credit_limit")
+		n, err := amountField(r, "credit_limit")
 		if err != nil {
 			return ctl, err
 		}
@@ -292,7 +306,7 @@ type keyPage struct {
 	Key auth.Record
 	// Expires is the key's expiry as the form shows it (RFC 3339, UTC).
 	Expires string
-	Left    int64
+	Left    credits.Amount
 	Limited bool
 	// ResetsAt is when the key's credit limit period ends (Unix
 	// seconds), 0 without a reset.
@@ -338,7 +352,7 @@ func (c *Console) updateKey(p *Page, w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	id := r.PathValue("id")
-	limit := int64(-1) // no limit
+	limit := -credits.Credit // negative: no limit
 	if ctl.CreditLimit != nil {
 		limit = *ctl.CreditLimit
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 )
 
 // Usage page bounds.
@@ -77,11 +78,24 @@ type tick struct {
 	Label string
 }
 
-// series is one model of the legend.
+// series is one model of the legend, with its total as text.
 type series struct {
 	Class, Model, Kind string
-	Total              int64
+	Total              string
 }
+
+// units writes a chart's values: exact (totals, bar titles) and short
+// (the axis).
+type units struct {
+	exact, short func(int64) string
+}
+
+// countUnits are those of a count (requests, tokens, jobs).
+var countUnits = units{exact: func(n int64) string { return strconv.FormatInt(n, 10) }, short: compact}
+
+// creditUnits are those of credits: values are micro-credits
+// (credits.Amount), written as decimal credits.
+var creditUnits = units{exact: func(n int64) string { return credits.Amount(n).String() }, short: compactCredits}
 
 // chart is one usage chart, laid out for the template.
 type chart struct {
@@ -94,7 +108,8 @@ type chart struct {
 	Empty                          bool
 }
 
-// point is one model's value on one day, for a chart.
+// point is one model's value on one day, for a chart: a count, or
+// micro-credits (see units).
 type point struct {
 	Day, Model, Kind string
 	Value            int64
@@ -185,7 +200,7 @@ func (c *Console) usage(p *Page, w http.ResponseWriter, r *http.Request) error {
 		d.Total.CompletionTokens += u.CompletionTokens
 		d.Total.Jobs += u.Jobs
 		d.Total.Credits += u.Credits
-		spent = append(spent, point{u.Day, u.Model, u.Kind, u.Credits})
+		spent = append(spent, point{u.Day, u.Model, u.Kind, int64(u.Credits)})
 		counted = append(counted, point{u.Day, u.Model, u.Kind, countOf(u, d.Metric)})
 	}
 	label := d.Metric
@@ -197,9 +212,9 @@ func (c *Console) usage(p *Page, w http.ResponseWriter, r *http.Request) error {
 	// One colour per model in both charts: the models that spent the
 	// most first, then those that counted the most.
 	class := seriesClasses(spent, counted)
-	d.Credits = layoutChart("credits-chart", spent, from, days, "Credits (chat, jobs, images and speech)", class)
+	d.Credits = layoutChart("credits-chart", spent, from, days, "Credits (chat, jobs, images and speech)", class, creditUnits)
 	d.Credits.None = "No credits spent in this range."
-	d.Count = layoutChart("usage-chart", counted, from, days, label, class)
+	d.Count = layoutChart("usage-chart", counted, from, days, label, class, countUnits)
 	d.Count.None = "No " + strings.ToLower(label) + " in this range."
 	p.Section, p.Title, p.Data = "usage", "Usage", d
 	return p.Render(w, r, "usage")
@@ -243,8 +258,9 @@ func seriesClasses(sets ...[]point) map[string]string {
 
 // layoutChart lays out a bar chart of points: one bar a day from from,
 // stacked by model (the models with the most first, at the bottom), each
-// in its class.
-func layoutChart(id string, points []point, from time.Time, days int, label string, class map[string]string) chart {
+// in its class, its values written in u. (The bars' geometry is in
+// floats; the values the chart writes are exact.)
+func layoutChart(id string, points []point, from time.Time, days int, label string, class map[string]string, u units) chart {
 	ch := chart{ID: id, W: chartW, H: chartH, Left: plotLeft, Right: chartW - plotRight, Top: plotTop, Bottom: chartH - plotBottom, Label: label}
 	// Sums per model and per day and model.
 	totals := map[string]int64{}
@@ -276,7 +292,7 @@ func layoutChart(id string, points []point, from time.Time, days int, label stri
 		return cmp.Or(cmp.Compare(totals[b], totals[a]), strings.Compare(a, b))
 	})
 	for _, m := range order {
-		ch.Legend = append(ch.Legend, series{Class: class[m], Model: m, Kind: kindOf[m], Total: totals[m]})
+		ch.Legend = append(ch.Legend, series{Class: class[m], Model: m, Kind: kindOf[m], Total: u.exact(totals[m])})
 	}
 	var peak int64
 	for _, day := range byDay {
@@ -288,7 +304,7 @@ func layoutChart(id string, points []point, from time.Time, days int, label stri
 	}
 	ch.Empty = all == 0
 	ch.Summary = label + ", " + from.Format(time.DateOnly) + " to " + from.AddDate(0, 0, days-1).Format(time.DateOnly) +
-		": " + strconv.FormatInt(all, 10) + " in all, at most " + strconv.FormatInt(peak, 10) + " in a day."
+		": " + u.exact(all) + " in all, at most " + u.exact(peak) + " in a day."
 	top := niceCeil(peak)
 	plotH := ch.Bottom - ch.Top
 	lines := []int64{0, top}
@@ -296,7 +312,7 @@ func layoutChart(id string, points []point, from time.Time, days int, label stri
 		lines = []int64{0, top / 2, top}
 	}
 	for _, v := range lines {
-		ch.YTicks = append(ch.YTicks, tick{Pos: round2(ch.Bottom - float64(v)/float64(top)*plotH), Label: compact(v)})
+		ch.YTicks = append(ch.YTicks, tick{Pos: round2(ch.Bottom - float64(v)/float64(top)*plotH), Label: u.short(v)})
 	}
 	slot := (ch.Right - ch.Left) / float64(days)
 	barW := slot * chartBarOf
@@ -316,7 +332,7 @@ func layoutChart(id string, points []point, from time.Time, days int, label stri
 			h := float64(v) / float64(top) * plotH
 			y -= h
 			ch.Bars = append(ch.Bars, bar{X: round2(x + (slot-barW)/2), Y: round2(y), W: round2(barW), H: round2(h), Class: class[m],
-				Title: day.Format(time.DateOnly) + " · " + m + " (" + kindOf[m] + "): " + strconv.FormatInt(v, 10)})
+				Title: day.Format(time.DateOnly) + " · " + m + " (" + kindOf[m] + "): " + u.exact(v)})
 		}
 	}
 	return ch
@@ -351,6 +367,15 @@ func compact(n int64) string {
 		return short(float64(n)/1e3, "k")
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// compactCredits writes n micro-credits briefly, as credits: 0.00002,
+// 1.5, 9500, 12k.
+func compactCredits(n int64) string {
+	if a := credits.Amount(n); a < 10_000*credits.Credit {
+		return a.String()
+	}
+	return compact(n / int64(credits.Credit))
 }
 
 // round2 rounds to hundredths, to keep the SVG short.

@@ -26,11 +26,12 @@ import (
 // stored too, so that a store can hold with one conditional write.
 type Account struct {
 	ID        string `json:"id"`
-	Balance   int64  `json:"balance"`
-	Held      int64  `json:"held"`
-	Available int64  `json:"available"`
+	Balance   Amount `json:"balance"`
+	Held      Amount `json:"held"`
+	Available Amount `json:"available"`
 	// RateLimit is requests per minute per key: 0 means the service
-	// default, a negative value means unlimited.
+	// default, -1 unlimited (the admin API writes no other negative; one
+	// stored before it refused them reads as unlimited too).
 	RateLimit int   `json:"rate_limit,omitempty"`
 	Created   int64 `json:"created"`
 }
@@ -44,7 +45,7 @@ const (
 
 // HeldAmount returns the held credits a settlement clears: Hold for a
 // Capture that has one, else Amount.
-func (e Entry) HeldAmount() int64 {
+func (e Entry) HeldAmount() Amount {
 	if e.Kind == Capture && e.Hold > 0 {
 		return e.Hold
 	}
@@ -60,11 +61,11 @@ type Entry struct {
 	ID      string `json:"id"`
 	Account string `json:"account"`
 	Kind    string `json:"kind"`
-	Amount  int64  `json:"amount"`
+	Amount  Amount `json:"amount"`
 	// Hold is, for a Capture, the credits the job held, all of which the
 	// capture clears: Amount is charged, Hold - Amount released. 0 means
 	// Amount (a job charged what it held).
-	Hold  int64  `json:"hold,omitempty"`
+	Hold  Amount `json:"hold,omitempty"`
 	JobID string `json:"job_id,omitempty"`
 	// JobType and Model are the settled job's type (music, sfx, video)
 	// and model: for a Capture the model that made the output (a
@@ -95,9 +96,9 @@ var ErrKeyLimit = &apierr.Error{Kind: apierr.InsufficientQuota, Code: "key_credi
 
 // KeyLimit returns the ErrKeyLimit refusal of amount credits on key,
 // which has limit and has spent and holds used of it.
-func KeyLimit(key string, amount, limit, used int64) error {
+func KeyLimit(key string, amount, limit, used Amount) error {
 	return &apierr.Error{Kind: ErrKeyLimit.Kind, Code: ErrKeyLimit.Code,
-		Message: fmt.Sprintf("This request needs %d credits, more than this API key has left of its credit limit: %d left of %d (%d spent or held by requests in progress). The key's limit is not the account's balance; ask the operator to raise it.",
+		Message: fmt.Sprintf("This request needs %s credits, more than this API key has left of its credit limit: %s left of %s (%s spent or held by requests in progress). The key's limit is not the account's balance; ask the operator to raise it.",
 			amount, max(limit-used, 0), limit, used)}
 }
 
@@ -111,7 +112,9 @@ var ErrAccountNotFound = &apierr.Error{Kind: apierr.NotFound, Code: "account_not
 var ErrAlreadySettled = errors.New("already settled")
 
 // Store keeps accounts and the ledger. Implementations are safe for
-// concurrent use.
+// concurrent use. No amount they keep passes ±MaxAmount: a Settle whose
+// job usage or key spend would is an error matching ErrAmountRange, and
+// nothing is written.
 type Store interface {
 	// Settle writes e (ID "job:<id>", or SettlementID of a reservation)
 	// and applies it to the account in one atomic step, only if no entry
@@ -135,7 +138,9 @@ type Store interface {
 	Account(ctx context.Context, id string) (Account, error)
 	// Grant adds amount to the account's balance (creating the account if
 	// needed), records a Grant entry, and returns the new position.
-	Grant(ctx context.Context, id string, amount int64, at int64) (Account, error)
+	// A grant that would take the balance (or available) beyond
+	// ±MaxAmount is an error matching ErrAmountRange, and changes nothing.
+	Grant(ctx context.Context, id string, amount Amount, at int64) (Account, error)
 	// Ledger returns the account's entries, oldest first.
 	Ledger(ctx context.Context, account string) ([]Entry, error)
 }
@@ -154,10 +159,10 @@ type Change struct {
 	// Price is the job's price as stored with the change: the hold while
 	// it runs, its charge once completed (the price of the model that
 	// made the output).
-	Price int64
+	Price Amount
 	// Hold is the credits held for the job at create; 0 (a job stored
 	// before holds and charges could differ) means Price.
-	Hold int64
+	Hold Amount
 	// Key is the id of the API key that created the job ("" for none):
 	// its settlement moves the key's held credits too.
 	Key string
@@ -165,7 +170,7 @@ type Change struct {
 }
 
 // Held returns the credits held for the job: Hold, or Price without one.
-func (c Change) Held() int64 {
+func (c Change) Held() Amount {
 	if c.Hold > 0 {
 		return c.Hold
 	}
@@ -224,7 +229,7 @@ func CheckSettlement(e Entry) error {
 	case e.Kind != Capture && e.Kind != Release:
 		return fmt.Errorf("settle %s: kind %q is not a settlement", e.ID, e.Kind)
 	case e.Amount < 0 || e.Hold < 0 || (e.Hold != 0 && e.Hold < e.Amount):
-		return fmt.Errorf("settle %s: amount %d, hold %d: need 0 <= amount <= hold", e.ID, e.Amount, e.Hold)
+		return fmt.Errorf("settle %s: amount %s, hold %s: need 0 <= amount <= hold", e.ID, e.Amount, e.Hold)
 	case (e.JobType == "") != (e.Model == ""):
 		return fmt.Errorf("settle %s: job type %q and model %q: give both or neither", e.ID, e.JobType, e.Model)
 	case strings.ContainsRune(e.JobType+e.Model+e.Account+e.Key, 0):

@@ -30,7 +30,7 @@ func TestApplyLabels(t *testing.T) {
 		c            Change
 		settles      bool
 		kind         string
-		amount, hold int64
+		amount, hold Amount
 		typ, model   string
 	}{
 		{"completed", base, true, Capture, 7, 0, "sfx", "m"},

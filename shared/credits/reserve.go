@@ -73,7 +73,7 @@ func CheckReservation(e Entry) error {
 	case !strings.HasPrefix(e.ID, ReservationID("")) || id == "" || e.Account == "":
 		return fmt.Errorf("reserve %q: need an id %q and an account", e.ID, ReservationID("<id>"))
 	case e.Amount <= 0 || e.Hold != 0:
-		return fmt.Errorf("reserve %s: amount %d, hold %d: need amount > 0 and no hold", e.ID, e.Amount, e.Hold)
+		return fmt.Errorf("reserve %s: amount %s, hold %s: need amount > 0 and no hold", e.ID, e.Amount, e.Hold)
 	case e.JobType == "" || e.Model == "":
 		return fmt.Errorf("reserve %s: job type %q and model %q: need both", e.ID, e.JobType, e.Model)
 	case strings.ContainsRune(e.ID+e.Account+e.JobType+e.Model+e.Key, 0):
@@ -158,7 +158,7 @@ func ReserveFor(ctx context.Context, rs Reservations, e Entry, what string, upTo
 	case errors.Is(err, ErrInsufficient), errors.Is(err, ErrAccountNotFound):
 		return Shortfall(ctx, rs, e.Account, what, e.Amount, upTo, err)
 	}
-	return fmt.Errorf("reserve %d credits for %s: %w", e.Amount, e.ID, err)
+	return fmt.Errorf("reserve %s credits for %s: %w", e.Amount, e.ID, err)
 }
 
 // Shortfall is the 402 insufficient_credits of a request that costs more
@@ -167,17 +167,17 @@ func ReserveFor(ctx context.Context, rs Reservations, e Entry, what string, upTo
 // models that may serve it (held until the request is done). The message
 // adds the account's position, read from accounts (nil: not read). cause,
 // if any, is wrapped.
-func Shortfall(ctx context.Context, accounts AccountReader, account, what string, price int64, upTo bool, cause error) error {
-	costs := fmt.Sprintf("%s costs %d credits", what, price)
+func Shortfall(ctx context.Context, accounts AccountReader, account, what string, price Amount, upTo bool, cause error) error {
+	costs := fmt.Sprintf("%s costs %s credits", what, price)
 	if upTo {
-		costs = fmt.Sprintf("%s costs up to %d credits (the highest price among the models that may serve it, held until it is done)", what, price)
+		costs = fmt.Sprintf("%s costs up to %s credits (the highest price among the models that may serve it, held until it is done)", what, price)
 	}
 	msg := costs + ", more than the account has available."
 	if accounts != nil {
 		a, err := accounts.Account(ctx, account)
 		switch {
 		case err == nil:
-			msg = fmt.Sprintf("%s; the account has %d available (balance %d, %d held by requests in progress).", costs, a.Available, a.Balance, a.Held)
+			msg = fmt.Sprintf("%s; the account has %s available (balance %s, %s held by requests in progress).", costs, a.Available, a.Balance, a.Held)
 		case errors.Is(err, ErrAccountNotFound):
 			msg = costs + "; the account has none."
 		}

@@ -117,7 +117,7 @@ func TestReleaseReservation(t *testing.T) {
 }
 
 // refusingStore is a Reservations whose Reserve returns err and whose
-// account has 3 available.
+// account has 3.5 available.
 type refusingStore struct{ err error }
 
 func (r refusingStore) Reserve(context.Context, Entry) error { return r.err }
@@ -126,7 +126,7 @@ func (r refusingStore) OpenReservations(context.Context, int64, int) ([]Entry, e
 }
 func (r refusingStore) Settle(context.Context, Entry) error { return nil }
 func (r refusingStore) Account(_ context.Context, id string) (Account, error) {
-	return Account{ID: id, Balance: 5, Held: 2, Available: 3}, nil
+	return Account{ID: id, Balance: 5 * Credit, Held: 1_500_000, Available: 3_500_000}, nil
 }
 
 // TestReserveFor: a refusal becomes the client's 402 (the key's as the
@@ -134,7 +134,7 @@ func (r refusingStore) Account(_ context.Context, id string) (Account, error) {
 // other error is wrapped, and nil stays nil.
 func TestReserveFor(t *testing.T) {
 	store := errors.New("store down")
-	key := KeyLimit("key_1", 7, 10, 8)
+	key := KeyLimit("key_1", 7*Credit, 10*Credit, 7_999_999)
 	tests := []struct {
 		name    string
 		err     error
@@ -142,14 +142,14 @@ func TestReserveFor(t *testing.T) {
 		message string // a part of the message
 	}{
 		{"reserved", nil, nil, ""},
-		{"key limit", key, ErrKeyLimit, "2 left of 10"},
-		{"insufficient", ErrInsufficient, ErrInsufficient, "This speech costs up to 7 credits"},
-		{"unknown account", ErrAccountNotFound, ErrAccountNotFound, "the account has 3 available"},
-		{"store error", store, store, "reserve 7 credits for reserve:sp_1"},
+		{"key limit", key, ErrKeyLimit, "needs 7 credits, more than this API key has left of its credit limit: 2.000001 left of 10 (7.999999 spent"},
+		{"insufficient", ErrInsufficient, ErrInsufficient, "This speech costs up to 7.25 credits"},
+		{"unknown account", ErrAccountNotFound, ErrAccountNotFound, "the account has 3.5 available (balance 5, 1.5 held"},
+		{"store error", store, store, "reserve 7.25 credits for reserve:sp_1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := Entry{ID: ReservationID("sp_1"), Account: "a", Kind: Reservation, Amount: 7, JobType: "speech", Model: "m", At: 1}
+			e := Entry{ID: ReservationID("sp_1"), Account: "a", Kind: Reservation, Amount: 7_250_000, JobType: "speech", Model: "m", At: 1}
 			err := ReserveFor(context.Background(), refusingStore{tt.err}, e, "This speech", true)
 			if tt.is == nil {
 				if err != nil {

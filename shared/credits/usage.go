@@ -29,7 +29,7 @@ type Usage struct {
 	Requests         int64  `json:"requests"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
-	Credits          int64  `json:"credits"`
+	Credits          Amount `json:"credits"`
 	// Key, given to AddUsage, is the API key that made the completions
 	// ("" for none): its spend is charged the credits too. It is not part
 	// of the usage row (Usage returns rows without it).
@@ -48,7 +48,7 @@ type JobUsage struct {
 	JobType string `json:"type"`
 	Model   string `json:"model"`
 	Jobs    int64  `json:"jobs"`
-	Credits int64  `json:"credits"`
+	Credits Amount `json:"credits"`
 }
 
 // JobUsageOf returns the job usage increment that settling e adds (one
@@ -85,7 +85,9 @@ type UsageStore interface {
 	// available <= 0). With credits > 0 an unknown account is
 	// ErrAccountNotFound and nothing is written; with credits == 0 the
 	// account is not checked. Arguments CheckUsage refuses are an error
-	// wrapping ErrInvalidUsage, and nothing is written.
+	// wrapping ErrInvalidUsage, and nothing is written; so is a charge
+	// that would take the usage's credits, the key's spend or the
+	// balance past ±MaxAmount (the error matches ErrAmountRange too).
 	AddUsage(ctx context.Context, id string, u Usage) error
 	// Usage returns the account's usage from fromDay to toDay inclusive
 	// ("" for no bound on that side), ordered by day, then model. An
@@ -134,7 +136,7 @@ func CheckUsage(id string, u Usage) error {
 	case u.Requests < 1:
 		return fmt.Errorf("add usage: %w: %d requests, want at least 1", ErrInvalidUsage, u.Requests)
 	case u.PromptTokens < 0 || u.CompletionTokens < 0 || u.Credits < 0:
-		return fmt.Errorf("add usage: %w: negative count (prompt %d, completion %d, credits %d)", ErrInvalidUsage, u.PromptTokens, u.CompletionTokens, u.Credits)
+		return fmt.Errorf("add usage: %w: negative count (prompt %d, completion %d, credits %s)", ErrInvalidUsage, u.PromptTokens, u.CompletionTokens, u.Credits)
 	case strings.ContainsRune(u.Key, 0):
 		return fmt.Errorf("add usage: %w: key %q", ErrInvalidUsage, u.Key)
 	case strings.ContainsRune(id, 0) || (id == "" && u.Credits > 0):

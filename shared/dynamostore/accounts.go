@@ -19,17 +19,17 @@ import (
 // accountItem is an account as stored (pk "acct#<id>", sk "account").
 type accountItem struct {
 	PK        string `json:"pk"`
-	Balance   int64  `json:"balance"`
-	Held      int64  `json:"held"`
-	Available int64  `json:"available"`
+	Balance   amount `json:"balance"`
+	Held      amount `json:"held"`
+	Available amount `json:"available"`
 	RateLimit int    `json:"rate_limit"`
 	Created   int64  `json:"created"`
 }
 
 func (a accountItem) account() credits.Account {
 	return credits.Account{
-		ID: strings.TrimPrefix(a.PK, acctPrefix), Balance: a.Balance, Held: a.Held,
-		Available: a.Available, RateLimit: a.RateLimit, Created: a.Created,
+		ID: strings.TrimPrefix(a.PK, acctPrefix), Balance: credits.Amount(a.Balance), Held: credits.Amount(a.Held),
+		Available: credits.Amount(a.Available), RateLimit: a.RateLimit, Created: a.Created,
 	}
 }
 
@@ -40,8 +40,8 @@ type ledgerItem struct {
 	PK      string `json:"pk"`
 	SK      string `json:"sk"`
 	Kind    string `json:"kind"`
-	Amount  int64  `json:"amount"`
-	Hold    int64  `json:"hold,omitempty"` // a capture's hold, when it was more than the amount
+	Amount  amount `json:"amount"`
+	Hold    amount `json:"hold,omitempty"` // a capture's hold, when it was more than the amount
 	JobID   string `json:"job_id,omitempty"`
 	JobType string `json:"job_type,omitempty"`
 	Model   string `json:"model,omitempty"`
@@ -52,15 +52,15 @@ type ledgerItem struct {
 
 func newLedgerItem(e credits.Entry) ledgerItem {
 	return ledgerItem{
-		PK: acctPrefix + e.Account, SK: ledgerPrefix + e.ID, Kind: e.Kind, Amount: e.Amount,
-		Hold: e.Hold, JobID: e.JobID, JobType: e.JobType, Model: e.Model, Key: e.Key, At: e.At, Seq: time.Now().UnixNano(),
+		PK: acctPrefix + e.Account, SK: ledgerPrefix + e.ID, Kind: e.Kind, Amount: amount(e.Amount),
+		Hold: amount(e.Hold), JobID: e.JobID, JobType: e.JobType, Model: e.Model, Key: e.Key, At: e.At, Seq: time.Now().UnixNano(),
 	}
 }
 
 func (l ledgerItem) entry() credits.Entry {
 	return credits.Entry{
 		ID: strings.TrimPrefix(l.SK, ledgerPrefix), Account: strings.TrimPrefix(l.PK, acctPrefix),
-		Kind: l.Kind, Amount: l.Amount, Hold: l.Hold, JobID: l.JobID, JobType: l.JobType, Model: l.Model, Key: l.Key, At: l.At,
+		Kind: l.Kind, Amount: credits.Amount(l.Amount), Hold: credits.Amount(l.Hold), JobID: l.JobID, JobType: l.JobType, Model: l.Model, Key: l.Key, At: l.At,
 	}
 }
 
@@ -75,7 +75,9 @@ func (l ledgerItem) entry() credits.Entry {
 // GetItem: credits.ErrNoReservation unless it holds e.HeldAmount()) for
 // the key of its open item, which the transaction deletes
 // (attribute_exists: the reservation is open). It returns
-// credits.ErrAccountNotFound if the account does not exist.
+// credits.ErrAccountNotFound if the account does not exist, and an error
+// matching credits.ErrAmountRange (nothing written) if the job usage's
+// credits or the key's spend would pass credits.MaxAmount.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 	if err := credits.CheckSettlement(e); err != nil {
 		return err
@@ -87,7 +89,7 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			return fmt.Errorf("settle %s: %w", e.ID, err)
 		}
 		if r.Amount != e.HeldAmount() {
-			return fmt.Errorf("settle %s: %w: %s holds %d, not %d", e.ID, credits.ErrNoReservation, rid, r.Amount, e.HeldAmount())
+			return fmt.Errorf("settle %s: %w: %s holds %s, not %s", e.ID, credits.ErrNoReservation, rid, r.Amount, e.HeldAmount())
 		}
 		open = &types.Delete{
 			TableName:           aws.String(s.accounts),
@@ -96,11 +98,12 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		}
 		e.Key = r.Key // the reservation's key: what it held
 	}
-	update := "SET held = held - :a, available = available + :a"
-	vals := map[string]types.AttributeValue{":a": num(e.Amount)}
+	// Subtractions are additions of negated amounts (see amount.go).
+	update := "SET held = held + :na, available = available + :a"
+	vals := map[string]types.AttributeValue{":a": amountNum(e.Amount), ":na": amountNum(-e.Amount)}
 	if e.Kind == credits.Capture {
-		update = "SET balance = balance - :a, held = held - :h, available = available + :r"
-		vals[":h"], vals[":r"] = num(e.HeldAmount()), num(e.HeldAmount()-e.Amount)
+		update = "SET balance = balance + :na, held = held + :nh, available = available + :r"
+		vals = map[string]types.AttributeValue{":na": amountNum(-e.Amount), ":nh": amountNum(-e.HeldAmount()), ":r": amountNum(e.HeldAmount() - e.Amount)}
 	}
 	item, err := marshalMap(newLedgerItem(e))
 	if err != nil {
@@ -125,14 +128,17 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		openAt = len(items)
 		items = append(items, types.TransactWriteItem{Delete: open})
 	}
+	usageAt, keyAt := -1, -1
 	if u, ok := credits.JobUsageOf(e); ok {
+		usageAt = len(items)
 		items = append(items, types.TransactWriteItem{Update: s.jobUsageUpdate(u)})
 	}
 	if e.Key != "" {
-		spent := int64(0)
+		spent := credits.Amount(0)
 		if e.Kind == credits.Capture {
 			spent = e.Amount
 		}
+		keyAt = len(items)
 		items = append(items, types.TransactWriteItem{Update: s.settleOnKey(e.Key, spent, e.HeldAmount())})
 	}
 	return s.transact(ctx, "settle "+e.ID, items, func(reasons []types.CancellationReason) (bool, error) {
@@ -145,6 +151,10 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 			// Closed without a settlement entry: only a hand-edited
 			// table gets here.
 			return true, fmt.Errorf("settle %s: %w: it is not open", e.ID, credits.ErrNoReservation)
+		case usageAt >= 0 && failed(reasons, usageAt):
+			return true, fmt.Errorf("settle %s: job usage credits: %w", e.ID, credits.ErrAmountRange)
+		case keyAt >= 0 && failed(reasons, keyAt):
+			return true, fmt.Errorf("settle %s: spent of key %s: %w", e.ID, e.Key, credits.ErrAmountRange)
 		}
 		return false, nil
 	})
@@ -171,20 +181,33 @@ func (s *Store) Account(ctx context.Context, id string) (credits.Account, error)
 // Grant implements credits.Store: one transaction adds amount (negative to
 // debit; 0 only creates the account) to balance and available, creating the
 // account at zero if needed, and writes a "grant:<random>" ledger entry
-// unless amount is 0. The position returned is read right after
-// (a strongly consistent read), so it may include concurrent changes.
-func (s *Store) Grant(ctx context.Context, id string, amount int64, at int64) (credits.Account, error) {
+// unless amount is 0. The account update is conditioned on the balance
+// and available staying within ±credits.MaxAmount (the bound, MaxAmount
+// less amount, computed here: a condition cannot add): else an error
+// matching credits.ErrAmountRange, and nothing is written. The position
+// returned is read right after (a strongly consistent read), so it may
+// include concurrent changes.
+func (s *Store) Grant(ctx context.Context, id string, amount credits.Amount, at int64) (credits.Account, error) {
 	if id == "" {
 		return credits.Account{}, errors.New("grant: empty account id")
 	}
+	if _, err := credits.Amount(0).Add(amount); err != nil {
+		return credits.Account{}, fmt.Errorf("grant %s: %w", id, err)
+	}
+	// Both bounds are within ±MaxAmount x 2: exact as DynamoDB numbers.
+	cond, bound := "attribute_not_exists(balance) OR (balance <= :bound AND available <= :bound)", credits.MaxAmount-amount
+	if amount < 0 {
+		cond, bound = "attribute_not_exists(balance) OR (balance >= :bound AND available >= :bound)", -credits.MaxAmount-amount
+	}
 	items := []types.TransactWriteItem{
 		{Update: &types.Update{
-			TableName: aws.String(s.accounts),
-			Key:       acctKey(id),
+			TableName:           aws.String(s.accounts),
+			Key:                 acctKey(id),
+			ConditionExpression: aws.String(cond),
 			UpdateExpression: aws.String("SET balance = if_not_exists(balance, :zero) + :a, " +
 				"available = if_not_exists(available, :zero) + :a, held = if_not_exists(held, :zero), " +
 				"created = if_not_exists(created, :at)"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(amount), ":zero": num(0), ":at": num(at)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":a": amountNum(amount), ":bound": amountNum(bound), ":zero": num(0), ":at": num(at)},
 		}},
 	}
 	if amount != 0 { // a zero grant only creates the account
@@ -202,7 +225,13 @@ func (s *Store) Grant(ctx context.Context, id string, amount int64, at int64) (c
 			ConditionExpression: aws.String("attribute_not_exists(sk)"),
 		}})
 	}
-	if err := s.transact(ctx, "grant "+id, items, nil); err != nil {
+	err := s.transact(ctx, "grant "+id, items, func(reasons []types.CancellationReason) (bool, error) {
+		if failed(reasons, 0) {
+			return true, fmt.Errorf("grant %s to %s: the balance would pass ±%s credits: %w", amount, id, credits.MaxAmount, credits.ErrAmountRange)
+		}
+		return false, nil
+	})
+	if err != nil {
 		return credits.Account{}, err
 	}
 	a, err := s.Account(ctx, id)

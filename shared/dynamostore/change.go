@@ -27,17 +27,23 @@ func ChangeFromImages(oldImage, newImage map[string]types.AttributeValue) (credi
 	if old == status {
 		return credits.Change{}, false
 	}
+	// Price and hold are numbers of credits (amount.go); one that is not
+	// reads as 0, as an absent one does (such a record holds nothing).
+	price, _ := amountAttr(newImage, "price")
+	hold, _ := amountAttr(newImage, "hold")
 	j := jobs.Job{
 		ID: id, Account: stringAttr(newImage, "account"), Type: stringAttr(newImage, "type"),
-		Model: stringAttr(newImage, "model"), Status: jobs.Status(status),
-		Price: numberAttr(newImage, "price"), Hold: numberAttr(newImage, "hold"),
+		Model: stringAttr(newImage, "model"), Status: jobs.Status(status), Price: price, Hold: hold,
 		Candidate: int(numberAttr(newImage, "candidate")), Key: stringAttr(newImage, "key_id"),
 	}
 	// The candidates name the model that served a completed job; a list
 	// that does not decode leaves the job's own model in the change.
 	if c, ok := newImage["candidates"]; ok {
-		if err := unmarshalMap(map[string]types.AttributeValue{"candidates": c}, &j); err != nil {
-			j.Candidates = nil
+		var it jobItem
+		if err := unmarshalMap(map[string]types.AttributeValue{"candidates": c}, &it); err == nil {
+			for _, c := range it.Candidates {
+				j.Candidates = append(j.Candidates, jobs.Candidate{Model: c.Model, Price: credits.Amount(c.Price)})
+			}
 		}
 	}
 	return j.Change(jobs.Status(old), numberAttr(newImage, "updated")), true

@@ -50,7 +50,7 @@ func (s *Store) Delete(ctx context.Context, id string, at int64) (*jobs.Job, err
 			if gerr != nil {
 				return nil, gerr
 			}
-			old, _ = marshalMap(j)
+			old, _ = encodeJob(j)
 		}
 		j, derr := decodeJob(old)
 		switch {

@@ -20,6 +20,22 @@ type keyItem struct {
 	PK string `json:"pk"`
 	SK string `json:"sk"`
 	auth.Record
+	// The record's amounts as numbers of credits (amount.go), shadowing
+	// its own. Spent and Held are counted on the id item, never here.
+	CreditLimit *amount `json:"credit_limit,omitempty"`
+	Spent       amount  `json:"spent,omitempty"`
+	Held        amount  `json:"held,omitempty"`
+}
+
+// newKeyItem is r as stored (pk "key#<hash>", sk "key").
+func newKeyItem(r auth.Record) keyItem {
+	k := keyItem{PK: keyPrefix + r.Hash, SK: skKey, Record: r, Spent: amount(r.Spent), Held: amount(r.Held)}
+	if r.CreditLimit != nil {
+		l := amount(*r.CreditLimit)
+		k.CreditLimit = &l
+	}
+	k.Record.CreditLimit = nil
+	return k
 }
 
 // PutKey implements auth.Store. It writes the record and its id item in
@@ -35,7 +51,7 @@ func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 	}
 	period := r.Period
 	r.Spent, r.Held, r.Period = 0, 0, "" // counted on the id item only
-	item, err := marshalMap(keyItem{PK: keyPrefix + r.Hash, SK: skKey, Record: r})
+	item, err := marshalMap(newKeyItem(r))
 	if err != nil {
 		return fmt.Errorf("put key %s: encode: %w", r.ID, err)
 	}
@@ -44,7 +60,7 @@ func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 		"spent": num(0), "held": num(0), "used": num(0), "left": num(0),
 	}
 	if r.CreditLimit != nil {
-		idItem["credit_limit"], idItem["left"] = num(*r.CreditLimit), num(*r.CreditLimit)
+		idItem["credit_limit"], idItem["left"] = amountNum(*r.CreditLimit), amountNum(*r.CreditLimit)
 	}
 	if start, ok := auth.PeriodStart(period); ok {
 		idItem["period"], idItem["period_start"] = str(period), num(start.Unix())
@@ -92,7 +108,13 @@ func decodeKey(m map[string]types.AttributeValue) (auth.Record, error) {
 	if err := unmarshalMap(m, &k); err != nil {
 		return auth.Record{}, fmt.Errorf("decode key: %w", err)
 	}
-	return k.Record, nil
+	r := k.Record
+	r.Spent, r.Held, r.CreditLimit = credits.Amount(k.Spent), credits.Amount(k.Held), nil
+	if k.CreditLimit != nil {
+		l := credits.Amount(*k.CreditLimit)
+		r.CreditLimit = &l
+	}
+	return r, nil
 }
 
 // Keys implements auth.Store by Scanning the accounts table (operator use
@@ -105,7 +127,11 @@ func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error)
 	err := s.scan(ctx, "begins_with(pk, :p)", map[string]types.AttributeValue{":p": str("key")}, func(m map[string]types.AttributeValue) error {
 		pk := stringAttr(m, "pk")
 		if id, ok := strings.CutPrefix(pk, keyIDPrefix); ok {
-			counters[id] = countersOf(m)
+			c, err := countersOf(m)
+			if err != nil {
+				return fmt.Errorf("key %s: %w", id, err)
+			}
+			counters[id] = c
 			return nil
 		}
 		if !strings.HasPrefix(pk, keyPrefix) {
@@ -141,22 +167,36 @@ func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error)
 // period_start, which RollKeyPeriod's condition compares.
 type keyCounters struct {
 	Hash   string
-	Spent  int64
-	Held   int64
-	Used   int64
-	Left   int64
-	Limit  *int64
+	Spent  credits.Amount
+	Held   credits.Amount
+	Used   credits.Amount
+	Left   credits.Amount
+	Limit  *credits.Amount
 	Period string
 }
 
-func countersOf(m map[string]types.AttributeValue) keyCounters {
-	c := keyCounters{Hash: stringAttr(m, "hash"), Spent: numberAttr(m, "spent"), Held: numberAttr(m, "held"),
-		Used: numberAttr(m, "used"), Left: numberAttr(m, "left"), Period: stringAttr(m, "period")}
+// countersOf reads a key's id item; an amount that is not a number of
+// credits is an error.
+func countersOf(m map[string]types.AttributeValue) (keyCounters, error) {
+	c := keyCounters{Hash: stringAttr(m, "hash"), Period: stringAttr(m, "period")}
+	for _, f := range []struct {
+		name string
+		to   *credits.Amount
+	}{{"spent", &c.Spent}, {"held", &c.Held}, {"used", &c.Used}, {"left", &c.Left}} {
+		a, err := amountAttr(m, f.name)
+		if err != nil {
+			return keyCounters{}, err
+		}
+		*f.to = a
+	}
 	if _, ok := m["credit_limit"].(*types.AttributeValueMemberN); ok {
-		n := numberAttr(m, "credit_limit")
+		n, err := amountAttr(m, "credit_limit")
+		if err != nil {
+			return keyCounters{}, err
+		}
 		c.Limit = &n
 	}
-	return c
+	return c, nil
 }
 
 // keyIDKey is the key of key id's id item.
@@ -178,37 +218,43 @@ func (s *Store) keyIDItem(ctx context.Context, id string) (keyCounters, error) {
 	if err != nil {
 		return keyCounters{}, fmt.Errorf("read key %s: %w", id, err)
 	}
-	c := countersOf(out.Item)
+	c, err := countersOf(out.Item)
+	if err != nil {
+		return keyCounters{}, fmt.Errorf("read key %s: %w", id, err)
+	}
 	if c.Hash == "" {
 		return keyCounters{}, auth.ErrKeyNotFound
 	}
 	return c, nil
 }
 
-// holdOnKey is the transaction item that holds amount on key id: held,
-// used += amount and left -= amount, only if the key exists and, when it
-// has a credit limit, left >= amount. A failed condition returns the old
-// item, for KeyLimit's message (refusedKey).
-func (s *Store) holdOnKey(id string, amount int64) *types.Update {
+// holdOnKey is the transaction item that holds a on key id: held, used
+// += a and left -= a (as + of -a: see amount.go), only if the key exists
+// and, when it has a credit limit, left >= a. A failed condition returns
+// the old item, for KeyLimit's message (refusedKey).
+func (s *Store) holdOnKey(id string, a credits.Amount) *types.Update {
 	return &types.Update{
 		TableName:           aws.String(s.accounts),
 		Key:                 keyIDKey(id),
 		ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(#lim) OR #left >= :a)"),
 		UpdateExpression: aws.String("SET #held = if_not_exists(#held, :z) + :a, #used = if_not_exists(#used, :z) + :a, " +
-			"#left = if_not_exists(#left, :z) - :a"),
+			"#left = if_not_exists(#left, :z) + :na"),
 		ExpressionAttributeNames:            map[string]string{"#held": "held", "#used": "used", "#left": "left", "#lim": "credit_limit"},
-		ExpressionAttributeValues:           map[string]types.AttributeValue{":a": num(amount), ":z": num(0)},
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":a": amountNum(a), ":na": amountNum(-a), ":z": num(0)},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 }
 
 // refusedKey explains a failed holdOnKey condition: old is the key's id
 // item as the cancellation returned it.
-func refusedKey(id string, amount int64, old map[string]types.AttributeValue) error {
+func refusedKey(id string, amount credits.Amount, old map[string]types.AttributeValue) error {
 	if len(old) == 0 {
 		return fmt.Errorf("hold on key %s: %w", id, auth.ErrKeyNotFound)
 	}
-	c := countersOf(old)
+	c, err := countersOf(old)
+	if err != nil {
+		return fmt.Errorf("hold on key %s: %w", id, err)
+	}
 	if c.Limit == nil {
 		// The limit was removed after the refusal: it was refused then.
 		return credits.KeyLimit(id, amount, 0, c.Used)
@@ -218,18 +264,22 @@ func refusedKey(id string, amount int64, old map[string]types.AttributeValue) er
 
 // settleOnKey is the transaction item that moves key id's credits for
 // a settlement or a chat charge: held -= held, spent += spent, and the
-// difference of held and spent back to left (used moves the other way).
-// It has no condition: a settlement never waits on a key, and keys are
-// never deleted.
-func (s *Store) settleOnKey(id string, spent, held int64) *types.Update {
+// difference of held and spent back to left (used moves the other way);
+// subtractions as + of negated amounts (see amount.go). Its one
+// condition keeps spent within credits.MaxAmount (the bound computed
+// here: a condition cannot add); otherwise a settlement never waits on a
+// key, and keys are never deleted.
+func (s *Store) settleOnKey(id string, spent, held credits.Amount) *types.Update {
 	return &types.Update{
-		TableName: aws.String(s.accounts),
-		Key:       keyIDKey(id),
-		UpdateExpression: aws.String("SET #held = if_not_exists(#held, :z) - :h, #spent = if_not_exists(#spent, :z) + :s, " +
-			"#used = if_not_exists(#used, :z) - :r, #left = if_not_exists(#left, :z) + :r"),
+		TableName:           aws.String(s.accounts),
+		Key:                 keyIDKey(id),
+		ConditionExpression: aws.String("attribute_not_exists(#spent) OR #spent <= :room"),
+		UpdateExpression: aws.String("SET #held = if_not_exists(#held, :z) + :nh, #spent = if_not_exists(#spent, :z) + :s, " +
+			"#used = if_not_exists(#used, :z) + :nr, #left = if_not_exists(#left, :z) + :r"),
 		ExpressionAttributeNames: map[string]string{"#spent": "spent", "#held": "held", "#used": "used", "#left": "left"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":h": num(held), ":s": num(spent), ":r": num(held - spent), ":z": num(0),
+			":nh": amountNum(-held), ":s": amountNum(spent), ":r": amountNum(held - spent), ":nr": amountNum(spent - held),
+			":room": amountNum(credits.MaxAmount - spent), ":z": num(0),
 		},
 	}
 }
@@ -250,9 +300,10 @@ func (s *Store) KeyByID(ctx context.Context, id string) (auth.Record, error) {
 }
 
 // RollKeyPeriod implements auth.Store with one conditional UpdateItem of
-// the key's id item: spent 0, used = held, left = credit_limit - held,
-// period and period_start the new period's, only if the item exists and
-// its period_start is absent or older. Two containers rolling at once
+// the key's id item: spent 0, used = held, left += spent (that is
+// credit_limit - held, as + only: see amount.go), period and period_start
+// the new period's, only if the item exists and its period_start is
+// absent or older. Two containers rolling at once
 // roll once: the other's condition fails, which reads the item back only
 // when the failure does not return it (to tell an unknown key).
 func (s *Store) RollKeyPeriod(ctx context.Context, id, period string) (bool, error) {
@@ -264,10 +315,12 @@ func (s *Store) RollKeyPeriod(ctx context.Context, id, period string) (bool, err
 		TableName:           aws.String(s.accounts),
 		Key:                 keyIDKey(id),
 		ConditionExpression: aws.String("attribute_exists(pk) AND (attribute_not_exists(#ps) OR #ps < :ps)"),
-		UpdateExpression: aws.String("SET #spent = :z, #used = if_not_exists(#held, :z), " +
-			"#left = if_not_exists(#lim, :z) - if_not_exists(#held, :z), #period = :p, #ps = :ps"),
+		// left first: DynamoDB reads every operand before the update,
+		// and so does this order where a store applies the SETs in turn.
+		UpdateExpression: aws.String("SET #left = if_not_exists(#left, :z) + if_not_exists(#spent, :z), #spent = :z, " +
+			"#used = if_not_exists(#held, :z), #period = :p, #ps = :ps"),
 		ExpressionAttributeNames: map[string]string{"#spent": "spent", "#held": "held", "#used": "used", "#left": "left",
-			"#lim": "credit_limit", "#period": "period", "#ps": "period_start"},
+			"#period": "period", "#ps": "period_start"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":z": num(0), ":p": str(period), ":ps": num(start.Unix()),
 		},
@@ -289,17 +342,47 @@ func (s *Store) RollKeyPeriod(ctx context.Context, id, period string) (bool, err
 	return true, nil
 }
 
-// SetControls implements auth.Store: it reads the id item for the hash,
-// then updates the record (name, models, expires_at, credit_limit,
-// credit_limit_reset) and
-// the id item (credit_limit, left = limit - used) in one transaction.
+// SetControls implements auth.Store: it reads the id item for the hash
+// and the limit its counters reflect, then updates the record (name,
+// models, expires_at, credit_limit, credit_limit_reset) and the id item
+// (credit_limit, left = limit - used) in one transaction. left is moved by
+// the change of limit (left += new - old, an addition: see amount.go),
+// where old is left + used as read: the counters' limit, which holds,
+// settlements and period rolls leave as it is (they move left and used
+// by opposite amounts), so the update is exact however many of them run
+// meanwhile. The id item's condition is that its limit is still the one
+// read; a concurrent change of the key's controls makes it read again
+// (up to maxTxAttempts times).
 func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (auth.Record, error) {
 	if err := c.Check(); err != nil {
 		return auth.Record{}, err
 	}
+	for attempt := 0; ; attempt++ {
+		done, err := s.setControls(ctx, id, c)
+		switch {
+		case err != nil:
+			return auth.Record{}, err
+		case done:
+			return s.KeyByID(ctx, id)
+		case attempt+1 == maxTxAttempts:
+			return auth.Record{}, fmt.Errorf("set controls of key %s: its limit changed concurrently %d times: %w", id, maxTxAttempts, errControlsChanged)
+		}
+		if err := backoff(ctx, attempt); err != nil {
+			return auth.Record{}, err
+		}
+	}
+}
+
+// errControlsChanged is SetControls' error when another change of the
+// key's controls kept winning the race.
+var errControlsChanged = errors.New("the key's controls are being changed by another request")
+
+// setControls is one attempt of SetControls: done false (nothing
+// written) if the key's limit changed since it was read.
+func (s *Store) setControls(ctx context.Context, id string, c auth.Controls) (bool, error) {
 	ptr, err := s.keyIDItem(ctx, id)
 	if err != nil {
-		return auth.Record{}, err
+		return false, err
 	}
 	var set, remove []string
 	vals := map[string]types.AttributeValue{}
@@ -316,23 +399,34 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 	field("n", "name", str(c.Name), c.Name != "")
 	models, err := marshal(c.Models)
 	if err != nil {
-		return auth.Record{}, fmt.Errorf("set controls of key %s: encode: %w", id, err)
+		return false, fmt.Errorf("set controls of key %s: encode: %w", id, err)
 	}
 	field("m", "models", models, len(c.Models) > 0)
 	field("e", "expires_at", num(c.ExpiresAt), c.ExpiresAt != 0)
 	field("r", "credit_limit_reset", str(c.CreditLimitReset), c.CreditLimitReset != auth.ResetNever)
+	// The counters' limit (left + used), and the change of it.
+	var limit credits.Amount
+	if c.CreditLimit != nil {
+		limit = *c.CreditLimit
+	}
+	idVals := map[string]types.AttributeValue{":d": amountNum(limit - (ptr.Left + ptr.Used)), ":z": num(0)}
+	idCond := "attribute_exists(pk) AND attribute_not_exists(#lim)"
+	if ptr.Limit != nil {
+		idCond = "attribute_exists(pk) AND #lim = :old"
+		idVals[":old"] = amountNum(*ptr.Limit)
+	}
 	idUpdate := &types.Update{
-		TableName:                aws.String(s.accounts),
-		Key:                      keyIDKey(id),
-		ConditionExpression:      aws.String("attribute_exists(pk)"),
-		UpdateExpression:         aws.String("REMOVE #lim"),
-		ExpressionAttributeNames: map[string]string{"#lim": "credit_limit"},
+		TableName:                 aws.String(s.accounts),
+		Key:                       keyIDKey(id),
+		ConditionExpression:       aws.String(idCond),
+		UpdateExpression:          aws.String("SET #left = if_not_exists(#left, :z) + :d REMOVE #lim"),
+		ExpressionAttributeNames:  map[string]string{"#lim": "credit_limit", "#left": "left"},
+		ExpressionAttributeValues: idVals,
 	}
 	if c.CreditLimit != nil {
-		field("l", "credit_limit", num(*c.CreditLimit), true)
-		idUpdate.UpdateExpression = aws.String("SET #lim = :l, #left = :l - if_not_exists(#used, :z)")
-		idUpdate.ExpressionAttributeNames = map[string]string{"#lim": "credit_limit", "#left": "left", "#used": "used"}
-		idUpdate.ExpressionAttributeValues = map[string]types.AttributeValue{":l": num(*c.CreditLimit), ":z": num(0)}
+		field("l", "credit_limit", amountNum(*c.CreditLimit), true)
+		idUpdate.UpdateExpression = aws.String("SET #left = if_not_exists(#left, :z) + :d, #lim = :l")
+		idVals[":l"] = amountNum(*c.CreditLimit)
 	} else {
 		field("l", "credit_limit", nil, false)
 	}
@@ -354,16 +448,18 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 		rec.ExpressionAttributeValues = vals
 	}
 	items := []types.TransactWriteItem{{Update: rec}, {Update: idUpdate}}
+	changed := false
 	err = s.transact(ctx, "set controls of key "+id, items, func(reasons []types.CancellationReason) (bool, error) {
-		if failed(reasons, 0) || failed(reasons, 1) {
+		switch {
+		case failed(reasons, 0):
 			return true, auth.ErrKeyNotFound
+		case failed(reasons, 1):
+			changed = true // or deleted: the next attempt's read tells
+			return true, nil
 		}
 		return false, nil
 	})
-	if err != nil {
-		return auth.Record{}, err
-	}
-	return s.KeyByID(ctx, id)
+	return err == nil && !changed, err
 }
 
 // RevokeKey implements auth.Store. Revoking a revoked key keeps the first

@@ -35,7 +35,7 @@ type openResItem struct {
 	SK      string `json:"sk"`
 	Account string `json:"account"`
 	ID      string `json:"id"`
-	Amount  int64  `json:"amount"`
+	Amount  amount `json:"amount"`
 	JobType string `json:"job_type"`
 	Model   string `json:"model"`
 	At      int64  `json:"at"`
@@ -73,7 +73,7 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 	key := openResKey(e)
 	open, err := marshalMap(openResItem{
 		PK: stringAttr(key, "pk"), SK: stringAttr(key, "sk"), Account: e.Account, ID: e.ID,
-		Amount: e.Amount, JobType: e.JobType, Model: e.Model, At: e.At,
+		Amount: amount(e.Amount), JobType: e.JobType, Model: e.Model, At: e.At,
 	})
 	if err != nil {
 		return fmt.Errorf("reserve %s: encode: %w", e.ID, err)
@@ -88,8 +88,8 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 			TableName:                           aws.String(s.accounts),
 			Key:                                 acctKey(e.Account),
 			ConditionExpression:                 aws.String("attribute_exists(pk) AND available >= :a"),
-			UpdateExpression:                    aws.String("SET held = held + :a, available = available - :a"),
-			ExpressionAttributeValues:           map[string]types.AttributeValue{":a": num(e.Amount)},
+			UpdateExpression:                    aws.String("SET held = held + :a, available = available + :na"), // see amount.go
+			ExpressionAttributeValues:           map[string]types.AttributeValue{":a": amountNum(e.Amount), ":na": amountNum(-e.Amount)},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		{Put: &types.Put{
@@ -129,9 +129,10 @@ func (s *Store) refusedReservation(ctx context.Context, e credits.Entry, old map
 		if err != nil {
 			return fmt.Errorf("reserve %s: %w (and reading the account: %v)", e.ID, credits.ErrInsufficient, err)
 		}
-		return fmt.Errorf("reserve %s on %s: %d credits, %d available: %w", e.ID, e.Account, e.Amount, a.Available, credits.ErrInsufficient)
+		return fmt.Errorf("reserve %s on %s: %s credits, %s available: %w", e.ID, e.Account, e.Amount, a.Available, credits.ErrInsufficient)
 	}
-	return fmt.Errorf("reserve %s on %s: %d credits, %d available: %w", e.ID, e.Account, e.Amount, numberAttr(old, "available"), credits.ErrInsufficient)
+	available, _ := amountAttr(old, "available") // for the message only
+	return fmt.Errorf("reserve %s on %s: %s credits, %s available: %w", e.ID, e.Account, e.Amount, available, credits.ErrInsufficient)
 }
 
 // reservation reads account's reservation entry id (a strongly consistent
@@ -198,7 +199,7 @@ func (s *Store) OpenReservations(ctx context.Context, before int64, limit int) (
 					return nil, fmt.Errorf("open reservations in %s: decode: %w", p, err)
 				}
 				all = append(all, credits.Entry{
-					ID: o.ID, Account: o.Account, Kind: credits.Reservation, Amount: o.Amount,
+					ID: o.ID, Account: o.Account, Kind: credits.Reservation, Amount: credits.Amount(o.Amount),
 					JobType: o.JobType, Model: o.Model, At: o.At,
 				})
 				n++

@@ -37,3 +37,15 @@ func TestKeyLimits(t *testing.T) {
 	s := New(client, "jobs", "accounts")
 	storetest.RunKeyLimits(t, func(t *testing.T) storetest.ReserveBackend { return s })
 }
+
+// TestAmounts runs the exact amounts contract that localstore also meets,
+// on moto: every amount a decimal number of credits, every sum exact.
+func TestAmounts(t *testing.T) {
+	endpoint := mototest.Start(t)
+	client := dynamodb.NewFromConfig(mototest.Config(endpoint))
+	if err := CreateTables(context.Background(), client, "jobs", "accounts"); err != nil {
+		t.Fatalf("CreateTables = %v", err)
+	}
+	s := New(client, "jobs", "accounts")
+	storetest.RunAmounts(t, func(t *testing.T) storetest.ReserveBackend { return s })
+}

@@ -69,6 +69,12 @@
 //	                                               an open reservation: account, id, amount,
 //	                                               job_type, model, at (until it is settled)
 //
+// Every amount (balance, held, available, a ledger entry's amount and
+// hold, a job's and its candidates' prices, a key's limit and counters,
+// usage credits) is a DynamoDB number of credits with up to 6 decimal
+// places, exact (see amount.go; items written when amounts were whole
+// credits read the same).
+//
 // available = balance - held is stored, not computed, so that holding a
 // price is a single conditional update (available >= price). A ledger entry
 // lives in the account's partition: Ledger is one Query, and the entry's key
@@ -248,7 +254,7 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 		return nil, fmt.Errorf("create job: missing or invalid id or account")
 	}
 	if j.Price < 0 {
-		return nil, fmt.Errorf("create job %s: negative price %d", j.ID, j.Price)
+		return nil, fmt.Errorf("create job %s: negative price %s", j.ID, j.Price)
 	}
 	nj := *j
 	nj.Status = jobs.Queued
@@ -257,7 +263,7 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 		now = time.Now().Unix()
 	}
 	nj.History = []jobs.StatusChange{{Status: jobs.Queued, At: now}}
-	item, err := marshalMap(&nj)
+	item, err := encodeJob(&nj)
 	if err != nil {
 		return nil, fmt.Errorf("create job %s: encode: %w", j.ID, err)
 	}
@@ -292,8 +298,8 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 			TableName:                 aws.String(s.accounts),
 			Key:                       acctKey(j.Account),
 			ConditionExpression:       aws.String("available >= :p"),
-			UpdateExpression:          aws.String("SET held = held + :p, available = available - :p"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":p": num(j.Price)},
+			UpdateExpression:          aws.String("SET held = held + :p, available = available + :np"), // + of the negated price: see amount.go
+			ExpressionAttributeValues: map[string]types.AttributeValue{":p": amountNum(j.Price), ":np": amountNum(-j.Price)},
 		}},
 	)
 	idemAt, jobAt, acctAt := -1, 0, 1
@@ -392,14 +398,6 @@ func (s *Store) Get(ctx context.Context, id string) (*jobs.Job, error) {
 	return decodeJob(out.Item)
 }
 
-func decodeJob(item map[string]types.AttributeValue) (*jobs.Job, error) {
-	var j jobs.Job
-	if err := unmarshalMap(item, &j); err != nil {
-		return nil, fmt.Errorf("decode job: %w", err)
-	}
-	return &j, nil
-}
-
 // Transition implements jobs.Store. A from -> to pair that jobs.CanTransition
 // refuses is an error wrapping jobs.ErrConflict and writes nothing.
 func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status, p jobs.Patch) (*jobs.Job, error) {
@@ -449,7 +447,7 @@ func (s *Store) Transition(ctx context.Context, id string, from, to jobs.Status,
 	}
 	if p.Price != nil {
 		set = append(set, "price = :price")
-		vals[":price"] = num(*p.Price)
+		vals[":price"] = amountNum(*p.Price)
 	}
 	if to.Final() {
 		// Kept as long as its output, from now, then removed by the

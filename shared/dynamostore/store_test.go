@@ -33,7 +33,7 @@ func newStore(t testing.TB, endpoint string) (*Store, *dynamodb.Client) {
 	return New(client, "jobs", "accounts"), client
 }
 
-func newJob(id, account string, price int64) *jobs.Job {
+func newJob(id, account string, price credits.Amount) *jobs.Job {
 	return &jobs.Job{
 		ID: id, Account: account, Type: jobs.TypeMusic, Model: "m", Status: jobs.Queued,
 		Input: jobs.Input{Prompt: "p", Duration: 10}, Price: price, Created: 1000, Updated: 1000,

@@ -2,6 +2,7 @@ package dynamostore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -33,7 +34,7 @@ type usageItem struct {
 	Requests         int64  `json:"requests"`
 	PromptTokens     int64  `json:"prompt_tokens"`
 	CompletionTokens int64  `json:"completion_tokens"`
-	Credits          int64  `json:"credits"`
+	Credits          amount `json:"credits"`
 }
 
 // AddUsage implements credits.UsageStore: an UpdateItem ADD of the
@@ -41,31 +42,47 @@ type usageItem struct {
 // account debit (conditioned on the account existing) and the Chat ledger
 // entry ChatEntryID(id), put with attribute_not_exists: if that condition
 // fails, id was applied before and AddUsage returns nil, the transaction
-// having written nothing.
+// having written nothing. The usage's credits, the key's spend and the
+// balance are conditioned on staying within ±credits.MaxAmount (bounds
+// computed here: a condition cannot add); past it the error wraps
+// credits.ErrInvalidUsage and credits.ErrAmountRange, and nothing is
+// written.
 func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error {
 	if err := credits.CheckUsage(id, u); err != nil {
 		return err
+	}
+	tooMuch := func(what string) error {
+		return fmt.Errorf("add usage of %s: %s: %w: %w", u.Account, what, credits.ErrInvalidUsage, credits.ErrAmountRange)
 	}
 	usage := types.Update{
 		TableName: aws.String(s.accounts),
 		Key:       map[string]types.AttributeValue{"pk": str(acctPrefix + u.Account), "sk": str(usagePrefix + u.Day + "#" + u.Model)},
 		UpdateExpression: aws.String("SET #d = :day, #m = :model " +
 			"ADD requests :n, prompt_tokens :p, completion_tokens :c, credits :cr"),
+		ConditionExpression:      aws.String("attribute_not_exists(credits) OR credits <= :room"),
 		ExpressionAttributeNames: map[string]string{"#d": "day", "#m": "model"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":day": str(u.Day), ":model": str(u.Model), ":n": num(u.Requests),
-			":p": num(u.PromptTokens), ":c": num(u.CompletionTokens), ":cr": num(u.Credits),
+			":p": num(u.PromptTokens), ":c": num(u.CompletionTokens), ":cr": amountNum(u.Credits),
+			":room": amountNum(credits.MaxAmount - u.Credits),
 		},
 	}
 	if u.Credits == 0 {
 		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: usage.TableName, Key: usage.Key, UpdateExpression: usage.UpdateExpression,
+			TableName: usage.TableName, Key: usage.Key, UpdateExpression: usage.UpdateExpression, ConditionExpression: usage.ConditionExpression,
 			ExpressionAttributeNames: usage.ExpressionAttributeNames, ExpressionAttributeValues: usage.ExpressionAttributeValues,
 		})
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			return tooMuch("usage credits")
+		}
 		if err != nil {
 			return fmt.Errorf("add usage of %s: %w", u.Account, err)
 		}
 		return nil
+	}
+	if u.Credits > credits.MaxAmount {
+		return tooMuch("credits")
 	}
 	entry, err := marshalMap(newLedgerItem(credits.Entry{ID: credits.ChatEntryID(id), Account: u.Account, Kind: credits.Chat, Amount: u.Credits, Key: u.Key, At: timeNow()}))
 	if err != nil {
@@ -74,11 +91,15 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 	items := []types.TransactWriteItem{
 		{Update: &usage},
 		{Update: &types.Update{
-			TableName:                 aws.String(s.accounts),
-			Key:                       acctKey(u.Account),
-			ConditionExpression:       aws.String("attribute_exists(pk)"),
-			UpdateExpression:          aws.String("SET balance = balance - :a, available = available - :a"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":a": num(u.Credits)},
+			TableName:           aws.String(s.accounts),
+			Key:                 acctKey(u.Account),
+			ConditionExpression: aws.String("attribute_exists(pk) AND balance >= :floor AND available >= :floor"),
+			// The debit as + of the negated amount: see amount.go.
+			UpdateExpression: aws.String("SET balance = balance + :na, available = available + :na"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":na": amountNum(-u.Credits), ":floor": amountNum(-credits.MaxAmount + u.Credits),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}},
 		{Put: &types.Put{TableName: aws.String(s.accounts), Item: entry, ConditionExpression: aws.String("attribute_not_exists(sk)")}},
 	}
@@ -89,8 +110,19 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 		switch {
 		case failed(reasons, 2):
 			return true, nil // the entry exists: id was applied before
+		case failed(reasons, 1) && len(reasons[1].Item) > 0:
+			return true, tooMuch("balance")
 		case failed(reasons, 1):
+			// No account, or a store that does not return the old item:
+			// one read tells.
+			if _, err := s.Account(ctx, u.Account); err == nil {
+				return true, tooMuch("balance")
+			}
 			return true, fmt.Errorf("add usage of %s: %w", u.Account, credits.ErrAccountNotFound)
+		case failed(reasons, 0):
+			return true, tooMuch("usage credits")
+		case u.Key != "" && failed(reasons, 3):
+			return true, tooMuch("spent of key " + u.Key)
 		}
 		return false, nil
 	})
@@ -102,7 +134,7 @@ func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]cr
 	out, err := queryDays(ctx, s, account, usagePrefix, fromDay, toDay, func(u usageItem) credits.Usage {
 		return credits.Usage{
 			Account: account, Day: u.Day, Model: u.Model, Requests: u.Requests,
-			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Credits: u.Credits,
+			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Credits: credits.Amount(u.Credits),
 		}
 	})
 	if err != nil {
@@ -125,11 +157,12 @@ type jobUsageItem struct {
 	JobType string `json:"job_type"`
 	Model   string `json:"model"`
 	Jobs    int64  `json:"jobs"`
-	Credits int64  `json:"credits"`
+	Credits amount `json:"credits"`
 }
 
 // jobUsageUpdate is the ADD of increment u to its counters, for Settle's
-// transaction (whose ledger entry condition makes it count once).
+// transaction (whose ledger entry condition makes it count once), only if
+// the credits stay within credits.MaxAmount.
 func (s *Store) jobUsageUpdate(u credits.JobUsage) *types.Update {
 	return &types.Update{
 		TableName: aws.String(s.accounts),
@@ -137,9 +170,11 @@ func (s *Store) jobUsageUpdate(u credits.JobUsage) *types.Update {
 			"pk": str(acctPrefix + u.Account), "sk": str(jobUsagePrefix + u.Day + "#" + u.JobType + "#" + u.Model),
 		},
 		UpdateExpression:         aws.String("SET #d = :day, job_type = :type, #m = :model ADD jobs :n, credits :cr"),
+		ConditionExpression:      aws.String("attribute_not_exists(credits) OR credits <= :room"),
 		ExpressionAttributeNames: map[string]string{"#d": "day", "#m": "model"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":day": str(u.Day), ":type": str(u.JobType), ":model": str(u.Model), ":n": num(u.Jobs), ":cr": num(u.Credits),
+			":day": str(u.Day), ":type": str(u.JobType), ":model": str(u.Model), ":n": num(u.Jobs), ":cr": amountNum(u.Credits),
+			":room": amountNum(credits.MaxAmount - u.Credits),
 		},
 	}
 }
@@ -148,7 +183,7 @@ func (s *Store) jobUsageUpdate(u credits.JobUsage) *types.Update {
 // partition over the sort-key range of the days.
 func (s *Store) JobUsage(ctx context.Context, account, fromDay, toDay string) ([]credits.JobUsage, error) {
 	out, err := queryDays(ctx, s, account, jobUsagePrefix, fromDay, toDay, func(u jobUsageItem) credits.JobUsage {
-		return credits.JobUsage{Account: account, Day: u.Day, JobType: u.JobType, Model: u.Model, Jobs: u.Jobs, Credits: u.Credits}
+		return credits.JobUsage{Account: account, Day: u.Day, JobType: u.JobType, Model: u.Model, Jobs: u.Jobs, Credits: credits.Amount(u.Credits)}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("job usage of %s: %w", account, err)

@@ -140,7 +140,7 @@ func TestPollAfterFailedTransaction(t *testing.T) {
 	if _, err := s.Grant(ctx, "acct1", 10, 1); err != nil {
 		t.Fatal(err)
 	}
-	create := func(id string, price int64) error {
+	create := func(id string, price credits.Amount) error {
 		j := &jobs.Job{ID: id, Account: "acct1", Type: jobs.TypeSFX, Model: "m", Input: jobs.Input{Prompt: "p", Duration: 1}, Price: price, Created: 10, Updated: 10}
 		_, err := s.Create(ctx, j, nil)
 		return err

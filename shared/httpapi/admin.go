@@ -100,9 +100,9 @@ func AdminRoutes(cfg AdminConfig) []Route {
 		})},
 		{"POST", "/admin/v1/accounts", wrap(func(r *http.Request) (any, error) {
 			var in struct {
-				ID      string `json:"id"`
-				Credits int64  `json:"credits"`
-				Note    string `json:"note"`
+				ID      string         `json:"id"`
+				Credits credits.Amount `json:"credits"`
+				Note    string         `json:"note"`
 			}
 			if err := decodeBody(r, &in); err != nil {
 				return nil, err
@@ -114,8 +114,8 @@ func AdminRoutes(cfg AdminConfig) []Route {
 		})},
 		{"POST", "/admin/v1/accounts/{id}/grants", wrap(func(r *http.Request) (any, error) {
 			var in struct {
-				Amount int64  `json:"amount"`
-				Note   string `json:"note"`
+				Amount credits.Amount `json:"amount"`
+				Note   string         `json:"note"`
 			}
 			if err := decodeBody(r, &in); err != nil {
 				return nil, err
@@ -154,8 +154,8 @@ func AdminRoutes(cfg AdminConfig) []Route {
 		})},
 		{"POST", "/admin/v1/keys", wrap(func(r *http.Request) (any, error) {
 			var in struct {
-				Account string `json:"account"`
-				Credits int64  `json:"credits"`
+				Account string         `json:"account"`
+				Credits credits.Amount `json:"credits"`
 				auth.Controls
 			}
 			if err := decodeBody(r, &in); err != nil {
@@ -317,9 +317,9 @@ var errNoJobs = &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found", Me
 // vendor's handle.
 type adminJobView struct {
 	jobView
-	Account string `json:"account"`
-	Price   int64  `json:"price"`
-	Hold    int64  `json:"hold"`
+	Account string         `json:"account"`
+	Price   credits.Amount `json:"price"`
+	Hold    credits.Amount `json:"hold"`
 	// Candidates are the models that may serve the job, in order; Trying
 	// is the one it is at (being submitted to, or generating at).
 	Candidates []jobs.Candidate `json:"candidates,omitempty"`
@@ -372,9 +372,9 @@ type keyView struct {
 	// Spent and Held are the key's credits charged and held so far (in
 	// its current period, with a credit_limit_reset); Left is what its
 	// credit limit still allows (absent without a limit).
-	Spent int64  `json:"spent"`
-	Held  int64  `json:"held"`
-	Left  *int64 `json:"left,omitempty"`
+	Spent credits.Amount  `json:"spent"`
+	Held  credits.Amount  `json:"held"`
+	Left  *credits.Amount `json:"left,omitempty"`
 	// Period is the credit limit period Spent counts ("2026-11",
 	// "2026-W48", "2026-11-28") and ResetsAt when the next one starts
 	// (Unix seconds); both only with a credit_limit_reset.

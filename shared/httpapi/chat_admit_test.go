@@ -67,14 +67,14 @@ func (b *admitBalances) Account(context.Context, string) (credits.Account, error
 type countingRecorder struct {
 	mu      sync.Mutex
 	calls   int
-	charged int64
+	charged credits.Amount
 }
 
-func (r *countingRecorder) RecordChatUsage(_ context.Context, _, _ string, _ chat.Usage, credits int64) error {
+func (r *countingRecorder) RecordChatUsage(_ context.Context, _, _ string, _ chat.Usage, cost credits.Amount) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls++
-	r.charged += credits
+	r.charged += cost
 	return nil
 }
 
@@ -93,21 +93,21 @@ func TestChatAdmit(t *testing.T) {
 	tests := []struct {
 		name      string
 		model     string
-		available int64
+		available credits.Amount
 		storeErr  error
 		status    int
-		want      []string // in the response body
-		upstream  bool     // the request reaches the upstream
-		reads     int64    // of the balance store
-		charge    int64    // credits recorded: 3 prompt and 1 completion tokens
+		want      []string       // in the response body
+		upstream  bool           // the request reaches the upstream
+		reads     int64          // of the balance store
+		charge    credits.Amount // recorded: 3 prompt and 1 completion tokens, 0.003 + 0.002
 	}{
 		{"priced, available 0", "openai/priced", 0, nil, http.StatusPaymentRequired,
 			[]string{`"type":"insufficient_quota"`, `"code":"insufficient_credits"`, `no credits left for priced model \"openai/priced\"`}, false, 1, 0},
-		{"priced, available -5", "openai/priced", -5, nil, http.StatusPaymentRequired,
+		{"priced, available -5", "openai/priced", -5 * credits.Credit, nil, http.StatusPaymentRequired,
 			[]string{`"type":"insufficient_quota"`, `"code":"insufficient_credits"`}, false, 1, 0},
-		{"priced, store error", "openai/priced", 10, errors.New("dynamodb: connection refused"), http.StatusInternalServerError,
+		{"priced, store error", "openai/priced", 10 * credits.Credit, errors.New("dynamodb: connection refused"), http.StatusInternalServerError,
 			[]string{`"type":"api_error"`}, false, 1, 0},
-		{"priced, available 1", "openai/priced", 1, nil, http.StatusOK, []string{`"content":"hi"`}, true, 1, 1},
+		{"priced, available 0.000001", "openai/priced", credits.Micro, nil, http.StatusOK, []string{`"content":"hi"`}, true, 1, 5000},
 		{"unpriced, available 0", "openai/free", 0, nil, http.StatusOK, []string{`"content":"hi"`}, true, 0, 0},
 	}
 	for _, tt := range tests {
@@ -166,7 +166,7 @@ func TestChatAdmit(t *testing.T) {
 					t.Errorf("POST %s usage records = %d; want %d", body, rec.calls, wantCalls)
 				}
 				if rec.charged != tt.charge {
-					t.Errorf("POST %s charged %d credits; want %d", body, rec.charged, tt.charge)
+					t.Errorf("POST %s charged %s credits; want %s", body, rec.charged, tt.charge)
 				}
 			})
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/synthetic"
 )
 
@@ -28,9 +29,9 @@ type blockingRecorder struct {
 	delivered bool
 }
 
-func (r *blockingRecorder) RecordChatUsage(_ context.Context, account, model string, u chat.Usage, credits int64) error {
+func (r *blockingRecorder) RecordChatUsage(_ context.Context, account, model string, u chat.Usage, cost credits.Amount) error {
 	r.mu.Lock()
-	r.calls = append(r.calls, fmt.Sprintf("%s %s %d %d %d", account, model, u.PromptTokens, u.CompletionTokens, credits))
+	r.calls = append(r.calls, fmt.Sprintf("%s %s %d %d %s", account, model, u.PromptTokens, u.CompletionTokens, cost))
 	first := len(r.calls) == 1
 	r.mu.Unlock()
 	if first {
@@ -126,7 +127,7 @@ type memRecorder struct {
 	calls int
 }
 
-func (r *memRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, int64) error {
+func (r *memRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, credits.Amount) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls++

@@ -25,14 +25,14 @@ type KeyReader interface {
 // credit limit and what it has spent, holds and has left; with a reset,
 // the period Spent counts and when the next one starts (Unix seconds).
 type keyCredits struct {
-	ID          string `json:"id"`
-	CreditLimit int64  `json:"credit_limit"`
-	Spent       int64  `json:"spent"`
-	Held        int64  `json:"held"`
-	Left        int64  `json:"left"`
-	Reset       string `json:"reset,omitempty"`
-	Period      string `json:"period,omitempty"`
-	ResetsAt    int64  `json:"resets_at,omitempty"`
+	ID          string         `json:"id"`
+	CreditLimit credits.Amount `json:"credit_limit"`
+	Spent       credits.Amount `json:"spent"`
+	Held        credits.Amount `json:"held"`
+	Left        credits.Amount `json:"left"`
+	Reset       string         `json:"reset,omitempty"`
+	Period      string         `json:"period,omitempty"`
+	ResetsAt    int64          `json:"resets_at,omitempty"`
 }
 
 // GetCredits serves GET /v1/credits: the calling account's balance, held
@@ -65,12 +65,12 @@ func GetCredits(store AccountReader, log *slog.Logger) http.Handler {
 			}
 		}
 		writeJSON(w, http.StatusOK, struct {
-			Object    string      `json:"object"`
-			Account   string      `json:"account"`
-			Balance   int64       `json:"balance"`
-			Held      int64       `json:"held"`
-			Available int64       `json:"available"`
-			Key       *keyCredits `json:"key,omitempty"`
+			Object    string         `json:"object"`
+			Account   string         `json:"account"`
+			Balance   credits.Amount `json:"balance"`
+			Held      credits.Amount `json:"held"`
+			Available credits.Amount `json:"available"`
+			Key       *keyCredits    `json:"key,omitempty"`
 		}{"credits", account(r), a.Balance, a.Held, a.Available, key})
 	})
 }

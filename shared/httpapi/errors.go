@@ -21,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
 )
 
@@ -264,11 +265,17 @@ func decodeBytes(b []byte, v any, strict bool) error {
 		err = json.Unmarshal(b, v)
 	}
 	var te *json.UnmarshalTypeError
+	// An amount of credits with more than 6 decimal places, past the
+	// maximum, or not a number.
+	field, reason, isAmount := credits.AmountFieldError(err)
 	switch {
 	case err == nil:
 		return nil
 	case apierr.As(err) != nil: // a field's own decoder refused its value, naming it
 		return apierr.As(err)
+	case isAmount:
+		field = jsonPath(field)
+		return apierr.Invalidf(field, "invalid_value", "%s: %s.", fieldName(field), reason)
 	case strict && strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
 		if n, uerr := strconv.Unquote(name); uerr == nil {
@@ -276,10 +283,26 @@ func decodeBytes(b []byte, v any, strict bool) error {
 		}
 		return apierr.Invalidf(name, "unknown_parameter", "Unknown field %q: this route does not take it.", name)
 	case errors.As(err, &te):
-		return apierr.Invalidf(te.Field, "invalid_type", "%s must be of JSON type %s, not %s.", fieldName(te.Field), jsonType(te.Type.Kind().String()), te.Value)
+		field := jsonPath(te.Field)
+		return apierr.Invalidf(field, "invalid_type", "%s must be of JSON type %s, not %s.", fieldName(field), jsonType(te.Type.Kind().String()), te.Value)
 	default:
 		return &apierr.Error{Kind: apierr.Invalid, Code: "invalid_json", Message: "The request body is not valid JSON: " + err.Error()}
 	}
+}
+
+// jsonPath is the JSON path of a field as encoding/json reports it, less
+// the Go names of embedded structs ("Controls.credit_limit" is
+// credit_limit): the request's field names are lower case, Go's are not.
+func jsonPath(f string) string {
+	parts := strings.Split(f, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" && 'A' <= p[0] && p[0] <= 'Z' {
+			continue
+		}
+		out = append(out, p)
+	}
+	return strings.Join(out, ".")
 }
 
 func fieldName(f string) string {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/images/imagestest"
 	"github.com/genway/genway/shared/jobs"
@@ -31,7 +32,7 @@ func imagesServer(t *testing.T, provider images.Provider, opts ...ImagesOption) 
 	return imagesServerWith(t, 100, provider, opts...)
 }
 
-// imagesServerWith is imagesServer with balance credits.
+// imagesServerWith is imagesServer with balance whole credits.
 func imagesServerWith(t *testing.T, balance int64, provider images.Provider, opts ...ImagesOption) (*httptest.Server, *imagestest.Credits) {
 	t.Helper()
 	cat, err := catalog.Default()
@@ -41,7 +42,7 @@ func imagesServerWith(t *testing.T, balance int64, provider images.Provider, opt
 	if provider == nil {
 		provider = synthetic.Images{}
 	}
-	cr := imagestest.NewCredits(map[string]int64{"acct": balance})
+	cr := imagestest.NewCredits(map[string]credits.Amount{"acct": credits.Amount(balance) * credits.Credit})
 	svc := &images.Service{Catalog: cat, Providers: map[string]images.Provider{"synthetic": provider}, Credits: cr, Media: &imagestest.Media{},
 		Router: route.New(route.Policy{Backoff: time.Millisecond, NoBreakers: true}, nil)}
 	srv := httptest.NewServer(withAccount(GenerateImages(svc, nil, opts...)))
@@ -104,7 +105,7 @@ func TestGenerateImagesAnswer(t *testing.T) {
 		!strings.Contains(string(b), `.jpg?ttl=3600"`) {
 		t.Errorf("url answer %d %s", resp.StatusCode, b)
 	}
-	if a, _ := cr.Account(context.Background(), "acct"); a.Balance != 97 || a.Held != 0 {
+	if a, _ := cr.Account(context.Background(), "acct"); a.Balance != 97*credits.Credit || a.Held != 0 {
 		t.Errorf("account %+v; want 3 images charged", a)
 	}
 }
@@ -169,7 +170,7 @@ func TestGenerateImagesErrors(t *testing.T) {
 			if env.Error.Code != tt.code || param != tt.param || !strings.Contains(env.Error.Message, tt.msg) {
 				t.Errorf("error %s; want code %s, param %q, a message with %q", b, tt.code, tt.param, tt.msg)
 			}
-			if a, _ := cr.Account(context.Background(), "acct"); a.Balance != 100 || a.Held != 0 {
+			if a, _ := cr.Account(context.Background(), "acct"); a.Balance != 100*credits.Credit || a.Held != 0 {
 				t.Errorf("account %+v; want nothing charged or held", a)
 			}
 		})

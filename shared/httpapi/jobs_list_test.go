@@ -19,6 +19,7 @@ import (
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localstore"
 )
@@ -91,8 +92,8 @@ func (e *jtEnv) do(t *testing.T, account, method, path, body string) (int, []byt
 }
 
 // jtStore opens an embedded store with accounts "a" and "b", each
-// granted credits, and returns it with the default catalog.
-func jtStore(t *testing.T, credits int64) (*localstore.Store, *catalog.Catalog) {
+// granted whole credits, and returns it with the default catalog.
+func jtStore(t *testing.T, whole int64) (*localstore.Store, *catalog.Catalog) {
 	t.Helper()
 	s, err := localstore.Open(filepath.Join(t.TempDir(), "genway.db"))
 	if err != nil {
@@ -104,7 +105,7 @@ func jtStore(t *testing.T, credits int64) (*localstore.Store, *catalog.Catalog) 
 		t.Fatal(err)
 	}
 	for _, a := range []string{"a", "b"} {
-		if _, err := s.Grant(context.Background(), a, credits, 1); err != nil {
+		if _, err := s.Grant(context.Background(), a, credits.Amount(whole)*credits.Credit, 1); err != nil {
 			t.Fatal(err)
 		}
 	}

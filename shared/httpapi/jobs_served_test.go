@@ -7,12 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 )
 
 // servedJob stores a job of account "a" whose request named lead-sfx (50
-// credits held) and that moved to its fallback cheap-sfx (20); done
-// completes it there, charged 20.
+// credits held) and that moved to its fallback cheap-sfx (20.5); done
+// completes it there, charged 20.5.
 func servedJob(t *testing.T, e *jtEnv, done bool) string {
 	t.Helper()
 	ctx := context.Background()
@@ -22,7 +23,7 @@ func servedJob(t *testing.T, e *jtEnv, done bool) string {
 	}
 	now := e.clock.now().Unix()
 	j := &jobs.Job{ID: id, Account: "a", Type: jobs.TypeSFX, Model: "lead-sfx", Input: jobs.Input{Prompt: "rain", Duration: 2, Format: "mp3"},
-		Price: 50, Hold: 50, Candidates: []jobs.Candidate{{Model: "lead-sfx", Price: 50}, {Model: "cheap-sfx", Price: 20}}, Created: now, Updated: now}
+		Price: 50 * credits.Credit, Hold: 50 * credits.Credit, Candidates: []jobs.Candidate{{Model: "lead-sfx", Price: 50 * credits.Credit}, {Model: "cheap-sfx", Price: 20_500_000}}, Created: now, Updated: now}
 	if _, err := e.store.Create(ctx, j, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,7 @@ func servedJob(t *testing.T, e *jtEnv, done bool) string {
 		t.Fatal(err)
 	}
 	if done {
-		charge := int64(20)
+		charge := credits.Amount(20_500_000)
 		out := &jobs.Output{Key: "jobs/a/" + id + ".mp3", ContentType: "audio/mpeg", Bytes: 10, Duration: 2}
 		if _, err := e.store.Transition(ctx, id, jobs.Processing, jobs.Completed, jobs.Patch{Output: out, Price: &charge}); err != nil {
 			t.Fatal(err)
@@ -81,19 +82,19 @@ func TestJobServedBy(t *testing.T) {
 	}
 
 	var adm struct {
-		Price, Hold int64
+		Price, Hold credits.Amount
 		ServedBy    string           `json:"served_by"`
 		Candidates  []jobs.Candidate `json:"candidates"`
 		Trying      string           `json:"trying"`
 	}
 	e.call(t, bearer, "GET", "/admin/v1/jobs/"+done, "", &adm)
-	want := []jobs.Candidate{{Model: "lead-sfx", Price: 50}, {Model: "cheap-sfx", Price: 20}}
-	if adm.Price != 20 || adm.Hold != 50 || adm.ServedBy != "cheap-sfx" || !slices.Equal(adm.Candidates, want) || adm.Trying != "" {
-		t.Errorf("admin view of the completed job = %+v; want price 20 of a 50 hold, served by cheap-sfx, the candidates", adm)
+	want := []jobs.Candidate{{Model: "lead-sfx", Price: 50 * credits.Credit}, {Model: "cheap-sfx", Price: 20_500_000}}
+	if adm.Price != 20_500_000 || adm.Hold != 50*credits.Credit || adm.ServedBy != "cheap-sfx" || !slices.Equal(adm.Candidates, want) || adm.Trying != "" {
+		t.Errorf("admin view of the completed job = %+v; want price 20.5 of a 50 hold, served by cheap-sfx, the candidates", adm)
 	}
 	adm.Trying = ""
 	e.call(t, bearer, "GET", "/admin/v1/jobs/"+running, "", &adm)
-	if adm.Price != 50 || adm.Hold != 50 || adm.Trying != "cheap-sfx" {
+	if adm.Price != 50*credits.Credit || adm.Hold != 50*credits.Credit || adm.Trying != "cheap-sfx" {
 		t.Errorf("admin view of the running job = %+v; want 50 held, trying cheap-sfx", adm)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/credits"
 )
 
 // TestAdminKeyReset: POST and PATCH /admin/v1/keys take
@@ -20,9 +21,9 @@ func TestAdminKeyReset(t *testing.T) {
 	e := adminServer(t)
 	type view struct {
 		ID, Prefix, Period string
-		Reset              string `json:"credit_limit_reset"`
-		CreditLimit        *int64 `json:"credit_limit"`
-		ResetsAt           int64  `json:"resets_at"`
+		Reset              string          `json:"credit_limit_reset"`
+		CreditLimit        *credits.Amount `json:"credit_limit"`
+		ResetsAt           int64           `json:"resets_at"`
 	}
 	type errEnv struct {
 		Error struct{ Code, Param string }
@@ -49,7 +50,7 @@ func TestAdminKeyReset(t *testing.T) {
 		t.Errorf("PATCH reset hourly = %d %s; want 400 naming credit_limit_reset", status, body)
 	}
 	var got view
-	if status, body := e.call(t, bearer, "PATCH", "/admin/v1/keys/"+k.Prefix, `{"credit_limit_reset":"daily"}`, &got); status != 200 || got.Reset != "daily" || *got.CreditLimit != 5 {
+	if status, body := e.call(t, bearer, "PATCH", "/admin/v1/keys/"+k.Prefix, `{"credit_limit_reset":"daily"}`, &got); status != 200 || got.Reset != "daily" || *got.CreditLimit != 5*credits.Credit {
 		t.Errorf("PATCH reset daily = %d %s; want daily, limit 5", status, body)
 	}
 	got = view{}
@@ -65,22 +66,22 @@ func TestAdminKeyReset(t *testing.T) {
 func TestCreditsKeyReset(t *testing.T) {
 	e := jtServer(t)
 	ctx := context.Background()
-	if _, err := e.store.Grant(ctx, "acct", 100, 1); err != nil {
+	if _, err := e.store.Grant(ctx, "acct", 100*credits.Credit, 1); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	lim := int64(10)
+	lim := 10 * credits.Credit
 	for _, tt := range []struct {
 		name, period string
-		spent        int64
+		spent        credits.Amount
 	}{
-		{"current", auth.Period(auth.ResetMonthly, now), 7},
+		{"current", auth.Period(auth.ResetMonthly, now), 7_250_000},
 		{"ended", "2020-01", 0},
 	} {
 		k, _ := auth.NewKey()
 		r := auth.NewRecord(k, "acct", now)
 		r.Controls = auth.Controls{CreditLimit: &lim, CreditLimitReset: auth.ResetMonthly}
-		r.Spent, r.Period = 7, tt.period
+		r.Spent, r.Period = 7_250_000, tt.period
 		if err := e.store.PutKey(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +93,7 @@ func TestCreditsKeyReset(t *testing.T) {
 		if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &out) != nil {
 			t.Fatalf("%s: GET /v1/credits = %d %s", tt.name, w.Code, w.Body)
 		}
-		want := keyCredits{ID: r.ID, CreditLimit: 10, Spent: tt.spent, Left: 10 - tt.spent, Reset: "monthly",
+		want := keyCredits{ID: r.ID, CreditLimit: lim, Spent: tt.spent, Left: lim - tt.spent, Reset: "monthly",
 			Period: auth.Period(auth.ResetMonthly, now), ResetsAt: auth.NextReset(auth.ResetMonthly, now).Unix()}
 		if out.Key != want {
 			t.Errorf("%s: key = %+v; want %+v", tt.name, out.Key, want)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/localmedia"
 	"github.com/genway/genway/shared/localstore"
@@ -285,7 +286,7 @@ func TestCreateVideo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var held int64
+	var held credits.Amount
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ct, body := tt.ct, tt.body
@@ -331,7 +332,7 @@ func TestCreateVideo(t *testing.T) {
 		t.Fatal(err)
 	}
 	if after.Held-before.Held != held || after.Balance != before.Balance {
-		t.Errorf("account %+v -> %+v; want %d more held (the created videos' prices) and nothing else", before, after, held)
+		t.Errorf("account %+v -> %+v; want %s more held (the created videos' prices) and nothing else", before, after, held)
 	}
 }
 
@@ -356,8 +357,8 @@ func TestCreateVideoIdempotency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Held != 2 { // one synthetic video of 2 s at 1 credit a second
-		t.Errorf("held %d; want 2 (one video)", a.Held)
+	if a.Held != 2*credits.Credit { // one synthetic video of 2 s at 1 credit a second
+		t.Errorf("held %s; want 2 (one video)", a.Held)
 	}
 	// Once the video is deleted, a replay does not bring it back.
 	if err := e.worker.Process(context.Background(), v1.ID); err != nil {
@@ -463,7 +464,7 @@ func TestVideoLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	sfxJob, _ := e.store.Get(ctx, sfx.ID)
-	if a.Balance != 1000-3 || a.Held != sfxJob.Price {
+	if a.Balance != (1000-3)*credits.Credit || a.Held != sfxJob.Price {
 		t.Errorf("account a = %+v; want balance 997 (the video charged once) and only the sfx job held", a)
 	}
 }
@@ -498,7 +499,7 @@ func TestVideoFailedAndCancelled(t *testing.T) {
 		}
 	}
 	// Nothing charged, nothing held.
-	if a, err := e.store.Account(ctx, "a"); err != nil || a.Balance != 1000 || a.Held != 0 {
+	if a, err := e.store.Account(ctx, "a"); err != nil || a.Balance != 1000*credits.Credit || a.Held != 0 {
 		t.Errorf("account a = %+v, %v; want 1000, nothing held", a, err)
 	}
 }

@@ -57,7 +57,7 @@ type Result struct {
 	// for), the quality asked for ("" if none) and the output format.
 	Size, Quality, OutputFormat, Background string
 	// Charged is the credits the request cost.
-	Charged int64
+	Charged credits.Amount
 
 	images []Image // what the vendor made, until answer encodes or stores them
 }
@@ -75,7 +75,7 @@ type candidate struct {
 	m      *catalog.Model
 	prov   Provider
 	params *Params
-	price  int64 // for params.N images
+	price  credits.Amount // for params.N images
 }
 
 func (s *Service) now() time.Time {
@@ -116,7 +116,7 @@ func (s *Service) Generate(ctx context.Context, account string, req *Request) (*
 	if err != nil {
 		return nil, err
 	}
-	var hold int64
+	var hold credits.Amount
 	for _, c := range cands {
 		hold = max(hold, c.price)
 	}
@@ -138,7 +138,7 @@ func (s *Service) Generate(ctx context.Context, account string, req *Request) (*
 			JobID: id, JobType: JobType, Model: lead.ID, At: s.now().Unix()})
 		return nil, err
 	}
-	res.Charged = min(served.m.Price.ImageCredits(served.params.Quality, len(res.Data)), hold)
+	res.Charged = min(served.m.Price.ImageCost(served.params.Quality, len(res.Data)), hold)
 	c := credits.Entry{ID: credits.SettlementID(id), Account: account, Kind: credits.Capture, Amount: res.Charged,
 		JobID: id, JobType: JobType, Model: served.m.ID, At: s.now().Unix()}
 	if c.Amount != hold {
@@ -181,7 +181,7 @@ func (s *Service) candidates(ctx context.Context, lead *catalog.Model, req *Requ
 	if err != nil {
 		return nil, "", err
 	}
-	out := []candidate{{m: lead, prov: prov, params: p, price: lead.Price.ImageCredits(p.Quality, p.N)}}
+	out := []candidate{{m: lead, prov: prov, params: p, price: lead.Price.ImageCost(p.Quality, p.N)}}
 	for _, id := range lead.Fallbacks {
 		f, ok := s.Catalog.Model(id)
 		if !ok || f.Type != catalog.TypeImage || !s.configured(f) || !auth.Allowed(ctx, f.ID) {
@@ -192,7 +192,7 @@ func (s *Service) candidates(ctx context.Context, lead *catalog.Model, req *Requ
 		if err != nil {
 			continue // a size, n, format or option it does not take
 		}
-		out = append(out, candidate{m: f, prov: fp, params: p, price: f.Price.ImageCredits(p.Quality, p.N)})
+		out = append(out, candidate{m: f, prov: fp, params: p, price: f.Price.ImageCost(p.Quality, p.N)})
 	}
 	return out, rf, nil
 }

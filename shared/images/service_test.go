@@ -72,13 +72,14 @@ type rig struct {
 	a, b, c *fakeProvider
 }
 
+// newRig is a rig whose account holds balance whole credits.
 func newRig(t *testing.T, balance int64) *rig {
 	t.Helper()
 	cat, err := catalog.Parse([]byte(serviceCatalog))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{credits: imagestest.NewCredits(map[string]int64{"acct": balance}), media: &imagestest.Media{},
+	r := &rig{credits: imagestest.NewCredits(map[string]credits.Amount{"acct": credits.Amount(balance) * credits.Credit}), media: &imagestest.Media{},
 		a: &fakeProvider{fn: makes(0)}, b: &fakeProvider{fn: makes(0)}, c: &fakeProvider{fn: makes(0)}}
 	r.svc = &images.Service{Catalog: cat, Providers: map[string]images.Provider{"a": r.a, "b": r.b, "c": r.c},
 		Router:  route.New(route.Policy{Backoff: time.Millisecond, NoBreakers: true}, nil),
@@ -86,17 +87,23 @@ func newRig(t *testing.T, balance int64) *rig {
 	return r
 }
 
-// balance checks the account's position: balance as given, nothing held.
-func (r *rig) balance(t *testing.T, want int64) {
+// balance checks the account's position: balance as given (whole
+// credits), nothing held.
+func (r *rig) balance(t *testing.T, credits int64) {
 	t.Helper()
 	a, err := r.credits.Account(context.Background(), "acct")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Balance != want || a.Held != 0 || a.Available != want {
-		t.Errorf("account %+v; want balance %d, nothing held", a, want)
+	if want := cr * cred(credits); a.Balance != want || a.Held != 0 || a.Available != want {
+		t.Errorf("account %+v; want balance %s, nothing held", a, want)
 	}
 }
+
+// cr is one credit; cred converts a count of them.
+const cr = credits.Credit
+
+type cred = credits.Amount
 
 // settled checks that every reservation in the ledger was settled once,
 // and returns the kinds of the settlements in order.
@@ -122,7 +129,7 @@ func TestGenerateB64(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Model != "lead" || len(res.Data) != 3 || res.Charged != 15 || res.Size != "64x64" || res.OutputFormat != "png" {
+	if res.Model != "lead" || len(res.Data) != 3 || res.Charged != 15*cr || res.Size != "64x64" || res.OutputFormat != "png" {
 		t.Errorf("result %+v; want 3 images by lead for 15 credits", res)
 	}
 	for i, d := range res.Data {
@@ -135,7 +142,7 @@ func TestGenerateB64(t *testing.T) {
 	if got := r.settled(t); len(got) != 1 || got[0] != credits.Capture {
 		t.Errorf("settlements %v; want one capture", got)
 	}
-	if u := r.credits.Usage("acct", "image", "lead"); u != 15 {
+	if u := r.credits.Usage("acct", "image", "lead"); u != 15*cr {
 		t.Errorf("image usage of lead %d; want 15", u)
 	}
 	if r.b.calls.Load()+r.c.calls.Load() != 0 {
@@ -265,8 +272,8 @@ func TestFallbackChargedAtItsPrice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Model != "cheap" || res.Charged != 4 || route.FormatAttempts(res.Attempts) != "lead=503, lead=503, lead=503, cheap=200" {
-		t.Errorf("result by %s for %d credits, attempts %s; want cheap, 4 credits, lead's 3 failures first", res.Model, res.Charged, route.FormatAttempts(res.Attempts))
+	if res.Model != "cheap" || res.Charged != 4*cr || route.FormatAttempts(res.Attempts) != "lead=503, lead=503, lead=503, cheap=200" {
+		t.Errorf("result by %s for %s credits, attempts %s; want cheap, 4 credits, lead's 3 failures first", res.Model, res.Charged, route.FormatAttempts(res.Attempts))
 	}
 	var hold, charge credits.Entry
 	for _, e := range r.credits.Ledger() {
@@ -277,14 +284,14 @@ func TestFallbackChargedAtItsPrice(t *testing.T) {
 			charge = e
 		}
 	}
-	if hold.Amount != 10 || charge.Amount != 4 || charge.Hold != 10 || charge.Model != "cheap" || charge.JobType != "image" {
+	if hold.Amount != 10*cr || charge.Amount != 4*cr || charge.Hold != 10*cr || charge.Model != "cheap" || charge.JobType != "image" {
 		t.Errorf("held %+v, captured %+v; want 10 held (lead's price), 4 captured for cheap", hold, charge)
 	}
 	if r.c.calls.Load() != 0 {
 		t.Error("single, which cannot make 2 images, was called")
 	}
 	r.balance(t, 96)
-	if u := r.credits.Usage("acct", "image", "cheap"); u != 4 {
+	if u := r.credits.Usage("acct", "image", "cheap"); u != 4*cr {
 		t.Errorf("usage of cheap %d; want 4", u)
 	}
 }
@@ -298,8 +305,8 @@ func TestFewerImagesChargedPerImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Data) != 1 || res.Charged != 5 {
-		t.Errorf("%d images for %d credits; want 1 for 5", len(res.Data), res.Charged)
+	if len(res.Data) != 1 || res.Charged != 5*cr {
+		t.Errorf("%d images for %s credits; want 1 for 5", len(res.Data), res.Charged)
 	}
 	r.balance(t, 95)
 }

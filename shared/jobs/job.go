@@ -119,14 +119,14 @@ type Job struct {
 	// price of the model that made the output, written in the same
 	// conditional write that completes it). A failed job keeps its hold
 	// here and is charged nothing.
-	Price int64 `json:"price"`
+	Price credits.Amount `json:"price"`
 	// Hold is the credits held at create (set by Service.Create, never
 	// changed); the settlement clears it: charge Price, release the rest.
 	// 0 on jobs stored before it: their hold is Price.
-	Hold     int64 `json:"hold,omitempty"`
-	Attempts int   `json:"attempts"` // times a worker took the job to start it at its vendor
-	Created  int64 `json:"created"`  // Unix seconds
-	Updated  int64 `json:"updated"`  // Unix seconds
+	Hold     credits.Amount `json:"hold,omitempty"`
+	Attempts int            `json:"attempts"` // times a worker took the job to start it at its vendor
+	Created  int64          `json:"created"`  // Unix seconds
+	Updated  int64          `json:"updated"`  // Unix seconds
 
 	// Routing: the models that may serve the job and the one being tried.
 	// Candidates are set by Service.Create: the requested model first,
@@ -176,8 +176,8 @@ type Job struct {
 // Candidate is a model that may serve a job, and what the job costs if
 // it does (its catalog price for the job's input, fixed at create).
 type Candidate struct {
-	Model string `json:"model"`
-	Price int64  `json:"price"`
+	Model string         `json:"model"`
+	Price credits.Amount `json:"price"`
 }
 
 // Current returns the candidate the job is at: the one being tried, or,
@@ -271,7 +271,7 @@ type Patch struct {
 	AttemptsBefore int
 	// Price, when not nil, sets the job's price: its charge, in the
 	// transition that completes it.
-	Price *int64
+	Price *credits.Amount
 	// IfRuns, when not nil, is a further precondition: the job's Runs
 	// must equal *IfRuns, and the transition sets Runs to *IfRuns+1. It is
 	// how one delivery among duplicates claims a run.

@@ -29,7 +29,7 @@ func newReserveStore(n int, at int64) *reserveStore {
 	for i := range n {
 		id := fmt.Sprintf("img_%03d", i)
 		s.open[id] = credits.Entry{ID: credits.ReservationID(id), Account: "a", Kind: credits.Reservation,
-			Amount: int64(i + 1), JobType: "image", Model: "m", At: at + int64(i)}
+			Amount: credits.Amount(i + 1), JobType: "image", Model: "m", At: at + int64(i)}
 	}
 	return s
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -58,25 +59,25 @@ func TestCandidates(t *testing.T) {
 		// fb-lengths takes 5 or 10 s, fb-sizes 1920x1080 only, fb-off's
 		// provider is not configured.
 		{"video at the lead's defaults (8 s, 1280x720)", video(CreateRequest{}),
-			[]Candidate{{"lead-video", 320}, {"fb-video", 80}, {"fb-dear", 400}}},
+			[]Candidate{{"lead-video", 320 * credits.Credit}, {"fb-video", 80 * credits.Credit}, {"fb-dear", 400 * credits.Credit}}},
 		{"video 1920x1080 at 8 s", video(CreateRequest{Size: strp("1920x1080")}),
-			[]Candidate{{"lead-video", 320}, {"fb-sizes", 48}, {"fb-video", 80}, {"fb-dear", 400}}},
+			[]Candidate{{"lead-video", 320 * credits.Credit}, {"fb-sizes", 48 * credits.Credit}, {"fb-video", 80 * credits.Credit}, {"fb-dear", 400 * credits.Credit}}},
 		{"video by resolution at 4 s", video(CreateRequest{Resolution: strp("720p"), Duration: intp(4)}),
-			[]Candidate{{"lead-video", 160}, {"fb-video", 40}, {"fb-dear", 200}}},
+			[]Candidate{{"lead-video", 160 * credits.Credit}, {"fb-video", 40 * credits.Credit}, {"fb-dear", 200 * credits.Credit}}},
 		{"portrait video at 6 s", video(CreateRequest{Size: strp("720x1280"), Duration: intp(6)}),
-			[]Candidate{{"lead-video", 240}, {"fb-video", 60}, {"fb-dear", 300}}},
+			[]Candidate{{"lead-video", 240 * credits.Credit}, {"fb-video", 60 * credits.Credit}, {"fb-dear", 300 * credits.Credit}}},
 		// fb-short makes at most 20 s, fb-mp3 no wav, fb-nolyrics no
 		// LYRICS mode.
 		{"music from a description (30 s mp3)", music(CreateRequest{}),
-			[]Candidate{{"lead-music", 30}, {"fb-nolyrics", 30}, {"fb-mp3", 60}, {"fb-music", 90}}},
+			[]Candidate{{"lead-music", 30 * credits.Credit}, {"fb-nolyrics", 30 * credits.Credit}, {"fb-mp3", 60 * credits.Credit}, {"fb-music", 90 * credits.Credit}}},
 		{"music short enough for every fallback", music(CreateRequest{Duration: intp(15)}),
-			[]Candidate{{"lead-music", 15}, {"fb-nolyrics", 15}, {"fb-mp3", 30}, {"fb-short", 15}, {"fb-music", 45}}},
+			[]Candidate{{"lead-music", 15 * credits.Credit}, {"fb-nolyrics", 15 * credits.Credit}, {"fb-mp3", 30 * credits.Credit}, {"fb-short", 15 * credits.Credit}, {"fb-music", 45 * credits.Credit}}},
 		{"music with lyrics", music(CreateRequest{Mode: strp("LYRICS"), Lyrics: strp("la la la")}),
-			[]Candidate{{"lead-music", 30}, {"fb-mp3", 60}, {"fb-music", 90}}},
+			[]Candidate{{"lead-music", 30 * credits.Credit}, {"fb-mp3", 60 * credits.Credit}, {"fb-music", 90 * credits.Credit}}},
 		{"music as wav", music(CreateRequest{Format: strp("wav"), Duration: intp(15)}),
-			[]Candidate{{"lead-music", 15}, {"fb-nolyrics", 15}, {"fb-short", 15}, {"fb-music", 45}}},
+			[]Candidate{{"lead-music", 15 * credits.Credit}, {"fb-nolyrics", 15 * credits.Credit}, {"fb-short", 15 * credits.Credit}, {"fb-music", 45 * credits.Credit}}},
 		{"a model without fallbacks", CreateRequest{Type: TypeVideo, Model: "fb-video", Prompt: "p", Duration: intp(3)},
-			[]Candidate{{"fb-video", 30}}},
+			[]Candidate{{"fb-video", 30 * credits.Credit}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +103,7 @@ func TestCandidatesKeyScope(t *testing.T) {
 		t.Fatalf("Validate = %v", err)
 	}
 	ctx := auth.WithPrincipal(context.Background(), auth.Principal{Account: "a", KeyID: "key_1", Models: []string{"lead-*", "fb-dear"}})
-	want := []Candidate{{"lead-video", 320}, {"fb-dear", 400}}
+	want := []Candidate{{"lead-video", 320 * credits.Credit}, {"fb-dear", 400 * credits.Credit}}
 	if got := svc.candidates(ctx, m, &req, in); !slices.Equal(got, want) {
 		t.Errorf("candidates for a key limited to lead-*, fb-dear = %v; want %v", got, want)
 	}
@@ -120,11 +121,11 @@ func TestCreateHold(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Candidate{{"lead-video", 320}, {"fb-video", 80}, {"fb-dear", 400}}
-	if j.Price != 400 || j.Hold != 400 || !slices.Equal(j.Candidates, want) || j.Candidate != 0 || j.Model != "lead-video" {
-		t.Errorf("Create = price %d, hold %d, candidates %v at %d; want 400 held over %v, at 0", j.Price, j.Hold, j.Candidates, j.Candidate, want)
+	want := []Candidate{{"lead-video", 320 * credits.Credit}, {"fb-video", 80 * credits.Credit}, {"fb-dear", 400 * credits.Credit}}
+	if j.Price != 400*credits.Credit || j.Hold != 400*credits.Credit || !slices.Equal(j.Candidates, want) || j.Candidate != 0 || j.Model != "lead-video" {
+		t.Errorf("Create = price %s, hold %s, candidates %v at %d; want 400 held over %v, at 0", j.Price, j.Hold, j.Candidates, j.Candidate, want)
 	}
-	if stored, _ := st.Get(ctx, j.ID); stored.Hold != 400 || len(stored.Candidates) != 3 {
+	if stored, _ := st.Get(ctx, j.ID); stored.Hold != 400*credits.Credit || len(stored.Candidates) != 3 {
 		t.Errorf("stored job = %+v; want the hold and the candidates", stored)
 	}
 	// 5 s suits fb-lengths, not the lead: refused, naming the field.
@@ -134,7 +135,7 @@ func TestCreateHold(t *testing.T) {
 		t.Errorf("Create(5 s on the lead) = %v; want a 400 naming duration", err)
 	}
 	j, err = svc.Create(ctx, "a", &CreateRequest{Type: TypeVideo, Model: "fb-video", Prompt: "p", Duration: intp(2)}, "", "")
-	if err != nil || j.Price != 20 || j.Hold != 20 || len(j.Candidates) != 1 {
+	if err != nil || j.Price != 20*credits.Credit || j.Hold != 20*credits.Credit || len(j.Candidates) != 1 {
 		t.Errorf("Create(no fallbacks) = %+v, %v; want price = hold = 20, one candidate", j, err)
 	}
 	// An account short of the hold: the 402 says it is the highest price.
@@ -207,8 +208,8 @@ const rtID = "job_video_rrrrrrrrrrrrrrrrrrrr"
 func routed(t *testing.T, veo, fal Provider) (*Worker, *memStore, *memQueue, *clock) {
 	t.Helper()
 	st := newMemStore(Job{ID: rtID, Account: "a", Type: TypeVideo, Model: "lead-video", Status: Queued,
-		Input: Input{Prompt: "p", Duration: 8, Size: "1280x720"}, Price: 320, Hold: 320,
-		Candidates: []Candidate{{"lead-video", 320}, {"fb-video", 80}}, Created: 1000, Updated: 1000})
+		Input: Input{Prompt: "p", Duration: 8, Size: "1280x720"}, Price: 320 * credits.Credit, Hold: 320 * credits.Credit,
+		Candidates: []Candidate{{"lead-video", 320 * credits.Credit}, {"fb-video", 80 * credits.Credit}}, Created: 1000, Updated: 1000})
 	q := &memQueue{}
 	c := &clock{t: time.Unix(1000, 0)}
 	w := &Worker{Store: st, Queue: q, Media: &memMedia{}, Catalog: fallbackCatalog(t), Providers: map[string]Provider{"veo": veo, "fal": fal},
@@ -259,7 +260,7 @@ func TestRouting(t *testing.T) {
 		wantVeo      int // submits
 		wantFal      int
 		wantServedBy string
-		wantPrice    int64
+		wantPrice    int64 // credits
 	}{
 		{"429 with a long Retry-After moves on at once", []error{&TransientError{Status: 429, RetryAfter: 30 * time.Second, Err: errors.New("429")}}, nil,
 			Completed, "", 1, 1, "fb-video", 80},
@@ -304,8 +305,8 @@ func TestRouting(t *testing.T) {
 			if tt.wantCode != "" && (j.Error == nil || j.Error.Code != tt.wantCode) {
 				t.Errorf("error = %+v; want code %s", j.Error, tt.wantCode)
 			}
-			if j.ServedBy() != tt.wantServedBy || j.Price != tt.wantPrice || j.Hold != 320 {
-				t.Errorf("served by %q, price %d, hold %d; want %q, %d, 320", j.ServedBy(), j.Price, j.Hold, tt.wantServedBy, tt.wantPrice)
+			if j.ServedBy() != tt.wantServedBy || j.Price != credits.Amount(tt.wantPrice)*credits.Credit || j.Hold != 320*credits.Credit {
+				t.Errorf("served by %q, price %s, hold %s; want %q, %d, 320", j.ServedBy(), j.Price, j.Hold, tt.wantServedBy, tt.wantPrice)
 			}
 			if tt.wantFal > 0 && (j.Candidate != 1 || j.Tries() != tt.wantFal) {
 				t.Errorf("candidate %d after %d tries there; want 1 after %d", j.Candidate, j.Tries(), tt.wantFal)
@@ -374,8 +375,8 @@ func TestRedeliveryAfterMove(t *testing.T) {
 	if veoSubmits != 1 || falSubmits != 1 {
 		t.Fatalf("submits veo %d, fal %d; want one each", veoSubmits, falSubmits)
 	}
-	if j = drive(t, w, st, q, c, 5); j.Status != Completed || j.ServedBy() != "fb-video" || j.Price != 80 || st.completions != 1 {
-		t.Errorf("job %s served by %q at %d (%d completions); want completed once by fb-video at 80", j.Status, j.ServedBy(), j.Price, st.completions)
+	if j = drive(t, w, st, q, c, 5); j.Status != Completed || j.ServedBy() != "fb-video" || j.Price != 80*credits.Credit || st.completions != 1 {
+		t.Errorf("job %s served by %q at %s (%d completions); want completed once by fb-video at 80", j.Status, j.ServedBy(), j.Price, st.completions)
 	}
 }
 

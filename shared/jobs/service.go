@@ -104,7 +104,7 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 	}
 	now := s.now().Unix()
 	cands := s.candidates(ctx, m, req, in)
-	var hold int64
+	var hold credits.Amount
 	for _, c := range cands {
 		hold = max(hold, c.Price)
 	}
@@ -174,7 +174,7 @@ func (s *Service) configured(m *catalog.Model) bool {
 // skipped, not an error). Each is priced by its own catalog price for
 // in's duration.
 func (s *Service) candidates(ctx context.Context, m *catalog.Model, req *CreateRequest, in Input) []Candidate {
-	out := []Candidate{{Model: m.ID, Price: m.Price.JobCredits(in.Duration)}}
+	out := []Candidate{{Model: m.ID, Price: m.Price.JobCost(in.Duration)}}
 	for _, id := range m.Fallbacks {
 		r := CreateRequest{Type: req.Type, Model: id, Prompt: req.Prompt, Duration: &in.Duration, Category: req.Category}
 		switch req.Type {
@@ -192,7 +192,7 @@ func (s *Service) candidates(ctx context.Context, m *catalog.Model, req *CreateR
 		if err != nil || fin != in || !s.configured(f) || !auth.Allowed(ctx, f.ID) {
 			continue
 		}
-		out = append(out, Candidate{Model: f.ID, Price: f.Price.JobCredits(in.Duration)})
+		out = append(out, Candidate{Model: f.ID, Price: f.Price.JobCost(in.Duration)})
 	}
 	return out
 }

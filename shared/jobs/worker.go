@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/route"
@@ -575,7 +576,7 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 	}
 	// The charge is the price of the candidate that made the output (at
 	// most the hold), written in the write that completes the job.
-	var charge *int64
+	var charge *credits.Amount
 	if len(j.Candidates) > 0 {
 		c := j.Current().Price
 		charge = &c

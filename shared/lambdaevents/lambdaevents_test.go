@@ -7,7 +7,6 @@ import (
 	"os"
 	"reflect"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -87,7 +86,7 @@ func decode(oldImage, newImage map[string]types.AttributeValue) (credits.Change,
 	if newImage == nil || s(newImage, "id") == "" {
 		return credits.Change{}, false
 	}
-	price, _ := strconv.ParseInt(s(newImage, "price"), 10, 64)
+	price, _ := credits.ParseAmount(s(newImage, "price"))
 	return credits.Change{JobID: s(newImage, "id"), Account: s(newImage, "account"),
 		OldStatus: s(oldImage, "status"), NewStatus: s(newImage, "status"), Price: price}, true
 }
@@ -172,7 +171,7 @@ func TestCreditsCapturedEvent(t *testing.T) {
 	}
 	st := &fakeStore{}
 	res, _ := lambdaevents.Credits(st, decode, nil)(context.Background(), ev)
-	if len(res.BatchItemFailures) != 0 || len(st.settled) != 1 || st.settled[0].Kind != credits.Capture || st.settled[0].Amount != 7 {
+	if len(res.BatchItemFailures) != 0 || len(st.settled) != 1 || st.settled[0].Kind != credits.Capture || st.settled[0].Amount != 7*credits.Credit {
 		t.Errorf("Credits(captured event) = %v, settled %v; want no failures, one capture of 7", res, st.settled)
 	}
 }

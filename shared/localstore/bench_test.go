@@ -50,7 +50,7 @@ func BenchmarkCreate(b *testing.B) {
 						b.Fatal(err)
 					}
 					r := auth.NewRecord(k, "acct", time.Unix(1, 0))
-					lim := int64(1 << 60)
+					lim := credits.MaxAmount
 					r.CreditLimit = &lim
 					if err := s.PutKey(ctx, r); err != nil {
 						b.Fatal(err)

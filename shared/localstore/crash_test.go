@@ -22,7 +22,7 @@ const crashEnv = "GENWAY_LOCALSTORE_CRASH_DB"
 
 const (
 	crashAccount = "acct-crash"
-	crashGrant   = 1_000_000
+	crashGrant   = 2_000_000 * credits.Credit
 	crashJobs    = 20_000 // the child's loop bound; it is killed long before
 	crashKillAt  = 300    // jobs created before the SIGKILL
 )
@@ -90,7 +90,7 @@ func crashChild(path string) error {
 					errs <- err
 					return
 				}
-				j := &jobs.Job{ID: id, Account: crashAccount, Type: jobs.TypeSFX, Price: int64(i%5+1) * 10, Created: 1, Updated: 1}
+				j := &jobs.Job{ID: id, Account: crashAccount, Type: jobs.TypeSFX, Price: credits.Amount(i%5+1) * 10_500_000, Created: 1, Updated: 1}
 				idem := &jobs.Idempotency{Key: crashAccount + "/" + id, BodyHash: "h", Expires: time.Now().Unix() + 3600}
 				if _, err := s.Create(ctx, j, idem); err != nil {
 					errs <- err
@@ -252,7 +252,7 @@ func checkConsistent(t *testing.T, s *Store, settled bool) {
 		t.Fatalf("queue: %v", err)
 	}
 	entries := make(map[string]credits.Entry)
-	var granted int64
+	var granted credits.Amount
 	for _, e := range ledger {
 		if e.Kind == credits.Grant {
 			granted += e.Amount
@@ -263,14 +263,14 @@ func checkConsistent(t *testing.T, s *Store, settled bool) {
 		}
 		entries[e.JobID] = e
 	}
-	var held, captured int64
+	var held, captured credits.Amount
 	for _, j := range js {
 		e, ok := entries[j.ID]
 		switch {
 		case ok:
 			want := map[jobs.Status]string{jobs.Completed: credits.Capture, jobs.Failed: credits.Release}[j.Status]
 			if e.Kind != want || e.Amount != j.Price {
-				t.Errorf("job %s (%s, price %d) settled as %s %d; want %q %d", j.ID, j.Status, j.Price, e.Kind, e.Amount, want, j.Price)
+				t.Errorf("job %s (%s, price %s) settled as %s %s; want %q %s", j.ID, j.Status, j.Price, e.Kind, e.Amount, want, j.Price)
 			}
 			if e.Kind == credits.Capture {
 				captured += e.Amount
@@ -293,7 +293,7 @@ func checkConsistent(t *testing.T, s *Store, settled bool) {
 		t.Fatal(err)
 	}
 	if granted != crashGrant || a.Held != held || a.Balance != granted-captured || a.Available != a.Balance-a.Held {
-		t.Errorf("Account = %+v; want balance %d (granted %d - captured %d), held %d, available = balance - held", a, granted-captured, granted, captured, held)
+		t.Errorf("Account = %+v; want balance %s (granted %s - captured %s), held %s, available = balance - held", a, granted-captured, granted, captured, held)
 	}
 	if a.Available < 0 {
 		t.Errorf("Account %s overdrawn: %+v", crashAccount, a)

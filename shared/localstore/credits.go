@@ -13,6 +13,17 @@ import (
 	"github.com/genway/genway/shared/credits"
 )
 
+// add returns the stored amount what (balance, spent, ...) plus delta, or
+// the refusal (nothing written) of a result beyond ±credits.MaxAmount: an
+// error matching credits.ErrAmountRange.
+func add(what string, a, delta credits.Amount) (credits.Amount, error) {
+	sum, err := a.Add(delta)
+	if err != nil {
+		return 0, refuse(fmt.Errorf("%s: %w", what, err))
+	}
+	return sum, nil
+}
+
 func ledgerPrefix(account string) []byte { return []byte(account + "\x00") }
 
 func putEntry(tx *bolt.Tx, e credits.Entry) error {
@@ -58,7 +69,7 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 				return err
 			}
 			if !found || r.Kind != credits.Reservation || r.Account != e.Account || r.Amount != e.HeldAmount() {
-				return refuse(fmt.Errorf("%w: %s of %s holding %d", credits.ErrNoReservation, rid, e.Account, e.HeldAmount()))
+				return refuse(fmt.Errorf("%w: %s of %s holding %s", credits.ErrNoReservation, rid, e.Account, e.HeldAmount()))
 			}
 			open = openResKey(r)
 			e.Key = r.Key // the reservation's key: what it held
@@ -77,16 +88,20 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		}
 		a.Held -= e.HeldAmount()
 		if e.Kind == credits.Capture {
-			a.Balance -= e.Amount
+			if a.Balance, err = add("balance", a.Balance, -e.Amount); err != nil {
+				return err
+			}
 		}
-		a.Available = a.Balance - a.Held
+		if a.Available, err = add("available", a.Balance, -a.Held); err != nil {
+			return err
+		}
 		if err := putJSON(ab, []byte(a.ID), a); err != nil {
 			return err
 		}
 		if err := addJobUsage(tx, e); err != nil {
 			return err
 		}
-		spent := int64(0)
+		spent := credits.Amount(0)
 		if e.Kind == credits.Capture {
 			spent = e.Amount
 		}
@@ -127,8 +142,10 @@ func (s *Store) Account(ctx context.Context, id string) (credits.Account, error)
 // Grant adds amount (which may be negative, or 0 to just create the
 // account) to account id's balance, creating the account if needed, and
 // records a Grant ledger entry when amount is not 0. It returns the new
-// position.
-func (s *Store) Grant(ctx context.Context, id string, amount int64, at int64) (credits.Account, error) {
+// position. A grant that would take the balance or the available credits
+// beyond ±credits.MaxAmount is an error matching credits.ErrAmountRange,
+// and nothing is written.
+func (s *Store) Grant(ctx context.Context, id string, amount credits.Amount, at int64) (credits.Account, error) {
 	if err := validAccount(id); err != nil {
 		return credits.Account{}, fmt.Errorf("grant: %w", err)
 	}
@@ -143,8 +160,12 @@ func (s *Store) Grant(ctx context.Context, id string, amount int64, at int64) (c
 		if !ok {
 			a = credits.Account{ID: id, Created: at}
 		}
-		a.Balance += amount
-		a.Available = a.Balance - a.Held
+		if a.Balance, err = add("balance", a.Balance, amount); err != nil {
+			return err
+		}
+		if a.Available, err = add("available", a.Balance, -a.Held); err != nil {
+			return err
+		}
 		if err := putJSON(ab, []byte(id), a); err != nil {
 			return err
 		}
@@ -158,7 +179,7 @@ func (s *Store) Grant(ctx context.Context, id string, amount int64, at int64) (c
 		return putEntry(tx, credits.Entry{ID: "grant:" + hex.EncodeToString(r[:]), Account: id, Kind: credits.Grant, Amount: amount, At: at})
 	})
 	if err != nil {
-		return credits.Account{}, fmt.Errorf("grant %d to %s: %w", amount, id, err)
+		return credits.Account{}, fmt.Errorf("grant %s to %s: %w", amount, id, err)
 	}
 	return a, nil
 }

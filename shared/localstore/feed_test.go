@@ -115,7 +115,7 @@ func TestFeedChargeAndHold(t *testing.T) {
 		Candidates: []jobs.Candidate{{Model: "a", Price: 30}, {Model: "b", Price: 8}}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	one, charge := 1, int64(8)
+	one, charge := 1, credits.Amount(8)
 	for _, step := range []struct {
 		from, to jobs.Status
 		p        jobs.Patch

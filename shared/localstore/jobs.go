@@ -24,7 +24,7 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 		return nil, fmt.Errorf("create job: missing id or account")
 	}
 	if j.Price < 0 {
-		return nil, fmt.Errorf("create job %s: negative price %d", j.ID, j.Price)
+		return nil, fmt.Errorf("create job %s: negative price %s", j.ID, j.Price)
 	}
 	nj := *j
 	nj.Status = jobs.Queued

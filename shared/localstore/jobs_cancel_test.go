@@ -36,7 +36,7 @@ func TestCancelReleasesHold(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			s := openTemp(t)
-			if _, err := s.Grant(ctx, "acct", 100, 1); err != nil {
+			if _, err := s.Grant(ctx, "acct", 100*credits.Credit, 1); err != nil {
 				t.Fatal(err)
 			}
 			v := &cancelVendor{}
@@ -48,7 +48,7 @@ func TestCancelReleasesHold(t *testing.T) {
 				t.Fatal(err)
 			}
 			if a, _ := s.Account(ctx, "acct"); a.Held != j.Price || j.Price <= 0 {
-				t.Fatalf("after create: held %d; want the price %d", a.Held, j.Price)
+				t.Fatalf("after create: held %s; want the price %s", a.Held, j.Price)
 			}
 			changes := 1
 			if processing {
@@ -65,7 +65,7 @@ func TestCancelReleasesHold(t *testing.T) {
 			}
 			feedRun(t, s, changes, func(c credits.Change) error { return credits.Apply(ctx, s, c) })
 			a, err := s.Account(ctx, "acct")
-			if err != nil || a.Held != 0 || a.Balance != 100 || a.Available != 100 {
+			if err != nil || a.Held != 0 || a.Balance != 100*credits.Credit || a.Available != 100*credits.Credit {
 				t.Errorf("after the feed: %+v, %v; want balance 100, held 0 (released, not captured)", a, err)
 			}
 			if processing != (v.cancels == 1) {

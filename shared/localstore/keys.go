@@ -145,7 +145,7 @@ func keyByID(tx *bolt.Tx, id string) ([]byte, auth.Record, bool, error) {
 // past its credit limit. An unknown key is refused too: every key a
 // request names was read when it authenticated, and keys are never
 // deleted.
-func holdOnKey(tx *bolt.Tx, id string, amount int64) error {
+func holdOnKey(tx *bolt.Tx, id string, amount credits.Amount) error {
 	hash, r, ok, err := keyByID(tx, id)
 	if err != nil {
 		return err
@@ -162,8 +162,9 @@ func holdOnKey(tx *bolt.Tx, id string, amount int64) error {
 
 // settleOnKey moves the credits of key id in tx: held -= held, spent +=
 // spent. A key that is not there is left alone: a settlement never waits
-// on a label.
-func settleOnKey(tx *bolt.Tx, id string, spent, held int64) error {
+// on a label. Spent beyond credits.MaxAmount is refused (an error
+// matching credits.ErrAmountRange).
+func settleOnKey(tx *bolt.Tx, id string, spent, held credits.Amount) error {
 	if id == "" {
 		return nil
 	}
@@ -172,7 +173,9 @@ func settleOnKey(tx *bolt.Tx, id string, spent, held int64) error {
 		return err
 	}
 	r.Held -= held
-	r.Spent += spent
+	if r.Spent, err = add("spent of key "+id, r.Spent, spent); err != nil {
+		return err
+	}
 	return putJSON(tx.Bucket([]byte(bucketKeys)), hash, r)
 }
 

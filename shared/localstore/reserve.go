@@ -44,7 +44,7 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 			return refuse(credits.ErrAccountNotFound)
 		}
 		if a.Available < e.Amount {
-			return refuse(fmt.Errorf("%d credits, %d available: %w", e.Amount, a.Available, credits.ErrInsufficient))
+			return refuse(fmt.Errorf("%s credits, %s available: %w", e.Amount, a.Available, credits.ErrInsufficient))
 		}
 		if e.Key != "" {
 			if err := holdOnKey(tx, e.Key, e.Amount); err != nil {

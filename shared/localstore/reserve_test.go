@@ -20,3 +20,9 @@ func TestReserveContractShared(t *testing.T) {
 func TestKeyLimits(t *testing.T) {
 	storetest.RunKeyLimits(t, func(t *testing.T) storetest.ReserveBackend { return openTemp(t) })
 }
+
+// TestAmounts runs the exact amounts contract that dynamostore also
+// meets.
+func TestAmounts(t *testing.T) {
+	storetest.RunAmounts(t, func(t *testing.T) storetest.ReserveBackend { return openTemp(t) })
+}

@@ -192,6 +192,10 @@ type refusal struct{ err error }
 
 func (r refusal) Error() string { return r.err.Error() }
 
+// Unwrap lets errors.Is see the outcome where a refusal is returned as it
+// is (a transaction run by db.Update, not update).
+func (r refusal) Unwrap() error { return r.err }
+
 func refuse(err error) error { return refusal{err} }
 
 // update runs fn in a read-write transaction. A caller alone commits at

@@ -22,7 +22,9 @@ func usageKey(account, day, model string) []byte {
 // increment and, when u.Credits > 0, the account debit and its Chat ledger
 // entry commit together or not at all. The entry is looked up first, in the
 // same transaction: if it exists, id was applied before and nothing is
-// written.
+// written. A sum (the usage's credits, the key's spend, the balance)
+// that would pass ±credits.MaxAmount is refused, wrapping
+// credits.ErrInvalidUsage and credits.ErrAmountRange.
 func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error {
 	if err := credits.CheckUsage(id, u); err != nil {
 		return err
@@ -54,15 +56,22 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 		sum.Requests += u.Requests
 		sum.PromptTokens += u.PromptTokens
 		sum.CompletionTokens += u.CompletionTokens
-		sum.Credits += u.Credits
+		var err error
+		if sum.Credits, err = add("usage credits", sum.Credits, u.Credits); err != nil {
+			return err
+		}
 		if err := putJSON(ub, k, sum); err != nil {
 			return err
 		}
 		if u.Credits == 0 {
 			return nil
 		}
-		a.Balance -= u.Credits
-		a.Available = a.Balance - a.Held
+		if a.Balance, err = add("balance", a.Balance, -u.Credits); err != nil {
+			return err
+		}
+		if a.Available, err = add("available", a.Balance, -a.Held); err != nil {
+			return err
+		}
 		if err := putJSON(ab, []byte(u.Account), a); err != nil {
 			return err
 		}
@@ -71,10 +80,12 @@ func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error 
 		}
 		return putEntry(tx, credits.Entry{ID: entryID, Account: u.Account, Kind: credits.Chat, Amount: u.Credits, Key: u.Key, At: at})
 	})
-	if errors.Is(err, errApplied) {
+	switch {
+	case errors.Is(err, errApplied):
 		return nil
-	}
-	if err != nil {
+	case errors.Is(err, credits.ErrAmountRange): // no retry can write it
+		return fmt.Errorf("add usage of %s for %s on %s: %w: %w", u.Model, u.Account, u.Day, credits.ErrInvalidUsage, err)
+	case err != nil:
 		return fmt.Errorf("add usage of %s for %s on %s: %w", u.Model, u.Account, u.Day, err)
 	}
 	return nil
@@ -142,7 +153,10 @@ func addJobUsage(tx *bolt.Tx, e credits.Entry) error {
 	}
 	sum.Account, sum.Day, sum.JobType, sum.Model = inc.Account, inc.Day, inc.JobType, inc.Model
 	sum.Jobs += inc.Jobs
-	sum.Credits += inc.Credits
+	var err error
+	if sum.Credits, err = add("job usage credits", sum.Credits, inc.Credits); err != nil {
+		return err
+	}
 	return putJSON(b, k, sum)
 }
 

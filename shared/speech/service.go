@@ -72,7 +72,7 @@ func (s *Service) log() *slog.Logger {
 type candidate struct {
 	call     *Call
 	provider Provider
-	price    int64
+	price    credits.Amount
 }
 
 // Lead returns r's model and the call it would make, validated: 404
@@ -140,7 +140,7 @@ func (s *Service) Speak(ctx context.Context, account string, r *Request, w Write
 		return err
 	}
 	cands := s.candidates(ctx, lead, r)
-	var hold int64
+	var hold credits.Amount
 	for _, c := range cands {
 		hold = max(hold, c.price)
 	}
@@ -182,7 +182,7 @@ func Committed(err error) bool {
 // reserve reserves hold credits for speech id of model on account (none
 // for a free speech): a 402 insufficient_credits saying the price and
 // what the account has when it is short.
-func (s *Service) reserve(ctx context.Context, account, id string, hold int64, model string, fallbacks bool) error {
+func (s *Service) reserve(ctx context.Context, account, id string, hold credits.Amount, model string, fallbacks bool) error {
 	if s.Credits == nil || hold <= 0 {
 		return nil
 	}
@@ -193,7 +193,7 @@ func (s *Service) reserve(ctx context.Context, account, id string, hold int64, m
 // settle settles reservation id once: a capture of candidate served's
 // price (the rest of hold released), or, with served -1, a release of
 // hold (credits.SettleDetached: even when the client has gone).
-func (s *Service) settle(ctx context.Context, account, id string, hold int64, lead string, cands []candidate, served int) {
+func (s *Service) settle(ctx context.Context, account, id string, hold credits.Amount, lead string, cands []candidate, served int) {
 	if s.Credits == nil || hold <= 0 {
 		return
 	}

@@ -124,17 +124,20 @@ func (r *recorder) body() string { return strings.Join(r.writes, "") }
 // are), with the checks of these tests.
 type fakeCredits struct{ *imagestest.Credits }
 
-func newCredits(account string, balance int64) *fakeCredits {
-	return &fakeCredits{imagestest.NewCredits(map[string]int64{account: balance})}
+// cr is one credit.
+const cr = credits.Credit
+
+func newCredits(account string, balance credits.Amount) *fakeCredits {
+	return &fakeCredits{imagestest.NewCredits(map[string]credits.Amount{account: balance})}
 }
 
 // check checks the account's position, and that every reservation was
 // settled exactly once: nothing left held.
-func (f *fakeCredits) check(t *testing.T, account string, balance int64) {
+func (f *fakeCredits) check(t *testing.T, account string, balance credits.Amount) {
 	t.Helper()
 	a, err := f.Account(context.Background(), account)
 	if err != nil || a.Balance != balance || a.Held != 0 || a.Available != balance {
-		t.Errorf("account %s: %+v, %v; want balance %d, nothing held", account, a, err, balance)
+		t.Errorf("account %s: %+v, %v; want balance %s, nothing held", account, a, err, balance)
 	}
 	settled := map[string]int{}
 	ledger := f.Ledger()
@@ -156,7 +159,7 @@ func (f *fakeCredits) settlements() []string {
 	var out []string
 	for _, e := range f.Ledger() {
 		if e.Kind != credits.Reservation {
-			out = append(out, fmt.Sprintf("%s %d/%d %s %s", e.Kind, e.Amount, e.HeldAmount(), e.JobType, e.Model))
+			out = append(out, fmt.Sprintf("%s %s/%s %s %s", e.Kind, e.Amount, e.HeldAmount(), e.JobType, e.Model))
 		}
 	}
 	return out
@@ -170,7 +173,7 @@ type env struct {
 	credits *fakeCredits
 }
 
-func newEnv(t *testing.T, balance int64, p route.Policy) *env {
+func newEnv(t *testing.T, balance credits.Amount, p route.Policy) *env {
 	e := &env{a: &vendor{answer: audio("A1", "A2")}, b: &vendor{answer: audio("B1", "B2")}, c: &vendor{answer: audio("C1", "C2")},
 		credits: newCredits("acct", balance)}
 	if p.Backoff == 0 {
@@ -181,15 +184,15 @@ func newEnv(t *testing.T, balance int64, p route.Policy) *env {
 	return e
 }
 
-// "hello world": 11 characters; oai costs 50 per 1k (1 credit), eleven
-// 200 (3), syn 100 (2): a request to oai holds 3.
+// "hello world": 11 characters; oai costs 50 per 1k (0.55 credits),
+// eleven 200 (2.2), syn 100 (1.1): a request to oai holds 2.2.
 var hello = Request{Model: "oai", Input: "hello world", Voice: "alloy"}
 
 // TestSpeakStreams: the audio reaches the client as it arrives, each read
 // written (and flushed) by itself after the answer began; the model that
 // answered is charged, once.
 func TestSpeakStreams(t *testing.T) {
-	e := newEnv(t, 100, route.Policy{})
+	e := newEnv(t, 100*cr, route.Policy{})
 	e.a.answer = audio("ID3", "frame1", "frame2", "frame3")
 	w := &recorder{}
 	r := hello
@@ -210,10 +213,10 @@ func TestSpeakStreams(t *testing.T) {
 	if got := e.a.calls[0]; got.Voice != "alloy" || got.Format != "wav" || got.Input != "hello world" {
 		t.Errorf("vendor called with %+v", *got)
 	}
-	if got := e.credits.settlements(); fmt.Sprint(got) != "[capture 1/3 speech oai]" {
-		t.Errorf("settlements = %v; want the capture of oai's price (1) of the 3 held", got)
+	if got := e.credits.settlements(); fmt.Sprint(got) != "[capture 0.55/2.2 speech oai]" {
+		t.Errorf("settlements = %v; want the capture of oai's price (0.55) of the 2.2 held", got)
 	}
-	e.credits.check(t, "acct", 99)
+	e.credits.check(t, "acct", 99_450_000)
 }
 
 // TestSpeakFallbackBeforeFirstByte: every failure before the first audio
@@ -243,7 +246,7 @@ func TestSpeakFallbackBeforeFirstByte(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// A stall is cut at FirstToken (the blocked body never
 			// answers), and retried as a transient failure.
-			e := newEnv(t, 100, route.Policy{FirstToken: 20 * time.Millisecond, MaxWait: time.Second})
+			e := newEnv(t, 100*cr, route.Policy{FirstToken: 20 * time.Millisecond, MaxWait: time.Second})
 			e.a.answer = tt.lead
 			w := &recorder{}
 			if err := e.svc.Speak(context.Background(), "acct", &hello, w); err != nil {
@@ -258,10 +261,10 @@ func TestSpeakFallbackBeforeFirstByte(t *testing.T) {
 			if c := e.b.calls[0]; c.Voice != "AAAAAAAAAAAAAAAAAAAA" || c.Model.ID != "eleven" {
 				t.Errorf("fallback called with voice %q on %s; want alloy mapped to AAAAAAAAAAAAAAAAAAAA", c.Voice, c.Model.ID)
 			}
-			if got := e.credits.settlements(); fmt.Sprint(got) != "[capture 3/3 speech eleven]" {
-				t.Errorf("settlements = %v; want eleven's price (3) captured", got)
+			if got := e.credits.settlements(); fmt.Sprint(got) != "[capture 2.2/2.2 speech eleven]" {
+				t.Errorf("settlements = %v; want eleven's price (2.2) captured", got)
 			}
-			e.credits.check(t, "acct", 97)
+			e.credits.check(t, "acct", 97_800_000)
 		})
 	}
 }
@@ -270,7 +273,7 @@ func TestSpeakFallbackBeforeFirstByte(t *testing.T) {
 // vendor failure ends the response (the error says Committed), no other
 // candidate is tried, and nothing is charged.
 func TestSpeakNoFallbackAfterFirstByte(t *testing.T) {
-	e := newEnv(t, 100, route.Policy{})
+	e := newEnv(t, 100*cr, route.Policy{})
 	e.a.answer = func(ctx context.Context, c *Call) (io.ReadCloser, error) {
 		return &body{ctx: ctx, chunks: [][]byte{[]byte("A1")}, err: chat.TransportError(ctx, "fake", "read audio", io.ErrUnexpectedEOF)}, nil
 	}
@@ -283,10 +286,10 @@ func TestSpeakNoFallbackAfterFirstByte(t *testing.T) {
 	if w.body() != "A1" || e.a.count() != 1 || e.b.count()+e.c.count() != 0 {
 		t.Errorf("client got %q; calls: lead %d, fallbacks %d; want A1 from one call to the lead and none elsewhere", w.body(), e.a.count(), e.b.count()+e.c.count())
 	}
-	if got := e.credits.settlements(); fmt.Sprint(got) != "[release 3/3 speech oai]" {
-		t.Errorf("settlements = %v; want the 3 held released", got)
+	if got := e.credits.settlements(); fmt.Sprint(got) != "[release 2.2/2.2 speech oai]" {
+		t.Errorf("settlements = %v; want the 2.2 held released", got)
 	}
-	e.credits.check(t, "acct", 100)
+	e.credits.check(t, "acct", 100*cr)
 }
 
 // TestSpeakClientGone: a client that leaves after the audio began is
@@ -294,20 +297,20 @@ func TestSpeakNoFallbackAfterFirstByte(t *testing.T) {
 // first byte is not.
 func TestSpeakClientGone(t *testing.T) {
 	t.Run("after the first byte", func(t *testing.T) {
-		e := newEnv(t, 100, route.Policy{})
+		e := newEnv(t, 100*cr, route.Policy{})
 		e.a.answer = audio("A1", "A2", "A3")
 		w := &recorder{failAt: 2}
 		err := e.svc.Speak(context.Background(), "acct", &hello, w)
 		if !Committed(err) || e.b.count() != 0 {
 			t.Fatalf("Speak = %v (fallback calls %d); want a committed error, no fallback", err, e.b.count())
 		}
-		if got := e.credits.settlements(); fmt.Sprint(got) != "[capture 1/3 speech oai]" {
+		if got := e.credits.settlements(); fmt.Sprint(got) != "[capture 0.55/2.2 speech oai]" {
 			t.Errorf("settlements = %v; want oai's price captured", got)
 		}
-		e.credits.check(t, "acct", 99)
+		e.credits.check(t, "acct", 99_450_000)
 	})
 	t.Run("cancelled after the first byte", func(t *testing.T) {
-		e := newEnv(t, 100, route.Policy{})
+		e := newEnv(t, 100*cr, route.Policy{})
 		ctx, cancel := context.WithCancel(context.Background())
 		e.a.answer = func(actx context.Context, c *Call) (io.ReadCloser, error) {
 			return &body{ctx: actx, chunks: [][]byte{[]byte("A1")}, block: true}, nil
@@ -316,13 +319,13 @@ func TestSpeakClientGone(t *testing.T) {
 		if err := e.svc.Speak(ctx, "acct", &hello, w); err == nil {
 			t.Fatal("Speak = nil; want the cancellation")
 		}
-		if got := e.credits.settlements(); fmt.Sprint(got) != "[capture 1/3 speech oai]" {
+		if got := e.credits.settlements(); fmt.Sprint(got) != "[capture 0.55/2.2 speech oai]" {
 			t.Errorf("settlements = %v; want oai's price captured", got)
 		}
-		e.credits.check(t, "acct", 99)
+		e.credits.check(t, "acct", 99_450_000)
 	})
 	t.Run("before the first byte", func(t *testing.T) {
-		e := newEnv(t, 100, route.Policy{})
+		e := newEnv(t, 100*cr, route.Policy{})
 		ctx, cancel := context.WithCancel(context.Background())
 		e.a.answer = func(actx context.Context, c *Call) (io.ReadCloser, error) {
 			cancel() // the client hangs up while the vendor thinks
@@ -335,10 +338,10 @@ func TestSpeakClientGone(t *testing.T) {
 		if e.b.count() != 0 {
 			t.Errorf("the fallback was called %d times for a client that left", e.b.count())
 		}
-		if got := e.credits.settlements(); fmt.Sprint(got) != "[release 3/3 speech oai]" {
+		if got := e.credits.settlements(); fmt.Sprint(got) != "[release 2.2/2.2 speech oai]" {
 			t.Errorf("settlements = %v; want the hold released", got)
 		}
-		e.credits.check(t, "acct", 100)
+		e.credits.check(t, "acct", 100*cr)
 	})
 }
 
@@ -369,7 +372,7 @@ func TestSpeakRefused(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, 100, route.Policy{})
+			e := newEnv(t, 100*cr, route.Policy{})
 			e.a.answer = tt.lead
 			err := e.svc.Speak(context.Background(), "acct", &hello, &recorder{})
 			var ue *chat.UpstreamError
@@ -382,10 +385,10 @@ func TestSpeakRefused(t *testing.T) {
 			if Committed(err) || e.a.count() != 1 || e.b.count()+e.c.count() != 0 {
 				t.Errorf("calls: lead %d, fallbacks %d; want the lead once, no fallback", e.a.count(), e.b.count()+e.c.count())
 			}
-			if got := e.credits.settlements(); fmt.Sprint(got) != "[release 3/3 speech oai]" {
+			if got := e.credits.settlements(); fmt.Sprint(got) != "[release 2.2/2.2 speech oai]" {
 				t.Errorf("settlements = %v; want the hold released", got)
 			}
-			e.credits.check(t, "acct", 100)
+			e.credits.check(t, "acct", 100*cr)
 		})
 	}
 }
@@ -393,20 +396,20 @@ func TestSpeakRefused(t *testing.T) {
 // TestSpeakEveryCandidateFails: the last failure is the error, with every
 // attempt; nothing is charged.
 func TestSpeakEveryCandidateFails(t *testing.T) {
-	e := newEnv(t, 100, route.Policy{Retries: -1})
+	e := newEnv(t, 100*cr, route.Policy{Retries: -1})
 	e.a.answer, e.b.answer, e.c.answer = status(503), status(429), status(502)
 	err := e.svc.Speak(context.Background(), "acct", &hello, &recorder{})
 	var ae *route.AttemptsError
 	if !errors.As(err, &ae) || route.FormatAttempts(ae.Attempts) != "oai=503, eleven=429, syn=502" {
 		t.Fatalf("Speak = %v; want the attempts oai=503, eleven=429, syn=502", err)
 	}
-	e.credits.check(t, "acct", 100)
+	e.credits.check(t, "acct", 100*cr)
 }
 
 // TestSpeakCandidates: a fallback that cannot take the request as it is
 // is not a candidate, and its price is not held.
 func TestSpeakCandidates(t *testing.T) {
-	e := newEnv(t, 100, route.Policy{Retries: -1})
+	e := newEnv(t, 100*cr, route.Policy{Retries: -1})
 	e.a.answer = status(503)
 	r := hello
 	r.ResponseFormat = "flac" // eleven and syn make no flac
@@ -415,11 +418,11 @@ func TestSpeakCandidates(t *testing.T) {
 	if !errors.As(err, &ae) || route.FormatAttempts(ae.Attempts) != "oai=503" {
 		t.Fatalf("Speak = %v; want one attempt, on oai", err)
 	}
-	if got := e.credits.settlements(); fmt.Sprint(got) != "[release 1/1 speech oai]" {
+	if got := e.credits.settlements(); fmt.Sprint(got) != "[release 0.55/0.55 speech oai]" {
 		t.Errorf("settlements = %v; want oai's price alone held and released", got)
 	}
 	// No voice: each model speaks in its own default.
-	e = newEnv(t, 100, route.Policy{Retries: -1})
+	e = newEnv(t, 100*cr, route.Policy{Retries: -1})
 	e.a.answer = status(503)
 	r = Request{Model: "syn", Input: "hi"}
 	if err := e.svc.Speak(context.Background(), "acct", &r, &recorder{}); err != nil || e.c.calls[0].Voice != "alloy" {
@@ -430,12 +433,12 @@ func TestSpeakCandidates(t *testing.T) {
 // TestSpeakInsufficient: a request the account cannot pay is a 402
 // saying the price and what the account has, before any vendor call.
 func TestSpeakInsufficient(t *testing.T) {
-	e := newEnv(t, 2, route.Policy{})
+	e := newEnv(t, 2*cr, route.Policy{})
 	err := e.svc.Speak(context.Background(), "acct", &hello, &recorder{})
 	ae := apierr.As(err)
 	if ae == nil || ae.Kind != apierr.InsufficientQuota || ae.Code != "insufficient_credits" ||
-		!strings.Contains(ae.Message, "up to 3 credits") || !strings.Contains(ae.Message, "2 available") {
-		t.Fatalf("Speak = %v; want a 402 naming the 3 credits held and the 2 available", err)
+		!strings.Contains(ae.Message, "up to 2.2 credits") || !strings.Contains(ae.Message, "2 available") {
+		t.Fatalf("Speak = %v; want a 402 naming the 2.2 credits held and the 2 available", err)
 	}
 	if e.a.count()+e.b.count()+e.c.count() != 0 {
 		t.Errorf("a vendor was called for a request the account cannot pay")
@@ -444,7 +447,7 @@ func TestSpeakInsufficient(t *testing.T) {
 	if ae := apierr.As(err); ae == nil || ae.Kind != apierr.InsufficientQuota || !strings.Contains(ae.Message, "has none") {
 		t.Errorf("Speak(unknown account) = %v; want a 402", err)
 	}
-	e.credits.check(t, "acct", 2)
+	e.credits.check(t, "acct", 2*cr)
 }
 
 // TestSpeakFreeAndUncharged: a free model reserves nothing, and a
@@ -468,7 +471,7 @@ func TestSpeakFreeAndUncharged(t *testing.T) {
 // that can pay 10: exactly 10 are spoken and charged, the others are
 // refused with a 402, and nothing is left held.
 func TestSpeakParallelNeverOverdraws(t *testing.T) {
-	e := newEnv(t, 10, route.Policy{})
+	e := newEnv(t, 10*cr, route.Policy{})
 	r := Request{Model: "eleven", Input: strings.Repeat("x", 5), Voice: "alloy"} // 1 credit
 	const n = 40
 	var wg sync.WaitGroup
@@ -501,7 +504,7 @@ func TestSpeakParallelNeverOverdraws(t *testing.T) {
 // TestSpeakReadsAll: the whole answer is copied however it is cut, and a
 // vendor body is always closed.
 func TestSpeakReadsAll(t *testing.T) {
-	e := newEnv(t, 100, route.Policy{})
+	e := newEnv(t, 100*cr, route.Policy{})
 	big := bytes.Repeat([]byte("0123456789"), 20000) // 200 KB: several reads
 	var b *body
 	e.a.answer = func(ctx context.Context, c *Call) (io.ReadCloser, error) {

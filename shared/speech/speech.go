@@ -39,6 +39,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -104,8 +105,9 @@ type Call struct {
 // Chars returns how many characters the call speaks: what it is priced by.
 func (c *Call) Chars() int { return utf8.RuneCountInString(c.Input) }
 
-// Price returns the credits the call costs on its model.
-func (c *Call) Price() int64 { return c.Model.Price.SpeechCredits(c.Chars()) }
+// Price returns the credits the call costs on its model
+// (catalog.Price.SpeechCost of its characters).
+func (c *Call) Price() credits.Amount { return c.Model.Price.SpeechCost(c.Chars()) }
 
 // Provider makes speech at one vendor. Implementations are safe for
 // concurrent use and honour ctx: when it ends, the vendor request is

@@ -29,7 +29,7 @@ var (
 
 // jobOf creates (and so holds the price of) a queued job of typ and model
 // on acct.
-func jobOf(t *testing.T, b Backend, acct, typ, model string, price int64) *jobs.Job {
+func jobOf(t *testing.T, b Backend, acct, typ, model string, price credits.Amount) *jobs.Job {
 	t.Helper()
 	j := newJob(t, acct, price)
 	id, err := jobs.NewID(typ)
@@ -169,9 +169,9 @@ func testJobUsageConcurrent(t *testing.T, b UsageBackend) {
 	for range goroutines {
 		changes = append(changes, ending(same, jobs.Completed, lateMar1))
 	}
-	var sum int64
+	var sum credits.Amount
 	for i := range others {
-		j := jobOf(t, b, acct, jobs.TypeSFX, "s", int64(i+1))
+		j := jobOf(t, b, acct, jobs.TypeSFX, "s", credits.Amount(i+1))
 		sum += j.Price
 		changes = append(changes, ending(j, jobs.Completed, lateMar1))
 	}
@@ -234,7 +234,7 @@ func testJobUsageReconcile(t *testing.T, b UsageBackend) {
 	}
 	ctx := context.Background()
 	acct := newAccount(t, b, 100)
-	end := func(price int64, to jobs.Status, at int64) *jobs.Job {
+	end := func(price credits.Amount, to jobs.Status, at int64) *jobs.Job {
 		j := jobOf(t, b, acct, jobs.TypeSFX, "s", price)
 		p := jobs.Patch{Updated: at}
 		if to == jobs.Completed {

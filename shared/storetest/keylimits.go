@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,33 +53,31 @@ func newKey(t *testing.T, b Backend, acct string, c auth.Controls) auth.Record {
 	return r
 }
 
-func limit(n int64) *int64 { return &n }
+func limit(n credits.Amount) *credits.Amount { return &n }
 
 // wantKey checks a key's spent and held credits.
-func wantKey(t *testing.T, b Backend, id string, spent, held int64) {
+func wantKey(t *testing.T, b Backend, id string, spent, held credits.Amount) {
 	t.Helper()
 	r, err := b.KeyByID(context.Background(), id)
 	if err != nil {
 		t.Fatalf("KeyByID(%q) = %v; want nil", id, err)
 	}
 	if r.Spent != spent || r.Held != held {
-		t.Errorf("KeyByID(%q) = spent %d held %d; want %d %d", id, r.Spent, r.Held, spent, held)
+		t.Errorf("KeyByID(%q) = spent %s held %s; want %s %s", id, r.Spent, r.Held, spent, held)
 	}
 }
 
 // wantKeyLimit checks that err is the key limit's 402 saying left of lim.
-func wantKeyLimit(t *testing.T, what string, err error, left, lim int64) {
+func wantKeyLimit(t *testing.T, what string, err error, left, lim credits.Amount) {
 	t.Helper()
 	e := apierr.As(err)
 	if !errors.Is(err, credits.ErrKeyLimit) || e == nil || e.Kind != apierr.InsufficientQuota {
 		t.Fatalf("%s = %v; want a 402 matching ErrKeyLimit", what, err)
 	}
-	if !strings.Contains(e.Message, "credit limit") || !strings.Contains(e.Message, itoa(left)+" left of "+itoa(lim)) {
-		t.Errorf("%s message = %q; want it to say the key's limit: %d left of %d", what, e.Message, left, lim)
+	if !strings.Contains(e.Message, "credit limit") || !strings.Contains(e.Message, left.String()+" left of "+lim.String()) {
+		t.Errorf("%s message = %q; want it to say the key's limit: %s left of %s", what, e.Message, left, lim)
 	}
 }
-
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func testKeyControls(t *testing.T, b ReserveBackend) {
 	ctx := context.Background()

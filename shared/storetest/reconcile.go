@@ -23,7 +23,7 @@ func testReconcile(t *testing.T, b Backend) {
 	acct := newAccount(t, b, 100)
 	// charged completes a job of hold held at charge (a cheaper fallback
 	// served it); final is a job charged what it held.
-	charged := func(hold, charge int64, to jobs.Status, settle bool) *jobs.Job {
+	charged := func(hold, charge credits.Amount, to jobs.Status, settle bool) *jobs.Job {
 		nj := newJob(t, acct, hold)
 		nj.Hold = hold
 		j := create(t, b, nj)
@@ -48,7 +48,9 @@ func testReconcile(t *testing.T, b Backend) {
 		}
 		return j
 	}
-	final := func(price int64, to jobs.Status, settle bool) *jobs.Job { return charged(price, price, to, settle) }
+	final := func(price credits.Amount, to jobs.Status, settle bool) *jobs.Job {
+		return charged(price, price, to, settle)
+	}
 	final(30, jobs.Completed, false)      // its capture never happened
 	final(20, jobs.Failed, false)         // its release never happened
 	final(10, jobs.Completed, true)       // settled by the stream

@@ -48,7 +48,7 @@ func RunReservations(t *testing.T, newBackend func(t *testing.T) ReserveBackend)
 
 // reservation returns the entry that reserves amount for a fresh id on
 // acct at at, to generate typ with model, and that id.
-func reservation(t *testing.T, acct, typ, model string, amount, at int64) (credits.Entry, string) {
+func reservation(t *testing.T, acct, typ, model string, amount credits.Amount, at int64) (credits.Entry, string) {
 	t.Helper()
 	id := "img_" + randomSuffix(t)
 	return credits.Entry{ID: credits.ReservationID(id), Account: acct, Kind: credits.Reservation, Amount: amount,
@@ -56,7 +56,7 @@ func reservation(t *testing.T, acct, typ, model string, amount, at int64) (credi
 }
 
 // reserve reserves amount on acct at at and returns the reservation.
-func reserve(t *testing.T, b ReserveBackend, acct, typ, model string, amount, at int64) (credits.Entry, string) {
+func reserve(t *testing.T, b ReserveBackend, acct, typ, model string, amount credits.Amount, at int64) (credits.Entry, string) {
 	t.Helper()
 	e, id := reservation(t, acct, typ, model, amount, at)
 	if err := b.Reserve(context.Background(), e); err != nil {
@@ -66,7 +66,7 @@ func reserve(t *testing.T, b ReserveBackend, acct, typ, model string, amount, at
 }
 
 // capture is the settlement of reservation r (of id) charging charge.
-func capture(r credits.Entry, id string, charge, at int64) credits.Entry {
+func capture(r credits.Entry, id string, charge credits.Amount, at int64) credits.Entry {
 	return credits.Entry{ID: credits.SettlementID(id), Account: r.Account, Kind: credits.Capture, Amount: charge, Hold: r.Amount,
 		JobType: r.JobType, Model: r.Model, At: at}
 }
@@ -301,7 +301,7 @@ func testReserveConcurrent(t *testing.T, b ReserveBackend) {
 	if want := balance / amount; ok != want || short != requests-want {
 		t.Errorf("%d parallel reservations of %d on %d credits: %d succeeded, %d short; want %d and %d", requests, amount, balance, ok, short, want, requests-want)
 	}
-	wantAccount(t, b, acct, balance, int64(ok*amount))
+	wantAccount(t, b, acct, balance, credits.Amount(ok)*amount)
 	if got := openOf(t, b, acct, now+1); len(got) != ok {
 		t.Errorf("open reservations = %d; want the %d made", len(got), ok)
 	}
@@ -516,10 +516,10 @@ func testReserveReleaseRace(t *testing.T, b ReserveBackend) {
 		}
 	}
 	wantSettlements(t, b, acct, ids, want)
-	wantAccount(t, b, acct, 1000-int64(12*captured), 0)
+	wantAccount(t, b, acct, 1000-credits.Amount(12*captured), 0)
 	if captured > 0 {
 		day := credits.Day(now)
-		wantJobUsage(t, b, acct, "", "", []credits.JobUsage{{Account: acct, Day: day, JobType: "image", Model: "synthetic-image", Jobs: int64(captured), Credits: int64(12 * captured)}})
+		wantJobUsage(t, b, acct, "", "", []credits.JobUsage{{Account: acct, Day: day, JobType: "image", Model: "synthetic-image", Jobs: int64(captured), Credits: credits.Amount(12 * captured)}})
 	} else {
 		wantJobUsage(t, b, acct, "", "", nil)
 	}

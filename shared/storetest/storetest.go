@@ -92,21 +92,21 @@ func randomSuffix(t *testing.T) string {
 }
 
 // newAccount grants balance to a fresh account and returns its id.
-func newAccount(t *testing.T, b Backend, balance int64) string {
+func newAccount(t *testing.T, b Backend, balance credits.Amount) string {
 	t.Helper()
 	id := "acct-test-" + randomSuffix(t)
 	a, err := b.Grant(context.Background(), id, balance, time.Now().Unix())
 	if err != nil {
-		t.Fatalf("Grant(%q, %d) = %v; want nil", id, balance, err)
+		t.Fatalf("Grant(%q, %s) = %v; want nil", id, balance, err)
 	}
 	if a.Balance != balance || a.Available != balance || a.Held != 0 {
-		t.Fatalf("Grant(%q, %d) = %+v; want balance = available = %d, held 0", id, balance, a, balance)
+		t.Fatalf("Grant(%q, %s) = %+v; want balance = available = %s, held 0", id, balance, a, balance)
 	}
 	return id
 }
 
 // newJob returns an unsaved queued sfx job of price on account.
-func newJob(t *testing.T, account string, price int64) *jobs.Job {
+func newJob(t *testing.T, account string, price credits.Amount) *jobs.Job {
 	t.Helper()
 	id, err := jobs.NewID(jobs.TypeSFX)
 	if err != nil {
@@ -130,14 +130,14 @@ func create(t *testing.T, b Backend, j *jobs.Job) *jobs.Job {
 }
 
 // wantAccount checks an account's position.
-func wantAccount(t *testing.T, b Backend, id string, balance, held int64) {
+func wantAccount(t *testing.T, b Backend, id string, balance, held credits.Amount) {
 	t.Helper()
 	a, err := b.Account(context.Background(), id)
 	if err != nil {
 		t.Fatalf("Account(%q) = %v; want nil", id, err)
 	}
 	if a.Balance != balance || a.Held != held || a.Available != balance-held {
-		t.Errorf("Account(%q) = balance %d held %d available %d; want %d %d %d", id, a.Balance, a.Held, a.Available, balance, held, balance-held)
+		t.Errorf("Account(%q) = balance %s held %s available %s; want %s %s %s", id, a.Balance, a.Held, a.Available, balance, held, balance-held)
 	}
 }
 
@@ -421,7 +421,7 @@ func testTransitionMissingJob(t *testing.T, b Backend) {
 }
 
 // settled creates a job of price on acct and settles it three times.
-func settleThrice(t *testing.T, b Backend, acct string, price int64, kind string) {
+func settleThrice(t *testing.T, b Backend, acct string, price credits.Amount, kind string) {
 	t.Helper()
 	ctx := context.Background()
 	j := create(t, b, newJob(t, acct, price))
@@ -499,13 +499,13 @@ func testGrant(t *testing.T, b Backend) {
 	if a, err := b.Account(ctx, acct); !errors.Is(err, credits.ErrAccountNotFound) {
 		t.Fatalf("Account(%q) = %+v, %v; want ErrAccountNotFound", acct, a, err)
 	}
-	for i, want := range []int64{50, 75} {
-		a, err := b.Grant(ctx, acct, []int64{50, 25}[i], time.Now().Unix())
+	for i, want := range []credits.Amount{50, 75} {
+		a, err := b.Grant(ctx, acct, []credits.Amount{50, 25}[i], time.Now().Unix())
 		if err != nil {
 			t.Fatalf("Grant(%q) = %v; want nil", acct, err)
 		}
 		if a.ID != acct || a.Balance != want || a.Available != want || a.Held != 0 {
-			t.Errorf("Grant(%q) #%d = %+v; want balance = available = %d", acct, i+1, a, want)
+			t.Errorf("Grant(%q) #%d = %+v; want balance = available = %s", acct, i+1, a, want)
 		}
 	}
 	create(t, b, newJob(t, acct, 40))
@@ -542,7 +542,7 @@ func testLedgerOrder(t *testing.T, b Backend) {
 	}
 	want := []struct {
 		kind   string
-		amount int64
+		amount credits.Amount
 		job    string
 	}{{credits.Grant, 100, ""}, {credits.Grant, 20, ""}, {credits.Capture, 30, j1.ID}, {credits.Release, 15, j2.ID}}
 	if len(got) != len(want) {
@@ -551,7 +551,7 @@ func testLedgerOrder(t *testing.T, b Backend) {
 	for i, w := range want {
 		g := got[i]
 		if g.Kind != w.kind || g.Amount != w.amount || g.JobID != w.job || g.Account != acct || g.ID == "" {
-			t.Errorf("Ledger(%q)[%d] = %+v; want %s %d job %q", acct, i, g, w.kind, w.amount, w.job)
+			t.Errorf("Ledger(%q)[%d] = %+v; want %s %s job %q", acct, i, g, w.kind, w.amount, w.job)
 		}
 	}
 	if l, err := b.Ledger(ctx, other); err != nil || len(l) != 1 || l[0].Amount != 7 {
@@ -684,7 +684,7 @@ func testServedByFallback(t *testing.T, b Backend) {
 	if err != nil || got.Candidate != 1 || got.AttemptsBefore != 1 || got.Current() != cands[1] {
 		t.Fatalf("move = %+v, %v; want at candidate 1 (attempts before 1)", got, err)
 	}
-	charge := int64(20)
+	charge := credits.Amount(20)
 	done, err := b.Transition(ctx, j.ID, jobs.Processing, jobs.Completed, jobs.Patch{Price: &charge, Updated: j.Created + 1,
 		Output: &jobs.Output{Key: "k", ContentType: "audio/mpeg", Bytes: 1}})
 	if err != nil || done.Price != 20 || done.Hold != 50 || done.ServedBy() != "cheap-sfx" {

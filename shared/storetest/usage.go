@@ -51,7 +51,7 @@ func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 type record struct {
 	model, day         string
 	prompt, completion int64
-	credits            int64
+	credits            credits.Amount
 }
 
 // usage is r as the increment of acct's usage.
@@ -198,10 +198,10 @@ func testUsageCharge(t *testing.T, b UsageBackend) {
 	if len(l) != 3 {
 		t.Fatalf("Ledger(%q) = %+v; want a grant and two chat entries", acct, l)
 	}
-	for i, want := range []int64{4, 70} {
+	for i, want := range []credits.Amount{4, 70} {
 		e := l[i+1]
 		if e.Kind != credits.Chat || e.Amount != want || e.Account != acct || e.JobID != "" || !strings.HasPrefix(e.ID, credits.Chat+":") || e.At == 0 {
-			t.Errorf("Ledger(%q)[%d] = %+v; want a chat entry of %d with id chat:...", acct, i+1, e, want)
+			t.Errorf("Ledger(%q)[%d] = %+v; want a chat entry of %s with id chat:...", acct, i+1, e, want)
 		}
 	}
 	if l[1].ID == l[2].ID {
@@ -351,15 +351,16 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 	acct := newAccount(t, b, balance)
 	models := [2]string{"synthetic-chat", "priced-chat"}
 	var want [2]credits.Usage
-	var charged, charges int64
+	var charged credits.Amount
+	var charges int64
 	for g := range goroutines {
 		for i := range each {
 			w := &want[g%2]
 			w.Requests++
 			w.PromptTokens += int64(g + 1)
 			w.CompletionTokens += int64(i + 1)
-			w.Credits += int64(i % 2 * (g + 1))
-			charged += int64(i % 2 * (g + 1))
+			w.Credits += credits.Amount(i % 2 * (g + 1))
+			charged += credits.Amount(i % 2 * (g + 1))
 			if i%2 == 1 {
 				charges++
 			}
@@ -378,7 +379,7 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				u := record{models[g%2], "2025-03-01", int64(g + 1), int64(i + 1), int64(i % 2 * (g + 1))}.usage(acct)
+				u := record{models[g%2], "2025-03-01", int64(g + 1), int64(i + 1), credits.Amount(i % 2 * (g + 1))}.usage(acct)
 				if err := b.AddUsage(ctx, idOf[g][i], u); err != nil {
 					errs <- fmt.Errorf("goroutine %d record %d: %w", g, i, err)
 				}
@@ -400,7 +401,8 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 	if err != nil {
 		t.Fatalf("Ledger(%q) = %v", acct, err)
 	}
-	var n, sum int64
+	var n int64
+	var sum credits.Amount
 	ids := map[string]bool{}
 	for _, e := range l {
 		if e.Kind != credits.Chat {
@@ -411,6 +413,6 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 		ids[e.ID] = true
 	}
 	if n != charges || sum != charged || int64(len(ids)) != charges {
-		t.Errorf("Ledger(%q) chat entries = %d (%d distinct ids) summing to %d; want %d summing to %d", acct, n, len(ids), sum, charges, charged)
+		t.Errorf("Ledger(%q) chat entries = %d (%d distinct ids) summing to %s; want %d summing to %s", acct, n, len(ids), sum, charges, charged)
 	}
 }

@@ -33,14 +33,14 @@ type Credits struct {
 	accounts map[string]*credits.Account
 	entries  map[string]credits.Entry
 	ledger   []credits.Entry
-	usage    map[string]int64 // "<account>/<job type>/<model>" -> credits captured
+	usage    map[string]credits.Amount // "<account>/<job type>/<model>" -> credits captured
 }
 
 var _ credits.Reservations = (*Credits)(nil)
 
 // NewCredits returns a store holding accounts with the given balances.
-func NewCredits(balances map[string]int64) *Credits {
-	c := &Credits{accounts: map[string]*credits.Account{}, entries: map[string]credits.Entry{}, usage: map[string]int64{}}
+func NewCredits(balances map[string]credits.Amount) *Credits {
+	c := &Credits{accounts: map[string]*credits.Account{}, entries: map[string]credits.Entry{}, usage: map[string]credits.Amount{}}
 	for id, b := range balances {
 		c.accounts[id] = &credits.Account{ID: id, Balance: b, Available: b}
 	}
@@ -103,7 +103,7 @@ func (c *Credits) Settle(ctx context.Context, e credits.Entry) error {
 	}
 	r, ok := c.entries[rid]
 	if !ok || r.Account != e.Account || e.HeldAmount() != r.Amount {
-		return fmt.Errorf("%w: %s of %s holding %d", credits.ErrNoReservation, rid, e.Account, e.HeldAmount())
+		return fmt.Errorf("%w: %s of %s holding %s", credits.ErrNoReservation, rid, e.Account, e.HeldAmount())
 	}
 	a := c.accounts[e.Account]
 	if e.Kind == credits.Capture {
@@ -139,7 +139,7 @@ func (c *Credits) Ledger() []credits.Entry {
 
 // Usage returns the credits captured for account's jobs of jobType made
 // by model.
-func (c *Credits) Usage(account, jobType, model string) int64 {
+func (c *Credits) Usage(account, jobType, model string) credits.Amount {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.usage[account+"/"+jobType+"/"+model]
