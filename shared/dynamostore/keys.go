@@ -291,7 +291,7 @@ func (s *Store) RollKeyPeriod(ctx context.Context, id, period string) (bool, err
 
 // SetControls implements auth.Store: it reads the id item for the hash,
 // then updates the record (name, models, expires_at, credit_limit,
-// credit_limit_reset) and
+// credit_limit_reset, jobs) and
 // the id item (credit_limit, left = limit - used) in one transaction.
 func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (auth.Record, error) {
 	if err := c.Check(); err != nil {
@@ -321,6 +321,7 @@ func (s *Store) SetControls(ctx context.Context, id string, c auth.Controls) (au
 	field("m", "models", models, len(c.Models) > 0)
 	field("e", "expires_at", num(c.ExpiresAt), c.ExpiresAt != 0)
 	field("r", "credit_limit_reset", str(c.CreditLimitReset), c.CreditLimitReset != auth.ResetNever)
+	field("j", "jobs", str(c.Jobs), c.Jobs != auth.JobsAccount)
 	idUpdate := &types.Update{
 		TableName:                aws.String(s.accounts),
 		Key:                      keyIDKey(id),
