@@ -86,6 +86,14 @@ type serveConfig struct {
 	perAddr    int           // GENWAY_MAX_CONNS_PER_ADDR: open connections from one client address
 	idle       time.Duration // GENWAY_IDLE_TIMEOUT: keep-alive connections closed after
 	retention  time.Duration // GENWAY_MEDIA_RETENTION: local outputs deleted after
+	// inFlightKey and inFlightAccount bound the requests in progress at
+	// once per key and per account (GENWAY_MAX_IN_FLIGHT_PER_KEY,
+	// GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT; -1 none).
+	inFlightKey, inFlightAccount int
+	// textBody and bodyMemory bound request bodies (GENWAY_MAX_TEXT_BODY,
+	// GENWAY_BODY_MEMORY; see httpapi.Bodies).
+	textBody, bodyMemory int64
+
 	// clockOffset is GENWAY_TEST_CLOCK_OFFSET, for tests only: added to
 	// the clock that authenticates keys (expiry, last use, credit limit
 	// periods), so that a test can see a key's limit reset.
@@ -159,6 +167,12 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 		return c, err
 	}
 	c.rateLimit = rl
+	if c.inFlightKey, c.inFlightAccount, err = ratelimit.InFlightFromEnv(getenv); err != nil {
+		return c, err
+	}
+	if c.textBody, c.bodyMemory, err = httpapi.BodiesFromEnv(getenv); err != nil {
+		return c, err
+	}
 	if c.mediaPoll, err = jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL")); err != nil {
 		return c, fmt.Errorf("GENWAY_MEDIA_POLL: %w", err)
 	}
@@ -294,6 +308,8 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
+	limiter.SetInFlight(ratelimit.NewInFlight(cfg.inFlightKey, cfg.inFlightAccount))
+	bodies := httpapi.NewBodies(cfg.textBody, cfg.bodyMemory)
 	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Jobs: svc, Router: router, Webhooks: hooks, Log: log}
 	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log,
 		JobService: svc, Chat: gw, Images: imgs, Speech: speaker, Router: router, Webhooks: hooks})
@@ -301,7 +317,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	registerGauges(be)
-	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
+	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, bodies: bodies, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (30 s), at most
