@@ -89,10 +89,12 @@ func (b *Bodies) Held() (held, bound int64) {
 	return b.budget.size - b.budget.free, b.budget.size
 }
 
-type bodiesKey struct{}
-
-// bodyCharge is one request's share of its Bodies' memory.
+// bodyCharge is one request's body, with its share of its Bodies'
+// memory: LimitBodies puts it in place of the request's body (rather than
+// in a new context: no copy of the request), and readLimited finds it
+// there.
 type bodyCharge struct {
+	io.ReadCloser
 	b   *Bodies
 	key string // the key it is counted under
 	n   int64  // counted against b.budget
@@ -100,22 +102,24 @@ type bodyCharge struct {
 
 // LimitBodies makes the routes of next read request bodies under b's
 // bounds, and gives back each request's share of b's memory when it
-// ends. Requests without a body pass as they are.
+// ends. Requests without a body pass as they are. Nothing between it and
+// the routes may replace a request's body.
 func LimitBodies(b *Bodies, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
 			return
 		}
-		c := &bodyCharge{b: b}
+		c := &bodyCharge{ReadCloser: r.Body, b: b}
 		defer c.settle(0)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodiesKey{}, c)))
+		r.Body = c
+		next.ServeHTTP(w, r)
 	})
 }
 
 // chargeOf returns the request's bodyCharge; nil outside LimitBodies.
 func chargeOf(r *http.Request) *bodyCharge {
-	c, _ := r.Context().Value(bodiesKey{}).(*bodyCharge)
+	c, _ := r.Body.(*bodyCharge)
 	return c
 }
 
