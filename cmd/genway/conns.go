@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/genway/genway/shared/metrics"
 )
 
 // Connection limits of genway serve (GENWAY_MAX_CONNS,
@@ -107,7 +109,7 @@ func (g *connGate) Accept() (net.Conn, error) {
 		}
 		gc, victims := g.admit(c)
 		for _, v := range victims {
-			v.Close()
+			closeIdle(v)
 		}
 		if gc == nil {
 			<-g.slots
@@ -137,7 +139,7 @@ func (g *connGate) room() error {
 			return net.ErrClosed
 		case <-t.C:
 			if v := g.victim(""); v != nil {
-				v.Close()
+				closeIdle(v)
 			}
 			t.Reset(connGrace)
 		}
@@ -265,7 +267,7 @@ func (g *connGate) state(nc net.Conn, s http.ConnState) {
 	}
 	g.mu.Unlock()
 	if closeNow {
-		c.Close()
+		closeIdle(c)
 	}
 }
 
@@ -284,6 +286,20 @@ func addrKey(a net.Addr) string {
 	return ip.String()
 }
 
+// closeIdle closes an idle connection to make room, and counts it.
+func closeIdle(c *gateConn) {
+	c.Close()
+	metrics.Default.Add("genway_connections_closed_total", "Connections genway serve closed to bound them: idle ones closed for room, new ones refused.",
+		[]string{"reason"}, []string{"idle"}, 1)
+}
+
+// openConns returns the connections open now.
+func (g *connGate) openConns() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.open
+}
+
 // refuseConn answers a connection the gate refused with a 503 in the
 // OpenAI error envelope and closes it. The write is one small packet on a
 // fresh connection; its deadline keeps a client that reads nothing from
@@ -293,6 +309,8 @@ func refuseConn(c net.Conn, perAddr int) {
 	c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
 	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
 	c.Close()
+	metrics.Default.Add("genway_connections_closed_total", "Connections genway serve closed to bound them: idle ones closed for room, new ones refused.",
+		[]string{"reason"}, []string{"refused"}, 1)
 }
 
 // fitConns returns n, lowered if need be so that client connections

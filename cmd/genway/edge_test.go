@@ -140,7 +140,7 @@ func TestConnectionBound(t *testing.T) {
 // fresh address and from one of the flooding ones, and at most 64 of the
 // flood's connections are still open: idle ones were closed first.
 func TestConnectionFlood(t *testing.T) {
-	s := startServer(t, t.TempDir(), map[string]string{"GENWAY_MAX_CONNS": "64", "GENWAY_MAX_CONNS_PER_ADDR": "16"})
+	s := startServer(t, t.TempDir(), map[string]string{"GENWAY_MAX_CONNS": "64", "GENWAY_MAX_CONNS_PER_ADDR": "16", "GENWAY_ADMIN_TOKEN": testAdminToken})
 	addr := strings.TrimPrefix(s.base, "http://")
 	dialer := func(from string) *net.Dialer {
 		return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
@@ -201,6 +201,20 @@ func TestConnectionFlood(t *testing.T) {
 	t.Logf("flood: %d connections, %d answered, %d still open", len(flood), answered, open)
 	if open > 64 {
 		t.Errorf("%d of the flood's connections are open; want at most GENWAY_MAX_CONNS (64)", open)
+	}
+	// The operator sees it in the metrics.
+	req, _ := http.NewRequest("GET", s.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`genway_connections_closed_total{reason="idle"}`, "genway_connections_open "} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
 	}
 }
 

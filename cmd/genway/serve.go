@@ -316,7 +316,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	registerGauges(be)
 	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, bodies: bodies, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
@@ -327,6 +326,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	maxConns := fitConns(cfg.maxConns, fdLimit(), log)
 	gate := newConnGate(ln, maxConns, cfg.perAddr)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.idle, ConnState: gate.state}
+	registerGauges(be, gate, bodies)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -519,9 +519,17 @@ func reconcileLoop(ctx context.Context, op *admin.Service, log *slog.Logger) err
 }
 
 // registerGauges adds the gauges read at each scrape of /metrics: credits
-// held and available over every account, and, on the embedded backend,
-// the jobs queue's depth.
-func registerGauges(be *backend) {
+// held and available over every account, the connections open, the
+// memory held by request bodies and its bound, and, on the embedded
+// backend, the jobs queue's depth.
+func registerGauges(be *backend, gate *connGate, bodies *httpapi.Bodies) {
+	metrics.Default.Gauge("genway_connections_open", "Client connections open.", nil, func() []metrics.Sample {
+		return []metrics.Sample{{Value: float64(gate.openConns())}}
+	})
+	metrics.Default.Gauge("genway_body_memory_bytes", "Memory counted for the bodies of the requests in progress, and its bound (GENWAY_BODY_MEMORY).", []string{"kind"}, func() []metrics.Sample {
+		held, bound := bodies.Held()
+		return []metrics.Sample{{Labels: []string{"held"}, Value: float64(held)}, {Labels: []string{"bound"}, Value: float64(bound)}}
+	})
 	metrics.Default.Gauge("genway_credits", "Credits over every account: held by running jobs, and available.", []string{"kind"}, func() []metrics.Sample {
 		accts, err := be.store.Accounts(context.Background())
 		if err != nil {
