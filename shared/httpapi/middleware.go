@@ -80,9 +80,8 @@ func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next ht
 		}
 		if lim != nil {
 			if err := lim.Admit(r.Context(), p); err != nil {
-				if r.ContentLength != 0 {
-					w.Header().Set("Connection", "close") // its body unread, as above
-				}
+				// Its body unread: net/http drains a small one, and
+				// closes the connection on a large one.
 				writeError(w, r, log, err)
 				return
 			}
