@@ -86,7 +86,7 @@ type gateConn struct {
 // Close closes the connection and frees its place.
 func (c *gateConn) Close() error {
 	err := c.Conn.Close()
-	c.once.Do(c.g.release(c))
+	c.once.Do(func() { c.g.release(c) })
 	return err
 }
 
@@ -227,14 +227,12 @@ func (g *connGate) forgetLocked(c *gateConn) {
 	}
 }
 
-// release returns the function that frees c's place when it closes.
-func (g *connGate) release(c *gateConn) func() {
-	return func() {
-		g.mu.Lock()
-		g.forgetLocked(c)
-		g.mu.Unlock()
-		<-g.slots
-	}
+// release frees the place of c, which has closed.
+func (g *connGate) release(c *gateConn) {
+	g.mu.Lock()
+	g.forgetLocked(c)
+	g.mu.Unlock()
+	<-g.slots
 }
 
 // state is the server's ConnState hook: it keeps the list of idle
