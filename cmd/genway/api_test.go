@@ -45,6 +45,7 @@ func TestAPIErrors(t *testing.T) {
 	s := startServer(t, t.TempDir(), nil)
 	bearer := "Bearer " + s.key
 	big := `{"type":"sfx","model":"synthetic-sfx","prompt":"` + strings.Repeat("a", 6<<20) + `"}`
+	textBig := `{"type":"sfx","model":"synthetic-sfx","prompt":"` + strings.Repeat("a", 3<<20) + `"}`
 	tests := []struct {
 		name, method, path, auth, ctype, body string
 		status                                int
@@ -60,6 +61,9 @@ func TestAPIErrors(t *testing.T) {
 		{"not an object", "POST", "/v1/jobs", bearer, "application/json", `[1,2]`, 400, "invalid_request_error", "invalid_json", ""},
 		{"wrong media type", "POST", "/v1/jobs", bearer, "text/plain", `{}`, 415, "invalid_request_error", "unsupported_media_type", ""},
 		{"too large", "POST", "/v1/jobs", bearer, "application/json", big, 413, "invalid_request_error", "request_too_large", ""},
+		{"a job past the text limit", "POST", "/v1/jobs", bearer, "application/json", textBig, 413, "invalid_request_error", "request_too_large", ""},
+		{"a chat without images past the text limit", "POST", "/v1/chat/completions", bearer, "application/json",
+			`{"model":"synthetic/echo","messages":[{"role":"user","content":"` + strings.Repeat("a", 3<<20) + `"}]}`, 413, "invalid_request_error", "request_too_large", ""},
 		{"missing type", "POST", "/v1/jobs", bearer, "application/json", `{"model":"synthetic-sfx","prompt":"x"}`, 400, "invalid_request_error", "missing_field", "type"},
 		{"duration string", "POST", "/v1/jobs", bearer, "application/json", `{"type":"sfx","model":"synthetic-sfx","prompt":"x","duration":"5"}`, 400, "invalid_request_error", "invalid_type", "duration"},
 		{"duration fraction", "POST", "/v1/jobs", bearer, "application/json", `{"type":"sfx","model":"synthetic-sfx","prompt":"x","duration":2.5}`, 400, "invalid_request_error", "invalid_type", "duration"},

@@ -110,28 +110,111 @@ func TestStreamOutlivesBodyDeadline(t *testing.T) {
 	}
 }
 
-// TestConnectionBound: past GENWAY_MAX_CONNS open connections, a new one
-// waits; it is served as soon as one closes.
+// TestConnectionBound: past GENWAY_MAX_CONNS open connections, each with
+// a request in progress (its headers not yet complete), a new one waits;
+// it is served as soon as one closes.
 func TestConnectionBound(t *testing.T) {
 	s := startServer(t, t.TempDir(), map[string]string{"GENWAY_MAX_CONNS": "2"})
 	a, b := rawConn(t, s), rawConn(t, s)
-	for _, c := range []net.Conn{a, b} { // hold both: send a request, keep the connection
-		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
-		c.SetReadDeadline(time.Now().Add(5 * time.Second))
-		if _, err := http.ReadResponse(bufio.NewReader(c), nil); err != nil {
-			t.Fatal(err)
-		}
+	for _, c := range []net.Conn{a, b} { // hold both, busy: a request's headers, not their end
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n")
 	}
 	third := rawConn(t, s)
 	io.WriteString(third, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
 	third.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	if _, err := http.ReadResponse(bufio.NewReader(third), nil); err == nil {
-		t.Fatal("a third connection was served while two were open")
+		t.Fatal("a third connection was served while two were open and busy")
 	}
 	a.Close()
 	third.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if resp, err := http.ReadResponse(bufio.NewReader(third), nil); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("third connection after one closed = %v, %v; want served", resp, err)
+	}
+}
+
+// TestConnectionFlood (issue 26, item 1): clients without a key open 192
+// connections from eight addresses (127.0.0.2-9; all of 127/8 is
+// loopback on Linux), send one /healthz on each and keep them open and
+// idle, past both GENWAY_MAX_CONNS (64) and GENWAY_MAX_CONNS_PER_ADDR
+// (16). A client with a key is served meanwhile, API and console, from a
+// fresh address and from one of the flooding ones, and at most 64 of the
+// flood's connections are still open: idle ones were closed first.
+func TestConnectionFlood(t *testing.T) {
+	s := startServer(t, t.TempDir(), map[string]string{"GENWAY_MAX_CONNS": "64", "GENWAY_MAX_CONNS_PER_ADDR": "16", "GENWAY_ADMIN_TOKEN": testAdminToken})
+	addr := strings.TrimPrefix(s.base, "http://")
+	dialer := func(from string) *net.Dialer {
+		return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	}
+	var flood []net.Conn
+	for a := 2; a < 10; a++ {
+		for range 24 {
+			c, err := dialer(fmt.Sprintf("127.0.0.%d", a)).Dial("tcp", addr)
+			if err != nil {
+				t.Skipf("cannot connect from 127.0.0.%d (binding 127.0.0.x needs Linux): %v", a, err)
+			}
+			t.Cleanup(func() { c.Close() })
+			io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+			flood = append(flood, c)
+		}
+	}
+	// Each gets its answer (or a 503, or is closed to make room) within
+	// one deadline for all: the server is not stuck.
+	deadline := time.Now().Add(guardWait)
+	answered := 0
+	for _, c := range flood {
+		c.SetReadDeadline(deadline)
+		if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+			resp.Body.Close()
+			answered++
+		}
+	}
+	if time.Now().After(deadline) {
+		t.Fatalf("the flood's requests were not all answered or closed within %v", guardWait)
+	}
+	for _, from := range []string{"127.0.0.1", "127.0.0.2"} {
+		tr := &http.Transport{DialContext: dialer(from).DialContext}
+		client := &http.Client{Transport: tr, Timeout: guardWait, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		for _, path := range []string{"/v1/credits", "/console/signin", "/v1/models"} {
+			req, _ := http.NewRequest("GET", s.base+path, nil)
+			req.Header.Set("Authorization", "Bearer "+s.key)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatalf("GET %s from %s during the flood: %v", path, from, err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("GET %s from %s during the flood = %d; want 200", path, from, resp.StatusCode)
+			}
+		}
+		tr.CloseIdleConnections()
+	}
+	open := 0
+	for _, c := range flood {
+		c.SetReadDeadline(time.Now().Add(5 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				open++
+			}
+		}
+	}
+	t.Logf("flood: %d connections, %d answered, %d still open", len(flood), answered, open)
+	if open > 64 {
+		t.Errorf("%d of the flood's connections are open; want at most GENWAY_MAX_CONNS (64)", open)
+	}
+	// The operator sees it in the metrics.
+	req, _ := http.NewRequest("GET", s.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+testAdminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`genway_connections_closed_total{reason="idle"}`, "genway_connections_open "} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics has no %s", want)
+		}
 	}
 }
 

@@ -414,3 +414,80 @@ func adminRouting(t *testing.T, s *server, model string) (st struct {
 	}
 	return st
 }
+
+// switchUpstream is an OpenAI-compatible upstream that answers "<name>
+// says hi" (non-streamed) or, while failing is set, the status in it.
+type switchUpstream struct {
+	name    string
+	failing atomic.Int64 // a status to answer with; 0: answer
+	calls   atomic.Int64
+}
+
+func (u *switchUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u.calls.Add(1)
+	io.Copy(io.Discard, r.Body)
+	if st := int(u.failing.Load()); st != 0 {
+		http.Error(w, `{"error":{"message":"down","type":"server_error"}}`, st)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"%s says hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":2,"completion_tokens":3,"total_tokens":5}}`, u.name)
+}
+
+// TestOpenBreakerDemotesEndToEnd: the fallback B failed until its breaker
+// opened (for ten minutes); B is healthy again when the lead A fails. The
+// request is answered by B, tried after A although its breaker is open,
+// instead of A's 503 (issue 26, item 9); B's breaker stays open (only its
+// probe closes it).
+func TestOpenBreakerDemotesEndToEnd(t *testing.T) {
+	a, b := &switchUpstream{name: "A"}, &switchUpstream{name: "B"}
+	upA, upB := httptest.NewServer(a), httptest.NewServer(b)
+	defer upA.Close()
+	defer upB.Close()
+	s := startServer(t, t.TempDir(), map[string]string{
+		"GENWAY_CATALOG": "testdata/route_catalog.json", "GENWAY_ADMIN_TOKEN": testAdminToken,
+		"OPENAI_API_KEY": "sk-a", "OPENAI_BASE_URL": upA.URL, "GROQ_API_KEY": "gsk-b", "GROQ_BASE_URL": upB.URL,
+		"GENWAY_ROUTE_BACKOFF": "2ms", "GENWAY_ROUTE_BREAKER_OPEN": "10m",
+	})
+	chat := func(model string) (int, http.Header, string) {
+		var out struct {
+			Model   string `json:"model"`
+			Choices []struct {
+				Message struct{ Content string } `json:"message"`
+			} `json:"choices"`
+		}
+		code, h := s.do(t, "POST", "/v1/chat/completions", map[string]any{"model": model,
+			"messages": []map[string]string{{"role": "user", "content": "hi"}}}, nil, &out)
+		if len(out.Choices) == 1 {
+			return code, h, out.Model + ": " + out.Choices[0].Message.Content
+		}
+		return code, h, ""
+	}
+	b.failing.Store(500)
+	for i := 0; i < 3 && adminRouting(t, s, chaosB).State != "open"; i++ {
+		if code, _, _ := chat(chaosB); code != 502 {
+			t.Fatalf("B failing: status %d; want 502", code)
+		}
+	}
+	if st := adminRouting(t, s, chaosB); st.State != "open" {
+		t.Fatalf("B's breaker after its failures = %+v; want open", st)
+	}
+	b.failing.Store(0)
+	a.failing.Store(503)
+	code, h, answer := chat(chaosA)
+	if code != 200 || answer != chaosB+": B says hi" {
+		t.Fatalf("A failing, B's breaker open: %d %q (attempts %s); want 200 answered by B", code, answer, h.Get("X-Genway-Attempts"))
+	}
+	if got, want := h.Get("X-Genway-Attempts"), chaosA+"=503, "+chaosA+"=503, "+chaosA+"=503, "+chaosB+"=200"; got != want {
+		t.Errorf("attempts %q; want %q", got, want)
+	}
+	if st := adminRouting(t, s, chaosB); st.State != "open" {
+		t.Errorf("B's breaker after answering as a demoted target = %+v; want still open (only its probe closes it)", st)
+	}
+	// With A healthy, A answers: B, open, comes after it.
+	a.failing.Store(0)
+	before := b.calls.Load()
+	if code, _, answer := chat(chaosA); code != 200 || answer != chaosA+": A says hi" || b.calls.Load() != before {
+		t.Errorf("A healthy: %d %q, B called %d times; want A's answer, B not called", code, answer, b.calls.Load()-before)
+	}
+}

@@ -21,6 +21,7 @@ type apiDeps struct {
 	log     *slog.Logger
 	auth    *auth.Authenticator
 	limiter httpapi.Limiter
+	bodies  *httpapi.Bodies // request bodies' bounds; nil: httpapi's defaults, no memory bound
 	jobs    *jobs.Service
 	gw      *chat.Gateway
 	images  *images.Service
@@ -77,5 +78,9 @@ func apiHandler(d apiDeps) http.Handler {
 			routes = append(routes, httpapi.Route{Method: m, Pattern: "/console/", Handler: d.console})
 		}
 	}
-	return httpapi.BodyTimeout(httpapi.DefaultBodyTimeout, httpapi.NewMux(d.log, routes...))
+	h := httpapi.NewMux(d.log, routes...)
+	if d.bodies != nil {
+		h = httpapi.LimitBodies(d.bodies, h)
+	}
+	return httpapi.BodyTimeout(httpapi.DefaultBodyTimeout, h)
 }

@@ -84,8 +84,17 @@ type serveConfig struct {
 	usageFlush time.Duration // how often buffered chat usage is written
 	mediaPoll  time.Duration // GENWAY_MEDIA_POLL: between polls of a long-running vendor
 	maxConns   int           // GENWAY_MAX_CONNS: open connections at once
+	perAddr    int           // GENWAY_MAX_CONNS_PER_ADDR: open connections from one client address
 	idle       time.Duration // GENWAY_IDLE_TIMEOUT: keep-alive connections closed after
 	retention  time.Duration // GENWAY_MEDIA_RETENTION: local outputs deleted after
+	// inFlightKey and inFlightAccount bound the requests in progress at
+	// once per key and per account (GENWAY_MAX_IN_FLIGHT_PER_KEY,
+	// GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT; -1 none).
+	inFlightKey, inFlightAccount int
+	// textBody and bodyMemory bound request bodies (GENWAY_MAX_TEXT_BODY,
+	// GENWAY_BODY_MEMORY; see httpapi.Bodies).
+	textBody, bodyMemory int64
+
 	// clockOffset is GENWAY_TEST_CLOCK_OFFSET, for tests only: added to
 	// the clock that authenticates keys (expiry, last use, credit limit
 	// periods), so that a test can see a key's limit reset.
@@ -94,7 +103,7 @@ type serveConfig struct {
 
 func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	c := serveConfig{addr: getenv("GENWAY_ADDR"), dataDir: dataDir(getenv), devKey: getenv("GENWAY_DEV_KEY"),
-		devCredits: 1000 * credits.Credit, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: 4096, idle: 2 * time.Minute, retention: localmedia.DefaultRetention}
+		devCredits: 1000 * credits.Credit, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: defaultMaxConns, perAddr: defaultMaxConnsPerAddr, idle: defaultIdleTimeout, retention: localmedia.DefaultRetention}
 	if c.addr == "" {
 		c.addr = "127.0.0.1:8080"
 	}
@@ -122,7 +131,7 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	if v := getenv("GENWAY_IDLE_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return c, fmt.Errorf("GENWAY_IDLE_TIMEOUT must be a positive duration such as 2m, got %q", v)
+			return c, fmt.Errorf("GENWAY_IDLE_TIMEOUT must be a positive duration such as 30s, got %q", v)
 		}
 		c.idle = d
 	}
@@ -132,6 +141,13 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 			return c, fmt.Errorf("GENWAY_MAX_CONNS must be a positive integer, got %q", v)
 		}
 		c.maxConns = n
+	}
+	if v := getenv("GENWAY_MAX_CONNS_PER_ADDR"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, fmt.Errorf("GENWAY_MAX_CONNS_PER_ADDR must be a positive integer, got %q", v)
+		}
+		c.perAddr = n
 	}
 	if v := getenv("GENWAY_TEST_CLOCK_OFFSET"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -152,6 +168,12 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 		return c, err
 	}
 	c.rateLimit = rl
+	if c.inFlightKey, c.inFlightAccount, err = ratelimit.InFlightFromEnv(getenv); err != nil {
+		return c, err
+	}
+	if c.textBody, c.bodyMemory, err = httpapi.BodiesFromEnv(getenv); err != nil {
+		return c, err
+	}
 	if c.mediaPoll, err = jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL")); err != nil {
 		return c, fmt.Errorf("GENWAY_MEDIA_POLL: %w", err)
 	}
@@ -315,20 +337,25 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 
 	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
+	limiter.SetInFlight(ratelimit.NewInFlight(cfg.inFlightKey, cfg.inFlightAccount))
+	bodies := httpapi.NewBodies(cfg.textBody, cfg.bodyMemory)
 	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Jobs: svc, Router: router, Webhooks: hooks, Log: log}
 	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, SessionKeys: sessionKeys, Sessions: be.store,
 		Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log, JobService: svc, Chat: gw, Images: imgs, Speech: speaker, Router: router, Webhooks: hooks})
 	if err != nil {
 		return err
 	}
-	registerGauges(be)
-	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
+	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, bodies: bodies, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
-	// keep-alive connections closed after cfg.idle (2 minutes), and at most
-	// cfg.maxConns connections at once (more wait in the listen backlog).
+	// keep-alive connections closed after cfg.idle (30 s), at most
+	// cfg.maxConns connections at once and cfg.perAddr from one client
+	// address, idle ones closed first when a bound is near (connGate).
 	// Nothing bounds how long an answer is written: streams last minutes.
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.idle}
+	maxConns := fitConns(cfg.maxConns, fdLimit(), log)
+	gate := newConnGate(ln, maxConns, cfg.perAddr)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.idle, ConnState: gate.state}
+	registerGauges(be, gate, bodies)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -369,7 +396,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if be.expire != nil {
 		goRun("media expiry", func() error { return be.expire(ctx, cfg.retention, log) })
 	}
-	goRun("http", func() error { return ignoreClosed(srv.Serve(limitListener(ln, cfg.maxConns))) })
+	goRun("http", func() error { return ignoreClosed(srv.Serve(gate)) })
 	fmt.Fprintf(stdout, "genway: serving on %s/v1 (backend %s, data %s)\n", baseURL, backendName(getenv), cfg.dataDir)
 	if madeToken != "" {
 		fmt.Fprintf(stdout, "genway: operator token made (shown once; only its hash is kept): %s\n", madeToken)
@@ -492,51 +519,6 @@ func embeddedPaths(dir string) (db, mediaDir, secret, socket string) {
 	return filepath.Join(dir, "genway.db"), filepath.Join(dir, "media"), filepath.Join(dir, "signing.key"), filepath.Join(dir, "admin.sock")
 }
 
-// limitListener accepts at most n connections at once: Accept waits while
-// n are open, so that a flood of idle connections cannot use up the
-// process's file descriptors (the kernel's listen backlog holds the rest).
-func limitListener(ln net.Listener, n int) net.Listener {
-	return &limited{Listener: ln, sem: make(chan struct{}, n), done: make(chan struct{})}
-}
-
-type limited struct {
-	net.Listener
-	sem   chan struct{}
-	done  chan struct{} // closed by Close: a waiting Accept returns
-	close sync.Once
-}
-
-func (l *limited) Close() error {
-	l.close.Do(func() { close(l.done) })
-	return l.Listener.Close()
-}
-
-func (l *limited) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-	c, err := l.Listener.Accept()
-	if err != nil {
-		<-l.sem
-		return nil, err
-	}
-	return &limitedConn{Conn: c, release: func() { <-l.sem }}, nil
-}
-
-type limitedConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *limitedConn) Close() error {
-	err := c.Conn.Close()
-	c.once.Do(c.release)
-	return err
-}
-
 // reconcileEvery is how often genway serve settles final jobs whose
 // settlement the feed missed, and releases stale reservations (see
 // jobs.Reconcile).
@@ -566,9 +548,17 @@ func reconcileLoop(ctx context.Context, op *admin.Service, log *slog.Logger) err
 }
 
 // registerGauges adds the gauges read at each scrape of /metrics: credits
-// held and available over every account, and, on the embedded backend,
-// the jobs queue's depth.
-func registerGauges(be *backend) {
+// held and available over every account, the connections open, the
+// memory held by request bodies and its bound, and, on the embedded
+// backend, the jobs queue's depth.
+func registerGauges(be *backend, gate *connGate, bodies *httpapi.Bodies) {
+	metrics.Default.Gauge("genway_connections_open", "Client connections open.", nil, func() []metrics.Sample {
+		return []metrics.Sample{{Value: float64(gate.openConns())}}
+	})
+	metrics.Default.Gauge("genway_body_memory_bytes", "Memory counted for the bodies of the requests in progress, and its bound (GENWAY_BODY_MEMORY).", []string{"kind"}, func() []metrics.Sample {
+		held, bound := bodies.Held()
+		return []metrics.Sample{{Labels: []string{"held"}, Value: float64(held)}, {Labels: []string{"bound"}, Value: float64(bound)}}
+	})
 	metrics.Default.Gauge("genway_credits", "Credits over every account: held by running jobs, and available.", []string{"kind"}, func() []metrics.Sample {
 		accts, err := be.store.Accounts(context.Background())
 		if err != nil {

@@ -32,6 +32,7 @@ const (
 	UpstreamUnavailable             // 503 api_error
 	UpstreamTimeout                 // 504 api_error
 	PermissionDenied                // 403 permission_error
+	Unavailable                     // 503 api_error: this server cannot take the request now (RetryAfter)
 )
 
 // Error is a failure with a client-facing message. Err, if set, is the cause;
@@ -41,7 +42,7 @@ type Error struct {
 	Code       string        // machine code, e.g. "invalid_value"
 	Param      string        // offending request field, "" if none
 	Message    string        // safe to show the client
-	RetryAfter time.Duration // for RateLimited: how long to wait
+	RetryAfter time.Duration // for RateLimited and Unavailable: how long to wait
 	Err        error
 }
 

@@ -392,7 +392,7 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 		default:
 			return nil, nil, apierr.Invalidf(at(".content"), "invalid_value", "content must be a string or an array of content parts")
 		}
-		var raw []json.RawMessage
+		var raw []partJSON
 		if err := json.Unmarshal(content, &raw); err != nil {
 			return nil, nil, apierr.Invalidf(at(".content"), "invalid_value", "content must be a string or an array of content parts")
 		}
@@ -448,6 +448,18 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 		}
 	}
 	return out, fetches, nil
+}
+
+// partJSON is one content part's JSON as a slice of its message's content,
+// not a copy (json.RawMessage copies: an image part may be megabytes). It
+// is only decoded by json.Unmarshal from the content, which outlives it
+// and which nothing changes.
+type partJSON []byte
+
+// UnmarshalJSON keeps b, a slice of the content being decoded.
+func (p *partJSON) UnmarshalJSON(b []byte) error {
+	*p = b
+	return nil
 }
 
 // toolTurn checks the tool parts of message m, decoded from pm: an

@@ -124,8 +124,11 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 // (*sink is set to it, for the error writer).
 func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, sink *committer) error {
 	var p chat.Params
-	body, err := readBody(r)
+	body, err := readBodyUpTo(r, MaxBodyBytes)
 	if err != nil {
+		return err
+	}
+	if err := checkTextBody(r, body); err != nil {
 		return err
 	}
 	if err := unmarshal(body, &p); err != nil {

@@ -26,7 +26,8 @@ import (
 )
 
 // MaxBodyBytes is the largest request body accepted: the Lambda synchronous
-// payload limit.
+// payload limit. Only a chat or Responses request with an image may be
+// that large; the others are limited to the text limit (see Bodies).
 const MaxBodyBytes = 6 << 20
 
 // envelope is the OpenAI error body.
@@ -66,7 +67,7 @@ func statusOf(k apierr.Kind) (int, string) {
 		return http.StatusTooManyRequests, "rate_limit_error"
 	case apierr.Upstream:
 		return http.StatusBadGateway, "api_error"
-	case apierr.UpstreamUnavailable:
+	case apierr.UpstreamUnavailable, apierr.Unavailable:
 		return http.StatusServiceUnavailable, "api_error"
 	case apierr.UpstreamTimeout:
 		return http.StatusGatewayTimeout, "api_error"
@@ -196,8 +197,15 @@ func marshal(v any) ([]byte, error) {
 }
 
 // readBody returns the request body after checking its media type and size:
-// 415 for a body that is not application/json, 413 past MaxBodyBytes.
+// 415 for a body that is not application/json, 413 past the text limit (a
+// request without images: see Bodies).
 func readBody(r *http.Request) ([]byte, error) {
+	return readBodyUpTo(r, textLimit(r))
+}
+
+// readBodyUpTo is readBody with a limit of its own: MaxBodyBytes for the
+// routes whose requests may carry images (then checkTextBody).
+func readBodyUpTo(r *http.Request, limit int64) ([]byte, error) {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !(len(mt) > 5 && mt[len(mt)-5:] == "+json")) {
@@ -205,28 +213,7 @@ func readBody(r *http.Request) ([]byte, error) {
 				Message: fmt.Sprintf("Content-Type must be application/json; got %q.", ct)}
 		}
 	}
-	return readLimited(r)
-}
-
-// readLimited returns the request body, of any media type: 413 past
-// MaxBodyBytes.
-func readLimited(r *http.Request) ([]byte, error) {
-	if r.ContentLength > MaxBodyBytes {
-		return nil, tooLarge()
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	if err != nil {
-		return nil, &apierr.Error{Kind: apierr.Invalid, Code: "invalid_body", Message: "The request body could not be read.", Err: err}
-	}
-	if len(b) > MaxBodyBytes {
-		return nil, tooLarge()
-	}
-	return b, nil
-}
-
-func tooLarge() error {
-	return &apierr.Error{Kind: apierr.TooLarge, Code: "request_too_large",
-		Message: fmt.Sprintf("The request body is larger than %d bytes.", MaxBodyBytes)}
+	return readLimited(r, limit)
 }
 
 // decodeJSON reads the body (see readBody) and decodes it into v: 400

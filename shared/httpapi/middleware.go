@@ -47,14 +47,18 @@ func WithRequestID(next http.Handler) http.Handler {
 	})
 }
 
-// Limiter decides whether the principal may make another request.
-// Allow returns a RateLimited *apierr.Error (with RetryAfter) when not.
+// Limiter decides whether the principal may start another request, and
+// learns when it ends. Admit returns a RateLimited *apierr.Error (with
+// RetryAfter) when it may not; after it returns nil, Done(p) is called
+// once, when the request ends.
 type Limiter interface {
-	Allow(ctx context.Context, p auth.Principal) error
+	Admit(ctx context.Context, p auth.Principal) error
+	Done(p auth.Principal)
 }
 
 // Authenticated lets only requests with a valid key through, with the
-// principal in the context; lim may be nil (no rate limits).
+// principal in the context, admitted by lim for as long as they run; lim
+// may be nil (no rate limits).
 func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next http.Handler) http.Handler {
 	refusals := &sampler{every: time.Second}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -75,10 +79,13 @@ func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next ht
 			return
 		}
 		if lim != nil {
-			if err := lim.Allow(r.Context(), p); err != nil {
+			if err := lim.Admit(r.Context(), p); err != nil {
+				// Its body unread: net/http drains a small one, and
+				// closes the connection on a large one.
 				writeError(w, r, log, err)
 				return
 			}
+			defer lim.Done(p)
 		}
 		notePrincipal(r.Context(), p.Account, p.KeyID)
 		next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))

@@ -45,8 +45,11 @@ func Responses(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Hand
 }
 
 func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, sink *committer, paths *[]string) error {
-	body, err := readBody(r)
+	body, err := readBodyUpTo(r, MaxBodyBytes)
 	if err != nil {
+		return err
+	}
+	if err := checkTextBody(r, body); err != nil {
 		return err
 	}
 	var rp responsesRequest

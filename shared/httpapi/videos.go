@@ -349,7 +349,7 @@ func videoParam(err error) error {
 // default duration and size to its default size.
 func CreateVideo(svc *jobs.Service, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := readLimited(r)
+		body, err := readLimited(r, textLimit(r))
 		if err != nil {
 			writeError(w, r, log, err)
 			return

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
@@ -185,13 +186,28 @@ func wireRequestFor(req *chat.Request, stream bool) *wireRequest {
 			}
 			u := pt.Image.URL
 			if pt.Image.Data != nil {
-				u = "data:" + pt.Image.MediaType + ";base64," + base64.StdEncoding.EncodeToString(pt.Image.Data)
+				u = dataURI(pt.Image.MediaType, pt.Image.Data)
 			}
 			parts[j] = wirePart{Type: "image_url", ImageURL: &wireImageURL{URL: u}}
 		}
 		w.Messages[i].Content = parts
 	}
 	return w
+}
+
+// dataURI returns the data URI of an image's bytes, made in one
+// allocation of its length: an image may be megabytes, and a URI built by
+// concatenation costs its base64 twice.
+func dataURI(mediaType string, data []byte) string {
+	var b strings.Builder
+	b.Grow(len("data:;base64,") + len(mediaType) + base64.StdEncoding.EncodedLen(len(data)))
+	b.WriteString("data:")
+	b.WriteString(mediaType)
+	b.WriteString(";base64,")
+	enc := base64.NewEncoder(base64.StdEncoding, &b)
+	enc.Write(data) // a strings.Builder never fails
+	enc.Close()
+	return b.String()
 }
 
 // encodeRequest returns the JSON body for req. A NaN or infinite

@@ -1,7 +1,9 @@
 // Package ratelimit enforces per-key request limits: a fixed one-minute
 // window per key, counted atomically in a Counter (a DynamoDB item with ADD
-// and TTL in AWS, memory in the single `genway serve` process). The limit is
-// the account's RateLimit, or the default when the account sets none.
+// and TTL in AWS, memory in the single `genway serve` process), whose limit
+// is the account's RateLimit, or the default when the account sets none;
+// and bounds on the requests a key and an account have in progress at
+// once in the process (InFlight).
 package ratelimit
 
 import (
@@ -36,14 +38,16 @@ type Accounts interface {
 	Account(ctx context.Context, id string) (credits.Account, error)
 }
 
-// Limiter decides whether a key may make another request. Account limits
-// are cached for CacheTTL, so a changed limit applies within it. Safe for
-// concurrent use.
+// Limiter decides whether a key may make another request: by its
+// window's count (Allow) and, with SetInFlight, by the requests it and its
+// account have in progress (Admit and Done). Account limits are cached for
+// CacheTTL, so a changed limit applies within it. Safe for concurrent use.
 type Limiter struct {
 	counter  Counter
 	accounts Accounts
 	def      int
 	now      func() time.Time
+	inFlight *InFlight // nil: no bound on requests in progress
 
 	mu    sync.Mutex
 	cache map[string]cachedLimit
@@ -64,6 +68,35 @@ func New(c Counter, a Accounts, def int) *Limiter {
 		def = DefaultPerMinute
 	}
 	return &Limiter{counter: c, accounts: a, def: def, now: time.Now, cache: map[string]cachedLimit{}}
+}
+
+// SetInFlight makes Admit bound the requests in progress by f (nil: no
+// bound). It is not safe to call once requests are admitted.
+func (l *Limiter) SetInFlight(f *InFlight) { l.inFlight = f }
+
+// Admit admits a request of p: the bounds on requests in progress first
+// (SetInFlight), then the window's count (Allow). It returns nil, and then
+// Done(p) must be called once when the request ends; or the RateLimited
+// *apierr.Error of the bound or limit that refused it, and nothing is to
+// be done.
+func (l *Limiter) Admit(ctx context.Context, p auth.Principal) error {
+	if l.inFlight != nil {
+		if err := l.inFlight.Acquire(p); err != nil {
+			return err
+		}
+	}
+	if err := l.Allow(ctx, p); err != nil {
+		l.Done(p)
+		return err
+	}
+	return nil
+}
+
+// Done ends a request that Admit admitted.
+func (l *Limiter) Done(p auth.Principal) {
+	if l.inFlight != nil {
+		l.inFlight.Release(p)
+	}
 }
 
 // Allow returns nil if p may make a request now, or a RateLimited

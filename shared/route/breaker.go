@@ -14,10 +14,11 @@ const (
 
 // breaker is one target's circuit breaker. It opens after BreakerRun
 // failures in a row, or when more than half of its last BreakerWindow
-// calls failed; open, it skips its target for BreakerOpen, then lets one
-// probe through (half open): the probe's success closes it, its failure
-// opens it again. Failures the client caused (Final) and skipped targets
-// are not calls.
+// calls failed; open, it demotes its target for BreakerOpen (Run tries it
+// after every other target), then lets one probe through in the target's
+// own place (half open): the probe's success closes it, its failure opens
+// it again. Failures the client caused (Final) and skipped targets are not
+// calls.
 type breaker struct {
 	mu       sync.Mutex
 	run      int    // failures in a row
@@ -50,6 +51,33 @@ func (b *breaker) allow(now time.Time) bool {
 func (b *breaker) record(p *Policy, failed bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.count(p, failed)
+	wasProbe := b.probing
+	b.probing = false
+	switch {
+	case p.NoBreakers: // the window is kept for the error rate; nothing opens
+	case failed && (wasProbe || b.run >= p.BreakerRun || 2*b.failures > len(b.window)):
+		b.open, b.openTill = true, now.Add(p.BreakerOpen)
+	case !failed && wasProbe:
+		// The probe succeeded: closed, with a clean slate.
+		b.open, b.run, b.calls, b.failures, b.next = false, 0, 0, 0, 0
+		clear(b.window)
+	}
+}
+
+// tally counts the outcome of a call made while the breaker was open
+// (a demoted target, tried after the others): in the window, for the
+// error rate, without opening, closing or extending it, and without
+// touching a probe that another request may have out. Only the probe
+// closes an open breaker.
+func (b *breaker) tally(p *Policy, failed bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.count(p, failed)
+}
+
+// count adds a call's outcome to the window and the run; b.mu is held.
+func (b *breaker) count(p *Policy, failed bool) {
 	if len(b.window) != p.BreakerWindow {
 		b.window, b.next, b.calls, b.failures = make([]bool, p.BreakerWindow), 0, 0, 0
 	}
@@ -64,17 +92,6 @@ func (b *breaker) record(p *Policy, failed bool, now time.Time) {
 		b.run++
 	} else {
 		b.run = 0
-	}
-	wasProbe := b.probing
-	b.probing = false
-	switch {
-	case p.NoBreakers: // the window is kept for the error rate; nothing opens
-	case failed && (wasProbe || b.run >= p.BreakerRun || 2*b.failures > len(b.window)):
-		b.open, b.openTill = true, now.Add(p.BreakerOpen)
-	case !failed && wasProbe:
-		// The probe succeeded: closed, with a clean slate.
-		b.open, b.run, b.calls, b.failures, b.next = false, 0, 0, 0, 0
-		clear(b.window)
 	}
 }
 

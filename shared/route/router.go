@@ -116,44 +116,50 @@ func (r *Router) Policy() Policy { return r.policy }
 // Run tries targets in order until one answers, by the policy: do makes
 // one attempt (with ctx carrying the chosen key) and returns nil when the
 // target answered; classify says what a failed attempt was (the
-// adapter's classification). Targets whose breaker is open are skipped,
-// unless every target's is: then they are all tried anyway. Run returns
-// what it did and, if no target answered, the error of the last attempt
-// (ErrNoTarget if none was made). When ctx ends, Run returns at once with
-// the attempt's error or ctx's.
+// adapter's classification). A target whose breaker is open is demoted,
+// not dropped: it is tried after every other target, in its place among
+// the demoted ones, so that a breaker changes the order of the targets and
+// never turns a request that a target could answer into an error. Run
+// returns what it did and, if no target answered, the error of the last
+// attempt (ErrNoTarget if none was made). When ctx ends, Run returns at
+// once with the attempt's error or ctx's.
 func (r *Router) Run(ctx context.Context, targets []Target, classify func(error) Failure, do func(context.Context, Try) error) (Result, error) {
 	res := Result{Target: -1}
 	budgetEnd := r.now().Add(r.policy.Budget)
 	var last, skipped error // the last call's error; the first skipped target's
-	for pass := 0; pass < 2 && last == nil; pass++ {
-		for i := range targets {
-			if last != nil && !r.now().Before(budgetEnd) {
-				return res, last
-			}
-			b := r.breaker(targets[i].Model)
-			if pass == 0 && !r.policy.NoBreakers && !b.allow(r.now()) {
-				continue
-			}
-			ok, made, err := r.target(ctx, targets, i, b, budgetEnd, &res, classify, do)
-			if ok {
-				res.Target = i
-				return res, nil
-			}
-			switch {
-			case made:
-				last = err
-			case skipped == nil:
-				skipped = err
-			}
-			if ctx.Err() != nil || isFinal(err) {
-				return res, err
-			}
-			if i < len(targets)-1 && made {
-				r.count("genway_route_fallbacks_total", "Routing: moves from a target that failed to the next one, by the target left.", &targets[i], "")
-			}
+	var demoted []int       // targets whose breaker was open when their turn came
+	// k runs over the targets in order, then over the demoted ones.
+	for k := 0; k < len(targets)+len(demoted); k++ {
+		i, late := k, k >= len(targets)
+		if late {
+			i = demoted[k-len(targets)]
 		}
-		// A second pass only when no call was made: every breaker was
-		// open (or targets were skipped): try them anyway.
+		if last != nil && !r.now().Before(budgetEnd) {
+			return res, last
+		}
+		b := r.breaker(targets[i].Model)
+		if !late && !r.policy.NoBreakers && !b.allow(r.now()) {
+			demoted = append(demoted, i)
+			continue
+		}
+		more := k+1 < len(targets)+len(demoted)
+		ok, made, err := r.target(ctx, targets, i, more, late, b, budgetEnd, &res, classify, do)
+		if ok {
+			res.Target = i
+			return res, nil
+		}
+		switch {
+		case made:
+			last = err
+		case skipped == nil:
+			skipped = err
+		}
+		if ctx.Err() != nil || isFinal(err) {
+			return res, err
+		}
+		if more && made {
+			r.count("genway_route_fallbacks_total", "Routing: moves from a target that failed to the next one, by the target left.", &targets[i], "")
+		}
 	}
 	switch {
 	case last != nil:
@@ -176,12 +182,26 @@ func isFinal(err error) bool {
 
 // target makes the attempts on targets[i]: ok if it answered; made if a
 // call was made; err the last attempt's error (wrapped in finalError when
-// the policy says to stop).
-func (r *Router) target(ctx context.Context, targets []Target, i int, b *breaker, budgetEnd time.Time, res *Result,
+// the policy says to stop). more says another target remains after it;
+// late that it was demoted (its breaker was open, and it is not the
+// probe): its calls are counted in the breaker's window but neither open
+// nor close it, and it holds no probe to give back.
+func (r *Router) target(ctx context.Context, targets []Target, i int, more, late bool, b *breaker, budgetEnd time.Time, res *Result,
 	classify func(error) Failure, do func(context.Context, Try) error) (ok, made bool, err error) {
 	p := &r.policy
 	t := &targets[i]
-	more := i < len(targets)-1
+	record := func(failed bool) {
+		if late {
+			b.tally(p, failed)
+			return
+		}
+		b.record(p, failed, r.now())
+	}
+	release := func() {
+		if !late {
+			b.release()
+		}
+	}
 	pool := len(t.Keys) > 1
 	var tried map[string]bool // keys tried since the last wait
 	for retry := 0; ; {
@@ -193,7 +213,7 @@ func (r *Router) target(ctx context.Context, targets []Target, i int, b *breaker
 			}
 			try.Key = r.pickKey(t.Keys, tried)
 			if try.Key == "" {
-				b.release()
+				release()
 				return false, made, err
 			}
 			tried[try.Key] = true
@@ -205,28 +225,28 @@ func (r *Router) target(ctx context.Context, targets []Target, i int, b *breaker
 		}
 		err = do(actx, try)
 		if err == nil {
-			b.record(p, false, r.now())
+			record(false)
 			res.Attempts = append(res.Attempts, Attempt{Model: t.Model, Outcome: "200"})
 			r.count("genway_route_attempts_total", "Routing: attempts by provider, model and outcome.", t, "ok")
 			return true, true, nil
 		}
 		if ctx.Err() != nil { // the client went away: nobody's failure
-			b.release()
+			release()
 			return false, made, err
 		}
 		f := classify(err)
 		if f.Class == Skip {
-			b.release()
+			release()
 			return false, made, err
 		}
 		made = true
 		res.Attempts = append(res.Attempts, Attempt{Model: t.Model, Outcome: f.Outcome()})
 		r.count("genway_route_attempts_total", "Routing: attempts by provider, model and outcome.", t, f.Outcome())
 		if f.Class == Final {
-			b.release() // the target answered; the request was at fault
+			release() // the target answered; the request was at fault
 			return false, true, finalError{err}
 		}
-		b.record(p, true, r.now())
+		record(true)
 		r.restKey(t, try.Key, f) // a key refused or rate-limited rests, whatever comes next
 		act, wait := p.Decide(f, State{Retry: retry, More: more, KeyFree: pool && r.freeKey(t.Keys, tried),
 			Left: budgetEnd.Sub(r.now()), Jitter: r.jitter()})

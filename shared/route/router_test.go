@@ -161,6 +161,102 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunDemotesOpenBreakers: a target whose breaker is open is tried
+// after the others, never dropped: a request that some target can answer
+// is answered, whatever the breakers say.
+func TestRunDemotesOpenBreakers(t *testing.T) {
+	ab, abc := targets("a/one", "b/two"), targets("a/one", "b/two", "c/three")
+	tests := []struct {
+		name      string
+		targets   []Target
+		open      []string // breakers open for another minute
+		halfOpen  []string // breakers open past their time: the next call is the probe
+		script    script
+		want      string // the attempts header
+		answered  int
+		wantErr   string
+		wantState map[string]string // breaker states after the request
+	}{
+		{"the lead fails, its open fallback answers", ab, []string{"b/two"}, nil, script{"a/one": {status(503)}},
+			"a/one=503, a/one=503, a/one=503, b/two=200", 1, "", map[string]string{"b/two": Open}},
+		{"the lead refused, its open fallback answers", ab, []string{"b/two"}, nil, script{"a/one": {status(401)}},
+			"a/one=401, b/two=200", 1, "", nil},
+		{"an open lead goes to the back", ab, []string{"a/one"}, nil, script{},
+			"b/two=200", 1, "", map[string]string{"a/one": Open}},
+		{"an open lead answers when the others fail", ab, []string{"a/one"}, nil, script{"b/two": {status(404)}},
+			"b/two=404, a/one=200", 0, "", map[string]string{"a/one": Open}},
+		{"every breaker open: tried in order", ab, []string{"a/one", "b/two"}, nil, script{"a/one": {status(404)}},
+			"a/one=404, b/two=200", 1, "", nil},
+		{"the open middle target is tried last", abc, []string{"b/two"}, nil, script{"a/one": {status(404)}, "c/three": {status(404)}},
+			"a/one=404, c/three=404, b/two=200", 1, "", nil},
+		{"open targets keep their order at the back", abc, []string{"a/one", "b/two"}, nil, script{"c/three": {status(404)}, "a/one": {status(404)}},
+			"c/three=404, a/one=404, b/two=200", 1, "", nil},
+		{"a half-open lead keeps its place: the probe", ab, nil, []string{"a/one"}, script{},
+			"a/one=200", 0, "", map[string]string{"a/one": Closed}},
+		{"a failed probe, then the fallback", ab, nil, []string{"a/one"}, script{"a/one": {status(404)}},
+			"a/one=404, b/two=200", 1, "", map[string]string{"a/one": Open}},
+		{"the lead's 400 is final: the open fallback is not tried", ab, []string{"b/two"}, nil, script{"a/one": {status(400)}},
+			"a/one=400", -1, "failed: 400", nil},
+		{"a skipped lead, an open fallback answers", ab, []string{"b/two"}, nil, script{"a/one": {skip}},
+			"b/two=200", 1, "", nil},
+		{"all fail: the last error, the open one's", ab, []string{"a/one"}, nil, script{"a/one": {status(404)}, "b/two": {status(401)}},
+			"b/two=401, a/one=404", -1, "failed: 404", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, c, _ := newTestRouter(Policy{})
+			for _, m := range tt.open {
+				b := r.breaker(m)
+				b.open, b.openTill = true, c.t.Add(time.Minute)
+			}
+			for _, m := range tt.halfOpen {
+				b := r.breaker(m)
+				b.open, b.openTill = true, c.t.Add(-time.Second)
+			}
+			var keys []string
+			res, err := r.Run(context.Background(), tt.targets, classify, tt.script.do(tt.targets, &keys, 0, c))
+			if got := FormatAttempts(res.Attempts); got != tt.want {
+				t.Errorf("attempts = %q; want %q", got, tt.want)
+			}
+			if res.Target != tt.answered {
+				t.Errorf("answered by %d; want %d", res.Target, tt.answered)
+			}
+			if (err == nil) != (tt.wantErr == "") || (err != nil && err.Error() != tt.wantErr) {
+				t.Errorf("err = %v; want %q", err, tt.wantErr)
+			}
+			for m, want := range tt.wantState {
+				if got := r.State(m).State; got != want {
+					t.Errorf("State(%q) = %s; want %s", m, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestDemotedTargetFirstToken: a target before a demoted one is not the
+// last to be tried, so a stall on it is cut at the first-token limit.
+func TestDemotedTargetFirstToken(t *testing.T) {
+	r, c, _ := newTestRouter(Policy{FirstToken: 5 * time.Second})
+	ts := targets("a/one", "b/two")
+	b := r.breaker("a/one")
+	b.open, b.openTill = true, c.t.Add(time.Minute)
+	var limits []time.Duration
+	r.Run(context.Background(), ts, classify, func(_ context.Context, t Try) error {
+		d := time.Duration(0)
+		if !t.FirstToken.IsZero() {
+			d = t.FirstToken.Sub(c.t)
+		}
+		limits = append(limits, d)
+		if ts[t.Target].Model == "b/two" {
+			return status(404)
+		}
+		return nil
+	})
+	if want := []time.Duration{5 * time.Second, 0}; !slices.Equal(limits, want) {
+		t.Errorf("first-token limits (b, then the demoted a) = %v; want %v", limits, want)
+	}
+}
+
 func TestFirstTokenDeadline(t *testing.T) {
 	r, c, _ := newTestRouter(Policy{FirstToken: 5 * time.Second, Budget: 12 * time.Second})
 	ts := targets("a/one", "b/two", "c/three")

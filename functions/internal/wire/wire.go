@@ -118,9 +118,17 @@ func (b *Base) Media() *s3media.Media {
 
 // API mounts routes on one mux, each behind key authentication (with the
 // per-container key cache) and the per-key rate limit (GENWAY_RATE_LIMIT
-// default, account overrides), as `genway serve` mounts them.
+// default, account overrides), with the body limit of a request without
+// images (GENWAY_MAX_TEXT_BODY), as `genway serve` mounts them. The bounds
+// on requests in progress and on the memory of bodies are not applied: a
+// Lambda instance serves one request at a time, whose body is already in
+// its event (docs/aws.md).
 func (b *Base) API(getenv func(string) string, routes ...httpapi.Route) (http.Handler, error) {
 	perMinute, err := ratelimit.FromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	text, _, err := httpapi.BodiesFromEnv(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -129,5 +137,5 @@ func (b *Base) API(getenv func(string) string, routes ...httpapi.Route) (http.Ha
 	for i := range routes {
 		routes[i].Handler = httpapi.Authenticated(authn, limits, b.Log, routes[i].Handler)
 	}
-	return httpapi.NewMux(b.Log, routes...), nil
+	return httpapi.LimitBodies(httpapi.NewBodies(text, 0), httpapi.NewMux(b.Log, routes...)), nil
 }
