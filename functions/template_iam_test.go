@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/dynamostore"
 )
 
 // The IAM of the stack: every permission a function has is one of the
@@ -34,6 +36,11 @@ const (
 	// The outputs of video jobs (jobs.Worker: jobs/<account>/<id>-<run>.<ext>,
 	// a video's id job_video_...).
 	videoObjects = "${MediaBucket.Arn}/jobs/*/job_video_*"
+
+	// The accounts table's open reservation items only (partition
+	// resv#0..resv#15): the one kind of item any function deletes.
+	reservationItems = accountsTable + ` when {"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["` + dynamostore.OpenReservationPrefix +
+		`*"]},"Null":{"dynamodb:LeadingKeys":"false"}}`
 
 	bedrockModels   = "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/*"
 	bedrockProfiles = "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/*"
@@ -76,7 +83,7 @@ var iamAllow = map[string]map[perm]string{
 			"Reserve and release: the account's and the key's holds (transaction Updates)",
 		{"dynamodb:PutItem", accountsTable}: "AddUsage: the chat ledger entry (transaction Put, attribute_not_exists); a held completion's " +
 			"Reserve: its ledger entry and open item, and its release's ledger entry (transaction Puts)",
-		{"dynamodb:DeleteItem", accountsTable}:                      "a held completion's release: the reservation's open item (transaction Delete)",
+		{"dynamodb:DeleteItem", reservationItems}:                   "a held completion's release: the reservation's open item (transaction Delete)",
 		{"ssm:GetParameter", ssmParameter("OpenAIKeyParameter")}:    whySecrets + " (OPENAI_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("AnthropicKeyParameter")}: whySecrets + " (ANTHROPIC_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("GeminiKeyParameter")}:    whySecrets + " (GEMINI_API_KEY_PARAMETER)",
@@ -94,7 +101,7 @@ var iamAllow = map[string]map[perm]string{
 			"Store.Settle: the settlement's ledger entry (transaction Put, exactly once)",
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; Store.Reserve: the hold (available >= amount); Store.Settle: " +
 			"the account's balance and hold, and a capture's job usage counters (transaction Updates)",
-		{"dynamodb:DeleteItem", accountsTable}:                        "Store.Settle: the reservation's open item (transaction Delete)",
+		{"dynamodb:DeleteItem", reservationItems}:                     "Store.Settle: the reservation's open item (transaction Delete)",
 		{"s3:PutObject", imageObjects}:                                "images.Service: s3media.Put of an image asked for as a link (one PutObject: a seekable body)",
 		{"s3:GetObject", imageObjects}:                                "s3media.URL: the image's presigned link",
 		{"ssm:GetParameter", ssmParameter("OpenAIKeyParameter")}:      whySecrets + " (OPENAI_API_KEY_PARAMETER: OpenAI images and TTS)",
@@ -149,10 +156,10 @@ var iamAllow = map[string]map[perm]string{
 			"the console: EndSession (sign-out)",
 		{"dynamodb:Query", accountsTable}: "admin.Service: Ledger, Usage (chat and job usage), Audit (one partition each); " +
 			"Reconcile: Store.OpenReservations",
-		{"dynamodb:Scan", accountsTable}:       "admin.Service: Accounts and Keys (operator listings)",
-		{"dynamodb:DeleteItem", accountsTable}: "Reconcile -> credits.ReleaseReservation -> Store.Settle: a stale reservation's open item (transaction Delete)",
-		{"dynamodb:GetItem", jobsTable}:        "jobs.Service.GetAny and CancelAny: Store.Get",
-		{"dynamodb:PutItem", jobsTable}:        "playground jobs: Store.Create (the job and its idempotency key)",
+		{"dynamodb:Scan", accountsTable}:          "admin.Service: Accounts and Keys (operator listings)",
+		{"dynamodb:DeleteItem", reservationItems}: "Reconcile -> credits.ReleaseReservation -> Store.Settle: a stale reservation's open item (transaction Delete)",
+		{"dynamodb:GetItem", jobsTable}:           "jobs.Service.GetAny and CancelAny: Store.Get",
+		{"dynamodb:PutItem", jobsTable}:           "playground jobs: Store.Create (the job and its idempotency key)",
 		{"dynamodb:UpdateItem", jobsTable}: "jobs.Service.CancelAny: Transition; a playground job whose " +
 			"enqueue failed",
 		{"dynamodb:BatchGetItem", jobsTable}:                         "Store.List: getJobs (console and admin API listings; Reconcile)",
@@ -183,14 +190,14 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:GetItem", jobsTable}:    "MarkSwept's and Transition's read after a failed condition",
 		{"sqs:SendMessage", jobsQueue}:     "jobs.Service.Sweep: Enqueue again",
 		// The hourly reconciler ({"reconcile": true}): jobs.Reconcile.
-		{"dynamodb:Scan", accountsTable}:       "jobs.Reconcile: Store.Accounts (every account, filtered on sk)",
-		{"dynamodb:GetItem", accountsTable}:    "jobs.Reconcile: Store.LedgerEntry",
-		{"dynamodb:PutItem", accountsTable}:    "jobs.Reconcile -> credits.Apply -> Store.Settle: the ledger entry",
-		{"dynamodb:UpdateItem", accountsTable}: "Store.Settle: the account's balance and hold, a capture's job usage counters, the key's counters",
-		{"dynamodb:Query", byAccount}:          "jobs.Reconcile: Store.List, an account's final jobs",
-		{"dynamodb:BatchGetItem", jobsTable}:   "Store.List: getJobs, the page's jobs",
-		{"dynamodb:Query", accountsTable}:      "jobs.Reconcile -> Store.OpenReservations: one Query per resv# partition",
-		{"dynamodb:DeleteItem", accountsTable}: "jobs.Reconcile -> credits.ReleaseReservation -> Store.Settle: the reservation's open item (transaction Delete)",
+		{"dynamodb:Scan", accountsTable}:          "jobs.Reconcile: Store.Accounts (every account, filtered on sk)",
+		{"dynamodb:GetItem", accountsTable}:       "jobs.Reconcile: Store.LedgerEntry",
+		{"dynamodb:PutItem", accountsTable}:       "jobs.Reconcile -> credits.Apply -> Store.Settle: the ledger entry",
+		{"dynamodb:UpdateItem", accountsTable}:    "Store.Settle: the account's balance and hold, a capture's job usage counters, the key's counters",
+		{"dynamodb:Query", byAccount}:             "jobs.Reconcile: Store.List, an account's final jobs",
+		{"dynamodb:BatchGetItem", jobsTable}:      "Store.List: getJobs, the page's jobs",
+		{"dynamodb:Query", accountsTable}:         "jobs.Reconcile -> Store.OpenReservations: one Query per resv# partition",
+		{"dynamodb:DeleteItem", reservationItems}: "jobs.Reconcile -> credits.ReleaseReservation -> Store.Settle: the reservation's open item (transaction Delete)",
 	},
 	"CreditsFunction": {
 		{"dynamodb:PutItem", accountsTable}: "lambdaevents.Changes -> credits.Apply -> Store.Settle: the ledger entry (transaction Put)",
@@ -800,6 +807,16 @@ func TestTemplateIAMCheckFails(t *testing.T) {
 		{"Scan on the accounts table from the API", func(tpl map[string]any) {
 			addStatement(tpl, "CreditsAPIFunction", allow("dynamodb:Scan", getAttAccounts))
 		}, "CreditsAPIFunction: dynamodb:Scan on ${AccountsTable.Arn} is not in the allow-list"},
+		{"DeleteItem anywhere in the accounts table", func(tpl map[string]any) {
+			addStatement(tpl, "MediaFunction", allow("dynamodb:DeleteItem", getAttAccounts))
+		}, "MediaFunction: dynamodb:DeleteItem on ${AccountsTable.Arn} is not in the allow-list"},
+		{"chat's DeleteItem without its partition condition", func(tpl map[string]any) {
+			statements(mapAt(tpl, "Resources", "ChatFunction", "Properties")["Policies"], func(st map[string]any) {
+				if slices.Contains(actions(st), "dynamodb:DeleteItem") {
+					delete(st, "Condition")
+				}
+			})
+		}, "ChatFunction: dynamodb:DeleteItem on ${AccountsTable.Arn} is not in the allow-list"},
 		{"DeleteItem for the worker", func(tpl map[string]any) {
 			addStatement(tpl, "WorkerFunction", allow("dynamodb:DeleteItem", getAttJobs))
 		}, "WorkerFunction: dynamodb:DeleteItem on ${JobsTable.Arn} is not in the allow-list"},

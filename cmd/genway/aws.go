@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/genway/genway/shared/awsenv"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/ctxtime"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/dynamostream"
 	"github.com/genway/genway/shared/jobs"
@@ -44,6 +46,23 @@ const webhooksVisibility = 6 * 60
 // template's schedule runs the jobs-sweeper function: rate(1 minute).
 const sweepEvery = time.Minute
 
+// localPollWait is the long-poll wait of local AWS mode's receives (jobs
+// and webhooks queues), shorter than Lambda's 20 s: a receive that a
+// killed `genway serve` left waiting stays open at SQS (or moto) until
+// its wait ends, and takes whatever message comes meanwhile to a
+// connection nobody reads, which then stays hidden for the queue's
+// visibility timeout (30 minutes for a job, 6 for a webhook).
+const localPollWait = 2 * time.Second
+
+// restartQuiet is how long after it starts `genway serve` treats the
+// queues as possibly read by such a receive: localPollWait, plus moto's
+// one-second checks of a waiting receive, plus a margin.
+const restartQuiet = localPollWait + 2*time.Second
+
+// streamCheckpointFile is where, in the data directory, local AWS mode
+// keeps the position of its jobs-stream reader.
+const streamCheckpointFile = "aws-stream-checkpoint.json"
+
 // openAWS opens the AWS backend (real AWS, or moto via AWS_ENDPOINT_URL) and
 // emulates the Lambda event sources in-process: an SQS long-poll loop feeds
 // events.SQSEvent to the worker's handler, a DynamoDB Streams reader feeds
@@ -51,7 +70,16 @@ const sweepEvery = time.Minute
 // deployed functions run), and while the worker runs, jobs.Service.Sweep
 // runs every sweepEvery with GENWAY_SWEEP_AFTER, as the scheduled
 // jobs-sweeper function does. log may be nil.
-func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) (*backend, error) {
+//
+// serve is for `genway serve`, which also resumes where a previous
+// process stopped (operator commands pass false): the stream reader keeps
+// its position in the data directory (streamCheckpointFile) and catches
+// up beside the new records, its DynamoDB requests after the others
+// (awsenv.Background); for restartQuiet after the start every message
+// sent is delayed to its end, and at its end the jobs and webhook
+// deliveries that the previous process may have left without a live
+// message are sent again (recover).
+func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger, serve bool) (*backend, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -68,6 +96,17 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 	sqsClient := sqs.NewFromConfig(cfg)
 	s3Client := s3media.NewClient(cfg)
 	streams := dynamodbstreams.NewFromConfig(cfg)
+	var start, quiet time.Time // zero for operator commands: no guard
+	if serve {
+		start = time.Now()
+		quiet = start.Add(restartQuiet)
+	}
+	// newQueue is the queue at url as this process sends to and polls it.
+	newQueue := func(url string) *sqsqueue.Queue {
+		q := sqsqueue.New(sqsClient, url)
+		q.NotBefore, q.WaitTime, q.Log = quiet, localPollWait, log
+		return q
+	}
 	store := dynamostore.New(ddb, names.JobsTable, names.AccountsTable)
 	be := &backend{store: store, reserver: store, jobs: store, counter: store, close: func() error { return nil }, lease: workerTimeout,
 		media:     s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket),
@@ -79,16 +118,19 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 		if err != nil {
 			return fmt.Errorf("jobs queue (run genway aws init?): %w", err)
 		}
-		sweeper := &jobs.Service{Store: store, Queue: sqsqueue.New(sqsClient, url), Sweeps: store, Log: log}
+		sweeper := &jobs.Service{Store: store, Queue: newQueue(url), Sweeps: store, Log: log}
 		sctx, stopSweep := context.WithCancel(ctx)
 		swept := make(chan struct{})
 		go func() {
 			defer close(swept)
+			if serve {
+				recoverJobs(sctx, sweeper, start, quiet, log)
+			}
 			sweepLoop(sctx, sweeper, sweepEvery, sweepAfter, log)
 		}()
 		defer func() { stopSweep(); <-swept }()
 		handler := lambdaevents.SQS(process, log)
-		return sqsqueue.New(sqsClient, url).Poll(ctx, 10, func(ctx context.Context, msgs []sqsqueue.Message) []string {
+		return newQueue(url).Poll(ctx, 10, func(ctx context.Context, msgs []sqsqueue.Message) []string {
 			resp, _ := handler(ctx, sqsEvent(msgs))
 			failed := make([]string, 0, len(resp.BatchItemFailures))
 			for _, f := range resp.BatchItemFailures {
@@ -103,7 +145,10 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 			return fmt.Errorf("jobs table stream (run genway aws init?): %w", err)
 		}
 		handler := lambdaevents.Changes(dynamostore.ChangeFromImages, apply, log)
-		p := dynamostream.Poller{Interval: 200 * time.Millisecond, Log: log}
+		p := dynamostream.Poller{Interval: 200 * time.Millisecond, Log: log, Background: awsenv.Background}
+		if serve {
+			p.Checkpoints = dynamostream.FileCheckpoints{Path: filepath.Join(dataDir(getenv), streamCheckpointFile)}
+		}
 		return p.Poll(ctx, streams, arn, func(ctx context.Context, recs []dynamostream.Record) error {
 			resp, _ := handler(ctx, dynamoDBEvent(recs))
 			if n := len(resp.BatchItemFailures); n > 0 {
@@ -120,13 +165,22 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 		if err != nil {
 			return nil, err
 		}
-		return sqsqueue.New(sqsClient, url), nil
+		return newQueue(url), nil
 	}}
 	be.hookQueue = hookQueue
 	be.deliver = func(ctx context.Context, hooks *webhooks.Service) error {
 		q, err := hookQueue.queue(ctx)
 		if err != nil {
 			return fmt.Errorf("webhooks queue (run genway aws init?): %w", err)
+		}
+		if serve {
+			rctx, stop := context.WithCancel(ctx)
+			recovered := make(chan struct{})
+			go func() {
+				defer close(recovered)
+				recoverWebhooks(rctx, hooks, store, quiet, log)
+			}()
+			defer func() { stop(); <-recovered }()
 		}
 		handler := lambdaevents.SQS(hooks.Process, log)
 		return q.Poll(ctx, 10, func(ctx context.Context, msgs []sqsqueue.Message) []string {
@@ -144,9 +198,55 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger) 
 		if err != nil {
 			return nil, err
 		}
-		return sqsqueue.New(sqsClient, url), nil
+		return newQueue(url), nil
 	}}
 	return be, nil
+}
+
+// recoverJobs waits until quiet (the end of the time in which receives a
+// killed predecessor left waiting may take messages), then sends again the
+// message of every job queued before start, or processing with a run due
+// before it: one whose message such a receive, or the dead process
+// itself, may hold hidden for the queue's visibility timeout. A job whose
+// message was not lost gets a duplicate, which its conditional claim makes
+// harmless (jobs.Worker). A job that was running in the dead process stays
+// claimed until its lease ends (the worker timeout); the sweep finds it
+// then.
+func recoverJobs(ctx context.Context, svc *jobs.Service, start, quiet time.Time, log *slog.Logger) {
+	if !ctxtime.Sleep(ctx, time.Until(quiet)) {
+		return
+	}
+	// Job times are whole seconds: a second more takes in a job the dead
+	// process queued in the second this one started.
+	res, err := svc.SweepBefore(ctx, start.Add(time.Second))
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		log.Warn("restart: re-sending waiting jobs", "requeued", res.Requeued, "err", err)
+	} else if res.Requeued > 0 {
+		log.Info("restart: re-sent the jobs a previous process may have left without a message", "requeued", res.Requeued, "skipped", res.Skipped)
+	}
+}
+
+// recoverWebhooks waits until quiet, then sends again the message of every
+// webhook delivery that is pending and due before quiet plus an attempt's
+// claim (webhooks.Timeout and 5 s): those whose message a receive of a
+// killed predecessor may hold hidden, or whose attempt died with it.
+// Deliver's claims make a duplicate harmless.
+func recoverWebhooks(ctx context.Context, hooks *webhooks.Service, ps webhooks.PendingStore, quiet time.Time, log *slog.Logger) {
+	if !ctxtime.Sleep(ctx, time.Until(quiet)) {
+		return
+	}
+	n, err := hooks.Requeue(ctx, ps, quiet.Add(webhooks.Timeout+5*time.Second))
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		log.Warn("restart: re-sending pending webhooks", "requeued", n, "err", err)
+	} else if n > 0 {
+		log.Info("restart: re-sent the pending webhook deliveries a previous process may have left without a message", "requeued", n)
+	}
 }
 
 // sweepLoop runs svc.Sweep(after) at once and then every interval until ctx

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/genway/genway/shared/credits"
 )
 
 // consoleCSRF finds a console page's CSRF token.
@@ -120,8 +122,8 @@ func TestConsoleSessionsEndToEnd(t *testing.T) {
 				t.Errorf("a grant with the signed-out cookie = %d; want 401", code)
 			}
 			var b balance
-			if code, _ := s.do(t, "GET", "/v1/credits", nil, nil, &b); code != 200 || b.Balance != 100000 {
-				t.Errorf("dev's balance = %d (%d); want the 100000 it started with: no refused grant applied", b.Balance, code)
+			if code, _ := s.do(t, "GET", "/v1/credits", nil, nil, &b); code != 200 || b.Balance != 100000*credits.Credit {
+				t.Errorf("dev's balance = %s (%d); want the 100000 it started with: no refused grant applied", b.Balance, code)
 			}
 		})
 	}

@@ -98,7 +98,7 @@ func openOperator(ctx context.Context, getenv func(string) string) (admin.Operat
 		return c, func() error { return nil }, nil
 	}
 	if getenv("GENWAY_BACKEND") == "aws" {
-		be, err := openAWS(ctx, getenv, nil)
+		be, err := openAWS(ctx, getenv, nil, false)
 		if err != nil {
 			return nil, nil, err
 		}

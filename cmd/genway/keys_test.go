@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -397,4 +398,114 @@ func TestServeKeyLimitPricedChatAWS(t *testing.T) {
 	if answered < 2 || cr.Key == nil || cr.Key.Spent != spent || cr.Key.Held != 0 || cr.Key.Left != limit-spent || cr.Key.Left >= 50_000 {
 		t.Errorf("%d answered, key %+v; want several answered until what is left cannot hold one, %s spent (their exact prices), nothing held", answered, cr.Key, spent)
 	}
+}
+
+// TestServeKeyOwnJobs: a key made with --jobs own sees, lists, cancels and
+// deletes only the jobs and videos it created; its account's other key
+// sees every job; keys list shows the control, and keys update lifts it.
+// On both stores.
+func TestServeKeyOwnJobs(t *testing.T) {
+	for _, backend := range []string{"embedded", "aws"} {
+		t.Run(backend, func(t *testing.T) {
+			var env map[string]string
+			dir := t.TempDir()
+			if backend == "aws" {
+				if testing.Short() {
+					t.Skip("starts moto_server")
+				}
+				_, env, dir = awsServe(t)
+			}
+			s := startServer(t, dir, env)
+			own := &server{base: s.base, key: cliKeyEnv(t, dir, env, "--account", "acme", "--credits", "100", "--jobs", "own")}
+			other := &server{base: s.base, key: cliKeyEnv(t, dir, env, "--account", "acme")}
+			sfx := map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1}
+			newJob := func(k *server, req map[string]any, path string) string {
+				t.Helper()
+				var j jobResp
+				if code, _ := k.do(t, "POST", path, req, nil, &j); code != 200 {
+					t.Fatalf("POST %s = %d", path, code)
+				}
+				return j.ID
+			}
+			mine, theirs := newJob(own, sfx, "/v1/jobs"), newJob(other, sfx, "/v1/jobs")
+			video := map[string]any{"model": "synthetic-video", "prompt": "a ball", "seconds": "4", "size": "320x240"}
+			myVideo, theirVideo := newJob(own, video, "/v1/videos"), newJob(other, video, "/v1/videos")
+			for _, id := range []string{mine, theirs, myVideo, theirVideo} {
+				if j, _ := other.waitJob(t, id, 60*time.Second); j.Status != "completed" {
+					t.Fatalf("job %s = %s; want completed", id, j.Status)
+				}
+			}
+			for _, tt := range []struct {
+				method, path string
+				want         int
+			}{
+				{"GET", "/v1/jobs/" + mine, 200},
+				{"GET", "/v1/jobs/" + theirs, 404},
+				{"POST", "/v1/jobs/" + theirs + "/cancel", 404},
+				{"GET", "/v1/videos/" + myVideo, 200},
+				{"GET", "/v1/videos/" + theirVideo, 404},
+				{"GET", "/v1/videos/" + theirVideo + "/content", 404},
+				{"DELETE", "/v1/videos/" + theirVideo, 404},
+				{"GET", "/v1/videos?after=" + theirVideo, 400},
+			} {
+				if code, _, err := doRequest(own, tt.method, tt.path, nil, nil, nil); err != nil || code != tt.want {
+					t.Errorf("own key: %s %s = %d, %v; want %d", tt.method, tt.path, code, err, tt.want)
+				}
+			}
+			listed := func(k *server, path string) []string {
+				t.Helper()
+				var l struct {
+					Data []struct{ ID string } `json:"data"`
+				}
+				if code, _ := k.do(t, "GET", path, nil, nil, &l); code != 200 {
+					t.Fatalf("GET %s = %d", path, code)
+				}
+				var ids []string
+				for _, d := range l.Data {
+					ids = append(ids, d.ID)
+				}
+				slices.Sort(ids)
+				return ids
+			}
+			if got, want := listed(own, "/v1/jobs"), sorted(mine, myVideo); !slices.Equal(got, want) {
+				t.Errorf("own key: GET /v1/jobs = %v; want its own %v", got, want)
+			}
+			if got := listed(own, "/v1/videos"); !slices.Equal(got, []string{myVideo}) {
+				t.Errorf("own key: GET /v1/videos = %v; want [%s]", got, myVideo)
+			}
+			if got, want := listed(other, "/v1/jobs"), sorted(mine, theirs, myVideo, theirVideo); !slices.Equal(got, want) {
+				t.Errorf("account key: GET /v1/jobs = %v; want every job %v", got, want)
+			}
+			if code, _, _ := doRequest(other, "GET", "/v1/jobs/"+mine, nil, nil, nil); code != 200 {
+				t.Errorf("account key: GET the own key's job = %d; want 200", code)
+			}
+			// Its own video it may delete; the other key's stays.
+			if code, _, _ := doRequest(own, "DELETE", "/v1/videos/"+myVideo, nil, nil, nil); code != 200 {
+				t.Errorf("own key: DELETE its video = %d; want 200", code)
+			}
+			if code, _, _ := doRequest(other, "GET", "/v1/videos/"+theirVideo, nil, nil, nil); code != 200 {
+				t.Errorf("the other key's video after the own key's refused delete = %d; want 200", code)
+			}
+			if list := cliEnv(t, dir, env, "keys", "list", "--account", "acme"); !strings.Contains(list, " own ") || !strings.Contains(list, " account ") {
+				t.Errorf("keys list = %q; want a JOBS column with own and account", list)
+			}
+			// Lifted: within the key cache's time it sees every job.
+			prefix := own.key[:12]
+			if out := cliEnv(t, dir, env, "keys", "update", prefix, "--jobs", "account"); !strings.Contains(out, "updated") {
+				t.Fatalf("keys update --jobs account = %q", out)
+			}
+			code := 0
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && code != 200; time.Sleep(200 * time.Millisecond) {
+				code, _, _ = doRequest(own, "GET", "/v1/jobs/"+theirs, nil, nil, nil)
+			}
+			if code != 200 {
+				t.Errorf("after keys update --jobs account: GET the other key's job = %d; want 200", code)
+			}
+		})
+	}
+}
+
+func sorted(ids ...string) []string {
+	slices.Sort(ids)
+	return ids
 }

@@ -79,12 +79,13 @@ func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "
 const keysUsage = `Usage:
   genway keys create --account NAME [--credits N] [--name LABEL] [--models PATTERNS]
                      [--expires 30d|RFC3339] [--credit-limit N [--reset daily|weekly|monthly]]
+                     [--jobs account|own]
                                                    make a key (and the account); the key alone is the last line
   genway keys update KEY_PREFIX_OR_ID [--name LABEL] [--models PATTERNS] [--expires 30d|RFC3339|never]
-                     [--credit-limit N|none] [--reset none|daily|weekly|monthly]
+                     [--credit-limit N|none] [--reset none|daily|weekly|monthly] [--jobs account|own]
                                                    change a key's controls without re-issuing it
   genway keys list [--account NAME]                list keys: ids and prefixes (never secrets), name,
-                                                   models, spent/limit (reset, period), expiry
+                                                   models, jobs, spent/limit (reset, period), expiry
   genway keys revoke KEY_PREFIX_OR_ID              revoke a key: its id, its 12-character prefix
                                                    (sk_live_XXXX, as keys list shows it), or the whole key
 
@@ -95,6 +96,8 @@ const keysUsage = `Usage:
   with --reset, in each UTC day, ISO week (from Monday) or calendar month instead: what it spent
   counts from 0 again when a new one starts. A reset needs a credit limit; --credit-limit none
   removes the reset too.
+  --jobs own limits the key to the jobs it creates: get, list, cancel, delete and /v1/videos
+  answer 404 for the account's other jobs; account (the default) shows it every job of the account.
 `
 
 const creditsUsage = `Usage:
@@ -126,6 +129,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		expires := fs.String("expires", "", "when the key stops working: a duration from now (30d, 12h) or a time (RFC 3339); empty: never")
 		limit := fs.String("credit-limit", "", "the most credits the key may spend in total (a decimal: 0.25); empty: no limit")
 		reset := fs.String("reset", "", "start the credit limit over each UTC day, week or month: daily, weekly, monthly; empty: never")
+		jobsCtl := fs.String("jobs", "account", "the jobs the key sees and manages: account (every job of the account) or own (only those it created)")
 		if err := parse(fs, args[1:], stdout); err != nil {
 			return err
 		}
@@ -150,6 +154,9 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		if ctl.CreditLimitReset != auth.ResetNever && ctl.CreditLimit == nil {
 			return usageError("keys create: --reset needs --credit-limit N")
 		}
+		if ctl.Jobs, err = auth.ParseJobs(*jobsCtl); err != nil {
+			return usageError("keys create: --jobs must be account or own")
+		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
 			key, rec, err := op.CreateKey(ctx, *account, *amount, ctl)
 			if err != nil {
@@ -165,6 +172,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 		expires := fs.String("expires", "", "a duration from now (30d), a time (RFC 3339), or never")
 		limit := fs.String("credit-limit", "", "the most credits the key may spend in total (a decimal: 0.25), or none")
 		reset := fs.String("reset", "", "start the credit limit over each UTC day, week or month: daily, weekly, monthly, or none")
+		jobsCtl := fs.String("jobs", "", "the jobs the key sees and manages: account or own")
 		// The key may come before the flags or after them.
 		if err := parse(fs, args[1:], stdout); err != nil {
 			return err
@@ -208,13 +216,19 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 					bad = errors.Join(bad, errors.New("--reset must be daily, weekly, monthly or none"))
 				}
 				ch.CreditLimitReset = &r
+			case "jobs":
+				j, err := auth.ParseJobs(*jobsCtl)
+				if err != nil {
+					bad = errors.Join(bad, errors.New("--jobs must be account or own"))
+				}
+				ch.Jobs = &j
 			}
 		})
 		if bad != nil {
 			return usageError("keys update: " + bad.Error())
 		}
 		if ch.Empty() {
-			return usageError("keys update needs at least one of --name, --models, --expires, --credit-limit, --reset")
+			return usageError("keys update needs at least one of --name, --models, --expires, --credit-limit, --reset, --jobs")
 		}
 		return withOperator(ctx, getenv, func(op admin.Operator) error {
 			rec, err := op.UpdateKey(ctx, id, ch)
@@ -237,7 +251,7 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 			}
 			now := time.Now()
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tPREFIX\tACCOUNT\tNAME\tMODELS\tSPENT/LIMIT\tEXPIRES\tCREATED\tLAST USED\tSTATUS")
+			fmt.Fprintln(tw, "ID\tPREFIX\tACCOUNT\tNAME\tMODELS\tJOBS\tSPENT/LIMIT\tEXPIRES\tCREATED\tLAST USED\tSTATUS")
 			for _, r := range recs {
 				status := "live"
 				switch {
@@ -263,7 +277,11 @@ func keysCmd(ctx context.Context, args []string, getenv func(string) string, std
 				if name == "" {
 					name = "-"
 				}
-				fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Prefix, r.Account, name, models, spend, expires,
+				jobsSeen := "account"
+				if r.Jobs == auth.JobsOwn {
+					jobsSeen = "own"
+				}
+				fmt.Fprintf(tw, "%s\t%s...\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Prefix, r.Account, name, models, jobsSeen, spend, expires,
 					time.Unix(r.Created, 0).UTC().Format(time.RFC3339), used, status)
 			}
 			return tw.Flush()

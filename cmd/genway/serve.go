@@ -221,7 +221,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	case "", "embedded":
 		be, err = openEmbedded(cfg.dataDir, baseURL, cfg.workers)
 	case "aws":
-		be, err = openAWS(ctx, getenv, log)
+		be, err = openAWS(ctx, getenv, log, true)
 	default:
 		err = fmt.Errorf("GENWAY_BACKEND must be embedded or aws, got %q", b)
 	}

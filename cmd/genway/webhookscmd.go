@@ -128,7 +128,7 @@ func (r remoteHooks) resend(ctx context.Context, jobID string) (*webhooks.Delive
 func openWebhooks(ctx context.Context, getenv func(string) string) (webhookOps, func() error, error) {
 	allow := webhooks.AllowPrivate(getenv)
 	if getenv("GENWAY_BACKEND") == "aws" && getenv("GENWAY_URL") == "" {
-		be, err := openAWS(ctx, getenv, nil)
+		be, err := openAWS(ctx, getenv, nil, false)
 		if err != nil {
 			return nil, nil, err
 		}

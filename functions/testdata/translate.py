@@ -5,7 +5,9 @@ AWS::ApiGateway::Deployment (SAM's extra "Stage" stage lives there); and
 "resources", every resource of the translated template (the IAM roles SAM
 generates, with its event-source additions, are checked from there).
 No AWS call is made: CodeUri is replaced by a dummy S3 URI, and the
-managed-policy map is empty."""
+managed-policy map is empty. An optional second argument is a JSON object
+of parameter values, as CloudFormation hands them to the transform (a
+CommaDelimitedList as a list); the others take their defaults."""
 import json
 import sys
 
@@ -25,7 +27,8 @@ class NoManagedPolicies:
         return {}
 
 
-out = transform(tpl, {}, NoManagedPolicies())
+params = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+out = transform(tpl, params, NoManagedPolicies())
 res = out["Resources"]
 print(json.dumps({
     "stages": sorted(k for k, v in res.items() if v["Type"] == "AWS::ApiGateway::Stage"),

@@ -276,7 +276,7 @@ func (s *Service) CreateKey(ctx context.Context, account string, amount credits.
 // too (it stays revoked). An empty change is a 400.
 func (s *Service) UpdateKey(ctx context.Context, idOrPrefix string, ch auth.Change) (auth.Record, error) {
 	if ch.Empty() {
-		return auth.Record{}, apierr.Invalidf("", "missing_field", "nothing to change: give name, models, expires_at, credit_limit or credit_limit_reset")
+		return auth.Record{}, apierr.Invalidf("", "missing_field", "nothing to change: give name, models, expires_at, credit_limit, credit_limit_reset or jobs")
 	}
 	rec, err := auth.Resolve(ctx, s.Store, idOrPrefix)
 	if err != nil {

@@ -201,6 +201,9 @@ type Principal struct {
 	// (within the Authenticator's TTL): the stores enforce the limit
 	// itself, this only saves a read where nothing is limited.
 	Limited bool
+	// OwnJobs: the key sees and manages only the jobs it created
+	// (Controls.Jobs JobsOwn; see CanSeeJob).
+	OwnJobs bool
 }
 
 type ctxKey struct{}
@@ -422,7 +425,7 @@ func principal(r Record, now time.Time) (Principal, error) {
 	if r.Revoked != 0 || r.Expired(now) {
 		return Principal{}, ErrInvalidKey
 	}
-	return Principal{Account: r.Account, KeyID: r.ID, Models: r.Models, Limited: r.CreditLimit != nil}, nil
+	return Principal{Account: r.Account, KeyID: r.ID, Models: r.Models, Limited: r.CreditLimit != nil, OwnJobs: r.Jobs == JobsOwn}, nil
 }
 
 // SortRecords orders key records as Store.Keys lists them: oldest first,

@@ -34,6 +34,29 @@ type Controls struct {
 	// calendar periods). With a reset, Record.Spent counts the current
 	// period only. It needs a CreditLimit.
 	CreditLimitReset string `json:"credit_limit_reset,omitempty"`
+	// Jobs is which of the account's jobs the key sees and manages:
+	// JobsAccount ("", every job of the account, as every key did before
+	// this control) or JobsOwn (only the jobs it created: get, list,
+	// cancel, delete and /v1/videos answer 404 for the others).
+	Jobs string `json:"jobs,omitempty"`
+}
+
+// Values of Controls.Jobs.
+const (
+	JobsAccount = ""
+	JobsOwn     = "own"
+)
+
+// ParseJobs reads a jobs control as an operator writes it: "" or
+// "account" (JobsAccount), "own" (JobsOwn).
+func ParseJobs(s string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "account":
+		return JobsAccount, nil
+	case "own":
+		return JobsOwn, nil
+	}
+	return s, fmt.Errorf("jobs %q: give account or own", s)
 }
 
 // Limits for Controls.
@@ -71,6 +94,9 @@ func (c Controls) Check() error {
 	if c.CreditLimitReset != ResetNever && c.CreditLimit == nil {
 		return apierr.Invalidf("credit_limit_reset", "invalid_value", "credit_limit_reset %s needs a credit_limit", c.CreditLimitReset)
 	}
+	if j, err := ParseJobs(c.Jobs); err != nil || j != c.Jobs {
+		return apierr.Invalidf("jobs", "invalid_value", "jobs %q: give account (every job of the account) or own (only the jobs the key created)", c.Jobs)
+	}
 	return nil
 }
 
@@ -87,6 +113,8 @@ type Change struct {
 	// CreditLimitReset: "daily", "weekly", "monthly"; "none" (or "")
 	// removes the reset.
 	CreditLimitReset *string `json:"credit_limit_reset,omitempty"`
+	// Jobs: "account" (or "") or "own".
+	Jobs *string `json:"jobs,omitempty"`
 }
 
 // Apply returns c with ch applied.
@@ -116,17 +144,23 @@ func (ch Change) Apply(c Controls) Controls {
 			c.CreditLimitReset = r
 		}
 	}
+	if ch.Jobs != nil {
+		c.Jobs = *ch.Jobs // kept as given when unknown, for Check to refuse
+		if j, err := ParseJobs(c.Jobs); err == nil {
+			c.Jobs = j
+		}
+	}
 	return c
 }
 
 // Empty reports whether ch changes nothing.
 func (ch Change) Empty() bool {
-	return ch.Name == nil && ch.Models == nil && ch.ExpiresAt == nil && ch.CreditLimit == nil && ch.CreditLimitReset == nil
+	return ch.Name == nil && ch.Models == nil && ch.ExpiresAt == nil && ch.CreditLimit == nil && ch.CreditLimitReset == nil && ch.Jobs == nil
 }
 
 // Describe says what c is, for the audit log and lists: "name=intern
 // models=synthetic/* expires=2026-12-01T00:00:00Z credit_limit=10
-// reset=monthly",
+// reset=monthly jobs=own",
 // "no controls" when it has none.
 func (c Controls) Describe() string {
 	var parts []string
@@ -144,6 +178,9 @@ func (c Controls) Describe() string {
 	}
 	if c.CreditLimitReset != ResetNever {
 		parts = append(parts, "reset="+c.CreditLimitReset)
+	}
+	if c.Jobs != JobsAccount {
+		parts = append(parts, "jobs="+c.Jobs)
 	}
 	if len(parts) == 0 {
 		return "no controls"
@@ -274,6 +311,25 @@ func CheckModel(ctx context.Context, param, model string) error {
 	}
 	return &apierr.Error{Kind: ErrModelNotAllowed.Kind, Code: ErrModelNotAllowed.Code, Param: param,
 		Message: fmt.Sprintf("This API key may not use the model %q; GET /v1/models lists the models it may use.", model)}
+}
+
+// CanSeeJob reports whether the caller in ctx may see and manage a job of
+// its account that the key with id keyID created ("" for none: the
+// console's): any job, unless its key is limited to its own jobs
+// (Controls.Jobs JobsOwn). True without a principal (an internal caller,
+// the console, the operator).
+func CanSeeJob(ctx context.Context, keyID string) bool {
+	p, ok := FromContext(ctx)
+	return !ok || !p.OwnJobs || keyID == p.KeyID
+}
+
+// OwnJobsKey returns the id of the caller's key when it is limited to its
+// own jobs (a listing then shows only those), "" otherwise.
+func OwnJobsKey(ctx context.Context) string {
+	if p, ok := FromContext(ctx); ok && p.OwnJobs {
+		return p.KeyID
+	}
+	return ""
 }
 
 // KeyID returns the id of the key that authenticated the caller in ctx,

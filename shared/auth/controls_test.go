@@ -109,6 +109,9 @@ func TestControlsCheck(t *testing.T) {
 		{"empty pattern", Controls{Models: []string{""}}, false},
 		{"negative limit", Controls{CreditLimit: &neg}, false},
 		{"negative expiry", Controls{ExpiresAt: -1}, false},
+		{"own jobs", Controls{Jobs: JobsOwn}, true},
+		{"jobs spelled out", Controls{Jobs: "account"}, false}, // stored as ""
+		{"unknown jobs", Controls{Jobs: "mine"}, false},
 	}
 	for _, tt := range tests {
 		if err := tt.c.Check(); (err == nil) != tt.ok {
@@ -128,11 +131,51 @@ func TestChangeApply(t *testing.T) {
 	if c.CreditLimit != nil || len(c.Models) != 0 || c.Name != "intern" {
 		t.Errorf("Apply(no limit, every model) = %+v; want no limit, no models, name kept", c)
 	}
+	for _, tt := range []struct{ in, want string }{{"own", JobsOwn}, {"OWN", JobsOwn}, {"account", JobsAccount}, {"", JobsAccount}, {"mine", "mine"}} {
+		v := tt.in
+		if got := (Change{Jobs: &v}).Apply(Controls{Jobs: JobsOwn}).Jobs; got != tt.want {
+			t.Errorf("Apply(jobs %q).Jobs = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+	if own := JobsOwn; (Change{Jobs: &own}).Empty() {
+		t.Error("Change{Jobs}.Empty() = true; want false")
+	}
+	if d := (Controls{Jobs: JobsOwn}).Describe(); d != "jobs=own" {
+		t.Errorf("Describe(own jobs) = %q; want jobs=own", d)
+	}
+}
+
+// TestCanSeeJob: a key limited to its own jobs sees only the jobs it
+// made; any other caller, every job of its account.
+func TestCanSeeJob(t *testing.T) {
+	own := WithPrincipal(context.Background(), Principal{Account: "a", KeyID: "key_1", OwnJobs: true})
+	shared := WithPrincipal(context.Background(), Principal{Account: "a", KeyID: "key_2"})
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		jobKey  string
+		want    bool
+		listKey string
+	}{
+		{"own key, its job", own, "key_1", true, "key_1"},
+		{"own key, another key's job", own, "key_2", false, "key_1"},
+		{"own key, the console's job", own, "", false, "key_1"},
+		{"account key, another key's job", shared, "key_1", true, ""},
+		{"no principal", context.Background(), "key_1", true, ""},
+	}
+	for _, tt := range tests {
+		if got := CanSeeJob(tt.ctx, tt.jobKey); got != tt.want {
+			t.Errorf("%s: CanSeeJob(%q) = %v; want %v", tt.name, tt.jobKey, got, tt.want)
+		}
+		if got := OwnJobsKey(tt.ctx); got != tt.listKey {
+			t.Errorf("%s: OwnJobsKey = %q; want %q", tt.name, got, tt.listKey)
+		}
+	}
 }
 
 // TestAuthenticateExpiry checks that an expired key gets the same
 // ErrInvalidKey as an unknown one, at once even while it is cached, and
-// that the principal carries the key's model patterns.
+// that the principal carries the key's model patterns and jobs control.
 func TestAuthenticateExpiry(t *testing.T) {
 	key, _ := NewKey()
 	now := time.Unix(1_700_000_000, 0)
@@ -140,13 +183,14 @@ func TestAuthenticateExpiry(t *testing.T) {
 	rec := NewRecord(key, "acme", now)
 	rec.ExpiresAt = now.Add(time.Minute).Unix()
 	rec.Models = []string{"synthetic/*"}
+	rec.Jobs = JobsOwn
 	store.PutKey(context.Background(), rec)
 	a := NewAuthenticator(store, time.Hour)
 	a.now = func() time.Time { return now }
 	h := "Bearer " + string(key)
 	p, err := a.Authenticate(context.Background(), h)
-	if err != nil || !p.Allows("synthetic/chat") || p.Allows("openai/gpt-4o") {
-		t.Fatalf("Authenticate(live key) = %+v, %v; want a principal allowed synthetic/* only", p, err)
+	if err != nil || !p.Allows("synthetic/chat") || p.Allows("openai/gpt-4o") || !p.OwnJobs || p.KeyID != rec.ID {
+		t.Fatalf("Authenticate(live key) = %+v, %v; want a principal allowed synthetic/* only, limited to its own jobs", p, err)
 	}
 	now = now.Add(time.Minute)
 	if _, err := a.Authenticate(context.Background(), h); !errors.Is(err, ErrInvalidKey) {

@@ -144,6 +144,10 @@ func LoadConfig(ctx context.Context, getenv func(string) string) (aws.Config, er
 // table) drops whatever another request wrote meanwhile, such as a job's
 // settlement. DynamoDB itself isolates them. Elsewhere (AWS) the option
 // changes nothing.
+//
+// A request whose context was made by Background waits, besides, while
+// any other request waits: background work (a stream reader catching up)
+// never stands in front of the requests of new work.
 func LocalDynamoDB(getenv func(string) string) func(*dynamodb.Options) {
 	e := getenv("AWS_ENDPOINT_URL_DYNAMODB")
 	if e == "" {
@@ -157,8 +161,22 @@ func LocalDynamoDB(getenv func(string) string) func(*dynamodb.Options) {
 		if c == nil {
 			c = awshttp.NewBuildableClient()
 		}
-		o.HTTPClient = &oneAtATime{c: c}
+		o.HTTPClient = newOneAtATime(c)
 	}
+}
+
+type backgroundKey struct{}
+
+// Background returns ctx marked as background work: through
+// LocalDynamoDB's client, its requests go after every other request that
+// is waiting. Elsewhere the mark changes nothing.
+func Background(ctx context.Context) context.Context {
+	return context.WithValue(ctx, backgroundKey{}, true)
+}
+
+func background(ctx context.Context) bool {
+	b, _ := ctx.Value(backgroundKey{}).(bool)
+	return b
 }
 
 // loopback reports whether endpoint is a URL whose host is a loopback
@@ -178,14 +196,47 @@ func loopback(endpoint string) bool {
 
 // oneAtATime is an HTTP client that sends one request at a time: the next
 // waits until the answer's headers are in (the server has applied the
-// request by then).
+// request by then). A background request (Background) is sent only when
+// no other request waits.
 type oneAtATime struct {
-	mu sync.Mutex
-	c  dynamodb.HTTPClient
+	c dynamodb.HTTPClient
+
+	mu      sync.Mutex
+	free    *sync.Cond // signalled when busy ends or a foreground request stops waiting
+	busy    bool
+	waiting int // foreground requests waiting
+	behind  int // background requests waiting
+}
+
+func newOneAtATime(c dynamodb.HTTPClient) *oneAtATime {
+	s := &oneAtATime{c: c}
+	s.free = sync.NewCond(&s.mu)
+	return s
 }
 
 func (s *oneAtATime) Do(r *http.Request) (*http.Response, error) {
+	bg := background(r.Context())
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if bg {
+		s.behind++
+	} else {
+		s.waiting++
+	}
+	for s.busy || (bg && s.waiting > 0) {
+		s.free.Wait()
+	}
+	if bg {
+		s.behind--
+	} else {
+		s.waiting--
+	}
+	s.busy = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.busy = false
+		s.mu.Unlock()
+		s.free.Broadcast()
+	}()
 	return s.c.Do(r)
 }

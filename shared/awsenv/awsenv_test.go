@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -169,5 +171,72 @@ func TestLocalDynamoDB(t *testing.T) {
 		if m := fake.most.Load(); m != 1 {
 			t.Errorf("%v: %d requests ran at once; want 1", tt.env, m)
 		}
+	}
+}
+
+// gateClient is an HTTP client whose requests each wait for a value on
+// release, and that records their order by the X-Name header.
+type gateClient struct {
+	release chan struct{}
+	mu      sync.Mutex
+	order   []string
+}
+
+func (c *gateClient) Do(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.order = append(c.order, r.Header.Get("X-Name"))
+	c.mu.Unlock()
+	<-c.release
+	return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+}
+
+// TestOneAtATimeBackground: a background request waiting beside a
+// foreground one goes after it, whichever came first; alone it goes.
+func TestOneAtATimeBackground(t *testing.T) {
+	fake := &gateClient{release: make(chan struct{})}
+	s := newOneAtATime(fake)
+	send := func(name string, bg bool, done chan<- string) {
+		ctx := context.Background()
+		if bg {
+			ctx = Background(ctx)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:5000/", nil)
+		req.Header.Set("X-Name", name)
+		s.Do(req)
+		done <- name
+	}
+	// waitFor waits until the client's state satisfies ok (bounded).
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			s.mu.Lock()
+			done := ok()
+			s.mu.Unlock()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 10 s", what)
+			}
+		}
+	}
+	done := make(chan string, 4)
+	go send("first", false, done) // takes the client
+	waitFor("request in flight", func() bool { return s.busy })
+	go send("catch-up", true, done)
+	waitFor("background request waiting", func() bool { return s.behind == 1 })
+	go send("new work", false, done)
+	waitFor("foreground request waiting", func() bool { return s.waiting == 1 })
+	for range 3 {
+		fake.release <- struct{}{}
+		<-done
+	}
+	if want := []string{"first", "new work", "catch-up"}; !slices.Equal(fake.order, want) {
+		t.Errorf("requests sent in the order %v; want %v (background last)", fake.order, want)
+	}
+	go send("alone", true, done)
+	fake.release <- struct{}{}
+	if got := <-done; got != "alone" {
+		t.Errorf("a background request with nothing waiting = %q; want it sent", got)
 	}
 }

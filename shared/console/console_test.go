@@ -552,6 +552,42 @@ func TestKeyResetForm(t *testing.T) {
 	}
 }
 
+// TestKeyJobsForm: the key forms have a select of the jobs a key sees;
+// the list and the key's page show a key limited to its own jobs; an
+// unknown value is a 400.
+func TestKeyJobsForm(t *testing.T) {
+	srv, op := server(t)
+	c := browser(t)
+	csrf := signIn(t, c, srv.URL)
+	if _, list := get(t, c, srv.URL+"/console/keys"); !strings.Contains(list, `<select id="key-jobs" name="jobs">`) {
+		t.Errorf("the new key form has no jobs select")
+	}
+	form := url.Values{"account": {"acme"}, "csrf": {csrf}, "jobs": {"own"}}
+	if resp, _ := post(t, c, srv.URL+"/console/keys", form); resp.StatusCode != 200 {
+		t.Fatalf("create key limited to its own jobs: %d", resp.StatusCode)
+	}
+	op.mu.Lock()
+	k := op.keys[0]
+	op.mu.Unlock()
+	if k.Jobs != auth.JobsOwn {
+		t.Fatalf("created key = %+v; want jobs own", k.Controls)
+	}
+	if _, list := get(t, c, srv.URL+"/console/keys"); !strings.Contains(list, "own jobs only") {
+		t.Errorf("keys page does not say the key sees only its own jobs")
+	}
+	if _, page := get(t, c, srv.URL+"/console/keys/"+k.ID); !strings.Contains(page, `<option value="own" selected>`) ||
+		!strings.Contains(page, `<dd id="jobs">only the jobs it created</dd>`) {
+		t.Errorf("key page lacks the selected jobs control")
+	}
+	upd := url.Values{"csrf": {csrf}, "jobs": {"account"}}
+	if resp, _ := post(t, c, srv.URL+"/console/keys/"+k.ID, upd); resp.StatusCode != http.StatusSeeOther || op.keys[0].Jobs != auth.JobsAccount {
+		t.Errorf("update to account: %d, %+v; want 303 and every job of the account", resp.StatusCode, op.keys[0].Controls)
+	}
+	if resp, _ := post(t, c, srv.URL+"/console/keys/"+k.ID, url.Values{"csrf": {csrf}, "jobs": {"mine"}}); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("update with jobs=mine: %d; want 400", resp.StatusCode)
+	}
+}
+
 // TestSignOut: signing out ends the session on the server: its cookie,
 // replayed from anywhere, is refused, and its CSRF token changes nothing.
 func TestSignOut(t *testing.T) {

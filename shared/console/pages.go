@@ -276,8 +276,8 @@ func (c *Console) createKey(p *Page, w http.ResponseWriter, r *http.Request) err
 // controlsForm reads a key form's controls: name, models (comma-separated
 // patterns, empty for every model), expires (empty for never, a duration
 // from now such as 30d, or a time such as 2026-12-31T23:59:59Z),
-// credit_limit (empty for none) and credit_limit_reset (a select: empty
-// for never, daily, weekly, monthly).
+// credit_limit (empty for none), credit_limit_reset (a select: empty
+// for never, daily, weekly, monthly) and jobs (a select: account, own).
 func (c *Console) controlsForm(r *http.Request) (auth.Controls, error) {
 	ctl := auth.Controls{
 		Name:   strings.TrimSpace(r.PostFormValue("name")),
@@ -297,6 +297,9 @@ func (c *Console) controlsForm(r *http.Request) (auth.Controls, error) {
 	}
 	if ctl.CreditLimitReset, err = auth.ParseReset(r.PostFormValue("credit_limit_reset")); err != nil {
 		return ctl, err
+	}
+	if ctl.Jobs, err = auth.ParseJobs(r.PostFormValue("jobs")); err != nil {
+		return ctl, apierr.Invalidf("jobs", "invalid_value", "jobs must be account or own")
 	}
 	return ctl, ctl.Check()
 }
@@ -356,7 +359,8 @@ func (c *Console) updateKey(p *Page, w http.ResponseWriter, r *http.Request) err
 	if ctl.CreditLimit != nil {
 		limit = *ctl.CreditLimit
 	}
-	ch := auth.Change{Name: &ctl.Name, Models: &ctl.Models, ExpiresAt: &ctl.ExpiresAt, CreditLimit: &limit, CreditLimitReset: &ctl.CreditLimitReset}
+	ch := auth.Change{Name: &ctl.Name, Models: &ctl.Models, ExpiresAt: &ctl.ExpiresAt, CreditLimit: &limit, CreditLimitReset: &ctl.CreditLimitReset,
+		Jobs: &ctl.Jobs}
 	if _, err := c.cfg.Operator.UpdateKey(r.Context(), id, ch); err != nil {
 		return err
 	}

@@ -73,6 +73,8 @@ func parseCreatedID(s string) (jobs.Cursor, bool) {
 // most listMaxPages x 1 MB; one small page without filters) plus one read
 // unit per job returned.
 //
+// With q.Key it keeps that key's jobs only (listOfKey).
+//
 // With q.Account "" (the operator's listing of every account) it Scans
 // the whole jobs table with the filters, keeping the first q.Limit+1
 // matches in q's order: its cost is the table's size in read units on every page,
@@ -85,6 +87,9 @@ func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string
 		return nil, "", err
 	}
 	cur, _ := jobs.DecodeCursor(q.Cursor) // checked by Normalize
+	if q.Key != "" && q.Account != "" {
+		return s.listOfKey(ctx, q, cur)
+	}
 	var keys []jobs.Cursor
 	var next string
 	var err error
@@ -104,6 +109,44 @@ func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string
 	for _, j := range js {
 		if q.Match(j) {
 			out = append(out, j)
+		}
+	}
+	return out, next, nil
+}
+
+// listOfKey is List of the jobs one key of q.Account created (q.Key): the
+// index has no key, so it reads the account's pages as List does and
+// keeps the key's jobs, page after page (at most listMaxPages), until it
+// has q.Limit of them or the listing ends. A page cut short by that bound
+// ends with a cursor, as a filtered List does. Cost: per page read, an
+// index Query and a BatchGetItem of up to q.Limit jobs, whether they are
+// the key's or not.
+func (s *Store) listOfKey(ctx context.Context, q jobs.ListQuery, cur jobs.Cursor) ([]*jobs.Job, string, error) {
+	var out []*jobs.Job
+	next := ""
+	for page := 0; page < listMaxPages; page++ {
+		keys, n, err := s.queryAccount(ctx, q, cur)
+		if err != nil {
+			return nil, "", fmt.Errorf("list jobs: %w", err)
+		}
+		js, err := s.getJobs(ctx, keys)
+		if err != nil {
+			return nil, "", fmt.Errorf("list jobs: %w", err)
+		}
+		for _, j := range js {
+			if !q.Match(j) {
+				continue
+			}
+			if len(out) == q.Limit {
+				return out, jobs.CursorOf(out[len(out)-1]).Encode(), nil
+			}
+			out = append(out, j)
+		}
+		if next = n; next == "" {
+			return out, "", nil
+		}
+		if cur, err = jobs.DecodeCursor(next); err != nil {
+			return nil, "", fmt.Errorf("list jobs: %w", err)
 		}
 	}
 	return out, next, nil

@@ -344,7 +344,7 @@ func (s *Store) RollKeyPeriod(ctx context.Context, id, period string) (bool, err
 
 // SetControls implements auth.Store: it reads the id item for the hash
 // and the limit its counters reflect, then updates the record (name,
-// models, expires_at, credit_limit, credit_limit_reset) and the id item
+// models, expires_at, credit_limit, credit_limit_reset, jobs) and the id item
 // (credit_limit, left = limit - used) in one transaction. left is moved by
 // the change of limit (left += new - old, an addition: see amount.go),
 // where old is left + used as read: the counters' limit, which holds,
@@ -404,6 +404,7 @@ func (s *Store) setControls(ctx context.Context, id string, c auth.Controls) (bo
 	field("m", "models", models, len(c.Models) > 0)
 	field("e", "expires_at", num(c.ExpiresAt), c.ExpiresAt != 0)
 	field("r", "credit_limit_reset", str(c.CreditLimitReset), c.CreditLimitReset != auth.ResetNever)
+	field("j", "jobs", str(c.Jobs), c.Jobs != auth.JobsAccount)
 	// The counters' limit (left + used), and the change of it.
 	var limit credits.Amount
 	if c.CreditLimit != nil {

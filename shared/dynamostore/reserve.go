@@ -27,6 +27,12 @@ const (
 	openResShards = 16
 )
 
+// OpenReservationPrefix starts the partition key of every open
+// reservation's item, the only items the functions delete: template.yaml
+// scopes their dynamodb:DeleteItem to partitions starting with it
+// (dynamodb:LeadingKeys).
+const OpenReservationPrefix = openResPrefix
+
 // openResItem is an open reservation as stored (pk openResPrefix + shard,
 // sk createdID(at, account#id)): all of its entry, so that
 // OpenReservations reads nothing else.

@@ -195,3 +195,41 @@ func (s *Store) SaveDelivery(ctx context.Context, d *webhooks.Delivery, attempts
 	}
 	return nil
 }
+
+var _ webhooks.PendingStore = (*Store)(nil)
+
+// PendingDeliveries implements webhooks.PendingStore with a strongly
+// consistent, filtered Scan of the accounts table (its delivery items,
+// pending, next attempt before t), page by page until limit ids: an
+// operator-scale read, made once when `genway serve` starts on this
+// backend, never on a request's path.
+func (s *Store) PendingDeliveries(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	var ids []string
+	var start map[string]types.AttributeValue
+	for len(ids) < limit {
+		out, err := s.db.Scan(ctx, &dynamodb.ScanInput{
+			TableName:                aws.String(s.accounts),
+			FilterExpression:         aws.String("begins_with(pk, :p) AND #s = :pending AND #n < :t"),
+			ProjectionExpression:     aws.String("job_id"),
+			ExpressionAttributeNames: map[string]string{"#s": "status", "#n": "next_at"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":p": str(deliveryPrefix), ":pending": str(webhooks.Pending), ":t": num(before.Unix()),
+			},
+			ConsistentRead:    aws.Bool(true),
+			ExclusiveStartKey: start,
+		})
+		if err != nil {
+			return ids, fmt.Errorf("pending deliveries: %w", err)
+		}
+		for _, item := range out.Items {
+			if id := stringAttr(item, "job_id"); id != "" && len(ids) < limit {
+				ids = append(ids, id)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	return ids, nil
+}

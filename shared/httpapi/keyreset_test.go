@@ -59,6 +59,37 @@ func TestAdminKeyReset(t *testing.T) {
 	}
 }
 
+// TestAdminKeyJobs: POST and PATCH /admin/v1/keys take jobs ("own",
+// "account"); the key view shows "own" and omits the default; an unknown
+// value is a 400 naming jobs.
+func TestAdminKeyJobs(t *testing.T) {
+	e := adminServer(t)
+	type view struct {
+		ID, Prefix string
+		Jobs       *string `json:"jobs"`
+	}
+	var k view
+	if status, body := e.call(t, bearer, "POST", "/admin/v1/keys", `{"account":"a","jobs":"own"}`, &k); status != 200 || k.Jobs == nil || *k.Jobs != "own" {
+		t.Fatalf("create a key with jobs own = %d %s; want jobs own", status, body)
+	}
+	var env struct {
+		Error struct{ Code, Param string }
+	}
+	for _, tc := range []struct{ method, path, body string }{
+		{"POST", "/admin/v1/keys", `{"account":"a","jobs":"mine"}`},
+		{"PATCH", "/admin/v1/keys/" + k.ID, `{"jobs":"everything"}`},
+	} {
+		status, body := e.call(t, bearer, tc.method, tc.path, tc.body, nil)
+		if json.Unmarshal([]byte(body), &env); status != 400 || env.Error.Param != "jobs" {
+			t.Errorf("%s %s %s = %d %s; want 400 naming jobs", tc.method, tc.path, tc.body, status, body)
+		}
+	}
+	var got view
+	if status, body := e.call(t, bearer, "PATCH", "/admin/v1/keys/"+k.Prefix, `{"jobs":"account"}`, &got); status != 200 || got.Jobs != nil {
+		t.Errorf("PATCH jobs account = %d %s; want no jobs in the view (every job of the account)", status, body)
+	}
+}
+
 // TestCreditsKeyReset: GET /v1/credits of a key whose limit resets shows
 // the reset, the period its spend counts and when the next starts; a
 // period that ended (the key not rolled yet) shows as the current one,

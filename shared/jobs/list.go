@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 )
 
 // Listing bounds.
@@ -26,9 +27,12 @@ type ListQuery struct {
 	// Account whose jobs are listed; "" lists every account's (for the
 	// operator; the API always sets it to the caller's).
 	Account string
-	Status  Status // "" or one of the statuses
-	Type    string // "" or TypeMusic, TypeSFX, TypeVideo
-	Model   string // "" or a catalog model id
+	// Key, if set, lists only the jobs that key created (Job.Key): what
+	// Service.List sets for a key limited to its own jobs.
+	Key    string
+	Status Status // "" or one of the statuses
+	Type   string // "" or TypeMusic, TypeSFX, TypeVideo
+	Model  string // "" or a catalog model id
 	// Since and Until bound Created (Unix seconds, both inclusive); 0 is
 	// no bound.
 	Since, Until int64
@@ -82,7 +86,8 @@ func (q *ListQuery) Normalize() error {
 
 // Match reports whether j passes q's filters (not its cursor or limit).
 func (q *ListQuery) Match(j *Job) bool {
-	return (q.Account == "" || j.Account == q.Account) && q.MatchFields(j.Status, j.Type, j.Model, j.Created)
+	return (q.Account == "" || j.Account == q.Account) && (q.Key == "" || j.Key == q.Key) &&
+		q.MatchFields(j.Status, j.Type, j.Model, j.Created)
 }
 
 // MatchFields is Match on a job's indexed fields.
@@ -151,14 +156,16 @@ func DecodeCursor(s string) (Cursor, error) {
 func (c Cursor) IsZero() bool { return c == Cursor{} }
 
 // List returns a page of account's jobs that q selects (q.Account is set
-// to account: the API never lists another account's jobs), newest first,
-// and the cursor of the next page ("" if none). Errors are *apierr.Error
-// for a bad q.
+// to account: the API never lists another account's jobs; q.Key to the
+// caller's key when it may see only its own jobs), newest first, and the
+// cursor of the next page ("" if none). Errors are *apierr.Error for a
+// bad q.
 func (s *Service) List(ctx context.Context, account string, q ListQuery) ([]*Job, string, error) {
 	if account == "" {
 		return nil, "", fmt.Errorf("list jobs: no account")
 	}
 	q.Account = account
+	q.Key = auth.OwnJobsKey(ctx) // a key limited to its own jobs lists those only
 	return s.ListAny(ctx, q)
 }
 
@@ -194,7 +201,7 @@ func (s *Service) CursorAt(ctx context.Context, account, id string) (string, err
 		return "", bad
 	case err != nil:
 		return "", fmt.Errorf("list position of job %s: %w", id, err)
-	case j.Account != account:
+	case j.Account != account, !auth.CanSeeJob(ctx, j.Key):
 		return "", bad
 	}
 	return CursorOf(j).Encode(), nil

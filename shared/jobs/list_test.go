@@ -2,12 +2,16 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/catalog"
 )
 
 // List implements Store for memStore: every job sorted, filtered, cut at
@@ -147,5 +151,96 @@ func TestServiceList(t *testing.T) {
 	}
 	if _, _, err := svc.List(ctx, "", ListQuery{}); err == nil || apierr.As(err) != nil {
 		t.Errorf(`List(account "") = %v; want an internal error`, err)
+	}
+}
+
+// TestOwnJobs: a key limited to its own jobs (auth.JobsOwn) gets, lists,
+// pages after, cancels and deletes only the jobs it created; the
+// account's other jobs are not found for it. A key without the control,
+// and the operator (no principal), see every job of the account.
+func TestOwnJobs(t *testing.T) {
+	const mine, theirs, console = "job_sfx_00000000000000000001", "job_sfx_00000000000000000002", "job_sfx_00000000000000000003"
+	st := newMemStore(
+		Job{ID: mine, Account: "a", Type: TypeSFX, Model: "m", Status: Queued, Created: 100, Key: "key_own"},
+		Job{ID: theirs, Account: "a", Type: TypeSFX, Model: "m", Status: Queued, Created: 101, Key: "key_other"},
+		Job{ID: console, Account: "a", Type: TypeSFX, Model: "m", Status: Queued, Created: 102},
+	)
+	svc := &Service{Store: st, Log: discard()}
+	own := auth.WithPrincipal(context.Background(), auth.Principal{Account: "a", KeyID: "key_own", OwnJobs: true})
+	shared := auth.WithPrincipal(context.Background(), auth.Principal{Account: "a", KeyID: "key_other"})
+	tests := []struct {
+		name string
+		ctx  context.Context
+		sees []string // newest first
+	}{
+		{"own key", own, []string{mine}},
+		{"account key", shared, []string{console, theirs, mine}},
+		{"operator", context.Background(), []string{console, theirs, mine}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, id := range []string{mine, theirs, console} {
+				want := slices.Contains(tt.sees, id)
+				if _, err := svc.Get(tt.ctx, "a", id); (err == nil) != want || (!want && !errors.Is(err, ErrNotFound)) {
+					t.Errorf("Get(%s) = %v; want found %v (else ErrNotFound)", id, err, want)
+				}
+				if _, err := svc.CursorAt(tt.ctx, "a", id); (err == nil) != want {
+					t.Errorf("CursorAt(%s) = %v; want ok %v", id, err, want)
+				}
+			}
+			var got []string
+			q := ListQuery{Limit: 1}
+			for {
+				js, next, err := svc.List(tt.ctx, "a", q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, j := range js {
+					got = append(got, j.ID)
+				}
+				if next == "" || len(got) > 3 {
+					break
+				}
+				q.Cursor = next
+			}
+			if !slices.Equal(got, tt.sees) {
+				t.Errorf("List pages = %v; want %v", got, tt.sees)
+			}
+		})
+	}
+	// Cancel reads through Get: another key's job is not found, and stays.
+	if _, err := svc.Cancel(own, "a", theirs); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Cancel(another key's job) = %v; want ErrNotFound", err)
+	}
+	if j, _ := st.Get(context.Background(), theirs); j.Status != Queued {
+		t.Errorf("another key's job after a refused cancel: %s; want queued", j.Status)
+	}
+	if _, err := svc.Cancel(own, "a", mine); err != nil {
+		t.Errorf("Cancel(its own job) = %v; want nil", err)
+	}
+}
+
+// TestOwnJobsIdempotentReplay: a key limited to its own jobs that sends
+// an Idempotency-Key another key of the account used gets a conflict, not
+// that key's job; the key that made it replays it as before.
+func TestOwnJobsIdempotentReplay(t *testing.T) {
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := newSweepStore()
+	svc := &Service{Store: st, Queue: &memQueue{}, Catalog: cat, Log: discard()}
+	req := &CreateRequest{Type: TypeSFX, Model: "synthetic-sfx", Prompt: "pop", Duration: ptr(1)}
+	first := auth.WithPrincipal(context.Background(), auth.Principal{Account: "a", KeyID: "key_1"})
+	own := auth.WithPrincipal(context.Background(), auth.Principal{Account: "a", KeyID: "key_2", OwnJobs: true})
+	j, err := svc.Create(first, "a", req, "k1", "h1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Create(own, "a", req, "k1", "h1"); !errors.Is(err, ErrIdempotencyConflict) {
+		t.Errorf("Create by an own-jobs key with another key's Idempotency-Key = %v; want ErrIdempotencyConflict", err)
+	}
+	if got, err := svc.Create(first, "a", req, "k1", "h1"); err != nil || got.ID != j.ID {
+		t.Errorf("replay by the key that made it = %v, %v; want %s", got, err, j.ID)
 	}
 }

@@ -135,6 +135,11 @@ func (s *Service) Create(ctx context.Context, account string, req *CreateRequest
 			return nil, &apierr.Error{Kind: ErrIdempotencyConflict.Kind, Code: ErrIdempotencyConflict.Code,
 				Message: "The job this Idempotency-Key created has been deleted since; send the request with a new key."}
 		}
+		if !auth.CanSeeJob(ctx, got.Key) {
+			// Another key's job, which this key may not see.
+			return nil, &apierr.Error{Kind: ErrIdempotencyConflict.Kind, Code: ErrIdempotencyConflict.Code,
+				Message: "This Idempotency-Key was used by another API key of the account; send the request with a new key."}
+		}
 		return got, nil
 	}
 	if err := s.enqueue(ctx, j.ID, account); err != nil {
@@ -213,13 +218,15 @@ func (s *Service) enqueue(ctx context.Context, id, account string) error {
 }
 
 // Get returns account's job id, or ErrNotFound if it does not exist, is
-// malformed, belongs to another account or was deleted.
+// malformed, belongs to another account, was deleted, or was made by
+// another key than the caller's in ctx while that key may see only its
+// own jobs (auth.CanSeeJob). Cancel and Delete read the job through it.
 func (s *Service) Get(ctx context.Context, account, id string) (*Job, error) {
 	if !ValidID(id) {
 		return nil, ErrNotFound
 	}
 	j, err := s.Store.Get(ctx, id)
-	if errors.Is(err, ErrNotFound) || (err == nil && (j.Account != account || j.Deleted != 0)) {
+	if errors.Is(err, ErrNotFound) || (err == nil && (j.Account != account || j.Deleted != 0 || !auth.CanSeeJob(ctx, j.Key))) {
 		return nil, ErrNotFound
 	}
 	if err != nil {

@@ -74,12 +74,21 @@ func ParseSweepAfter(s string) (time.Duration, error) {
 // s.Sweeps. Per-job errors do not stop the sweep: they are joined into the
 // returned error, next to the counts of what was done.
 func (s *Service) Sweep(ctx context.Context, olderThan time.Duration) (SweepResult, error) {
+	if olderThan <= 0 {
+		return SweepResult{}, fmt.Errorf("sweep: threshold %v is not positive", olderThan)
+	}
+	return s.SweepBefore(ctx, s.now().Add(-olderThan))
+}
+
+// SweepBefore is Sweep of the jobs whose message was last sent before t,
+// and of the processing ones whose next run was due before t, whenever t
+// is: a process that starts again after a crash sweeps, once, everything
+// its predecessor may have left without a live message (see
+// cmd/genway's AWS backend).
+func (s *Service) SweepBefore(ctx context.Context, t time.Time) (SweepResult, error) {
 	var res SweepResult
 	if s.Sweeps == nil {
 		return res, errors.New("sweep: the service has no SweepStore")
-	}
-	if olderThan <= 0 {
-		return res, fmt.Errorf("sweep: threshold %v is not positive", olderThan)
 	}
 	limit, maxSweeps := s.SweepLimit, s.MaxSweeps
 	if limit <= 0 {
@@ -89,7 +98,7 @@ func (s *Service) Sweep(ctx context.Context, olderThan time.Duration) (SweepResu
 		maxSweeps = DefaultMaxSweeps
 	}
 	now := s.now()
-	ids, err := s.Sweeps.QueuedBefore(ctx, now.Add(-olderThan), limit)
+	ids, err := s.Sweeps.QueuedBefore(ctx, t, limit)
 	if err != nil {
 		return res, fmt.Errorf("sweep: list queued jobs: %w", err)
 	}

@@ -194,6 +194,46 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+// TestSweepBefore: a restart's sweep re-sends every job whose message was
+// sent before the given time, however recent, and marks each swept once.
+func TestSweepBefore(t *testing.T) {
+	ctx := context.Background()
+	job := func(id string, st Status, created int64) Job {
+		return Job{ID: id, Account: "a", Type: TypeSFX, Model: "synthetic-sfx", Status: st, Input: Input{Prompt: "p", Duration: 1, Format: "mp3"}, Price: 1, Created: created, Updated: created}
+	}
+	const now = 10_000
+	tests := []struct {
+		name     string
+		before   int64
+		want     SweepResult
+		wantSent []string
+	}{
+		{"the jobs of the process that died", now - 5, SweepResult{Found: 2, Requeued: 2}, []string{"job_a_second_old", "job_old"}},
+		{"none sent before", now - 400, SweepResult{}, nil},
+		{"and the restart's own", now + 1, SweepResult{Found: 3, Requeued: 3}, []string{"job_a_second_old", "job_now", "job_old"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newSweepStore(job("job_old", Queued, now-300), job("job_a_second_old", Queued, now-6), job("job_now", Queued, now),
+				job("job_done", Completed, now-900))
+			q := &memQueue{}
+			svc := &Service{Store: st, Queue: q, Sweeps: st, Log: discard(), Now: func() time.Time { return time.Unix(now, 0) }}
+			got, err := svc.SweepBefore(ctx, time.Unix(tt.before, 0))
+			if err != nil || got != tt.want {
+				t.Errorf("SweepBefore(%d) = %+v, %v; want %+v", tt.before, got, err, tt.want)
+			}
+			if sent := q.sent(); !equal(sent, tt.wantSent) {
+				t.Errorf("SweepBefore(%d) sent %v; want %v", tt.before, sent, tt.wantSent)
+			}
+			for _, id := range tt.wantSent {
+				if st.sweeps[id] != 1 || st.queuedAt[id] != now {
+					t.Errorf("SweepBefore(%d): %s swept %d times, message at %d; want once, at %d", tt.before, id, st.sweeps[id], st.queuedAt[id], now)
+				}
+			}
+		})
+	}
+}
+
 func equal(a, b []string) bool {
 	if len(a) != len(b) {
 		return false

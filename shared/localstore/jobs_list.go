@@ -124,7 +124,8 @@ func parsePosition(p []byte) (int64, string, bool) {
 // for ""): it seeks to the later of the cursor and q.Until (q.Since
 // when ascending), walks the index in q's order until q.Since (q.Until),
 // tests the filters on the entries' values and decodes only the jobs it
-// returns. It examines at most listScanLimit entries; a page cut there
+// returns (with q.Key, every job that passes the other filters, to see
+// its key). It examines at most listScanLimit entries; a page cut there
 // returns the cursor of the last entry examined.
 func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string, error) {
 	if err := q.Normalize(); err != nil {
@@ -166,17 +167,32 @@ func (s *Store) List(ctx context.Context, q jobs.ListQuery) ([]*jobs.Job, string
 			if !matchEntry(&q, v, created) {
 				continue
 			}
+			// The job is decoded once it is on the page, or to see whose
+			// it is (q.Key: the index has no key).
+			var j jobs.Job
+			decode := func() error {
+				ok, err := getJSON(jb, []byte(id), &j)
+				if err == nil && !ok {
+					err = fmt.Errorf("list jobs: index points at missing job %s", id)
+				}
+				return err
+			}
+			if q.Key != "" {
+				if err := decode(); err != nil {
+					return err
+				}
+				if j.Key != q.Key {
+					continue
+				}
+			}
 			if len(out) == q.Limit {
 				next = jobs.CursorOf(out[len(out)-1]).Encode()
 				return nil
 			}
-			var j jobs.Job
-			ok, err := getJSON(jb, []byte(id), &j)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("list jobs: index points at missing job %s", id)
+			if q.Key == "" {
+				if err := decode(); err != nil {
+					return err
+				}
 			}
 			out = append(out, &j)
 		}

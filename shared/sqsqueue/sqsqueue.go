@@ -47,8 +47,16 @@ type Queue struct {
 
 	// WaitTime is Poll's long-poll wait (1-20 s; 0 means 20 s).
 	WaitTime time.Duration
+	// NotBefore, if set, delays every message sent before it until it.
+	// A restarted `genway serve` sets it to when the receives that a
+	// killed process of it may have left waiting on the queue are over:
+	// SQS (and moto) would hand such a receive the next message, to a
+	// connection nobody reads, and hide it for the visibility timeout.
+	NotBefore time.Time
 	// Log receives Poll's transient errors; nil discards them.
 	Log *slog.Logger
+
+	now func() time.Time // nil: time.Now
 }
 
 var (
@@ -97,7 +105,15 @@ func (q *Queue) Enqueue(ctx context.Context, id string, delay time.Duration) err
 // EnqueueGroup implements jobs.GroupQueue: Enqueue with the message group
 // group (the job's account), which makes a standard queue an SQS fair
 // queue: one group's backlog does not hold up the others' messages.
+// Before NotBefore the delay is at least what remains of it.
 func (q *Queue) EnqueueGroup(ctx context.Context, id, group string, delay time.Duration) error {
+	if !q.NotBefore.IsZero() {
+		now := time.Now
+		if q.now != nil {
+			now = q.now
+		}
+		delay = max(delay, q.NotBefore.Sub(now()))
+	}
 	b, err := json.Marshal(body{JobID: id})
 	if err != nil {
 		return fmt.Errorf("enqueue %s: %w", id, err)

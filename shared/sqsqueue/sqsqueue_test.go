@@ -28,6 +28,52 @@ func TestDelaySeconds(t *testing.T) {
 	}
 }
 
+// sendsAPI is an API that records the messages sent.
+type sendsAPI struct {
+	API
+	sent []*sqs.SendMessageInput
+}
+
+func (a *sendsAPI) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	a.sent = append(a.sent, in)
+	return &sqs.SendMessageOutput{}, nil
+}
+
+// TestNotBefore: a message sent before NotBefore waits at least until it;
+// after it, or without it, a message keeps its own delay.
+func TestNotBefore(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	tests := []struct {
+		name      string
+		notBefore time.Time
+		delay     time.Duration
+		want      int32
+	}{
+		{"no NotBefore", time.Time{}, 0, 0},
+		{"3.2 s before it", now.Add(3200 * time.Millisecond), 0, 4},
+		{"a longer delay of its own", now.Add(3 * time.Second), 10 * time.Second, 10},
+		{"a shorter delay of its own", now.Add(3 * time.Second), time.Second, 3},
+		{"after it", now.Add(-time.Second), 0, 0},
+		{"after it, delayed", now.Add(-time.Second), 2 * time.Second, 2},
+	}
+	for _, tt := range tests {
+		api := &sendsAPI{}
+		q := New(api, "http://127.0.0.1:1/q")
+		q.NotBefore, q.now = tt.notBefore, func() time.Time { return now }
+		if err := q.EnqueueGroup(context.Background(), "job_1", "acct", tt.delay); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.SendWebhook(context.Background(), "job_1", tt.delay); err != nil {
+			t.Fatal(err)
+		}
+		for _, in := range api.sent {
+			if in.DelaySeconds != tt.want {
+				t.Errorf("%s: DelaySeconds = %d; want %d", tt.name, in.DelaySeconds, tt.want)
+			}
+		}
+	}
+}
+
 func TestJobID(t *testing.T) {
 	tests := []struct {
 		body, want string

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -166,6 +167,47 @@ func testListOrder(t *testing.T, b Backend) {
 			g.Status != j.Status || g.Price != j.Price || g.Created != j.Created || !slices.Equal(g.History, j.History) {
 			t.Errorf("listed %+v; Get = %+v, %v", j, g, err)
 		}
+	}
+}
+
+// testListOfKey: with ListQuery.Key only the jobs that key created are
+// listed, in order, across pages, with the other filters, whatever the
+// account's other keys made around them.
+func testListOfKey(t *testing.T, b Backend) {
+	acct := newAccount(t, b, 100)
+	key, other := newKey(t, b, acct, auth.Controls{Jobs: auth.JobsOwn}).ID, newKey(t, b, acct, auth.Controls{}).ID
+	base := baseTime(t)
+	var mine, mineMusic []*jobs.Job
+	for i, off := range []int64{0, 1, 1, 2, 3, 5, 8, 13} {
+		typ := jobs.TypeSFX
+		if i%3 == 0 {
+			typ = jobs.TypeMusic
+		}
+		j := jobAt(t, acct, typ, "test-"+typ, base+off)
+		j.Key = key
+		mine = append(mine, create(t, b, j))
+		if typ == jobs.TypeMusic {
+			mineMusic = append(mineMusic, mine[len(mine)-1])
+		}
+		// Others' jobs between and around: another key's, the console's.
+		for _, k := range []string{other, other, ""} {
+			o := jobAt(t, acct, typ, "test-"+typ, base+off)
+			o.Key = k
+			create(t, b, o)
+		}
+	}
+	for _, limit := range []int{1, 3, 100} {
+		got := listAll(t, b, jobs.ListQuery{Account: acct, Key: key, Limit: limit}, nil)
+		if want := newestFirst(mine); !slices.Equal(got, want) {
+			t.Errorf("List(%s, its key) pages of %d = %v; want its %d jobs %v", acct, limit, got, len(want), want)
+		}
+	}
+	q := jobs.ListQuery{Account: acct, Key: key, Type: jobs.TypeMusic, Limit: 2}
+	if got, want := listAll(t, b, q, nil), newestFirst(mineMusic); !slices.Equal(got, want) {
+		t.Errorf("List(%s, its key, music) = %v; want %v", acct, got, want)
+	}
+	if got := listAll(t, b, jobs.ListQuery{Account: acct, Key: "key_0000000000000000", Limit: 5}, nil); len(got) != 0 {
+		t.Errorf("List(%s, a key with no jobs) = %v; want none", acct, got)
 	}
 }
 

@@ -82,7 +82,8 @@ func wantKeyLimit(t *testing.T, what string, err error, left, lim credits.Amount
 func testKeyControls(t *testing.T, b ReserveBackend) {
 	ctx := context.Background()
 	acct := newAccount(t, b, 100)
-	c := auth.Controls{Name: "intern", Models: []string{"synthetic/*", "openai/gpt-4o-mini"}, ExpiresAt: 2_000_000_000, CreditLimit: limit(10)}
+	c := auth.Controls{Name: "intern", Models: []string{"synthetic/*", "openai/gpt-4o-mini"}, ExpiresAt: 2_000_000_000, CreditLimit: limit(10),
+		Jobs: auth.JobsOwn}
 	r := newKey(t, b, acct, c)
 	got, err := b.KeyByHash(ctx, r.Hash)
 	if err != nil || !reflect.DeepEqual(got.Controls, c) {

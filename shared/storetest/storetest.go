@@ -58,6 +58,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 		{"ListOrder", testListOrder},
 		{"ListConcurrentCreates", testListConcurrentCreates},
 		{"ListFilters", testListFilters},
+		{"ListOfKey", testListOfKey},
 		{"ListBadCursor", testListBadCursor},
 		{"ListAscending", testListAscending},
 		{"Delete", testDelete},

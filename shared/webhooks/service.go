@@ -460,6 +460,29 @@ func (s *Service) Process(ctx context.Context, jobID string) error {
 	return nil
 }
 
+// RequeueLimit bounds the deliveries one Requeue sends again.
+const RequeueLimit = 1000
+
+// Requeue sends a message for every delivery ps lists as pending and due
+// before t (at most RequeueLimit), so that a delivery whose message was
+// lost (taken by a receive whose process died) is attempted again now,
+// not when the queue's visibility timeout ends. A delivery whose message
+// was not lost gets a duplicate: Deliver's claims make it harmless (the
+// one attempt that is due is made once). It returns how many it sent; an
+// error stops it.
+func (s *Service) Requeue(ctx context.Context, ps PendingStore, before time.Time) (int, error) {
+	ids, err := ps.PendingDeliveries(ctx, before, RequeueLimit)
+	if err != nil {
+		return 0, fmt.Errorf("requeue webhooks: %w", err)
+	}
+	for i, id := range ids {
+		if err := s.Queue.SendWebhook(ctx, id, 0); err != nil {
+			return i, fmt.Errorf("requeue webhook of %s: %w", id, err)
+		}
+	}
+	return len(ids), nil
+}
+
 // Changed is called with each job change of the change feed or stream,
 // after its credits settled: a transition into a final status schedules
 // the job's webhook (Schedule).

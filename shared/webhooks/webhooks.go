@@ -153,6 +153,15 @@ type Store interface {
 	SaveDelivery(ctx context.Context, d *Delivery, attempts int) error
 }
 
+// PendingStore is a Store that can list its pending deliveries: one whose
+// queue can lose a message for good (SQS, when a receive's answer goes to
+// a process that died), so that Requeue can send them again.
+type PendingStore interface {
+	// PendingDeliveries returns the job ids of up to limit deliveries
+	// that are pending with their next attempt due before t.
+	PendingDeliveries(ctx context.Context, before time.Time, limit int) ([]string, error)
+}
+
 // Queue schedules a delivery attempt for the job with id after delay, at
 // least once.
 type Queue interface {

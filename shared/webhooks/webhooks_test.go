@@ -561,3 +561,80 @@ func TestDeliverRefusesInternalAddressAtDial(t *testing.T) {
 		t.Errorf("delivery %+v (receiver hit: %v); want refused at dial, nothing sent", d, hit)
 	}
 }
+
+// pendingFunc is a webhooks.PendingStore.
+type pendingFunc func(ctx context.Context, before time.Time, limit int) ([]string, error)
+
+func (f pendingFunc) PendingDeliveries(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	return f(ctx, before, limit)
+}
+
+// TestRequeueAfterALostMessage: a delivery whose attempt died with its
+// process (claimed, never recorded) is sent again by Requeue, and the
+// messages it makes attempt it once however many there are: each attempt
+// is claimed with a conditional write.
+func TestRequeueAfterALostMessage(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	hang := make(chan struct{})
+	rcv := &receiver{t: t, hang: hang, secret: func() string { s, _ := f.svc.Secret(ctx, "acme"); return s }}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	j := f.endJob(t, "acme", srv.URL+"/hook", jobs.Completed)
+	// The killed process: it made the delivery and claimed its first
+	// attempt (a lease of Timeout + 5 s), and died before the POST.
+	d, err := f.st.AddDelivery(ctx, &webhooks.Delivery{ID: webhooks.EventID(j.ID), JobID: j.ID, Account: "acme", URL: srv.URL + "/hook",
+		Type: webhooks.TypeCompleted, Created: f.clock.Now().Unix(), Status: webhooks.Pending, NextAt: f.clock.Now().Unix(),
+		Deadline: f.clock.Now().Add(webhooks.MaxAge).Unix(), Updated: f.clock.Now().Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := *d
+	claimed.Attempts, claimed.NextAt = 1, f.clock.Now().Add(webhooks.Timeout+5*time.Second).Unix()
+	if err := f.st.SaveDelivery(ctx, &claimed, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	var asked time.Time
+	ps := pendingFunc(func(_ context.Context, before time.Time, limit int) ([]string, error) {
+		asked = before
+		return []string{j.ID}, nil
+	})
+	before := f.clock.Now().Add(webhooks.Timeout + 10*time.Second)
+	if n, err := f.svc.Requeue(ctx, ps, before); err != nil || n != 1 || !asked.Equal(before) {
+		t.Fatalf("Requeue = %d, %v (asked for those due before %v); want 1 sent for those due before %v", n, err, asked, before)
+	}
+	if f.queue.sent[len(f.queue.sent)-1] != j.ID {
+		t.Errorf("Requeue sent %v; want %s", f.queue.sent, j.ID)
+	}
+	// Its message, and a duplicate, come once the lease is over: one
+	// attempt is made.
+	f.clock.Add(webhooks.Timeout + 6*time.Second)
+	results := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := f.svc.Deliver(ctx, j.ID); results <- err }()
+	}
+	if err := <-results; err != nil { // the one that lost the claim returns at once
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(rcv.deliveries()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the attempt holding the claim sent nothing within 10 s")
+		}
+	}
+	close(hang)
+	if err := <-results; err != nil {
+		t.Fatal(err)
+	}
+	if got := rcv.deliveries(); len(got) != 1 {
+		t.Errorf("two messages made %d attempts; want 1", len(got))
+	}
+	if d, _ := f.st.Delivery(ctx, j.ID); d.Attempts != 2 {
+		t.Errorf("delivery after the attempt: %+v; want 2 attempts counted (the dead one and this one)", d)
+	}
+
+	failing := pendingFunc(func(context.Context, time.Time, int) ([]string, error) { return nil, errors.New("scan throttled") })
+	if _, err := f.svc.Requeue(ctx, failing, before); err == nil {
+		t.Error("Requeue with a failing store = nil error; want it")
+	}
+}
