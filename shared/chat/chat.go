@@ -209,6 +209,16 @@ type Response struct {
 	// ServiceTier is the service tier the upstream served at, where it
 	// says ("flex", "priority", "default"); "" if it does not.
 	ServiceTier string
+	// Status is how the answer ended, as its record says:
+	// credits.StatusCompleted ("" means it too) when the upstream ended
+	// it; credits.StatusClientClosed or credits.StatusUpstreamError for
+	// an answer that ended early after its first token, which is charged
+	// for its input and the output produced (Usage then holds what the
+	// provider reported, or estimates).
+	Status string
+	// Estimated: some count of Usage was not reported by the provider
+	// and was estimated (docs/api.md says how).
+	Estimated bool
 }
 
 // Delta is one streamed increment: content text, reasoning text (which
