@@ -69,10 +69,17 @@ type Capabilities struct {
 type Price struct {
 	CreditsPerSecond credits.Amount `json:"credits_per_second,omitempty"`
 	CreditsPerJob    credits.Amount `json:"credits_per_job,omitempty"`
-	// CreditsPerMillionInput and CreditsPerMillionOutput are per
-	// MILLION tokens: 0.15 is 0.000015 credits for 100 input tokens.
-	CreditsPerMillionInput  credits.Amount `json:"credits_per_million_input_tokens,omitempty"`
-	CreditsPerMillionOutput credits.Amount `json:"credits_per_million_output_tokens,omitempty"`
+	// TokenPrices are a chat model's prices per MILLION tokens of each
+	// class: 0.15 is 0.000015 credits for 100 input tokens.
+	TokenPrices
+	// ServiceTiers, if set, replace TokenPrices for a completion served
+	// at a tier it names (OpenAI's service_tier "flex", "priority"): the
+	// tier the upstream reports serving at, else the one asked for.
+	ServiceTiers map[string]TokenPrices `json:"service_tiers,omitempty"`
+	// LongContext, if set, replaces TokenPrices for a completion whose
+	// prompt is longer than its AbovePromptTokens (Gemini 2.5 Pro above
+	// 200k): every token of such a request is charged at its prices.
+	LongContext *LongContext `json:"long_context,omitempty"`
 	// CreditsPerImage is an image model's price of one image;
 	// CreditsPerImageByQuality, if set, replaces it for the qualities it
 	// names (a vendor whose price depends on the quality asked for).
@@ -83,27 +90,139 @@ type Price struct {
 	CreditsPer1KChars credits.Amount `json:"credits_per_1k_chars,omitempty"`
 }
 
-// tokens is one class of a chat completion's tokens and its price per
-// million of them.
-type tokens struct {
-	n     int
-	price credits.Amount // per million tokens
+// TokenPrices are one set of a chat model's prices per million tokens,
+// one per token class. A class without a price of its own is charged at
+// another's: cached input and cache writes at the input price, 1-hour
+// cache writes at the cache write price. Reasoning tokens are output.
+type TokenPrices struct {
+	CreditsPerMillionInput        credits.Amount  `json:"credits_per_million_input_tokens,omitempty"`
+	CreditsPerMillionCachedInput  *credits.Amount `json:"credits_per_million_cached_input_tokens,omitempty"`
+	CreditsPerMillionCacheWrite   *credits.Amount `json:"credits_per_million_cache_write_tokens,omitempty"`
+	CreditsPerMillionCacheWrite1h *credits.Amount `json:"credits_per_million_cache_write_1h_tokens,omitempty"`
+	CreditsPerMillionOutput       credits.Amount  `json:"credits_per_million_output_tokens,omitempty"`
 }
 
-// ChatCost returns what a chat completion costs: over its token classes
-// (prompt and completion), the sum of tokens x price per million tokens,
-// divided by a million and rounded up once, to the micro-credit, with
-// every product exact (128 bits). 100 prompt tokens at 0.15 credits per
-// million cost exactly 0.000015 credits; any priced completion with a
-// token costs at least 0.000001. 0 if the model has no token price.
-func (p *Price) ChatCost(promptTokens, completionTokens int) credits.Amount {
+// LongContext is the price of a chat completion whose prompt is longer
+// than AbovePromptTokens.
+type LongContext struct {
+	AbovePromptTokens int `json:"above_prompt_tokens"`
+	TokenPrices
+}
+
+// Rates returns tp with every class priced: a class without a price of
+// its own at the price it falls back to.
+func (tp TokenPrices) Rates() credits.TokenRates {
+	r := credits.TokenRates{Input: tp.CreditsPerMillionInput, CachedInput: tp.CreditsPerMillionInput,
+		CacheWrite: tp.CreditsPerMillionInput, Output: tp.CreditsPerMillionOutput}
+	if tp.CreditsPerMillionCachedInput != nil {
+		r.CachedInput = *tp.CreditsPerMillionCachedInput
+	}
+	if tp.CreditsPerMillionCacheWrite != nil {
+		r.CacheWrite = *tp.CreditsPerMillionCacheWrite
+	}
+	r.CacheWrite1h = r.CacheWrite
+	if tp.CreditsPerMillionCacheWrite1h != nil {
+		r.CacheWrite1h = *tp.CreditsPerMillionCacheWrite1h
+	}
+	return r
+}
+
+// charges reports whether tp prices any class above zero.
+func (tp TokenPrices) charges() bool {
+	r := tp.Rates()
+	return r.Input > 0 || r.CachedInput > 0 || r.CacheWrite > 0 || r.CacheWrite1h > 0 || r.Output > 0
+}
+
+// ChargesTokens reports whether p makes a chat completion cost credits:
+// some token class of some tier is priced above zero.
+func (p *Price) ChargesTokens() bool {
+	if p == nil {
+		return false
+	}
+	if p.TokenPrices.charges() || (p.LongContext != nil && p.LongContext.charges()) {
+		return true
+	}
+	for _, tp := range p.ServiceTiers {
+		if tp.charges() {
+			return true
+		}
+	}
+	return false
+}
+
+// ChatRates returns the per-million-token rates a completion of t tokens
+// served at service tier tier ("" for none) is charged at: the tier's
+// prices if p has them, else the long-context prices when t's prompt is
+// above their threshold, else p's own.
+func (p *Price) ChatRates(t credits.Tokens, tier string) credits.TokenRates {
+	if p == nil {
+		return credits.TokenRates{}
+	}
+	if tp, ok := p.ServiceTiers[tier]; ok && tier != "" {
+		return tp.Rates()
+	}
+	if lc := p.LongContext; lc != nil && t.Prompt > int64(lc.AbovePromptTokens) {
+		return lc.Rates()
+	}
+	return p.TokenPrices.Rates()
+}
+
+// MaxChatCost returns the most a chat completion of prompt input tokens
+// and completion output tokens can cost, whatever its service tier,
+// prompt length and use of the cache: every input token at the highest
+// input-side rate (fresh, cached or written to the cache) and every
+// output token at the highest output rate, over p's own prices, its
+// service tiers and its long-context prices. What a hold reserves.
+func (p *Price) MaxChatCost(prompt, completion int64) credits.Amount {
 	if p == nil {
 		return 0
 	}
+	sets := []TokenPrices{p.TokenPrices}
+	for _, tp := range p.ServiceTiers {
+		sets = append(sets, tp)
+	}
+	if p.LongContext != nil {
+		sets = append(sets, p.LongContext.TokenPrices)
+	}
+	var in, out credits.Amount
+	for _, tp := range sets {
+		r := tp.Rates()
+		in = max(in, r.Input, r.CachedInput, r.CacheWrite, r.CacheWrite1h)
+		out = max(out, r.Output)
+	}
+	return perMillion(tokens{prompt, in}, tokens{completion, out})
+}
+
+// tokens is one class of a chat completion's tokens and its price per
+// million of them.
+type tokens struct {
+	n     int64
+	price credits.Amount // per million tokens
+}
+
+// ChatCost returns what a chat completion of t tokens, served at service
+// tier tier ("" for none), costs, and the rates it is charged at (see
+// ChatRates): over its token classes (fresh input, cached input, cache
+// writes of each lifetime, output; reasoning is output), the sum of
+// tokens x price per million tokens, divided by a million and rounded up
+// once, to the micro-credit, with every product exact (128 bits). Fresh
+// input is the prompt less its cached and cache-write tokens. 100 prompt
+// tokens at 0.15 credits per million cost exactly 0.000015 credits; any
+// priced completion with a token costs at least 0.000001. 0 if the model
+// has no token price.
+func (p *Price) ChatCost(t credits.Tokens, tier string) (credits.Amount, credits.TokenRates) {
+	if p == nil {
+		return 0, credits.TokenRates{}
+	}
+	r := p.ChatRates(t, tier)
+	fresh := t.Prompt - max(t.Cached, 0) - max(t.CacheWrite, 0) - max(t.CacheWrite1h, 0)
 	return perMillion(
-		tokens{promptTokens, p.CreditsPerMillionInput},
-		tokens{completionTokens, p.CreditsPerMillionOutput},
-	)
+		tokens{fresh, r.Input},
+		tokens{t.Cached, r.CachedInput},
+		tokens{t.CacheWrite, r.CacheWrite},
+		tokens{t.CacheWrite1h, r.CacheWrite1h},
+		tokens{t.Completion, r.Output},
+	), r
 }
 
 // perMillion returns the sum of each class's tokens x its price per
@@ -118,7 +237,7 @@ func perMillion(classes ...tokens) credits.Amount {
 		h, l := bits.Mul64(uint64(c.n), uint64(c.price))
 		var carry uint64
 		lo, carry = bits.Add64(lo, l, 0)
-		hi, _ = bits.Add64(hi, h, carry) // at most 2^123 per class: no overflow for any number of classes we have
+		hi, _ = bits.Add64(hi, h, carry) // at most 2^126 per class: no overflow for the classes we have
 	}
 	return ceilDiv(hi, lo, 1_000_000)
 }
@@ -192,7 +311,6 @@ func (p *Price) check() error {
 		a    credits.Amount
 	}{
 		{"credits_per_second", p.CreditsPerSecond}, {"credits_per_job", p.CreditsPerJob},
-		{"credits_per_million_input_tokens", p.CreditsPerMillionInput}, {"credits_per_million_output_tokens", p.CreditsPerMillionOutput},
 		{"credits_per_image", p.CreditsPerImage}, {"credits_per_1k_chars", p.CreditsPer1KChars},
 	} {
 		if f.a < 0 {
@@ -202,6 +320,40 @@ func (p *Price) check() error {
 	for q, a := range p.CreditsPerImageByQuality {
 		if a < 0 {
 			return fmt.Errorf("price.credits_per_image_by_quality.%s: %s is negative", q, a)
+		}
+	}
+	if err := p.TokenPrices.check("price."); err != nil {
+		return err
+	}
+	for tier, tp := range p.ServiceTiers {
+		if err := tp.check("price.service_tiers." + tier + "."); err != nil {
+			return err
+		}
+	}
+	if lc := p.LongContext; lc != nil {
+		if lc.AbovePromptTokens <= 0 {
+			return fmt.Errorf("price.long_context.above_prompt_tokens: must be a positive number of tokens")
+		}
+		if err := lc.check("price.long_context."); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check refuses a negative token price, naming its field after prefix.
+func (tp TokenPrices) check(prefix string) error {
+	r := tp.Rates()
+	for _, f := range []struct {
+		name string
+		a    credits.Amount
+	}{
+		{"credits_per_million_input_tokens", r.Input}, {"credits_per_million_cached_input_tokens", r.CachedInput},
+		{"credits_per_million_cache_write_tokens", r.CacheWrite}, {"credits_per_million_cache_write_1h_tokens", r.CacheWrite1h},
+		{"credits_per_million_output_tokens", r.Output},
+	} {
+		if f.a < 0 {
+			return fmt.Errorf("%s%s: %s is negative", prefix, f.name, f.a)
 		}
 	}
 	return nil
@@ -329,6 +481,9 @@ func (m *Model) UnmarshalJSON(b []byte) error {
 			ID string `json:"id"`
 		}
 		_ = json.Unmarshal(b, &id) // best effort: the message names what it can
+		// encoding/json names an embedded struct's fields through its
+		// type name; the JSON has no such level.
+		field = strings.ReplaceAll(field, "TokenPrices.", "")
 		return fmt.Errorf("model %q: %s: %s", id.ID, field, reason)
 	}
 	return err

@@ -299,35 +299,100 @@ func TestJobCost(t *testing.T) {
 	}
 }
 
-// TestChatCost: tokens times the price per million, summed over prompt
-// and completion, rounded up once to the micro-credit; a 100-token request
-// costs its exact price, not a whole credit.
+// tp returns token prices of in and out credits per million (µcr).
+func tp(in, out credits.Amount) TokenPrices {
+	return TokenPrices{CreditsPerMillionInput: in, CreditsPerMillionOutput: out}
+}
+
+// amt returns a pointer to a.
+func amt(a credits.Amount) *credits.Amount { return &a }
+
+// TestChatCost: tokens times the price per million of their class,
+// summed over the classes, rounded up once to the micro-credit; a
+// 100-token request costs its exact price, not a whole credit. Cached
+// input and cache writes are parts of the prompt, each at its own price
+// (the input price where the model has none), reasoning is output; a
+// service tier or a long prompt selects other prices.
 func TestChatCost(t *testing.T) {
-	gpt := &Price{CreditsPerMillionInput: 150_000, CreditsPerMillionOutput: 600_000} // 0.15 and 0.6 credits per million
+	gpt := &Price{TokenPrices: tp(150_000, 600_000)} // 0.15 and 0.6 credits per million
+	cached := &Price{TokenPrices: TokenPrices{CreditsPerMillionInput: 3_000_000, CreditsPerMillionOutput: 15_000_000,
+		CreditsPerMillionCachedInput: amt(300_000), CreditsPerMillionCacheWrite: amt(3_750_000), CreditsPerMillionCacheWrite1h: amt(6_000_000)}}
+	tiers := &Price{TokenPrices: tp(1_250_000, 10_000_000), ServiceTiers: map[string]TokenPrices{
+		"flex": tp(625_000, 5_000_000), "priority": tp(2_500_000, 20_000_000)}}
+	long := &Price{TokenPrices: tp(1_250_000, 10_000_000), LongContext: &LongContext{AbovePromptTokens: 200_000, TokenPrices: tp(2_500_000, 15_000_000)}}
+	tok := func(prompt, completion int64) credits.Tokens {
+		return credits.Tokens{Prompt: prompt, Completion: completion}
+	}
 	tests := []struct {
-		p                  *Price
-		prompt, completion int
-		want               credits.Amount
+		name string
+		p    *Price
+		t    credits.Tokens
+		tier string
+		want credits.Amount
 	}{
-		{gpt, 100, 0, 15},                    // 100 x 0.15 / 1e6 = 0.000015 credits
-		{gpt, 60, 40, 9 + 24},                // 0.000009 + 0.000024
-		{gpt, 1, 0, 1},                       // 0.00000015 rounds up to 0.000001
-		{gpt, 1, 1, 1},                       // 0.00000075: one rounding for the request, not one per class
-		{gpt, 3, 3, 3},                       // 0.00000225 -> 0.000003, where rounding each class would give 4
-		{gpt, 1_000_000, 1_000_000, 750_000}, // 0.75 credits
-		{gpt, 0, 0, 0},
-		{&Price{CreditsPerMillionInput: 3 * credits.Credit}, 1000, 5000, 3000},
-		{&Price{}, 100, 100, 0},
-		{nil, 100, 100, 0},
-		{gpt, -5, 10, 6},
-		// Products past 64 bits stay exact, and a cost past the maximum is the maximum.
-		{&Price{CreditsPerMillionInput: credits.MaxAmount}, 1 << 40, 0, credits.MaxAmount},
-		{&Price{CreditsPerMillionInput: 1_000_000_000_000}, 1 << 62, 0, credits.MaxAmount},
-		{&Price{CreditsPerMillionInput: 1_000_003, CreditsPerMillionOutput: 1_000_003}, 1 << 30, 1 << 30, 2_147_490_091}, // 2^31 x 1.000003 = 2147490090.944 -> up
+		{"100 prompt tokens", gpt, tok(100, 0), "", 15}, // 100 x 0.15 / 1e6 = 0.000015 credits
+		{"prompt and completion", gpt, tok(60, 40), "", 9 + 24},
+		{"rounds up", gpt, tok(1, 0), "", 1},                // 0.00000015 rounds up to 0.000001
+		{"one rounding", gpt, tok(1, 1), "", 1},             // 0.00000075: one rounding for the request, not one per class
+		{"not per class", gpt, tok(3, 3), "", 3},            // 0.00000225 -> 0.000003, where rounding each class would give 4
+		{"a million each", gpt, tok(1e6, 1e6), "", 750_000}, // 0.75 credits
+		{"nothing", gpt, tok(0, 0), "", 0},
+		{"input only", &Price{TokenPrices: tp(3*credits.Credit, 0)}, tok(1000, 5000), "", 3000},
+		{"no prices", &Price{}, tok(100, 100), "", 0},
+		{"nil", nil, tok(100, 100), "", 0},
+		{"negative counts as 0", gpt, tok(-5, 10), "", 6},
+		{"past 64 bits", &Price{TokenPrices: tp(credits.MaxAmount, 0)}, tok(1<<40, 0), "", credits.MaxAmount},
+		{"past the maximum", &Price{TokenPrices: tp(1_000_000_000_000, 0)}, tok(1<<62, 0), "", credits.MaxAmount},
+		{"exact past 2^31", &Price{TokenPrices: tp(1_000_003, 1_000_003)}, tok(1<<30, 1<<30), "", 2_147_490_091}, // 2^31 x 1.000003 = 2147490090.944 -> up
+		// 1000 prompt tokens: 100 fresh at 3, 500 cached at 0.3, 300 written
+		// for 5 minutes at 3.75, 100 for an hour at 6; 200 output at 15
+		// (50 of them reasoning, output all the same).
+		{"classes", cached, credits.Tokens{Prompt: 1000, Cached: 500, CacheWrite: 300, CacheWrite1h: 100, Completion: 200, Reasoning: 50}, "",
+			300 + 150 + 1125 + 600 + 3000},
+		{"cached at the input price without one", gpt, credits.Tokens{Prompt: 100, Cached: 100}, "", 15},
+		{"1-hour writes at the write price without one", &Price{TokenPrices: TokenPrices{CreditsPerMillionInput: 1_000_000,
+			CreditsPerMillionCacheWrite: amt(2_000_000)}}, credits.Tokens{Prompt: 1000, CacheWrite1h: 1000}, "", 2000},
+		{"parts above the prompt charge no fresh input", cached, credits.Tokens{Prompt: 10, Cached: 20}, "", 6},
+		{"flex", tiers, tok(1000, 1000), "flex", 625 + 5000},
+		{"priority", tiers, tok(1000, 1000), "priority", 2500 + 20000},
+		{"a tier without prices", tiers, tok(1000, 1000), "default", 1250 + 10000},
+		{"at the long-context threshold", long, tok(200_000, 1000), "", 250_000 + 10_000},
+		{"above it", long, tok(200_001, 1000), "", 500_003 + 15_000},
 	}
 	for _, tt := range tests {
-		if got := tt.p.ChatCost(tt.prompt, tt.completion); got != tt.want {
-			t.Errorf("%+v.ChatCost(%d, %d) = %s; want %s", tt.p, tt.prompt, tt.completion, got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			if got, _ := tt.p.ChatCost(tt.t, tt.tier); got != tt.want {
+				t.Errorf("%+v.ChatCost(%+v, %q) = %s; want %s", tt.p, tt.t, tt.tier, got, tt.want)
+			}
+		})
+	}
+	if _, r := cached.ChatCost(tok(1, 1), ""); r != (credits.TokenRates{Input: 3_000_000, CachedInput: 300_000, CacheWrite: 3_750_000, CacheWrite1h: 6_000_000, Output: 15_000_000}) {
+		t.Errorf("ChatCost rates = %+v; want every class's price", r)
+	}
+	if _, r := gpt.ChatCost(tok(1, 1), ""); r != (credits.TokenRates{Input: 150_000, CachedInput: 150_000, CacheWrite: 150_000, CacheWrite1h: 150_000, Output: 600_000}) {
+		t.Errorf("ChatCost rates = %+v; want the input price for the cache classes", r)
+	}
+}
+
+// TestMaxChatCost: the bound a hold reserves is the highest input-side
+// and output rates over every tier and the long-context prices.
+func TestMaxChatCost(t *testing.T) {
+	tests := []struct {
+		name               string
+		p                  *Price
+		prompt, completion int64
+		want               credits.Amount
+	}{
+		{"plain", &Price{TokenPrices: tp(150_000, 600_000)}, 1000, 1000, 150 + 600},
+		{"cache writes cost more than input", &Price{TokenPrices: TokenPrices{CreditsPerMillionInput: 3_000_000, CreditsPerMillionOutput: 15_000_000,
+			CreditsPerMillionCacheWrite1h: amt(6_000_000)}}, 1000, 1000, 6000 + 15000},
+		{"priority tier", &Price{TokenPrices: tp(1_250_000, 10_000_000), ServiceTiers: map[string]TokenPrices{"priority": tp(2_500_000, 20_000_000)}}, 1000, 1000, 2500 + 20000},
+		{"long context", &Price{TokenPrices: tp(1_250_000, 10_000_000), LongContext: &LongContext{AbovePromptTokens: 1, TokenPrices: tp(2_500_000, 15_000_000)}}, 1000, 1000, 2500 + 15000},
+		{"nil", nil, 1000, 1000, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.p.MaxChatCost(tt.prompt, tt.completion); got != tt.want {
+			t.Errorf("%s: MaxChatCost(%d, %d) = %s; want %s", tt.name, tt.prompt, tt.completion, got, tt.want)
 		}
 	}
 }

@@ -70,7 +70,7 @@ func (g *Gateway) Admit(ctx context.Context, account string, c *Call) error {
 }
 
 // charges reports whether p makes a chat completion cost credits: a price
-// per million input or output tokens above zero.
+// per million tokens of some class above zero.
 func charges(p *catalog.Price) bool {
-	return p != nil && (p.CreditsPerMillionInput > 0 || p.CreditsPerMillionOutput > 0)
+	return p.ChargesTokens()
 }

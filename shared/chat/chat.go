@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 )
 
 // Roles of a message. "developer" is normalised to RoleSystem on decode.
@@ -169,11 +170,33 @@ type Image struct {
 	Data      []byte
 }
 
-// Usage counts tokens as the upstream reported them.
+// Usage counts tokens as the upstream reported them. PromptTokens is the
+// whole input, as OpenAI counts prompt_tokens (a provider that counts
+// cache reads and writes apart, as Anthropic does, adds them in):
+// CachedTokens, CacheWriteTokens and CacheWrite1hTokens are parts of it.
+// CompletionTokens is the whole output: ReasoningTokens is part of it.
+// Cost is set by the gateway, never by a provider: what the completion
+// was charged, in credits.
 type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// CachedTokens were read from the provider's prompt cache.
+	CachedTokens int `json:"-"`
+	// CacheWriteTokens were written to the provider's prompt cache with
+	// a 5-minute lifetime (or its only one); CacheWrite1hTokens with a
+	// 1-hour lifetime (Anthropic's and Bedrock's ttl "1h").
+	CacheWriteTokens   int `json:"-"`
+	CacheWrite1hTokens int `json:"-"`
+	// ReasoningTokens are the output tokens the model spent thinking.
+	ReasoningTokens int            `json:"-"`
+	Cost            credits.Amount `json:"-"`
+}
+
+// Tokens returns u's counts by class, as the catalog prices them.
+func (u Usage) Tokens() credits.Tokens {
+	return credits.Tokens{Prompt: int64(u.PromptTokens), Cached: int64(u.CachedTokens), CacheWrite: int64(u.CacheWriteTokens),
+		CacheWrite1h: int64(u.CacheWrite1hTokens), Completion: int64(u.CompletionTokens), Reasoning: int64(u.ReasoningTokens)}
 }
 
 // Response is a finished completion.
@@ -183,6 +206,19 @@ type Response struct {
 	ToolCalls    []ToolCall
 	FinishReason string
 	Usage        Usage
+	// ServiceTier is the service tier the upstream served at, where it
+	// says ("flex", "priority", "default"); "" if it does not.
+	ServiceTier string
+	// Status is how the answer ended, as its record says:
+	// credits.StatusCompleted ("" means it too) when the upstream ended
+	// it; credits.StatusClientClosed or credits.StatusUpstreamError for
+	// an answer that ended early after its first token, which is charged
+	// for its input and the output produced (Usage then holds what the
+	// provider reported, or estimates).
+	Status string
+	// Estimated: some count of Usage was not reported by the provider
+	// and was estimated (docs/api.md says how).
+	Estimated bool
 }
 
 // Delta is one streamed increment: content text, reasoning text (which

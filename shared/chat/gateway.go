@@ -651,6 +651,7 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 		}
 		return &AttemptsError{Attempts: res.Attempts, Err: err}
 	}
+	price(rt.served, rt.resp)
 	if h != nil {
 		// Charged and released before the answer ends, so that the key's
 		// next request sees what it has left.
@@ -664,6 +665,22 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 	}
 	g.recordUsage(ctx, account, rt.served, rt.resp)
 	return err
+}
+
+// price sets resp.Usage.Cost to what the completion c answered costs:
+// its model's catalog price (Price.ChatCost) of its tokens by class, at
+// the service tier the upstream served at, else the one the request asked
+// for. It returns the rates charged. Run prices every answer before the
+// sink's End, so that the answer carries its cost, and charges exactly
+// that.
+func price(c *Call, resp *Response) credits.TokenRates {
+	tier := resp.ServiceTier
+	if tier == "" {
+		tier = c.Request.ServiceTier
+	}
+	var rates credits.TokenRates
+	resp.Usage.Cost, rates = c.Request.Model.Price.ChatCost(resp.Usage.Tokens(), tier)
+	return rates
 }
 
 // normalize fills in what a provider may leave out: the finish reason
@@ -701,8 +718,7 @@ func (g *Gateway) recordUsage(ctx context.Context, account string, c *Call, resp
 		return
 	}
 	m := c.Request.Model
-	cost := m.Price.ChatCost(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
-	if err := g.usage.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, cost); err != nil {
+	if err := g.usage.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, resp.Usage.Cost); err != nil {
 		g.log.ErrorContext(ctx, "record chat usage", "account", account, "model", m.ID, "err", err)
 	}
 }

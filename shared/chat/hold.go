@@ -24,7 +24,7 @@ import (
 // Without a limited key nothing is held, and Admit's rule applies.
 //
 // The most a completion can cost is its candidates' highest
-// Price.ChatCost of inputBound's tokens and the output bound: the
+// Price.MaxChatCost of inputBound's tokens and the output bound: the
 // request's max_tokens (or max_completion_tokens), else the model's
 // catalog max_tokens, else HeldOutputTokens, which Run then sends as the
 // upstream's max_tokens so that the bound holds.
@@ -104,7 +104,7 @@ func (g *Gateway) hold(ctx context.Context, account string, p *Params, ids []str
 			n = heldOutput(m)
 			out[id] = n
 		}
-		amount = max(amount, m.Price.ChatCost(in, n))
+		amount = max(amount, m.Price.MaxChatCost(int64(in), int64(n)))
 	}
 	if amount == 0 {
 		return nil, nil
@@ -152,7 +152,7 @@ func (h *hold) limit(c *Call) {
 // the bound) is charged all the same and logged.
 func (h *hold) record(ctx context.Context, g *Gateway, account string, c *Call, resp *Response) {
 	m := c.Request.Model
-	amount := m.Price.ChatCost(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	amount := resp.Usage.Cost
 	if amount > h.entry.Amount {
 		g.log.WarnContext(ctx, "chat charge above its hold", "account", account, "model", m.ID,
 			"charge", amount, "hold", h.entry.Amount, "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens)
