@@ -230,6 +230,9 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 	if err := checkFeatures(req, prov); err != nil {
 		return nil, err
 	}
+	if err := cacheBreakpoints(req, prov); err != nil {
+		return nil, err
+	}
 	c := &Call{Request: req, Stream: p.Stream, provider: prov}
 	if err := g.imageLimits(c); err != nil {
 		return nil, err
@@ -365,6 +368,9 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 			return nil, nil, apierr.Invalidf(at(".role"), "invalid_value", "role must be system, developer, user, assistant or tool, not %q", pm.Role)
 		}
 		out[i].Name = pm.Name
+		if isSet(pm.CacheControl) {
+			return nil, nil, Refuse(at(".cache_control"), "cache_control goes on a content part or a tool, not on a message: send the content as an array of parts and put it on the part the cached prompt ends with.")
+		}
 		if err := toolTurn(&out[i], pm, out[:i], at); err != nil {
 			return nil, nil, err
 		}
@@ -444,6 +450,15 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 				return nil, nil, apierr.Invalidf(pat(".type"), "missing_field", "type is required in a content part")
 			default:
 				return nil, nil, apierr.Invalidf(pat(".type"), "invalid_value", "content part type must be text or image_url, not %q", pp.Type)
+			}
+			if len(pp.CacheControl) > 0 {
+				c, err := cacheControl(pp.CacheControl, pat(".cache_control"))
+				if err != nil {
+					return nil, nil, err
+				}
+				if out[i].Parts[j].Image != nil || out[i].Parts[j].Text != "" {
+					out[i].Parts[j].Cache = c // an empty text part is dropped upstream, and its breakpoint with it
+				}
 			}
 		}
 	}

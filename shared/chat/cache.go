@@ -1,0 +1,133 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/genway/genway/shared/apierr"
+)
+
+// This file reads the prompt-cache breakpoints of a request (cache_control
+// on content parts and tools) and keeps to each provider's rules for them
+// (CacheRules).
+
+// cacheControl decodes the cache_control sent at param: nil if it is
+// absent or null; else {"type": "ephemeral"} with an optional "ttl" of
+// "5m" (the default) or "1h", or a 400 naming the field at fault.
+func cacheControl(raw json.RawMessage, param string) (*CacheControl, error) {
+	if !isSet(raw) {
+		return nil, nil
+	}
+	var cc struct {
+		Type json.RawMessage `json:"type"`
+		TTL  json.RawMessage `json:"ttl"`
+	}
+	if !isObject(raw) || json.Unmarshal(raw, &cc) != nil {
+		return nil, apierr.Invalidf(param, "invalid_value", `cache_control must be an object: {"type": "ephemeral"}, with an optional "ttl" of "5m" or "1h"`)
+	}
+	if !isSet(cc.Type) {
+		return nil, apierr.Invalidf(param+".type", "missing_field", `cache_control.type is required: "ephemeral"`)
+	}
+	if !bytes.Equal(bytes.TrimSpace(cc.Type), []byte(`"ephemeral"`)) {
+		return nil, apierr.Invalidf(param+".type", "invalid_value", `cache_control.type must be "ephemeral", not %s`, bytes.TrimSpace(cc.Type))
+	}
+	c := &CacheControl{TTL: CacheTTL5m, param: param}
+	if isSet(cc.TTL) {
+		var ttl string
+		if json.Unmarshal(cc.TTL, &ttl) != nil || (ttl != CacheTTL5m && ttl != CacheTTL1h) {
+			return nil, apierr.Invalidf(param+".ttl", "invalid_value", `cache_control.ttl must be "5m" or "1h", not %s`, bytes.TrimSpace(cc.TTL))
+		}
+		c.TTL = ttl
+	}
+	return c, nil
+}
+
+// toolCache decodes the cache_control of tools[i]: on the tool, or on its
+// function, not both.
+func toolCache(t ParamsTool, at func(string) string) (*CacheControl, error) {
+	c, err := cacheControl(t.CacheControl, at(".cache_control"))
+	if err != nil {
+		return nil, err
+	}
+	cf, err := cacheControl(t.Function.CacheControl, at(".function.cache_control"))
+	switch {
+	case err != nil:
+		return nil, err
+	case c != nil && cf != nil:
+		return nil, apierr.Invalidf(at(".function.cache_control"), "invalid_value", "cache_control is set on the tool and on its function; set it once")
+	case cf != nil:
+		return cf, nil
+	}
+	return c, nil
+}
+
+// cacheBreakpoints makes req's breakpoints what the model's provider
+// takes (its CacheProvider rules; none for another provider): it removes
+// those the provider does not forward, sends a one-hour breakpoint as a
+// five-minute one where the model has no one-hour cache, and refuses,
+// with a 400 naming the breakpoint at fault, a request with more
+// breakpoints than the provider takes, or with a one-hour breakpoint
+// after a five-minute one. Breakpoints count in the order the vendors
+// read a prompt: tools, system messages, the other messages; a tool
+// message is one block, so its first breakpoint counts and any other in
+// it is removed.
+func cacheBreakpoints(req *Request, prov Provider) error {
+	var rules CacheRules
+	if cp, ok := prov.(CacheProvider); ok {
+		rules = cp.CacheRules(req.Model)
+	}
+	var n int
+	var short string // the param of the first five-minute breakpoint
+	keep := func(c **CacheControl, forward bool) error {
+		cc := *c
+		if cc == nil {
+			return nil
+		}
+		if !forward || rules.Breakpoints == 0 {
+			*c = nil
+			return nil
+		}
+		if cc.TTL == CacheTTL1h && !rules.TTL1h {
+			cc.TTL = CacheTTL5m
+		}
+		if n++; n > rules.Breakpoints {
+			return apierr.Invalidf(cc.param, "invalid_value",
+				"model %q takes at most %d cache_control breakpoints in a request (counted in the order tools, system, messages); this is breakpoint %d",
+				req.Model.ID, rules.Breakpoints, n)
+		}
+		switch {
+		case cc.TTL == CacheTTL5m && short == "":
+			short = cc.param
+		case cc.TTL == CacheTTL1h && short != "":
+			return apierr.Invalidf(cc.param, "invalid_value",
+				`model %q takes longer cache lifetimes first (in the order tools, system, messages): this ttl "1h" breakpoint comes after the five-minute one at %s`,
+				req.Model.ID, short)
+		}
+		return nil
+	}
+	for i := range req.Tools {
+		if err := keep(&req.Tools[i].Cache, rules.Tools); err != nil {
+			return err
+		}
+	}
+	for _, system := range []bool{true, false} {
+		for i := range req.Messages {
+			m := &req.Messages[i]
+			if (m.Role == RoleSystem) != system {
+				continue
+			}
+			first := true // for a tool message: its first breakpoint
+			for j := range m.Parts {
+				c := &m.Parts[j].Cache
+				if *c == nil {
+					continue
+				}
+				if err := keep(c, m.Role != RoleTool || first); err != nil {
+					return err
+				}
+				first = false
+			}
+		}
+	}
+	return nil
+}
