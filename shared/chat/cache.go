@@ -3,6 +3,7 @@ package chat
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 
 	"github.com/genway/genway/shared/apierr"
 )
@@ -42,23 +43,19 @@ func cacheControl(raw json.RawMessage, param string) (*CacheControl, error) {
 	return c, nil
 }
 
-// toolCache decodes the cache_control of tools[i]: on the tool, or on its
-// function, not both.
-func toolCache(t ParamsTool, at func(string) string) (*CacheControl, error) {
-	c, err := cacheControl(t.CacheControl, at(".cache_control"))
-	if err != nil {
-		return nil, err
-	}
-	cf, err := cacheControl(t.Function.CacheControl, at(".function.cache_control"))
+// toolCache decodes the cache_control of tools[i], t: on the tool, or on
+// its function, not both.
+func toolCache(t ParamsTool, i int) (*CacheControl, error) {
+	onTool, onFunction := isSet(t.CacheControl), isSet(t.Function.CacheControl)
 	switch {
-	case err != nil:
-		return nil, err
-	case c != nil && cf != nil:
-		return nil, apierr.Invalidf(at(".function.cache_control"), "invalid_value", "cache_control is set on the tool and on its function; set it once")
-	case cf != nil:
-		return cf, nil
+	case onTool && onFunction:
+		return nil, apierr.Invalidf(fmt.Sprintf("tools[%d].function.cache_control", i), "invalid_value", "cache_control is set on the tool and on its function; set it once")
+	case onTool:
+		return cacheControl(t.CacheControl, fmt.Sprintf("tools[%d].cache_control", i))
+	case onFunction:
+		return cacheControl(t.Function.CacheControl, fmt.Sprintf("tools[%d].function.cache_control", i))
 	}
-	return c, nil
+	return nil, nil
 }
 
 // cacheBreakpoints makes req's breakpoints what the model's provider
@@ -72,45 +69,19 @@ func toolCache(t ParamsTool, at func(string) string) (*CacheControl, error) {
 // message is one block, so its first breakpoint counts and any other in
 // it is removed.
 func cacheBreakpoints(req *Request, prov Provider) error {
-	var rules CacheRules
-	if cp, ok := prov.(CacheProvider); ok {
-		rules = cp.CacheRules(req.Model)
-	}
-	var n int
-	var short string // the param of the first five-minute breakpoint
-	keep := func(c **CacheControl, forward bool) error {
-		cc := *c
-		if cc == nil {
-			return nil
-		}
-		if !forward || rules.Breakpoints == 0 {
-			*c = nil
-			return nil
-		}
-		if cc.TTL == CacheTTL1h && !rules.TTL1h {
-			cc.TTL = CacheTTL5m
-		}
-		if n++; n > rules.Breakpoints {
-			return apierr.Invalidf(cc.param, "invalid_value",
-				"model %q takes at most %d cache_control breakpoints in a request (counted in the order tools, system, messages); this is breakpoint %d",
-				req.Model.ID, rules.Breakpoints, n)
-		}
-		switch {
-		case cc.TTL == CacheTTL5m && short == "":
-			short = cc.param
-		case cc.TTL == CacheTTL1h && short != "":
-			return apierr.Invalidf(cc.param, "invalid_value",
-				`model %q takes longer cache lifetimes first (in the order tools, system, messages): this ttl "1h" breakpoint comes after the five-minute one at %s`,
-				req.Model.ID, short)
-		}
+	if !hasBreakpoints(req) {
 		return nil
 	}
+	k := keeper{model: req.Model.ID}
+	if cp, ok := prov.(CacheProvider); ok {
+		k.rules = cp.CacheRules(req.Model)
+	}
 	for i := range req.Tools {
-		if err := keep(&req.Tools[i].Cache, rules.Tools); err != nil {
+		if err := k.keep(&req.Tools[i].Cache, k.rules.Tools); err != nil {
 			return err
 		}
 	}
-	for _, system := range []bool{true, false} {
+	for _, system := range [2]bool{true, false} {
 		for i := range req.Messages {
 			m := &req.Messages[i]
 			if (m.Role == RoleSystem) != system {
@@ -122,12 +93,68 @@ func cacheBreakpoints(req *Request, prov Provider) error {
 				if *c == nil {
 					continue
 				}
-				if err := keep(c, m.Role != RoleTool || first); err != nil {
+				if err := k.keep(c, m.Role != RoleTool || first); err != nil {
 					return err
 				}
 				first = false
 			}
 		}
+	}
+	return nil
+}
+
+// hasBreakpoints reports whether req carries a breakpoint.
+func hasBreakpoints(req *Request) bool {
+	for i := range req.Tools {
+		if req.Tools[i].Cache != nil {
+			return true
+		}
+	}
+	for i := range req.Messages {
+		for j := range req.Messages[i].Parts {
+			if req.Messages[i].Parts[j].Cache != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// keeper applies a provider's rules to a request's breakpoints, in order.
+type keeper struct {
+	model string
+	rules CacheRules
+	n     int    // the breakpoints kept so far
+	short string // the param of the first five-minute breakpoint kept
+}
+
+// keep keeps the breakpoint *c (nil: none) if the provider forwards it
+// (forward, and the rules), else removes it; it refuses the one past the
+// limit, and a one-hour one after a five-minute one.
+func (k *keeper) keep(c **CacheControl, forward bool) error {
+	cc := *c
+	if cc == nil {
+		return nil
+	}
+	if !forward || k.rules.Breakpoints == 0 {
+		*c = nil
+		return nil
+	}
+	if cc.TTL == CacheTTL1h && !k.rules.TTL1h {
+		cc.TTL = CacheTTL5m
+	}
+	if k.n++; k.n > k.rules.Breakpoints {
+		return apierr.Invalidf(cc.param, "invalid_value",
+			"model %q takes at most %d cache_control breakpoints in a request (counted in the order tools, system, messages); this is breakpoint %d",
+			k.model, k.rules.Breakpoints, k.n)
+	}
+	switch {
+	case cc.TTL == CacheTTL5m && k.short == "":
+		k.short = cc.param
+	case cc.TTL == CacheTTL1h && k.short != "":
+		return apierr.Invalidf(cc.param, "invalid_value",
+			`model %q takes longer cache lifetimes first (in the order tools, system, messages): this ttl "1h" breakpoint comes after the five-minute one at %s`,
+			k.model, k.short)
 	}
 	return nil
 }
