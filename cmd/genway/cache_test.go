@@ -192,6 +192,20 @@ func TestPromptCacheEndToEnd(t *testing.T) {
 			t.Errorf("anthropic-beta = %q; want extended-cache-ttl-2025-04-11 with a one-hour breakpoint", b)
 		}
 	})
+	t.Run("anthropic chat, on messages as OpenRouter's AI SDK provider sends them", func(t *testing.T) {
+		post(t, "/v1/chat/completions", json.RawMessage(`{"model":"anthropic/claude-sonnet-4-5",
+			"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object"}}}],
+			"messages":[
+				{"role":"system","content":[{"type":"text","text":"You are a coding agent.",`+eph+`}]},
+				{"role":"user","content":"Weather in Paris?"},
+				{"role":"assistant","content":"",`+eph+`,"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"get_weather","arguments":"{}"}}]},
+				{"role":"tool","tool_call_id":"toolu_1","content":"sunny",`+eph+`}]}`))
+		check(t, one(t, anth), []where{
+			{[]any{"system", 0, "cache_control"}, ephemeral},
+			{[]any{"messages", 1, "content"}, `[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{},"cache_control":` + ephemeral + `}]`},
+			{[]any{"messages", 2, "content"}, `[{"type":"tool_result","tool_use_id":"toolu_1","content":"sunny","cache_control":` + ephemeral + `}]`},
+		})
+	})
 	t.Run("anthropic responses", func(t *testing.T) {
 		post(t, "/v1/responses", responsesBody("anthropic/claude-sonnet-4-5"))
 		check(t, one(t, anth), []where{

@@ -28,7 +28,8 @@
 // Prompt-cache breakpoints (chat.CacheControl) are cache_control on the
 // marked block: a system text block (a system prompt with one is sent as
 // blocks, one per part), a text or image block, a tool_result (a tool
-// message's first breakpoint), a tool; with "ttl": "1h" and the
+// message's first breakpoint), the last tool_use of an assistant message
+// (chat.Message.Cache), a tool; with "ttl": "1h" and the
 // BetaExtendedCacheTTL header for the one-hour lifetime.
 //
 // Features refuses what the API lacks: seed, presence and frequency
@@ -480,6 +481,9 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 					return nil, fmt.Errorf("tool call %s (%s): %w", tc.ID, tc.Name, err)
 				}
 				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
+			}
+			if m.Cache != nil && len(m.ToolCalls) > 0 { // after the calls: on the last tool_use
+				blocks[len(blocks)-1].CacheControl = body.mark(m.Cache)
 			}
 		case chat.RoleTool:
 			blocks = []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Text(), CacheControl: body.mark(firstCache(m.Parts))}}

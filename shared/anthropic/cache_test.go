@@ -54,7 +54,7 @@ func TestRequestCacheControl(t *testing.T) {
 					{"type":"text","text":"And this?"}]}]}`,
 		},
 		{
-			name: "tools and a tool result",
+			name: "tools, after an assistant's tool calls, a tool result",
 			req: &chat.Request{Model: sonnet, MaxTokens: 50,
 				Tools: []chat.Tool{
 					{Name: "get_weather", Parameters: []byte(`{"type":"object"}`)},
@@ -62,16 +62,21 @@ func TestRequestCacheControl(t *testing.T) {
 				},
 				Messages: []chat.Message{
 					user("Weather in Paris?"),
-					{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "toolu_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+					{Role: chat.RoleAssistant, Parts: []chat.Part{{Text: "Let me look."}}, Cache: cache5m,
+						ToolCalls: []chat.ToolCall{{ID: "toolu_1", Name: "get_weather", Arguments: `{"city":"Paris"}`}, {ID: "toolu_2", Name: "get_weather", Arguments: `{"city":"Lyon"}`}}},
 					{Role: chat.RoleTool, ToolCallID: "toolu_1", ToolName: "get_weather", Parts: []chat.Part{{Text: "18C, "}, {Text: "sunny", Cache: cache5m}}},
+					{Role: chat.RoleTool, ToolCallID: "toolu_2", ToolName: "get_weather", Parts: []chat.Part{{Text: "rain"}}},
 				}},
 			want: `{"model":"claude-sonnet-4-5","max_tokens":50,
 				"tools":[{"name":"get_weather","input_schema":{"type":"object"}},
 					{"name":"search","input_schema":{"type":"object"},"cache_control":{"type":"ephemeral","ttl":"1h"}}],
 				"messages":[
 				{"role":"user","content":[{"type":"text","text":"Weather in Paris?"}]},
-				{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}}]},
-				{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"18C, sunny","cache_control":{"type":"ephemeral"}}]}]}`,
+				{"role":"assistant","content":[{"type":"text","text":"Let me look."},
+					{"type":"tool_use","id":"toolu_1","name":"get_weather","input":{"city":"Paris"}},
+					{"type":"tool_use","id":"toolu_2","name":"get_weather","input":{"city":"Lyon"},"cache_control":{"type":"ephemeral"}}]},
+				{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"18C, sunny","cache_control":{"type":"ephemeral"}},
+					{"type":"tool_result","tool_use_id":"toolu_2","content":"rain"}]}]}`,
 		},
 	}
 	checkBodies(t, tests)

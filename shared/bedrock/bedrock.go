@@ -36,7 +36,8 @@
 //
 // Prompt-cache breakpoints (chat.CacheControl) are cachePoint blocks: after
 // the marked system text (system prompts with one are sent a block per
-// part), after the marked content block or tool result, after the marked
+// part), after the marked content block or tool result, after an
+// assistant message's tool calls (chat.Message.Cache), after the marked
 // tool's toolSpec; "ttl": "1h" only for the one-hour lifetime. CacheRules
 // says which models take them.
 //
@@ -506,6 +507,9 @@ func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, form
 				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
 					ToolUseId: aws.String(tc.ID), Name: aws.String(tc.Name), Input: input}})
 				used = append(used, tc.Name)
+			}
+			if m.Cache != nil && len(m.ToolCalls) > 0 {
+				blocks = append(blocks, &types.ContentBlockMemberCachePoint{Value: cachePoint(m.Cache)})
 			}
 			lastCalls = len(m.ToolCalls) > 0
 		default:

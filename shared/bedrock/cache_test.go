@@ -54,7 +54,7 @@ func TestRequestCachePoints(t *testing.T) {
 				"inferenceConfig":{"maxTokens":100}}`,
 		},
 		{
-			name: "tools and a tool result",
+			name: "tools, after an assistant's tool calls, a tool result",
 			req: &chat.Request{Model: claude, MaxTokens: 100,
 				Tools: []chat.Tool{
 					{Name: "get_weather", Parameters: []byte(`{"type":"object"}`), Cache: cache1h},
@@ -62,12 +62,12 @@ func TestRequestCachePoints(t *testing.T) {
 				},
 				Messages: []chat.Message{
 					user("Weather in Paris?"),
-					{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "t1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}},
+					{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "t1", Name: "get_weather", Arguments: `{"city":"Paris"}`}}, Cache: cache5m},
 					{Role: chat.RoleTool, ToolCallID: "t1", ToolName: "get_weather", Parts: []chat.Part{{Text: "18C, "}, {Text: "sunny", Cache: cache5m}}},
 				}},
 			want: `{"messages":[
 				{"role":"user","content":[{"text":"Weather in Paris?"}]},
-				{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"get_weather","input":{"city":"Paris"}}}]},
+				{"role":"assistant","content":[{"toolUse":{"toolUseId":"t1","name":"get_weather","input":{"city":"Paris"}}},{"cachePoint":{"type":"default"}}]},
 				{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"18C, sunny"}]}},{"cachePoint":{"type":"default"}}]}],
 				"toolConfig":{"tools":[
 					{"toolSpec":{"name":"get_weather","inputSchema":{"json":{"type":"object"}}}},{"cachePoint":{"type":"default","ttl":"1h"}},

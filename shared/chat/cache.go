@@ -58,6 +58,30 @@ func toolCache(t ParamsTool, i int) (*CacheControl, error) {
 	return nil, nil
 }
 
+// messageCache puts c (nil: none), the cache_control of message m, at the
+// end of m: after its tool calls (Message.Cache) for an assistant message
+// that calls tools, else on its last non-empty part, unless that part has
+// one of its own. An empty message has nothing to mark.
+func messageCache(m *Message, c *CacheControl) {
+	if c == nil {
+		return
+	}
+	if len(m.ToolCalls) > 0 {
+		m.Cache = c
+		return
+	}
+	for j := len(m.Parts) - 1; j >= 0; j-- {
+		p := &m.Parts[j]
+		if p.Image == nil && p.Text == "" {
+			continue
+		}
+		if p.Cache == nil {
+			p.Cache = c
+		}
+		return
+	}
+}
+
 // cacheBreakpoints makes req's breakpoints what the model's provider
 // takes (its CacheProvider rules; none for another provider): it removes
 // those the provider does not forward, sends a one-hour breakpoint as a
@@ -65,9 +89,9 @@ func toolCache(t ParamsTool, i int) (*CacheControl, error) {
 // with a 400 naming the breakpoint at fault, a request with more
 // breakpoints than the provider takes, or with a one-hour breakpoint
 // after a five-minute one. Breakpoints count in the order the vendors
-// read a prompt: tools, system messages, the other messages; a tool
-// message is one block, so its first breakpoint counts and any other in
-// it is removed.
+// read a prompt: tools, system messages, the other messages (a message's
+// parts, then the breakpoint after its tool calls); a tool message is one
+// block, so its first breakpoint counts and any other in it is removed.
 func cacheBreakpoints(req *Request, prov Provider) error {
 	if !hasBreakpoints(req) {
 		return nil
@@ -98,6 +122,9 @@ func cacheBreakpoints(req *Request, prov Provider) error {
 				}
 				first = false
 			}
+			if err := k.keep(&m.Cache, true); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -111,6 +138,9 @@ func hasBreakpoints(req *Request) bool {
 		}
 	}
 	for i := range req.Messages {
+		if req.Messages[i].Cache != nil {
+			return true
+		}
 		for j := range req.Messages[i].Parts {
 			if req.Messages[i].Parts[j].Cache != nil {
 				return true

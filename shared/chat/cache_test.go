@@ -50,6 +50,9 @@ func breakpoints(req *chat.Request) []string {
 				out = append(out, fmt.Sprintf("messages[%d].content[%d] %s", i, j, p.Cache.TTL))
 			}
 		}
+		if m.Cache != nil {
+			out = append(out, fmt.Sprintf("messages[%d].tool_calls %s", i, m.Cache.TTL))
+		}
 	}
 	return out
 }
@@ -108,7 +111,8 @@ func TestCacheControlErrors(t *testing.T) {
 		{"on a tool", fnTool("f", `"cache_control":{"type":"ephemeral","ttl":"1 hour"}`), []string{user}, "invalid_value", "tools[0].cache_control.ttl"},
 		{"on a function", fnTool("f") + `,{"type":"function","function":{"name":"g","cache_control":{"type":"lasting"}}}`, []string{user}, "invalid_value", "tools[1].function.cache_control.type"},
 		{"on a tool and its function", `{"type":"function","function":{"name":"f",` + eph + `},` + eph + `}`, []string{user}, "invalid_value", "tools[0].function.cache_control"},
-		{"on a message", "", []string{`{"role":"system","content":"long",` + eph + `}`, user}, "unsupported_parameter", "messages[0].cache_control"},
+		{"on a message", "", []string{`{"role":"system","content":"long","cache_control":{"type":"ephemeral","ttl":"forever"}}`, user}, "invalid_value", "messages[0].cache_control.ttl"},
+		{"on an assistant message that calls tools", fnTool("f"), []string{user, `{"role":"assistant","content":null,"cache_control":{"type":"ephemral"},"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`}, "invalid_value", "messages[1].cache_control.type"},
 	}
 	for _, model := range []string{"anthropic/claude-sonnet-4-5", "openai/gpt-4o-mini"} {
 		for _, tt := range tests {
@@ -172,6 +176,19 @@ func TestCacheBreakpoints(t *testing.T) {
 			[]string{"messages[2].content[0] 5m", "messages[3].content[0] 5m", "messages[3].content[1] 5m", "messages[3].content[2] 5m"}, ""},
 		{"an empty text part's breakpoint is dropped with it", anth, "", []string{msg("user", textPart("", eph), textPart("a", eph), textPart("b", eph), textPart("c", eph), textPart("d", eph))},
 			[]string{"messages[0].content[1] 5m", "messages[0].content[2] 5m", "messages[0].content[3] 5m", "messages[0].content[4] 5m"}, ""},
+		{"on a message with a string content: its text", anth, "", []string{`{"role":"system","content":"long",` + eph1h + `}`, `{"role":"user","content":"hi",` + eph + `}`},
+			[]string{"messages[0].content[0] 1h", "messages[1].content[0] 5m"}, ""},
+		{"on a message with parts: its last non-empty part", anth, "", []string{`{"role":"user","content":[` + textPart("a") + `,` + textPart("b") + `,` + textPart("") + `],` + eph + `}`},
+			[]string{"messages[0].content[1] 5m"}, ""},
+		{"on a message whose last part has its own: that one", anth, "", []string{`{"role":"user","content":[` + textPart("a") + `,` + textPart("b", eph1h) + `],` + eph + `}`},
+			[]string{"messages[0].content[1] 1h"}, ""},
+		{"on an assistant message that calls tools: after the calls", anth, fnTool("f"), []string{user,
+			`{"role":"assistant","content":"Let me look.",` + eph + `,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`,
+			`{"role":"tool","tool_call_id":"c1","content":"sunny",` + eph + `}`},
+			[]string{"messages[1].tool_calls 5m", "messages[2].content[0] 5m"}, ""},
+		{"after the calls, counted after the message's parts", anth, "", []string{
+			`{"role":"assistant","content":[` + textPart("a", eph) + `,` + textPart("b", eph) + `,` + textPart("c", eph) + `,` + textPart("d", eph) + `],` + eph + `,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]}`},
+			nil, "messages[0].cache_control"},
 		{"nothing forwarded to a provider that caches on its own", oai, fnTool("f", eph1h), []string{msg("system", textPart("s", eph)), msg("user", textPart("a", eph1h))}, nil, ""},
 	}
 	gw, provs := cacheGateway(t)

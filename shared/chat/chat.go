@@ -145,6 +145,11 @@ type Message struct {
 	// Name is the participant's name the client gave the message; only
 	// OpenAI-compatible upstreams take it.
 	Name string
+	// Cache is a prompt-cache breakpoint after an assistant message's
+	// tool calls (its own cache_control, as OpenRouter takes it on a
+	// message), nil if none. A message-level cache_control of a message
+	// without tool calls is on its last part (Part.Cache).
+	Cache *CacheControl
 }
 
 // Text returns the concatenated text parts of m.

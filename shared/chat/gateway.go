@@ -368,9 +368,6 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 			return nil, nil, apierr.Invalidf(at(".role"), "invalid_value", "role must be system, developer, user, assistant or tool, not %q", pm.Role)
 		}
 		out[i].Name = pm.Name
-		if isSet(pm.CacheControl) {
-			return nil, nil, Refuse(at(".cache_control"), "cache_control goes on a content part or a tool, not on a message: send the content as an array of parts and put it on the part the cached prompt ends with.")
-		}
 		if err := toolTurn(&out[i], pm, out[:i], at); err != nil {
 			return nil, nil, err
 		}
@@ -460,6 +457,15 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 					out[i].Parts[j].Cache = c // an empty text part is dropped upstream, and its breakpoint with it
 				}
 			}
+		}
+	}
+	for i := range in {
+		if len(in[i].CacheControl) > 0 {
+			c, err := cacheControl(in[i].CacheControl, fmt.Sprintf("messages[%d].cache_control", i))
+			if err != nil {
+				return nil, nil, err
+			}
+			messageCache(&out[i], c)
 		}
 	}
 	return out, fetches, nil

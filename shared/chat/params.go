@@ -73,8 +73,9 @@ type ParamsMessage struct {
 	ToolCalls  []ParamsToolCall `json:"tool_calls"`
 	ToolCallID string           `json:"tool_call_id"`
 	Refusal    *string          `json:"refusal"` // an earlier assistant refusal, sent back as its text
-	// CacheControl on a message is refused: a breakpoint goes on a
-	// content part (or a tool), as OpenRouter takes it.
+	// CacheControl on a message is a prompt-cache breakpoint at its end
+	// (as OpenRouter's and LiteLLM's clients send it, with a string
+	// content too): on its last part, or after its tool calls.
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 

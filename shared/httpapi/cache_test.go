@@ -64,6 +64,9 @@ func requestBreakpoints(req *chat.Request) []string {
 				out = append(out, fmt.Sprintf("messages[%d].content[%d] %s", i, j, p.Cache.TTL))
 			}
 		}
+		if m.Cache != nil {
+			out = append(out, fmt.Sprintf("messages[%d].tool_calls %s", i, m.Cache.TTL))
+		}
 	}
 	return out
 }
@@ -146,9 +149,21 @@ func TestCacheControlRequests(t *testing.T) {
 			code: "invalid_value", param: "input[1].output[0].cache_control.ttl",
 		},
 		{
-			name: "responses, on an item", path: "/v1/responses",
-			body: `{` + model + `,"input":[{"role":"user","content":"hi",` + eph + `}]}`,
-			code: "unsupported_parameter", param: "input[0].cache_control",
+			name: "responses, on items", path: "/v1/responses",
+			body: `{` + model + `,"input":[{"role":"user","content":"weather?",` + eph1h + `},
+				{"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"},
+				{"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{}",` + eph + `},
+				{"type":"function_call_output","call_id":"c1","output":"sunny",` + eph + `},
+				{"type":"function_call_output","call_id":"c2","output":"rainy"}]}`,
+			want: []string{"messages[0].content[0] 1h", "messages[1].tool_calls 5m", "messages[2].content[0] 5m"},
+		},
+		{
+			name: "responses, a bad one on a later function call", path: "/v1/responses",
+			body: `{` + model + `,"input":[{"role":"user","content":"weather?"},
+				{"type":"function_call","call_id":"c1","name":"get_weather","arguments":"{}"},
+				{"type":"function_call","call_id":"c2","name":"get_weather","arguments":"{}","cache_control":{"type":"ephemeral","ttl":"1d"}},
+				{"type":"function_call_output","call_id":"c1","output":"sunny"},{"type":"function_call_output","call_id":"c2","output":"rainy"}]}`,
+			code: "invalid_value", param: "input[2].cache_control.ttl",
 		},
 	}
 	for _, tt := range tests {

@@ -148,8 +148,8 @@ type responsesItem struct {
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
-	// CacheControl on an item is refused, as on a chat message: it goes
-	// on a content part.
+	// CacheControl on a message, function_call or function_call_output
+	// item is a breakpoint at its end, as on a chat message.
 	CacheControl json.RawMessage `json:"cache_control"`
 }
 
@@ -289,12 +289,17 @@ func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 			}
 			tc := chat.ParamsToolCall{ID: it.CallID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
-			// Calls of one turn go in one assistant message.
+			// Calls of one turn go in one assistant message; a call's
+			// cache_control is the message's (a breakpoint after its calls),
+			// and names the call's path in errors.
 			if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == chat.RoleAssistant && len(p.Messages[n-1].ToolCalls) > 0 {
 				p.Messages[n-1].ToolCalls = append(p.Messages[n-1].ToolCalls, tc)
+				if isSetRaw(it.CacheControl) {
+					p.Messages[n-1].CacheControl, paths[n-1] = it.CacheControl, at
+				}
 				continue
 			}
-			add(at, chat.ParamsMessage{Role: chat.RoleAssistant, ToolCalls: []chat.ParamsToolCall{tc}})
+			add(at, chat.ParamsMessage{Role: chat.RoleAssistant, ToolCalls: []chat.ParamsToolCall{tc}, CacheControl: it.CacheControl})
 		case "function_call_output":
 			out, err := outputContent(it.Output, at)
 			if err != nil {
