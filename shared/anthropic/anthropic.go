@@ -25,6 +25,13 @@
 // and those that continue a tool-use loop, whose signed thinking blocks
 // chat messages do not carry (see buildRequest).
 //
+// Prompt-cache breakpoints (chat.CacheControl) are cache_control on the
+// marked block: a system text block (a system prompt with one is sent as
+// blocks, one per part), a text or image block, a tool_result (a tool
+// message's first breakpoint), the last tool_use of an assistant message
+// (chat.Message.Cache), a tool; with "ttl": "1h" and the
+// BetaExtendedCacheTTL header for the one-hour lifetime.
+//
 // Features refuses what the API lacks: seed, presence and frequency
 // penalties, logit_bias, OpenAI-only fields, and tools together with
 // response_format. user goes to metadata.user_id.
@@ -54,6 +61,18 @@ const DefaultBaseURL = "https://api.anthropic.com"
 
 // APIVersion is the anthropic-version header sent with every request.
 const APIVersion = "2023-06-01"
+
+// BetaExtendedCacheTTL is the anthropic-beta header sent with a request
+// that has a one-hour cache breakpoint. The Messages API takes "ttl": "1h"
+// in cache_control (its SDKs' non-beta types carry it), and its list of
+// betas still names this one, which some accounts and models have been
+// reported to need for the hour; naming a beta the API knows changes
+// nothing else, so it is sent whenever a request has one.
+const BetaExtendedCacheTTL = "extended-cache-ttl-2025-04-11"
+
+// MaxCacheBreakpoints is the most cache_control breakpoints the Messages
+// API takes in one request.
+const MaxCacheBreakpoints = 4
 
 // DefaultMaxTokens caps max_tokens when the request does not set it (the
 // Messages API requires one): the model's catalog maximum, at most this.
@@ -85,6 +104,7 @@ type Provider struct {
 var (
 	_ chat.Provider        = (*Provider)(nil)
 	_ chat.FeatureProvider = (*Provider)(nil)
+	_ chat.CacheProvider   = (*Provider)(nil)
 	_ route.Keyed          = (*Provider)(nil)
 )
 
@@ -107,6 +127,13 @@ func New(cfg Config) *Provider {
 
 // KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).
 func (p *Provider) KeyIDs() []string { return p.keys.KeyIDs() }
+
+// CacheRules reports that the Messages API takes up to
+// MaxCacheBreakpoints prompt-cache breakpoints, on tools too, with the
+// one-hour lifetime, for every Claude model.
+func (p *Provider) CacheRules(*catalog.Model) chat.CacheRules {
+	return chat.CacheRules{Breakpoints: MaxCacheBreakpoints, Tools: true, TTL1h: true}
+}
 
 // Features reports what the Messages API honours: tools (with tool_choice
 // none, and disable_parallel_tool_use for parallel_tool_calls false) and
@@ -331,6 +358,9 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	hr.Header.Set("x-api-key", p.keys.Key(ctx))
 	hr.Header.Set("anthropic-version", APIVersion)
 	hr.Header.Set("content-type", "application/json")
+	if body.cache1h {
+		hr.Header.Set("anthropic-beta", BetaExtendedCacheTTL)
+	}
 	if stream {
 		hr.Header.Set("accept", "text/event-stream")
 	} else {
@@ -437,15 +467,11 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 			body.MaxTokens = model.MaxTokens
 		}
 	}
-	var system []string
 	for _, m := range req.Messages {
 		if m.Role == chat.RoleSystem {
-			if t := m.Text(); t != "" {
-				system = append(system, t)
-			}
-			continue
+			continue // collected by setSystem
 		}
-		role, blocks := "user", contentBlocks(m.Parts)
+		role, blocks := "user", body.contentBlocks(m.Parts)
 		switch m.Role {
 		case chat.RoleAssistant:
 			role = "assistant"
@@ -456,8 +482,11 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 				}
 				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
 			}
+			if m.Cache != nil && len(m.ToolCalls) > 0 { // after the calls: on the last tool_use
+				blocks[len(blocks)-1].CacheControl = body.mark(m.Cache)
+			}
 		case chat.RoleTool:
-			blocks = []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Text()}}
+			blocks = []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Text(), CacheControl: body.mark(firstCache(m.Parts))}}
 		}
 		if len(blocks) == 0 {
 			continue // the API rejects empty content
@@ -484,7 +513,7 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 	if len(body.Messages) == 0 {
 		return nil, errors.New("at least one user or assistant message with content is required")
 	}
-	body.System = strings.Join(system, "\n\n")
+	body.setSystem(req.Messages)
 
 	if err := setTools(body, req); err != nil {
 		return nil, err
@@ -560,7 +589,7 @@ func setTools(body *messagesRequest, req *chat.Request) error {
 			schema = json.RawMessage(`{"type":"object"}`)
 		}
 		// Strict is OpenAI's and is not sent (see chat.Tool).
-		body.Tools = append(body.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		body.Tools = append(body.Tools, tool{Name: t.Name, Description: t.Description, InputSchema: schema, CacheControl: body.mark(t.Cache)})
 	}
 	tc := &toolChoice{Type: "auto"}
 	switch req.ToolChoice.Mode {
@@ -624,21 +653,77 @@ func inToolLoop(msgs []message) bool {
 	return false
 }
 
-// contentBlocks translates message parts; empty text parts are dropped.
-func contentBlocks(parts []chat.Part) []block {
+// contentBlocks translates message parts, each part's cache breakpoint
+// on its block; empty text parts are dropped.
+func (b *messagesRequest) contentBlocks(parts []chat.Part) []block {
 	var out []block
 	for _, p := range parts {
 		switch {
 		case p.Image == nil:
 			if p.Text != "" {
-				out = append(out, block{Type: "text", Text: p.Text})
+				out = append(out, block{Type: "text", Text: p.Text, CacheControl: b.mark(p.Cache)})
 			}
 		case len(p.Image.Data) > 0:
 			out = append(out, block{Type: "image", Source: &imageSource{
-				Type: "base64", MediaType: p.Image.MediaType, Data: base64.StdEncoding.EncodeToString(p.Image.Data)}})
+				Type: "base64", MediaType: p.Image.MediaType, Data: base64.StdEncoding.EncodeToString(p.Image.Data)}, CacheControl: b.mark(p.Cache)})
 		case p.Image.URL != "":
-			out = append(out, block{Type: "image", Source: &imageSource{Type: "url", URL: p.Image.URL}})
+			out = append(out, block{Type: "image", Source: &imageSource{Type: "url", URL: p.Image.URL}, CacheControl: b.mark(p.Cache)})
 		}
 	}
 	return out
+}
+
+// setSystem sets the system prompt from the system messages: their texts
+// joined by blank lines, or, when a part carries a cache breakpoint, one
+// text block per non-empty part, each with its breakpoint.
+func (b *messagesRequest) setSystem(msgs []chat.Message) {
+	var texts []string
+	marked := false
+	for _, m := range msgs {
+		if m.Role != chat.RoleSystem {
+			continue
+		}
+		if t := m.Text(); t != "" {
+			texts = append(texts, t)
+		}
+		for _, p := range m.Parts {
+			marked = marked || p.Cache != nil
+		}
+	}
+	switch {
+	case marked:
+		s := &systemPrompt{}
+		for _, m := range msgs {
+			if m.Role == chat.RoleSystem {
+				s.blocks = append(s.blocks, b.contentBlocks(m.Parts)...)
+			}
+		}
+		b.System = s
+	case len(texts) > 0:
+		b.System = &systemPrompt{text: strings.Join(texts, "\n\n")}
+	}
+}
+
+// mark returns the cache_control of breakpoint c (nil: none), noting a
+// one-hour one.
+func (b *messagesRequest) mark(c *chat.CacheControl) *cacheControl {
+	if c == nil {
+		return nil
+	}
+	if c.TTL == chat.CacheTTL1h {
+		b.cache1h = true
+		return &cacheControl{Type: "ephemeral", TTL: chat.CacheTTL1h}
+	}
+	return &cacheControl{Type: "ephemeral"}
+}
+
+// firstCache returns the first cache breakpoint of parts, nil if none:
+// a tool result's.
+func firstCache(parts []chat.Part) *chat.CacheControl {
+	for _, p := range parts {
+		if p.Cache != nil {
+			return p.Cache
+		}
+	}
+	return nil
 }

@@ -14,7 +14,7 @@ import (
 type messagesRequest struct {
 	Model         string        `json:"model"`
 	MaxTokens     int           `json:"max_tokens"`
-	System        string        `json:"system,omitempty"`
+	System        *systemPrompt `json:"system,omitempty"`
 	Messages      []message     `json:"messages"`
 	Temperature   *float64      `json:"temperature,omitempty"`
 	TopP          *float64      `json:"top_p,omitempty"`
@@ -25,13 +25,42 @@ type messagesRequest struct {
 	Tools         []tool        `json:"tools,omitempty"`
 	ToolChoice    *toolChoice   `json:"tool_choice,omitempty"`
 	Metadata      *metadata     `json:"metadata,omitempty"`
+
+	// cache1h: some block carries a one-hour cache_control, which is
+	// sent with the extended-cache-ttl beta header.
+	cache1h bool
+}
+
+// systemPrompt is the system field: a string, or text blocks when one of
+// them carries cache_control.
+type systemPrompt struct {
+	text   string
+	blocks []block
+}
+
+// MarshalJSON writes the blocks, or else the text.
+func (s *systemPrompt) MarshalJSON() ([]byte, error) {
+	if s.blocks != nil {
+		return json.Marshal(s.blocks)
+	}
+	return json.Marshal(s.text)
+}
+
+// cacheControl marks a prompt-cache breakpoint on a block or a tool:
+// {"type": "ephemeral"}, with "ttl": "1h" for the one-hour cache (the
+// default is five minutes).
+// https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching
+type cacheControl struct {
+	Type string `json:"type"`
+	TTL  string `json:"ttl,omitempty"`
 }
 
 // tool is a client tool: {"name", "description", "input_schema"}.
 type tool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
 }
 
 // toolChoice is {"type": "auto"|"any"|"tool"|"none", "name" (tool),
@@ -53,16 +82,18 @@ type message struct {
 }
 
 // block is a request content block: text, image, tool_use (in assistant
-// turns) or tool_result (in user turns).
+// turns) or tool_result (in user turns); a text block also makes the
+// system prompt's blocks.
 type block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text,omitempty"`
-	Source    *imageSource    `json:"source,omitempty"`
-	ID        string          `json:"id,omitempty"`          // tool_use
-	Name      string          `json:"name,omitempty"`        // tool_use
-	Input     json.RawMessage `json:"input,omitempty"`       // tool_use: a JSON object, never empty
-	ToolUseID string          `json:"tool_use_id,omitempty"` // tool_result
-	Content   string          `json:"content,omitempty"`     // tool_result
+	Type         string          `json:"type"`
+	Text         string          `json:"text,omitempty"`
+	Source       *imageSource    `json:"source,omitempty"`
+	ID           string          `json:"id,omitempty"`          // tool_use
+	Name         string          `json:"name,omitempty"`        // tool_use
+	Input        json.RawMessage `json:"input,omitempty"`       // tool_use: a JSON object, never empty
+	ToolUseID    string          `json:"tool_use_id,omitempty"` // tool_result
+	Content      string          `json:"content,omitempty"`     // tool_result
+	CacheControl *cacheControl   `json:"cache_control,omitempty"`
 }
 
 type imageSource struct {

@@ -34,6 +34,13 @@
 // Bedrock needs image bytes: Provider implements NeedsImageBytes, and the
 // gateway fetches image URLs before calling it.
 //
+// Prompt-cache breakpoints (chat.CacheControl) are cachePoint blocks: after
+// the marked system text (system prompts with one are sent a block per
+// part), after the marked content block or tool result, after an
+// assistant message's tool calls (chat.Message.Cache), after the marked
+// tool's toolSpec; "ttl": "1h" only for the one-hour lifetime. CacheRules
+// says which models take them.
+//
 // A Provider is safe for concurrent use (the SDK client is).
 package bedrock
 
@@ -45,6 +52,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +71,10 @@ import (
 
 // Name is the provider name used in errors.
 const Name = "bedrock"
+
+// MaxCacheBreakpoints is the most cachePoint blocks Bedrock takes in one
+// request, for the models that cache (see Provider.CacheRules).
+const MaxCacheBreakpoints = 4
 
 // DefaultMaxTokens caps maxTokens when the request does not set it: the
 // model's catalog maximum, at most this.
@@ -84,7 +97,11 @@ type Provider struct {
 	client ConverseStreamer
 }
 
-var _ chat.Provider = (*Provider)(nil)
+var (
+	_ chat.Provider        = (*Provider)(nil)
+	_ chat.FeatureProvider = (*Provider)(nil)
+	_ chat.CacheProvider   = (*Provider)(nil)
+)
 
 // New returns a Provider using client. The client's retry settings apply;
 // a gateway usually wants few retries (RetryMaxAttempts) so that a client's
@@ -453,11 +470,9 @@ func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, form
 	in = &bedrockruntime.ConverseStreamInput{ModelId: aws.String(model.Upstream)}
 	var used []string  // tool names in the conversation, in order
 	lastCalls := false // the last assistant message calls tools
+	in.System = system(req.Messages)
 	for _, m := range req.Messages {
 		if m.Role == chat.RoleSystem {
-			if t := m.Text(); t != "" {
-				in.System = append(in.System, &types.SystemContentBlockMemberText{Value: t})
-			}
 			continue
 		}
 		role := types.ConversationRoleUser
@@ -470,6 +485,12 @@ func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, form
 				return nil, "", err
 			}
 			blocks = []types.ContentBlock{b}
+			for _, p := range m.Parts {
+				if p.Cache != nil { // the result's first breakpoint marks it whole
+					blocks = append(blocks, &types.ContentBlockMemberCachePoint{Value: cachePoint(p.Cache)})
+					break
+				}
+			}
 			if m.ToolName != "" {
 				used = append(used, m.ToolName)
 			}
@@ -486,6 +507,9 @@ func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, form
 				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
 					ToolUseId: aws.String(tc.ID), Name: aws.String(tc.Name), Input: input}})
 				used = append(used, tc.Name)
+			}
+			if m.Cache != nil && len(m.ToolCalls) > 0 {
+				blocks = append(blocks, &types.ContentBlockMemberCachePoint{Value: cachePoint(m.Cache)})
 			}
 			lastCalls = len(m.ToolCalls) > 0
 		default:
@@ -593,6 +617,9 @@ func toolConfig(req *chat.Request, used []string) (cfg *types.ToolConfiguration,
 			return nil, "", fmt.Errorf("the parameters of tool %q must be a JSON Schema object: %w", t.Name, err)
 		}
 		add(t.Name, t.Description, schema)
+		if t.Cache != nil {
+			tools = append(tools, &types.ToolMemberCachePoint{Value: cachePoint(t.Cache)})
+		}
 	}
 	var choice types.ToolChoice
 	if rf := req.ResponseFormat; rf != nil {
@@ -714,15 +741,17 @@ var imageFormats = map[string]types.ImageFormat{
 	"image/gif": types.ImageFormatGif, "image/webp": types.ImageFormatWebp,
 }
 
-// contentBlocks translates message parts; empty text parts are dropped.
+// contentBlocks translates message parts, a part's cache breakpoint as a
+// cachePoint block after its block; empty text parts are dropped.
 func contentBlocks(parts []chat.Part) ([]types.ContentBlock, error) {
 	var out []types.ContentBlock
 	for _, p := range parts {
 		switch {
 		case p.Image == nil:
-			if p.Text != "" {
-				out = append(out, &types.ContentBlockMemberText{Value: p.Text})
+			if p.Text == "" {
+				continue
 			}
+			out = append(out, &types.ContentBlockMemberText{Value: p.Text})
 		default:
 			b, err := imageBlock(p.Image)
 			if err != nil {
@@ -730,8 +759,87 @@ func contentBlocks(parts []chat.Part) ([]types.ContentBlock, error) {
 			}
 			out = append(out, &types.ContentBlockMemberImage{Value: b})
 		}
+		if p.Cache != nil {
+			out = append(out, &types.ContentBlockMemberCachePoint{Value: cachePoint(p.Cache)})
+		}
 	}
 	return out, nil
+}
+
+// system returns the system blocks of msgs: one text block per system
+// message, or, when a part carries a cache breakpoint, one per non-empty
+// part, each breakpoint a cachePoint block after its part's.
+func system(msgs []chat.Message) []types.SystemContentBlock {
+	marked := false
+	for _, m := range msgs {
+		for _, p := range m.Parts {
+			marked = marked || (m.Role == chat.RoleSystem && p.Cache != nil)
+		}
+	}
+	var out []types.SystemContentBlock
+	for _, m := range msgs {
+		if m.Role != chat.RoleSystem {
+			continue
+		}
+		if !marked {
+			if t := m.Text(); t != "" {
+				out = append(out, &types.SystemContentBlockMemberText{Value: t})
+			}
+			continue
+		}
+		for _, p := range m.Parts {
+			if p.Image != nil || p.Text == "" {
+				continue
+			}
+			out = append(out, &types.SystemContentBlockMemberText{Value: p.Text})
+			if p.Cache != nil {
+				out = append(out, &types.SystemContentBlockMemberCachePoint{Value: cachePoint(p.Cache)})
+			}
+		}
+	}
+	return out
+}
+
+// cachePoint is the cachePoint block of breakpoint c: the default type,
+// with a TTL only for the one-hour lifetime (without one, Bedrock's
+// default, five minutes, applies).
+func cachePoint(c *chat.CacheControl) types.CachePointBlock {
+	b := types.CachePointBlock{Type: types.CachePointTypeDefault}
+	if c.TTL == chat.CacheTTL1h {
+		b.Ttl = types.CacheTTLOneHour
+	}
+	return b
+}
+
+// claudeVersion matches the family and version of a Claude model id on
+// Bedrock: anthropic.claude-sonnet-4-5-20250929-v1:0 (4.5),
+// us.anthropic.claude-opus-4-20250514-v1:0 (4); not the 3.x ids
+// (claude-3-7-sonnet-...), which name the version first.
+var claudeVersion = regexp.MustCompile(`anthropic\.claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?:[-:@]|$)`)
+
+// CacheRules reports which Bedrock models take prompt-cache breakpoints
+// (cachePoint blocks), by the model's Bedrock id, as the Bedrock user
+// guide's prompt caching page lists them: Claude models up to 4, on
+// tools too, with the one-hour lifetime from Claude 4.5 on (Sonnet,
+// Haiku, Opus 4.5 were the first); Amazon Nova models up to 4, in system
+// and messages only (Nova caches no tools). Another model (Llama,
+// Mistral, an application inference profile's ARN) gets none: they are
+// removed, as for providers that cache on their own.
+func (p *Provider) CacheRules(m *catalog.Model) chat.CacheRules {
+	id := m.Upstream
+	switch {
+	case strings.Contains(id, "anthropic.claude"):
+		r := chat.CacheRules{Breakpoints: MaxCacheBreakpoints, Tools: true}
+		if v := claudeVersion.FindStringSubmatch(id); v != nil {
+			major, _ := strconv.Atoi(v[1])
+			minor, _ := strconv.Atoi(v[2]) // "" is 0
+			r.TTL1h = major > 4 || (major == 4 && minor >= 5)
+		}
+		return r
+	case strings.Contains(id, "amazon.nova"):
+		return chat.CacheRules{Breakpoints: MaxCacheBreakpoints}
+	}
+	return chat.CacheRules{}
 }
 
 // imageBlock translates an image with bytes.

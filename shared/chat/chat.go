@@ -93,6 +93,9 @@ type Tool struct {
 	// sent it; never empty (the gateway fills in an empty object schema).
 	Parameters json.RawMessage
 	Strict     bool // OpenAI's strict schema adherence; other providers ignore it
+	// Cache is a prompt-cache breakpoint after this tool's definition
+	// (cache_control on the tool), nil if none.
+	Cache *CacheControl
 }
 
 // ToolChoice is the client's tool_choice.
@@ -142,6 +145,11 @@ type Message struct {
 	// Name is the participant's name the client gave the message; only
 	// OpenAI-compatible upstreams take it.
 	Name string
+	// Cache is a prompt-cache breakpoint after an assistant message's
+	// tool calls (its own cache_control, as OpenRouter takes it on a
+	// message), nil if none. A message-level cache_control of a message
+	// without tool calls is on its last part (Part.Cache).
+	Cache *CacheControl
 }
 
 // Text returns the concatenated text parts of m.
@@ -159,6 +167,29 @@ func (m Message) Text() string {
 type Part struct {
 	Text  string
 	Image *Image
+	// Cache is a prompt-cache breakpoint after this part (its
+	// cache_control), nil if none; never on an empty text part, which
+	// providers drop. The parts of a RoleTool message make one tool
+	// result: its first breakpoint marks the whole result.
+	Cache *CacheControl
+}
+
+// Prompt-cache lifetimes (CacheControl.TTL), as Anthropic and Bedrock
+// name them.
+const (
+	CacheTTL5m = "5m" // the default
+	CacheTTL1h = "1h"
+)
+
+// CacheControl is a prompt-cache breakpoint the client put on a content
+// part or a tool (cache_control: {"type": "ephemeral", "ttl": ...}): the
+// prompt up to and including it may be cached, for TTL. A provider that
+// takes breakpoints (CacheProvider: Anthropic, Bedrock) forwards it; the
+// gateway removes those another provider would not (see CacheRules), so
+// a provider forwards every breakpoint its Request carries.
+type CacheControl struct {
+	TTL   string // CacheTTL5m or CacheTTL1h
+	param string // where the client put it, for errors: messages[0].content[1].cache_control
 }
 
 // Image is an image input. Exactly one of URL (an http(s) URL the upstream
@@ -363,4 +394,29 @@ var AllFeatures = Features{Tools: true, ToolChoiceNone: true, ParallelToolCalls:
 // FeatureProvider is implemented by a Provider that lacks some Features.
 type FeatureProvider interface {
 	Features() Features
+}
+
+// CacheRules is how a provider forwards the prompt-cache breakpoints
+// (CacheControl) of a request to one model. Breakpoints are a hint that
+// only changes cost: those a provider does not take are removed, never
+// refused; a request over a limit the provider does take is refused (see
+// Gateway.Prepare).
+type CacheRules struct {
+	// Breakpoints is the most breakpoints one request may carry; 0: the
+	// provider forwards none (it caches on its own, or the model has no
+	// prompt cache).
+	Breakpoints int
+	// Tools: a tool's breakpoint is forwarded; without it, the tools'
+	// breakpoints are removed (and not counted).
+	Tools bool
+	// TTL1h: a one-hour breakpoint is forwarded as one; without it, it
+	// is sent with the default lifetime, five minutes.
+	TTL1h bool
+}
+
+// CacheProvider is implemented by a Provider that forwards prompt-cache
+// breakpoints: CacheRules says how, for model m. The requests of another
+// Provider carry none.
+type CacheProvider interface {
+	CacheRules(m *catalog.Model) CacheRules
 }

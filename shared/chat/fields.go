@@ -120,6 +120,10 @@ func tools(p *Params, req *Request, m *catalog.Model) error {
 		}
 		seen[f.Name] = true
 		tool := Tool{Name: f.Name, Description: f.Description, Parameters: emptySchema, Strict: f.Strict != nil && *f.Strict}
+		var err error
+		if tool.Cache, err = toolCache(t, i); err != nil {
+			return err
+		}
 		if isSet(f.Parameters) {
 			if !isObject(f.Parameters) {
 				return apierr.Invalidf(at(".function.parameters"), "invalid_value", "parameters must be a JSON Schema object")

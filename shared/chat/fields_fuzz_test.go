@@ -10,18 +10,24 @@ import (
 )
 
 // FuzzPrepare feeds arbitrary chat requests (tools, tool turns,
-// response_format, sampling fields) to Gateway.Prepare: never a panic,
-// every refusal an *apierr.Error, and an accepted request's tool turns
-// consistent (each tool message answers a call, each call has an id).
+// response_format, sampling fields, cache_control) to Gateway.Prepare:
+// never a panic, every refusal an *apierr.Error, an accepted request's
+// tool turns consistent (each tool message answers a call, each call has
+// an id), and its cache breakpoints within its provider's rules (none
+// for one that takes none).
 func FuzzPrepare(f *testing.F) {
 	for _, s := range []string{
 		`{"model":"synthetic/echo","messages":[{"role":"user","content":"hi"}]}`,
 		`{"model":"synthetic/echo","tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"f"}},"messages":[{"role":"user","content":"f"},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":"ok"}]}`,
 		`{"model":"synthetic/echo","response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}},"seed":1,"presence_penalty":1,"logit_bias":{"1":2},"messages":[{"role":"developer","content":[{"type":"text","text":"x"}]}]}`,
+		`{"model":"anthropic/claude-sonnet-4-5","tools":[{"type":"function","function":{"name":"f"},"cache_control":{"type":"ephemeral","ttl":"1h"}}],"messages":[{"role":"system","content":[{"type":"text","text":"s","cache_control":{"type":"ephemeral"}}]},{"role":"user","content":[{"type":"text","text":"f","cache_control":{"type":"ephemeral","ttl":"5m"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c","content":[{"type":"text","text":"ok","cache_control":{"type":"ephemeral"}}]}]}`,
+		`{"model":"synthetic/echo","tools":[{"type":"function","function":{"name":"f","cache_control":{"type":"ephemeral"}}}],"messages":[{"role":"user","content":[{"type":"text","text":"","cache_control":{"type":"ephemeral","ttl":"1h"}}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
-	gw := chat.NewGateway(chat.Config{Catalog: mustCatalog(f), Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}})
+	rules := chat.CacheRules{Breakpoints: 4, Tools: true, TTL1h: true}
+	gw := chat.NewGateway(chat.Config{Catalog: mustCatalog(f), Providers: map[string]chat.Provider{
+		"synthetic": &fakeProvider{}, "anthropic": &cachingProvider{rules: rules}}})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var p chat.Params
 		if json.Unmarshal(body, &p) != nil {
@@ -50,6 +56,13 @@ func FuzzPrepare(f *testing.F) {
 			if len(tl.Parameters) == 0 || !json.Valid(tl.Parameters) {
 				t.Errorf("accepted tool %q has parameters %q", tl.Name, tl.Parameters)
 			}
+		}
+		bp := breakpoints(c.Request)
+		if c.Request.Model.Provider != "anthropic" && len(bp) > 0 {
+			t.Errorf("accepted request to %s has breakpoints %q; want none", c.Request.Model.Provider, bp)
+		}
+		if len(bp) > rules.Breakpoints {
+			t.Errorf("accepted request has %d breakpoints; want at most %d", len(bp), rules.Breakpoints)
 		}
 	})
 }

@@ -230,6 +230,9 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 	if err := checkFeatures(req, prov); err != nil {
 		return nil, err
 	}
+	if err := cacheBreakpoints(req, prov); err != nil {
+		return nil, err
+	}
 	c := &Call{Request: req, Stream: p.Stream, provider: prov}
 	if err := g.imageLimits(c); err != nil {
 		return nil, err
@@ -445,6 +448,24 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 			default:
 				return nil, nil, apierr.Invalidf(pat(".type"), "invalid_value", "content part type must be text or image_url, not %q", pp.Type)
 			}
+			if len(pp.CacheControl) > 0 {
+				c, err := cacheControl(pp.CacheControl, pat(".cache_control"))
+				if err != nil {
+					return nil, nil, err
+				}
+				if out[i].Parts[j].Image != nil || out[i].Parts[j].Text != "" {
+					out[i].Parts[j].Cache = c // an empty text part is dropped upstream, and its breakpoint with it
+				}
+			}
+		}
+	}
+	for i := range in {
+		if len(in[i].CacheControl) > 0 {
+			c, err := cacheControl(in[i].CacheControl, fmt.Sprintf("messages[%d].cache_control", i))
+			if err != nil {
+				return nil, nil, err
+			}
+			messageCache(&out[i], c)
 		}
 	}
 	return out, fetches, nil

@@ -73,13 +73,21 @@ type ParamsMessage struct {
 	ToolCalls  []ParamsToolCall `json:"tool_calls"`
 	ToolCallID string           `json:"tool_call_id"`
 	Refusal    *string          `json:"refusal"` // an earlier assistant refusal, sent back as its text
+	// CacheControl on a message is a prompt-cache breakpoint at its end
+	// (as OpenRouter's and LiteLLM's clients send it, with a string
+	// content too): on its last part, or after its tool calls.
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
-// ParamsPart is one content part as sent.
+// ParamsPart is one content part as sent. CacheControl is a prompt-cache
+// breakpoint after it: {"type": "ephemeral"} with an optional "ttl" of
+// "5m" or "1h" (Anthropic's cache_control, as OpenRouter and LiteLLM take
+// it on OpenAI-shaped requests).
 type ParamsPart struct {
-	Type     string          `json:"type"`
-	Text     *string         `json:"text"`
-	ImageURL *ParamsImageURL `json:"image_url"`
+	Type         string          `json:"type"`
+	Text         *string         `json:"text"`
+	ImageURL     *ParamsImageURL `json:"image_url"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 // ParamsImageURL is the image_url object of an image part. Detail is
@@ -89,18 +97,22 @@ type ParamsImageURL struct {
 	Detail string `json:"detail"`
 }
 
-// ParamsTool is one entry of tools: {"type": "function", "function": {...}}.
+// ParamsTool is one entry of tools: {"type": "function", "function": {...}},
+// with an optional prompt-cache breakpoint after it (cache_control, on the
+// tool as LiteLLM takes it, or on its function; not both).
 type ParamsTool struct {
-	Type     string          `json:"type"`
-	Function *ParamsFunction `json:"function"`
+	Type         string          `json:"type"`
+	Function     *ParamsFunction `json:"function"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 // ParamsFunction is a function tool's definition.
 type ParamsFunction struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      *bool           `json:"strict"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Parameters   json.RawMessage `json:"parameters"`
+	Strict       *bool           `json:"strict"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
 // ParamsToolCall is one tool call of an assistant message.

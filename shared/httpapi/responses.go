@@ -115,11 +115,12 @@ type responsesReasoning struct {
 }
 
 type responsesTool struct {
-	Type        string          `json:"type"`
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	Parameters  json.RawMessage `json:"parameters"`
-	Strict      *bool           `json:"strict"`
+	Type         string          `json:"type"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	Parameters   json.RawMessage `json:"parameters"`
+	Strict       *bool           `json:"strict"`
+	CacheControl json.RawMessage `json:"cache_control,omitempty"` // a prompt-cache breakpoint, as in chat completions
 }
 
 type responsesText struct {
@@ -147,16 +148,22 @@ type responsesItem struct {
 	Name      string          `json:"name"`
 	Arguments string          `json:"arguments"`
 	Output    json.RawMessage `json:"output"`
+	// CacheControl on a message, function_call or function_call_output
+	// item is a breakpoint at its end, as on a chat message.
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
-// responsesPart is one content part of an input message.
+// responsesPart is one content part of an input message, or of a
+// function_call_output's output; CacheControl is a prompt-cache
+// breakpoint after it, as on a chat content part.
 type responsesPart struct {
-	Type     string  `json:"type"`
-	Text     *string `json:"text"`
-	ImageURL string  `json:"image_url"`
-	FileID   string  `json:"file_id"`
-	Refusal  string  `json:"refusal"`
-	Detail   string  `json:"detail"`
+	Type         string          `json:"type"`
+	Text         *string         `json:"text"`
+	ImageURL     string          `json:"image_url"`
+	FileID       string          `json:"file_id"`
+	Refusal      string          `json:"refusal"`
+	Detail       string          `json:"detail"`
+	CacheControl json.RawMessage `json:"cache_control"`
 }
 
 func rawJSON(v any) json.RawMessage {
@@ -208,7 +215,7 @@ func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 		if t.Type != "function" {
 			return nil, nil, refuse(fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("Only function tools are supported, not %q: Genway runs no built-in tools.", t.Type))
 		}
-		p.Tools = append(p.Tools, chat.ParamsTool{Type: "function", Function: &chat.ParamsFunction{
+		p.Tools = append(p.Tools, chat.ParamsTool{Type: "function", CacheControl: t.CacheControl, Function: &chat.ParamsFunction{
 			Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
 	}
 	if isSetRaw(rp.ToolChoice) {
@@ -275,25 +282,30 @@ func (rp *responsesRequest) chatParams() (*chat.Params, []string, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			add(at, chat.ParamsMessage{Role: it.Role, Content: content})
+			add(at, chat.ParamsMessage{Role: it.Role, Content: content, CacheControl: it.CacheControl})
 		case "function_call":
 			if it.CallID == "" {
 				return nil, nil, apierr.Invalidf(at+".call_id", "missing_field", "call_id is required in a function_call item")
 			}
 			tc := chat.ParamsToolCall{ID: it.CallID, Type: "function"}
 			tc.Function.Name, tc.Function.Arguments = it.Name, it.Arguments
-			// Calls of one turn go in one assistant message.
+			// Calls of one turn go in one assistant message; a call's
+			// cache_control is the message's (a breakpoint after its calls),
+			// and names the call's path in errors.
 			if n := len(p.Messages); n > 0 && p.Messages[n-1].Role == chat.RoleAssistant && len(p.Messages[n-1].ToolCalls) > 0 {
 				p.Messages[n-1].ToolCalls = append(p.Messages[n-1].ToolCalls, tc)
+				if isSetRaw(it.CacheControl) {
+					p.Messages[n-1].CacheControl, paths[n-1] = it.CacheControl, at
+				}
 				continue
 			}
-			add(at, chat.ParamsMessage{Role: chat.RoleAssistant, ToolCalls: []chat.ParamsToolCall{tc}})
+			add(at, chat.ParamsMessage{Role: chat.RoleAssistant, ToolCalls: []chat.ParamsToolCall{tc}, CacheControl: it.CacheControl})
 		case "function_call_output":
-			out, err := outputText(it.Output, at)
+			out, err := outputContent(it.Output, at)
 			if err != nil {
 				return nil, nil, err
 			}
-			add(at, chat.ParamsMessage{Role: chat.RoleTool, ToolCallID: it.CallID, Content: rawJSON(out)})
+			add(at+outputPath, chat.ParamsMessage{Role: chat.RoleTool, ToolCallID: it.CallID, Content: out, CacheControl: it.CacheControl})
 		case "reasoning":
 			continue // earlier reasoning is not sent upstream (as in chat completions)
 		default:
@@ -322,15 +334,15 @@ func messageContent(raw json.RawMessage, at string) (json.RawMessage, error) {
 			if pt.Text == nil {
 				return nil, apierr.Invalidf(pat+".text", "missing_field", "text is required in a text part")
 			}
-			out[j] = chat.ParamsPart{Type: "text", Text: pt.Text}
+			out[j] = chat.ParamsPart{Type: "text", Text: pt.Text, CacheControl: pt.CacheControl}
 		case "refusal":
 			t := pt.Refusal
-			out[j] = chat.ParamsPart{Type: "text", Text: &t}
+			out[j] = chat.ParamsPart{Type: "text", Text: &t, CacheControl: pt.CacheControl}
 		case "input_image":
 			if pt.FileID != "" {
 				return nil, refuse(pat+".file_id", "Files are not stored here: send the image as image_url (an https URL or a data URI).")
 			}
-			out[j] = chat.ParamsPart{Type: "image_url", ImageURL: &chat.ParamsImageURL{URL: pt.ImageURL, Detail: pt.Detail}}
+			out[j] = chat.ParamsPart{Type: "image_url", ImageURL: &chat.ParamsImageURL{URL: pt.ImageURL, Detail: pt.Detail}, CacheControl: pt.CacheControl}
 		case "":
 			return nil, apierr.Invalidf(pat+".type", "missing_field", "type is required in a content part")
 		default:
@@ -340,25 +352,39 @@ func messageContent(raw json.RawMessage, at string) (json.RawMessage, error) {
 	return rawJSON(out), nil
 }
 
-// outputText is a function_call_output's output: a string, or the text
-// of its input_text parts.
-func outputText(raw json.RawMessage, at string) (string, error) {
+// outputPath ends the path of a chat message made from a
+// function_call_output item: responsesParam names its content "output".
+const outputPath = ".output"
+
+// outputContent is a function_call_output's output as a tool message's
+// content: a string, or the text of its input_text parts: one string, or,
+// when a part carries cache_control, the parts themselves.
+func outputContent(raw json.RawMessage, at string) (json.RawMessage, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
+		return rawJSON(s), nil
 	}
 	var parts []responsesPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", apierr.Invalidf(at+".output", "invalid_value", "output must be a string or an array of input_text parts")
+		return nil, apierr.Invalidf(at+".output", "invalid_value", "output must be a string or an array of input_text parts")
 	}
 	var b strings.Builder
+	marked := false
 	for j, pt := range parts {
 		if pt.Type != "input_text" || pt.Text == nil {
-			return "", refuse(fmt.Sprintf("%s.output[%d]", at, j), "Only text tool output is supported.")
+			return nil, refuse(fmt.Sprintf("%s.output[%d]", at, j), "Only text tool output is supported.")
 		}
 		b.WriteString(*pt.Text)
+		marked = marked || len(pt.CacheControl) > 0
 	}
-	return b.String(), nil
+	if !marked {
+		return rawJSON(b.String()), nil
+	}
+	out := make([]chat.ParamsPart, len(parts))
+	for j, pt := range parts {
+		out[j] = chat.ParamsPart{Type: "text", Text: pt.Text, CacheControl: pt.CacheControl}
+	}
+	return rawJSON(out), nil
 }
 
 func isSetRaw(raw json.RawMessage) bool {
@@ -420,14 +446,17 @@ func responsesParam(err error, paths []string) error {
 	default:
 		if m := chatParamRE.FindStringSubmatch(c.Param); m != nil {
 			if i, _ := strconv.Atoi(m[1]); i < len(paths) {
-				rest := m[2]
+				at, rest := paths[i], m[2]
+				at, output := strings.CutSuffix(at, outputPath)
 				switch {
 				case rest == ".tool_call_id":
 					rest = ".call_id"
 				case strings.HasPrefix(rest, ".tool_calls"):
 					rest = ""
+				case output && strings.HasPrefix(rest, ".content"): // a function_call_output's content is its output
+					rest = outputPath + strings.TrimPrefix(rest, ".content")
 				}
-				c.Param = paths[i] + rest
+				c.Param = at + rest
 			}
 		}
 	}

@@ -308,6 +308,7 @@ func FuzzResponsesRequest(f *testing.F) {
 		`{"model":"synthetic/echo","input":[{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"ok"}]}`,
 		`{"model":"synthetic/echo","input":[{"type":"item_reference","id":"fc_WyJjIiwiZiIsInt9Il0"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"ok"}]}]}`,
 		`{"model":"synthetic/echo","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"tool_choice":{"type":"function","name":"f"}}`,
+		`{"model":"synthetic/echo","tools":[{"type":"function","name":"f","cache_control":{"type":"ephemeral","ttl":"1h"}}],"input":[{"role":"system","content":[{"type":"input_text","text":"s","cache_control":{"type":"ephemeral"}}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"ok","cache_control":{"type":"ephemeral"}}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}
