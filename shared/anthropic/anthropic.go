@@ -201,6 +201,7 @@ func compactInput(in json.RawMessage) string {
 // tool call delta as it arrives. It returns when message_stop arrives; a mid-stream
 // error event, or a stream that ends before message_stop, is a
 // *chat.UpstreamError. If w fails, Stream returns its error unchanged.
+// With any error it returns the usage reported so far (see soFar).
 // Returning closes the response body, which cancels the upstream request.
 func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	resp, err := p.do(ctx, req, true)
@@ -222,8 +223,14 @@ type streamTool struct {
 // name of the structured output tool (formatToolName), or "": that tool's
 // input is streamed as content, any other tool_use block as tool call
 // deltas.
-func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer, format string) (*chat.Response, error) {
+func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer, format string) (resp *chat.Response, err error) {
 	out := &chat.Response{FinishReason: chat.FinishStop}
+	counted := false // a message_delta counted the output
+	defer func() {
+		if err != nil {
+			resp = soFar(out, counted)
+		}
+	}()
 	var content, reasoning strings.Builder
 	tools := map[int]*streamTool{} // by content block index
 	r := sse.NewReader(body)
@@ -304,6 +311,7 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 				out.FinishReason = finishReason(se.Delta.StopReason, len(out.ToolCalls) > 0)
 			}
 			if u := se.Usage; u != nil {
+				counted = true
 				// message_delta usage is cumulative; input_tokens appears
 				// only when it changed during the turn.
 				if u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens > 0 {
@@ -328,6 +336,20 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			return nil, err
 		}
 	}
+}
+
+// soFar is the Response of a stream that failed, out as read so far, for
+// the gateway to charge the answer so far (see chat.Provider.Stream): the
+// input message_start reported, by class, and the output only once a
+// message_delta counted it (message_start's output_tokens is not the
+// answer's).
+func soFar(out *chat.Response, counted bool) *chat.Response {
+	u := out.Usage
+	if !counted {
+		u.CompletionTokens, u.ReasoningTokens = 0, 0
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return &chat.Response{Usage: u}
 }
 
 // piece returns the delta for a piece of t's input JSON, and adds it to

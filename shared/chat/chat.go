@@ -242,13 +242,22 @@ type Response struct {
 	ServiceTier string
 	// Status is how the answer ended, as its record says:
 	// credits.StatusCompleted ("" means it too) when the upstream ended
-	// it; credits.StatusClientClosed or credits.StatusUpstreamError for
-	// an answer that ended early after its first token, which is charged
-	// for its input and the output produced (Usage then holds what the
-	// provider reported, or estimates).
+	// it and the client had it; credits.StatusClientClosed when the
+	// client went away first; credits.StatusUpstreamError when the
+	// upstream failed after the answer's first token. The gateway sets
+	// it, never a provider.
 	Status string
+	// Partial: the answer was cut short after its first token (Status is
+	// then credits.StatusClientClosed or credits.StatusUpstreamError); it
+	// is charged for its input and the output produced, and Usage holds
+	// what the provider reported before the end, the rest estimated. A
+	// whole answer whose client went away while its upstream worked is
+	// not partial: it is finished, detached from the client, and charged
+	// exactly (Status credits.StatusClientClosed).
+	Partial bool
 	// Estimated: some count of Usage was not reported by the provider
-	// and was estimated (docs/api.md says how).
+	// and was estimated from what was sent and delivered (see
+	// Gateway.Run; docs/api.md says how).
 	Estimated bool
 }
 
@@ -307,6 +316,14 @@ type Provider interface {
 	// returns the final Response (FinishReason, Usage; Content and
 	// Reasoning may be left empty). If w fails, Stream stops and returns
 	// the error.
+	//
+	// A Stream that fails after it wrote a delta (w failed, ctx ended,
+	// the upstream broke) may return with its error a Response whose
+	// Usage holds the counts the upstream reported before the end, for
+	// the gateway to charge the answer so far: each count it sets must
+	// cover all it wrote to w (a count the upstream reports only at its
+	// end stays 0; the gateway estimates those). Nil is the same as
+	// nothing reported.
 	Stream(ctx context.Context, req *Request, w Writer) (*Response, error)
 }
 

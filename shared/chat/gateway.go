@@ -640,6 +640,22 @@ func stops(raw json.RawMessage) ([]string, error) {
 // before the sink's End, so that the key's next request sees what is
 // left (the answer's end waits for those two writes).
 //
+// Answers that end early are charged (Response.Status, Partial,
+// Estimated say how):
+//   - A stream cut short after its first token, by the client (it went
+//     away, or the sink failed) or by the upstream, is charged for its
+//     input and the output produced, as a whole answer is (recorded, a
+//     hold settled), but without the sink's End: Run returns the
+//     *AttemptsError around the failure. The counts are the provider's
+//     where it reported them before the end (see Provider.Stream), else
+//     estimated (see Estimates).
+//   - A whole (non-streamed) answer's upstream call is detached from the
+//     client: when the client goes away it runs on, within the gateway's
+//     timeout, and its exact usage is charged. No new attempt is made
+//     for a client gone.
+//   - An answer of a priced model that ends without usage is charged by
+//     the estimate too, logged and counted.
+//
 // A completion no candidate answered returns an *AttemptsError with the
 // attempts made around the last one's error: Prepare's, Admit's, the
 // provider's (*UpstreamError) or the sink's. Nothing is recorded for it.
@@ -653,9 +669,11 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 		return err
 	}
 	defer h.release(ctx, g)
+	client := ctx
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
-	rt := &routed{g: g, account: account, p: p, ids: ids, calls: make([]*Call, len(ids)), errs: make([]error, len(ids)), sink: sink, hold: h}
+	rt := &routed{g: g, account: account, p: p, ids: ids, calls: make([]*Call, len(ids)), errs: make([]error, len(ids)), sink: sink, hold: h,
+		client: client}
 	targets := make([]route.Target, len(ids))
 	for i, id := range ids {
 		targets[i].Model = id
@@ -670,9 +688,17 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 		if errors.As(err, &s) {
 			err = s.error // the refusal as Prepare or Admit made it
 		}
-		return &AttemptsError{Attempts: res.Attempts, Err: err}
+		err = &AttemptsError{Attempts: res.Attempts, Err: err}
+		if rt.resp != nil {
+			g.chargeCut(ctx, account, rt, err)
+		}
+		return err
 	}
+	g.meter(ctx, p, rt.served, rt.resp, rt.out)
 	price(rt.served, rt.resp)
+	if rt.client.Err() != nil {
+		rt.resp.Status = credits.StatusClientClosed // a whole answer finished for a client gone
+	}
 	if h != nil {
 		// Charged and released before the answer ends, so that the key's
 		// next request sees what it has left.
@@ -684,8 +710,31 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 	if err == nil && g.usageWaits() {
 		err = sink.Flush()
 	}
+	if err != nil {
+		rt.resp.Status = credits.StatusClientClosed
+	}
 	g.recordUsage(ctx, account, rt.served, rt.resp)
 	return err
+}
+
+// chargeCut charges rt's answer that ended after its first token with
+// err (the AttemptsError Run returns): cut short (Partial), or whole but
+// its client gone before it could be begun. It is metered (what the
+// provider did not report is estimated), priced and recorded as a whole
+// answer is, a held one's hold released; the sink's End is not called.
+func (g *Gateway) chargeCut(ctx context.Context, account string, rt *routed, err error) {
+	c, resp := rt.served, rt.resp
+	g.meter(ctx, rt.p, c, resp, rt.out)
+	price(c, resp)
+	g.log.InfoContext(ctx, "chat: answer ended early; charged for what it produced", "account", account, "model", c.Request.Model.ID,
+		"status", resp.Status, "partial", resp.Partial, "estimated", resp.Estimated,
+		"prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens, "cost", resp.Usage.Cost, "err", err)
+	if h := rt.hold; h != nil {
+		h.record(ctx, g, account, c, resp)
+		h.release(ctx, g)
+		return
+	}
+	g.recordUsage(ctx, account, c, resp)
 }
 
 // price sets resp.Usage.Cost to what the completion c answered costs:

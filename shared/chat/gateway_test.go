@@ -550,7 +550,9 @@ func TestRecordUsage(t *testing.T) {
 		{"a 100-token request at its exact price", "synthetic/mini", chat.Usage{PromptTokens: 60, CompletionTokens: 40, TotalTokens: 100}, nil, "acct synthetic/mini 60 40 100 0.000033"},
 		// 0.15 + 0.6 = 0.75 millionths: rounded up once, for the request.
 		{"rounded up once", "synthetic/mini", chat.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}, nil, "acct synthetic/mini 1 1 2 0.000001"},
-		{"no tokens", "synthetic/cheap", chat.Usage{}, nil, "acct synthetic/cheap 0 0 0 0"},
+		// No usage reported: the input is estimated (see chat.Gateway.Run):
+		// ceil(4/4) for the content "hi" as sent, and 4 for its message.
+		{"no usage: estimated", "synthetic/cheap", chat.Usage{}, nil, "acct synthetic/cheap 5 0 5 0.000005"},
 		{"recorder error is logged", "synthetic/priced", chat.Usage{PromptTokens: 1, TotalTokens: 1}, errors.New("store down"), "acct synthetic/priced 1 0 1 1"},
 	}
 	for _, tt := range tests {

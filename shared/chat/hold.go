@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"strings"
 	"time"
@@ -182,50 +181,8 @@ func (h *hold) release(ctx context.Context, g *Gateway) {
 }
 
 // inputBound is an upper bound of p's input tokens: the bytes of its
-// messages' text, tool calls and names, of its tools and response
-// format, and the assumed bounds of images, framing and tool prompts.
+// texts (measureInput), and the assumed bounds of images, framing and
+// tool prompts.
 func inputBound(p *Params) int {
-	n := 0
-	for _, msg := range p.Messages {
-		n += messageTokenBound + len(msg.Name) + len(msg.ToolCallID)
-		if msg.Refusal != nil {
-			n += len(*msg.Refusal)
-		}
-		for _, tc := range msg.ToolCalls {
-			n += messageTokenBound + len(tc.Function.Name) + len(tc.Function.Arguments)
-		}
-		n += contentBound(msg.Content)
-	}
-	for _, t := range p.Tools {
-		if f := t.Function; f != nil {
-			n += len(f.Name) + len(f.Description) + len(f.Parameters)
-		}
-	}
-	if len(p.Tools) > 0 || p.ResponseFormat != nil {
-		n += toolsTokenBound
-	}
-	if p.ResponseFormat != nil && p.ResponseFormat.JSONSchema != nil {
-		n += len(p.ResponseFormat.JSONSchema.Schema)
-	}
-	return n
-}
-
-// contentBound bounds the tokens of a message's content as sent: a
-// string's bytes, or its parts' (texts' bytes, imageTokenBound an
-// image); content that is neither counts its bytes (Prepare refuses it).
-func contentBound(raw json.RawMessage) int {
-	var parts []ParamsPart
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &parts) != nil {
-		return len(raw)
-	}
-	n := 0
-	for _, part := range parts {
-		switch {
-		case part.Text != nil:
-			n += len(*part.Text)
-		case part.ImageURL != nil:
-			n += imageTokenBound
-		}
-	}
-	return n
+	return measureInput(p).bound()
 }

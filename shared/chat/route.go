@@ -12,6 +12,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -191,8 +192,12 @@ type routed struct {
 	sink    Sink
 	started bool // sink.Start was called
 	served  *Call
-	resp    *Response
-	hold    *hold // the completion's hold, nil if it has none
+	resp    *Response  // the answer: whole, or cut short (Partial)
+	out     outputSize // the answer's output handed to the sink, streamed
+	hold    *hold      // the completion's hold, nil if it has none
+	// client is the request's context, without the gateway's timeout:
+	// done when the client went away.
+	client context.Context
 }
 
 // call returns candidate i prepared for an attempt, or its error
@@ -243,11 +248,14 @@ const (
 // the attempt's first content, reasoning or tool-call delta, when it
 // commits the answer (Sink.Begin), so that every earlier failure can be
 // routed elsewhere; the stall timer and the first delta race for the
-// state.
+// state. It counts the output it hands to the sink, and notes a sink
+// that failed (the client went away), for an answer cut short.
 type firstToken struct {
 	sink   Sink
 	answer Answer
 	state  atomic.Int32
+	out    outputSize // written by the provider's goroutine only
+	failed bool       // the sink failed; likewise
 }
 
 func (f *firstToken) Delta(d Delta) error {
@@ -259,17 +267,27 @@ func (f *firstToken) Delta(d Delta) error {
 			return errStall
 		}
 		if err := f.sink.Begin(f.answer); err != nil {
+			f.failed = true
 			return err
 		}
 	}
-	return f.sink.Delta(d)
+	f.out.add(d)
+	if err := f.sink.Delta(d); err != nil {
+		f.failed = true
+		return err
+	}
+	return nil
 }
 
 func (f *firstToken) Flush() error {
 	if f.state.Load() != began {
 		return nil
 	}
-	return f.sink.Flush()
+	if err := f.sink.Flush(); err != nil {
+		f.failed = true
+		return err
+	}
+	return nil
 }
 
 // attempt runs one attempt of Run: candidate try.Target on its provider,
@@ -291,7 +309,19 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	// router appends to try.Attempts' array).
 	attempts := append(try.Attempts[:len(try.Attempts):len(try.Attempts)], route.Attempt{Model: m.ID, Outcome: "200"})
 	f := &firstToken{sink: rt.sink, answer: Answer{Model: m.ID, Attempts: attempts}}
-	actx, cancel := context.WithCancelCause(ctx)
+	base := ctx
+	if !c.Stream {
+		// A whole answer runs on when its client goes away, within the
+		// gateway's timeout, so that the tokens it makes are charged
+		// exactly; the router makes no new attempt for a client gone.
+		base = context.WithoutCancel(ctx)
+		if dl, ok := ctx.Deadline(); ok {
+			var stop context.CancelFunc
+			base, stop = context.WithDeadline(base, dl)
+			defer stop()
+		}
+	}
+	actx, cancel := context.WithCancelCause(base)
 	defer cancel(nil)
 	if !try.FirstToken.IsZero() {
 		t := time.AfterFunc(time.Until(try.FirstToken), func() {
@@ -312,20 +342,42 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	if err != nil {
 		switch {
 		case f.state.Load() == began:
+			rt.cut(c, resp, f)
 			err = committed{err}
 		case ctx.Err() == nil && errors.Is(context.Cause(actx), errStall):
 			err = fmt.Errorf("%w: %w", errStall, err)
 		}
 		return fmt.Errorf("%s: %w", m.ID, err)
 	}
+	normalize(resp)
+	rt.served, rt.resp, rt.out = c, resp, f.out
 	// A whole answer, or a stream that sent no delta: committed now (an
-	// answer that beat the stall timer by a hair is kept).
+	// answer that beat the stall timer by a hair is kept). A client gone
+	// by then does not make it free: Run charges it all the same.
 	if f.state.Swap(began) != began {
 		if err := rt.sink.Begin(f.answer); err != nil {
+			resp.Status = credits.StatusClientClosed
 			return committed{err}
 		}
 	}
-	normalize(resp)
-	rt.served, rt.resp = c, resp
 	return nil
+}
+
+// cut keeps the answer of c that failed after its first token, for Run
+// to charge: resp is what the provider returned with its error (nil, or
+// the usage the upstream reported before the end: see Provider), f the
+// attempt's writer. The answer is Partial, with no finish reason; its
+// Status says whose end it was: the client's (it went away, or the sink
+// failed) or the upstream's.
+func (rt *routed) cut(c *Call, resp *Response, f *firstToken) {
+	if resp == nil {
+		resp = &Response{}
+	}
+	resp.Partial, resp.FinishReason = true, ""
+	resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	resp.Status = credits.StatusUpstreamError
+	if f.failed || rt.client.Err() != nil {
+		resp.Status = credits.StatusClientClosed
+	}
+	rt.served, rt.resp, rt.out = c, resp, f.out
 }

@@ -43,8 +43,10 @@ const (
 const (
 	// StatusCompleted: the answer ended as the provider ended it.
 	StatusCompleted = "completed"
-	// StatusClientClosed: the client went away after the answer began;
-	// the record is Partial and charged for what was produced.
+	// StatusClientClosed: the client went away before it had the whole
+	// answer: after a stream began (the record is Partial, charged for
+	// what was produced), or while a whole answer's upstream worked (it
+	// runs on and is charged in full: not Partial).
 	StatusClientClosed = "client_closed"
 	// StatusUpstreamError: the upstream failed after the answer began;
 	// the record is Partial and charged for what was produced.

@@ -172,7 +172,8 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 // thought part, and each function call (whole), as it arrives. Each event is a whole GenerateContentResponse;
 // the stream ends at EOF, and a stream without a finishReason (or block
 // reason) is a truncated one: a *chat.UpstreamError. If w fails, Stream
-// returns its error unchanged. Returning closes the response body, which
+// returns its error unchanged. With any error it returns the usage
+// reported so far (see soFar). Returning closes the response body, which
 // cancels the upstream request.
 func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	resp, err := p.do(ctx, req, true)
@@ -184,8 +185,13 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer)
 }
 
 // readStream parses a streamGenerateContent SSE body.
-func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer) (*chat.Response, error) {
+func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer) (resp *chat.Response, err error) {
 	var st state
+	defer func() {
+		if err != nil {
+			resp = st.soFar()
+		}
+	}()
 	r := sse.NewReader(body)
 	batch := chat.NewBatch(w) // deltas read together are written together
 	r.OnWait(batch.Flush)
@@ -225,6 +231,7 @@ type state struct {
 	responseID         string          // the first responseId seen, for call ids
 	finish             string          // Gemini's finishReason, or "BLOCKED:" + blockReason
 	usage              *usageMetadata
+	usageLags          bool // a part came after the last usage, in a response without one
 }
 
 // add folds g into st, calling emit (if not nil) for each non-empty text
@@ -236,6 +243,7 @@ func (st *state) add(g *generateResponse, emit func(chat.Delta) error) error {
 	if g.UsageMetadata != nil {
 		st.usage = g.UsageMetadata // cumulative: the last one counts
 	}
+	st.usageLags = g.UsageMetadata == nil && (st.usageLags || len(g.Candidates) > 0)
 	if g.PromptFeedback != nil && g.PromptFeedback.BlockReason != "" {
 		st.finish = "BLOCKED:" + g.PromptFeedback.BlockReason
 	}
@@ -334,10 +342,32 @@ func (p *Provider) finish(st *state) (*chat.Response, error) {
 		out.FinishReason = chat.FinishToolCalls
 	}
 	if u := st.usage; u != nil {
-		out.Usage = chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
-		out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+		out.Usage = u.chat()
 	}
 	return out, nil
+}
+
+// chat returns u as chat usage.
+func (u *usageMetadata) chat() chat.Usage {
+	cu := chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+	cu.TotalTokens = cu.PromptTokens + cu.CompletionTokens
+	return cu
+}
+
+// soFar is the Response of a stream that failed, for the gateway to
+// charge the answer so far (see chat.Provider.Stream): the last usage
+// Gemini reported (each is cumulative), its output only if no part came
+// after it.
+func (st *state) soFar() *chat.Response {
+	if st.usage == nil {
+		return nil
+	}
+	u := st.usage.chat()
+	if st.usageLags {
+		u.CompletionTokens, u.ReasoningTokens = 0, 0
+		u.TotalTokens = u.PromptTokens
+	}
+	return &chat.Response{Usage: u}
 }
 
 // modelErrors are the finishReasons of an answer the model spoiled, with

@@ -113,31 +113,47 @@ func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response,
 
 // Stream writes the reasoning words, then the content words, one flushed
 // delta each, paced as the model's catalog entry says.
-// It stops with ctx's error when ctx is done.
+// It stops with ctx's error when ctx is done. A stream that fails after
+// its first token (ctx done, w failed, or a plain fail:) returns with its
+// error the usage so far, exact: the prompt, and a token for each delta
+// handed to w.
 func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
 	p := plan(req)
 	if p.early != nil {
 		return nil, p.early
 	}
 	g := gap(req.Model)
+	sent := 0 // tokens handed to w
 	emit := func(d chat.Delta) error {
 		if err := c.pause(ctx, g); err != nil {
 			return err
 		}
-		return send(ctx, w, d)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sent++
+		if err := w.Delta(d); err != nil {
+			return err
+		}
+		return w.Flush()
+	}
+	cut := func(err error) (*chat.Response, error) {
+		u := chat.Usage{PromptTokens: p.usage.PromptTokens, CompletionTokens: sent}
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		return &chat.Response{Usage: u}, err
 	}
 	for i, word := range p.reasoning {
 		if i > 0 {
 			word = " " + word
 		}
 		if err := emit(chat.Delta{Reasoning: word}); err != nil {
-			return nil, err
+			return cut(err)
 		}
 	}
 	if p.json != "" {
 		for _, s := range pieces(p.json) {
 			if err := emit(chat.Delta{Content: s}); err != nil {
-				return nil, err
+				return cut(err)
 			}
 		}
 	}
@@ -149,24 +165,24 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 			word = " " + word
 		}
 		if err := emit(chat.Delta{Content: word}); err != nil {
-			return nil, err
+			return cut(err)
 		}
 		if p.fail {
-			return nil, failure()
+			return cut(failure())
 		}
 	}
 	for i, c := range p.calls {
 		if err := emit(chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, ID: c.ID, Name: c.Name}}); err != nil {
-			return nil, err
+			return cut(err)
 		}
 		for _, s := range pieces(c.Arguments) {
 			if err := emit(chat.Delta{ToolCall: &chat.ToolCallDelta{Index: i, Arguments: s}}); err != nil {
-				return nil, err
+				return cut(err)
 			}
 		}
 	}
 	if p.fail { // no content at all: fail anyway
-		return nil, failure()
+		return cut(failure())
 	}
 	return &chat.Response{FinishReason: p.finish, Usage: p.usage}, nil
 }
@@ -196,17 +212,6 @@ func (c *Chat) pause(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
-}
-
-// send writes and flushes one delta: each word is its own event.
-func send(ctx context.Context, w chat.Writer, d chat.Delta) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := w.Delta(d); err != nil {
-		return err
-	}
-	return w.Flush()
 }
 
 func failure() error {

@@ -153,7 +153,7 @@ func TestChatFail(t *testing.T) {
 		t.Fatalf("Complete(fail:) = %v; want a 502 UpstreamFailed", err)
 	}
 	var got []string
-	_, err = NewChat().Stream(context.Background(), req, chat.WriterFunc(func(d chat.Delta) error {
+	resp, err := NewChat().Stream(context.Background(), req, chat.WriterFunc(func(d chat.Delta) error {
 		got = append(got, d.Content)
 		return nil
 	}))
@@ -163,13 +163,17 @@ func TestChatFail(t *testing.T) {
 	if len(got) != 1 || got[0] != "You" {
 		t.Errorf("Stream(fail:) deltas before the failure = %q; want [You]", got)
 	}
+	// The usage so far, exact: "fail: please" is 2 tokens, "You" 1.
+	if want := (chat.Usage{PromptTokens: 2, CompletionTokens: 1, TotalTokens: 3}); resp == nil || resp.Usage != want {
+		t.Errorf("Stream(fail:) response %+v; want the usage so far %+v", resp, want)
+	}
 }
 
 func TestChatStreamStops(t *testing.T) {
 	req := &chat.Request{Model: model(t, "synthetic/echo"), Messages: []chat.Message{user("a b c d e")}}
 	stop := errors.New("client gone")
 	n := 0
-	_, err := NewChat().Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error {
+	resp, err := NewChat().Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error {
 		n++
 		if n == 2 {
 			return stop
@@ -179,11 +183,19 @@ func TestChatStreamStops(t *testing.T) {
 	if !errors.Is(err, stop) || n != 2 {
 		t.Errorf("Stream with failing emit = %v after %d deltas; want %v after 2", err, n, stop)
 	}
+	// The usage so far, exact: 5 prompt tokens, and the two deltas handed
+	// to the writer.
+	if want := (chat.Usage{PromptTokens: 5, CompletionTokens: 2, TotalTokens: 7}); resp == nil || resp.Usage != want {
+		t.Errorf("Stream with failing emit: response %+v; want the usage so far %+v", resp, want)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = NewChat().Stream(ctx, req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+	resp, err = NewChat().Stream(ctx, req, chat.WriterFunc(func(chat.Delta) error { return nil }))
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Stream with cancelled ctx = %v; want context.Canceled", err)
+	}
+	if resp != nil && resp.Usage.CompletionTokens != 0 {
+		t.Errorf("Stream with cancelled ctx: response %+v; want no output counted", resp)
 	}
 }
 
