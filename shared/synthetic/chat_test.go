@@ -310,7 +310,7 @@ func TestChatPaceCancel(t *testing.T) {
 // with its key; no key, no cache.
 func TestChatPromptCache(t *testing.T) {
 	sys := chat.Message{Role: chat.RoleSystem, Parts: []chat.Part{{Text: "You are a careful assistant."}}} // 5 tokens
-	reply := chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Text: "You said: one two"}}}      // 4 tokens
+	reply := chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Text: "You said: one two"}}}       // 4 tokens
 	steps := []struct {
 		name   string
 		key    string
