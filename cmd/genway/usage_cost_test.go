@@ -43,8 +43,8 @@ type usageVendors struct {
 //     millionths: 0.005813; at the "fast" tier (OpenAI answers
 //     "priority") 500 x 2.5 + 1,500 x 0.25 + 500 x 20: 0.011625.
 //   - Anthropic: 100 input tokens, 3,000 read from the cache, 1,500
-//     written (500 for 5 minutes, 1,000 for an hour), 250 output: 100 x 3
-//   - 3,000 x 0.3 + 500 x 3.75 + 1,000 x 6 + 250 x 15: 0.012825.
+//     written (500 for 5 minutes, 1,000 for an hour), 250 output:
+//     100 x 3 + 3,000 x 0.3 + 500 x 3.75 + 1,000 x 6 + 250 x 15: 0.012825.
 //   - Gemini: 4,000 prompt tokens (3,000 cached), 100 candidates and 300
 //     thoughts: 1,000 x 0.3 + 3,000 x 0.03 + 400 x 2.5: 0.00139.
 //   - Bedrock: 50 input tokens, 2,000 read from the cache, 1,000 written
