@@ -86,7 +86,8 @@ func ChatHeartbeat(d time.Duration) ChatOption {
 // delta.tool_calls: the first piece of call index i has its id, type and
 // function name, each piece a piece of the arguments), flushed as the
 // upstream sends them, a final chunk with an empty delta, finish_reason and
-// usage, and "data: [DONE]". The optional extra usage chunk (empty choices)
+// usage, and "data: [DONE]". Usage, whole or streamed, carries its details
+// and the answer's cost (usageJSON). The optional extra usage chunk (empty choices)
 // of stream_options.include_usage is not sent: usage is already on the final
 // chunk, and clients that sum usage over chunks (openai-go's
 // ChatCompletionAccumulator) would count it twice. Reasoning text
