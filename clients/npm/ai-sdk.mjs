@@ -81,3 +81,19 @@ for (const [label, model] of Object.entries(providers)) {
     assert.ok(partials >= 2, "the object arrives in pieces");
   });
 }
+
+// Usage details through @ai-sdk/openai-compatible: reasoning tokens, and
+// cached input tokens when a prompt_cache_key comes again (synthetic's
+// prompt cache), whole and streamed.
+await check("openai-compatible (chat) usage details", async () => {
+  const model = createOpenAICompatible({ name: "genway", baseURL, apiKey })("synthetic/thinker");
+  const providerOptions = { genway: { reasoningEffort: "low", prompt_cache_key: "ai-sdk-" + Date.now() } };
+  const first = await generateText({ model, prompt: "hi there", providerOptions, maxRetries: 0 });
+  assert.equal(first.usage.reasoningTokens, 9);
+  assert.equal(first.usage.cachedInputTokens, 0);
+  const r = streamText({ model, prompt: "hi there", providerOptions, maxRetries: 0 });
+  await r.consumeStream();
+  const usage = await r.usage;
+  assert.equal(usage.reasoningTokens, 9);
+  assert.equal(usage.cachedInputTokens, usage.inputTokens);
+});

@@ -1,6 +1,7 @@
 // The official OpenAI Node SDK, unmodified, against a running Genway:
-// chat tool calling (whole and streamed), structured output, and
-// responses.create (whole and streamed) with a function call round trip.
+// chat tool calling (whole and streamed), structured output,
+// responses.create (whole and streamed) with a function call round trip,
+// and the usage details and cost of chat and Responses answers.
 // Run by cmd/genway's TestNPMClients with GENWAY_URL and GENWAY_KEY set.
 import assert from "node:assert/strict";
 import OpenAI from "openai";
@@ -113,4 +114,36 @@ await check("responses json schema", async () => {
     text: { format: { type: "json_schema", name: "place", schema: weather, strict: true } },
   });
   assert.deepEqual(JSON.parse(r.output_text), { city: "synthetic" });
+});
+
+// Usage details and cost (synthetic/thinker: its reasoning words are
+// reasoning tokens; a prompt_cache_key seen before reads the shared
+// messages from its prompt cache). The default catalog prices no
+// synthetic model: cost is 0, a number.
+await check("chat usage details", async () => {
+  const key = "npm-chat-" + Date.now();
+  const messages = [{ role: "user", content: "hi there" }];
+  const ask = (extra) =>
+    client.chat.completions.create({ model: "synthetic/thinker", reasoning_effort: "low", prompt_cache_key: key, messages, ...extra });
+  const first = await ask({});
+  assert.equal(first.usage.completion_tokens_details.reasoning_tokens, 9);
+  assert.equal(first.usage.prompt_tokens_details.cached_tokens, 0);
+  assert.equal(first.usage.cost, 0);
+  const stream = await ask({ stream: true, stream_options: { include_usage: true } });
+  let usage;
+  for await (const c of stream) if (c.usage) usage = c.usage;
+  assert.equal(usage.prompt_tokens_details.cached_tokens, usage.prompt_tokens);
+  assert.equal(usage.completion_tokens_details.reasoning_tokens, 9);
+  assert.equal(usage.cost, 0);
+});
+
+await check("responses usage details", async () => {
+  const key = "npm-responses-" + Date.now();
+  const ask = () =>
+    client.responses.create({ model: "synthetic/thinker", reasoning: { effort: "low" }, prompt_cache_key: key, input: "hi there" });
+  await ask();
+  const r = await ask();
+  assert.equal(r.usage.output_tokens_details.reasoning_tokens, 9);
+  assert.equal(r.usage.input_tokens_details.cached_tokens, r.usage.input_tokens);
+  assert.equal(r.usage.cost, 0);
 });

@@ -12,10 +12,12 @@ import (
 
 // TestNPMClients runs the official clients, unmodified, against genway
 // serve: the openai npm SDK (chat tool calling, structured output,
-// responses.create whole and streamed with a function call round trip) and
+// responses.create whole and streamed with a function call round trip,
+// usage details and cost) and
 // the Vercel AI SDK (ai with @ai-sdk/openai's default provider, which
 // speaks the Responses API, and @ai-sdk/openai-compatible: generateText
-// and streamText with a tool, generateObject and streamObject). The
+// and streamText with a tool, generateObject and streamObject; the
+// reasoning and cached input tokens it reads from chat usage). The
 // scripts are in clients/npm; scripts/test.sh installs their packages
 // (npm ci). Without node or the packages the test skips, in CI it fails.
 func TestNPMClients(t *testing.T) {

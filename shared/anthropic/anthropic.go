@@ -32,6 +32,13 @@
 // (chat.Message.Cache), a tool; with "ttl": "1h" and the
 // BetaExtendedCacheTTL header for the one-hour lifetime.
 //
+// Usage (whole answers, and streams: message_start's, updated by
+// message_delta's cumulative counts) is the whole input as prompt tokens
+// (input_tokens plus cache reads and writes), with the cache reads and
+// the writes by lifetime (5 minutes, 1 hour) as its details; thinking is
+// part of output_tokens, and Anthropic gives no count of it. The answer's
+// usage.service_tier is its ServiceTier ("standard" is "default").
+//
 // Features refuses what the API lacks: seed, presence and frequency
 // penalties, logit_bias, OpenAI-only fields, and tools together with
 // response_format. user goes to metadata.user_id.
@@ -159,7 +166,7 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 		return nil, p.eventError(m.Error)
 	}
 	format := formatToolName(req)
-	out := &chat.Response{Usage: m.Usage.chat()}
+	out := &chat.Response{Usage: m.Usage.chat(), ServiceTier: serviceTier(m.Usage.ServiceTier)}
 	var content, reasoning strings.Builder
 	for _, b := range m.Content {
 		switch b.Type {
@@ -231,6 +238,7 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			resp = soFar(out, counted)
 		}
 	}()
+	var u usage // message_start's, updated by message_delta's
 	var content, reasoning strings.Builder
 	tools := map[int]*streamTool{} // by content block index
 	r := sse.NewReader(body)
@@ -258,7 +266,8 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 		switch typ {
 		case "message_start":
 			if se.Message != nil {
-				out.Usage = se.Message.Usage.chat()
+				u = se.Message.Usage
+				out.Usage, out.ServiceTier = u.chat(), serviceTier(u.ServiceTier)
 			}
 		case "content_block_start":
 			b := se.ContentBlock
@@ -310,15 +319,10 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			if se.Delta != nil && se.Delta.StopReason != "" {
 				out.FinishReason = finishReason(se.Delta.StopReason, len(out.ToolCalls) > 0)
 			}
-			if u := se.Usage; u != nil {
+			if se.Usage != nil { // cumulative: it replaces what it carries
 				counted = true
-				// message_delta usage is cumulative; input_tokens appears
-				// only when it changed during the turn.
-				if u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens > 0 {
-					out.Usage.PromptTokens = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-				}
-				out.Usage.CompletionTokens = u.OutputTokens
-				out.Usage.TotalTokens = out.Usage.PromptTokens + out.Usage.CompletionTokens
+				u.apply(se.Usage)
+				out.Usage = u.chat()
 			}
 		case "message_stop":
 			out.Content, out.Reasoning = content.String(), reasoning.String()

@@ -270,7 +270,9 @@ func TestComplete(t *testing.T) {
 		{"message.json", chat.Response{Content: "Hi! My name is Claude.", FinishReason: "stop",
 			Usage: chat.Usage{PromptTokens: 2095, CompletionTokens: 503, TotalTokens: 2598}}},
 		{"message_thinking.json", chat.Response{Content: "Based on my analysis...", Reasoning: "Let me analyze this step by step...",
-			FinishReason: "content_filter", Usage: chat.Usage{PromptTokens: 60, CompletionTokens: 300, TotalTokens: 360}}},
+			FinishReason: "content_filter", Usage: chat.Usage{PromptTokens: 60, CompletionTokens: 300, TotalTokens: 360, CachedTokens: 10}}},
+		{"message_cache.json", chat.Response{Content: "The contract's term is five years.", FinishReason: "stop", ServiceTier: "default",
+			Usage: chat.Usage{PromptTokens: 4512, CompletionTokens: 200, TotalTokens: 4712, CachedTokens: 1500, CacheWriteTokens: 1000, CacheWrite1hTokens: 2000}}},
 	}
 	u := newUpstream(t)
 	p := u.provider()
@@ -312,6 +314,15 @@ func TestStream(t *testing.T) {
 				FinishReason: "stop"},
 		},
 		{
+			// message_start's cache reads and 1-hour writes; message_delta
+			// carries only the output tokens.
+			file:       "stream_cache.sse",
+			wantDeltas: []chat.Delta{{Content: "Cached."}},
+			want: &chat.Response{Content: "Cached.", FinishReason: "stop", ServiceTier: "priority",
+				Usage: chat.Usage{PromptTokens: 6165, CompletionTokens: 42, TotalTokens: 6207, CachedTokens: 4096, CacheWrite1hTokens: 2048}},
+		},
+		{
+			// message_delta's input-side counts replace message_start's.
 			file:       "stream_max_tokens_cached.sse",
 			wantDeltas: []chat.Delta{{Content: "I'll check"}},
 			want: &chat.Response{Content: "I'll check", FinishReason: "length",
@@ -630,6 +641,41 @@ func checkBodies(t *testing.T, tests []bodyCase) {
 			if want := jsonValue(t, tt.want); !reflect.DeepEqual(got.body, want) {
 				gb, _ := json.Marshal(got.body)
 				t.Errorf("request body = %s\nwant %s", gb, tt.want)
+			}
+		})
+	}
+}
+
+// TestUsageDelta checks how message_delta's cumulative usage updates
+// message_start's: what it carries replaces, zeros on the input side are
+// not taken for counts, and the split of writes by lifetime holds.
+func TestUsageDelta(t *testing.T) {
+	start := usage{InputTokens: 100, CacheReadInputTokens: 50, CacheCreationInputTokens: 30,
+		CacheCreation: &cacheCreation{Ephemeral5m: 10, Ephemeral1h: 20}, OutputTokens: 1}
+	tests := []struct {
+		name  string
+		delta string
+		want  chat.Usage
+	}{
+		{"output only", `{"output_tokens":9}`,
+			chat.Usage{PromptTokens: 180, CompletionTokens: 9, TotalTokens: 189, CachedTokens: 50, CacheWriteTokens: 10, CacheWrite1hTokens: 20}},
+		{"zeros on the input side", `{"input_tokens":0,"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"output_tokens":9}`,
+			chat.Usage{PromptTokens: 180, CompletionTokens: 9, TotalTokens: 189, CachedTokens: 50, CacheWriteTokens: 10, CacheWrite1hTokens: 20}},
+		{"input grew", `{"input_tokens":300,"cache_read_input_tokens":50,"cache_creation_input_tokens":30,"output_tokens":9}`,
+			chat.Usage{PromptTokens: 380, CompletionTokens: 9, TotalTokens: 389, CachedTokens: 50, CacheWriteTokens: 10, CacheWrite1hTokens: 20}},
+		{"new split", `{"input_tokens":100,"cache_creation_input_tokens":40,"cache_creation":{"ephemeral_5m_input_tokens":0,"ephemeral_1h_input_tokens":40},"output_tokens":9}`,
+			chat.Usage{PromptTokens: 190, CompletionTokens: 9, TotalTokens: 199, CachedTokens: 50, CacheWrite1hTokens: 40}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var d usageDelta
+			if err := json.Unmarshal([]byte(tt.delta), &d); err != nil {
+				t.Fatal(err)
+			}
+			u := start
+			u.apply(&d)
+			if got := u.chat(); got != tt.want {
+				t.Errorf("apply(%s).chat() = %+v; want %+v", tt.delta, got, tt.want)
 			}
 		})
 	}

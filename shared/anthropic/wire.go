@@ -131,17 +131,95 @@ type contentBlock struct {
 	Input    json.RawMessage `json:"input"` // tool_use
 }
 
+// usage is the usage object of a message (and of message_start's
+// message). input_tokens excludes the tokens read from the prompt cache
+// and those written to it, which have counts of their own; cache_creation
+// splits the writes by lifetime (5 minutes, 1 hour). Thinking tokens are
+// part of output_tokens, with no count of their own.
+// https://docs.claude.com/en/api/messages#response-usage
 type usage struct {
-	InputTokens              int `json:"input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	InputTokens              int            `json:"input_tokens"`
+	OutputTokens             int            `json:"output_tokens"`
+	CacheCreationInputTokens int            `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int            `json:"cache_read_input_tokens"`
+	CacheCreation            *cacheCreation `json:"cache_creation"`
+	ServiceTier              string         `json:"service_tier"` // standard, priority, batch
 }
 
-// chat returns u as OpenAI-style usage: cached input counts as prompt.
+// cacheCreation splits a message's cache writes by lifetime.
+type cacheCreation struct {
+	Ephemeral5m int `json:"ephemeral_5m_input_tokens"`
+	Ephemeral1h int `json:"ephemeral_1h_input_tokens"`
+}
+
+// usageDelta is message_delta's usage: cumulative counts, each present
+// only when the event carries it (output_tokens always; the input side
+// when it changed during the turn, as server tools change it).
+type usageDelta struct {
+	InputTokens              *int           `json:"input_tokens"`
+	OutputTokens             *int           `json:"output_tokens"`
+	CacheCreationInputTokens *int           `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     *int           `json:"cache_read_input_tokens"`
+	CacheCreation            *cacheCreation `json:"cache_creation"`
+}
+
+// apply sets u's counts to those d carries. The input side is taken only
+// when d's input-side counts are not all zero: a delta that repeats
+// zeros it does not count (some compatible servers send them) never
+// erases message_start's input.
+func (u *usage) apply(d *usageDelta) {
+	if d.OutputTokens != nil {
+		u.OutputTokens = *d.OutputTokens
+	}
+	if deref(d.InputTokens)+deref(d.CacheCreationInputTokens)+deref(d.CacheReadInputTokens) == 0 {
+		return
+	}
+	if d.InputTokens != nil {
+		u.InputTokens = *d.InputTokens
+	}
+	if d.CacheCreationInputTokens != nil {
+		u.CacheCreationInputTokens = *d.CacheCreationInputTokens
+	}
+	if d.CacheReadInputTokens != nil {
+		u.CacheReadInputTokens = *d.CacheReadInputTokens
+	}
+	if d.CacheCreation != nil {
+		u.CacheCreation = d.CacheCreation
+	}
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// chat returns u as OpenAI-style usage: prompt tokens are the whole input
+// (input_tokens plus cache reads and writes), of which CachedTokens were
+// read from the cache, CacheWrite1hTokens written to it for an hour and
+// CacheWriteTokens for 5 minutes (every write without a split by
+// lifetime); ReasoningTokens stays 0, as Anthropic counts thinking in
+// output_tokens without saying how much.
 func (u usage) chat() chat.Usage {
-	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens}
+	writes := u.CacheCreationInputTokens
+	var writes1h int
+	if cc := u.CacheCreation; cc != nil {
+		writes = max(writes, cc.Ephemeral5m+cc.Ephemeral1h)
+		writes1h = min(cc.Ephemeral1h, writes)
+	}
+	prompt := u.InputTokens + writes + u.CacheReadInputTokens
+	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
+		CachedTokens: u.CacheReadInputTokens, CacheWriteTokens: writes - writes1h, CacheWrite1hTokens: writes1h}
+}
+
+// serviceTier is the service tier of an answer in the catalog's names:
+// Anthropic's "standard" is "default"; "" if it said none.
+func serviceTier(s string) string {
+	if s == "standard" {
+		return "default"
+	}
+	return s
 }
 
 // streamEvent is the data of any streaming event; fields by event type.
@@ -151,7 +229,7 @@ type streamEvent struct {
 	Message      *messageResponse `json:"message"`       // message_start
 	ContentBlock *contentBlock    `json:"content_block"` // content_block_start
 	Delta        *streamDelta     `json:"delta"`         // content_block_delta, message_delta
-	Usage        *usage           `json:"usage"`         // message_delta
+	Usage        *usageDelta      `json:"usage"`         // message_delta
 	Error        *errorDetail     `json:"error"`         // error
 }
 

@@ -2,7 +2,8 @@
 // ConverseStream APIs, through aws-sdk-go-v2's bedrockruntime client: system
 // blocks, text and image (bytes) blocks, inferenceConfig, Claude extended
 // thinking through additionalModelRequestFields, and usage from the stream's
-// metadata event.
+// metadata event (cache reads and writes by lifetime; see usage) with the
+// service tier it was served at.
 //
 // Tools are mapped to toolConfig (toolSpec with inputSchema.json); tool_choice
 // "required" is toolChoice any, a named function is toolChoice tool, and
@@ -136,7 +137,7 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	if err != nil {
 		return nil, upstreamError(ctx, err)
 	}
-	resp := &chat.Response{Usage: usage(out.Usage)}
+	resp := &chat.Response{Usage: usage(out.Usage), ServiceTier: serviceTier(out.ServiceTier)}
 	if msg, ok := out.Output.(*types.ConverseOutputMemberMessage); ok {
 		var content, reasoning strings.Builder
 		formatSeen := false
@@ -292,7 +293,7 @@ read:
 			stopReason = ev.Value.StopReason
 			stopped = true
 		case *types.ConverseStreamOutputMemberMetadata:
-			resp.Usage = usage(ev.Value.Usage)
+			resp.Usage, resp.ServiceTier = usage(ev.Value.Usage), serviceTier(ev.Value.ServiceTier)
 		}
 		// messageStart, other contentBlockStart/Stop and unknown events carry no chat data.
 		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
@@ -334,15 +335,40 @@ func (b *streamBlock) delta(piece string) chat.Delta {
 	return chat.Delta{ToolCall: &chat.ToolCallDelta{Index: b.call, Arguments: piece}}
 }
 
-// usage converts Bedrock's token usage; cache reads and writes count as
-// prompt tokens.
+// usage converts Bedrock's token usage: inputTokens excludes the tokens
+// read from the prompt cache and those written to it, which are added to
+// make the prompt tokens the whole input; cacheDetails splits the writes
+// by lifetime (5 minutes, 1 hour), and writes it does not split are
+// 5-minute ones. Bedrock gives no count of reasoning tokens (they are part
+// of outputTokens).
+// https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_TokenUsage.html
 func usage(u *types.TokenUsage) chat.Usage {
 	if u == nil {
 		return chat.Usage{}
 	}
-	prompt := int(aws.ToInt32(u.InputTokens) + aws.ToInt32(u.CacheReadInputTokens) + aws.ToInt32(u.CacheWriteInputTokens))
+	reads, writes := int(aws.ToInt32(u.CacheReadInputTokens)), int(aws.ToInt32(u.CacheWriteInputTokens))
+	var split, writes1h int
+	for _, d := range u.CacheDetails {
+		n := int(aws.ToInt32(d.InputTokens))
+		split += n
+		if d.Ttl == types.CacheTTLOneHour {
+			writes1h += n
+		}
+	}
+	writes = max(writes, split)
+	prompt := int(aws.ToInt32(u.InputTokens)) + reads + writes
 	completion := int(aws.ToInt32(u.OutputTokens))
-	return chat.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion}
+	return chat.Usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion,
+		CachedTokens: reads, CacheWriteTokens: writes - writes1h, CacheWrite1hTokens: writes1h}
+}
+
+// serviceTier is the service tier Bedrock says it served at (priority,
+// default, flex, reserved); "" if it said none.
+func serviceTier(t *types.ServiceTier) string {
+	if t == nil {
+		return ""
+	}
+	return string(t.Type)
 }
 
 // finishReason maps a stopReason to an OpenAI finish_reason; calls says

@@ -330,6 +330,39 @@ func TestComplete(t *testing.T) {
 	}
 }
 
+// TestUsageDetails reads cache reads, cache writes by lifetime and the
+// service tier from a Converse answer and a ConverseStream metadata
+// event: inputTokens excludes the cache, so the prompt adds it back.
+func TestUsageDetails(t *testing.T) {
+	f := newFake(t)
+	p := f.provider(t)
+	req := &chat.Request{Model: claude, Messages: []chat.Message{user("x")}}
+
+	b, err := os.ReadFile("testdata/converse_cache.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.set(func(f *fakeBedrock) { f.converse = b })
+	got, err := p.Complete(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Complete() error %v", err)
+	}
+	want := chat.Usage{PromptTokens: 3615, CompletionTokens: 30, TotalTokens: 3645, CachedTokens: 1200, CacheWriteTokens: 400, CacheWrite1hTokens: 2000}
+	if got.Usage != want || got.ServiceTier != "priority" {
+		t.Errorf("Complete(converse_cache.json) usage = %+v, tier %q; want %+v, priority", got.Usage, got.ServiceTier, want)
+	}
+
+	f.set(func(f *fakeBedrock) { f.stream = encodeScript(t, loadScript(t, "stream_cache.json")) })
+	got, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+	if err != nil {
+		t.Fatalf("Stream() error %v", err)
+	}
+	want = chat.Usage{PromptTokens: 1608, CompletionTokens: 3, TotalTokens: 1611, CachedTokens: 1000, CacheWriteTokens: 600}
+	if got.Usage != want || got.ServiceTier != "flex" {
+		t.Errorf("Stream(stream_cache.json) usage = %+v, tier %q; want %+v, flex", got.Usage, got.ServiceTier, want)
+	}
+}
+
 func TestStream(t *testing.T) {
 	tests := []struct {
 		script     string
@@ -348,7 +381,7 @@ func TestStream(t *testing.T) {
 			script:     "stream_reasoning.json",
 			wantDeltas: []chat.Delta{{Reasoning: "27 * 453: 27*400=10800, "}, {Reasoning: "27*53=1431."}, {Content: "12,231"}},
 			want: &chat.Response{Content: "12,231", Reasoning: "27 * 453: 27*400=10800, 27*53=1431.", FinishReason: "length",
-				Usage: chat.Usage{PromptTokens: 50, CompletionTokens: 300, TotalTokens: 350}},
+				Usage: chat.Usage{PromptTokens: 50, CompletionTokens: 300, TotalTokens: 350, CachedTokens: 10}},
 		},
 		{
 			script:     "stream_guardrail.json",

@@ -740,28 +740,65 @@ func (g *Gateway) chargeCut(ctx context.Context, account string, rt *routed, err
 // price sets resp.Usage.Cost to what the completion c answered costs:
 // its model's catalog price (Price.ChatCost) of its tokens by class, at
 // the service tier the upstream served at, else the one the request asked
-// for. It returns the rates charged. Run prices every answer before the
-// sink's End, so that the answer carries its cost, and charges exactly
-// that.
+// for (see pricedTier). It returns the rates charged. Run prices every
+// answer before the sink's End, so that the answer carries its cost, and
+// charges exactly that.
 func price(c *Call, resp *Response) credits.TokenRates {
-	tier := resp.ServiceTier
-	if tier == "" {
-		tier = c.Request.ServiceTier
-	}
+	p := c.Request.Model.Price
 	var rates credits.TokenRates
-	resp.Usage.Cost, rates = c.Request.Model.Price.ChatCost(resp.Usage.Tokens(), tier)
+	resp.Usage.Cost, rates = p.ChatCost(resp.Usage.Tokens(), pricedTier(p, resp.ServiceTier, c.Request.ServiceTier))
 	return rates
 }
 
-// normalize fills in what a provider may leave out: the finish reason
-// (stop) and the total tokens.
+// pricedTier returns the service tier a completion is priced at: served,
+// the tier the upstream reported, else asked, the one the request named.
+// A tier with two names is found under either: OpenAI renamed priority
+// processing "fast" (a request may say "fast" or "priority", the answer
+// says "priority"), so a catalog that prices only one of the names prices
+// both.
+func pricedTier(p *catalog.Price, served, asked string) string {
+	tier := served
+	if tier == "" {
+		tier = asked
+	}
+	if p == nil || len(p.ServiceTiers) == 0 {
+		return tier
+	}
+	if _, ok := p.ServiceTiers[tier]; ok {
+		return tier
+	}
+	other := ""
+	switch tier {
+	case "priority":
+		other = "fast"
+	case "fast":
+		other = "priority"
+	}
+	if _, ok := p.ServiceTiers[other]; ok && other != "" {
+		return other
+	}
+	return tier
+}
+
+// normalize fills in what a provider may leave out, the finish reason
+// (stop) and the total tokens, and bounds the usage's details by what
+// they are parts of, so that no token is priced twice: cache reads and
+// writes within the prompt (in that order), reasoning within the
+// completion.
 func normalize(resp *Response) {
 	if resp.FinishReason == "" {
 		resp.FinishReason = FinishStop
 	}
-	if resp.Usage.TotalTokens == 0 {
-		resp.Usage.TotalTokens = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	u := &resp.Usage
+	if u.TotalTokens == 0 {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
+	left := max(u.PromptTokens, 0)
+	for _, n := range []*int{&u.CachedTokens, &u.CacheWriteTokens, &u.CacheWrite1hTokens} {
+		*n = min(max(*n, 0), left)
+		left -= *n
+	}
+	u.ReasoningTokens = min(max(u.ReasoningTokens, 0), max(u.CompletionTokens, 0))
 }
 
 // usageWaits reports whether recordUsage may wait on a store: the gateway

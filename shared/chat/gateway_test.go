@@ -593,6 +593,91 @@ func TestRecordUsage(t *testing.T) {
 	}
 }
 
+// tieredCatalog prices each token class apart, with service tiers:
+// tokens per credit are easy to count (input 1, cached 0.1, cache write
+// 1.25, 1-hour write 2, output 4 credits a token; flex half, priority
+// double); synthetic/fast names its priority tier "fast".
+const tieredCatalog = `{
+  "providers": [{"name": "synthetic", "kind": "synthetic"}],
+  "models": [
+    {"id": "synthetic/tiered", "type": "chat", "provider": "synthetic",
+     "price": {"credits_per_million_input_tokens": 1000000, "credits_per_million_cached_input_tokens": 100000,
+       "credits_per_million_cache_write_tokens": 1250000, "credits_per_million_cache_write_1h_tokens": 2000000,
+       "credits_per_million_output_tokens": 4000000,
+       "service_tiers": {
+         "flex": {"credits_per_million_input_tokens": 500000, "credits_per_million_cached_input_tokens": 50000,
+           "credits_per_million_cache_write_tokens": 625000, "credits_per_million_cache_write_1h_tokens": 1000000,
+           "credits_per_million_output_tokens": 2000000},
+         "priority": {"credits_per_million_input_tokens": 2000000, "credits_per_million_cached_input_tokens": 200000,
+           "credits_per_million_cache_write_tokens": 2500000, "credits_per_million_cache_write_1h_tokens": 4000000,
+           "credits_per_million_output_tokens": 8000000}}}},
+    {"id": "synthetic/fast", "type": "chat", "provider": "synthetic",
+     "price": {"credits_per_million_input_tokens": 1000000, "credits_per_million_output_tokens": 4000000,
+       "service_tiers": {"fast": {"credits_per_million_input_tokens": 2000000, "credits_per_million_output_tokens": 8000000}}}}
+  ]
+}`
+
+// TestPriceByClassAndTier: the gateway prices each token class at its
+// rate, at the service tier the upstream served at (else the one asked
+// for; "fast" and "priority" are one tier), puts the cost in the
+// answer's usage and records exactly that; details beyond what they are
+// parts of are bounded first.
+func TestPriceByClassAndTier(t *testing.T) {
+	cat, err := catalog.Parse([]byte(tieredCatalog))
+	if err != nil {
+		t.Fatalf("Parse = %v", err)
+	}
+	// 250 fresh + 600 cached x 0.1 + 100 written x 1.25 + 50 written for
+	// an hour x 2 + 200 output (150 of them reasoning) x 4.
+	all := chat.Usage{PromptTokens: 1000, CachedTokens: 600, CacheWriteTokens: 100, CacheWrite1hTokens: 50, CompletionTokens: 200, ReasoningTokens: 150}
+	tests := []struct {
+		name   string
+		model  string
+		asked  string // the request's service_tier
+		served string // the upstream's
+		usage  chat.Usage
+		want   string
+	}{
+		{"every class", "synthetic/tiered", "", "", all, "1335"},
+		{"served at priority", "synthetic/tiered", "", "priority", all, "2670"},
+		{"served at flex", "synthetic/tiered", "", "flex", all, "667.5"},
+		{"asked for priority, the upstream says none", "synthetic/tiered", "priority", "", all, "2670"},
+		{"asked for priority, served at default", "synthetic/tiered", "priority", "default", all, "1335"},
+		{"asked for fast, priced as priority", "synthetic/tiered", "fast", "", all, "2670"},
+		{"served at priority, priced as fast", "synthetic/fast", "fast", "priority", chat.Usage{PromptTokens: 10, CompletionTokens: 5}, "60"},
+		{"an unknown tier is the model's price", "synthetic/tiered", "", "scale", all, "1335"},
+		// A vendor that reports more cached tokens than the prompt: the
+		// prompt is all cached, not more.
+		{"cached beyond the prompt", "synthetic/tiered", "", "", chat.Usage{PromptTokens: 100, CachedTokens: 500, CompletionTokens: 1}, "14"},
+		{"writes beyond the prompt", "synthetic/tiered", "", "", chat.Usage{PromptTokens: 100, CachedTokens: 60, CacheWriteTokens: 60, CompletionTokens: 1}, "60"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: tt.usage, ServiceTier: tt.served}}
+			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": prov}, Usage: rec})
+			s := &endSink{}
+			body := `{"model":"` + tt.model + `","messages":[{"role":"user","content":"hi"}]`
+			if tt.asked != "" {
+				body += `,"service_tier":"` + tt.asked + `"`
+			}
+			if err := gw.Run(context.Background(), "acct", params(t, body+"}"), s); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.resp.Usage.Cost.String(); got != tt.want {
+				t.Errorf("usage.cost = %s; want %s", got, tt.want)
+			}
+			if len(rec.calls) != 1 || !strings.HasSuffix(rec.calls[0], " "+tt.want) {
+				t.Errorf("recorded %q; want the charge %s", rec.calls, tt.want)
+			}
+			u := s.resp.Usage
+			if u.CachedTokens+u.CacheWriteTokens+u.CacheWrite1hTokens > u.PromptTokens || u.ReasoningTokens > u.CompletionTokens {
+				t.Errorf("usage %+v: details beyond the prompt or the completion", u)
+			}
+		})
+	}
+}
+
 // TestPrepareAcceptsDefaults: the empty or default forms of the fields the
 // gateway cannot honour yet pass, as clients send them unasked.
 func TestPrepareAcceptsDefaults(t *testing.T) {

@@ -165,7 +165,11 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	if err := st.add(&g, nil); err != nil {
 		return nil, err
 	}
-	return p.finish(&st)
+	out, err := p.finish(&st)
+	if out != nil {
+		out.ServiceTier = serviceTier(resp.Header)
+	}
+	return out, err
 }
 
 // Stream calls streamGenerateContent?alt=sse and writes to w each text or
@@ -181,7 +185,24 @@ func (p *Provider) Stream(ctx context.Context, req *chat.Request, w chat.Writer)
 		return nil, err
 	}
 	defer resp.Body.Close()
-	return p.readStream(ctx, resp.Body, w)
+	out, err := p.readStream(ctx, resp.Body, w)
+	if out != nil {
+		out.ServiceTier = serviceTier(resp.Header)
+	}
+	return out, err
+}
+
+// serviceTier is the service tier Gemini says it served at, in its
+// x-gemini-service-tier response header
+// (https://ai.google.dev/gemini-api/docs/priority-inference), in the
+// catalog's names: "standard" is "default"; "" without the header.
+func serviceTier(h http.Header) string {
+	t := strings.ToLower(strings.TrimSpace(h.Get("x-gemini-service-tier")))
+	t = strings.TrimPrefix(t, "service_tier_")
+	if t == "standard" {
+		return "default"
+	}
+	return t
 }
 
 // readStream parses a streamGenerateContent SSE body.
@@ -323,10 +344,11 @@ func (st *state) addCall(fc *functionCall) chat.ToolCall {
 
 // finish returns the Response of a complete st.
 //
-// Usage: prompt_tokens is promptTokenCount; completion_tokens is
+// Usage: prompt_tokens is promptTokenCount, of which cachedContentTokenCount
+// were read from a context cache (CachedTokens); completion_tokens is
 // candidatesTokenCount + thoughtsTokenCount, as OpenAI counts reasoning
-// tokens in completion_tokens (and Google bills thoughts as output);
-// total_tokens is their sum.
+// tokens in completion_tokens (and Google bills thoughts as output), of
+// which the thoughts are ReasoningTokens; total_tokens is their sum.
 func (p *Provider) finish(st *state) (*chat.Response, error) {
 	if st.finish == "" {
 		return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped,
@@ -349,7 +371,8 @@ func (p *Provider) finish(st *state) (*chat.Response, error) {
 
 // chat returns u as chat usage.
 func (u *usageMetadata) chat() chat.Usage {
-	cu := chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount}
+	cu := chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: u.CandidatesTokenCount + u.ThoughtsTokenCount,
+		CachedTokens: min(u.CachedContentTokenCount, u.PromptTokenCount), ReasoningTokens: u.ThoughtsTokenCount}
 	cu.TotalTokens = cu.PromptTokens + cu.CompletionTokens
 	return cu
 }

@@ -249,7 +249,7 @@ func TestComplete(t *testing.T) {
 		{"response.json", chat.Response{Content: "Hi! How can I help you today?", FinishReason: "stop",
 			Usage: chat.Usage{PromptTokens: 2, CompletionTokens: 9, TotalTokens: 11}}},
 		{"response_thinking.json", chat.Response{Content: "42", Reasoning: "The user wants a number.", FinishReason: "stop",
-			Usage: chat.Usage{PromptTokens: 5, CompletionTokens: 31, TotalTokens: 36}}},
+			Usage: chat.Usage{PromptTokens: 5, CompletionTokens: 31, TotalTokens: 36, ReasoningTokens: 30}}},
 		{"response_blocked.json", chat.Response{FinishReason: "content_filter",
 			Usage: chat.Usage{PromptTokens: 7, TotalTokens: 7}}},
 	}
@@ -264,6 +264,51 @@ func TestComplete(t *testing.T) {
 			}
 			if !reflect.DeepEqual(*got, tt.want) {
 				t.Errorf("Complete() = %+v; want %+v", *got, tt.want)
+			}
+		})
+	}
+}
+
+// TestUsageDetails reads the cached prompt tokens and the thoughts (part
+// of the completion, not of candidatesTokenCount) of whole and streamed
+// answers, and the service tier of the x-gemini-service-tier header.
+func TestUsageDetails(t *testing.T) {
+	tests := []struct {
+		file   string
+		stream bool
+		header string
+		want   chat.Usage
+		tier   string
+	}{
+		{"response_cached.json", false, "priority",
+			chat.Usage{PromptTokens: 12345, CompletionTokens: 140, TotalTokens: 12485, CachedTokens: 12000, ReasoningTokens: 100}, "priority"},
+		{"stream_cached.sse", true, "standard",
+			chat.Usage{PromptTokens: 5000, CompletionTokens: 67, TotalTokens: 5067, CachedTokens: 4096, ReasoningTokens: 64}, "default"},
+		{"response_thinking.json", false, "",
+			chat.Usage{PromptTokens: 5, CompletionTokens: 31, TotalTokens: 36, ReasoningTokens: 30}, ""},
+	}
+	u := newUpstream(t)
+	p := u.provider()
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			h := http.Header{}
+			if tt.header != "" {
+				h.Set("X-Gemini-Service-Tier", tt.header)
+			}
+			u.respond(http.StatusOK, fixture(t, tt.file), h)
+			req := &chat.Request{Model: flash, Messages: []chat.Message{user("x")}}
+			var got *chat.Response
+			var err error
+			if tt.stream {
+				got, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+			} else {
+				got, err = p.Complete(context.Background(), req)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tt.file, err)
+			}
+			if got.Usage != tt.want || got.ServiceTier != tt.tier {
+				t.Errorf("%s: usage = %+v, tier %q; want %+v, %q", tt.file, got.Usage, got.ServiceTier, tt.want, tt.tier)
 			}
 		})
 	}
@@ -286,7 +331,7 @@ func TestStream(t *testing.T) {
 			file:       "stream_thinking.sse",
 			wantDeltas: []chat.Delta{{Reasoning: "**Calculating the product**\n\nI need 27 * 453."}, {Content: "27 * 453 = 12,231"}},
 			want: &chat.Response{Content: "27 * 453 = 12,231", Reasoning: "**Calculating the product**\n\nI need 27 * 453.", FinishReason: "stop",
-				Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 259, TotalTokens: 269}},
+				Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 259, TotalTokens: 269, ReasoningTokens: 250}},
 		},
 		{
 			file:       "stream_max_tokens.sse",

@@ -183,7 +183,7 @@ func TestCompleteTools(t *testing.T) {
 				{ID: "8f2kx1qa", Name: "list_files", Arguments: `{}`},
 				{ID: "p3m9zd7c", Name: "get_time", Arguments: `{}`},
 			},
-			Usage: chat.Usage{PromptTokens: 30, CompletionTokens: 22, TotalTokens: 52}}},
+			Usage: chat.Usage{PromptTokens: 30, CompletionTokens: 22, TotalTokens: 52, ReasoningTokens: 12}}},
 		{"response_json.json", chat.Response{Content: `{"name": "Paris", "population": 2102650}`, FinishReason: chat.FinishStop,
 			Usage: chat.Usage{PromptTokens: 18, CompletionTokens: 14, TotalTokens: 32}}},
 	}

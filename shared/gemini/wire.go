@@ -122,11 +122,16 @@ type promptFeedback struct {
 	BlockReason string `json:"blockReason"`
 }
 
+// usageMetadata is an answer's token counts. promptTokenCount includes
+// cachedContentTokenCount (the part read from a context cache, explicit
+// or implicit); thoughtsTokenCount is not part of candidatesTokenCount.
+// https://ai.google.dev/api/generate-content#UsageMetadata
 type usageMetadata struct {
-	PromptTokenCount     int `json:"promptTokenCount"`
-	CandidatesTokenCount int `json:"candidatesTokenCount"`
-	ThoughtsTokenCount   int `json:"thoughtsTokenCount"`
-	TotalTokenCount      int `json:"totalTokenCount"`
+	PromptTokenCount        int `json:"promptTokenCount"`
+	CachedContentTokenCount int `json:"cachedContentTokenCount"`
+	CandidatesTokenCount    int `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
+	TotalTokenCount         int `json:"totalTokenCount"`
 }
 
 type errorBody struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -85,7 +86,8 @@ func ChatHeartbeat(d time.Duration) ChatOption {
 // delta.tool_calls: the first piece of call index i has its id, type and
 // function name, each piece a piece of the arguments), flushed as the
 // upstream sends them, a final chunk with an empty delta, finish_reason and
-// usage, and "data: [DONE]". The optional extra usage chunk (empty choices)
+// usage, and "data: [DONE]". Usage, whole or streamed, carries its details
+// and the answer's cost (usageJSON). The optional extra usage chunk (empty choices)
 // of stream_options.include_usage is not sent: usage is already on the final
 // chunk, and clients that sum usage over chunks (openai-go's
 // ChatCompletionAccumulator) would count it twice. Reasoning text
@@ -313,7 +315,7 @@ func (j *jsonSink) End(resp *chat.Response) error {
 	c := completion{
 		ID: j.meta.ID, Object: "chat.completion", Created: j.meta.Created, Model: j.meta.Model,
 		Choices: []completionChoice{{Message: msg, FinishReason: resp.FinishReason}},
-		Usage:   resp.Usage,
+		Usage:   chatUsage(&resp.Usage),
 	}
 	return j.writeBody(&c)
 }
@@ -527,7 +529,50 @@ type chunk struct {
 	chunkMeta
 	Object  string        `json:"object"`
 	Choices []chunkChoice `json:"choices"`
-	Usage   *chat.Usage   `json:"usage,omitempty"`
+	Usage   *usageJSON    `json:"usage,omitempty"` // on the final chunk only
+}
+
+// usageJSON is a chat answer's usage in OpenAI's shape: prompt_tokens
+// the whole input and completion_tokens the whole output, their details
+// always sent (zeros included, as OpenAI sends them, so that clients find
+// them), and OpenRouter's cost: the credits the answer was charged,
+// exactly the Amount the ledger moved (0 for an unpriced model).
+type usageJSON struct {
+	PromptTokens            int                 `json:"prompt_tokens"`
+	CompletionTokens        int                 `json:"completion_tokens"`
+	TotalTokens             int                 `json:"total_tokens"`
+	PromptTokensDetails     inputTokensDetails  `json:"prompt_tokens_details"`
+	CompletionTokensDetails outputTokensDetails `json:"completion_tokens_details"`
+	Cost                    credits.Amount      `json:"cost"`
+}
+
+// inputTokensDetails are the parts of an answer's input tokens:
+// cached_tokens read from the provider's prompt cache; cache_write_tokens
+// written to it (every write, as OpenRouter counts them), of which
+// cache_write_1h_tokens with a 1-hour lifetime.
+type inputTokensDetails struct {
+	CachedTokens       int `json:"cached_tokens"`
+	CacheWriteTokens   int `json:"cache_write_tokens"`
+	CacheWrite1hTokens int `json:"cache_write_1h_tokens"`
+}
+
+// outputTokensDetails is the part of an answer's output tokens the model
+// spent reasoning.
+type outputTokensDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
+}
+
+// inputDetails returns u's input token details.
+func inputDetails(u *chat.Usage) inputTokensDetails {
+	return inputTokensDetails{CachedTokens: u.CachedTokens, CacheWriteTokens: u.CacheWriteTokens + u.CacheWrite1hTokens,
+		CacheWrite1hTokens: u.CacheWrite1hTokens}
+}
+
+// chatUsage returns u in the chat completions shape.
+func chatUsage(u *chat.Usage) usageJSON {
+	return usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
+		PromptTokensDetails: inputDetails(u), CompletionTokensDetails: outputTokensDetails{ReasoningTokens: u.ReasoningTokens},
+		Cost: u.Cost}
 }
 
 type chunkChoice struct {
@@ -570,7 +615,7 @@ type completion struct {
 	Created int64              `json:"created"`
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
-	Usage   chat.Usage         `json:"usage"`
+	Usage   usageJSON          `json:"usage"`
 }
 
 type completionChoice struct {
@@ -596,6 +641,7 @@ type chunkEncoder struct {
 	jbuf  bytes.Buffer
 	chunk chunk
 	calls [1]chunkToolCall // the tool call piece of a chunk, reused
+	usage usageJSON        // the final chunk's
 }
 
 func (c *chunkEncoder) model(id string) {
@@ -627,7 +673,8 @@ func (c *chunkEncoder) delta(b []byte, d chat.Delta) []byte {
 }
 
 func (c *chunkEncoder) end(b []byte, resp *chat.Response) []byte {
-	b = c.appendEvent(b, chunkDelta{}, &resp.FinishReason, &resp.Usage)
+	c.usage = chatUsage(&resp.Usage)
+	b = c.appendEvent(b, chunkDelta{}, &resp.FinishReason, &c.usage)
 	return append(b, "data: [DONE]\n\n"...)
 }
 
@@ -640,7 +687,7 @@ func (c *chunkEncoder) fail(b []byte, env envelope) []byte {
 
 // appendEvent appends one chunk event, "data: <chunk JSON>\n\n", to b.
 // One encoder and one chunk are reused across the stream's events.
-func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string, u *chat.Usage) []byte {
+func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string, u *usageJSON) []byte {
 	if c.enc == nil {
 		c.enc = json.NewEncoder(&c.jbuf)
 		c.enc.SetEscapeHTML(false)
@@ -649,7 +696,8 @@ func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string, u *ch
 	c.chunk.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
 	c.chunk.Usage = u
 	c.jbuf.Reset()
-	// Encode cannot fail here: a chunk holds only strings and integers.
+	// Encode cannot fail here: a chunk holds only strings, integers and
+	// an Amount.
 	c.enc.Encode(&c.chunk) // ends with a newline
 	b = append(b, "data: "...)
 	b = append(b, c.jbuf.Bytes()...)

@@ -56,8 +56,8 @@ func TestChatRecordsUsageAfterResponse(t *testing.T) {
 		stream bool
 		want   []string // in the response
 	}{
-		{"complete", false, []string{`"content":"You said: hello world"`, `"usage":{"prompt_tokens":2,"completion_tokens":4,"total_tokens":6}}`}},
-		{"stream", true, []string{`"content":" world"`, `"usage":{"prompt_tokens":2,"completion_tokens":4,"total_tokens":6}}`, "data: [DONE]"}},
+		{"complete", false, []string{`"content":"You said: hello world"`, `"usage":{"prompt_tokens":2,"completion_tokens":4,"total_tokens":6,"prompt_tokens_details":{"cached_tokens":0,"cache_write_tokens":0,"cache_write_1h_tokens":0},"completion_tokens_details":{"reasoning_tokens":0},"cost":0}}`}},
+		{"stream", true, []string{`"content":" world"`, `"usage":{"prompt_tokens":2,"completion_tokens":4,"total_tokens":6,"prompt_tokens_details":{"cached_tokens":0,"cache_write_tokens":0,"cache_write_1h_tokens":0},"completion_tokens_details":{"reasoning_tokens":0},"cost":0}}`, "data: [DONE]"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

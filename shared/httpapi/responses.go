@@ -15,6 +15,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 )
 
 // Responses serves POST /v1/responses, OpenAI's Responses API, statelessly,
@@ -502,12 +503,16 @@ type incompleteDetails struct {
 	Reason string `json:"reason"`
 }
 
+// responseUsage is a response's usage in the Responses API's shape, its
+// details as the chat completions' (see usageJSON), and its cost in
+// credits.
 type responseUsage struct {
-	InputTokens         int            `json:"input_tokens"`
-	InputTokensDetails  map[string]int `json:"input_tokens_details"`
-	OutputTokens        int            `json:"output_tokens"`
-	OutputTokensDetails map[string]int `json:"output_tokens_details"`
-	TotalTokens         int            `json:"total_tokens"`
+	InputTokens         int                 `json:"input_tokens"`
+	InputTokensDetails  inputTokensDetails  `json:"input_tokens_details"`
+	OutputTokens        int                 `json:"output_tokens"`
+	OutputTokensDetails outputTokensDetails `json:"output_tokens_details"`
+	TotalTokens         int                 `json:"total_tokens"`
+	Cost                credits.Amount      `json:"cost"`
 }
 
 // outputItem is one item of a response's output: a message, a
@@ -584,9 +589,9 @@ func (o *responseObject) finish(resp *chat.Response) {
 	case chat.FinishContentFilter:
 		o.Status, o.IncompleteDetails = "incomplete", &incompleteDetails{Reason: "content_filter"}
 	}
-	u := resp.Usage
+	u := &resp.Usage
 	o.Usage = &responseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.TotalTokens,
-		InputTokensDetails: map[string]int{"cached_tokens": 0}, OutputTokensDetails: map[string]int{"reasoning_tokens": 0}}
+		InputTokensDetails: inputDetails(u), OutputTokensDetails: outputTokensDetails{ReasoningTokens: u.ReasoningTokens}, Cost: u.Cost}
 }
 
 // responseJSONSink writes a non-streamed answer: one response object.

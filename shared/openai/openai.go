@@ -8,7 +8,9 @@
 // reasoning_effort only to models whose catalog thinking style is "effort",
 // and ask streams for stream_options.include_usage so that usage is the
 // upstream's own. Image parts go out as image_url: URLs as given, bytes as
-// data URIs.
+// data URIs. Usage keeps the answer's details (cached input, cache
+// writes, reasoning tokens; see wireUsage) and the service tier it was
+// served at (service_tier, where the upstream says).
 package openai
 
 import (
@@ -127,6 +129,7 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 	if wr.Usage != nil {
 		out.Usage = wr.Usage.usage()
 	}
+	out.ServiceTier = wr.ServiceTier
 	return out, nil
 }
 
@@ -416,7 +419,7 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 			calls = calls[:0]
 		}
 		clear(c.Choices[:cap(c.Choices)])
-		c.Choices, c.Usage, c.Error, c.ErrorType = c.Choices[:0], nil, nil, ""
+		c.Choices, c.Usage, c.Error, c.ErrorType, c.ServiceTier = c.Choices[:0], nil, nil, "", ""
 		if cap(c.Choices) > 0 {
 			c.Choices[:1][0].Delta.ToolCalls = calls
 		}
@@ -429,6 +432,9 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 		}
 		if c.Usage != nil {
 			out.Usage = c.Usage.usage()
+		}
+		if c.ServiceTier != "" {
+			out.ServiceTier = c.ServiceTier
 		}
 		for _, ch := range c.Choices {
 			if ch.Index != 0 {
@@ -458,10 +464,11 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 
 // wireResponse is a non-streamed response body.
 type wireResponse struct {
-	Choices   []wireResponseChoice `json:"choices"`
-	Usage     *wireUsage           `json:"usage"`
-	Error     json.RawMessage      `json:"error"`
-	ErrorType string               `json:"error_type"`
+	Choices     []wireResponseChoice `json:"choices"`
+	Usage       *wireUsage           `json:"usage"`
+	ServiceTier string               `json:"service_tier"` // the tier OpenAI served at
+	Error       json.RawMessage      `json:"error"`
+	ErrorType   string               `json:"error_type"`
 }
 
 // wireResponseChoice is one choice of a non-streamed response.
@@ -488,10 +495,11 @@ type wireError struct {
 
 // wireChunk is one streamed chunk.
 type wireChunk struct {
-	Choices   []wireChoice    `json:"choices"`
-	Usage     *wireUsage      `json:"usage"`
-	Error     json.RawMessage `json:"error"`
-	ErrorType string          `json:"error_type"` // TGI's, beside a string error
+	Choices     []wireChoice    `json:"choices"`
+	Usage       *wireUsage      `json:"usage"`
+	ServiceTier string          `json:"service_tier"` // on every chunk of OpenAI's
+	Error       json.RawMessage `json:"error"`
+	ErrorType   string          `json:"error_type"` // TGI's, beside a string error
 }
 
 // wireChoice is one choice of a streamed chunk.
@@ -501,10 +509,24 @@ type wireChoice struct {
 	FinishReason *string        `json:"finish_reason"`
 }
 
+// wireUsage is the usage object of OpenAI and of the servers that copy
+// it. prompt_tokens is the whole input and completion_tokens the whole
+// output; the details are parts of them: OpenAI's cached input and
+// reasoning tokens, OpenRouter's cache writes (an Anthropic model behind
+// it), and DeepSeek's cache hits, which it reports in a field of its own
+// (https://api-docs.deepseek.com/guides/kv_cache).
 type wireUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens     int `json:"cached_tokens"`
+		CacheWriteTokens int `json:"cache_write_tokens"` // OpenRouter
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+	PromptCacheHitTokens int `json:"prompt_cache_hit_tokens"` // DeepSeek
 }
 
 func (u *wireUsage) usage() chat.Usage {
@@ -512,7 +534,13 @@ func (u *wireUsage) usage() chat.Usage {
 	if t == 0 {
 		t = u.PromptTokens + u.CompletionTokens
 	}
-	return chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: t}
+	cached := u.PromptTokensDetails.CachedTokens
+	if cached == 0 {
+		cached = u.PromptCacheHitTokens
+	}
+	return chat.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: t,
+		CachedTokens: cached, CacheWriteTokens: u.PromptTokensDetails.CacheWriteTokens,
+		ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
 }
 
 // KeyIDs returns the KeyIDs of the provider's key pool (route.Keyed).

@@ -280,7 +280,7 @@ func TestStream(t *testing.T) {
 		{"stream_basic.sse", []chat.Delta{{Content: "Hello"}, {Content: " there"}},
 			&chat.Response{FinishReason: "stop", Usage: chat.Usage{PromptTokens: 9, CompletionTokens: 2, TotalTokens: 11}}, nil},
 		{"stream_reasoning.sse", []chat.Delta{{Reasoning: "Think"}, {Reasoning: " hard."}, {Content: "42"}},
-			&chat.Response{FinishReason: "length", Usage: chat.Usage{PromptTokens: 5, CompletionTokens: 7, TotalTokens: 12}}, nil},
+			&chat.Response{FinishReason: "length", Usage: chat.Usage{PromptTokens: 5, CompletionTokens: 7, TotalTokens: 12, ReasoningTokens: 6}}, nil},
 		{"stream_no_done.sse", []chat.Delta{{Content: "Yes"}},
 			&chat.Response{FinishReason: "stop", Usage: chat.Usage{PromptTokens: 3, CompletionTokens: 1, TotalTokens: 4}}, nil},
 		{"stream_error.sse", []chat.Delta{{Content: "Hi"}}, nil,
@@ -303,6 +303,49 @@ func TestStream(t *testing.T) {
 				t.Errorf("deltas = %+v; want %+v", deltas, tt.wantDeltas)
 			}
 			checkResult(t, got, err, tt.want, tt.wantErr)
+		})
+	}
+}
+
+// TestUsageDetails reads the usage details and the service tier of
+// documented answers: OpenAI's cached input and reasoning tokens and
+// the tier it served at (whole and streamed), DeepSeek's cache hits in
+// their own field, OpenRouter's cache writes.
+func TestUsageDetails(t *testing.T) {
+	tests := []struct {
+		fixture string
+		stream  bool
+		want    chat.Usage
+		tier    string
+	}{
+		{"complete_usage_details.json", false,
+			chat.Usage{PromptTokens: 2006, CompletionTokens: 300, TotalTokens: 2306, CachedTokens: 1920, ReasoningTokens: 256}, "priority"},
+		{"stream_usage_details.sse", true,
+			chat.Usage{PromptTokens: 1500, CompletionTokens: 900, TotalTokens: 2400, CachedTokens: 1024, ReasoningTokens: 832}, "flex"},
+		{"complete_deepseek_cache.json", false,
+			chat.Usage{PromptTokens: 1616, CompletionTokens: 10, TotalTokens: 1626, CachedTokens: 1536}, ""},
+		{"complete_openrouter_cache.json", false,
+			chat.Usage{PromptTokens: 3194, CompletionTokens: 2, TotalTokens: 3196, CacheWriteTokens: 3100}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fixture, func(t *testing.T) {
+			srv := httptest.NewServer(&upstream{body: fixture(t, tt.fixture)})
+			defer srv.Close()
+			p := New(Config{Name: "openai", BaseURL: srv.URL, APIKey: "k"})
+			req := &chat.Request{Model: model(t, "openai/gpt-4o-mini"), Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "x"}}}}}
+			var got *chat.Response
+			var err error
+			if tt.stream {
+				got, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+			} else {
+				got, err = p.Complete(context.Background(), req)
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tt.fixture, err)
+			}
+			if got.Usage != tt.want || got.ServiceTier != tt.tier {
+				t.Errorf("%s: usage = %+v, service tier %q; want %+v, %q", tt.fixture, got.Usage, got.ServiceTier, tt.want, tt.tier)
+			}
 		})
 	}
 }

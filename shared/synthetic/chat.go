@@ -62,11 +62,18 @@ const defaultMaxTokens = 4096
 //
 // Tokens are whitespace-separated words, for the prompt and the completion
 // alike, plus ImageTokens per image; so usage is honest and predictable.
+// The reasoning words are the usage's ReasoningTokens (part of the
+// completion tokens).
 // Streams send each word as its own delta (with its leading space). The
 // answer ends before the first stop sequence. With
 // tools or a response_format it calls tools or answers JSON by the rules
 // in tools.go (the trigger: name a tool in the last user message). Chat is
 // safe for concurrent use.
+//
+// A request with a prompt_cache_key reads the leading messages it shares
+// with the previous request with that key from a prompt cache: their
+// prompt tokens are the usage's CachedTokens, as OpenAI reports its cache
+// hits (see promptCache).
 //
 // A model whose catalog entry sets tokens_per_second answers at that pace:
 // Stream waits 1/tokens_per_second before each delta, Complete waits as
@@ -75,7 +82,8 @@ const defaultMaxTokens = 4096
 type Chat struct {
 	// wait pauses for d, or until ctx is done (returning its error); nil
 	// means a timer. Tests record the pauses instead.
-	wait func(ctx context.Context, d time.Duration) error
+	wait  func(ctx context.Context, d time.Duration) error
+	cache promptCache
 }
 
 var (
@@ -99,6 +107,7 @@ func (c *Chat) Complete(ctx context.Context, req *chat.Request) (*chat.Response,
 	if p.fail {
 		return nil, failure()
 	}
+	c.cached(req, &p)
 	if err := c.pause(ctx, time.Duration(p.usage.CompletionTokens)*gap(req.Model)); err != nil {
 		return nil, err
 	}
@@ -122,6 +131,7 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 	if p.early != nil {
 		return nil, p.early
 	}
+	c.cached(req, &p)
 	g := gap(req.Model)
 	sent := 0 // tokens handed to w
 	emit := func(d chat.Delta) error {
@@ -185,6 +195,14 @@ func (c *Chat) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*c
 		return cut(failure())
 	}
 	return &chat.Response{FinishReason: p.finish, Usage: p.usage}, nil
+}
+
+// cached sets a's cached tokens from the prompt cache, for a request with
+// a prompt_cache_key.
+func (c *Chat) cached(req *chat.Request, a *answer) {
+	if req.PromptCacheKey != "" {
+		a.usage.CachedTokens = c.cache.read(req.PromptCacheKey, a.prompt)
+	}
 }
 
 // gap is the time between two tokens of model m: 0 unless its catalog
@@ -271,6 +289,7 @@ type answer struct {
 	calls              []chat.ToolCall // tool calls: the answer, without content
 	finish             string
 	usage              chat.Usage
+	prompt             []cachedMessage     // the prompt's messages, for the cache (with a prompt_cache_key)
 	fail               bool                // plain fail: after the first content delta
 	early              *chat.UpstreamError // a rich fail: trigger: before any output
 }
@@ -281,6 +300,7 @@ func plan(req *chat.Request) answer {
 	var last *chat.Message
 	for i := range req.Messages {
 		m := &req.Messages[i]
+		before := a.usage.PromptTokens
 		for _, p := range m.Parts {
 			if p.Image != nil {
 				a.usage.PromptTokens += ImageTokens
@@ -290,6 +310,9 @@ func plan(req *chat.Request) answer {
 		}
 		for _, c := range m.ToolCalls {
 			a.usage.PromptTokens += 1 + len(pieces(c.Arguments))
+		}
+		if req.PromptCacheKey != "" {
+			a.prompt = append(a.prompt, cachedMessage{sum: fingerprint(m), tokens: a.usage.PromptTokens - before})
 		}
 		if m.Role == chat.RoleUser {
 			last = m
@@ -340,12 +363,14 @@ func plan(req *chat.Request) answer {
 			a.usage.CompletionTokens += 1 + len(pieces(c.Arguments))
 		}
 		a.reasoning, a.finish = reasoning, chat.FinishToolCalls
+		a.usage.ReasoningTokens = len(reasoning)
 		a.usage.TotalTokens = a.usage.PromptTokens + a.usage.CompletionTokens
 		return a
 	}
 	if a.json = structured(req, content); a.json != "" {
 		a.reasoning, a.finish = reasoning, chat.FinishStop
 		a.usage.CompletionTokens = len(reasoning) + len(pieces(a.json))
+		a.usage.ReasoningTokens = len(reasoning)
 		a.usage.TotalTokens = a.usage.PromptTokens + a.usage.CompletionTokens
 		return a
 	}
@@ -367,6 +392,7 @@ func plan(req *chat.Request) answer {
 	}
 	a.reasoning, a.content = reasoning, content
 	a.usage.CompletionTokens = len(reasoning) + len(content)
+	a.usage.ReasoningTokens = len(reasoning)
 	a.usage.TotalTokens = a.usage.PromptTokens + a.usage.CompletionTokens
 	return a
 }

@@ -71,21 +71,21 @@ func TestChatComplete(t *testing.T) {
 			req:           chat.Request{Model: model(t, "synthetic/thinker"), ReasoningEffort: "low", Messages: []chat.Message{user("hi")}},
 			wantReasoning: "The last message has 1 words and 0 images.",
 			wantContent:   "You said: hi", wantFinish: chat.FinishStop,
-			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 9 + 3, TotalTokens: 13},
+			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 9 + 3, TotalTokens: 13, ReasoningTokens: 9},
 		},
 		{
 			name:          "reasoning high",
 			req:           chat.Request{Model: model(t, "synthetic/thinker"), ReasoningEffort: "high", Messages: []chat.Message{user("hi")}},
 			wantReasoning: "The last message has 1 words and 0 images. The conversation has 1 messages. The answer repeats the message and describes each image.",
 			wantContent:   "You said: hi", wantFinish: chat.FinishStop,
-			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 9 + 5 + 9 + 3, TotalTokens: 27},
+			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 9 + 5 + 9 + 3, TotalTokens: 27, ReasoningTokens: 9 + 5 + 9},
 		},
 		{
 			name:          "reasoning counts toward max tokens",
 			req:           chat.Request{Model: model(t, "synthetic/thinker"), ReasoningEffort: "low", MaxTokens: 10, Messages: []chat.Message{user("hi")}},
 			wantReasoning: "The last message has 1 words and 0 images.",
 			wantContent:   "You", wantFinish: chat.FinishLength,
-			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 10, TotalTokens: 11},
+			wantUsage: chat.Usage{PromptTokens: 1, CompletionTokens: 10, TotalTokens: 11, ReasoningTokens: 9},
 		},
 		{
 			name: "vision",
@@ -313,5 +313,66 @@ func TestChatPaceCancel(t *testing.T) {
 		}
 	case <-time.After(time.Minute): // the pauses add up to over an hour
 		t.Fatal("a paused call did not stop when its context was cancelled")
+	}
+}
+
+// TestChatPromptCache runs a conversation with prompt_cache_keys through
+// one provider, in order: each request's cached tokens are the prompt
+// tokens of the leading messages it shares with the previous request
+// with its key; no key, no cache.
+func TestChatPromptCache(t *testing.T) {
+	sys := chat.Message{Role: chat.RoleSystem, Parts: []chat.Part{{Text: "You are a careful assistant."}}} // 5 tokens
+	reply := chat.Message{Role: chat.RoleAssistant, Parts: []chat.Part{{Text: "You said: one two"}}}       // 4 tokens
+	steps := []struct {
+		name   string
+		key    string
+		msgs   []chat.Message
+		stream bool
+		want   int // cached tokens
+	}{
+		{"first with key a", "a", []chat.Message{sys, user("one two")}, false, 0},
+		{"next turn with key a", "a", []chat.Message{sys, user("one two"), reply, user("three")}, true, 5 + 2},
+		{"same again with key a", "a", []chat.Message{sys, user("one two"), reply, user("three")}, false, 5 + 2 + 4 + 1},
+		{"key b has its own", "b", []chat.Message{sys, user("one two")}, false, 0},
+		{"no key", "", []chat.Message{sys, user("one two")}, false, 0},
+		{"key a, another system prompt", "a", []chat.Message{user("one two")}, true, 0},
+	}
+	c := NewChat()
+	th := model(t, "synthetic/thinker")
+	for _, s := range steps {
+		req := &chat.Request{Model: th, Messages: s.msgs, PromptCacheKey: s.key}
+		var resp *chat.Response
+		var err error
+		if s.stream {
+			resp, err = c.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+		} else {
+			resp, err = c.Complete(context.Background(), req)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if resp.Usage.CachedTokens != s.want || resp.Usage.CachedTokens > resp.Usage.PromptTokens {
+			t.Errorf("%s: cached tokens = %d of %d; want %d", s.name, resp.Usage.CachedTokens, resp.Usage.PromptTokens, s.want)
+		}
+	}
+}
+
+// TestPromptCacheBound checks that the cache holds at most maxCacheKeys
+// keys: a new key beyond them empties it first.
+func TestPromptCacheBound(t *testing.T) {
+	var c promptCache
+	m := []cachedMessage{{sum: 1, tokens: 3}}
+	for i := range maxCacheKeys {
+		c.read(strconv.Itoa(i), m)
+	}
+	if got := c.read("0", m); got != 3 {
+		t.Errorf("read(0) with the cache full = %d; want 3", got)
+	}
+	c.read("new", m)
+	if n := len(c.keys); n != 1 {
+		t.Errorf("keys after a new key beyond the bound = %d; want 1", n)
+	}
+	if got := c.read("1", m); got != 0 {
+		t.Errorf("read(1) after the cache was emptied = %d; want 0", got)
 	}
 }
