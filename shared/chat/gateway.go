@@ -743,10 +743,22 @@ func (g *Gateway) chargeCut(ctx context.Context, account string, rt *routed, err
 // for (see pricedTier). It returns the rates charged. Run prices every
 // answer before the sink's End, so that the answer carries its cost, and
 // charges exactly that.
+//
+// A tier the request asked for and the upstream did not confirm (it
+// reports none) is never a discount: the completion is charged the higher
+// of that tier's price and the model's own, so that a client cannot pay
+// flex prices through an upstream that ignores service_tier and bills the
+// operator its standard rate.
 func price(c *Call, resp *Response) credits.TokenRates {
 	p := c.Request.Model.Price
+	t := resp.Usage.Tokens()
 	var rates credits.TokenRates
-	resp.Usage.Cost, rates = p.ChatCost(resp.Usage.Tokens(), pricedTier(p, resp.ServiceTier, c.Request.ServiceTier))
+	resp.Usage.Cost, rates = p.ChatCost(t, pricedTier(p, resp.ServiceTier, c.Request.ServiceTier))
+	if resp.ServiceTier == "" && c.Request.ServiceTier != "" {
+		if cost, r := p.ChatCost(t, ""); cost > resp.Usage.Cost {
+			resp.Usage.Cost, rates = cost, r
+		}
+	}
 	return rates
 }
 
