@@ -649,6 +649,9 @@ func stops(raw json.RawMessage) ([]string, error) {
 //     *AttemptsError around the failure. The counts are the provider's
 //     where it reported them before the end (see Provider.Stream), else
 //     estimated (see Estimates).
+//   - A stream whose client goes away while an upstream attempt is under
+//     way, before the first token, is charged the same way: the input
+//     (the upstream took it), and any output the provider reported.
 //   - A whole (non-streamed) answer's upstream call is detached from the
 //     client: when the client goes away it runs on, within the gateway's
 //     timeout, and its exact usage is charged. No new attempt is made
