@@ -649,6 +649,9 @@ func stops(raw json.RawMessage) ([]string, error) {
 //     *AttemptsError around the failure. The counts are the provider's
 //     where it reported them before the end (see Provider.Stream), else
 //     estimated (see Estimates).
+//   - A stream whose client goes away while an upstream attempt is under
+//     way, before the first token, is charged the same way: the input
+//     (the upstream took it), and any output the provider reported.
 //   - A whole (non-streamed) answer's upstream call is detached from the
 //     client: when the client goes away it runs on, within the gateway's
 //     timeout, and its exact usage is charged. No new attempt is made
@@ -743,10 +746,22 @@ func (g *Gateway) chargeCut(ctx context.Context, account string, rt *routed, err
 // for (see pricedTier). It returns the rates charged. Run prices every
 // answer before the sink's End, so that the answer carries its cost, and
 // charges exactly that.
+//
+// A tier the request asked for and the upstream did not confirm (it
+// reports none) is never a discount: the completion is charged the higher
+// of that tier's price and the model's own, so that a client cannot pay
+// flex prices through an upstream that ignores service_tier and bills the
+// operator its standard rate.
 func price(c *Call, resp *Response) credits.TokenRates {
 	p := c.Request.Model.Price
+	t := resp.Usage.Tokens()
 	var rates credits.TokenRates
-	resp.Usage.Cost, rates = p.ChatCost(resp.Usage.Tokens(), pricedTier(p, resp.ServiceTier, c.Request.ServiceTier))
+	resp.Usage.Cost, rates = p.ChatCost(t, pricedTier(p, resp.ServiceTier, c.Request.ServiceTier))
+	if resp.ServiceTier == "" && c.Request.ServiceTier != "" {
+		if cost, r := p.ChatCost(t, ""); cost > resp.Usage.Cost {
+			resp.Usage.Cost, rates = cost, r
+		}
+	}
 	return rates
 }
 

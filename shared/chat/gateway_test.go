@@ -644,6 +644,9 @@ func TestPriceByClassAndTier(t *testing.T) {
 		{"asked for priority, the upstream says none", "synthetic/tiered", "priority", "", all, "2670"},
 		{"asked for priority, served at default", "synthetic/tiered", "priority", "default", all, "1335"},
 		{"asked for fast, priced as priority", "synthetic/tiered", "fast", "", all, "2670"},
+		// A cheaper tier the upstream does not confirm is not a discount.
+		{"asked for flex, the upstream says none", "synthetic/tiered", "flex", "", all, "1335"},
+		{"asked for flex, served at flex", "synthetic/tiered", "flex", "flex", all, "667.5"},
 		{"served at priority, priced as fast", "synthetic/fast", "fast", "priority", chat.Usage{PromptTokens: 10, CompletionTokens: 5}, "60"},
 		{"an unknown tier is the model's price", "synthetic/tiered", "", "scale", all, "1335"},
 		// A vendor that reports more cached tokens than the prompt: the

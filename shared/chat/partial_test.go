@@ -60,7 +60,8 @@ func (f *cutProvider) Stream(ctx context.Context, req *chat.Request, w chat.Writ
 	return &r, nil
 }
 
-// goneSink is a sink whose client goes away at its n-th delta: the
+// goneSink is a sink whose client goes away at its n-th delta (-1: at
+// its start, before any): the
 // delta fails with gone, or, with cancel set, the request's context is
 // cancelled instead (the next read of the upstream fails).
 type goneSink struct {
@@ -68,6 +69,15 @@ type goneSink struct {
 	n      int
 	gone   error
 	cancel context.CancelFunc
+}
+
+// Start cancels the request at once for n == -1 (the client goes away
+// while the upstream works, before the first token).
+func (s *goneSink) Start() error {
+	if s.n == -1 && s.cancel != nil {
+		s.cancel()
+	}
+	return s.sink.Start()
 }
 
 func (s *goneSink) Delta(d chat.Delta) error {
@@ -145,6 +155,13 @@ func TestRunCut(t *testing.T) {
 			"acct synthetic/priced 11 3 14 17", credits.StatusClientClosed, true},
 		{"client cancelled", body("synthetic/priced", ""), nil, nil, 2, true,
 			"acct synthetic/priced 11 3 14 17", credits.StatusClientClosed, true},
+		// The client goes away before the first token, while the
+		// upstream works: the input is charged (estimated, or as
+		// reported), no output.
+		{"client gone before the first token", body("synthetic/priced", ""), nil, nil, -1, true,
+			"acct synthetic/priced 11 0 11 11", credits.StatusClientClosed, true},
+		{"client gone before the first token, input reported", body("synthetic/priced", ""), &chat.Response{Usage: chat.Usage{PromptTokens: 30}}, nil, -1, true,
+			"acct synthetic/priced 30 0 30 30", credits.StatusClientClosed, false},
 		// max_tokens bounds the estimated output.
 		{"max_tokens bounds the estimate", body("synthetic/priced", `,"max_tokens":2`), nil, broke, 0, false,
 			"acct synthetic/priced 11 2 13 15", credits.StatusUpstreamError, true},

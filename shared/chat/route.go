@@ -344,6 +344,14 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 		case f.state.Load() == began:
 			rt.cut(c, resp, f)
 			err = committed{err}
+		case c.Stream && rt.client.Err() != nil:
+			// The client went away while the upstream worked on the
+			// answer, before its first token (a model thinking, or a
+			// slow prompt): the upstream has taken the input, and
+			// charges it. Charged as an answer cut short: the input, and
+			// any output the provider reported.
+			rt.cut(c, resp, f)
+			err = committed{err}
 		case ctx.Err() == nil && errors.Is(context.Cause(actx), errStall):
 			err = fmt.Errorf("%w: %w", errStall, err)
 		}
@@ -363,7 +371,8 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	return nil
 }
 
-// cut keeps the answer of c that failed after its first token, for Run
+// cut keeps the answer of c that failed after its first token (or
+// before it, when the client went away while the upstream worked), for Run
 // to charge: resp is what the provider returned with its error (nil, or
 // the usage the upstream reported before the end: see Provider), f the
 // attempt's writer. The answer is Partial, with no finish reason; its
