@@ -530,7 +530,7 @@ const pricedCatalog = `{
 }`
 
 func TestRecordUsage(t *testing.T) {
-	cat, err := catalog.Parse([]byte(pricedCatalog))
+	cat, err := catalog.Parse([]byte(pricedCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatalf("Parse = %v", err)
 	}

@@ -782,7 +782,7 @@ func TestModelsPageAlias(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.Parse(b)
+	cat, err := catalog.Parse(b, catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -813,3 +813,4 @@ func TestModelsPageAlias(t *testing.T) {
 		t.Errorf("alias row shows a breaker of its own:\n%s", row)
 	}
 }
+
