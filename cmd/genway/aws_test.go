@@ -127,7 +127,7 @@ func TestAWSBackend(t *testing.T) {
 		{map[string]any{"type": "music", "model": "synthetic-music", "prompt": "tune", "duration": 2}, "audio/mpeg", 2, 2, ""},
 		{map[string]any{"type": "sfx", "model": "synthetic-sfx", "prompt": "pop", "duration": 1, "format": "wav"}, "audio/wav", 1, 1, ""},
 		{map[string]any{"type": "video", "model": "synthetic-video", "prompt": "ball", "duration": 1, "size": "160x120"}, "video/mp4", 1, 1, ""},
-		{map[string]any{"type": "video", "model": "veo-3.1-fast", "prompt": "a fox", "duration": 4}, "video/mp4", 2, 60, ""},
+		{map[string]any{"type": "video", "model": "veo-3.1-fast", "prompt": "a fox", "duration": 4}, "video/mp4", 2, 48, ""},
 		{map[string]any{"type": "video", "model": "veo-3.1", "prompt": "quota: a fox"}, "video/mp4", 2, falPrice8s, "fal-video-8s"},
 	}
 	var spent int64

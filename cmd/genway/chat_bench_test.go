@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/upstreams"
 )
 
@@ -276,6 +280,13 @@ const pacedRounds = 3
 // The -fallbacks modes send the same request with two fallback models
 // (models): routing's cost on the happy path, where the first answers.
 //
+// openai/gpt-4o-mini is priced in the shipped catalog, so "gateway" is a
+// priced completion (admitted against the account's credits, charged its
+// tokens). A second genway serve ("gateway-free"), on a copy of the
+// catalog where the model is marked free, takes its turn in every round:
+// priced-%-of-free is the median over rounds of the priced rate as a
+// share of the free one, what pricing costs (the target: at least 95).
+//
 // For a stream, latency is the time to the first content delta. CPU time
 // per request of the whole process (load generator, gateway and fake
 // upstream) is reported too: it is less sensitive than rates to other load
@@ -288,6 +299,10 @@ func BenchmarkChatGateway(b *testing.B) {
 	srv := startServer(b, b.TempDir(), map[string]string{
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
 		"GENWAY_RATE_LIMIT": "1000000000",
+	})
+	free := startServer(b, b.TempDir(), map[string]string{
+		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
+		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_CATALOG": freeCatalog(b, "openai/gpt-4o-mini"),
 	})
 	u, err := url.Parse(up.URL)
 	if err != nil {
@@ -317,23 +332,27 @@ func BenchmarkChatGateway(b *testing.B) {
 			n := max(b.N, 200)
 			direct := newLoadClient(up.URL+"/v1/chat/completions", "k", upBody, mode.stream, benchConcurrency)
 			via := newLoadClient(srv.base+"/v1/chat/completions", srv.key, body, mode.stream, benchConcurrency)
+			viaFree := newLoadClient(free.base+"/v1/chat/completions", free.key, body, mode.stream, benchConcurrency)
 			floor := newLoadClient(proxy.URL+"/v1/chat/completions", "k", upBody, mode.stream, benchConcurrency)
 			defer direct.tr.CloseIdleConnections()
 			defer via.tr.CloseIdleConnections()
+			defer viaFree.tr.CloseIdleConnections()
 			defer floor.tr.CloseIdleConnections()
-			for _, c := range []*loadClient{direct, via, floor} {
+			for _, c := range []*loadClient{direct, via, viaFree, floor} {
 				c.warm(benchConcurrency)
 			}
 			b.ResetTimer()
-			var dRPS, gRPS, pRPS, share, dCPU, gCPU, pCPU []float64
+			var dRPS, gRPS, fRPS, pRPS, share, priced, dCPU, gCPU, fCPU, pCPU []float64
 			var dSat, gSat benchResult
 			for range benchRounds {
 				d := direct.run(b, n, benchConcurrency, 0)
 				g := via.run(b, n, benchConcurrency, 0)
+				f := viaFree.run(b, n, benchConcurrency, 0)
 				p := floor.run(b, n, benchConcurrency, 0)
-				dRPS, gRPS, pRPS = append(dRPS, d.rps), append(gRPS, g.rps), append(pRPS, p.rps)
-				share = append(share, 100*g.rps/d.rps)
+				dRPS, gRPS, fRPS, pRPS = append(dRPS, d.rps), append(gRPS, g.rps), append(fRPS, f.rps), append(pRPS, p.rps)
+				share, priced = append(share, 100*g.rps/d.rps), append(priced, 100*g.rps/f.rps)
 				dCPU, gCPU, pCPU = append(dCPU, float64(d.cpu.Microseconds())), append(gCPU, float64(g.cpu.Microseconds())), append(pCPU, float64(p.cpu.Microseconds()))
+				fCPU = append(fCPU, float64(f.cpu.Microseconds()))
 				dSat, gSat = d, g
 			}
 			gwRate := median(slices.Clone(gRPS))
@@ -352,6 +371,9 @@ func BenchmarkChatGateway(b *testing.B) {
 			b.ReportMetric(gwRate, "gateway-req/s")
 			b.ReportMetric(median(pRPS), "proxy-req/s")
 			b.ReportMetric(median(share), "gateway-%-of-direct")
+			b.ReportMetric(median(fRPS), "gateway-free-req/s")
+			b.ReportMetric(median(priced), "priced-%-of-free")
+			b.ReportMetric(median(fCPU), "gateway-free-cpu-µs/req")
 			b.ReportMetric(median(dCPU), "direct-cpu-µs/req")
 			b.ReportMetric(median(gCPU), "gateway-cpu-µs/req")
 			b.ReportMetric(median(pCPU), "proxy-cpu-µs/req")
@@ -467,4 +489,28 @@ func benchWireFormats(b *testing.B, srv *server, upURL, maxTokens string) {
 			b.ReportMetric(median(extraOwn[i]), name+"-gateway-own-cpu-%-over-plain")
 		}
 	}
+}
+
+// freeCatalog writes, in a temporary directory of b, the shipped catalog
+// with model marked free, and returns its path (for GENWAY_CATALOG).
+func freeCatalog(b testing.TB, model string) string {
+	b.Helper()
+	cat, err := catalog.Default()
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, ok := cat.Model(model)
+	if !ok {
+		b.Fatalf("no model %s in the shipped catalog", model)
+	}
+	m.Price = &catalog.Price{Free: true}
+	js, err := json.Marshal(cat)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(b.TempDir(), "free_catalog.json")
+	if err := os.WriteFile(path, js, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return path
 }

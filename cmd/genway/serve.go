@@ -94,6 +94,10 @@ type serveConfig struct {
 	// textBody and bodyMemory bound request bodies (GENWAY_MAX_TEXT_BODY,
 	// GENWAY_BODY_MEMORY; see httpapi.Bodies).
 	textBody, bodyMemory int64
+	// pricing is what a credit is worth and the markup on list prices
+	// (GENWAY_CREDIT_USD, GENWAY_PRICE_MARKUP): the catalog's prices in
+	// US dollars are converted with it.
+	pricing catalog.Pricing
 
 	// clockOffset is GENWAY_TEST_CLOCK_OFFSET, for tests only: added to
 	// the clock that authenticates keys (expiry, last use, credit limit
@@ -174,6 +178,9 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 	if c.textBody, c.bodyMemory, err = httpapi.BodiesFromEnv(getenv); err != nil {
 		return c, err
 	}
+	if c.pricing, err = catalog.ParsePricing(getenv("GENWAY_CREDIT_USD"), getenv("GENWAY_PRICE_MARKUP")); err != nil {
+		return c, fmt.Errorf("GENWAY_CREDIT_USD / GENWAY_PRICE_MARKUP: %w", err)
+	}
 	if c.mediaPoll, err = jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL")); err != nil {
 		return c, fmt.Errorf("GENWAY_MEDIA_POLL: %w", err)
 	}
@@ -221,7 +228,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
+	cat, err := catalog.Load(getenv("GENWAY_CATALOG"), cfg.pricing)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/admin"
-	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/console"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
@@ -41,7 +40,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
+	cat, err := wire.Catalog(getenv)
 	if err != nil {
 		return err
 	}

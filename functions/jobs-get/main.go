@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
-	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/lambdahttp"
@@ -33,7 +32,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
+	cat, err := wire.Catalog(getenv)
 	if err != nil {
 		return err
 	}

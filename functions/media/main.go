@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/genway/genway/functions/internal/wire"
-	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/lambdahttp"
@@ -41,7 +40,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
+	cat, err := wire.Catalog(getenv)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
-	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/lambdahttp"
 )
@@ -28,7 +27,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := catalog.Load(getenv("GENWAY_CATALOG"))
+	cat, err := wire.Catalog(getenv)
 	if err != nil {
 		return err
 	}

@@ -61,11 +61,20 @@ type Capabilities struct {
 // the catalog's JSON decimals with no float; more than 6 decimal places of
 // credits is a load error naming the model and field). Job models use
 // CreditsPerSecond (of requested duration) and/or CreditsPerJob; chat
-// models may set per-million-token prices; image models CreditsPerImage;
+// models per-million-token prices; image models CreditsPerImage;
 // speech models CreditsPer1KChars. The cost methods (ChatCost, SpeechCost,
 // ImageCost, JobCost) compute exactly and round up at most once per
 // request, to the micro-credit; a cost beyond credits.MaxAmount is
 // credits.MaxAmount (no account can pay it).
+//
+// A catalog states each price one of two ways: as the vendor's list
+// price in US dollars (the usd_ fields, with the Source it was read from
+// and the date it was read, AsOf), which Parse converts into the credits
+// field of the same class with the deployment's Pricing (the credit value
+// and markup), rounding up to the micro-credit per unit; or in credits
+// (the credits_ fields), used as written. A class stated both ways is a
+// load error. After Parse the credits fields hold every price; the usd_
+// fields keep the list prices, for the operator's eyes only.
 type Price struct {
 	CreditsPerSecond credits.Amount `json:"credits_per_second,omitempty"`
 	CreditsPerJob    credits.Amount `json:"credits_per_job,omitempty"`
@@ -75,6 +84,8 @@ type Price struct {
 	// ServiceTiers, if set, replace TokenPrices for a completion served
 	// at a tier it names (OpenAI's service_tier "flex", "priority"): the
 	// tier the upstream reports serving at, else the one asked for.
+	// "priority" and "fast" (OpenAI's new name for it) are one tier:
+	// Parse gives the one not stated the other's prices.
 	ServiceTiers map[string]TokenPrices `json:"service_tiers,omitempty"`
 	// LongContext, if set, replaces TokenPrices for a completion whose
 	// prompt is longer than its AbovePromptTokens (Gemini 2.5 Pro above
@@ -88,18 +99,49 @@ type Price struct {
 	// CreditsPer1KChars is a speech model's price per 1,000 characters
 	// of input (Unicode code points, as the vendors count them).
 	CreditsPer1KChars credits.Amount `json:"credits_per_1k_chars,omitempty"`
+
+	// The list prices in US dollars, per the same units as the credits
+	// fields they convert into (TokenPrices, ServiceTiers and
+	// LongContext have theirs).
+	USDPerSecond         *USD           `json:"usd_per_second,omitempty"`
+	USDPerJob            *USD           `json:"usd_per_job,omitempty"`
+	USDPerImage          *USD           `json:"usd_per_image,omitempty"`
+	USDPerImageByQuality map[string]USD `json:"usd_per_image_by_quality,omitempty"`
+	USDPer1KChars        *USD           `json:"usd_per_1k_chars,omitempty"`
+	// Source is where the list price was read (a URL); AsOf the date it
+	// was read (YYYY-MM-DD); both are required with a price in USD. Note
+	// says what an operator should know of it (a third party's numbers,
+	// a derived price, a model being retired).
+	Source string `json:"source,omitempty"`
+	AsOf   string `json:"as_of,omitempty"`
+	Note   string `json:"note,omitempty"`
+
+	// Free marks a chat model that costs nothing on purpose (a test model,
+	// a server on the operator's own hardware): it states no price. A
+	// chat model of a provider that is not free must have a price or
+	// this marker (see Parse).
+	Free bool `json:"free,omitempty"`
 }
 
 // TokenPrices are one set of a chat model's prices per million tokens,
 // one per token class. A class without a price of its own is charged at
 // another's: cached input and cache writes at the input price, 1-hour
 // cache writes at the cache write price. Reasoning tokens are output.
+// Each class may be stated in credits or as a list price in US dollars
+// (the usd_ fields), which Parse converts into the credits field (see
+// Price).
 type TokenPrices struct {
 	CreditsPerMillionInput        credits.Amount  `json:"credits_per_million_input_tokens,omitempty"`
 	CreditsPerMillionCachedInput  *credits.Amount `json:"credits_per_million_cached_input_tokens,omitempty"`
 	CreditsPerMillionCacheWrite   *credits.Amount `json:"credits_per_million_cache_write_tokens,omitempty"`
 	CreditsPerMillionCacheWrite1h *credits.Amount `json:"credits_per_million_cache_write_1h_tokens,omitempty"`
 	CreditsPerMillionOutput       credits.Amount  `json:"credits_per_million_output_tokens,omitempty"`
+
+	USDPerMillionInput        *USD `json:"usd_per_million_input_tokens,omitempty"`
+	USDPerMillionCachedInput  *USD `json:"usd_per_million_cached_input_tokens,omitempty"`
+	USDPerMillionCacheWrite   *USD `json:"usd_per_million_cache_write_tokens,omitempty"`
+	USDPerMillionCacheWrite1h *USD `json:"usd_per_million_cache_write_1h_tokens,omitempty"`
+	USDPerMillionOutput       *USD `json:"usd_per_million_output_tokens,omitempty"`
 }
 
 // LongContext is the price of a chat completion whose prompt is longer
@@ -473,10 +515,16 @@ type Model struct {
 // amount of credits (more than 6 decimal places, beyond
 // credits.MaxAmount, not a number) is an error naming the model and the
 // field.
+//
+// A price that states one class both ways (a usd_ list price and the
+// credits_ field it converts into) is an error naming both fields, and so
+// are a list price in USD that is not an exact amount of dollars (more
+// than 9 decimal places, negative, not a number) and a free marker with
+// a price.
 func (m *Model) UnmarshalJSON(b []byte) error {
 	type plain Model // without this method
 	err := json.Unmarshal(b, (*plain)(m))
-	if field, reason, ok := credits.AmountFieldError(err); ok {
+	named := func(field, reason string) error {
 		var id struct {
 			ID string `json:"id"`
 		}
@@ -486,7 +534,24 @@ func (m *Model) UnmarshalJSON(b []byte) error {
 		field = strings.ReplaceAll(field, "TokenPrices.", "")
 		return fmt.Errorf("model %q: %s: %s", id.ID, field, reason)
 	}
-	return err
+	if field, reason, ok := credits.AmountFieldError(err); ok {
+		return named(field, reason)
+	}
+	if field, reason, ok := usdFieldError(err); ok {
+		return named(field, reason)
+	}
+	if err != nil {
+		return err
+	}
+	var raw struct {
+		Price json.RawMessage `json:"price"`
+	}
+	if json.Unmarshal(b, &raw) == nil {
+		if err := checkPriceFields(raw.Price); err != nil {
+			return fmt.Errorf("model %q: %w", m.ID, err)
+		}
+	}
+	return nil
 }
 
 // Target is one deployment of an alias: a catalog chat model that is not
@@ -533,7 +598,7 @@ func (m *Model) checkSpeech() error {
 	switch {
 	case m.Price == nil || m.Price.CreditsPer1KChars < 0 || m.Price.CreditsPerSecond != 0 || m.Price.CreditsPerJob != 0 ||
 		m.Price.CreditsPerMillionInput != 0 || m.Price.CreditsPerMillionOutput != 0 || m.Price.CreditsPerImage != 0 || len(m.Price.CreditsPerImageByQuality) > 0:
-		return fmt.Errorf(`a speech model needs "price": {"credits_per_1k_chars": N} and no other price`)
+		return fmt.Errorf(`a speech model needs "price": {"usd_per_1k_chars": N, "source": ..., "as_of": ...} or {"credits_per_1k_chars": N}, and no other price`)
 	case m.MaxInput <= 0:
 		return fmt.Errorf(`a speech model needs "max_input" (characters)`)
 	case !slices.Contains(m.Formats, "mp3"):
@@ -695,7 +760,15 @@ type Provider struct {
 	KeyEnv      string `json:"key_env,omitempty"`      // env var holding the API key
 	KeyOptional bool   `json:"key_optional,omitempty"` // configured by BaseURLEnv alone (Ollama, vLLM)
 	Test        bool   `json:"test,omitempty"`
+	// Free: the provider's models cost the operator nothing (a server on
+	// the operator's own hardware: Ollama, vLLM), so a chat model of it
+	// without a price is free; one with a price is charged it. The
+	// synthetic provider (kind synthetic) is free whatever it says.
+	Free bool `json:"free,omitempty"`
 }
+
+// IsFree reports whether p's models cost the operator nothing (see Free).
+func (p *Provider) IsFree() bool { return p.Free || p.Kind == "synthetic" }
 
 // Catalog is the set of providers and models.
 type Catalog struct {
@@ -704,30 +777,43 @@ type Catalog struct {
 
 	byID       map[string]*Model
 	byProvider map[string]*Provider
+	pricing    Pricing
 }
 
-// Default returns the embedded catalog.
-func Default() (*Catalog, error) { return Parse(embedded) }
+// Default returns the embedded catalog, its list prices converted at the
+// default credit value (Pricing{}: 1 credit = US$0.01, no markup).
+func Default() (*Catalog, error) { return Parse(embedded, Pricing{}) }
 
 // Load returns the catalog in the file at path, or the embedded one if path
-// is empty.
-func Load(path string) (*Catalog, error) {
+// is empty, its list prices converted into credits with pricing (see
+// Parse).
+func Load(path string, pricing Pricing) (*Catalog, error) {
 	if path == "" {
-		return Default()
+		return Parse(embedded, pricing)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load catalog: %w", err)
 	}
-	return Parse(b)
+	return Parse(b, pricing)
 }
 
-// Parse decodes and checks a catalog.
-func Parse(b []byte) (*Catalog, error) {
+// Parse decodes and checks a catalog. Every list price in US dollars is
+// converted into credits with pricing (the deployment's credit value and
+// markup), rounded up to the micro-credit per unit; prices in credits are
+// used as written (see Price).
+//
+// Nothing is free by accident: a chat model of a provider that is not
+// free (see Provider.Free) needs a price of its own tokens, or the
+// explicit marker "price": {"free": true}; without either it is refused,
+// by name. An alias has no price (its targets' apply). Job, image and
+// speech models need their price.
+func Parse(b []byte, pricing Pricing) (*Catalog, error) {
 	var c Catalog
 	if err := json.Unmarshal(b, &c); err != nil {
 		return nil, fmt.Errorf("parse catalog: %w", err)
 	}
+	c.pricing = pricing
 	c.byID = make(map[string]*Model, len(c.Models))
 	c.byProvider = make(map[string]*Provider, len(c.Providers))
 	for i := range c.Providers {
@@ -755,8 +841,14 @@ func Parse(b []byte) (*Catalog, error) {
 		if _, ok := c.byProvider[m.Provider]; !ok {
 			return nil, fmt.Errorf("parse catalog: model %q: unknown provider %q", m.ID, m.Provider)
 		}
+		if err := m.Price.convert(pricing); err != nil {
+			return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
+		}
 		if err := m.Price.check(); err != nil {
 			return nil, fmt.Errorf("parse catalog: model %q: %w", m.ID, err)
+		}
+		if m.Price != nil && m.Price.Free && m.Type != TypeChat {
+			return nil, fmt.Errorf("parse catalog: model %q: price.free: only a chat model may be marked free; a %s model needs a price", m.ID, m.Type)
 		}
 		if m.TokensPerSecond != 0 && (m.TokensPerSecond < 0 || m.Type != TypeChat || c.byProvider[m.Provider].Kind != "synthetic") {
 			return nil, fmt.Errorf("parse catalog: model %q: tokens_per_second must be positive, on a chat model of the synthetic provider", m.ID)
@@ -768,6 +860,9 @@ func Parse(b []byte) (*Catalog, error) {
 			}
 			if m.Capabilities == nil {
 				m.Capabilities = &Capabilities{Streaming: true}
+			}
+			if err := c.checkChatPrice(m); err != nil {
+				return nil, fmt.Errorf("parse catalog: %w", err)
 			}
 		case TypeImage:
 			if err := m.checkImage(); err != nil {
@@ -812,6 +907,23 @@ func Parse(b []byte) (*Catalog, error) {
 	}
 	return &c, nil
 }
+
+// checkChatPrice refuses a chat model that would be free by accident: of
+// a provider that is not free, with no price of its own tokens (input,
+// cached input, cache writes or output above zero) and no free marker.
+// The message names the model and the two ways out.
+func (c *Catalog) checkChatPrice(m *Model) error {
+	if c.byProvider[m.Provider].IsFree() || (m.Price != nil && (m.Price.Free || m.Price.TokenPrices.charges())) {
+		return nil
+	}
+	return fmt.Errorf(`chat model %q (provider %q) has no price: give it one (its vendor's list price: `+
+		`"price": {"usd_per_million_input_tokens": N, "usd_per_million_output_tokens": N, "source": URL, "as_of": DATE}, or credits_per_million_..._tokens), `+
+		`or mark it free on purpose ("price": {"free": true})`, m.ID, m.Provider)
+}
+
+// Pricing returns the credit value and markup the catalog's list prices
+// were converted with.
+func (c *Catalog) Pricing() Pricing { return c.pricing }
 
 // VideoFormat is the one format of every video model: each video adapter
 // delivers MP4 (the synthetic provider Motion JPEG in MP4, Veo and the
@@ -874,7 +986,7 @@ func (m *Model) checkImage() error {
 	p := m.Price
 	switch {
 	case p == nil || p.CreditsPerImage <= 0:
-		return fmt.Errorf(`needs "price": {"credits_per_image": N} with N > 0`)
+		return fmt.Errorf(`needs "price": {"usd_per_image": N, "source": ..., "as_of": ...} or {"credits_per_image": N} with N > 0`)
 	case m.MaxImages <= 0:
 		return fmt.Errorf("needs max_images > 0")
 	case len(m.Sizes) == 0 || !slices.Contains(m.Sizes, m.DefaultSize):

@@ -47,7 +47,7 @@ func TestFormats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(fmt.Sprintf(cat, tt.typ, tt.formats)))
+			_, err := Parse([]byte(fmt.Sprintf(cat, tt.typ, tt.formats)), Pricing{})
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("Parse(%s) = %v; want nil", tt.formats, err)
 			}
@@ -77,7 +77,7 @@ func TestJobLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(head + tt.model + `]}`))
+			_, err := Parse([]byte(head+tt.model+`]}`), Pricing{})
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("Parse = %v; want nil", err)
 			}
@@ -92,10 +92,10 @@ func TestJobLimits(t *testing.T) {
 // refuse LYRICS mode instead of dropping the lyrics.
 func TestHostedMusicModes(t *testing.T) {
 	const cat = `{"providers":[{"name":"r","kind":"replicate"}],"models":[{"id":"m","type":"music","provider":"r","formats":["mp3"],"max_duration":30,"price":{"credits_per_job":1},"input":{"prompt":"p"}%s}]}`
-	if _, err := Parse([]byte(fmt.Sprintf(cat, ""))); err == nil || !strings.Contains(err.Error(), "modes") {
+	if _, err := Parse([]byte(fmt.Sprintf(cat, "")), Pricing{}); err == nil || !strings.Contains(err.Error(), "modes") {
 		t.Errorf("Parse(no modes) = %v; want an error naming modes", err)
 	}
-	if _, err := Parse([]byte(fmt.Sprintf(cat, `,"modes":["DESCRIPTION"]`))); err != nil {
+	if _, err := Parse([]byte(fmt.Sprintf(cat, `,"modes":["DESCRIPTION"]`)), Pricing{}); err != nil {
 		t.Errorf("Parse(DESCRIPTION only) = %v; want nil", err)
 	}
 }
@@ -189,7 +189,7 @@ func TestTokensPerSecond(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := Parse([]byte(fmt.Sprintf(cat, tt.model)))
+			c, err := Parse([]byte(fmt.Sprintf(cat, tt.model)), Pricing{})
 			if tt.ok {
 				if err != nil {
 					t.Fatalf("Parse = %v; want nil", err)
@@ -231,7 +231,7 @@ func TestImageModels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := Parse([]byte(fmt.Sprintf(cat, tt.fields)))
+			c, err := Parse([]byte(fmt.Sprintf(cat, tt.fields)), Pricing{})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("Parse = %v; want an error containing %q", err, tt.wantErr)
@@ -403,7 +403,7 @@ func TestMaxChatCost(t *testing.T) {
 // models list shows the prices as the same numbers.
 func TestPriceDecoding(t *testing.T) {
 	const cat = `{"providers":[{"name":"v","kind":"openai"}],"models":[{"id":"v/m","type":"chat","provider":"v","price":%s}]}`
-	c, err := Parse([]byte(fmt.Sprintf(cat, `{"credits_per_million_input_tokens":0.15,"credits_per_million_output_tokens":6E-1}`)))
+	c, err := Parse([]byte(fmt.Sprintf(cat, `{"credits_per_million_input_tokens":0.15,"credits_per_million_output_tokens":6E-1}`)), Pricing{})
 	if err != nil {
 		t.Fatalf("Parse = %v", err)
 	}
@@ -420,12 +420,12 @@ func TestPriceDecoding(t *testing.T) {
 		{`{"credits_per_million_output_tokens":"1"}`, `model "v/m": price.credits_per_million_output_tokens: must be a number of credits, not string`},
 		{`{"credits_per_million_input_tokens":-1}`, `model "v/m": price.credits_per_million_input_tokens: -1 is negative`},
 	} {
-		_, err := Parse([]byte(fmt.Sprintf(cat, tt.price)))
+		_, err := Parse([]byte(fmt.Sprintf(cat, tt.price)), Pricing{})
 		if err == nil || !strings.Contains(err.Error(), tt.says) {
 			t.Errorf("Parse(price %s) = %v; want an error saying %q", tt.price, err, tt.says)
 		}
 	}
-	_, err = Parse([]byte(`{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"img","type":"image","provider":"v","sizes":["1x1"],"default_size":"1x1","max_images":1,"formats":["png"],"qualities":["low"],"price":{"credits_per_image":1,"credits_per_image_by_quality":{"low":0.1234567}}}]}`))
+	_, err = Parse([]byte(`{"providers":[{"name":"v","kind":"fal"}],"models":[{"id":"img","type":"image","provider":"v","sizes":["1x1"],"default_size":"1x1","max_images":1,"formats":["png"],"qualities":["low"],"price":{"credits_per_image":1,"credits_per_image_by_quality":{"low":0.1234567}}}]}`), Pricing{})
 	if err == nil || !strings.Contains(err.Error(), `model "img": price.credits_per_image_by_quality`) || !strings.Contains(err.Error(), "more than 6 decimal places") {
 		t.Errorf("Parse(a quality's price with 7 places) = %v; want an error naming the model and the field", err)
 	}
@@ -469,7 +469,7 @@ func TestSpeechModels(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(fmt.Sprintf(cat, tt.fields)))
+			_, err := Parse([]byte(fmt.Sprintf(cat, tt.fields)), Pricing{})
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("Parse(%s) = %v; want nil", tt.fields, err)
 			}
@@ -555,8 +555,8 @@ func TestSpeechCost(t *testing.T) {
 // aliasCatalog is a catalog of two OpenAI-compatible deployments (a: vision
 // and tools, b: tools only), a video model, and the models given.
 const aliasCatalog = `{"providers":[{"name":"a","kind":"openai","key_env":"A_KEY"},{"name":"b","kind":"openai","key_env":"B_KEY"},{"name":"v","kind":"fal"}],"models":[
-{"id":"a/m","type":"chat","provider":"a","capabilities":{"vision":true,"streaming":true,"tools":true}},
-{"id":"b/m","type":"chat","provider":"b","capabilities":{"streaming":true,"tools":true,"reasoning":true}},
+{"id":"a/m","type":"chat","provider":"a","capabilities":{"vision":true,"streaming":true,"tools":true},"price":{"free":true}},
+{"id":"b/m","type":"chat","provider":"b","capabilities":{"streaming":true,"tools":true,"reasoning":true},"price":{"free":true}},
 {"id":"vid","type":"video","provider":"v","formats":["mp4"],"max_duration":8,"price":{"credits_per_second":1}}%s]}`
 
 // TestAliases checks an alias's validation at load: each error names the
@@ -568,7 +568,7 @@ func TestAliases(t *testing.T) {
 		{"two weighted targets", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":3},{"model":"b/m","weight":1}]}`, ""},
 		{"one target", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}]}`, ""},
 		{"with fallbacks", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}],"fallbacks":["b/m"]}`, ""},
-		{"a model falls back to an alias", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}]},{"id":"a/n","type":"chat","provider":"a","fallbacks":["fast"]}`, ""},
+		{"a model falls back to an alias", `{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":1}]},{"id":"a/n","type":"chat","provider":"a","fallbacks":["fast"],"price":{"free":true}}`, ""},
 		{"no targets", `{"id":"fast","type":"chat","targets":[]}`, "targets: an alias needs at least one target"},
 		{"on a video model", `{"id":"v2","type":"video","provider":"v","formats":["mp4"],"max_duration":8,"price":{"credits_per_second":1},"targets":[{"model":"vid","weight":1}]}`, `targets: only a chat model may have targets, not a "video" model`},
 		{"without a type", `{"id":"fast","targets":[{"model":"a/m","weight":1}]}`, "targets: only a chat model"},
@@ -592,7 +592,7 @@ func TestAliases(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Parse([]byte(fmt.Sprintf(aliasCatalog, ","+tt.models)))
+			_, err := Parse([]byte(fmt.Sprintf(aliasCatalog, ","+tt.models)), Pricing{})
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("Parse = %v; want nil", err)
 			}
@@ -607,7 +607,7 @@ func TestAliases(t *testing.T) {
 // capabilities every target has, owned_by genway, and listed when one of
 // its targets' providers is configured.
 func TestAliasListing(t *testing.T) {
-	c, err := Parse([]byte(fmt.Sprintf(aliasCatalog, `,{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":3},{"model":"b/m","weight":1}]}`)))
+	c, err := Parse([]byte(fmt.Sprintf(aliasCatalog, `,{"id":"fast","type":"chat","targets":[{"model":"a/m","weight":3},{"model":"b/m","weight":1}]}`)), Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func failing(t *testing.T) *fakeBalances {
 
 func admitCatalog(t testing.TB) *catalog.Catalog {
 	t.Helper()
-	cat, err := catalog.Load("testdata/priced_catalog.json")
+	cat, err := catalog.Load("testdata/priced_catalog.json", catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,14 +15,14 @@ import (
 )
 
 // aliasCatalog has three deployments on providers a, b and c (a 1 credit
-// per token, b 2), the alias fast over a (weight 3) and b (weight 1) that
+// per token, b 2, c free), the alias fast over a (weight 3) and b (weight 1) that
 // falls back to c, and the alias solo over c.
 const aliasCatalog = `{
   "providers": [{"name": "a", "kind": "openai"}, {"name": "b", "kind": "openai"}, {"name": "c", "kind": "openai"}],
   "models": [
     {"id": "a/m", "type": "chat", "provider": "a", "price": {"credits_per_million_input_tokens": 1000000, "credits_per_million_output_tokens": 1000000}},
     {"id": "b/m", "type": "chat", "provider": "b", "price": {"credits_per_million_input_tokens": 2000000, "credits_per_million_output_tokens": 2000000}},
-    {"id": "c/m", "type": "chat", "provider": "c"},
+    {"id": "c/m", "type": "chat", "provider": "c", "price": {"free": true}},
     {"id": "fast", "type": "chat", "targets": [{"model": "a/m", "weight": 3}, {"model": "b/m", "weight": 1}], "fallbacks": ["c/m"]},
     {"id": "solo", "type": "chat", "targets": [{"model": "c/m", "weight": 1}]}
   ]
@@ -38,7 +38,7 @@ type aliasRig struct {
 
 func newAliasRig(t *testing.T, intn func(int) int, err error) *aliasRig {
 	t.Helper()
-	cat, perr := catalog.Parse([]byte(aliasCatalog))
+	cat, perr := catalog.Parse([]byte(aliasCatalog), catalog.Pricing{})
 	if perr != nil {
 		t.Fatal(perr)
 	}

@@ -530,7 +530,7 @@ const pricedCatalog = `{
 }`
 
 func TestRecordUsage(t *testing.T) {
-	cat, err := catalog.Parse([]byte(pricedCatalog))
+	cat, err := catalog.Parse([]byte(pricedCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatalf("Parse = %v", err)
 	}
@@ -623,7 +623,7 @@ const tieredCatalog = `{
 // answer's usage and records exactly that; details beyond what they are
 // parts of are bounded first.
 func TestPriceByClassAndTier(t *testing.T) {
-	cat, err := catalog.Parse([]byte(tieredCatalog))
+	cat, err := catalog.Parse([]byte(tieredCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatalf("Parse = %v", err)
 	}

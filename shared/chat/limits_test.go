@@ -143,7 +143,7 @@ func TestImageFetchDeadline(t *testing.T) {
 func TestAdmitBeforeFetch(t *testing.T) {
 	cat, err := catalog.Parse([]byte(`{"providers":[{"name":"synthetic","kind":"synthetic"}],"models":[
 		{"id":"synthetic/eye","type":"chat","provider":"synthetic","capabilities":{"vision":true,"streaming":true},
-		 "price":{"credits_per_million_input_tokens":1000}}]}`))
+		 "price":{"credits_per_million_input_tokens":1000}}]}`), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -122,7 +122,7 @@ func estimatedCount(t *testing.T, provider, reason string) int {
 // at synthetic/priced's 1 credit an input and 2 an output token. The
 // sink has no End; Run returns the AttemptsError.
 func TestRunCut(t *testing.T) {
-	cat, err := catalog.Parse([]byte(pricedCatalog))
+	cat, err := catalog.Parse([]byte(pricedCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestRunCut(t *testing.T) {
 // charged by the estimate, logged with its provider and model, and
 // counted (reason no_usage); an unpriced model's is recorded as it came.
 func TestRunNoUsage(t *testing.T) {
-	cat, err := catalog.Parse([]byte(pricedCatalog))
+	cat, err := catalog.Parse([]byte(pricedCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +303,7 @@ func (f *blockingProvider) Stream(ctx context.Context, req *chat.Request, w chat
 // exact usage (status client_closed, not partial); an upstream failure
 // then is not retried nor passed to a fallback: no attempt for nobody.
 func TestRunWholeClientGone(t *testing.T) {
-	cat, err := catalog.Parse([]byte(pricedCatalog))
+	cat, err := catalog.Parse([]byte(pricedCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

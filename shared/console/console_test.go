@@ -782,7 +782,7 @@ func TestModelsPageAlias(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.Parse(b)
+	cat, err := catalog.Parse(b, catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -811,5 +811,61 @@ func TestModelsPageAlias(t *testing.T) {
 	}
 	if strings.Contains(row, "closed") {
 		t.Errorf("alias row shows a breaker of its own:\n%s", row)
+	}
+}
+
+// TestModelsPagePrices: the models page shows each model's price in
+// credits (every token class, the service tiers, long context; free),
+// its vendor's list price in US dollars, its source as a link, the date
+// it was read and its note, and the credit value it was converted with.
+func TestModelsPagePrices(t *testing.T) {
+	pr, err := catalog.ParsePricing("0.003", "12.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load("", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(withSessions(t, Config{Operator: newFake(), Verifier: admin.NewVerifier(testToken), Catalog: cat}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c)
+	t.Cleanup(srv.Close)
+	br := browser(t)
+	signIn(t, br, srv.URL)
+	_, body := get(t, br, srv.URL+"/console/models")
+	if !strings.Contains(body, "1 credit = US$0.003, markup 12.5%") {
+		t.Errorf("models page does not say the credit value and markup")
+	}
+	row := func(id string) string {
+		i := strings.Index(body, "<code>"+id+"</code>")
+		if i < 0 {
+			t.Fatalf("no %s on the models page", id)
+		}
+		return body[i : i+strings.Index(body[i:], "</tr>")]
+	}
+	for _, tt := range []struct {
+		id   string
+		want []string
+	}{
+		// $1.25 x 1.125 / 0.003 = 468.75 credits per million input tokens.
+		{"openai/gpt-5", []string{"468.75 in · 46.875 cached · 468.75 write · 468.75 write 1h · 3750 out credits / 1M tokens",
+			"fast: 937.5 in", "flex: 234.375 in", "list: $1.25 in · 0.125 cached · 10 out / 1M tokens; fast: $2.5 in",
+			`<a href="https://developers.openai.com/api/docs/pricing" rel="noreferrer">`, "read 2026-11-28", "shuts down 2026-12-11"}},
+		{"gemini/gemini-2.5-pro", []string{"prompts over 200000 tokens: 937.5 in", "prompts over 200000 tokens: $2.5 in"}},
+		{"elevenlabs-sfx", []string{"45 credits/job", "list: $0.12/job", "Third-party numbers"}},
+		{"gpt-image-1.5", []string{"18.75 credits/image, auto 75, high 75, low 4.875, medium 18.75", "list: $0.05/image, auto $0.2"}},
+		{"musicgen", []string{"1 credits/s", "Not a list price"}},
+		{"synthetic/echo", []string{"<td>free"}},
+		{"ollama/llama3.2", []string{"<td>free"}},
+	} {
+		r := row(tt.id)
+		for _, w := range tt.want {
+			if !strings.Contains(r, w) {
+				t.Errorf("%s row lacks %q:\n%s", tt.id, w, r)
+			}
+		}
 	}
 }

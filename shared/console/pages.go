@@ -40,9 +40,13 @@ func (c *Console) coreRoutes() []Route {
 type modelRow struct {
 	*catalog.Model
 	Configured bool
-	Price      string
-	Durations  string
-	Routing    *route.TargetState // nil without a router, or for an alias
+	// Price says what the model costs in credits, a line per set of
+	// prices; List its vendor's list price in US dollars, the same way,
+	// with the Source (a link when it is a URL) and the date it was read.
+	Price, List []string
+	SourceURL   bool
+	Durations   string
+	Routing     *route.TargetState // nil without a router, or for an alias
 	// Weights are an alias's targets and their weights, in words.
 	Weights string
 }
@@ -52,13 +56,20 @@ func (c *Console) models(p *Page, w http.ResponseWriter, r *http.Request) error 
 	rows := make([]modelRow, len(all))
 	for i := range all {
 		m := &all[i]
-		rows[i] = modelRow{Model: m, Configured: c.cfg.Catalog.Serves(m, c.configed), Price: price(m), Durations: durations(m), Weights: weights(m)}
+		rows[i] = modelRow{Model: m, Configured: c.cfg.Catalog.Serves(m, c.configed), Price: price(m), List: listPrice(m), Durations: durations(m), Weights: weights(m)}
+		if m.Price != nil {
+			rows[i].SourceURL = strings.HasPrefix(m.Price.Source, "https://") || strings.HasPrefix(m.Price.Source, "http://")
+		}
 		if c.cfg.Router != nil && !m.Alias() { // an alias is routed as its targets
 			st := c.cfg.Router.State(m.ID)
 			rows[i].Routing = &st
 		}
 	}
-	p.Section, p.Title, p.Data = "models", "Models", rows
+	p.Section, p.Title = "models", "Models"
+	p.Data = struct {
+		Rows    []modelRow
+		Pricing string
+	}{rows, c.cfg.Catalog.Pricing().String()}
 	return p.Render(w, r, "models")
 }
 
@@ -72,14 +83,27 @@ func weights(m *catalog.Model) string {
 	return strings.Join(s, ", ")
 }
 
-// price says what a model costs, in words.
-func price(m *catalog.Model) string {
-	if m.Alias() {
-		return "the answering target's"
-	}
+// price says what a model costs in credits, in words: a line per set of
+// prices (a chat model's own, each service tier, long context; every
+// token class resolved), or "free".
+func price(m *catalog.Model) []string {
 	pr := m.Price
-	if pr == nil {
-		return "free"
+	switch {
+	case m.Alias():
+		return []string{"the answering target's"}
+	case m.Type == catalog.TypeChat && !pr.ChargesTokens():
+		return []string{"free"}
+	case pr == nil:
+		return []string{"free"}
+	case m.Type == catalog.TypeChat:
+		out := []string{tokenRates(pr.TokenPrices.Rates()) + " credits / 1M tokens"}
+		for _, tier := range sortedTiers(pr.ServiceTiers) {
+			out = append(out, tier+": "+tokenRates(pr.ServiceTiers[tier].Rates()))
+		}
+		if lc := pr.LongContext; lc != nil {
+			out = append(out, "prompts over "+strconv.Itoa(lc.AbovePromptTokens)+" tokens: "+tokenRates(lc.Rates()))
+		}
+		return out
 	}
 	var parts []string
 	if pr.CreditsPerSecond > 0 {
@@ -88,14 +112,92 @@ func price(m *catalog.Model) string {
 	if pr.CreditsPerJob > 0 {
 		parts = append(parts, pr.CreditsPerJob.String()+" credits/job")
 	}
-	if pr.CreditsPerMillionInput > 0 || pr.CreditsPerMillionOutput > 0 {
-		parts = append(parts, pr.CreditsPerMillionInput.String()+" in / "+
-			pr.CreditsPerMillionOutput.String()+" out credits per 1M tokens")
+	if pr.CreditsPerImage > 0 {
+		parts = append(parts, pr.CreditsPerImage.String()+" credits/image")
+	}
+	for _, q := range sortedTiers(pr.CreditsPerImageByQuality) {
+		parts = append(parts, q+" "+pr.CreditsPerImageByQuality[q].String())
+	}
+	if pr.CreditsPer1KChars > 0 {
+		parts = append(parts, pr.CreditsPer1KChars.String()+" credits / 1,000 characters")
 	}
 	if len(parts) == 0 {
-		return "free"
+		return []string{"free"}
 	}
-	return strings.Join(parts, ", ")
+	return []string{strings.Join(parts, ", ")}
+}
+
+// tokenRates says a set of token prices: "0.15 in · 0.075 cached ·
+// 0.1875 write · 0.3 write 1h · 0.6 out".
+func tokenRates(r credits.TokenRates) string {
+	return r.Input.String() + " in · " + r.CachedInput.String() + " cached · " + r.CacheWrite.String() + " write · " +
+		r.CacheWrite1h.String() + " write 1h · " + r.Output.String() + " out"
+}
+
+// listPrice says a model's list price in US dollars as the catalog
+// states it, in words (the classes it states; none for a price in
+// credits).
+func listPrice(m *catalog.Model) []string {
+	pr := m.Price
+	if pr == nil || m.Alias() {
+		return nil
+	}
+	var out []string
+	if s := listTokens(pr.TokenPrices); s != "" {
+		out = append(out, "$"+s+" / 1M tokens")
+	}
+	for _, tier := range sortedTiers(pr.ServiceTiers) {
+		if s := listTokens(pr.ServiceTiers[tier]); s != "" {
+			out = append(out, tier+": $"+s)
+		}
+	}
+	if lc := pr.LongContext; lc != nil {
+		if s := listTokens(lc.TokenPrices); s != "" {
+			out = append(out, "prompts over "+strconv.Itoa(lc.AbovePromptTokens)+" tokens: $"+s)
+		}
+	}
+	var parts []string
+	for _, f := range []struct {
+		u    *catalog.USD
+		unit string
+	}{{pr.USDPerSecond, "/s"}, {pr.USDPerJob, "/job"}, {pr.USDPerImage, "/image"}, {pr.USDPer1KChars, " / 1,000 characters"}} {
+		if f.u != nil {
+			parts = append(parts, "$"+f.u.String()+f.unit)
+		}
+	}
+	for _, q := range sortedTiers(pr.USDPerImageByQuality) {
+		parts = append(parts, q+" $"+pr.USDPerImageByQuality[q].String())
+	}
+	if len(parts) > 0 {
+		out = append(out, strings.Join(parts, ", "))
+	}
+	return out
+}
+
+// listTokens says the token classes tp states in US dollars ("0.15 in ·
+// 0.6 out"), "" for none.
+func listTokens(tp catalog.TokenPrices) string {
+	var parts []string
+	for _, f := range []struct {
+		u    *catalog.USD
+		name string
+	}{{tp.USDPerMillionInput, "in"}, {tp.USDPerMillionCachedInput, "cached"}, {tp.USDPerMillionCacheWrite, "write"},
+		{tp.USDPerMillionCacheWrite1h, "write 1h"}, {tp.USDPerMillionOutput, "out"}} {
+		if f.u != nil {
+			parts = append(parts, f.u.String()+" "+f.name)
+		}
+	}
+	return strings.Join(parts, " · ")
+}
+
+// sortedTiers returns m's keys in order.
+func sortedTiers[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // durations says a job model's durations.

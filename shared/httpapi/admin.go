@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -192,7 +193,12 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			all := cfg.Catalog.List("", nil)
 			views := make([]adminModelView, len(all))
 			for i := range all {
-				views[i] = adminModelView{modelView: viewModel(&all[i]), Provider: all[i].Provider, Configured: cfg.Catalog.Serves(&all[i], configured)}
+				views[i] = adminModelView{modelView: viewModel(&all[i]), Provider: all[i].Provider, Configured: cfg.Catalog.Serves(&all[i], configured),
+					CatalogPrice: all[i].Price}
+				if p := all[i].Price; p != nil {
+					pricing := cfg.Catalog.Pricing()
+					views[i].CreditUSD, views[i].MarkupPercent = json.Number(pricing.CreditUSDText()), json.Number(pricing.MarkupText())
+				}
 				if cfg.Router != nil && !all[i].Alias() { // an alias is routed as its targets
 					st := cfg.Router.State(all[i].ID)
 					views[i].Routing = &st
@@ -411,6 +417,15 @@ type adminModelView struct {
 	// Routing is the model's circuit breaker in this process: its state
 	// and its last calls' error rate.
 	Routing *route.TargetState `json:"routing,omitempty"`
+	// CatalogPrice is the model's price as the catalog states it: the
+	// vendor's list prices in US dollars (usd_...) with their source, the
+	// date they were read (as_of) and a note, or prices in credits. The
+	// credits they became (price, as GET /v1/models shows it) were
+	// converted with CreditUSD (what a credit is worth in US dollars) and
+	// MarkupPercent (the percent added to list prices). None for an alias.
+	CatalogPrice  *catalog.Price `json:"catalog_price,omitempty"`
+	CreditUSD     json.Number    `json:"credit_usd,omitempty"`
+	MarkupPercent json.Number    `json:"markup_percent,omitempty"`
 }
 
 // adminList is an OpenAI-style list.

@@ -17,14 +17,14 @@ import (
 	"github.com/genway/genway/shared/openai"
 )
 
-// admitCatalog has one priced and one unpriced model on an OpenAI-compatible
-// provider.
+// admitCatalog has one priced model and one marked free on an
+// OpenAI-compatible provider.
 const admitCatalog = `{
   "providers": [{"name": "openai", "kind": "openai"}],
   "models": [
     {"id": "openai/priced", "type": "chat", "provider": "openai",
      "price": {"credits_per_million_input_tokens": 1000, "credits_per_million_output_tokens": 2000}},
-    {"id": "openai/free", "type": "chat", "provider": "openai"}
+    {"id": "openai/free", "type": "chat", "provider": "openai", "price": {"free": true}}
   ]
 }`
 
@@ -86,7 +86,7 @@ func (r *countingRecorder) InMemory() bool { return true }
 // with credits, and an unpriced one without any (and without a store read),
 // go through.
 func TestChatAdmit(t *testing.T) {
-	cat, err := catalog.Parse([]byte(admitCatalog))
+	cat, err := catalog.Parse([]byte(admitCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatalf("Parse = %v", err)
 	}

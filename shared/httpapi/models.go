@@ -7,6 +7,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -26,13 +27,13 @@ type modelView struct {
 	MinDuration  int                   `json:"min_duration,omitempty"`
 	MaxDuration  int                   `json:"max_duration,omitempty"`
 	// DefaultDuration is the duration a job gets when it names none.
-	DefaultDuration int            `json:"default_duration,omitempty"`
-	Durations       []int          `json:"durations,omitempty"`
-	Sizes           []string       `json:"sizes,omitempty"`
-	MaxPixels       int            `json:"max_pixels,omitempty"`
-	Modes           []string       `json:"modes,omitempty"`
-	DefaultSize     string         `json:"default_size,omitempty"`
-	Price           *catalog.Price `json:"price,omitempty"`
+	DefaultDuration int        `json:"default_duration,omitempty"`
+	Durations       []int      `json:"durations,omitempty"`
+	Sizes           []string   `json:"sizes,omitempty"`
+	MaxPixels       int        `json:"max_pixels,omitempty"`
+	Modes           []string   `json:"modes,omitempty"`
+	DefaultSize     string     `json:"default_size,omitempty"`
+	Price           *priceView `json:"price,omitempty"`
 	// Image models: the most images a request may ask for, the qualities
 	// and the one a request gets when it names none, the response format
 	// answered by default, and the longest prompt.
@@ -62,12 +63,84 @@ func viewModel(m *catalog.Model) modelView {
 	v := modelView{ID: m.ID, Object: "model", Created: m.Created, OwnedBy: m.OwnedBy, Type: m.Type,
 		Description: m.Description, Test: m.Test, Capabilities: m.Capabilities, MaxTokens: m.MaxTokens,
 		Formats: m.Formats, MinDuration: m.MinDuration, MaxDuration: m.MaxDuration, DefaultDuration: jobs.DefaultDuration(m),
-		Durations: m.Durations, Sizes: m.Sizes, MaxPixels: m.MaxPixels, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: m.Price,
+		Durations: m.Durations, Sizes: m.Sizes, MaxPixels: m.MaxPixels, Modes: m.Modes, DefaultSize: m.DefaultSize, Price: viewPrice(m),
 		MaxImages: m.MaxImages, Qualities: m.Qualities, DefaultQuality: m.DefaultQuality, DefaultResponseFormat: m.DefaultResponseFormat,
 		Fallbacks: m.Fallbacks, Targets: m.Targets,
 		Voices: m.Voices, DefaultVoice: m.DefaultVoice, MaxInput: m.MaxInput, MinSpeed: m.MinSpeed, MaxSpeed: m.MaxSpeed, Instructions: m.Instructions}
 	if m.Type == catalog.TypeImage {
 		v.MaxPrompt = m.MaxPrompt
+	}
+	return v
+}
+
+// priceView is a model's price as GET /v1/models shows it: in credits
+// only. The list price in US dollars, its source and the markup are the
+// operator's business (the admin API shows them). A chat model shows
+// every token class of its prices, resolved (a class without a price of
+// its own at the one it falls back to), its service tiers and long
+// context likewise, or free: true; an alias shows none (its targets'
+// prices apply).
+type priceView struct {
+	Free bool `json:"free,omitempty"`
+	*tokenPriceView
+	ServiceTiers map[string]tokenPriceView `json:"service_tiers,omitempty"`
+	LongContext  *longContextView          `json:"long_context,omitempty"`
+
+	CreditsPerSecond         credits.Amount            `json:"credits_per_second,omitempty"`
+	CreditsPerJob            credits.Amount            `json:"credits_per_job,omitempty"`
+	CreditsPerImage          credits.Amount            `json:"credits_per_image,omitempty"`
+	CreditsPerImageByQuality map[string]credits.Amount `json:"credits_per_image_by_quality,omitempty"`
+	CreditsPer1KChars        credits.Amount            `json:"credits_per_1k_chars,omitempty"`
+}
+
+// tokenPriceView is one set of a chat model's prices per million tokens,
+// every class shown.
+type tokenPriceView struct {
+	Input        credits.Amount `json:"credits_per_million_input_tokens"`
+	CachedInput  credits.Amount `json:"credits_per_million_cached_input_tokens"`
+	CacheWrite   credits.Amount `json:"credits_per_million_cache_write_tokens"`
+	CacheWrite1h credits.Amount `json:"credits_per_million_cache_write_1h_tokens"`
+	Output       credits.Amount `json:"credits_per_million_output_tokens"`
+}
+
+// longContextView is the price of a prompt above AbovePromptTokens.
+type longContextView struct {
+	AbovePromptTokens int `json:"above_prompt_tokens"`
+	tokenPriceView
+}
+
+func viewTokens(tp catalog.TokenPrices) tokenPriceView {
+	r := tp.Rates()
+	return tokenPriceView{Input: r.Input, CachedInput: r.CachedInput, CacheWrite: r.CacheWrite, CacheWrite1h: r.CacheWrite1h, Output: r.Output}
+}
+
+// viewPrice returns m's price as the models list shows it (nil for an
+// alias, or a model without one).
+func viewPrice(m *catalog.Model) *priceView {
+	p := m.Price
+	switch {
+	case m.Alias():
+		return nil
+	case m.Type == catalog.TypeChat && !p.ChargesTokens():
+		return &priceView{Free: true} // marked free, or a free provider's
+	case p == nil:
+		return nil
+	}
+	v := &priceView{CreditsPerSecond: p.CreditsPerSecond, CreditsPerJob: p.CreditsPerJob, CreditsPerImage: p.CreditsPerImage,
+		CreditsPerImageByQuality: p.CreditsPerImageByQuality, CreditsPer1KChars: p.CreditsPer1KChars}
+	if m.Type != catalog.TypeChat {
+		return v
+	}
+	tp := viewTokens(p.TokenPrices)
+	v.tokenPriceView = &tp
+	if len(p.ServiceTiers) > 0 {
+		v.ServiceTiers = make(map[string]tokenPriceView, len(p.ServiceTiers))
+		for tier, tp := range p.ServiceTiers {
+			v.ServiceTiers[tier] = viewTokens(tp)
+		}
+	}
+	if lc := p.LongContext; lc != nil {
+		v.LongContext = &longContextView{AbovePromptTokens: lc.AbovePromptTokens, tokenPriceView: viewTokens(lc.TokenPrices)}
 	}
 	return v
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/genway/genway/shared/auth"
@@ -181,7 +182,7 @@ func TestListImageModels(t *testing.T) {
 			`"max_images":10,"max_prompt":32000,"price":{"credits_per_image":1},"qualities":null,` +
 			`"sizes":["256x256","512x512","1024x1024","1536x1024","1024x1536","1792x1024","1024x1792"],"type":"image"}`,
 		"gpt-image-1.5": `{"default_quality":"medium","default_response_format":"b64_json","default_size":"auto","formats":["png","jpeg","webp"],` +
-			`"max_images":10,"max_prompt":32000,"price":{"credits_per_image":5,"credits_per_image_by_quality":{"auto":20,"high":20,"low":2,"medium":5}},` +
+			`"max_images":10,"max_prompt":32000,"price":{"credits_per_image":5,"credits_per_image_by_quality":{"auto":20,"high":20,"low":1.3,"medium":5}},` +
 			`"qualities":["low","medium","high","auto"],"sizes":["1024x1024","1536x1024","1024x1536","auto"],"type":"image"}`,
 	}
 	if len(got) != len(want) {
@@ -299,4 +300,144 @@ func TestModelsAlias(t *testing.T) {
 	if m := got[modelA]; m.Provider == nil || *m.Provider != "openai" || m.Configured || m.Routing == nil {
 		t.Errorf("admin %s %+v; want provider openai, not configured, its routing", modelA, m)
 	}
+}
+
+// TestListModelsPrices: GET /v1/models shows every chat model's price in
+// credits, every token class resolved, its service tiers (priority and
+// fast alike) and long context, or free: true; never a price in US
+// dollars, its source or the markup. The admin API shows those too.
+func TestListModelsPrices(t *testing.T) {
+	pr, err := catalog.ParsePricing("0.003", "12.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Load("", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	ListModels(cat, everyProvider, slog.New(slog.DiscardHandler)).ServeHTTP(w, httptest.NewRequest("GET", "/v1/models", nil))
+	body := w.Body.String()
+	for _, secret := range []string{"usd", "source", "as_of", "note", "markup", "credit_usd", "https://", "$"} {
+		if strings.Contains(body, secret) {
+			t.Errorf("GET /v1/models shows %q; the list price, its source and the markup are the operator's", secret)
+		}
+	}
+	type tokens map[string]json.Number
+	var list struct {
+		Data []struct {
+			ID    string `json:"id"`
+			Type  string `json:"type"`
+			Price *struct {
+				Free         bool              `json:"free"`
+				ServiceTiers map[string]tokens `json:"service_tiers"`
+				LongContext  tokens            `json:"long_context"`
+			} `json:"price"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &list); err != nil {
+		t.Fatal(err)
+	}
+	prices := map[string]map[string]any{}
+	var all struct {
+		Data []struct {
+			ID    string         `json:"id"`
+			Price map[string]any `json:"price"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &all); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range all.Data {
+		prices[m.ID] = m.Price
+	}
+	classes := []string{"credits_per_million_input_tokens", "credits_per_million_cached_input_tokens", "credits_per_million_cache_write_tokens",
+		"credits_per_million_cache_write_1h_tokens", "credits_per_million_output_tokens"}
+	var chats int
+	for _, m := range list.Data {
+		if m.Type != catalog.TypeChat {
+			continue
+		}
+		chats++
+		switch p := prices[m.ID]; {
+		case p == nil:
+			t.Errorf("%s shows no price", m.ID)
+		case p["free"] == true:
+			if len(p) != 1 {
+				t.Errorf("%s: free with a price %v", m.ID, p)
+			}
+		default:
+			for _, c := range classes {
+				if _, ok := p[c]; !ok {
+					t.Errorf("%s: price %v lacks %s", m.ID, p, c)
+				}
+			}
+			for tier, tp := range m.Price.ServiceTiers {
+				if len(tp) != len(classes) {
+					t.Errorf("%s: tier %s shows %v; want every class", m.ID, tier, tp)
+				}
+			}
+		}
+	}
+	if chats < 20 {
+		t.Fatalf("listed %d chat models; want every one of the catalog", chats)
+	}
+	// $1.25 per million x 1.125 / $0.003 = 468.75 credits; priority and
+	// fast are one tier.
+	gpt5, _ := json.Marshal(prices["openai/gpt-5"])
+	for _, want := range []string{`"credits_per_million_input_tokens":468.75`, `"credits_per_million_cached_input_tokens":46.875`,
+		`"credits_per_million_cache_write_tokens":468.75`, `"credits_per_million_output_tokens":3750`,
+		`"fast":{"credits_per_million_cache_write_1h_tokens":937.5,"credits_per_million_cache_write_tokens":937.5,"credits_per_million_cached_input_tokens":93.75,"credits_per_million_input_tokens":937.5,"credits_per_million_output_tokens":7500}`,
+		`"priority":{"credits_per_million_cache_write_1h_tokens":937.5,"credits_per_million_cache_write_tokens":937.5,"credits_per_million_cached_input_tokens":93.75,"credits_per_million_input_tokens":937.5,"credits_per_million_output_tokens":7500}`,
+		`"flex":{`} {
+		if !strings.Contains(string(gpt5), want) {
+			t.Errorf("openai/gpt-5 price %s; want %s", gpt5, want)
+		}
+	}
+	pro, _ := json.Marshal(prices["gemini/gemini-2.5-pro"])
+	if want := `"long_context":{"above_prompt_tokens":200000,"credits_per_million_cache_write_1h_tokens":937.5,"credits_per_million_cache_write_tokens":937.5,"credits_per_million_cached_input_tokens":93.75,"credits_per_million_input_tokens":937.5,"credits_per_million_output_tokens":5625}`; !strings.Contains(string(pro), want) {
+		t.Errorf("gemini-2.5-pro price %s; want %s", pro, want)
+	}
+	sonnet, _ := json.Marshal(prices["anthropic/claude-sonnet-4-5"])
+	if want := `"credits_per_million_cache_write_1h_tokens":2250,"credits_per_million_cache_write_tokens":1406.25,"credits_per_million_cached_input_tokens":112.5,"credits_per_million_input_tokens":1125,"credits_per_million_output_tokens":5625`; !strings.Contains(string(sonnet), want) {
+		t.Errorf("claude-sonnet-4-5 price %s; want %s", sonnet, want)
+	}
+	for _, id := range []string{"synthetic/echo", "ollama/llama3.2", "vllm/default"} {
+		if p, _ := json.Marshal(prices[id]); string(p) != `{"free":true}` {
+			t.Errorf("%s price %s; want {\"free\":true}", id, p)
+		}
+	}
+	if p, _ := json.Marshal(prices["elevenlabs-sfx"]); string(p) != `{"credits_per_job":45}` {
+		t.Errorf("elevenlabs-sfx price %s; want {\"credits_per_job\":45} ($0.12 x 1.125 / 0.003)", p)
+	}
+
+	admin := httptest.NewRecorder()
+	AdminAPI(AdminConfig{Catalog: cat, Log: slog.New(slog.DiscardHandler)}).ServeHTTP(admin, httptest.NewRequest("GET", "/admin/v1/models", nil))
+	var adm struct {
+		Data []struct {
+			ID            string          `json:"id"`
+			Price         json.RawMessage `json:"price"`
+			CatalogPrice  json.RawMessage `json:"catalog_price"`
+			CreditUSD     json.Number     `json:"credit_usd"`
+			MarkupPercent json.Number     `json:"markup_percent"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(admin.Body.Bytes(), &adm); err != nil || admin.Code != 200 {
+		t.Fatalf("GET /admin/v1/models = %d %v", admin.Code, err)
+	}
+	for _, m := range adm.Data {
+		if m.ID != "openai/gpt-5" {
+			continue
+		}
+		for _, want := range []string{`"usd_per_million_input_tokens":1.25`, `"source":"https://developers.openai.com/api/docs/pricing"`, `"as_of":"2026-11-28"`, `"note":"`} {
+			if !strings.Contains(string(m.CatalogPrice), want) {
+				t.Errorf("admin gpt-5 catalog_price %s; want %s", m.CatalogPrice, want)
+			}
+		}
+		if m.CreditUSD != "0.003" || m.MarkupPercent != "12.5" || !strings.Contains(string(m.Price), `"credits_per_million_input_tokens":468.75`) {
+			t.Errorf("admin gpt-5: credit_usd %s, markup_percent %s, price %s; want 0.003, 12.5, 468.75 credits in", m.CreditUSD, m.MarkupPercent, m.Price)
+		}
+		return
+	}
+	t.Errorf("GET /admin/v1/models lists no openai/gpt-5")
 }

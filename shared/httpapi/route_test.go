@@ -383,7 +383,7 @@ func aliasCatalog(t testing.TB) *catalog.Catalog {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cat, err = catalog.Parse(b); err != nil {
+	if cat, err = catalog.Parse(b, catalog.Pricing{}); err != nil {
 		t.Fatal(err)
 	}
 	return cat

@@ -222,7 +222,7 @@ func TestListModelsSpeech(t *testing.T) {
 		"synthetic-speech":       "13 alloy 4096 0.25-4 true map[credits_per_1k_chars:1]",
 		"tts-1":                  "9 <nil> 4096 0.25-4 <nil> map[credits_per_1k_chars:1.5]",
 		"tts-1-hd":               "9 <nil> 4096 0.25-4 <nil> map[credits_per_1k_chars:3]",
-		"gpt-4o-mini-tts":        "13 <nil> 4096 0.25-4 true map[credits_per_1k_chars:2]",
+		"gpt-4o-mini-tts":        "13 <nil> 4096 0.25-4 true map[credits_per_1k_chars:1.7]",
 		"eleven-multilingual-v2": "13 JBFqnCBsd6RMkjVDRZzb 10000 0.7-1.2 <nil> map[credits_per_1k_chars:10]",
 		"eleven-flash-v2-5":      "13 JBFqnCBsd6RMkjVDRZzb 10000 0.7-1.2 <nil> map[credits_per_1k_chars:5]",
 	}

@@ -63,7 +63,7 @@ var usageDetails = chat.Usage{PromptTokens: 1000, CompletionTokens: 200, TotalTo
 // Responses object and its response.completed event. Details are always
 // sent, zeros included; cost is the credits charged, 0 when unpriced.
 func TestUsageShapes(t *testing.T) {
-	cat, err := catalog.Parse([]byte(usageCatalog))
+	cat, err := catalog.Parse([]byte(usageCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestUsageShapes(t *testing.T) {
 // sums the counts of the chunks, so usage is on one chunk only; the cost
 // is an extra field of that chunk's), and the Responses API.
 func TestUsageDetailsOpenAIClient(t *testing.T) {
-	cat, err := catalog.Parse([]byte(usageCatalog))
+	cat, err := catalog.Parse([]byte(usageCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

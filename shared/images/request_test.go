@@ -21,7 +21,7 @@ const testCatalog = `{"providers": [{"name": "synthetic", "kind": "synthetic"}, 
 
 func testModel(t *testing.T, id string) *catalog.Model {
 	t.Helper()
-	c, err := catalog.Parse([]byte(testCatalog))
+	c, err := catalog.Parse([]byte(testCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ type rig struct {
 // newRig is a rig whose account holds balance whole credits.
 func newRig(t *testing.T, balance int64) *rig {
 	t.Helper()
-	cat, err := catalog.Parse([]byte(serviceCatalog))
+	cat, err := catalog.Parse([]byte(serviceCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,7 +164,7 @@ func TestValidateVendorLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.Parse(b)
+	cat, err := catalog.Parse(b, catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ import (
 // fallbacks lack LYRICS, wav, or length but fb-music.
 func fallbackCatalog(t *testing.T) *catalog.Catalog {
 	t.Helper()
-	c, err := catalog.Load("testdata/fallback_catalog.json")
+	c, err := catalog.Load("testdata/fallback_catalog.json", catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,12 +26,12 @@ const testCatalog = `{
    "upstream_voices": {"alloy": "AAAAAAAAAAAAAAAAAAAA"}, "voice_pattern": "[A-Za-z0-9]{20}", "default_voice": "BBBBBBBBBBBBBBBBBBBB",
    "max_input": 40, "min_speed": 0.7, "max_speed": 1.2, "price": {"credits_per_1k_chars": 200}},
   {"id": "fixed", "type": "speech", "provider": "c", "formats": ["mp3"], "voices": ["alloy"], "max_input": 40, "price": {}},
-  {"id": "a/chat", "type": "chat", "provider": "a"}
+  {"id": "a/chat", "type": "chat", "provider": "a", "price": {"free": true}}
  ]}`
 
 func mustCatalog(t testing.TB) *catalog.Catalog {
 	t.Helper()
-	c, err := catalog.Parse([]byte(testCatalog))
+	c, err := catalog.Parse([]byte(testCatalog), catalog.Pricing{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
@@ -66,6 +67,30 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 		Store:     store,
 		Retention: retention,
 	}, nil
+}
+
+// Catalog loads the catalog (GENWAY_CATALOG, else the embedded one), its
+// list prices in US dollars converted into credits with the deployment's
+// credit value and markup (see Pricing). Every function that loads the
+// catalog loads it here, so that all of a stack's functions price alike.
+func Catalog(getenv func(string) string) (*catalog.Catalog, error) {
+	pricing, err := Pricing(getenv)
+	if err != nil {
+		return nil, err
+	}
+	return catalog.Load(getenv("GENWAY_CATALOG"), pricing)
+}
+
+// Pricing returns what a credit is worth (GENWAY_CREDIT_USD, US dollars,
+// default 0.01) and the markup on list prices (GENWAY_PRICE_MARKUP,
+// percent, default 0). A value that is not a decimal number in range is
+// an error naming the variables.
+func Pricing(getenv func(string) string) (catalog.Pricing, error) {
+	p, err := catalog.ParsePricing(getenv("GENWAY_CREDIT_USD"), getenv("GENWAY_PRICE_MARKUP"))
+	if err != nil {
+		return catalog.Pricing{}, fmt.Errorf("GENWAY_CREDIT_USD / GENWAY_PRICE_MARKUP: %w", err)
+	}
+	return p, nil
 }
 
 // KeepAlive returns how long a non-streamed answer may stay silent before
