@@ -110,6 +110,11 @@ type ToolCall struct {
 	ID        string // the call's id, echoed by the tool message that answers it
 	Name      string
 	Arguments string // a JSON object, as text
+	// Signature is the provider's signature of the call, sent back with
+	// it on a later turn (Gemini's thoughtSignature on a functionCall
+	// part); "" for none. SignedBy is the provider kind that made it.
+	Signature string
+	SignedBy  string
 }
 
 // ToolCallDelta is one streamed piece of a tool call. The first piece of
@@ -120,6 +125,9 @@ type ToolCallDelta struct {
 	ID        string
 	Name      string
 	Arguments string
+	// Signature and SignedBy: see ToolCall; on the call's first piece.
+	Signature string
+	SignedBy  string
 }
 
 // ResponseFormat asks for structured output.
@@ -145,6 +153,10 @@ type Message struct {
 	// Name is the participant's name the client gave the message; only
 	// OpenAI-compatible upstreams take it.
 	Name string
+	// Thoughts are an assistant message's reasoning as its provider
+	// signed it (see Thought), sent back to that provider kind before the
+	// message's content and tool calls.
+	Thoughts []Thought
 	// Cache is a prompt-cache breakpoint after an assistant message's
 	// tool calls (its own cache_control, as OpenRouter takes it on a
 	// message), nil if none. A message-level cache_control of a message
@@ -232,8 +244,11 @@ func (u Usage) Tokens() credits.Tokens {
 
 // Response is a finished completion.
 type Response struct {
-	Content      string
-	Reasoning    string // never sent as content
+	Content   string
+	Reasoning string // never sent as content
+	// Thoughts are the answer's signed reasoning, in order (see Thought),
+	// for a client that will send them back with the next turn.
+	Thoughts     []Thought
 	ToolCalls    []ToolCall
 	FinishReason string
 	Usage        Usage
@@ -267,6 +282,28 @@ type Delta struct {
 	Content   string
 	Reasoning string
 	ToolCall  *ToolCallDelta
+	// Thought, when set, closes a piece of reasoning with what its
+	// provider needs back on a later turn (a signature, redacted data):
+	// the reasoning text before it, since the last Thought, is its text.
+	// It is not content: the first-token commit does not count it, and
+	// a sink that cannot carry it drops it.
+	Thought *Thought
+}
+
+// Thought is a piece of a model's reasoning as its provider returned it,
+// kept whole so that a later turn can send it back, as the providers
+// that sign reasoning require for multi-turn and tool-use continuity:
+// Anthropic's thinking blocks (text and signature) and redacted_thinking
+// blocks, Bedrock's reasoningContent (the same), Gemini's thought
+// signatures, OpenAI's encrypted reasoning. A Thought is meaningful only
+// to the provider kind that made it (Provider): an adapter sends back the
+// thoughts of its own kind and drops the others (another provider's
+// reasoning is not a signed block it can verify).
+type Thought struct {
+	Provider  string // the provider kind that made it: "anthropic", "bedrock", "gemini", "openai"
+	Text      string // the reasoning text, where the provider gave it
+	Signature string // the provider's signature of it (Anthropic's signature, Gemini's thoughtSignature, OpenAI's encrypted_content)
+	Redacted  string // Anthropic's redacted_thinking data (no Text, no Signature)
 }
 
 // Writer receives a streamed completion's deltas. Delta writes one (it may
