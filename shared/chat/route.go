@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -193,6 +195,51 @@ type routed struct {
 	served  *Call
 	resp    *Response
 	hold    *hold // the completion's hold, nil if it has none
+	// start is when Run began; called says a provider was called (the
+	// request has a record); first is when the answer's first token
+	// reached the sink (zero: not streamed, or no token).
+	start  time.Time
+	called bool
+	first  time.Time
+}
+
+// record returns the record of the request rt ran: answered by resp
+// (rt.served's, charged at rates), or, with resp nil, failed (no cost).
+// attempts are the router's.
+func (rt *routed) record(ctx context.Context, resp *Response, rates credits.TokenRates, attempts []route.Attempt) credits.Record {
+	p := rt.p
+	now := time.Now()
+	r := credits.Record{ID: p.ID, Kind: p.Kind, Account: rt.account, Key: auth.KeyID(ctx), ModelAsked: p.Model,
+		Attempts: route.FormatAttempts(attempts), Stream: p.Stream, Status: credits.StatusFailed,
+		LatencyMS: now.Sub(rt.start).Milliseconds(), At: now.UnixMilli()}
+	if r.ID == "" {
+		r.ID = "chatcmpl-" + rand.Text()
+	}
+	if r.Kind == "" {
+		r.Kind = credits.KindChat
+	}
+	if r.ModelAsked == "" && len(p.Models) > 0 {
+		r.ModelAsked = p.Models[0]
+	}
+	if resp == nil {
+		return r
+	}
+	c := rt.served
+	r.Model, r.Provider = c.Request.Model.ID, c.Request.Model.Provider
+	r.ServiceTier = resp.ServiceTier
+	if r.ServiceTier == "" {
+		r.ServiceTier = c.Request.ServiceTier
+	}
+	r.Tokens, r.Rates, r.Cost = resp.Usage.Tokens(), rates, resp.Usage.Cost
+	r.Status, r.FinishReason, r.Estimated = resp.Status, resp.FinishReason, resp.Estimated
+	if r.Status == "" {
+		r.Status = credits.StatusCompleted
+	}
+	r.Partial = r.Status == credits.StatusClientClosed || r.Status == credits.StatusUpstreamError
+	if !rt.first.IsZero() {
+		r.FirstTokenMS = max(rt.first.Sub(rt.start).Milliseconds(), 0)
+	}
+	return r
 }
 
 // call returns candidate i prepared for an attempt, or its error
@@ -248,6 +295,7 @@ type firstToken struct {
 	sink   Sink
 	answer Answer
 	state  atomic.Int32
+	at     time.Time // when the first token reached the sink; set once, by Delta, before its state is began
 }
 
 func (f *firstToken) Delta(d Delta) error {
@@ -258,6 +306,7 @@ func (f *firstToken) Delta(d Delta) error {
 		if !f.state.CompareAndSwap(waiting, began) {
 			return errStall
 		}
+		f.at = time.Now()
 		if err := f.sink.Begin(f.answer); err != nil {
 			return err
 		}
@@ -303,6 +352,7 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	}
 	var resp *Response
 	start := time.Now()
+	rt.called = true
 	if c.Stream {
 		resp, err = c.provider.Stream(actx, c.Request, f)
 	} else {
@@ -326,6 +376,6 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 		}
 	}
 	normalize(resp)
-	rt.served, rt.resp = c, resp
+	rt.served, rt.resp, rt.first = c, resp, f.at
 	return nil
 }

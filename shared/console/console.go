@@ -257,7 +257,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/models", http.StatusSeeOther)
 	})
-	for _, rt := range append(append(append(c.coreRoutes(), c.liveRoutes()...), c.webhookRoutes()...), c.cfg.Extra...) {
+	for _, rt := range append(append(append(append(c.coreRoutes(), c.liveRoutes()...), c.webhookRoutes()...), c.requestRoutes()...), c.cfg.Extra...) {
 		c.mux.Handle(rt.Method+" "+rt.Pattern, c.authed(rt))
 	}
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -137,6 +138,7 @@ func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg cha
 	// The model in every answer is the one that answers (chat.Answer); the
 	// id the client asked for until then.
 	meta := chunkMeta{ID: "chatcmpl-" + rand.Text(), Created: time.Now().Unix(), Model: p.Model}
+	p.ID, p.Kind = meta.ID, credits.KindChat // the request's record: GET /v1/generations/{id}
 	ctx := r.Context()
 	noteModel(ctx, p.Model)
 	if !p.Stream {

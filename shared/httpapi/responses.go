@@ -15,6 +15,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 )
 
 // Responses serves POST /v1/responses, OpenAI's Responses API, statelessly,
@@ -62,6 +63,7 @@ func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cf
 		return err
 	}
 	meta := rp.echo()
+	p.ID, p.Kind = meta.ID, credits.KindResponses // the request's record: GET /v1/generations/{id}
 	ctx := r.Context()
 	noteModel(ctx, rp.Model)
 	if !rp.Stream {
