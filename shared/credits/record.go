@@ -138,9 +138,7 @@ const MaxRecordID = 200
 // failed request, and no NUL byte in its strings. Every error wraps
 // ErrInvalidRecord.
 func CheckRecord(r Record) error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("record %q: %w: %s", r.ID, ErrInvalidRecord, fmt.Sprintf(format, args...))
-	}
+	bad := func(format string, args ...any) error { return invalidRecord(r.ID, format, args...) }
 	switch r.Kind {
 	case KindChat, KindResponses, KindMessages, KindImage, KindSpeech:
 	default:
@@ -168,10 +166,18 @@ func CheckRecord(r Record) error {
 	case t.Prompt < 0 || t.Cached < 0 || t.CacheWrite < 0 || t.CacheWrite1h < 0 || t.Completion < 0 || t.Reasoning < 0 ||
 		r.Units < 0 || r.UnitPrice < 0 || r.LatencyMS < 0 || r.FirstTokenMS < 0 || r.Expires < 0:
 		return bad("a negative count")
-	case strings.ContainsRune(r.ID+r.Account+r.Key+r.ModelAsked+r.Model+r.Provider+r.Attempts+r.ServiceTier+r.FinishReason, 0):
-		return bad("a NUL byte")
+	}
+	for _, f := range [...]string{r.ID, r.Account, r.Key, r.ModelAsked, r.Model, r.Provider, r.Attempts, r.ServiceTier, r.FinishReason} {
+		if strings.IndexByte(f, 0) >= 0 {
+			return bad("a NUL byte")
+		}
 	}
 	return nil
+}
+
+// invalidRecord is CheckRecord's error for record id.
+func invalidRecord(id, format string, args ...any) error {
+	return fmt.Errorf("record %q: %w: %s", id, ErrInvalidRecord, fmt.Sprintf(format, args...))
 }
 
 // CheckAddRecord validates a record for RecordStore.AddRecords:
