@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
@@ -213,7 +212,7 @@ func (rt *routed) record(ctx context.Context, resp *Response, rates credits.Toke
 		Attempts: route.FormatAttempts(attempts), Stream: p.Stream, Status: credits.StatusFailed,
 		LatencyMS: now.Sub(rt.start).Milliseconds(), At: now.UnixMilli()}
 	if r.ID == "" {
-		r.ID = "chatcmpl-" + rand.Text()
+		r.ID = credits.NewRecordID("chatcmpl-", rt.start)
 	}
 	if r.Kind == "" {
 		r.Kind = credits.KindChat

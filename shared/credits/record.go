@@ -3,6 +3,7 @@ package credits
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -117,6 +118,38 @@ type Record struct {
 // RecordStore.AddRecords writes with it.
 func (r Record) Chat() bool {
 	return r.Kind == KindChat || r.Kind == KindResponses || r.Kind == KindMessages
+}
+
+// idAlphabet is Crockford's base32, in ASCII order: an id's time sorts
+// as its text does.
+const idAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+// NewRecordID returns a new record id (an answer's id): prefix, then 26
+// characters of Crockford's base32: 10 of the Unix milliseconds of t
+// (48 bits) and 16 random ones (80 bits from crypto/rand), as a ULID is
+// made. Ids of one prefix sort by their time, so that a store writes the
+// records of a moment, and their ledger entries, side by side (a B+tree
+// appends instead of touching a page per record); they say when the
+// answer was made, nothing more.
+func NewRecordID(prefix string, t time.Time) string {
+	var r [10]byte
+	rand.Read(r[:]) // never fails (crypto/rand)
+	b := make([]byte, 0, len(prefix)+26)
+	b = append(b, prefix...)
+	ms := uint64(t.UnixMilli())
+	for i := 9; i >= 0; i-- { // the time, most significant first
+		b = append(b, idAlphabet[(ms>>(5*i))&31])
+	}
+	var acc uint64 // the random bits, 5 at a time
+	n := 0
+	for _, c := range r {
+		acc, n = acc<<8|uint64(c), n+8
+		for n >= 5 {
+			n -= 5
+			b = append(b, idAlphabet[(acc>>n)&31])
+		}
+	}
+	return string(b)
 }
 
 // ErrRecordNotFound is returned for a record that does not exist, has

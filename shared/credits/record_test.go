@@ -2,6 +2,7 @@ package credits_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -282,5 +283,28 @@ func TestExplain(t *testing.T) {
 	img := credits.Record{ID: "img_1", Kind: credits.KindImage, Units: 3, UnitPrice: 2_500_000}
 	if c := img.Explain(); c.Sum != "7.5" || c.Rounded != 7_500_000 || c.Entry != "" {
 		t.Errorf("image Explain() = %+v; want 7.5, and no entry for a record that cost nothing", c)
+	}
+}
+
+func TestNewRecordID(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	seen := map[string]bool{}
+	prev := ""
+	for i := range 1000 {
+		id := credits.NewRecordID("chatcmpl-", t0.Add(time.Duration(i)*time.Millisecond))
+		rest, ok := strings.CutPrefix(id, "chatcmpl-")
+		if !ok || len(rest) != 26 || strings.Trim(rest, "0123456789ABCDEFGHJKMNPQRSTVWXYZ") != "" || seen[id] {
+			t.Fatalf("NewRecordID = %q; want chatcmpl- and 26 fresh Crockford base32 characters", id)
+		}
+		// Later ids sort after earlier ones (their time leads).
+		if id <= prev {
+			t.Fatalf("NewRecordID at +%d ms = %q, not after %q", i, id, prev)
+		}
+		seen[id], prev = true, id
+	}
+	// The time is the first 10 characters: 2026-03-01T12:00Z is
+	// 1772366400000 ms.
+	if got := credits.NewRecordID("", t0)[:10]; got != "01KJMMA2G0" {
+		t.Errorf("NewRecordID time part = %q; want 01KJMMA2G0", got)
 	}
 }

@@ -514,7 +514,7 @@ func outputTextPart(text string) contentPart {
 // with no output yet.
 func (rp *responsesRequest) echo() *responseObject {
 	o := &responseObject{
-		ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
+		ID: credits.NewRecordID("resp_", time.Now()), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
 		Instructions: rp.Instructions, Model: rp.Model, Output: []outputItem{},
 		ParallelToolCalls: rp.ParallelToolCalls == nil || *rp.ParallelToolCalls,
 		Temperature:       rp.Temperature, TopP: rp.TopP, ToolChoice: "auto", Tools: rp.Tools,

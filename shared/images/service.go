@@ -3,7 +3,6 @@ package images
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -129,8 +128,8 @@ func (s *Service) Generate(ctx context.Context, account string, req *Request) (*
 	for _, c := range cands {
 		hold = max(hold, c.price)
 	}
-	id := "img_" + strings.ToLower(rand.Text())
 	now := s.now()
+	id := "img_" + strings.ToLower(credits.NewRecordID("", now))
 	key := auth.KeyID(ctx)
 	if hold > 0 {
 		e := credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation, Amount: hold,

@@ -39,17 +39,25 @@ func recordAcctKey(account string, at int64, id string) []byte {
 	return append(k, id...)
 }
 
+// recordsFill is the fill percent of the record buckets' pages: their
+// keys come mostly in order (ids begin with their time:
+// credits.NewRecordID; the indexes' keys with it), so pages split full
+// instead of half full, and the sweep deletes from their start.
+const recordsFill = 0.9
+
 // putRecord writes r (its Expires set from retention if 0) and its index
 // entries in tx.
 func putRecord(tx *bolt.Tx, r credits.Record, retention time.Duration) error {
 	r.Expires = r.ExpiresAfter(retention)
-	if err := putJSON(tx.Bucket([]byte(bucketRecords)), []byte(r.ID), r); err != nil {
+	rb, tb, ab := tx.Bucket([]byte(bucketRecords)), tx.Bucket([]byte(bucketRecordsTime)), tx.Bucket([]byte(bucketRecordsAcct))
+	rb.FillPercent, tb.FillPercent, ab.FillPercent = recordsFill, recordsFill, recordsFill
+	if err := putJSON(rb, []byte(r.ID), r); err != nil {
 		return err
 	}
-	if err := tx.Bucket([]byte(bucketRecordsTime)).Put(recordTimeKey(r.At, r.ID), nil); err != nil {
+	if err := tb.Put(recordTimeKey(r.At, r.ID), nil); err != nil {
 		return err
 	}
-	return tx.Bucket([]byte(bucketRecordsAcct)).Put(recordAcctKey(r.Account, r.At, r.ID), nil)
+	return ab.Put(recordAcctKey(r.Account, r.At, r.ID), nil)
 }
 
 // recordTx is what one AddRecords transaction has read and changed, so

@@ -2,7 +2,6 @@ package speech
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -159,8 +158,8 @@ func (s *Service) Speak(ctx context.Context, account string, r *Request, w Write
 	if s.Credits == nil {
 		hold = 0 // nothing is charged
 	}
-	id := "speech_" + rand.Text()
 	start := s.now()
+	id := credits.NewRecordID("speech_", start)
 	if err := s.reserve(ctx, account, id, hold, lead.Model.ID, len(cands) > 1); err != nil {
 		return err
 	}
