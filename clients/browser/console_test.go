@@ -379,8 +379,10 @@ func (b *browser) open(path string) {
 }
 
 // click is a left mouse click at the centre of the first element sel
-// matches, scrolled into view, as chromedp.Click does but without its
-// experimental DOM.getContentQuads: the page says where the element is.
+// matches (of its first box: a link that wraps has one per line, and the
+// centre of them all may fall between its lines), scrolled into view, as
+// chromedp.Click does but without its experimental DOM.getContentQuads:
+// the page says where the element is.
 func click(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		type point struct{ X, Y float64 }
@@ -388,7 +390,7 @@ func click(sel string) chromedp.Action[chromedp.Void] {
   const e = document.querySelector(`+jsString(sel)+`);
   if (!e) return null;
   e.scrollIntoView({block: "center", inline: "center"});
-  const r = e.getBoundingClientRect();
+  const r = e.getClientRects()[0] || e.getBoundingClientRect();
   return {x: r.left + r.width / 2, y: r.top + r.height / 2};
 })()`)(ctx, tg)
 		if err != nil {
@@ -902,6 +904,12 @@ func TestConsole(t *testing.T) {
 
 	// Requests: the records of the API's requests, newest first, with
 	// filters, and one's charge explained line by line.
+	if st := srv.api(t, "POST", "/v1/images/generations", srv.DevKey, `{"model":"synthetic-image","prompt":"a lighthouse","size":"256x256","n":2}`, nil); st != 200 {
+		t.Fatalf("an image request: %d", st)
+	}
+	if st := srv.api(t, "POST", "/v1/chat/completions", srv.DevKey, `{"model":"synthetic/echo","messages":[{"role":"user","content":"fail: on purpose"}]}`, nil); st != 502 {
+		t.Fatalf("a failing chat completion: %d; want 502", st)
+	}
 	var priced struct {
 		ID string `json:"id"`
 	}
@@ -920,8 +928,8 @@ func TestConsole(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if got := b.text("#requests-table"); !strings.Contains(got, "synthetic/thinker") || !strings.Contains(got, "completed") {
-		t.Errorf("the requests page lacks the playground's chat: %q", got)
+	if got := b.text("#requests-table"); !strings.Contains(got, "synthetic/thinker") || !strings.Contains(got, "2 image(s)") || !strings.Contains(got, "failed") {
+		t.Errorf("the requests page lacks the playground's chat, the image request or the failed one: %q", got)
 	}
 	b.shot("requests")
 	b.choose("#r-model", pricedModel)

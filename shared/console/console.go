@@ -2,7 +2,8 @@
 // (html/template, embedded with go:embed, a little plain JavaScript, no
 // build step and nothing from a CDN) where an operator signs in with the
 // operator token and manages models, accounts, keys and credits, watches
-// jobs and usage, and tries models. It is served at /console/ by genway
+// jobs, requests (their records, each charge explained) and usage, and
+// tries models. It is served at /console/ by genway
 // serve and by the AWS admin function alike.
 //
 // Security: sessions are HttpOnly, SameSite=Strict cookies (Secure on
