@@ -51,7 +51,7 @@ func putRecord(tx *bolt.Tx, r credits.Record, retention time.Duration) error {
 	r.Expires = r.ExpiresAfter(retention)
 	rb, tb, ab := tx.Bucket([]byte(bucketRecords)), tx.Bucket([]byte(bucketRecordsTime)), tx.Bucket([]byte(bucketRecordsAcct))
 	rb.FillPercent, tb.FillPercent, ab.FillPercent = recordsFill, recordsFill, recordsFill
-	if err := putJSON(rb, []byte(r.ID), r); err != nil {
+	if err := rb.Put([]byte(r.ID), r.AppendJSON(make([]byte, 0, 640))); err != nil {
 		return err
 	}
 	if err := tb.Put(recordTimeKey(r.At, r.ID), nil); err != nil {
