@@ -35,6 +35,7 @@ import (
 const (
 	testJobsTable     = "genway-test-jobs"
 	testAccountsTable = "genway-test-accounts"
+	testRecordsTable  = "genway-test-records"
 	testQueue         = "genway-test-jobs"
 	testDLQ           = "genway-test-jobs-dlq"
 	testHooksQueue    = "genway-test-webhooks"
@@ -60,6 +61,9 @@ const eventKey = "Bearer sk_live_REPLACE0WITH0YOUR0KEY000000000000000000000"
 // eventAdminToken is the placeholder operator token in events/admin-*.json.
 const eventAdminToken = "Bearer gwop_REPLACE0WITH0THE0OPERATOR0TOKEN00000000000000"
 
+// eventGenerationID is the placeholder record id in events/generations.json.
+const eventGenerationID = "chatcmpl-REPLACE0WITH0AN0ANSWER0ID"
+
 // eventJobID is the placeholder job id in events/*.json.
 const eventJobID = "job_music_00000000000000000000"
 
@@ -84,6 +88,7 @@ func env(endpoint, queueURL string, extra ...string) map[string]string {
 		"AWS_ENDPOINT_URL":      endpoint,
 		"GENWAY_JOBS_TABLE":     testJobsTable,
 		"GENWAY_ACCOUNTS_TABLE": testAccountsTable,
+		"GENWAY_RECORDS_TABLE":  testRecordsTable,
 		"GENWAY_JOBS_QUEUE_URL": queueURL,
 		"GENWAY_WEBHOOKS_QUEUE": testHooksQueue,
 		"GENWAY_MEDIA_BUCKET":   testBucket,
@@ -107,6 +112,9 @@ func TestFunctions(t *testing.T) {
 	if err := dynamostore.CreateTables(ctx, ddb, testJobsTable, testAccountsTable); err != nil {
 		t.Fatal(err)
 	}
+	if err := dynamostore.CreateRecordsTable(ctx, ddb, testRecordsTable); err != nil {
+		t.Fatal(err)
+	}
 	sqsClient := sqs.NewFromConfig(cfg)
 	queueURL, err := sqsqueue.CreateQueues(ctx, sqsClient, testQueue, testDLQ, 720)
 	if err != nil {
@@ -120,6 +128,7 @@ func TestFunctions(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := dynamostore.New(ddb, testJobsTable, testAccountsTable)
+	store.RecordsTable = testRecordsTable
 	if _, err := store.Grant(ctx, testAccount, testCredits, time.Now().Unix()); err != nil {
 		t.Fatal(err)
 	}
@@ -516,6 +525,27 @@ func TestFunctions(t *testing.T) {
 		}
 		if contents < 2 || len(data) == 0 || data[len(data)-1] != "[DONE]" {
 			t.Errorf("stream body = %q; want several content chunks and data: [DONE] last", body)
+		}
+		// The completion's record, written before the function answered
+		// the invocation, is the caller's through credits-api.
+		var chunk struct {
+			ID string `json:"id"`
+		}
+		if len(data) == 0 || json.Unmarshal([]byte(data[0]), &chunk) != nil || !strings.HasPrefix(chunk.ID, "chatcmpl-") {
+			t.Fatalf("first chunk %q; want a chatcmpl- id", data)
+		}
+		r := proxyResponse(t, run(t, "credits-api", readEvent(t, "generations.json", append(withKey, eventGenerationID, chunk.ID)...)))
+		var g struct {
+			Data credits.Record `json:"data"`
+		}
+		if err := json.Unmarshal([]byte(r.Body), &g); r.StatusCode != 200 || err != nil || g.Data.ID != chunk.ID || g.Data.Account != testAccount ||
+			g.Data.Kind != credits.KindChat || !g.Data.Stream || g.Data.Status != credits.StatusCompleted || g.Data.Tokens.Completion == 0 {
+			t.Errorf("GET /v1/generations/%s = %d %s; want the streamed completion's record", chunk.ID, r.StatusCode, r.Body)
+		}
+		// Another account's, or an unknown id: a 404.
+		r = proxyResponse(t, run(t, "credits-api", readEvent(t, "generations.json", append(withKey, eventGenerationID, "chatcmpl-unknown")...)))
+		if r.StatusCode != 404 || !strings.Contains(r.Body, "generation_not_found") {
+			t.Errorf("GET /v1/generations/chatcmpl-unknown = %d %s; want 404 generation_not_found", r.StatusCode, r.Body)
 		}
 	})
 

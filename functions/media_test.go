@@ -133,11 +133,25 @@ func streamed(t *testing.T, res *result) (int, http.Header, []byte) {
 // imagesAnswer is the part of POST /v1/images/generations' answer the
 // tests read.
 type imagesAnswer struct {
-	Created int64 `json:"created"`
+	ID      string `json:"id"`
+	Created int64  `json:"created"`
 	Data    []struct {
 		B64JSON string `json:"b64_json"`
 		URL     string `json:"url"`
 	} `json:"data"`
+	Usage struct {
+		Cost        credits.Amount `json:"cost"`
+		InputTokens int            `json:"input_tokens"`
+	} `json:"usage"`
+}
+
+// wantRecord checks the record of request id: of account, its cost.
+func (fx *lambdaFixture) wantRecord(t *testing.T, id, account string, cost credits.Amount) {
+	t.Helper()
+	r, err := fx.store.Record(fx.ctx, id)
+	if err != nil || r.Account != account || r.Cost != cost || r.Status != credits.StatusCompleted {
+		t.Errorf("Record(%q) = %+v, %v; want %s's, costing %s", id, r, err, account, cost)
+	}
 }
 
 // testMedia runs the media function: images (b64_json and url) and speech
@@ -191,6 +205,12 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 				if c, err := png.DecodeConfig(bytes.NewReader(got)); err != nil || c.Width != 256 || c.Height != 256 {
 					t.Errorf("image is %dx%d (%v); want a 256x256 PNG", c.Width, c.Height, err)
 				}
+				// Its id is its record's, written with the capture of its
+				// cost, which usage.cost says.
+				if a.Usage.Cost != credits.Credit || !strings.HasPrefix(a.ID, "img_") {
+					t.Errorf("answer id %q, usage.cost %s; want img_..., 1", a.ID, a.Usage.Cost)
+				}
+				fx.wantRecord(t, a.ID, "acct_images", credits.Credit)
 			})
 		}
 		// A prompt the vendor refuses: a 400 content_policy with its
@@ -249,6 +269,10 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		}
 		m, _ := cat.Model("gpt-image-1.5")
 		fx.settled(t, "acct_slow_images", granted, m.Price.ImageCost("", 1))
+		// The vendor's token counts and the cost, in usage.
+		if a.Usage.Cost != m.Price.ImageCost("", 1) || a.Usage.InputTokens != 5 {
+			t.Errorf("usage = %+v; want the vendor's tokens and the cost %s", a.Usage, m.Price.ImageCost("", 1))
+		}
 	})
 
 	t.Run("speech synthetic", func(t *testing.T) {
@@ -269,7 +293,13 @@ func testMedia(t *testing.T, fx *lambdaFixture) {
 		}
 		var req struct{ Input string }
 		json.Unmarshal([]byte(ev.Body), &req)
-		fx.settled(t, "acct_speech", granted, m.Price.SpeechCost(len([]rune(req.Input))))
+		cost := m.Price.SpeechCost(len([]rune(req.Input)))
+		fx.settled(t, "acct_speech", granted, cost)
+		// Its cost and id in headers, before the audio; its record.
+		if h.Get("X-Genway-Cost") != cost.String() || !strings.HasPrefix(h.Get("X-Genway-Generation-Id"), "speech_") {
+			t.Errorf("X-Genway-Cost %q, X-Genway-Generation-Id %q; want %s and speech_...", h.Get("X-Genway-Cost"), h.Get("X-Genway-Generation-Id"), cost)
+		}
+		fx.wantRecord(t, h.Get("X-Genway-Generation-Id"), "acct_speech", cost)
 	})
 
 	t.Run("speech streamed, its key from SSM", func(t *testing.T) {

@@ -24,13 +24,18 @@ import (
 // Resources as the template writes them (resourceKey's form).
 const (
 	accountsTable = "${AccountsTable.Arn}"
-	jobsTable     = "${JobsTable.Arn}"
-	byAccount     = "${JobsTable.Arn}/index/by_account"
-	queuedIndex   = "${JobsTable.Arn}/index/queued"
-	jobsQueue     = "${JobsQueue.Arn}"
-	webhooksQueue = "${WebhooksQueue.Arn}"
-	failureQueue  = "${CreditsFailureQueue.Arn}"
-	mediaObjects  = "${MediaBucket.Arn}/*"
+	recordsTable  = "${RecordsTable.Arn}"
+	// The records table's indexes: an account's records, and every
+	// record's (dynamostore.RecordsByAccount, RecordsByTime).
+	recordsByAccount = "${RecordsTable.Arn}/index/" + dynamostore.RecordsByAccount
+	recordsByTime    = "${RecordsTable.Arn}/index/" + dynamostore.RecordsByTime
+	jobsTable        = "${JobsTable.Arn}"
+	byAccount        = "${JobsTable.Arn}/index/by_account"
+	queuedIndex      = "${JobsTable.Arn}/index/queued"
+	jobsQueue        = "${JobsQueue.Arn}"
+	webhooksQueue    = "${WebhooksQueue.Arn}"
+	failureQueue     = "${CreditsFailureQueue.Arn}"
+	mediaObjects     = "${MediaBucket.Arn}/*"
 	// The images of response_format url (images.Service: images/<account>/...).
 	imageObjects = "${MediaBucket.Arn}/images/*"
 	// The outputs of video jobs (jobs.Worker: jobs/<account>/<id>-<run>.<ext>,
@@ -78,11 +83,13 @@ var iamAllow = map[string]map[perm]string{
 	"ChatFunction": {
 		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; chat.Admit: Account, the balance for a priced model; " +
 			"Store.Settle of a held completion (a key with a credit limit): the reservation's entry; a 402's balance",
-		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; chat.StoreRecorder -> AddUsage: the usage counters (UpdateItem or " +
-			"its transaction's Update), the account's debit and the key's spend (transaction Updates); a held completion's " +
+		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; chat.StoreRecorder -> AddRecords: the usage counters, " +
+			"the account's debit and the key's spend (transaction Updates); a held completion's " +
 			"Reserve and release: the account's and the key's holds (transaction Updates)",
-		{"dynamodb:PutItem", accountsTable}: "AddUsage: the chat ledger entry (transaction Put, attribute_not_exists); a held completion's " +
+		{"dynamodb:PutItem", accountsTable}: "AddRecords: the chat ledger entry (transaction Put, attribute_not_exists); a held completion's " +
 			"Reserve: its ledger entry and open item, and its release's ledger entry (transaction Puts)",
+		{"dynamodb:PutItem", recordsTable}: "chat.StoreRecorder -> AddRecords: each request's record (transaction Put, or PutItem for a " +
+			"failed one; attribute_not_exists)",
 		{"dynamodb:DeleteItem", reservationItems}:                   "a held completion's release: the reservation's open item (transaction Delete)",
 		{"ssm:GetParameter", ssmParameter("OpenAIKeyParameter")}:    whySecrets + " (OPENAI_API_KEY_PARAMETER)",
 		{"ssm:GetParameter", ssmParameter("AnthropicKeyParameter")}: whySecrets + " (ANTHROPIC_API_KEY_PARAMETER)",
@@ -101,7 +108,9 @@ var iamAllow = map[string]map[perm]string{
 			"Store.Settle: the settlement's ledger entry (transaction Put, exactly once)",
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; Store.Reserve: the hold (available >= amount); Store.Settle: " +
 			"the account's balance and hold, and a capture's job usage counters (transaction Updates)",
-		{"dynamodb:DeleteItem", reservationItems}:                     "Store.Settle: the reservation's open item (transaction Delete)",
+		{"dynamodb:DeleteItem", reservationItems}: "Store.Settle: the reservation's open item (transaction Delete)",
+		{"dynamodb:PutItem", recordsTable}: "Store.SettleRecord: the request's record in its settlement's transaction; AddRecords: " +
+			"the record of a request that held nothing (a free speech)",
 		{"s3:PutObject", imageObjects}:                                "images.Service: s3media.Put of an image asked for as a link (one PutObject: a seekable body)",
 		{"s3:GetObject", imageObjects}:                                "s3media.URL: the image's presigned link",
 		{"ssm:GetParameter", ssmParameter("OpenAIKeyParameter")}:      whySecrets + " (OPENAI_API_KEY_PARAMETER: OpenAI images and TTS)",
@@ -118,6 +127,7 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; httpapi.GetCredits: Account, and KeyByID for a key with a credit limit; " +
 			"httpapi.GetWebhookSecret -> webhooks.Service.Secret: WebhookConfig",
 		{"dynamodb:UpdateItem", accountsTable}: whyLimitCount + "; webhooks.Service.Secret: EnsureWebhookSecret (if_not_exists) on first use",
+		{"dynamodb:GetItem", recordsTable}:     "httpapi.GetGeneration: Store.Record (GET /v1/generations/{id})",
 	},
 	"JobsCreateFunction": {
 		{"dynamodb:GetItem", accountsTable}: whyAuth + "; " + whyLimitRead + "; jobs.Service.Create: Balances.Account (402 before a hold)",
@@ -165,6 +175,9 @@ var iamAllow = map[string]map[perm]string{
 		{"dynamodb:BatchGetItem", jobsTable}:                         "Store.List: getJobs (console and admin API listings; Reconcile)",
 		{"dynamodb:Scan", jobsTable}:                                 "Store.List: scanAll, every account's jobs (operator listing)",
 		{"dynamodb:Query", byAccount}:                                "Store.List: queryAccount, one account's jobs (listings; Reconcile)",
+		{"dynamodb:GetItem", recordsTable}:                           "admin.Service.Request: Store.Record (the Requests page's detail, GET /admin/v1/records/{id})",
+		{"dynamodb:Query", recordsByAccount}:                         "admin.Service.Requests: Store.Records of one account",
+		{"dynamodb:Query", recordsByTime}:                            "admin.Service.Requests: Store.Records of every account (16 partitions)",
 		{"ssm:GetParameter", ssmParameter("AdminTokenParameter")}:    "admin.LoadingVerifier: the operator token, re-read every secrets.DefaultTTL",
 		{"ssm:GetParameter", ssmParameter("ConsoleSecretParameter")}: "admin.LoadingSessionKeys: the console sessions' secret, re-read every secrets.DefaultTTL",
 		{"sqs:SendMessage", jobsQueue}:                               "playground jobs: jobs.Service.Create's Enqueue",

@@ -44,6 +44,10 @@ const pageBudget = 100 << 10
 // model; its 230-odd words take about 2.3 s.
 const chatPace = 100
 
+// pricedModel is a priced copy of synthetic/thinker in the test's
+// catalog, so that a request's page shows a charge.
+const pricedModel = "synthetic/thinker-priced"
+
 // tinyPNG is a 1x1 PNG, the image the vision model is shown.
 const tinyPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
@@ -129,11 +133,22 @@ func pacedCatalog(t *testing.T) string {
 		if m, ok := m.(map[string]any); ok && m["id"] == "synthetic/thinker" {
 			m["tokens_per_second"] = chatPace
 			paced = true
+			// A priced copy, unpaced, whose records show a charge.
+			priced := map[string]any{}
+			for k, v := range m {
+				priced[k] = v
+			}
+			delete(priced, "tokens_per_second")
+			priced["id"], priced["upstream"] = pricedModel, "thinker"
+			priced["price"] = map[string]any{"credits_per_million_input_tokens": 150, "credits_per_million_cached_input_tokens": 75,
+				"credits_per_million_output_tokens": 600}
+			models = append(models, priced)
 		}
 	}
 	if !paced {
 		t.Fatal("catalog.json has no synthetic/thinker")
 	}
+	cat["models"] = models
 	out, err := json.Marshal(cat)
 	if err != nil {
 		t.Fatal(err)
@@ -364,8 +379,10 @@ func (b *browser) open(path string) {
 }
 
 // click is a left mouse click at the centre of the first element sel
-// matches, scrolled into view, as chromedp.Click does but without its
-// experimental DOM.getContentQuads: the page says where the element is.
+// matches (of its first box: a link that wraps has one per line, and the
+// centre of them all may fall between its lines), scrolled into view, as
+// chromedp.Click does but without its experimental DOM.getContentQuads:
+// the page says where the element is.
 func click(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		type point struct{ X, Y float64 }
@@ -373,7 +390,7 @@ func click(sel string) chromedp.Action[chromedp.Void] {
   const e = document.querySelector(`+jsString(sel)+`);
   if (!e) return null;
   e.scrollIntoView({block: "center", inline: "center"});
-  const r = e.getBoundingClientRect();
+  const r = e.getClientRects()[0] || e.getBoundingClientRect();
   return {x: r.left + r.width / 2, y: r.top + r.height / 2};
 })()`)(ctx, tg)
 		if err != nil {
@@ -885,6 +902,53 @@ func TestConsole(t *testing.T) {
 	b.open("/console/usage?metric=jobs")
 	b.shot("usage-jobs")
 
+	// Requests: the records of the API's requests, newest first, with
+	// filters, and one's charge explained line by line.
+	if st := srv.api(t, "POST", "/v1/images/generations", srv.DevKey, `{"model":"synthetic-image","prompt":"a lighthouse","size":"256x256","n":2}`, nil); st != 200 {
+		t.Fatalf("an image request: %d", st)
+	}
+	if st := srv.api(t, "POST", "/v1/chat/completions", srv.DevKey, `{"model":"synthetic/echo","messages":[{"role":"user","content":"fail: on purpose"}]}`, nil); st != 502 {
+		t.Fatalf("a failing chat completion: %d; want 502", st)
+	}
+	var priced struct {
+		ID string `json:"id"`
+	}
+	if st := srv.api(t, "POST", "/v1/chat/completions", srv.DevKey,
+		`{"model":"`+pricedModel+`","reasoning_effort":"high","messages":[{"role":"user","content":"Explain what a record of a request says, in a few words."}]}`, &priced); st != 200 || priced.ID == "" {
+		t.Fatalf("a priced chat completion: %d", st)
+	}
+	deadline = time.Now().Add(stepTimeout)
+	for {
+		b.open("/console/requests")
+		if strings.Contains(b.text("#requests-table"), priced.ID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the priced completion never shows on the requests page")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := b.text("#requests-table"); !strings.Contains(got, "synthetic/thinker") || !strings.Contains(got, "2 image(s)") || !strings.Contains(got, "failed") {
+		t.Errorf("the requests page lacks the playground's chat, the image request or the failed one: %q", got)
+	}
+	b.shot("requests")
+	b.choose("#r-model", pricedModel)
+	b.submit("filter the requests", `form[aria-label="Filter requests"] button`, 200)
+	if got := b.text("#requests-table"); !strings.Contains(got, priced.ID) || strings.Count(got, "chatcmpl-") != 1 {
+		t.Errorf("the requests filtered by model: %q; want the priced completion alone", got)
+	}
+	b.submit("open the request", `a[href="/console/requests/`+priced.ID+`"]`, 200)
+	charge := b.text("#charge")
+	for _, want := range []string{"input", "output", "Sum, exact", "Rounded up once", "Charged"} {
+		if !strings.Contains(charge, want) {
+			t.Errorf("the request's charge lacks %q: %q", want, charge)
+		}
+	}
+	if !strings.Contains(b.text("main"), "chat:"+priced.ID) {
+		t.Error("the request's page does not name its ledger entry")
+	}
+	b.shot("request")
+
 	// The audit log has the operator's actions.
 	b.open("/console/audit")
 	audit := b.text("tbody")
@@ -901,7 +965,7 @@ func TestConsole(t *testing.T) {
 		{"models", "/console/models"}, {"accounts", "/console/accounts"}, {"account", "/console/accounts/acme"},
 		{"keys", "/console/keys"}, {"jobs", "/console/jobs"}, {"job", "/console/jobs/" + sfxID},
 		{"job-video", "/console/jobs/" + videoID}, {"usage", "/console/usage"}, {"playground", "/console/playground"},
-		{"audit", "/console/audit"},
+		{"audit", "/console/audit"}, {"requests", "/console/requests"}, {"request", "/console/requests/" + priced.ID},
 	}
 	var heaviest struct {
 		name string

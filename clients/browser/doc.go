@@ -1,8 +1,9 @@
 // Package browser holds the operator console's browser tests: they build
 // the genway binary, start `genway serve` on loopback with a fresh data
 // directory, and drive headless Chromium through the console with
-// chromedp (sign in, keys, credits, jobs, usage, the playground: a chat
-// whose answer must grow on the page as it streams, an sfx job that must
+// chromedp (sign in, keys, credits, jobs, usage, the requests and one's
+// charge, the playground: a chat whose answer must grow on the page as it
+// streams, an sfx job that must
 // load, a video job that must play; images that must decode at the size
 // asked for, and speech that must play as it streams, through
 // MediaSource), saving a screenshot of every page and measuring each

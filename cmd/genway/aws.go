@@ -108,6 +108,10 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger, 
 		return q
 	}
 	store := dynamostore.New(ddb, names.JobsTable, names.AccountsTable)
+	store.RecordsTable = names.RecordsTable
+	if store.RecordRetention, err = credits.RecordRetentionFromEnv(getenv); err != nil {
+		return nil, err
+	}
 	be := &backend{store: store, reserver: store, jobs: store, counter: store, close: func() error { return nil }, lease: workerTimeout,
 		media:     s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket),
 		retention: s3media.ExpiryDays * 24 * time.Hour}
@@ -409,7 +413,10 @@ func awsCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	if err := dynamostore.CreateTables(ctx, ddb, names.JobsTable, names.AccountsTable); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "tables %s, %s: ready\n", names.JobsTable, names.AccountsTable)
+	if err := dynamostore.CreateRecordsTable(ctx, ddb, names.RecordsTable); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "tables %s, %s, %s: ready\n", names.JobsTable, names.AccountsTable, names.RecordsTable)
 	url, err := sqsqueue.CreateQueues(ctx, sqs.NewFromConfig(cfg), names.JobsQueue, names.JobsDLQ, queueVisibility)
 	if err != nil {
 		return err

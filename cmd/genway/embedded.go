@@ -30,13 +30,18 @@ const webhookSenders = 8
 // an attempt (webhooks.Timeout and its store writes).
 const webhookVisibility = time.Minute
 
-// openEmbedded opens the embedded backend in dir, creating it.
-func openEmbedded(dir, baseURL string, workers int) (*backend, error) {
+// recordSweepEvery is how often genway serve deletes expired records from
+// the embedded store (sooner while a sweep finds a full batch).
+const recordSweepEvery = time.Minute
+
+// openEmbedded opens the embedded backend in dir, creating it; its records
+// are kept for records (GENWAY_RECORD_DAYS).
+func openEmbedded(dir, baseURL string, workers int, records time.Duration) (*backend, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	dbPath, mediaDir, secretPath, sock := embeddedPaths(dir)
-	st, err := localstore.OpenTimeout(dbPath, 500*time.Millisecond)
+	st, err := localstore.OpenWith(dbPath, localstore.Options{LockTimeout: 500 * time.Millisecond, RecordRetention: records})
 	if errors.Is(err, localstore.ErrLocked) {
 		return nil, fmt.Errorf("%s is in use by another genway serve; stop it or use another GENWAY_DATA_DIR", dbPath)
 	}
@@ -63,6 +68,9 @@ func openEmbedded(dir, baseURL string, workers int) (*backend, error) {
 		},
 		adminSocket: sock,
 		close:       st.Close,
+		sweepRecords: func(ctx context.Context) error {
+			return st.SweepRecordsLoop(ctx, recordSweepEvery)
+		},
 		expire: func(ctx context.Context, retention time.Duration, log *slog.Logger) error {
 			// At start, then hourly: outputs live as long as on S3.
 			t := time.NewTicker(time.Hour)

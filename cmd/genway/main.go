@@ -10,6 +10,8 @@
 //	genway credits usage --account NAME [--from YYYY-MM-DD] [--to YYYY-MM-DD]
 //	genway credits limit --account NAME --rpm N
 //	genway credits reservations [--account NAME]
+//	genway requests list [--account NAME] [--key ID] [--model M] [--status S] [--kind K]
+//	genway requests show ID
 //	genway jobs create --type T --model M --prompt P [--wait] [--output FILE]
 //	genway images generate --model M --prompt P --output FILE [--n N] ...
 //	genway speech --model M [--voice V] [--input TEXT] --output FILE|-
@@ -74,6 +76,9 @@ Usage:
                                                  release reservations never settled
   genway credits reservations [--account NAME]   open reservations: credits held by images and speech being made
   genway accounts list|create                     accounts: list, or make one (--account, --credits, --note)
+  genway requests list [--account NAME] [--key ID] [--model M] [--status S] [--kind K] [--after CURSOR]
+                                                  the records of requests, newest first: what each cost
+  genway requests show ID                         one request's record, its charge line by line
   genway jobs create --type T --model M --prompt P [--wait] [--output FILE]  a job through the public API
   genway images generate --model M --prompt P --output FILE [--n N] [--size WxH] [--quality Q] [--format F]
                                                   images through the public API; with --n above 1 the
@@ -89,7 +94,7 @@ Usage:
 Every command and subcommand prints its usage with --help.
 
 Remote mode: with GENWAY_URL (a deployment's base URL) and GENWAY_ADMIN_TOKEN set, keys, credits,
-accounts and webhooks go to that deployment's admin API; jobs create, images generate and speech
+accounts, requests and webhooks go to that deployment's admin API; jobs create, images generate and speech
 use GENWAY_URL and GENWAY_API_KEY.
 
 Environment: GENWAY_DATA_DIR (./.genway), GENWAY_BACKEND (embedded|aws), GENWAY_DEV_KEY,
@@ -165,6 +170,8 @@ func dispatch(ctx context.Context, args []string, getenv func(string) string, st
 		return speechCmd(ctx, args[1:], getenv, pipedStdin(), stdout, stderr)
 	case "webhooks":
 		return webhooksCmd(ctx, args[1:], getenv, stdout)
+	case "requests":
+		return requestsCmd(ctx, args[1:], getenv, stdout)
 	case "aws":
 		return awsCmd(ctx, args[1:], getenv, stdout)
 	case "help", "-h", "--help":

@@ -7,6 +7,7 @@ import (
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
@@ -27,7 +28,8 @@ type apiDeps struct {
 	images  *images.Service
 	speech  *speech.Service
 	credits httpapi.AccountReader
-	files   http.Handler // signed local media links; nil if none
+	records credits.RecordReader // GET /v1/generations/{id}
+	files   http.Handler         // signed local media links; nil if none
 	admin   httpapi.AdminConfig
 	console http.Handler // the operator console, at /console/; nil if none
 	metrics http.Handler // GET /metrics (operator token); nil if none
@@ -58,6 +60,7 @@ func apiHandler(d apiDeps) http.Handler {
 		{Method: "DELETE", Pattern: "/v1/videos/{id}", Handler: authed(httpapi.DeleteVideo(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/videos/{id}/content", Handler: authed(httpapi.VideoContent(d.jobs, d.log))},
 		{Method: "GET", Pattern: "/v1/credits", Handler: authed(httpapi.GetCredits(d.credits, d.log))},
+		{Method: "GET", Pattern: "/v1/generations/{id}", Handler: authed(httpapi.GetGeneration(d.records, d.log))},
 		{Method: "GET", Pattern: "/v1/webhooks/secret", Handler: authed(httpapi.GetWebhookSecret(d.hooks, d.log))},
 		{Method: "GET", Pattern: "/healthz", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")

@@ -69,7 +69,10 @@ type backend struct {
 	// retention is how long the media store keeps an output (its S3
 	// lifecycle rule); 0 where expire applies GENWAY_MEDIA_RETENTION.
 	retention time.Duration
-	close     func() error
+	// sweepRecords deletes expired records until ctx ends; nil where the
+	// store expires them itself (DynamoDB's TTL).
+	sweepRecords func(ctx context.Context) error
+	close        func() error
 }
 
 // serveConfig is the environment of `genway serve`.
@@ -87,6 +90,7 @@ type serveConfig struct {
 	perAddr    int           // GENWAY_MAX_CONNS_PER_ADDR: open connections from one client address
 	idle       time.Duration // GENWAY_IDLE_TIMEOUT: keep-alive connections closed after
 	retention  time.Duration // GENWAY_MEDIA_RETENTION: local outputs deleted after
+	records    time.Duration // GENWAY_RECORD_DAYS: how long the records of requests are kept
 	// inFlightKey and inFlightAccount bound the requests in progress at
 	// once per key and per account (GENWAY_MAX_IN_FLIGHT_PER_KEY,
 	// GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT; -1 none).
@@ -166,6 +170,10 @@ func loadServeConfig(getenv func(string) string) (serveConfig, error) {
 			return c, fmt.Errorf("GENWAY_USAGE_FLUSH must be a positive duration such as 1s or 500ms, got %q", v)
 		}
 		c.usageFlush = d
+	}
+	var err error
+	if c.records, err = credits.RecordRetentionFromEnv(getenv); err != nil {
+		return c, err
 	}
 	rl, err := ratelimit.FromEnv(getenv)
 	if err != nil {
@@ -248,7 +256,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	var be *backend
 	switch b := getenv("GENWAY_BACKEND"); b {
 	case "", "embedded":
-		be, err = openEmbedded(cfg.dataDir, baseURL, cfg.workers)
+		be, err = openEmbedded(cfg.dataDir, baseURL, cfg.workers, cfg.records)
 	case "aws":
 		be, err = openAWS(ctx, getenv, log, true)
 	default:
@@ -284,9 +292,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}
-	// Chat usage is summed in memory and written every cfg.usageFlush, off
-	// the request path; it is closed (its last sums written) after the
-	// HTTP server has shut down, before the store closes.
+	// The records of chat requests are kept in memory and written (with
+	// their usage and charges) every cfg.usageFlush, off the request path;
+	// the recorder is closed (its last records written) after the HTTP
+	// server has shut down, before the store closes.
 	usage := chat.NewBufferedRecorder(be.store, cfg.usageFlush, log)
 	defer func() {
 		// On an early return, stop its goroutine: with a done context,
@@ -336,7 +345,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("speech providers: %w", err)
 	}
-	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Credits: be.reserver, Log: log}
+	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Credits: be.reserver, Records: be.store, Log: log}
 	authn := auth.NewAuthenticator(be.store, 5*time.Second)
 	if off := cfg.clockOffset; off != 0 {
 		log.Warn("GENWAY_TEST_CLOCK_OFFSET is set: keys are authenticated on a shifted clock (tests only)", "offset", off)
@@ -352,7 +361,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, bodies: bodies, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, files: be.files,
+	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, bodies: bodies, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, records: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
 	// keep-alive connections closed after cfg.idle (30 s), at most
@@ -403,6 +412,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if be.expire != nil {
 		goRun("media expiry", func() error { return be.expire(ctx, cfg.retention, log) })
 	}
+	if be.sweepRecords != nil {
+		goRun("record sweep", func() error { return be.sweepRecords(ctx) })
+	}
 	goRun("http", func() error { return ignoreClosed(srv.Serve(gate)) })
 	fmt.Fprintf(stdout, "genway: serving on %s/v1 (backend %s, data %s)\n", baseURL, backendName(getenv), cfg.dataDir)
 	if madeToken != "" {
@@ -447,7 +459,7 @@ func imageService(be *backend, cat *catalog.Catalog, getenv func(string) string,
 		return nil, fmt.Errorf("image providers: %w", err)
 	}
 	return &images.Service{Catalog: cat, Providers: providers, Router: router,
-		Credits: be.reserver, Media: be.media, Log: log}, nil
+		Credits: be.reserver, Records: be.store, Media: be.media, Log: log}, nil
 }
 
 func backendName(getenv func(string) string) string {

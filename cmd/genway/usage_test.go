@@ -25,9 +25,11 @@ func TestUsageCmd(t *testing.T) {
 		t.Fatalf("Grant = %v", err)
 	}
 	for i, day := range []string{"2025-03-01", "2025-03-02", "2025-03-02"} {
-		u := credits.Usage{Account: "acct1", Day: day, Model: "synthetic-chat", Requests: 1, PromptTokens: 10, CompletionTokens: 5, Credits: 15} // 0.000015
-		if err := st.AddUsage(ctx, fmt.Sprint("id", i), u); err != nil {
-			t.Fatalf("AddUsage = %v", err)
+		d, _ := time.Parse(credits.DayLayout, day)
+		r := credits.Record{ID: fmt.Sprint("chatcmpl-", i), Kind: credits.KindChat, Account: "acct1", ModelAsked: "synthetic-chat", Model: "synthetic-chat",
+			Tokens: credits.Tokens{Prompt: 10, Completion: 5}, Cost: 15, Status: credits.StatusCompleted, At: d.Add(time.Hour).UnixMilli()} // 0.000015
+		if err := st.AddRecords(ctx, []credits.Record{r})[0]; err != nil {
+			t.Fatalf("AddRecords = %v", err)
 		}
 	}
 	// Two completed jobs and a failed one, settled as the change feed

@@ -48,9 +48,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}
-	// Usage is written synchronously, after the response is flushed: a
-	// Lambda may be frozen or killed right after an invocation, so nothing
-	// may wait in memory (chat.BufferedRecorder is for genway serve).
+	// Each request's record (with its usage and charge) is written
+	// synchronously, after the response is flushed: a Lambda may be
+	// frozen or killed right after an invocation, so nothing may wait in
+	// memory (chat.BufferedRecorder is for genway serve).
 	// The router's breakers and key rests are this container's
 	// (GENWAY_ROUTE_* tune its policy).
 	policy, err := route.PolicyFromEnv(getenv)

@@ -1,5 +1,6 @@
 // Command credits-api is the Lambda function behind GET /v1/credits (the
-// calling account's balance, held and available credits) and GET
+// calling account's balance, held and available credits), GET
+// /v1/generations/{id} (the record of one of its requests) and GET
 // /v1/webhooks/secret (its webhook signing secret, made on first use).
 package main
 
@@ -32,6 +33,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	hooks := &webhooks.Service{Store: b.Store, Log: b.Log} // secrets only: it sends nothing
 	h, err := b.API(getenv,
 		httpapi.Route{Method: "GET", Pattern: "/v1/credits", Handler: httpapi.GetCredits(b.Store, b.Log)},
+		httpapi.Route{Method: "GET", Pattern: "/v1/generations/{id}", Handler: httpapi.GetGeneration(b.Store, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/webhooks/secret", Handler: httpapi.GetWebhookSecret(hooks, b.Log)})
 	if err != nil {
 		return err

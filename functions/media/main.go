@@ -65,8 +65,8 @@ func run(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	router := route.New(policy, b.Log)
-	imgs := &images.Service{Catalog: cat, Providers: imageProviders.Providers(), Router: router, Credits: b.Store, Media: b.Media(), Log: b.Log}
-	voices := &speech.Service{Catalog: cat, Providers: speechProviders.Providers(), Router: router, Credits: b.Store, Log: b.Log}
+	imgs := &images.Service{Catalog: cat, Providers: imageProviders.Providers(), Router: router, Credits: b.Store, Records: b.Store, Media: b.Media(), Log: b.Log}
+	voices := &speech.Service{Catalog: cat, Providers: speechProviders.Providers(), Router: router, Credits: b.Store, Records: b.Store, Log: b.Log}
 	// An image answer is kept alive with spaces before its JSON, so that
 	// API Gateway does not cut a vendor that takes a minute
 	// (GENWAY_IMAGES_KEEPALIVE, default 10 s).

@@ -78,15 +78,22 @@ const KindChat = "chat"
 // common unit of all; a failed job or generation costs nothing and is not
 // counted.
 type DayUsage struct {
-	Account          string         `json:"account"`
-	Day              string         `json:"day"` // YYYY-MM-DD, UTC
-	Kind             string         `json:"kind"`
-	Model            string         `json:"model"`
-	Requests         int64          `json:"requests"`          // chat completions
-	PromptTokens     int64          `json:"prompt_tokens"`     // chat
-	CompletionTokens int64          `json:"completion_tokens"` // chat
-	Jobs             int64          `json:"jobs"`              // completed jobs, or image and speech requests
-	Credits          credits.Amount `json:"credits"`
+	Account          string `json:"account"`
+	Day              string `json:"day"` // YYYY-MM-DD, UTC
+	Kind             string `json:"kind"`
+	Model            string `json:"model"`
+	Requests         int64  `json:"requests"`          // chat completions
+	PromptTokens     int64  `json:"prompt_tokens"`     // chat
+	CompletionTokens int64  `json:"completion_tokens"` // chat
+	// The parts of the chat tokens counted apart (of PromptTokens: read
+	// from and written to the providers' prompt caches; of
+	// CompletionTokens: reasoning).
+	CachedTokens       int64          `json:"cached_tokens,omitempty"`
+	CacheWriteTokens   int64          `json:"cache_write_tokens,omitempty"`
+	CacheWrite1hTokens int64          `json:"cache_write_1h_tokens,omitempty"`
+	ReasoningTokens    int64          `json:"reasoning_tokens,omitempty"`
+	Jobs               int64          `json:"jobs"` // completed jobs, or image and speech requests
+	Credits            credits.Amount `json:"credits"`
 }
 
 // Tokens returns the usage's prompt and completion tokens.
@@ -95,7 +102,9 @@ func (u DayUsage) Tokens() int64 { return u.PromptTokens + u.CompletionTokens }
 // chatDay is chat usage as a DayUsage.
 func chatDay(u credits.Usage) DayUsage {
 	return DayUsage{Account: u.Account, Day: u.Day, Kind: KindChat, Model: u.Model, Requests: u.Requests,
-		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Credits: u.Credits}
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+		CacheWriteTokens: u.CacheWriteTokens, CacheWrite1hTokens: u.CacheWrite1hTokens, ReasoningTokens: u.ReasoningTokens,
+		Credits: u.Credits}
 }
 
 // jobDay is job usage as a DayUsage.
@@ -139,6 +148,33 @@ type Operator interface {
 	// the change stream never settled, and releases the reservations
 	// older than credits.ReservationTTL still open (see jobs.Reconcile).
 	Reconcile(ctx context.Context, days int) (jobs.ReconcileResult, error)
+	// Requests returns a page of the records of requests q selects, of
+	// every account, newest first, and the cursor of the next page ("" if
+	// none); a malformed q is a 400 naming its parameter
+	// (credits.RecordQuery.Normalize).
+	Requests(ctx context.Context, q credits.RecordQuery) ([]credits.Record, string, error)
+	// Request returns the record id of any account, or a 404
+	// record_not_found (ErrRecordNotFound) for an unknown or expired one.
+	Request(ctx context.Context, id string) (credits.Record, error)
+}
+
+// ErrRecordNotFound is the operator's 404 of a record that does not
+// exist or has expired; it matches credits.ErrRecordNotFound.
+var ErrRecordNotFound = &apierr.Error{Kind: apierr.NotFound, Code: "record_not_found",
+	Message: "No record with this id: unknown, or expired (records are kept GENWAY_RECORD_DAYS days).", Err: credits.ErrRecordNotFound}
+
+// Requests implements Operator.
+func (s *Service) Requests(ctx context.Context, q credits.RecordQuery) ([]credits.Record, string, error) {
+	return s.Store.Records(ctx, q)
+}
+
+// Request implements Operator.
+func (s *Service) Request(ctx context.Context, id string) (credits.Record, error) {
+	r, err := s.Store.Record(ctx, id)
+	if errors.Is(err, credits.ErrRecordNotFound) {
+		return credits.Record{}, ErrRecordNotFound
+	}
+	return r, err
 }
 
 // ReservationLister lists the open reservations: the credits held by

@@ -310,6 +310,42 @@ func (c *Client) Reservations(ctx context.Context, account string) ([]credits.En
 	return out, err
 }
 
+// Requests implements Operator: one page of GET /admin/v1/records.
+func (c *Client) Requests(ctx context.Context, q credits.RecordQuery) ([]credits.Record, string, error) {
+	v := url.Values{}
+	for k, x := range map[string]string{"account": q.Account, "key": q.Key, "model": q.Model, "status": q.Status, "kind": q.Kind, "after": q.Cursor} {
+		if x != "" {
+			v.Set(k, x)
+		}
+	}
+	if q.Limit != 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var out struct {
+		Data       []credits.Record `json:"data"`
+		NextCursor *string          `json:"next_cursor"`
+	}
+	if err := c.call(ctx, http.MethodGet, "/records", v, nil, &out); err != nil {
+		return nil, "", err
+	}
+	next := ""
+	if out.NextCursor != nil {
+		next = *out.NextCursor
+	}
+	return out.Data, next, nil
+}
+
+// Request implements Operator: GET /admin/v1/records/{id}.
+func (c *Client) Request(ctx context.Context, id string) (credits.Record, error) {
+	var out credits.Record
+	err := c.call(ctx, http.MethodGet, "/records/"+url.PathEscape(id), nil, nil, &out)
+	var re *RemoteError
+	if errors.As(err, &re) && re.Code == ErrRecordNotFound.Code {
+		return credits.Record{}, ErrRecordNotFound
+	}
+	return out, err
+}
+
 // Audit implements Operator.
 func (c *Client) Audit(ctx context.Context, before string, limit int) ([]AuditEntry, error) {
 	q := url.Values{"limit": {strconv.Itoa(min(max(limit, 1), 100))}}

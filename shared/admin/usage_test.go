@@ -58,13 +58,11 @@ func TestUsage(t *testing.T) {
 		model, day string
 		credits    credits.Amount
 	}{{"m1", "2025-03-01", 0}, {"m2", "2025-03-01", 2}, {"m1", "2025-03-02", 0}, {"m1", "2025-03-02", 3}} {
-		id, err := credits.NewUsageID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := credits.Usage{Account: "acct1", Day: r.day, Model: r.model, Requests: 1, PromptTokens: 10, CompletionTokens: 20, Credits: r.credits}
-		if err := st.AddUsage(ctx, id, u); err != nil {
-			t.Fatalf("AddUsage = %v", err)
+		d, _ := time.Parse(credits.DayLayout, r.day)
+		rec := credits.Record{ID: fmt.Sprintf("chatcmpl-%s-%s-%s", r.model, r.day, r.credits), Kind: credits.KindChat, Account: "acct1", ModelAsked: r.model, Model: r.model,
+			Tokens: credits.Tokens{Prompt: 10, Completion: 20}, Cost: r.credits, Status: credits.StatusCompleted, At: d.Add(12 * time.Hour).UnixMilli()}
+		if err := st.AddRecords(ctx, []credits.Record{rec})[0]; err != nil {
+			t.Fatalf("AddRecords = %v", err)
 		}
 	}
 	// Jobs settled as the change feed settles them: two completed (one

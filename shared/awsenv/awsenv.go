@@ -24,6 +24,7 @@ import (
 const (
 	EnvJobsTable     = "GENWAY_JOBS_TABLE"
 	EnvAccountsTable = "GENWAY_ACCOUNTS_TABLE"
+	EnvRecordsTable  = "GENWAY_RECORDS_TABLE" // the records of requests (dynamostore.Store.RecordsTable)
 	EnvJobsQueueURL  = "GENWAY_JOBS_QUEUE_URL"
 	EnvJobsQueue     = "GENWAY_JOBS_QUEUE"
 	EnvJobsDLQ       = "GENWAY_JOBS_DLQ"
@@ -36,6 +37,7 @@ const (
 
 	DefaultJobsTable     = "genway-jobs"
 	DefaultAccountsTable = "genway-accounts"
+	DefaultRecordsTable  = "genway-records"
 	DefaultJobsQueue     = "genway-jobs"
 	DefaultJobsDLQ       = "genway-jobs-dlq"
 	DefaultMediaBucket   = "genway-media"
@@ -47,6 +49,7 @@ const (
 type Names struct {
 	JobsTable     string
 	AccountsTable string
+	RecordsTable  string
 	JobsQueue     string // queue name
 	JobsQueueURL  string // if set, used as is (no GetQueueUrl)
 	JobsDLQ       string // dead-letter queue name
@@ -69,6 +72,7 @@ func FromEnv(getenv func(string) string) Names {
 	return Names{
 		JobsTable:     get(EnvJobsTable, DefaultJobsTable),
 		AccountsTable: get(EnvAccountsTable, DefaultAccountsTable),
+		RecordsTable:  get(EnvRecordsTable, DefaultRecordsTable),
 		JobsQueue:     get(EnvJobsQueue, DefaultJobsQueue),
 		JobsQueueURL:  getenv(EnvJobsQueueURL),
 		JobsDLQ:       get(EnvJobsDLQ, DefaultJobsDLQ),

@@ -28,12 +28,12 @@ func TestFromEnv(t *testing.T) {
 		env  map[string]string
 		want Names
 	}{
-		{"defaults", nil, Names{JobsTable: "genway-jobs", AccountsTable: "genway-accounts", JobsQueue: "genway-jobs", JobsDLQ: "genway-jobs-dlq", MediaBucket: "genway-media",
+		{"defaults", nil, Names{JobsTable: "genway-jobs", AccountsTable: "genway-accounts", RecordsTable: "genway-records", JobsQueue: "genway-jobs", JobsDLQ: "genway-jobs-dlq", MediaBucket: "genway-media",
 			WebhooksQueue: "genway-webhooks", WebhooksDLQ: "genway-webhooks-dlq"}},
 		{"overrides", map[string]string{
-			EnvJobsTable: "j", EnvAccountsTable: "a", EnvJobsQueue: "q", EnvJobsQueueURL: "http://x/q", EnvJobsDLQ: "d", EnvMediaBucket: "b",
+			EnvJobsTable: "j", EnvAccountsTable: "a", EnvRecordsTable: "r", EnvJobsQueue: "q", EnvJobsQueueURL: "http://x/q", EnvJobsDLQ: "d", EnvMediaBucket: "b",
 			EnvWebhooksQueue: "w", EnvWebhooksQueueURL: "http://x/w", EnvWebhooksDLQ: "wd",
-		}, Names{JobsTable: "j", AccountsTable: "a", JobsQueue: "q", JobsQueueURL: "http://x/q", JobsDLQ: "d", MediaBucket: "b",
+		}, Names{JobsTable: "j", AccountsTable: "a", RecordsTable: "r", JobsQueue: "q", JobsQueueURL: "http://x/q", JobsDLQ: "d", MediaBucket: "b",
 			WebhooksQueue: "w", WebhooksQueueURL: "http://x/w", WebhooksDLQ: "wd"}},
 	}
 	for _, tt := range tests {

@@ -175,7 +175,7 @@ func (f chatBalancesFunc) Account(ctx context.Context, id string) (credits.Accou
 // account, as a BufferedRecorder does between flushes.
 type heldRecorder struct{ n credits.Amount }
 
-func (h heldRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, credits.Amount) error {
+func (h heldRecorder) Record(context.Context, credits.Record) error {
 	return nil
 }
 

@@ -141,7 +141,7 @@ func TestAliasShares(t *testing.T) {
 		got[c]++
 	}
 	// a/m: 5 tokens at 1 credit; b/m: 5 at 2.
-	if got["acct a/m 2 3 5 5"] != served["begin a/m"] || got["acct b/m 2 3 5 10"] != served["begin b/m"] || len(got) != 2 {
+	if got["acct a/m 2 3 5"] != served["begin a/m"] || got["acct b/m 2 3 10"] != served["begin b/m"] || len(got) != 2 {
 		t.Errorf("usage %v; want a/m's and b/m's at their prices, as served %v", got, served)
 	}
 }
@@ -160,8 +160,11 @@ func TestAliasFallback(t *testing.T) {
 	if got.Model != "b/m" || route.FormatAttempts(got.Attempts) != "a/m=503, a/m=503, a/m=503, b/m=200" {
 		t.Errorf("answer of %q, attempts %q; want b/m after a/m's 503s", got.Model, route.FormatAttempts(got.Attempts))
 	}
-	if len(rig.usage.calls) != 1 || rig.usage.calls[0] != "acct b/m 2 3 5 10" {
+	if len(rig.usage.calls) != 1 || rig.usage.calls[0] != "acct b/m 2 3 10" {
 		t.Errorf("usage %v; want b/m's", rig.usage.calls)
+	}
+	if r := rig.usage.records[0]; r.ModelAsked != "fast" || r.Model != "b/m" || r.Attempts != "a/m=503, a/m=503, a/m=503, b/m=200" {
+		t.Errorf("record = %+v; want fast asked, b/m answering after a/m's 503s", r)
 	}
 }
 

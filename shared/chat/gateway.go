@@ -22,15 +22,19 @@ import (
 	"github.com/genway/genway/shared/route"
 )
 
-// UsageRecorder records what a completion used, per account. Gateway.Run
-// calls it after each successful completion (streamed or not)
-// with the tokens the upstream reported and the credits the model's catalog
-// price makes of them (0 for unpriced models). Implementations are safe for
+// UsageRecorder records what a request did and cost: Gateway.Run calls it
+// once per request that reached a provider, with its record
+// (credits.Record: the answer's id, the models asked and served, the
+// attempts, the tokens by class, the rates, the cost the model's catalog
+// price makes of them, 0 for unpriced models, the status, latency and time
+// to first token); a request no candidate answered has a record of status
+// failed and no cost. The store writes the record with its usage and its
+// charge (credits.RecordStore.AddRecords). Implementations are safe for
 // concurrent use; an error is logged, it does not fail the completion the
-// client already has. StoreRecorder writes each completion at once;
-// BufferedRecorder sums them in memory and writes periodically.
+// client already has. StoreRecorder writes each record at once;
+// BufferedRecorder keeps them in memory and writes them periodically.
 type UsageRecorder interface {
-	RecordChatUsage(ctx context.Context, account, model string, u Usage, cost credits.Amount) error
+	Record(ctx context.Context, r credits.Record) error
 }
 
 // InMemoryRecorder is implemented by a UsageRecorder whose RecordChatUsage
@@ -40,8 +44,8 @@ type InMemoryRecorder interface {
 }
 
 // UnwrittenCreditsRecorder is implemented by a UsageRecorder that holds
-// charges before writing them (BufferedRecorder): UnwrittenCredits is what
-// it has recorded for account that the store does not show yet. Admit
+// records before writing them (BufferedRecorder): UnwrittenCredits is the
+// cost of account's records that the store does not show yet. Admit
 // counts it against the account's available credits.
 type UnwrittenCreditsRecorder interface {
 	UnwrittenCredits(account string) credits.Amount
@@ -659,10 +663,18 @@ func stops(raw json.RawMessage) ([]string, error) {
 //   - An answer of a priced model that ends without usage is charged by
 //     the estimate too, logged and counted.
 //
+// Every request that reached a provider leaves one record (UsageRecorder;
+// for a held completion written at once with its charge): its id is
+// p.ID (Run makes one, chatcmpl-..., when p has none) and its kind p.Kind
+// (credits.KindChat when empty). A request refused before any upstream
+// call (Prepare, Admit, a hold) leaves none.
+//
 // A completion no candidate answered returns an *AttemptsError with the
 // attempts made around the last one's error: Prepare's, Admit's, the
-// provider's (*UpstreamError) or the sink's. Nothing is recorded for it.
+// provider's (*UpstreamError) or the sink's. Its record has status
+// failed and costs nothing.
 func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink) error {
+	start := time.Now()
 	ids, err := g.candidates(ctx, p)
 	if err != nil {
 		return err
@@ -676,7 +688,7 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 	ctx, cancel := context.WithTimeout(ctx, g.timeout)
 	defer cancel()
 	rt := &routed{g: g, account: account, p: p, ids: ids, calls: make([]*Call, len(ids)), errs: make([]error, len(ids)), sink: sink, hold: h,
-		client: client}
+		client: client, start: start}
 	targets := make([]route.Target, len(ids))
 	for i, id := range ids {
 		targets[i].Model = id
@@ -692,20 +704,28 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 			err = s.error // the refusal as Prepare or Admit made it
 		}
 		err = &AttemptsError{Attempts: res.Attempts, Err: err}
-		if rt.resp != nil {
-			g.chargeCut(ctx, account, rt, err)
+		switch {
+		case rt.resp != nil:
+			g.chargeCut(ctx, account, rt, res.Attempts, err)
+		case rt.called: // no answer, no charge: a failed record
+			r := rt.record(ctx, nil, credits.TokenRates{}, res.Attempts)
+			if h != nil {
+				h.record(ctx, g, r)
+			} else {
+				g.recordUsage(ctx, r)
+			}
 		}
 		return err
 	}
 	g.meter(ctx, p, rt.served, rt.resp, rt.out)
-	price(rt.served, rt.resp)
+	rates := price(rt.served, rt.resp)
 	if rt.client.Err() != nil {
 		rt.resp.Status = credits.StatusClientClosed // a whole answer finished for a client gone
 	}
 	if h != nil {
 		// Charged and released before the answer ends, so that the key's
 		// next request sees what it has left.
-		h.record(ctx, g, account, rt.served, rt.resp)
+		h.record(ctx, g, rt.record(ctx, rt.resp, rates, res.Attempts))
 		h.release(ctx, g)
 		return sink.End(rt.resp)
 	}
@@ -716,28 +736,30 @@ func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink)
 	if err != nil {
 		rt.resp.Status = credits.StatusClientClosed
 	}
-	g.recordUsage(ctx, account, rt.served, rt.resp)
+	g.recordUsage(ctx, rt.record(ctx, rt.resp, rates, res.Attempts))
 	return err
 }
 
 // chargeCut charges rt's answer that ended after its first token with
-// err (the AttemptsError Run returns): cut short (Partial), or whole but
-// its client gone before it could be begun. It is metered (what the
-// provider did not report is estimated), priced and recorded as a whole
-// answer is, a held one's hold released; the sink's End is not called.
-func (g *Gateway) chargeCut(ctx context.Context, account string, rt *routed, err error) {
+// err (the AttemptsError Run returns, after attempts): cut short
+// (Partial), or whole but its client gone before it could be begun. It is
+// metered (what the provider did not report is estimated), priced and
+// recorded as a whole answer is, a held one's hold released; the sink's
+// End is not called.
+func (g *Gateway) chargeCut(ctx context.Context, account string, rt *routed, attempts []route.Attempt, err error) {
 	c, resp := rt.served, rt.resp
 	g.meter(ctx, rt.p, c, resp, rt.out)
-	price(c, resp)
+	rates := price(c, resp)
 	g.log.InfoContext(ctx, "chat: answer ended early; charged for what it produced", "account", account, "model", c.Request.Model.ID,
 		"status", resp.Status, "partial", resp.Partial, "estimated", resp.Estimated,
 		"prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens, "cost", resp.Usage.Cost, "err", err)
+	r := rt.record(ctx, resp, rates, attempts)
 	if h := rt.hold; h != nil {
-		h.record(ctx, g, account, c, resp)
+		h.record(ctx, g, r)
 		h.release(ctx, g)
 		return
 	}
-	g.recordUsage(ctx, account, c, resp)
+	g.recordUsage(ctx, r)
 }
 
 // price sets resp.Usage.Cost to what the completion c answered costs:
@@ -829,19 +851,17 @@ func (g *Gateway) usageWaits() bool {
 	return !ok || !m.InMemory()
 }
 
-// recordUsage records the usage of resp, the answer to c, for account: its
-// tokens and the credits the model's catalog price makes of them (0 for
-// unpriced models). It runs even if ctx is cancelled (the client may be
-// gone; the usage happened regardless), and a recorder error is logged, not
-// returned: the client already has its answer. Without a UsageRecorder it
-// does nothing.
-func (g *Gateway) recordUsage(ctx context.Context, account string, c *Call, resp *Response) {
+// recordUsage records r: the usage and cost of a request (0 for unpriced
+// models, and for a request that failed). It runs even if ctx is
+// cancelled (the client may be gone; the usage happened regardless), and
+// a recorder error is logged, not returned: the client already has its
+// answer. Without a UsageRecorder it does nothing.
+func (g *Gateway) recordUsage(ctx context.Context, r credits.Record) {
 	if g.usage == nil {
 		return
 	}
-	m := c.Request.Model
-	if err := g.usage.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, resp.Usage.Cost); err != nil {
-		g.log.ErrorContext(ctx, "record chat usage", "account", account, "model", m.ID, "err", err)
+	if err := g.usage.Record(context.WithoutCancel(ctx), r); err != nil {
+		g.log.ErrorContext(ctx, "record chat usage", "account", r.Account, "model", r.Model, "record", r.ID, "err", err)
 	}
 }
 

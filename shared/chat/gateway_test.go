@@ -14,11 +14,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
@@ -444,25 +447,28 @@ func (*memRecorder) InMemory() bool { return true }
 
 // recorder is a UsageRecorder fake.
 type recorder struct {
-	mu     sync.Mutex
-	calls  []string
-	ctxErr error // of the last call's context
-	err    error
+	mu      sync.Mutex
+	calls   []string
+	records []credits.Record
+	ctxErr  error // of the last call's context
+	err     error
 }
 
-func (r *recorder) RecordChatUsage(ctx context.Context, account, model string, u chat.Usage, cost credits.Amount) error {
+func (r *recorder) Record(ctx context.Context, rec credits.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ctxErr = ctx.Err()
-	r.calls = append(r.calls, account+" "+model+" "+strings.TrimSpace(strings.Join([]string{
-		itoa(u.PromptTokens), itoa(u.CompletionTokens), itoa(u.TotalTokens), cost.String()}, " ")))
+	r.records = append(r.records, rec)
+	r.calls = append(r.calls, rec.Account+" "+rec.Model+" "+strings.Join([]string{
+		itoa(int(rec.Tokens.Prompt)), itoa(int(rec.Tokens.Completion)), rec.Cost.String()}, " "))
 	return r.err
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestRun: one call runs a completion into its sink, in order, and
-// records usage once, after End; failures record nothing.
+// records it once, after End; a failure at the provider leaves a failed
+// record, a refusal before any call none.
 func TestRun(t *testing.T) {
 	cat := mustCatalog(t)
 	body := func(stream bool) string {
@@ -481,7 +487,7 @@ func TestRun(t *testing.T) {
 		{"whole answer", body(false), nil, nil, nil, `start|begin synthetic/echo|end "ok" stop 5|flush`, 1},
 		{"stream", body(true), nil, nil, nil, `start|begin synthetic/echo|delta ok|flush|end "" stop 5|flush`, 1},
 		{"client gone at the end still records", body(true), nil, gone, gone, `start|begin synthetic/echo|delta ok|flush|end "" stop 5`, 1},
-		{"upstream failure", body(false), &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamRateLimited}, nil, nil, `start`, 0},
+		{"upstream failure", body(false), &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamRateLimited}, nil, nil, `start`, 1},
 		{"invalid request", `{"model":"synthetic/echo","messages":[]}`, nil, nil, nil, ``, 0},
 	}
 	for _, tt := range tests {
@@ -509,6 +515,11 @@ func TestRun(t *testing.T) {
 			}
 			if len(rec.calls) != tt.wantUsage {
 				t.Errorf("usage recorded %d times; want %d", len(rec.calls), tt.wantUsage)
+			}
+			if tt.provErr != nil && len(rec.records) == 1 {
+				if r := rec.records[0]; r.Status != credits.StatusFailed || r.Cost != 0 || r.Model != "" || r.ModelAsked != "synthetic/echo" || !strings.HasPrefix(r.Attempts, "synthetic/echo=") {
+					t.Errorf("record of a failed request = %+v; want failed, no cost, no model, the attempt", r)
+				}
 			}
 		})
 	}
@@ -541,19 +552,19 @@ func TestRecordUsage(t *testing.T) {
 		err   error // the recorder's
 		want  string
 	}{
-		{"unpriced", "synthetic/free", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/free 3 2 5 0"},
-		{"priced", "synthetic/priced", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/priced 3 2 5 7"},
+		{"unpriced", "synthetic/free", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/free 3 2 0"},
+		{"priced", "synthetic/priced", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/priced 3 2 7"},
 		// Charged exactly, to the micro-credit: never a whole credit.
-		{"exact", "synthetic/cheap", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/cheap 3 2 5 0.000005"},
+		{"exact", "synthetic/cheap", chat.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}, nil, "acct synthetic/cheap 3 2 0.000005"},
 		// 100 tokens at 0.15 and 0.6 credits per million: 60 x 0.15 + 40 x
 		// 0.6 = 33 millionths of a credit.
-		{"a 100-token request at its exact price", "synthetic/mini", chat.Usage{PromptTokens: 60, CompletionTokens: 40, TotalTokens: 100}, nil, "acct synthetic/mini 60 40 100 0.000033"},
+		{"a 100-token request at its exact price", "synthetic/mini", chat.Usage{PromptTokens: 60, CompletionTokens: 40, TotalTokens: 100}, nil, "acct synthetic/mini 60 40 0.000033"},
 		// 0.15 + 0.6 = 0.75 millionths: rounded up once, for the request.
-		{"rounded up once", "synthetic/mini", chat.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}, nil, "acct synthetic/mini 1 1 2 0.000001"},
+		{"rounded up once", "synthetic/mini", chat.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}, nil, "acct synthetic/mini 1 1 0.000001"},
 		// No usage reported: the input is estimated (see chat.Gateway.Run):
 		// ceil(4/4) for the content "hi" as sent, and 4 for its message.
-		{"no usage: estimated", "synthetic/cheap", chat.Usage{}, nil, "acct synthetic/cheap 5 0 5 0.000005"},
-		{"recorder error is logged", "synthetic/priced", chat.Usage{PromptTokens: 1, TotalTokens: 1}, errors.New("store down"), "acct synthetic/priced 1 0 1 1"},
+		{"no usage: estimated", "synthetic/cheap", chat.Usage{}, nil, "acct synthetic/cheap 5 0 0.000005"},
+		{"recorder error is logged", "synthetic/priced", chat.Usage{PromptTokens: 1, TotalTokens: 1}, errors.New("store down"), "acct synthetic/priced 1 0 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -569,7 +580,7 @@ func TestRecordUsage(t *testing.T) {
 				t.Errorf("sink calls %q; want a flush before a recorder that writes at once", s.calls)
 			}
 			if len(rec.calls) != 1 || rec.calls[0] != tt.want || rec.ctxErr != nil {
-				t.Errorf("RecordUsage: RecordChatUsage calls = %q (context error %v); want [%q] (none)", rec.calls, rec.ctxErr, tt.want)
+				t.Errorf("RecordUsage: Record calls = %q (context error %v); want [%q] (none)", rec.calls, rec.ctxErr, tt.want)
 			}
 			if got := strings.Contains(logged.String(), "record chat usage"); got != (tt.err != nil) {
 				t.Errorf("RecordUsage logged %q; want an error logged %v", logged.String(), tt.err != nil)
@@ -693,5 +704,66 @@ func TestPrepareAcceptsDefaults(t *testing.T) {
 		if _, err := gw.Prepare(context.Background(), params(t, body)); err != nil {
 			t.Errorf("Prepare(%s) = %v; want nil", extra, err)
 		}
+	}
+}
+
+// TestRunRecord: the record of an answered request has the handler's id
+// and kind, the caller's key, the model asked and the one that answered,
+// the attempts, the tokens by class, the rates and the cost the answer
+// carries, its status and timing; without an id, Run makes one.
+func TestRunRecord(t *testing.T) {
+	cat, err := catalog.Parse([]byte(pricedCatalog), catalog.Pricing{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := chat.Usage{PromptTokens: 1000, CompletionTokens: 100, CachedTokens: 400, ReasoningTokens: 30}
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
+			rec := &recorder{}
+			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{resp: chat.Response{Content: "ok", Usage: usage}}}, Usage: rec})
+			p := params(t, fmt.Sprintf(`{"model":"synthetic/mini","stream":%v,"messages":[{"role":"user","content":"hi"}]}`, stream))
+			p.ID, p.Kind = "resp_test1", credits.KindResponses
+			ctx := auth.WithPrincipal(context.Background(), auth.Principal{Account: "acct", KeyID: "key1"})
+			before := time.Now().UnixMilli()
+			s := &sink{}
+			if err := gw.Run(ctx, "acct", p, s); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.records) != 1 {
+				t.Fatalf("records = %+v; want one", rec.records)
+			}
+			r := rec.records[0]
+			// 600 fresh input x 0.15 + 400 cached x 0.15 (no price of its
+			// own) + 100 output x 0.6 per million: 210 millionths.
+			want := credits.Record{ID: "resp_test1", Kind: credits.KindResponses, Account: "acct", Key: "key1", ModelAsked: "synthetic/mini",
+				Model: "synthetic/mini", Provider: "synthetic", Attempts: "synthetic/mini=200",
+				Tokens: credits.Tokens{Prompt: 1000, Cached: 400, Completion: 100, Reasoning: 30},
+				Rates:  credits.TokenRates{Input: 150_000, CachedInput: 150_000, CacheWrite: 150_000, CacheWrite1h: 150_000, Output: 600_000},
+				Cost:   210, Status: credits.StatusCompleted, FinishReason: "stop", Stream: stream}
+			if stream {
+				// fakeProvider's stream reports no reasoning count.
+				want.Tokens.Cached, want.Tokens.Reasoning = 0, 0
+			}
+			got := r
+			got.LatencyMS, got.FirstTokenMS, got.At = 0, 0, 0
+			if stream {
+				got.Tokens.Cached, got.Tokens.Reasoning = 0, 0
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("record = %+v; want %+v", got, want)
+			}
+			after := time.Now().UnixMilli()
+			if r.At < before || r.At > after || r.LatencyMS < 0 || r.LatencyMS > after-before || r.FirstTokenMS > r.LatencyMS || (!stream && r.FirstTokenMS != 0) {
+				t.Errorf("record at %d, latency %d ms, first token %d ms; want within [%d, %d], first token only for a stream", r.At, r.LatencyMS, r.FirstTokenMS, before, after)
+			}
+		})
+	}
+	rec := &recorder{}
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}, Usage: rec})
+	if err := gw.Run(context.Background(), "acct", params(t, `{"models":["synthetic/free"],"messages":[{"role":"user","content":"hi"}]}`), &sink{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := rec.records[0]; !strings.HasPrefix(r.ID, "chatcmpl-") || r.Kind != credits.KindChat || r.ModelAsked != "synthetic/free" || r.Key != "" {
+		t.Errorf("record without an id or kind = %+v; want a chatcmpl- id, kind chat, models[0] asked", r)
 	}
 }

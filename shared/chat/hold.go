@@ -17,9 +17,9 @@ import (
 // limit is held like an image or a speech. Before any upstream call, Run
 // reserves the most the completion can cost on the account and on the
 // key, in one conditional write (credits.Reserver), so that parallel
-// requests cannot take the key past its limit; the answer's usage is then
-// charged as usual, written to the store at once, and the hold released,
-// before the answer's end reaches the client.
+// requests cannot take the key past its limit; the answer's record is then
+// written with its charge as usual, to the store at once, and the hold
+// released, before the answer's end reaches the client.
 // Without a limited key nothing is held, and Admit's rule applies.
 //
 // The most a completion can cost is its candidates' highest
@@ -51,12 +51,12 @@ const (
 )
 
 // Holds is what a held completion needs of the credits store, beside
-// Balances: reservations, their settlement, and usage written at once.
+// Balances: reservations, their settlement, and records written at once.
 // localstore.Store and dynamostore.Store implement it; a Gateway whose
 // Balances is one holds the priced completions of limited keys.
 type Holds interface {
 	credits.Reservations
-	UsageStore
+	RecordStore
 }
 
 // heldJobType is a held completion's reservation's JobType (its
@@ -145,20 +145,17 @@ func (h *hold) limit(c *Call) {
 	}
 }
 
-// record charges the usage of resp, the answer to c, written to the store
-// before it returns (so that the key's spend shows it before the hold
-// goes); a charge above the hold (a provider counting more tokens than
-// the bound) is charged all the same and logged.
-func (h *hold) record(ctx context.Context, g *Gateway, account string, c *Call, resp *Response) {
-	m := c.Request.Model
-	amount := resp.Usage.Cost
-	if amount > h.entry.Amount {
-		g.log.WarnContext(ctx, "chat charge above its hold", "account", account, "model", m.ID,
-			"charge", amount, "hold", h.entry.Amount, "prompt_tokens", resp.Usage.PromptTokens, "completion_tokens", resp.Usage.CompletionTokens)
+// record writes r, the record of the completion's answer, with its charge,
+// to the store before it returns (so that the key's spend shows it before
+// the hold goes); a charge above the hold (a provider counting more
+// tokens than the bound) is charged all the same and logged.
+func (h *hold) record(ctx context.Context, g *Gateway, r credits.Record) {
+	if r.Cost > h.entry.Amount {
+		g.log.WarnContext(ctx, "chat charge above its hold", "account", r.Account, "model", r.Model,
+			"charge", r.Cost, "hold", h.entry.Amount, "prompt_tokens", r.Tokens.Prompt, "completion_tokens", r.Tokens.Completion)
 	}
-	r := StoreRecorder{Store: h.store}
-	if err := r.RecordChatUsage(context.WithoutCancel(ctx), account, m.ID, resp.Usage, amount); err != nil {
-		g.log.ErrorContext(ctx, "record chat usage", "account", account, "model", m.ID, "err", err)
+	if err := (StoreRecorder{Store: h.store}).Record(context.WithoutCancel(ctx), r); err != nil {
+		g.log.ErrorContext(ctx, "record chat usage", "account", r.Account, "model", r.Model, "record", r.ID, "err", err)
 	}
 }
 

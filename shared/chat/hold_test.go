@@ -101,7 +101,9 @@ func TestHoldLimitedKey(t *testing.T) {
 			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: tt.usage}, err: tt.upstreamErr}
 			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov},
 				Balances: s, Usage: failingRecorder{t}})
-			err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", tt.params, &sink{})
+			p := tt.params
+			p.ID = "chatcmpl-held-" + strings.ReplaceAll(tt.name, " ", "-")
+			err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &sink{})
 			switch want := tt.wantErr.(type) {
 			case nil:
 				if err != nil {
@@ -132,6 +134,21 @@ func TestHoldLimitedKey(t *testing.T) {
 			}
 			if open, err := s.OpenReservations(context.Background(), time.Now().Unix()+1, 10); err != nil || len(open) != 0 {
 				t.Errorf("open reservations %v, %v; want none", open, err)
+			}
+			// The record is written at once, with the charge: answered,
+			// failed at the upstream, or none for a refusal before any call.
+			r, err := s.Record(context.Background(), p.ID)
+			switch {
+			case tt.wantMaxTokens < 0:
+				if !errors.Is(err, credits.ErrRecordNotFound) {
+					t.Errorf("Record(%q) = %+v, %v; want none for a refusal", p.ID, r, err)
+				}
+			case tt.upstreamErr != nil:
+				if err != nil || r.Status != credits.StatusFailed || r.Cost != 0 || r.Key != pr.KeyID {
+					t.Errorf("Record(%q) = %+v, %v; want a failed record of the key, no cost", p.ID, r, err)
+				}
+			case err != nil || r.Cost != tt.wantSpent || r.Key != pr.KeyID || r.Status != credits.StatusCompleted:
+				t.Errorf("Record(%q) = %+v, %v; want a completed record of the key costing %s", p.ID, r, err, tt.wantSpent)
 			}
 		})
 	}
@@ -215,7 +232,7 @@ func TestHoldNotLimited(t *testing.T) {
 // completion's usage is written to the store at once instead.
 type failingRecorder struct{ t *testing.T }
 
-func (f failingRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, credits.Amount) error {
+func (f failingRecorder) Record(context.Context, credits.Record) error {
 	f.t.Error("the gateway's UsageRecorder was called for a held completion")
 	return nil
 }
@@ -225,7 +242,7 @@ type countingRecorder struct {
 	n  int
 }
 
-func (c *countingRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, credits.Amount) error {
+func (c *countingRecorder) Record(context.Context, credits.Record) error {
 	c.mu.Lock()
 	c.n++
 	c.mu.Unlock()

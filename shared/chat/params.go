@@ -44,6 +44,14 @@ type Params struct {
 	PromptCacheKey   string `json:"prompt_cache_key"`
 	SafetyIdentifier string `json:"safety_identifier"`
 
+	// ID and Kind name the request's record (credits.Record): the
+	// answer's id (chatcmpl-..., resp_...) and the API the request came
+	// through (credits.KindChat, KindResponses, ...). The HTTP handler
+	// sets them; they are never decoded. Run makes an id (chatcmpl-...)
+	// when ID is empty, and takes KindChat when Kind is.
+	ID   string `json:"-"`
+	Kind string `json:"-"`
+
 	// Fields Genway cannot honour. They are decoded only so that a request
 	// that uses them is refused with a 400 naming them, instead of being
 	// answered as if they were not there (see Gateway.Prepare).

@@ -144,30 +144,30 @@ func TestRunCut(t *testing.T) {
 		estimated bool
 	}{
 		{"upstream broke, nothing reported", body("synthetic/priced", ""), nil, broke, 0, false,
-			"acct synthetic/priced 11 5 16 21", credits.StatusUpstreamError, true},
+			"acct synthetic/priced 11 5 21", credits.StatusUpstreamError, true},
 		{"upstream broke, input reported", body("synthetic/priced", ""), &chat.Response{Usage: chat.Usage{PromptTokens: 30}}, broke, 0, false,
-			"acct synthetic/priced 30 5 35 40", credits.StatusUpstreamError, true},
+			"acct synthetic/priced 30 5 40", credits.StatusUpstreamError, true},
 		{"upstream broke, all reported", body("synthetic/priced", ""), &chat.Response{Usage: chat.Usage{PromptTokens: 30, CompletionTokens: 4}}, broke, 0, false,
-			"acct synthetic/priced 30 4 34 38", credits.StatusUpstreamError, false},
+			"acct synthetic/priced 30 4 38", credits.StatusUpstreamError, false},
 		// The client's write failed at the second delta: two delivered
 		// ("Hello world", 11 bytes, 3 tokens).
 		{"client write failed", body("synthetic/priced", ""), nil, nil, 2, false,
-			"acct synthetic/priced 11 3 14 17", credits.StatusClientClosed, true},
+			"acct synthetic/priced 11 3 17", credits.StatusClientClosed, true},
 		{"client cancelled", body("synthetic/priced", ""), nil, nil, 2, true,
-			"acct synthetic/priced 11 3 14 17", credits.StatusClientClosed, true},
+			"acct synthetic/priced 11 3 17", credits.StatusClientClosed, true},
 		// The client goes away before the first token, while the
 		// upstream works: the input is charged (estimated, or as
 		// reported), no output.
 		{"client gone before the first token", body("synthetic/priced", ""), nil, nil, -1, true,
-			"acct synthetic/priced 11 0 11 11", credits.StatusClientClosed, true},
+			"acct synthetic/priced 11 0 11", credits.StatusClientClosed, true},
 		{"client gone before the first token, input reported", body("synthetic/priced", ""), &chat.Response{Usage: chat.Usage{PromptTokens: 30}}, nil, -1, true,
-			"acct synthetic/priced 30 0 30 30", credits.StatusClientClosed, false},
+			"acct synthetic/priced 30 0 30", credits.StatusClientClosed, false},
 		// max_tokens bounds the estimated output.
 		{"max_tokens bounds the estimate", body("synthetic/priced", `,"max_tokens":2`), nil, broke, 0, false,
-			"acct synthetic/priced 11 2 13 15", credits.StatusUpstreamError, true},
+			"acct synthetic/priced 11 2 15", credits.StatusUpstreamError, true},
 		// An unpriced model is recorded as reported, not estimated.
 		{"unpriced", body("synthetic/free", ""), &chat.Response{Usage: chat.Usage{PromptTokens: 30}}, broke, 0, false,
-			"acct synthetic/free 30 0 30 0", credits.StatusUpstreamError, false},
+			"acct synthetic/free 30 0 0", credits.StatusUpstreamError, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,9 +232,9 @@ func TestRunNoUsage(t *testing.T) {
 	}{
 		// "hello there, how are you": 11 input tokens; "Hello world
 		// again": 5 output tokens, delivered or whole.
-		{"stream", "synthetic/priced", true, "acct synthetic/priced 11 5 16 21", true},
-		{"whole", "synthetic/priced", false, "acct synthetic/priced 11 5 16 21", true},
-		{"unpriced", "synthetic/free", true, "acct synthetic/free 0 0 0 0", false},
+		{"stream", "synthetic/priced", true, "acct synthetic/priced 11 5 21", true},
+		{"whole", "synthetic/priced", false, "acct synthetic/priced 11 5 21", true},
+		{"unpriced", "synthetic/free", true, "acct synthetic/free 0 0 0", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,7 +313,7 @@ func TestRunWholeClientGone(t *testing.T) {
 		wantCalls int32
 		want      []string
 	}{
-		{"charged exactly", nil, 1, []string{"acct synthetic/priced 3 2 5 7"}},
+		{"charged exactly", nil, 1, []string{"acct synthetic/priced 3 2 7"}},
 		{"no retry, no fallback", &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamFailed, Status: 502}, 1, nil},
 	}
 	for _, tt := range tests {

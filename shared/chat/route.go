@@ -198,6 +198,51 @@ type routed struct {
 	// client is the request's context, without the gateway's timeout:
 	// done when the client went away.
 	client context.Context
+	// start is when Run began; called says a provider was called (the
+	// request has a record); first is when the answer's first token
+	// reached the sink (zero: not streamed, or no token).
+	start  time.Time
+	called bool
+	first  time.Time
+}
+
+// record returns the record of the request rt ran: answered by resp
+// (rt.served's, charged at rates), or, with resp nil, failed (no cost).
+// attempts are the router's.
+func (rt *routed) record(ctx context.Context, resp *Response, rates credits.TokenRates, attempts []route.Attempt) credits.Record {
+	p := rt.p
+	now := time.Now()
+	r := credits.Record{ID: p.ID, Kind: p.Kind, Account: rt.account, Key: auth.KeyID(ctx), ModelAsked: p.Model,
+		Attempts: route.FormatAttempts(attempts), Stream: p.Stream, Status: credits.StatusFailed,
+		LatencyMS: now.Sub(rt.start).Milliseconds(), At: now.UnixMilli()}
+	if r.ID == "" {
+		r.ID = credits.NewRecordID("chatcmpl-", rt.start)
+	}
+	if r.Kind == "" {
+		r.Kind = credits.KindChat
+	}
+	if r.ModelAsked == "" && len(p.Models) > 0 {
+		r.ModelAsked = p.Models[0]
+	}
+	if resp == nil {
+		return r
+	}
+	c := rt.served
+	r.Model, r.Provider = c.Request.Model.ID, c.Request.Model.Provider
+	r.ServiceTier = resp.ServiceTier
+	if r.ServiceTier == "" {
+		r.ServiceTier = c.Request.ServiceTier
+	}
+	r.Tokens, r.Rates, r.Cost = resp.Usage.Tokens(), rates, resp.Usage.Cost
+	r.Status, r.FinishReason, r.Estimated = resp.Status, resp.FinishReason, resp.Estimated
+	if r.Status == "" {
+		r.Status = credits.StatusCompleted
+	}
+	r.Partial = resp.Partial
+	if !rt.first.IsZero() {
+		r.FirstTokenMS = max(rt.first.Sub(rt.start).Milliseconds(), 0)
+	}
+	return r
 }
 
 // call returns candidate i prepared for an attempt, or its error
@@ -256,6 +301,7 @@ type firstToken struct {
 	state  atomic.Int32
 	out    outputSize // written by the provider's goroutine only
 	failed bool       // the sink failed; likewise
+	at     time.Time  // when the first token reached the sink; set once, by Delta, before its state is began
 }
 
 func (f *firstToken) Delta(d Delta) error {
@@ -266,6 +312,7 @@ func (f *firstToken) Delta(d Delta) error {
 		if !f.state.CompareAndSwap(waiting, began) {
 			return errStall
 		}
+		f.at = time.Now()
 		if err := f.sink.Begin(f.answer); err != nil {
 			f.failed = true
 			return err
@@ -333,6 +380,7 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	}
 	var resp *Response
 	start := time.Now()
+	rt.called = true
 	if c.Stream {
 		resp, err = c.provider.Stream(actx, c.Request, f)
 	} else {
@@ -358,7 +406,7 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 		return fmt.Errorf("%s: %w", m.ID, err)
 	}
 	normalize(resp)
-	rt.served, rt.resp, rt.out = c, resp, f.out
+	rt.served, rt.resp, rt.out, rt.first = c, resp, f.out, f.at
 	// A whole answer, or a stream that sent no delta: committed now (an
 	// answer that beat the stall timer by a hair is kept). A client gone
 	// by then does not make it free: Run charges it all the same.
@@ -388,5 +436,5 @@ func (rt *routed) cut(c *Call, resp *Response, f *firstToken) {
 	if f.failed || rt.client.Err() != nil {
 		resp.Status = credits.StatusClientClosed
 	}
-	rt.served, rt.resp, rt.out = c, resp, f.out
+	rt.served, rt.resp, rt.out, rt.first = c, resp, f.out, f.at
 }

@@ -13,130 +13,121 @@ import (
 	"github.com/genway/genway/shared/credits"
 )
 
-// addUsageFunc is a UsageStore fake.
-type addUsageFunc func(ctx context.Context, id string, u credits.Usage) error
+// at is 2025-03-01 12:00 UTC in Unix ms.
+var at = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli()
 
-func (f addUsageFunc) AddUsage(ctx context.Context, id string, u credits.Usage) error {
-	return f(ctx, id, u)
-}
-
-func TestStoreRecorder(t *testing.T) {
-	errStore := errors.New("store down")
-	tests := []struct {
-		name    string
-		now     time.Time
-		credits credits.Amount
-		err     error
-		want    credits.Usage
-	}{
-		{"utc day", time.Date(2025, 3, 1, 23, 59, 59, 0, time.UTC), 0, nil,
-			credits.Usage{Account: "acct1", Day: "2025-03-01", Model: "m", Requests: 1, PromptTokens: 7, CompletionTokens: 9}},
-		// 01:30 at UTC+2 is still the previous day in UTC.
-		{"local clock", time.Date(2025, 3, 2, 1, 30, 0, 0, time.FixedZone("EET", 2*3600)), 5, nil,
-			credits.Usage{Account: "acct1", Day: "2025-03-01", Model: "m", Requests: 1, PromptTokens: 7, CompletionTokens: 9, Credits: 5}},
-		{"store error", time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC), 0, errStore,
-			credits.Usage{Account: "acct1", Day: "2025-03-01", Model: "m", Requests: 1, PromptTokens: 7, CompletionTokens: 9}},
-	}
-	ids := map[string]bool{}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got credits.Usage
-			var gotID string
-			r := StoreRecorder{
-				Store: addUsageFunc(func(_ context.Context, id string, u credits.Usage) error {
-					gotID, got = id, u
-					return tt.err
-				}),
-				Now: func() time.Time { return tt.now },
-			}
-			err := r.RecordChatUsage(context.Background(), "acct1", "m", Usage{PromptTokens: 7, CompletionTokens: 9, TotalTokens: 16}, tt.credits)
-			if !errors.Is(err, tt.err) || (tt.err == nil) != (err == nil) {
-				t.Errorf("RecordChatUsage = %v; want %v", err, tt.err)
-			}
-			if got != tt.want {
-				t.Errorf("AddUsage called with %+v; want %+v", got, tt.want)
-			}
-			if len(gotID) != 24 || ids[gotID] {
-				t.Errorf("AddUsage id = %q; want a fresh 24-digit id", gotID)
-			}
-			ids[gotID] = true
-		})
-	}
-}
-
-// fakeStore is a UsageStore that applies an id with credits at most once,
-// as the real stores do, and fails as its script says.
+// fakeStore is a RecordStore that writes a record at most once, by id, as
+// the real stores do, and fails as its script says.
 type fakeStore struct {
 	mu      sync.Mutex
-	script  []outcome // of the calls in order; past its end: applied, nil
-	calls   []string  // "id requests credits" of each call
-	applied map[string]bool
-	sums    map[usageKey]credits.Usage
-	charged credits.Amount // credits charged, over every key
+	script  []outcome // of the AddRecords calls in order; past its end: applied, nil
+	calls   [][]string
+	records map[string]credits.Record
+	charged credits.Amount // over every record written
 	called  chan struct{}
 }
 
-// outcome is what one AddUsage call of a fakeStore does.
+// outcome is what one AddRecords call of a fakeStore does to each record.
 type outcome struct {
 	apply bool  // the write is applied (even if err is not nil)
-	err   error // what the caller gets
+	err   error // what the caller gets for each record
 }
 
 func newFakeStore(script ...outcome) *fakeStore {
-	return &fakeStore{script: script, applied: map[string]bool{}, sums: map[usageKey]credits.Usage{}, called: make(chan struct{}, 1000)}
+	return &fakeStore{script: script, records: map[string]credits.Record{}, called: make(chan struct{}, 1000)}
 }
 
-func (f *fakeStore) AddUsage(_ context.Context, id string, u credits.Usage) error {
+func (f *fakeStore) AddRecords(_ context.Context, rs []credits.Record) []error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := credits.CheckUsage(id, u); err != nil {
-		return err
-	}
 	o := outcome{apply: true}
 	if n := len(f.calls); n < len(f.script) {
 		o = f.script[n]
 	}
-	f.calls = append(f.calls, fmt.Sprintf("%s %d %d", id, u.Requests, int64(u.Credits)))
-	if o.apply && !(u.Credits > 0 && f.applied[id]) {
-		k := usageKey{u.Account, u.Day, u.Model, ""}
-		s := f.sums[k]
-		s.Account, s.Day, s.Model = u.Account, u.Day, u.Model
-		s.Requests += u.Requests
-		s.PromptTokens += u.PromptTokens
-		s.CompletionTokens += u.CompletionTokens
-		s.Credits += u.Credits
-		f.sums[k] = s
-		f.charged += u.Credits
-		if u.Credits > 0 {
-			f.applied[id] = true
+	var ids []string
+	errs := make([]error, len(rs))
+	for i, r := range rs {
+		ids = append(ids, r.ID)
+		if err := credits.CheckAddRecord(r); err != nil {
+			errs[i] = err
+			continue
 		}
+		if _, ok := f.records[r.ID]; o.apply && !ok {
+			f.records[r.ID] = r
+			f.charged += r.Cost
+		}
+		errs[i] = o.err
 	}
+	f.calls = append(f.calls, ids)
 	select {
 	case f.called <- struct{}{}:
 	default:
 	}
-	return o.err
+	return errs
 }
 
-func (f *fakeStore) snapshot() (calls []string, sums map[usageKey]credits.Usage, charged credits.Amount) {
+func (f *fakeStore) snapshot() (calls [][]string, n int, charged credits.Amount) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	sums = make(map[usageKey]credits.Usage, len(f.sums))
-	for k, v := range f.sums {
-		sums[k] = v
+	return slices.Clone(f.calls), len(f.records), f.charged
+}
+
+// rec returns a completed chat record of account with id and cost.
+func rec(id, account string, cost credits.Amount) credits.Record {
+	return credits.Record{ID: id, Kind: credits.KindChat, Account: account, ModelAsked: "m1", Model: "m1",
+		Tokens: credits.Tokens{Prompt: 10, Completion: 2}, Cost: cost, Status: credits.StatusCompleted, At: at}
+}
+
+// recordN records n records of account, ids prefix-1.., of cost each.
+func recordN(t *testing.T, r UsageRecorder, prefix, account string, n int, cost credits.Amount) {
+	t.Helper()
+	for i := range n {
+		if err := r.Record(context.Background(), rec(fmt.Sprintf("%s-%d", prefix, i+1), account, cost)); err != nil {
+			t.Fatalf("Record = %v; want nil", err)
+		}
 	}
-	return append([]string(nil), f.calls...), sums, f.charged
+}
+
+var errDown = errors.New("store down")
+
+func TestStoreRecorder(t *testing.T) {
+	gone := outcome{err: fmt.Errorf("add record: %w", credits.ErrAccountNotFound)}
+	tests := []struct {
+		name      string
+		script    []outcome
+		wantErr   bool
+		wantCalls int
+		wantN     int
+	}{
+		{"written", nil, false, 1, 1},
+		{"lost, then written", []outcome{{err: errDown}}, false, 2, 1},
+		{"applied, answer lost, then found", []outcome{{apply: true, err: errDown}}, false, 2, 1},
+		{"failing three times", []outcome{{err: errDown}, {err: errDown}, {err: errDown}}, true, 3, 0},
+		{"refused for good: not retried", []outcome{gone}, true, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := newFakeStore(tt.script...)
+			err := StoreRecorder{Store: store}.Record(context.Background(), rec("chatcmpl-1", "a1", 5))
+			calls, n, charged := store.snapshot()
+			if (err != nil) != tt.wantErr || len(calls) != tt.wantCalls || n != tt.wantN || charged != credits.Amount(5*tt.wantN) {
+				t.Errorf("Record = %v, %d calls, %d written, %s charged; want error %v, %d calls, %d written", err, len(calls), n, charged, tt.wantErr, tt.wantCalls, tt.wantN)
+			}
+			for _, c := range calls {
+				if !slices.Equal(c, []string{"chatcmpl-1"}) {
+					t.Errorf("AddRecords calls = %v; want the same record each time", calls)
+				}
+			}
+		})
+	}
 }
 
 // testRecorder returns a BufferedRecorder on store whose loop ticks only
-// when the test sends on the returned channel, with ids id1, id2, ... and
-// a fixed clock; it is closed at the end of the test.
-func testRecorder(t *testing.T, store UsageStore) (*BufferedRecorder, chan time.Time) {
+// when the test sends on the returned channel; it is closed at the end of
+// the test.
+func testRecorder(t *testing.T, store RecordStore) (*BufferedRecorder, chan time.Time) {
 	t.Helper()
 	r := newBufferedRecorder(store, nil)
-	var n int
-	r.newID = func() (string, error) { n++; return fmt.Sprintf("id%d", n), nil } // only flush calls it, under flushMu
-	r.now = func() time.Time { return time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC) }
 	tick := make(chan time.Time)
 	r.start(tick, func() {})
 	t.Cleanup(func() {
@@ -147,80 +138,41 @@ func testRecorder(t *testing.T, store UsageStore) (*BufferedRecorder, chan time.
 	return r, tick
 }
 
-// record records n completions of 10 prompt and 2 completion tokens and
-// amount credits each.
-func record(t *testing.T, r *BufferedRecorder, account, model string, n int, amount credits.Amount) {
-	t.Helper()
-	for range n {
-		if err := r.RecordChatUsage(context.Background(), account, model, Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}, amount); err != nil {
-			t.Fatalf("RecordChatUsage(%q, %q) = %v; want nil", account, model, err)
-		}
-	}
-}
-
-func sum(account, day, model string, n int64, amount credits.Amount) credits.Usage {
-	return credits.Usage{Account: account, Day: day, Model: model, Requests: n, PromptTokens: 10 * n, CompletionTokens: 2 * n, Credits: amount * credits.Amount(n)}
-}
-
-func TestBufferedRecorderMerges(t *testing.T) {
+// TestBufferedRecorderBatches: a flush writes every record kept since the
+// last one, in calls of at most flushBatch records, and an empty flush
+// writes nothing.
+func TestBufferedRecorderBatches(t *testing.T) {
 	store := newFakeStore()
 	r, _ := testRecorder(t, store)
-	record(t, r, "a1", "m1", 50, 2)
-	record(t, r, "a1", "m2", 3, 0)
-	record(t, r, "a2", "m1", 7, 1)
-	r.now = func() time.Time { return time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC) } // the next UTC day is another sum
-	record(t, r, "a1", "m1", 4, 2)
+	recordN(t, r, "a", "a1", flushBatch+5, 2)
+	recordN(t, r, "b", "a2", 3, 0)
 	r.flush(context.Background(), time.Minute)
-
-	calls, sums, charged := store.snapshot()
-	want := map[usageKey]credits.Usage{
-		{"a1", "2025-03-01", "m1", ""}: sum("a1", "2025-03-01", "m1", 50, 2),
-		{"a1", "2025-03-01", "m2", ""}: sum("a1", "2025-03-01", "m2", 3, 0),
-		{"a2", "2025-03-01", "m1", ""}: sum("a2", "2025-03-01", "m1", 7, 1),
-		{"a1", "2025-03-02", "m1", ""}: sum("a1", "2025-03-02", "m1", 4, 2),
+	calls, n, charged := store.snapshot()
+	if len(calls) != 2 || len(calls[0]) != flushBatch || len(calls[1]) != 8 || n != flushBatch+8 || charged != 2*(flushBatch+5) {
+		t.Errorf("after a flush: calls of %d records, %d written, %s charged; want calls of %d and 8, %d written, %d charged",
+			len(calls), n, charged, flushBatch, flushBatch+8, 2*(flushBatch+5))
 	}
-	if len(calls) != len(want) {
-		t.Errorf("AddUsage calls = %q; want one per (account, day, model), %d", calls, len(want))
-	}
-	for k, w := range want {
-		if sums[k] != w {
-			t.Errorf("store sum of %v = %+v; want %+v", k, sums[k], w)
-		}
-	}
-	if charged != 100+7+8 {
-		t.Errorf("charged = %d; want %d", charged, 100+7+8)
-	}
-	// Each sum went out with its own id.
-	ids := map[string]bool{}
-	for _, c := range calls {
-		ids[strings.Fields(c)[0]] = true
-	}
-	if len(ids) != len(calls) {
-		t.Errorf("AddUsage ids of %q; want distinct", calls)
-	}
-	// Nothing new: a flush writes nothing.
 	r.flush(context.Background(), time.Minute)
 	if calls2, _, _ := store.snapshot(); len(calls2) != len(calls) {
-		t.Errorf("AddUsage calls after an empty flush = %q; want still %q", calls2, calls)
+		t.Errorf("AddRecords calls after an empty flush = %d; want still %d", len(calls2), len(calls))
 	}
 }
 
 func TestBufferedRecorderFlushesOnTick(t *testing.T) {
 	store := newFakeStore()
 	r, tick := testRecorder(t, store)
-	record(t, r, "a1", "m1", 3, 1)
+	recordN(t, r, "a", "a1", 3, 1)
 	if calls, _, _ := store.snapshot(); len(calls) != 0 {
-		t.Fatalf("AddUsage calls before a tick = %q; want none", calls)
+		t.Fatalf("AddRecords calls before a tick = %v; want none", calls)
 	}
 	tick <- time.Now()
 	select {
 	case <-store.called:
 	case <-time.After(10 * time.Second):
-		t.Fatal("no AddUsage within 10 s of a tick")
+		t.Fatal("no AddRecords within 10 s of a tick")
 	}
-	calls, sums, _ := store.snapshot()
-	if want := sum("a1", "2025-03-01", "m1", 3, 1); len(calls) != 1 || sums[usageKey{"a1", "2025-03-01", "m1", ""}] != want {
-		t.Errorf("after a tick: calls %q, sums %+v; want one call of %+v", calls, sums, want)
+	if calls, n, _ := store.snapshot(); len(calls) != 1 || n != 3 {
+		t.Errorf("after a tick: calls %v, %d written; want one call of 3", calls, n)
 	}
 }
 
@@ -228,59 +180,51 @@ func TestNewBufferedRecorderFlushes(t *testing.T) {
 	store := newFakeStore()
 	r := NewBufferedRecorder(store, time.Millisecond, nil)
 	defer r.Close(context.Background())
-	if err := r.RecordChatUsage(context.Background(), "a1", "m1", Usage{PromptTokens: 1}, 0); err != nil {
-		t.Fatalf("RecordChatUsage = %v", err)
-	}
+	recordN(t, r, "a", "a1", 1, 0)
 	select {
 	case <-store.called:
 	case <-time.After(10 * time.Second):
-		t.Fatal("no AddUsage within 10 s with a 1 ms interval")
+		t.Fatal("no AddRecords within 10 s with a 1 ms interval")
 	}
 }
 
-var errDown = errors.New("store down")
-
-// TestBufferedRecorderRetries records 3 completions, flushes, records 2
-// more, and flushes three more times, with stores that fail in different
-// ways: a failed sum is retried with its id, so nothing is charged twice,
-// and the later completions are written too.
+// TestBufferedRecorderRetries records 3 records, flushes, records 2 more,
+// and flushes three more times, with stores that fail in different ways:
+// a record whose write failed is written again, with its id, so nothing
+// is charged twice, and the later records are written too.
 func TestBufferedRecorderRetries(t *testing.T) {
 	applied, lost := outcome{apply: true, err: errDown}, outcome{err: errDown}
-	gone := outcome{err: fmt.Errorf("add usage: %w", credits.ErrAccountNotFound)}
+	gone := outcome{err: fmt.Errorf("add record: %w", credits.ErrAccountNotFound)}
 	tests := []struct {
 		name      string
 		script    []outcome
-		wantCalls []string
-		wantSum   int64 // requests (and credits) in the store
+		wantCalls string
+		wantN     int // records in the store (each charged 1)
 	}{
-		{"no failure", nil, []string{"id1 3 3", "id2 2 2"}, 5},
-		{"applied, answer lost", []outcome{applied}, []string{"id1 3 3", "id1 3 3", "id2 2 2"}, 5},
-		{"not applied", []outcome{lost}, []string{"id1 3 3", "id1 3 3", "id2 2 2"}, 5},
-		// The retry fails too: the 2 later completions wait in the buffer
-		// rather than pile up a second failed sum of the key.
-		{"applied, then retry fails", []outcome{applied, lost}, []string{"id1 3 3", "id1 3 3", "id1 3 3", "id2 2 2"}, 5},
-		{"failing three times", []outcome{lost, lost, lost}, []string{"id1 3 3", "id1 3 3", "id1 3 3", "id1 3 3", "id2 2 2"}, 5},
+		{"no failure", nil, "[a-1 a-2 a-3] [b-1 b-2]", 5},
+		{"applied, answer lost", []outcome{applied}, "[a-1 a-2 a-3] [a-1 a-2 a-3 b-1 b-2]", 5},
+		{"not applied", []outcome{lost}, "[a-1 a-2 a-3] [a-1 a-2 a-3 b-1 b-2]", 5},
+		{"failing three times", []outcome{lost, lost, lost}, "[a-1 a-2 a-3] [a-1 a-2 a-3 b-1 b-2] [a-1 a-2 a-3 b-1 b-2] [a-1 a-2 a-3 b-1 b-2]", 5},
 		// A refusal no retry can change is dropped.
-		{"account not found", []outcome{gone, gone}, []string{"id1 3 3", "id2 2 2"}, 0},
+		{"account not found", []outcome{gone, gone}, "[a-1 a-2 a-3] [b-1 b-2]", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newFakeStore(tt.script...)
 			r, _ := testRecorder(t, store)
 			ctx := context.Background()
-			record(t, r, "a1", "m1", 3, 1)
+			recordN(t, r, "a", "a1", 3, 1)
 			r.flush(ctx, time.Minute)
-			record(t, r, "a1", "m1", 2, 1)
+			recordN(t, r, "b", "a1", 2, 1)
 			for range 3 {
 				r.flush(ctx, time.Minute)
 			}
-			calls, sums, charged := store.snapshot()
-			if strings.Join(calls, ", ") != strings.Join(tt.wantCalls, ", ") {
-				t.Errorf("AddUsage calls = %q; want %q", calls, tt.wantCalls)
+			calls, n, charged := store.snapshot()
+			if got := strings.Trim(fmt.Sprint(calls), "[]"); got != strings.Trim(tt.wantCalls, "[]") {
+				t.Errorf("AddRecords calls = %v; want %s", calls, tt.wantCalls)
 			}
-			got := sums[usageKey{"a1", "2025-03-01", "m1", ""}]
-			if got.Requests != tt.wantSum || got.Credits != credits.Amount(tt.wantSum) || charged != credits.Amount(tt.wantSum) {
-				t.Errorf("store: %d requests, %d credits, %d charged; want %d of each", got.Requests, got.Credits, charged, tt.wantSum)
+			if n != tt.wantN || charged != credits.Amount(tt.wantN) {
+				t.Errorf("store: %d records, %s charged; want %d of each", n, charged, tt.wantN)
 			}
 		})
 	}
@@ -293,7 +237,7 @@ func TestBufferedRecorderClose(t *testing.T) {
 		script  []outcome
 		cancel  bool // Close with a cancelled context
 		wantErr bool
-		wantSum int64
+		wantN   int
 	}{
 		{"writes what is left", nil, false, false, 4},
 		{"retries until written", []outcome{{err: errDown}, {apply: true, err: errDown}}, false, false, 4},
@@ -303,7 +247,7 @@ func TestBufferedRecorderClose(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			store := newFakeStore(tt.script...)
 			r, _ := testRecorder(t, store)
-			record(t, r, "a1", "m1", 4, 1)
+			recordN(t, r, "a", "a1", 4, 1)
 			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			if tt.cancel {
@@ -313,29 +257,27 @@ func TestBufferedRecorderClose(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Errorf("Close = %v; want error %v", err, tt.wantErr)
 			}
-			if err != nil && !strings.Contains(err.Error(), "a1 2025-03-01 m1: 4 requests") {
-				t.Errorf("Close = %v; want it to name the unwritten sum", err)
+			if err != nil && !strings.Contains(err.Error(), "chat a-1 of a1, m1: 10 prompt and 2 completion tokens, 0.000001 credits") {
+				t.Errorf("Close = %v; want it to name the unwritten records", err)
 			}
-			_, sums, charged := store.snapshot()
-			if got := sums[usageKey{"a1", "2025-03-01", "m1", ""}]; got.Requests != tt.wantSum || charged != credits.Amount(tt.wantSum) {
-				t.Errorf("store after Close: %+v, %d charged; want %d requests and credits", got, charged, tt.wantSum)
+			if _, n, charged := store.snapshot(); n != tt.wantN || charged != credits.Amount(tt.wantN) {
+				t.Errorf("store after Close: %d records, %s charged; want %d", n, charged, tt.wantN)
 			}
 		})
 	}
 }
 
-// TestBufferedRecorderAfterClose: a completion recorded after Close is
-// written at once, with an id.
+// TestBufferedRecorderAfterClose: a record made after Close is written
+// at once.
 func TestBufferedRecorderAfterClose(t *testing.T) {
 	store := newFakeStore()
 	r, _ := testRecorder(t, store)
 	if err := r.Close(context.Background()); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
-	record(t, r, "a1", "m1", 2, 3)
-	calls, sums, _ := store.snapshot()
-	if len(calls) != 2 || sums[usageKey{"a1", "2025-03-01", "m1", ""}] != sum("a1", "2025-03-01", "m1", 2, 3) {
-		t.Errorf("after Close: calls %q, sums %+v; want two direct writes", calls, sums)
+	recordN(t, r, "a", "a1", 2, 3)
+	if calls, n, _ := store.snapshot(); len(calls) != 2 || n != 2 {
+		t.Errorf("after Close: calls %v, %d written; want two direct writes", calls, n)
 	}
 	if err := r.Close(context.Background()); err != nil {
 		t.Errorf("second Close = %v; want nil", err)
@@ -345,33 +287,33 @@ func TestBufferedRecorderAfterClose(t *testing.T) {
 func TestBufferedRecorderRefusesInvalid(t *testing.T) {
 	store := newFakeStore()
 	r, _ := testRecorder(t, store)
-	tests := []struct {
-		name, account, model string
-		u                    Usage
-		amount               credits.Amount
+	for _, tt := range []struct {
+		name string
+		f    func(r *credits.Record)
 	}{
-		{"no account", "", "m1", Usage{}, 0},
-		{"no model", "a1", "", Usage{}, 0},
-		{"negative tokens", "a1", "m1", Usage{PromptTokens: -1}, 0},
-		{"negative credits", "a1", "m1", Usage{}, -1},
-	}
-	for _, tt := range tests {
+		{"no id", func(r *credits.Record) { r.ID = "" }},
+		{"no account", func(r *credits.Record) { r.Account = "" }},
+		{"no model", func(r *credits.Record) { r.Model = "" }},
+		{"negative tokens", func(r *credits.Record) { r.Tokens.Prompt = -1 }},
+		{"negative cost", func(r *credits.Record) { r.Cost = -1 }},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := r.RecordChatUsage(context.Background(), tt.account, tt.model, tt.u, tt.amount); !errors.Is(err, credits.ErrInvalidUsage) {
-				t.Errorf("RecordChatUsage(%q, %q, %+v, %d) = %v; want ErrInvalidUsage", tt.account, tt.model, tt.u, tt.amount, err)
+			x := rec("chatcmpl-1", "a1", 1)
+			tt.f(&x)
+			if err := r.Record(context.Background(), x); !errors.Is(err, credits.ErrInvalidRecord) {
+				t.Errorf("Record(%+v) = %v; want ErrInvalidRecord", x, err)
 			}
 		})
 	}
 	r.flush(context.Background(), time.Minute)
 	if calls, _, _ := store.snapshot(); len(calls) != 0 {
-		t.Errorf("AddUsage calls = %q; want none", calls)
+		t.Errorf("AddRecords calls = %v; want none", calls)
 	}
 }
 
 // TestBufferedRecorderConcurrent records from 8 goroutines while another
 // flushes, with a store that fails two calls in three (one of them after
-// applying the write): the totals are exact. Every completion is priced:
-// an unpriced sum retried after an applied write would count twice.
+// applying the write): every record is written once, the charges exact.
 func TestBufferedRecorderConcurrent(t *testing.T) {
 	const goroutines, each = 8, 300
 	var script []outcome
@@ -393,9 +335,8 @@ func TestBufferedRecorderConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				acct := fmt.Sprintf("a%d", g%3)
-				if err := r.RecordChatUsage(context.Background(), acct, "m1", Usage{PromptTokens: 10 + i%2, CompletionTokens: 2}, 1); err != nil {
-					t.Errorf("RecordChatUsage = %v", err)
+				if err := r.Record(context.Background(), rec(fmt.Sprintf("g%d-%d", g, i), fmt.Sprintf("a%d", g%3), credits.Amount(1+i%2))); err != nil {
+					t.Errorf("Record = %v", err)
 					return
 				}
 			}
@@ -422,25 +363,22 @@ func TestBufferedRecorderConcurrent(t *testing.T) {
 	if err := r.Close(ctx); err != nil {
 		t.Fatalf("Close = %v", err)
 	}
-	_, sums, charged := store.snapshot()
-	var requests, prompt int64
-	var credit credits.Amount
-	for _, s := range sums {
-		requests += s.Requests
-		prompt += s.PromptTokens
-		credit += s.Credits
-	}
 	const n = goroutines * each
-	if wantPrompt := int64(10*n + n/2); requests != n || prompt != wantPrompt || credit != credits.Amount(n) || charged != credits.Amount(n) {
-		t.Errorf("store: %d requests, %d prompt tokens, %d credits, %d charged; want %d, %d, %d, %d", requests, prompt, credit, charged, n, wantPrompt, n, n)
+	if _, got, charged := store.snapshot(); got != n || charged != credits.Amount(n+n/2) {
+		t.Errorf("store: %d records, %s charged; want %d, %d", got, charged, n, n+n/2)
+	}
+	for _, a := range []string{"a0", "a1", "a2"} {
+		if u := r.UnwrittenCredits(a); u != 0 {
+			t.Errorf("UnwrittenCredits(%q) after Close = %s; want 0", a, u)
+		}
 	}
 }
 
-// TestBufferedRecorderUnwrittenCredits: credits count as unwritten from
-// RecordChatUsage until a write of them succeeds (or is refused for good),
-// across failed writes and retries.
+// TestBufferedRecorderUnwrittenCredits: a record's cost counts as
+// unwritten from Record until a write of it succeeds (or is refused for
+// good), across failed writes and retries.
 func TestBufferedRecorderUnwrittenCredits(t *testing.T) {
-	gone := outcome{err: fmt.Errorf("add usage: %w", credits.ErrAccountNotFound)}
+	gone := outcome{err: fmt.Errorf("add record: %w", credits.ErrAccountNotFound)}
 	tests := []struct {
 		name   string
 		script []outcome
@@ -455,7 +393,7 @@ func TestBufferedRecorderUnwrittenCredits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r, _ := testRecorder(t, newFakeStore(tt.script...))
-			record(t, r, "a1", "m1", 3, 2)
+			recordN(t, r, "a", "a1", 3, 2)
 			got := []credits.Amount{r.UnwrittenCredits("a1")}
 			for range 3 {
 				r.flush(context.Background(), time.Minute)
@@ -468,13 +406,18 @@ func TestBufferedRecorderUnwrittenCredits(t *testing.T) {
 	}
 }
 
-// TestBufferedRecorderUnwrittenCreditsPerAccount: unpriced completions and
-// other accounts' credits do not count.
+// TestBufferedRecorderUnwrittenCreditsPerAccount: free and failed
+// requests and other accounts' costs do not count.
 func TestBufferedRecorderUnwrittenCreditsPerAccount(t *testing.T) {
 	r, _ := testRecorder(t, newFakeStore())
-	record(t, r, "a1", "m1", 3, 2)
-	record(t, r, "a2", "m1", 1, 5)
-	record(t, r, "a1", "free", 4, 0)
+	recordN(t, r, "a", "a1", 3, 2)
+	recordN(t, r, "b", "a2", 1, 5)
+	recordN(t, r, "c", "a1", 4, 0)
+	failed := rec("d", "a1", 0)
+	failed.Status, failed.Model = credits.StatusFailed, ""
+	if err := r.Record(context.Background(), failed); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		account string
 		want    credits.Amount

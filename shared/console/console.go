@@ -2,7 +2,8 @@
 // (html/template, embedded with go:embed, a little plain JavaScript, no
 // build step and nothing from a CDN) where an operator signs in with the
 // operator token and manages models, accounts, keys and credits, watches
-// jobs and usage, and tries models. It is served at /console/ by genway
+// jobs, requests (their records, each charge explained) and usage, and
+// tries models. It is served at /console/ by genway
 // serve and by the AWS admin function alike.
 //
 // Security: sessions are HttpOnly, SameSite=Strict cookies (Secure on
@@ -257,7 +258,7 @@ func (c *Console) routes() {
 	c.mux.HandleFunc("GET /console/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/models", http.StatusSeeOther)
 	})
-	for _, rt := range append(append(append(c.coreRoutes(), c.liveRoutes()...), c.webhookRoutes()...), c.cfg.Extra...) {
+	for _, rt := range append(append(append(append(c.coreRoutes(), c.liveRoutes()...), c.webhookRoutes()...), c.requestRoutes()...), c.cfg.Extra...) {
 		c.mux.Handle(rt.Method+" "+rt.Pattern, c.authed(rt))
 	}
 	c.mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {

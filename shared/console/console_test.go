@@ -96,6 +96,8 @@ type fakeOperator struct {
 	audit  []admin.AuditEntry
 	usage  []admin.DayUsage
 	ledger []credits.Entry
+	recs   []credits.Record // newest first
+	query  credits.RecordQuery
 }
 
 func newFake() *fakeOperator { return &fakeOperator{accts: map[string]credits.Account{}} }
@@ -229,6 +231,38 @@ func (f *fakeOperator) Record(ctx context.Context, action, target, detail string
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.audit = append(f.audit, admin.AuditEntry{Actor: admin.Actor(ctx), Action: action, Target: target, Detail: detail})
+}
+
+// Requests pages f.recs (newest first) as the stores do, and keeps q.
+func (f *fakeOperator) Requests(_ context.Context, q credits.RecordQuery) ([]credits.Record, string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := q.Normalize(); err != nil {
+		return nil, "", err
+	}
+	f.query = q
+	cur, _ := credits.DecodeRecordCursor(q.Cursor)
+	var out []credits.Record
+	for _, r := range f.recs {
+		if !q.Match(r) || !cur.After(r.At, r.ID) {
+			continue
+		}
+		if len(out) == q.Limit {
+			return out, credits.CursorOf(out[len(out)-1]).Encode(), nil
+		}
+		out = append(out, r)
+	}
+	return out, "", nil
+}
+func (f *fakeOperator) Request(_ context.Context, id string) (credits.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range f.recs {
+		if r.ID == id {
+			return r, nil
+		}
+	}
+	return credits.Record{}, admin.ErrRecordNotFound
 }
 func (f *fakeOperator) Audit(context.Context, string, int) ([]admin.AuditEntry, error) {
 	f.mu.Lock()

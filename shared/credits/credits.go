@@ -177,6 +177,16 @@ func (c Change) Held() Amount {
 	return c.Price
 }
 
+// Captured returns what settling c captures: for a transition into
+// "completed", its Price, never more than it held (that is what the
+// account agreed to); else 0.
+func (c Change) Captured() Amount {
+	if c.NewStatus != "completed" {
+		return 0
+	}
+	return min(max(c.Price, 0), c.Held())
+}
+
 // Apply settles the job in c if c is a transition into a final status:
 // on "completed" it captures Price and releases the rest of the hold
 // (counted in the job usage of c's type and model, on the UTC day of
@@ -191,8 +201,7 @@ func Apply(ctx context.Context, s Store, c Change) error {
 	e := Entry{ID: "job:" + c.JobID, Account: c.Account, JobID: c.JobID, Key: c.Key, At: c.At}
 	switch c.NewStatus {
 	case "completed":
-		// Never more than the hold: that is what the account agreed to.
-		e.Kind, e.Amount = Capture, min(max(c.Price, 0), held)
+		e.Kind, e.Amount = Capture, c.Captured()
 		if e.Amount != held {
 			e.Hold = held
 		}

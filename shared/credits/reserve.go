@@ -135,6 +135,12 @@ type Reservations interface {
 	Reserver
 	AccountReader
 	Settle(ctx context.Context, e Entry) error
+	// SettleRecord is Settle(e) with the record r of the request the
+	// reservation held for written in the same atomic step, only if e is:
+	// a second settlement is ErrAlreadySettled and writes neither. r's
+	// Cost is what e charges (CheckSettledRecord), its Expires, if 0, the
+	// store's retention after its At.
+	SettleRecord(ctx context.Context, e Entry, r Record) error
 }
 
 // AccountReader reads an account's credit position (both stores are
@@ -193,6 +199,22 @@ func Shortfall(ctx context.Context, accounts AccountReader, account, what string
 func SettleDetached(ctx context.Context, s interface {
 	Settle(ctx context.Context, e Entry) error
 }, e Entry) error {
+	return detached(ctx, func(ctx context.Context) error { return s.Settle(ctx, e) })
+}
+
+// SettleRecordDetached is SettleDetached of e with the request's record
+// r (Reservations.SettleRecord). A record the store refuses
+// (ErrInvalidRecord) is not retried: the error is returned, and the
+// reservation stays held until the reconciler releases it (so a caller
+// that gets ErrInvalidRecord settles e alone: SettleDetached).
+func SettleRecordDetached(ctx context.Context, s Reservations, e Entry, r Record) error {
+	return detached(ctx, func(ctx context.Context) error { return s.SettleRecord(ctx, e, r) })
+}
+
+// detached runs write past ctx's end, three times at most, each within
+// 10 seconds, until it succeeds or finds it done (ErrAlreadySettled); an
+// invalid record or an unknown account is not retried.
+func detached(ctx context.Context, write func(ctx context.Context) error) error {
 	ctx = context.WithoutCancel(ctx)
 	var err error
 	for attempt := range 3 {
@@ -200,10 +222,13 @@ func SettleDetached(ctx context.Context, s interface {
 			time.Sleep(time.Duration(50<<attempt) * time.Millisecond)
 		}
 		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = s.Settle(sctx, e)
+		err = write(sctx)
 		cancel()
 		if err == nil || errors.Is(err, ErrAlreadySettled) {
 			return nil
+		}
+		if errors.Is(err, ErrInvalidRecord) || errors.Is(err, ErrAccountNotFound) {
+			return err
 		}
 	}
 	return err

@@ -124,7 +124,8 @@ func (r refusingStore) Reserve(context.Context, Entry) error { return r.err }
 func (r refusingStore) OpenReservations(context.Context, int64, int) ([]Entry, error) {
 	return nil, nil
 }
-func (r refusingStore) Settle(context.Context, Entry) error { return nil }
+func (r refusingStore) Settle(context.Context, Entry) error               { return nil }
+func (r refusingStore) SettleRecord(context.Context, Entry, Record) error { return nil }
 func (r refusingStore) Account(_ context.Context, id string) (Account, error) {
 	return Account{ID: id, Balance: 5 * Credit, Held: 1_500_000, Available: 3_500_000}, nil
 }

@@ -2,38 +2,55 @@ package credits
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
-// Chat is the ledger kind of priced chat usage: balance -= amount and
-// available -= amount (nothing was held). Its entry ID is ChatEntryID of the
-// AddUsage id, "chat:<id>".
+// Chat is the ledger kind of a chat request's charge (a chat, Responses
+// or Messages record whose cost is above 0): balance -= amount and
+// available -= amount (nothing was held). Its entry ID is ChatEntryID of
+// the record's id, "chat:<id>".
 const Chat = "chat"
 
 // DayLayout is the time layout of a usage day: YYYY-MM-DD, in UTC.
 const DayLayout = "2006-01-02"
 
 // Usage is what an account used of one chat model on one UTC day: the sums
-// of every completion recorded for that (account, day, model). Given to
-// UsageStore.AddUsage, it is the increment: Requests completions with these
-// token and credit sums.
+// over the records of its chat requests that a model answered (UsageOf),
+// counted by RecordStore.AddRecords in the same atomic step as each
+// record. The token classes are as in Tokens: Cached, CacheWrite and
+// CacheWrite1h are parts of PromptTokens, Reasoning of CompletionTokens.
 type Usage struct {
-	Account          string `json:"account"`
-	Day              string `json:"day"` // YYYY-MM-DD, UTC
-	Model            string `json:"model"`
-	Requests         int64  `json:"requests"`
-	PromptTokens     int64  `json:"prompt_tokens"`
-	CompletionTokens int64  `json:"completion_tokens"`
-	Credits          Amount `json:"credits"`
-	// Key, given to AddUsage, is the API key that made the completions
-	// ("" for none): its spend is charged the credits too. It is not part
-	// of the usage row (Usage returns rows without it).
-	Key string `json:"key,omitempty"`
+	Account            string `json:"account"`
+	Day                string `json:"day"` // YYYY-MM-DD, UTC
+	Model              string `json:"model"`
+	Requests           int64  `json:"requests"`
+	PromptTokens       int64  `json:"prompt_tokens"`
+	CompletionTokens   int64  `json:"completion_tokens"`
+	CachedTokens       int64  `json:"cached_tokens,omitempty"`
+	CacheWriteTokens   int64  `json:"cache_write_tokens,omitempty"`
+	CacheWrite1hTokens int64  `json:"cache_write_1h_tokens,omitempty"`
+	ReasoningTokens    int64  `json:"reasoning_tokens,omitempty"`
+	Credits            Amount `json:"credits"`
+}
+
+// Add returns u with inc's requests, tokens and credits added (credits
+// checked: an error matching ErrAmountRange past ±MaxAmount).
+func (u Usage) Add(inc Usage) (Usage, error) {
+	c, err := u.Credits.Add(inc.Credits)
+	if err != nil {
+		return u, err
+	}
+	u.Requests += inc.Requests
+	u.PromptTokens += inc.PromptTokens
+	u.CompletionTokens += inc.CompletionTokens
+	u.CachedTokens += inc.CachedTokens
+	u.CacheWriteTokens += inc.CacheWriteTokens
+	u.CacheWrite1hTokens += inc.CacheWrite1hTokens
+	u.ReasoningTokens += inc.ReasoningTokens
+	u.Credits = c
+	return u, nil
 }
 
 // JobUsage is what an account spent on jobs of one type and model on one
@@ -61,34 +78,11 @@ func JobUsageOf(e Entry) (JobUsage, bool) {
 	return JobUsage{Account: e.Account, Day: Day(time.Unix(e.At, 0)), JobType: e.JobType, Model: e.Model, Jobs: 1, Credits: e.Amount}, true
 }
 
-// UsageStore records chat usage per account, day and model, and charges
-// priced completions; it reads the job usage that Store.Settle counts.
-// Implementations are safe for concurrent use.
+// UsageStore keeps the records of requests and the chat usage they add
+// up to, charges chat requests with their records, and reads the job usage
+// that Store.Settle counts. Implementations are safe for concurrent use.
 type UsageStore interface {
-	// AddUsage adds u.Requests (>= 1) requests and u's tokens and credits
-	// to the (u.Account, u.Day, u.Model) usage, as atomic increments. If
-	// u.Credits > 0 it also debits the account (balance -= credits,
-	// available -= credits), adds them to the spend of u.Key if it is set
-	// (unconditionally, like the account's debit), and writes a Chat
-	// ledger entry with ID ChatEntryID(id), all in the same atomic step; that entry marks id
-	// as applied, so a second call with the same id adds nothing, charges
-	// nothing and returns nil (whatever its u): a caller that did not
-	// learn the outcome of a call (a timeout, a lost answer) retries it
-	// with the same id without charging twice. With u.Credits == 0 there
-	// is no marker and each call adds again, even with an id used before:
-	// such usage is statistics, and a retry after an ambiguous failure may
-	// count it twice.
-	//
-	// The debit is unconditional: the tokens are already spent, so a
-	// completion is charged even if it takes available below zero (by at
-	// most its own price, if callers refuse new priced completions while
-	// available <= 0). With credits > 0 an unknown account is
-	// ErrAccountNotFound and nothing is written; with credits == 0 the
-	// account is not checked. Arguments CheckUsage refuses are an error
-	// wrapping ErrInvalidUsage, and nothing is written; so is a charge
-	// that would take the usage's credits, the key's spend or the
-	// balance past ±MaxAmount (the error matches ErrAmountRange too).
-	AddUsage(ctx context.Context, id string, u Usage) error
+	RecordStore
 	// Usage returns the account's usage from fromDay to toDay inclusive
 	// ("" for no bound on that side), ordered by day, then model. An
 	// unknown account has none.
@@ -102,7 +96,7 @@ type UsageStore interface {
 // Day returns the usage day of t: its UTC date as YYYY-MM-DD.
 func Day(t time.Time) string { return t.UTC().Format(DayLayout) }
 
-// ErrBadDay is wrapped by CheckUsage and CheckDayRange for a malformed day.
+// ErrBadDay is wrapped by CheckDay and CheckDayRange for a malformed day.
 var ErrBadDay = errors.New("a day must be YYYY-MM-DD")
 
 // CheckDay returns an error wrapping ErrBadDay unless day is a YYYY-MM-DD
@@ -113,37 +107,6 @@ func CheckDay(day string) error {
 	}
 	if _, err := time.Parse(DayLayout, day); err != nil {
 		return fmt.Errorf("day %q: %w", day, ErrBadDay)
-	}
-	return nil
-}
-
-// ErrInvalidUsage is wrapped by CheckUsage (and so by UsageStore.AddUsage)
-// for arguments no store accepts: retrying them cannot succeed.
-var ErrInvalidUsage = errors.New("invalid usage")
-
-// CheckUsage validates the arguments of UsageStore.AddUsage; stores call it
-// first. Account and model must be non-empty and free of NUL bytes, the day
-// YYYY-MM-DD, Requests at least 1, the other counts non-negative, and id,
-// free of NUL bytes, non-empty when u.Credits > 0 (it is the charge's
-// idempotency key). Every error wraps ErrInvalidUsage, and ErrBadDay for a
-// malformed day.
-func CheckUsage(id string, u Usage) error {
-	switch {
-	case u.Account == "" || strings.ContainsRune(u.Account, 0):
-		return fmt.Errorf("add usage: %w: account %q", ErrInvalidUsage, u.Account)
-	case u.Model == "" || strings.ContainsRune(u.Model, 0):
-		return fmt.Errorf("add usage: %w: model %q", ErrInvalidUsage, u.Model)
-	case u.Requests < 1:
-		return fmt.Errorf("add usage: %w: %d requests, want at least 1", ErrInvalidUsage, u.Requests)
-	case u.PromptTokens < 0 || u.CompletionTokens < 0 || u.Credits < 0:
-		return fmt.Errorf("add usage: %w: negative count (prompt %d, completion %d, credits %s)", ErrInvalidUsage, u.PromptTokens, u.CompletionTokens, u.Credits)
-	case strings.ContainsRune(u.Key, 0):
-		return fmt.Errorf("add usage: %w: key %q", ErrInvalidUsage, u.Key)
-	case strings.ContainsRune(id, 0) || (id == "" && u.Credits > 0):
-		return fmt.Errorf("add usage: %w: id %q (charging credits needs a non-empty id)", ErrInvalidUsage, id)
-	}
-	if err := CheckDay(u.Day); err != nil {
-		return fmt.Errorf("add usage: %w: %w", ErrInvalidUsage, err)
 	}
 	return nil
 }
@@ -165,16 +128,6 @@ func CheckDayRange(fromDay, toDay string) error {
 	return nil
 }
 
-// NewUsageID returns a fresh id for UsageStore.AddUsage: 24 random hex
-// digits.
-func NewUsageID() (string, error) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("usage id: %w", err)
-	}
-	return hex.EncodeToString(b[:]), nil
-}
-
-// ChatEntryID returns the ID of the Chat ledger entry that AddUsage writes
-// for id: "chat:" and id.
+// ChatEntryID returns the ID of the Chat ledger entry of the chat record
+// id: "chat:" and id.
 func ChatEntryID(id string) string { return Chat + ":" + id }

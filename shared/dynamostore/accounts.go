@@ -79,6 +79,26 @@ func (l ledgerItem) entry() credits.Entry {
 // matching credits.ErrAmountRange (nothing written) if the job usage's
 // credits or the key's spend would pass credits.MaxAmount.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
+	return s.settle(ctx, e, nil)
+}
+
+// SettleRecord implements credits.Reservations: Settle's transaction with
+// the Put of r in the records table (attribute_not_exists(id)), its
+// Expires, if 0, the retention after its At. A record r.ID written before
+// (not by this settlement, which is not) is refused, wrapping
+// credits.ErrInvalidRecord, and nothing is written.
+func (s *Store) SettleRecord(ctx context.Context, e credits.Entry, r credits.Record) error {
+	if err := credits.CheckSettledRecord(e, r); err != nil {
+		return err
+	}
+	if s.RecordsTable == "" {
+		return fmt.Errorf("settle %s: %w", e.ID, ErrNoRecordsTable)
+	}
+	return s.settle(ctx, e, &r)
+}
+
+// settle is Settle, with r (nil: none) put in its transaction.
+func (s *Store) settle(ctx context.Context, e credits.Entry, r *credits.Record) error {
 	if err := credits.CheckSettlement(e); err != nil {
 		return err
 	}
@@ -141,10 +161,21 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		keyAt = len(items)
 		items = append(items, types.TransactWriteItem{Update: s.settleOnKey(e.Key, spent, e.HeldAmount())})
 	}
+	recordAt := -1
+	if r != nil {
+		put, err := s.recordPut(*r)
+		if err != nil {
+			return fmt.Errorf("settle %s: %w", e.ID, err)
+		}
+		recordAt = len(items)
+		items = append(items, types.TransactWriteItem{Put: put})
+	}
 	return s.transact(ctx, "settle "+e.ID, items, func(reasons []types.CancellationReason) (bool, error) {
 		switch {
 		case failed(reasons, 0):
 			return true, credits.ErrAlreadySettled
+		case recordAt >= 0 && failed(reasons, recordAt):
+			return true, fmt.Errorf("settle %s: %w: record %s exists, without this settlement", e.ID, credits.ErrInvalidRecord, r.ID)
 		case failed(reasons, 1):
 			return true, fmt.Errorf("settle %s: account %s: %w", e.ID, e.Account, credits.ErrAccountNotFound)
 		case openAt >= 0 && failed(reasons, openAt):

@@ -1,7 +1,6 @@
 package dynamostore
 
 import (
-	"context"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -17,10 +16,7 @@ import (
 func TestReserveContract(t *testing.T) {
 	endpoint := mototest.Serialize(t, mototest.Start(t))
 	client := dynamodb.NewFromConfig(mototest.Config(endpoint))
-	if err := CreateTables(context.Background(), client, "jobs", "accounts"); err != nil {
-		t.Fatalf("CreateTables = %v", err)
-	}
-	s := New(client, "jobs", "accounts")
+	s := newRecordsStore(t, client)
 	storetest.RunReservations(t, func(t *testing.T) storetest.ReserveBackend { return s })
 }
 
@@ -31,10 +27,7 @@ func TestReserveContract(t *testing.T) {
 func TestKeyLimits(t *testing.T) {
 	endpoint := mototest.Serialize(t, mototest.Start(t))
 	client := dynamodb.NewFromConfig(mototest.Config(endpoint))
-	if err := CreateTables(context.Background(), client, "jobs", "accounts"); err != nil {
-		t.Fatalf("CreateTables = %v", err)
-	}
-	s := New(client, "jobs", "accounts")
+	s := newRecordsStore(t, client)
 	storetest.RunKeyLimits(t, func(t *testing.T) storetest.ReserveBackend { return s })
 }
 
@@ -43,9 +36,6 @@ func TestKeyLimits(t *testing.T) {
 func TestAmounts(t *testing.T) {
 	endpoint := mototest.Start(t)
 	client := dynamodb.NewFromConfig(mototest.Config(endpoint))
-	if err := CreateTables(context.Background(), client, "jobs", "accounts"); err != nil {
-		t.Fatalf("CreateTables = %v", err)
-	}
-	s := New(client, "jobs", "accounts")
+	s := newRecordsStore(t, client)
 	storetest.RunAmounts(t, func(t *testing.T) storetest.ReserveBackend { return s })
 }

@@ -176,7 +176,14 @@ type Store struct {
 	// as long as its output in S3; 0: DefaultJobRetention. Set it before
 	// first use.
 	JobRetention time.Duration
-	now          func() time.Time // nil: time.Now
+	// RecordsTable is the table of the records of requests (see
+	// records.go); without one, the record methods fail with
+	// ErrNoRecordsTable. RecordRetention is how long a record is kept
+	// (TTL on "expires"); 0: credits.DefaultRecordRetention. Set them
+	// before first use.
+	RecordsTable    string
+	RecordRetention time.Duration
+	now             func() time.Time // nil: time.Now
 }
 
 // DefaultJobRetention keeps a final job as long as the media bucket keeps

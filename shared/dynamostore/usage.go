@@ -2,7 +2,6 @@ package dynamostore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -25,107 +24,21 @@ const jobUsagePrefix = "jobusage#"
 
 var _ credits.UsageStore = (*Store)(nil)
 
-// usageItem is a usage counter as stored.
+// usageItem is a usage counter as stored (rows written before the token
+// classes were counted have none of them: 0).
 type usageItem struct {
-	PK               string `json:"pk"`
-	SK               string `json:"sk"`
-	Day              string `json:"day"`
-	Model            string `json:"model"`
-	Requests         int64  `json:"requests"`
-	PromptTokens     int64  `json:"prompt_tokens"`
-	CompletionTokens int64  `json:"completion_tokens"`
-	Credits          amount `json:"credits"`
-}
-
-// AddUsage implements credits.UsageStore: an UpdateItem ADD of the
-// counters, or, when u.Credits > 0, one transaction of that update, the
-// account debit (conditioned on the account existing) and the Chat ledger
-// entry ChatEntryID(id), put with attribute_not_exists: if that condition
-// fails, id was applied before and AddUsage returns nil, the transaction
-// having written nothing. The usage's credits, the key's spend and the
-// balance are conditioned on staying within ±credits.MaxAmount (bounds
-// computed here: a condition cannot add); past it the error wraps
-// credits.ErrInvalidUsage and credits.ErrAmountRange, and nothing is
-// written.
-func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error {
-	if err := credits.CheckUsage(id, u); err != nil {
-		return err
-	}
-	tooMuch := func(what string) error {
-		return fmt.Errorf("add usage of %s: %s: %w: %w", u.Account, what, credits.ErrInvalidUsage, credits.ErrAmountRange)
-	}
-	usage := types.Update{
-		TableName: aws.String(s.accounts),
-		Key:       map[string]types.AttributeValue{"pk": str(acctPrefix + u.Account), "sk": str(usagePrefix + u.Day + "#" + u.Model)},
-		UpdateExpression: aws.String("SET #d = :day, #m = :model " +
-			"ADD requests :n, prompt_tokens :p, completion_tokens :c, credits :cr"),
-		ConditionExpression:      aws.String("attribute_not_exists(credits) OR credits <= :room"),
-		ExpressionAttributeNames: map[string]string{"#d": "day", "#m": "model"},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":day": str(u.Day), ":model": str(u.Model), ":n": num(u.Requests),
-			":p": num(u.PromptTokens), ":c": num(u.CompletionTokens), ":cr": amountNum(u.Credits),
-			":room": amountNum(credits.MaxAmount - u.Credits),
-		},
-	}
-	if u.Credits == 0 {
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: usage.TableName, Key: usage.Key, UpdateExpression: usage.UpdateExpression, ConditionExpression: usage.ConditionExpression,
-			ExpressionAttributeNames: usage.ExpressionAttributeNames, ExpressionAttributeValues: usage.ExpressionAttributeValues,
-		})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			return tooMuch("usage credits")
-		}
-		if err != nil {
-			return fmt.Errorf("add usage of %s: %w", u.Account, err)
-		}
-		return nil
-	}
-	if u.Credits > credits.MaxAmount {
-		return tooMuch("credits")
-	}
-	entry, err := marshalMap(newLedgerItem(credits.Entry{ID: credits.ChatEntryID(id), Account: u.Account, Kind: credits.Chat, Amount: u.Credits, Key: u.Key, At: timeNow()}))
-	if err != nil {
-		return fmt.Errorf("add usage of %s: encode: %w", u.Account, err)
-	}
-	items := []types.TransactWriteItem{
-		{Update: &usage},
-		{Update: &types.Update{
-			TableName:           aws.String(s.accounts),
-			Key:                 acctKey(u.Account),
-			ConditionExpression: aws.String("attribute_exists(pk) AND balance >= :floor AND available >= :floor"),
-			// The debit as + of the negated amount: see amount.go.
-			UpdateExpression: aws.String("SET balance = balance + :na, available = available + :na"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":na": amountNum(-u.Credits), ":floor": amountNum(-credits.MaxAmount + u.Credits),
-			},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}},
-		{Put: &types.Put{TableName: aws.String(s.accounts), Item: entry, ConditionExpression: aws.String("attribute_not_exists(sk)")}},
-	}
-	if u.Key != "" {
-		items = append(items, types.TransactWriteItem{Update: s.settleOnKey(u.Key, u.Credits, 0)})
-	}
-	return s.transact(ctx, "add usage of "+u.Account, items, func(reasons []types.CancellationReason) (bool, error) {
-		switch {
-		case failed(reasons, 2):
-			return true, nil // the entry exists: id was applied before
-		case failed(reasons, 1) && len(reasons[1].Item) > 0:
-			return true, tooMuch("balance")
-		case failed(reasons, 1):
-			// No account, or a store that does not return the old item:
-			// one read tells.
-			if _, err := s.Account(ctx, u.Account); err == nil {
-				return true, tooMuch("balance")
-			}
-			return true, fmt.Errorf("add usage of %s: %w", u.Account, credits.ErrAccountNotFound)
-		case failed(reasons, 0):
-			return true, tooMuch("usage credits")
-		case u.Key != "" && failed(reasons, 3):
-			return true, tooMuch("spent of key " + u.Key)
-		}
-		return false, nil
-	})
+	PK                 string `json:"pk"`
+	SK                 string `json:"sk"`
+	Day                string `json:"day"`
+	Model              string `json:"model"`
+	Requests           int64  `json:"requests"`
+	PromptTokens       int64  `json:"prompt_tokens"`
+	CompletionTokens   int64  `json:"completion_tokens"`
+	CachedTokens       int64  `json:"cached_tokens"`
+	CacheWriteTokens   int64  `json:"cache_write_tokens"`
+	CacheWrite1hTokens int64  `json:"cache_write_1h_tokens"`
+	ReasoningTokens    int64  `json:"reasoning_tokens"`
+	Credits            amount `json:"credits"`
 }
 
 // Usage implements credits.UsageStore with one Query of the account's
@@ -134,7 +47,9 @@ func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]cr
 	out, err := queryDays(ctx, s, account, usagePrefix, fromDay, toDay, func(u usageItem) credits.Usage {
 		return credits.Usage{
 			Account: account, Day: u.Day, Model: u.Model, Requests: u.Requests,
-			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, Credits: credits.Amount(u.Credits),
+			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedTokens: u.CachedTokens,
+			CacheWriteTokens: u.CacheWriteTokens, CacheWrite1hTokens: u.CacheWrite1hTokens, ReasoningTokens: u.ReasoningTokens,
+			Credits: credits.Amount(u.Credits),
 		}
 	})
 	if err != nil {

@@ -21,16 +21,16 @@ import (
 func TestUsageContract(t *testing.T) {
 	endpoint := mototest.Serialize(t, mototest.Start(t))
 	client := dynamodb.NewFromConfig(mototest.Config(endpoint))
-	if err := CreateTables(context.Background(), client, "jobs", "accounts"); err != nil {
-		t.Fatalf("CreateTables = %v", err)
-	}
-	s := New(client, "jobs", "accounts")
+	s := newRecordsStore(t, client)
 	storetest.RunUsage(t, func(t *testing.T) storetest.UsageBackend { return s })
 
 	t.Run("Layout", func(t *testing.T) {
 		ctx := context.Background()
-		if err := s.AddUsage(ctx, "", credits.Usage{Account: "acct-layout", Day: "2025-03-01", Model: "synthetic-chat", Requests: 2, PromptTokens: 3, CompletionTokens: 4}); err != nil {
-			t.Fatalf("AddUsage = %v", err)
+		r := credits.Record{ID: "chatcmpl-layout", Kind: credits.KindChat, Account: "acct-layout", ModelAsked: "synthetic-chat", Model: "synthetic-chat",
+			Tokens: credits.Tokens{Prompt: 3, Cached: 1, Completion: 4, Reasoning: 2}, Status: credits.StatusCompleted,
+			At: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli()}
+		if err := s.AddRecords(ctx, []credits.Record{r})[0]; err != nil {
+			t.Fatalf("AddRecords = %v", err)
 		}
 		key := map[string]types.AttributeValue{"pk": str("acct#acct-layout"), "sk": str("usage#2025-03-01#synthetic-chat")}
 		out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("accounts"), Key: key, ConsistentRead: aws.Bool(true)})
@@ -42,7 +42,7 @@ func TestUsageContract(t *testing.T) {
 			t.Fatalf("decode %v: %v", out.Item, err)
 		}
 		want := usageItem{PK: "acct#acct-layout", SK: "usage#2025-03-01#synthetic-chat", Day: "2025-03-01", Model: "synthetic-chat",
-			Requests: 2, PromptTokens: 3, CompletionTokens: 4}
+			Requests: 1, PromptTokens: 3, CompletionTokens: 4, CachedTokens: 1, ReasoningTokens: 2}
 		if u != want {
 			t.Errorf("usage item = %+v; want %+v", u, want)
 		}
@@ -100,11 +100,12 @@ func (c *countingAPI) Query(ctx context.Context, in *dynamodb.QueryInput, opts .
 	return c.API.Query(ctx, in, opts...)
 }
 
-// TestAddUsageCancellations checks how a priced AddUsage reads the reasons
-// DynamoDB gives (moto never reports TransactionConflict), and that each
-// attempt carries its own client request token.
-func TestAddUsageCancellations(t *testing.T) {
-	conflict := canceled("TransactionConflict", "", "")
+// TestAddRecordCancellations checks how a priced record's transaction
+// (record, usage row, account, ledger entry) reads the reasons DynamoDB
+// gives (moto never reports TransactionConflict), and that each attempt
+// carries its own client request token.
+func TestAddRecordCancellations(t *testing.T) {
+	conflict := canceled("TransactionConflict", "", "", "")
 	tests := []struct {
 		name    string
 		results []error
@@ -112,12 +113,13 @@ func TestAddUsageCancellations(t *testing.T) {
 		calls   int
 	}{
 		{"success", []error{nil}, nil, 1},
-		{"unknown account", []error{canceled("", "ConditionalCheckFailed", "")}, credits.ErrAccountNotFound, 1},
-		{"ledger entry already written", []error{canceled("", "", "ConditionalCheckFailed")}, nil, 1},
-		// The entry is the marker of an applied id: it wins over the
+		{"unknown account", []error{canceled("", "", "ConditionalCheckFailed", "")}, credits.ErrAccountNotFound, 1},
+		{"record already written", []error{canceled("ConditionalCheckFailed", "", "", "")}, nil, 1},
+		// The record is the marker of a record written: it wins over the
 		// account check.
-		{"entry written and account check failed", []error{canceled("", "ConditionalCheckFailed", "ConditionalCheckFailed")}, nil, 1},
-		{"conflict then entry written", []error{conflict, canceled("", "", "ConditionalCheckFailed")}, nil, 2},
+		{"record written and account check failed", []error{canceled("ConditionalCheckFailed", "", "ConditionalCheckFailed", "")}, nil, 1},
+		{"usage past the maximum", []error{canceled("", "ConditionalCheckFailed", "", "")}, credits.ErrInvalidRecord, 1},
+		{"conflict then record written", []error{conflict, canceled("ConditionalCheckFailed", "", "", "")}, nil, 2},
 		{"conflict then success", []error{conflict, conflict, nil}, nil, 3},
 		{"conflict every time", []error{conflict, conflict, conflict, conflict, conflict, conflict}, errFake, maxTxAttempts},
 		{"other error", []error{errors.New("throttled")}, errFake, 1},
@@ -125,13 +127,16 @@ func TestAddUsageCancellations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeDB{tx: tt.results}
-			err := New(f, "jobs", "accounts").AddUsage(context.Background(), "id1",
-				credits.Usage{Account: "acct1", Day: "2025-03-01", Model: "priced-chat", Requests: 1, PromptTokens: 10, CompletionTokens: 20, Credits: 2})
+			s := New(f, "jobs", "accounts")
+			s.RecordsTable = "records"
+			r := credits.Record{ID: "chatcmpl-1", Kind: credits.KindChat, Account: "acct1", ModelAsked: "priced-chat", Model: "priced-chat",
+				Tokens: credits.Tokens{Prompt: 10, Completion: 20}, Cost: 2, Status: credits.StatusCompleted, At: time.Now().UnixMilli()}
+			err := s.AddRecords(context.Background(), []credits.Record{r})[0]
 			switch {
 			case tt.wantErr == nil && err != nil,
 				tt.wantErr == errFake && err == nil,
 				tt.wantErr != nil && tt.wantErr != errFake && !errors.Is(err, tt.wantErr):
-				t.Errorf("AddUsage = %v; want %v", err, tt.wantErr)
+				t.Errorf("AddRecords = %v; want %v", err, tt.wantErr)
 			}
 			if len(f.tokens) != tt.calls {
 				t.Fatalf("TransactWriteItems calls = %d; want %d", len(f.tokens), tt.calls)
@@ -146,4 +151,20 @@ func TestAddUsageCancellations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newRecordsStore makes the jobs, accounts and records tables on client
+// and returns a Store over them.
+func newRecordsStore(t *testing.T, client *dynamodb.Client) *Store {
+	t.Helper()
+	ctx := context.Background()
+	if err := CreateTables(ctx, client, "jobs", "accounts"); err != nil {
+		t.Fatalf("CreateTables = %v", err)
+	}
+	if err := CreateRecordsTable(ctx, client, "records"); err != nil {
+		t.Fatalf("CreateRecordsTable = %v", err)
+	}
+	s := New(client, "jobs", "accounts")
+	s.RecordsTable = "records"
+	return s
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -288,6 +289,31 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			}
 			return pageOf(r, res, func(e credits.Entry) string { return e.ID })
 		})},
+		{"GET", "/admin/v1/records", wrap(func(r *http.Request) (any, error) {
+			q, err := decodeRecordQuery(r.URL.Query())
+			if err != nil {
+				return nil, err
+			}
+			rs, next, err := op.Requests(r.Context(), q)
+			if err != nil {
+				return nil, err
+			}
+			out := recordList{Object: "list", Data: rs, HasMore: next != ""}
+			if out.Data == nil {
+				out.Data = []credits.Record{}
+			}
+			if next != "" {
+				out.NextCursor = &next
+			}
+			return out, nil
+		})},
+		{"GET", "/admin/v1/records/{id}", wrap(func(r *http.Request) (any, error) {
+			rec, err := op.Request(r.Context(), r.PathValue("id"))
+			if err != nil {
+				return nil, err
+			}
+			return recordView{Record: rec, Charge: rec.Explain()}, nil
+		})},
 		{"GET", "/admin/v1/audit", wrap(func(r *http.Request) (any, error) {
 			limit, err := limitParam(r)
 			if err != nil {
@@ -308,6 +334,37 @@ func AdminRoutes(cfg AdminConfig) []Route {
 		})},
 	}
 	return append(routes, webhookAdminRoutes(cfg, wrap)...)
+}
+
+// recordList is a page of GET /admin/v1/records.
+type recordList struct {
+	Object     string           `json:"object"`
+	Data       []credits.Record `json:"data"`
+	HasMore    bool             `json:"has_more"`
+	NextCursor *string          `json:"next_cursor"`
+}
+
+// recordView is GET /admin/v1/records/{id}: the record, and its charge
+// explained line by line (credits.Record.Explain).
+type recordView struct {
+	credits.Record
+	Charge credits.Charge `json:"charge"`
+}
+
+// decodeRecordQuery reads the query of GET /admin/v1/records: account,
+// key, model, status, kind, limit (1..credits.MaxRecordLimit) and after
+// (the next_cursor of the previous page); a bad one is a 400 naming it.
+func decodeRecordQuery(v url.Values) (credits.RecordQuery, error) {
+	q := credits.RecordQuery{Account: v.Get("account"), Key: v.Get("key"), Model: v.Get("model"), Status: v.Get("status"),
+		Kind: v.Get("kind"), Cursor: v.Get("after")}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return q, apierr.Invalidf("limit", "invalid_value", "limit must be an integer from 1 to %d", credits.MaxRecordLimit)
+		}
+		q.Limit = n
+	}
+	return q, q.Normalize()
 }
 
 // errNoReservations answers GET /admin/v1/reservations where the

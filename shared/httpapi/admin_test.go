@@ -279,8 +279,12 @@ func TestAdminUsage(t *testing.T) {
 		fed <- e.store.Feed(ctx, func(ctx context.Context, c credits.Change) error { return credits.Apply(ctx, e.store, c) })
 	}()
 	t.Cleanup(func() { cancel(); <-fed })
-	if err := e.store.AddUsage(ctx, "u1", credits.Usage{Account: "a", Day: "2025-06-01", Model: "synthetic/echo", Requests: 2, PromptTokens: 3, CompletionTokens: 4}); err != nil {
-		t.Fatal(err)
+	for i, tokens := range [][2]int64{{1, 3}, {2, 1}} {
+		r := credits.Record{ID: fmt.Sprintf("chatcmpl-u%d", i), Kind: credits.KindChat, Account: "a", ModelAsked: "synthetic/echo", Model: "synthetic/echo",
+			Tokens: credits.Tokens{Prompt: tokens[0], Completion: tokens[1]}, Status: credits.StatusCompleted, At: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC).UnixMilli()}
+		if err := e.store.AddRecords(ctx, []credits.Record{r})[0]; err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.complete(t, e.create(t, "a", "sfx"))
 	e.complete(t, e.create(t, "a", "sfx"))

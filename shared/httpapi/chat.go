@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -138,7 +137,9 @@ func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg cha
 	}
 	// The model in every answer is the one that answers (chat.Answer); the
 	// id the client asked for until then.
-	meta := chunkMeta{ID: "chatcmpl-" + rand.Text(), Created: time.Now().Unix(), Model: p.Model}
+	now := time.Now()
+	meta := chunkMeta{ID: credits.NewRecordID("chatcmpl-", now), Created: now.Unix(), Model: p.Model}
+	p.ID, p.Kind = meta.ID, credits.KindChat // the request's record: GET /v1/generations/{id}
 	ctx := r.Context()
 	noteModel(ctx, p.Model)
 	if !p.Stream {

@@ -70,11 +70,11 @@ type countingRecorder struct {
 	charged credits.Amount
 }
 
-func (r *countingRecorder) RecordChatUsage(_ context.Context, _, _ string, _ chat.Usage, cost credits.Amount) error {
+func (r *countingRecorder) Record(_ context.Context, rec credits.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls++
-	r.charged += cost
+	r.charged += rec.Cost
 	return nil
 }
 

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/synthetic"
@@ -29,9 +31,9 @@ type blockingRecorder struct {
 	delivered bool
 }
 
-func (r *blockingRecorder) RecordChatUsage(_ context.Context, account, model string, u chat.Usage, cost credits.Amount) error {
+func (r *blockingRecorder) Record(_ context.Context, rec credits.Record) error {
 	r.mu.Lock()
-	r.calls = append(r.calls, fmt.Sprintf("%s %s %d %d %s", account, model, u.PromptTokens, u.CompletionTokens, cost))
+	r.calls = append(r.calls, fmt.Sprintf("%s %s %d %d %s", rec.Account, rec.Model, rec.Tokens.Prompt, rec.Tokens.Completion, rec.Cost))
 	first := len(r.calls) == 1
 	r.mu.Unlock()
 	if first {
@@ -110,7 +112,7 @@ func TestChatRecordsUsageAfterResponse(t *testing.T) {
 			rec.mu.Lock()
 			defer rec.mu.Unlock()
 			if want := "acct synthetic/echo 2 4 0"; len(rec.calls) != 1 || rec.calls[0] != want {
-				t.Errorf("RecordChatUsage calls = %q; want [%q]", rec.calls, want)
+				t.Errorf("Record calls = %q; want [%q]", rec.calls, want)
 			}
 			if !rec.delivered {
 				t.Errorf("usage was recorded before the client had the whole response")
@@ -123,42 +125,63 @@ func TestChatRecordsUsageAfterResponse(t *testing.T) {
 // serve's BufferedRecorder: the handler records with it without flushing
 // first.
 type memRecorder struct {
-	mu    sync.Mutex
-	calls int
+	mu      sync.Mutex
+	calls   int
+	records []credits.Record
 }
 
-func (r *memRecorder) RecordChatUsage(context.Context, string, string, chat.Usage, credits.Amount) error {
+func (r *memRecorder) Record(_ context.Context, rec credits.Record) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls++
+	r.records = append(r.records, rec)
 	return nil
 }
 
 func (r *memRecorder) InMemory() bool { return true }
 
 // TestChatRecordsUsageInMemory: with a recorder that needs no flush first,
-// every completion, streamed or not, is still recorded once.
+// every completion, streamed or not, chat or Responses, is still recorded
+// once, its record's id the answer's (chatcmpl-..., resp_...) and its
+// kind the API's.
 func TestChatRecordsUsageInMemory(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprint("stream=", stream), func(t *testing.T) {
-			rec := &memRecorder{}
-			gw := chat.NewGateway(chat.Config{Catalog: testCatalog(t), Providers: map[string]chat.Provider{"synthetic": synthetic.NewChat()}, Usage: rec})
-			srv := chatServer(t, gw)
-			body := fmt.Sprintf(`{"model":"synthetic/echo","stream":%v,"messages":[{"role":"user","content":"hello world"}]}`, stream)
-			resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
-			if err != nil {
-				t.Fatalf("POST = %v", err)
-			}
-			io.Copy(io.Discard, resp.Body) // the handler has returned once the body ends
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				t.Fatalf("POST status = %d; want 200", resp.StatusCode)
-			}
-			rec.mu.Lock()
-			defer rec.mu.Unlock()
-			if rec.calls != 1 {
-				t.Errorf("RecordChatUsage calls = %d; want 1", rec.calls)
-			}
-		})
+	for _, api := range []struct{ path, kind, prefix, input string }{
+		{"/v1/chat/completions", credits.KindChat, "chatcmpl-", `"messages":[{"role":"user","content":"hello world"}]`},
+		{"/v1/responses", credits.KindResponses, "resp_", `"input":"hello world"`},
+	} {
+		for _, stream := range []bool{false, true} {
+			t.Run(fmt.Sprint(api.kind, " stream=", stream), func(t *testing.T) {
+				rec := &memRecorder{}
+				gw := chat.NewGateway(chat.Config{Catalog: testCatalog(t), Providers: map[string]chat.Provider{"synthetic": synthetic.NewChat()}, Usage: rec})
+				h := ChatCompletions(gw, nil)
+				if api.kind == credits.KindResponses {
+					h = Responses(gw, nil)
+				}
+				srv := httptest.NewServer(NewMux(nil, Route{Method: http.MethodPost, Pattern: api.path,
+					Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+						h.ServeHTTP(w, r.WithContext(auth.WithAccount(r.Context(), "acct")))
+					})}))
+				defer srv.Close()
+				body := fmt.Sprintf(`{"model":"synthetic/echo","stream":%v,%s}`, stream, api.input)
+				resp, err := http.Post(srv.URL+api.path, "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatalf("POST = %v", err)
+				}
+				b, _ := io.ReadAll(resp.Body) // the handler has returned once the body ends
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("POST status = %d; want 200", resp.StatusCode)
+				}
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				if rec.calls != 1 {
+					t.Fatalf("Record calls = %d; want 1", rec.calls)
+				}
+				r := rec.records[0]
+				if !strings.HasPrefix(r.ID, api.prefix) || r.Kind != api.kind || !strings.Contains(string(b), `"id":"`+r.ID+`"`) || r.Stream != stream {
+					t.Errorf("record %+v; want kind %s, the answer's id (%s...) in %s", r, api.kind, api.prefix, b)
+				}
+			})
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 )
@@ -31,9 +32,13 @@ func ImagesKeepAlive(d time.Duration) ImagesOption {
 }
 
 // imagesView is the answer of POST /v1/images/generations: OpenAI's
-// ImagesResponse (created, data, and where known usage, size, quality,
-// output_format, background), plus the model that made the images.
+// ImagesResponse (created, data, and where known size, quality,
+// output_format, background), plus the request's id (its record's: GET
+// /v1/generations/{id}) and the model that made the images, and usage:
+// the vendor's token counts where it gave them, and always cost, the
+// credits captured for the images.
 type imagesView struct {
+	ID           string         `json:"id"`
 	Created      int64          `json:"created"`
 	Data         []images.Datum `json:"data"`
 	Model        string         `json:"model"`
@@ -41,7 +46,14 @@ type imagesView struct {
 	OutputFormat string         `json:"output_format"`
 	Quality      string         `json:"quality,omitempty"`
 	Size         string         `json:"size,omitempty"`
-	Usage        *images.Usage  `json:"usage,omitempty"`
+	Usage        imagesUsage    `json:"usage"`
+}
+
+// imagesUsage is an image answer's usage: the vendor's token counts (when
+// it gave them) and the cost.
+type imagesUsage struct {
+	*images.Usage
+	Cost credits.Amount `json:"cost"`
 }
 
 // GenerateImages serves POST /v1/images/generations for the account in
@@ -90,8 +102,8 @@ func serveImages(w http.ResponseWriter, r *http.Request, svc *images.Service, js
 	}
 	noteRoute(ctx, res.Model, len(res.Attempts))
 	js.Begin(chat.Answer{Model: res.Model, Attempts: res.Attempts}) // the attempts header, unless a space was sent
-	return js.writeBody(&imagesView{Created: res.Created, Data: res.Data, Model: res.Model, Background: res.Background,
-		OutputFormat: res.OutputFormat, Quality: res.Quality, Size: res.Size, Usage: res.Usage})
+	return js.writeBody(&imagesView{ID: res.ID, Created: res.Created, Data: res.Data, Model: res.Model, Background: res.Background,
+		OutputFormat: res.OutputFormat, Quality: res.Quality, Size: res.Size, Usage: imagesUsage{res.Usage, res.Charged}})
 }
 
 // vendorAPIError is the client-facing error of a request that failed at

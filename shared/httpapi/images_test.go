@@ -74,6 +74,7 @@ func TestGenerateImagesAnswer(t *testing.T) {
 		t.Fatalf("POST = %d %v %s", resp.StatusCode, resp.Header, b)
 	}
 	var got struct {
+		ID           string `json:"id"`
 		Created      int64  `json:"created"`
 		Model        string `json:"model"`
 		Size         string `json:"size"`
@@ -82,13 +83,19 @@ func TestGenerateImagesAnswer(t *testing.T) {
 			B64JSON *string `json:"b64_json"`
 			URL     *string `json:"url"`
 		} `json:"data"`
-		Usage *json.RawMessage `json:"usage"`
+		Usage map[string]json.RawMessage `json:"usage"`
 	}
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Created == 0 || got.Model != "synthetic-image" || got.Size != "256x256" || got.OutputFormat != "png" || len(got.Data) != 2 || got.Usage != nil {
+	// The synthetic vendor reports no tokens: usage is the cost alone,
+	// 2 images at 1 credit, as a number; the id is the record's.
+	if got.Created == 0 || got.Model != "synthetic-image" || got.Size != "256x256" || got.OutputFormat != "png" || len(got.Data) != 2 ||
+		len(got.Usage) != 1 || string(got.Usage["cost"]) != "2" || !strings.HasPrefix(got.ID, "img_") {
 		t.Errorf("answer %s", b)
+	}
+	if recs := cr.Records(); len(recs) != 1 || recs[0].ID != got.ID || recs[0].Cost != 2*credits.Credit || recs[0].Units != 2 {
+		t.Errorf("records %+v; want the answer's (%s), costing the 2 captured", recs, got.ID)
 	}
 	for _, d := range got.Data {
 		if d.B64JSON == nil || d.URL != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -49,6 +50,10 @@ type jobView struct {
 	History  []jobs.StatusChange `json:"history,omitempty"`
 	// WebhookURL is the request's webhook_url, absent when none was given.
 	WebhookURL string `json:"webhook_url,omitempty"`
+	// Charged is what a final job is charged, in credits (jobs.Job.Charged:
+	// a completed job's capture, 0 for a failed one); absent until the
+	// job is final.
+	Charged *credits.Amount `json:"charged,omitempty"`
 }
 
 // jobErrorView is a failed job's error as the API shows it: its code and
@@ -82,6 +87,9 @@ func viewJob(j *jobs.Job, url string) jobView {
 	}
 	if j.Status != jobs.Failed {
 		v.Error = nil
+	}
+	if c, ok := j.Charged(); ok {
+		v.Charged = &c
 	}
 	return v
 }

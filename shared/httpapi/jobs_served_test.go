@@ -56,7 +56,8 @@ func TestJobServedBy(t *testing.T) {
 	type view struct {
 		ID       string
 		Model    string
-		ServedBy *string `json:"served_by"`
+		ServedBy *string          `json:"served_by"`
+		Charged  *json.RawMessage `json:"charged"`
 	}
 	for _, tt := range []struct {
 		id   string
@@ -72,6 +73,11 @@ func TestJobServedBy(t *testing.T) {
 				got = *v.ServedBy
 			}
 			t.Errorf("GET %s: model %q, served_by %q; want lead-sfx, %q", tt.id, v.Model, got, tt.want)
+		}
+		// A final job shows what it was charged (the capture: 20.5 of
+		// the 50 held); a running one does not.
+		if final := tt.want != ""; (v.Charged != nil) != final || (final && string(*v.Charged) != "20.5") {
+			t.Errorf("GET %s: charged %s; want 20.5 once final, absent before", tt.id, b)
 		}
 	}
 	var listed struct{ Data []view }

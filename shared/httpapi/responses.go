@@ -63,6 +63,7 @@ func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cf
 		return err
 	}
 	meta := rp.echo()
+	p.ID, p.Kind = meta.ID, credits.KindResponses // the request's record: GET /v1/generations/{id}
 	ctx := r.Context()
 	noteModel(ctx, rp.Model)
 	if !rp.Stream {
@@ -546,7 +547,7 @@ func outputTextPart(text string) contentPart {
 // with no output yet.
 func (rp *responsesRequest) echo() *responseObject {
 	o := &responseObject{
-		ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
+		ID: credits.NewRecordID("resp_", time.Now()), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
 		Instructions: rp.Instructions, Model: rp.Model, Output: []outputItem{},
 		ParallelToolCalls: rp.ParallelToolCalls == nil || *rp.ParallelToolCalls,
 		Temperature:       rp.Temperature, TopP: rp.TopP, ToolChoice: "auto", Tools: rp.Tools,

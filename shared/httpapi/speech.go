@@ -21,7 +21,11 @@ import (
 // piece of audio as the vendor sends it, flushed at once (chunked transfer
 // encoding: the length is not known), so that a long text starts playing
 // as soon as its first words are made. X-Genway-Attempts names the
-// attempts made (the model that answered last).
+// attempts made (the model that answered last), X-Genway-Cost what the
+// speech is charged once its audio reaches the client (decimal credits:
+// its price is known before the audio starts), and
+// X-Genway-Generation-Id its id, the key of its record (GET
+// /v1/generations/{id}).
 //
 // Errors before the first byte are ordinary JSON error responses, with
 // X-Genway-Attempts when a vendor was tried. After it, a vendor failure
@@ -51,6 +55,13 @@ func Speech(svc *speech.Service, log *slog.Logger) http.Handler {
 		}
 	})
 }
+
+// Headers of a speech answer: its cost (decimal credits) and its id,
+// the key of its record.
+const (
+	CostHeader       = "X-Genway-Cost"
+	GenerationHeader = "X-Genway-Generation-Id"
+)
 
 // writeSpeechError answers err: nothing if the client has gone; a JSON
 // error response (with the attempts) if no audio was sent; else the
@@ -94,6 +105,8 @@ func (s *speechWriter) Begin(a speech.Answer) error {
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no")
 	h.Set(AttemptsHeader, route.FormatAttempts(a.Attempts))
+	h.Set(CostHeader, a.Cost.String())
+	h.Set(GenerationHeader, a.ID)
 	s.began = true
 	s.w.WriteHeader(http.StatusOK)
 	return nil

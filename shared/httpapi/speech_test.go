@@ -93,6 +93,10 @@ func TestSpeechAnswer(t *testing.T) {
 	if a := resp.Header.Get(AttemptsHeader); a != "tts-1=200" {
 		t.Errorf("%s = %q; want tts-1=200", AttemptsHeader, a)
 	}
+	// This service charges nothing (no credits store): the cost is 0.
+	if c, id := resp.Header.Get(CostHeader), resp.Header.Get(GenerationHeader); c != "0" || !strings.HasPrefix(id, "speech_") {
+		t.Errorf("%s = %q, %s = %q; want 0 and the speech's id", CostHeader, c, GenerationHeader, id)
+	}
 	if got.Voice != "nova" || got.Speed != 1.25 || got.Format != "wav" || got.Input != "Hi there" {
 		t.Errorf("vendor called with %+v", *got)
 	}

@@ -20,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -63,6 +64,8 @@ type videoView struct {
 	// ServedBy is the model that made a completed video: the model asked
 	// for, or one of its catalog fallbacks.
 	ServedBy string `json:"served_by,omitempty"`
+	// Charged is what a final video is charged, as the job's.
+	Charged *credits.Amount `json:"charged,omitempty"`
 }
 
 type videoError struct {
@@ -108,6 +111,9 @@ func viewVideo(svc *jobs.Service, j *jobs.Job) videoView {
 	}
 	if j.Status == jobs.Failed && j.Error != nil {
 		v.Error = &videoError{Code: j.Error.Code, Message: j.Error.Message}
+	}
+	if c, ok := j.Charged(); ok {
+		v.Charged = &c
 	}
 	return v
 }

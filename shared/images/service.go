@@ -3,7 +3,6 @@ package images
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -35,6 +34,9 @@ type Service struct {
 	Providers map[string]Provider
 	Router    *route.Router
 	Credits   credits.Reservations
+	// Records writes the record of a request whose price is 0 (no
+	// reservation to settle it with); nil: such requests leave none.
+	Records credits.RecordWriter
 	// Media stores the images of a request that asked for links
 	// (response_format url), under images/<account>/.
 	Media   jobs.Media
@@ -56,7 +58,8 @@ type Result struct {
 	// What was made: the size (the vendor's report, else the size asked
 	// for), the quality asked for ("" if none) and the output format.
 	Size, Quality, OutputFormat, Background string
-	// Charged is the credits the request cost.
+	// Charged is the credits the request cost: its record's cost, what
+	// the settlement captured.
 	Charged credits.Amount
 
 	images []Image // what the vendor made, until answer encodes or stores them
@@ -99,6 +102,11 @@ func (s *Service) log() *slog.Logger {
 // are short), routes it over them, stores the images for a url answer,
 // and settles: the answering model's price for the images it made is
 // captured and the rest released; on any failure all of it is released.
+// The request's record (credits.Record, its id the answer's, Result.ID)
+// is written with the settlement (Reservations.SettleRecord): the images
+// made, the price per image, the cost captured; or, when a vendor was
+// called and the request failed, status failed and no cost. A request
+// refused before any vendor call leaves no record.
 // A request that failed at its vendors is a *VendorError inside a
 // *route.AttemptsError (the attempts made, as chat's and speech's).
 func (s *Service) Generate(ctx context.Context, account string, req *Request) (*Result, error) {
@@ -120,31 +128,47 @@ func (s *Service) Generate(ctx context.Context, account string, req *Request) (*
 	for _, c := range cands {
 		hold = max(hold, c.price)
 	}
-	id := "img_" + strings.ToLower(rand.Text())
 	now := s.now()
-	e := credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation, Amount: hold,
-		JobID: id, JobType: JobType, Model: lead.ID, Key: auth.KeyID(ctx), At: now.Unix()}
-	what := fmt.Sprintf("This request (%d image(s))", cands[0].params.N)
-	if err := credits.ReserveFor(ctx, s.Credits, e, what, len(cands) > 1); err != nil {
-		return nil, err
+	id := "img_" + strings.ToLower(credits.NewRecordID("", now))
+	key := auth.KeyID(ctx)
+	if hold > 0 {
+		e := credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation, Amount: hold,
+			JobID: id, JobType: JobType, Model: lead.ID, Key: key, At: now.Unix()}
+		what := fmt.Sprintf("This request (%d image(s))", cands[0].params.N)
+		if err := credits.ReserveFor(ctx, s.Credits, e, what, len(cands) > 1); err != nil {
+			return nil, err
+		}
 	}
-	res, served, err := s.run(ctx, cands)
+	rec := credits.Record{ID: id, Kind: credits.KindImage, Account: account, Key: key, ModelAsked: lead.ID, Status: credits.StatusFailed}
+	res, served, called, err := s.run(ctx, cands)
 	if err == nil {
 		res.ID, res.Created, res.OutputFormat, res.Quality, res.Background = id, now.Unix(), served.params.Format, served.params.Quality, served.params.Background
 		err = s.answer(ctx, account, id, rf, res)
 	}
+	if res != nil {
+		rec.Attempts = route.FormatAttempts(res.Attempts)
+	}
 	if err != nil {
-		s.settle(ctx, credits.Entry{ID: credits.SettlementID(id), Account: account, Kind: credits.Release, Amount: hold,
-			JobID: id, JobType: JobType, Model: lead.ID, At: s.now().Unix()})
+		if ae := (*route.AttemptsError)(nil); errors.As(err, &ae) {
+			rec.Attempts = route.FormatAttempts(ae.Attempts)
+		}
+		end := s.now()
+		rec.LatencyMS, rec.At = end.Sub(now).Milliseconds(), end.UnixMilli()
+		s.settle(ctx, hold, credits.Entry{ID: credits.SettlementID(id), Account: account, Kind: credits.Release, Amount: hold,
+			JobID: id, JobType: JobType, Model: lead.ID, At: end.Unix()}, rec, called)
 		return nil, err
 	}
+	per := served.m.Price.ImageCost(served.params.Quality, 1)
 	res.Charged = min(served.m.Price.ImageCost(served.params.Quality, len(res.Data)), hold)
+	end := s.now()
+	rec.Model, rec.Provider, rec.Units, rec.UnitPrice, rec.Cost, rec.Status = served.m.ID, served.m.Provider, int64(len(res.Data)), per, res.Charged, credits.StatusCompleted
+	rec.LatencyMS, rec.At = end.Sub(now).Milliseconds(), end.UnixMilli()
 	c := credits.Entry{ID: credits.SettlementID(id), Account: account, Kind: credits.Capture, Amount: res.Charged,
-		JobID: id, JobType: JobType, Model: served.m.ID, At: s.now().Unix()}
+		JobID: id, JobType: JobType, Model: served.m.ID, At: end.Unix()}
 	if c.Amount != hold {
 		c.Hold = hold
 	}
-	s.settle(ctx, c)
+	s.settle(ctx, hold, c, rec, true)
 	metrics.Default.Add("genway_images_total", "Images made, by the model that made them.", []string{"model"}, []string{served.m.ID}, float64(len(res.Data)))
 	return res, nil
 }
@@ -198,18 +222,20 @@ func (s *Service) candidates(ctx context.Context, lead *catalog.Model, req *Requ
 }
 
 // run routes the request over cands and returns what the answering one
-// made.
-func (s *Service) run(ctx context.Context, cands []candidate) (*Result, *candidate, error) {
+// made; called says a vendor was called (the request has a record).
+func (s *Service) run(ctx context.Context, cands []candidate) (*Result, *candidate, bool, error) {
 	targets := make([]route.Target, len(cands))
 	for i, c := range cands {
 		targets[i] = route.Target{Model: c.m.ID, Provider: c.m.Provider, Keys: route.PoolKeys(c.prov)}
 	}
 	var out *Output
+	called := false
 	rr, err := s.Router.Run(ctx, targets, classify, func(actx context.Context, try route.Try) error {
 		c := &cands[try.Target]
 		d := c.m.ImageDeadline()
 		actx, cancel := context.WithTimeout(actx, d)
 		defer cancel()
+		called = true
 		o, err := c.prov.Generate(actx, c.m, c.params)
 		if err == nil {
 			err = check(o, c.params)
@@ -225,12 +251,12 @@ func (s *Service) run(ctx context.Context, cands []candidate) (*Result, *candida
 	})
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, nil, fmt.Errorf("images: %w", ctx.Err())
+			return nil, nil, called, fmt.Errorf("images: %w", ctx.Err())
 		}
 		if ve := (*VendorError)(nil); errors.As(err, &ve) {
-			return nil, nil, &route.AttemptsError{Attempts: rr.Attempts, Err: err}
+			return nil, nil, called, &route.AttemptsError{Attempts: rr.Attempts, Err: err}
 		}
-		return nil, nil, err
+		return nil, nil, called, err
 	}
 	c := &cands[rr.Target]
 	res := &Result{Model: c.m.ID, Attempts: rr.Attempts, Usage: out.Usage, Size: out.Size}
@@ -242,7 +268,7 @@ func (s *Service) run(ctx context.Context, cands []candidate) (*Result, *candida
 		res.Data[i].RevisedPrompt = img.RevisedPrompt
 	}
 	res.images = out.Images
-	return res, c, nil
+	return res, c, true, nil
 }
 
 // check refuses an output without images, with more than asked, with an
@@ -296,11 +322,29 @@ func (s *Service) answer(ctx context.Context, account, id, rf string, res *Resul
 	return nil
 }
 
-// settle writes the reservation's settlement e (credits.SettleDetached);
-// one that cannot be written is logged: the reservation stays held until
-// the reconciler releases it (the account is not charged).
-func (s *Service) settle(ctx context.Context, e credits.Entry) {
-	if err := credits.SettleDetached(ctx, s.Credits, e); err != nil {
+// settle writes the reservation's settlement e with the request's record
+// r (credits.SettleRecordDetached), or r alone when nothing was reserved
+// (hold 0: a free model); withRecord false (no vendor was called) settles e
+// alone. A settlement that cannot be written is logged: the reservation
+// stays held until the reconciler releases it (the account is not
+// charged). A record the store refuses is logged, and the settlement
+// written without it.
+func (s *Service) settle(ctx context.Context, hold credits.Amount, e credits.Entry, r credits.Record, withRecord bool) {
+	var err error
+	switch {
+	case hold == 0: // nothing was reserved: the record alone
+		if withRecord && s.Records != nil {
+			err = credits.AddRecordDetached(ctx, s.Records, r)
+		}
+	case !withRecord:
+		err = credits.SettleDetached(ctx, s.Credits, e)
+	default:
+		if err = credits.SettleRecordDetached(ctx, s.Credits, e, r); errors.Is(err, credits.ErrInvalidRecord) {
+			s.log().ErrorContext(ctx, "images: record refused; settled without it", "record", r.ID, "err", err)
+			err = credits.SettleDetached(ctx, s.Credits, e)
+		}
+	}
+	if err != nil {
 		s.log().ErrorContext(ctx, "images: settlement not written; the reconciler will release the reservation",
 			"reservation", e.ID, "account", e.Account, "kind", e.Kind, "amount", e.Amount, "err", err)
 	}

@@ -242,6 +242,18 @@ func TestNothingChargedOnFailure(t *testing.T) {
 					t.Errorf("a %s settlement; want releases only", k)
 				}
 			}
+			// A request that reached a vendor leaves a failed record, with
+			// its release; one refused before, none.
+			recs := r.credits.Records()
+			called := tt.calls != [3]int32{}
+			if called != (len(recs) == 1) || len(recs) > 1 {
+				t.Fatalf("records %+v; want one if a vendor was called (%v)", recs, called)
+			}
+			if called {
+				if rec := recs[0]; rec.Status != credits.StatusFailed || rec.Cost != 0 || rec.Kind != credits.KindImage || rec.ModelAsked != "lead" || rec.Attempts == "" || rec.At == 0 {
+					t.Errorf("record %+v; want a failed image request of lead, no cost, its attempts", rec)
+				}
+			}
 		})
 	}
 }
@@ -293,6 +305,17 @@ func TestFallbackChargedAtItsPrice(t *testing.T) {
 	r.balance(t, 96)
 	if u := r.credits.Usage("acct", "image", "cheap"); u != 4*cr {
 		t.Errorf("usage of cheap %d; want 4", u)
+	}
+	// The record, with the settlement: the answer's id, 2 images at 2
+	// credits, the cost captured.
+	recs := r.credits.Records()
+	if len(recs) != 1 {
+		t.Fatalf("records %+v; want one", recs)
+	}
+	if rec := recs[0]; rec.ID != res.ID || rec.Kind != credits.KindImage || rec.Account != "acct" || rec.ModelAsked != "lead" || rec.Model != "cheap" ||
+		rec.Units != 2 || rec.UnitPrice != 2*cr || rec.Cost != res.Charged || rec.Status != credits.StatusCompleted ||
+		rec.Attempts != "lead=503, lead=503, lead=503, cheap=200" || rec.At/1000 != charge.At {
+		t.Errorf("record %+v; want %s: cheap's 2 images at 2, costing what was captured, at the capture's second", rec, res.ID)
 	}
 }
 

@@ -222,6 +222,17 @@ func (j *Job) Change(old Status, at int64) credits.Change {
 	}
 }
 
+// Charged returns what the job is charged once it is final (ok false
+// before): on completed what its settlement captures
+// (credits.Change.Captured: the price of the model that made the output,
+// never more than was held), on failed 0.
+func (j *Job) Charged() (charged credits.Amount, ok bool) {
+	if !j.Status.Final() {
+		return 0, false
+	}
+	return j.Change(Processing, 0).Captured(), true
+}
+
 // Ended returns the Unix second a final job ended (the At of its last
 // History entry, else Updated), 0 for a job that is not final.
 func (j *Job) Ended() int64 {

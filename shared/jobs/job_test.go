@@ -7,6 +7,7 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 )
 
 func TestCanTransition(t *testing.T) {
@@ -204,5 +205,29 @@ func TestValidateVendorLimits(t *testing.T) {
 				t.Fatalf("Validate = %v; want a 400 naming %q", err, tt.wantParam)
 			}
 		})
+	}
+}
+
+// TestJobCharged: a final job shows what its settlement captures (its
+// price, never more than it held; a failed one 0), a running one nothing.
+func TestJobCharged(t *testing.T) {
+	tests := []struct {
+		status      Status
+		price, hold credits.Amount
+		want        credits.Amount
+		final       bool
+	}{
+		{Queued, 5, 5, 0, false},
+		{Processing, 5, 5, 0, false},
+		{Completed, 3, 5, 3, true},
+		{Completed, 7, 5, 5, true},
+		{Completed, 4, 0, 4, true}, // stored before holds: the price was the hold
+		{Failed, 5, 5, 0, true},
+	}
+	for _, tt := range tests {
+		j := &Job{ID: "job_sfx_1", Status: tt.status, Price: tt.price, Hold: tt.hold}
+		if got, ok := j.Charged(); got != tt.want || ok != tt.final {
+			t.Errorf("Charged(%s, price %s, hold %s) = %s, %v; want %s, %v", tt.status, tt.price, tt.hold, got, ok, tt.want, tt.final)
+		}
 	}
 }

@@ -56,6 +56,22 @@ func validAccount(id string) error {
 // and holds e.HeldAmount(). It returns credits.ErrAccountNotFound for an
 // unknown account.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
+	return s.settle(e, nil)
+}
+
+// SettleRecord implements credits.Reservations: Settle's transaction, in
+// which r is written too (with its Expires set from the retention if
+// 0). A record r.ID written before (not by this settlement, which is not)
+// is refused, wrapping credits.ErrInvalidRecord, and nothing is written.
+func (s *Store) SettleRecord(ctx context.Context, e credits.Entry, r credits.Record) error {
+	if err := credits.CheckSettledRecord(e, r); err != nil {
+		return err
+	}
+	return s.settle(e, &r)
+}
+
+// settle is Settle, with r (nil: none) written in its transaction.
+func (s *Store) settle(e credits.Entry, r *credits.Record) error {
 	if err := credits.CheckSettlement(e); err != nil {
 		return err
 	}
@@ -76,6 +92,9 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		}
 		if lb.Get([]byte(e.ID)) != nil {
 			return refuse(credits.ErrAlreadySettled)
+		}
+		if r != nil && tx.Bucket([]byte(bucketRecords)).Get([]byte(r.ID)) != nil {
+			return refuse(fmt.Errorf("%w: record %s exists, without this settlement", credits.ErrInvalidRecord, r.ID))
 		}
 		ab := tx.Bucket([]byte(bucketAccounts))
 		var a credits.Account
@@ -110,6 +129,11 @@ func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
 		}
 		if open != nil {
 			if err := tx.Bucket([]byte(bucketOpenRes)).Delete(open); err != nil {
+				return err
+			}
+		}
+		if r != nil {
+			if err := putRecord(tx, *r, s.records); err != nil {
 				return err
 			}
 		}

@@ -1,8 +1,9 @@
 // Package localstore is the embedded, persistent store behind `genway
-// serve`: jobs, idempotency keys, API keys, accounts, the credit ledger, chat
-// and job usage, a durable job queue and the job change feed, and the
-// webhooks (account configs, job deliveries and their own durable queue,
-// see webhooks.go), all in one bbolt file.
+// serve`: jobs, idempotency keys, API keys, accounts, the credit ledger, the
+// records of requests (records.go), chat and job usage, a durable job queue
+// and the job change feed, and the webhooks (account configs, job
+// deliveries and their own durable queue, see webhooks.go), all in one bbolt
+// file.
 //
 // Crash safety: every operation is one bbolt read-write transaction, and
 // bbolt commits are atomic and durable (the meta page is written and fsynced
@@ -12,7 +13,9 @@
 // message; a status change together with its change-feed record; a
 // settlement together with its ledger entry and its job usage count; a
 // reservation together with its hold, its ledger entry and its place in
-// the index of open reservations, which its settlement removes.
+// the index of open reservations, which its settlement removes; a
+// request's record together with its usage and its charge (or with its
+// reservation's settlement).
 //
 // The file is opened by one process at a time (bbolt takes an exclusive
 // lock); a second Open fails with ErrLocked after its timeout.
@@ -69,6 +72,10 @@ const (
 	bucketUsage     = "usage"             // account \x00 day \x00 model -> credits.Usage
 	bucketJobUsage  = "job_usage"         // account \x00 day \x00 type \x00 model -> credits.JobUsage
 	bucketOpenRes   = "reservations_open" // at (8 bytes) ++ reservation entry id -> nil, until settled
+	// Records (records.go).
+	bucketRecords     = "records"         // record id -> credits.Record
+	bucketRecordsTime = "records_time"    // at (Unix ms, 8 bytes) ++ record id -> nil
+	bucketRecordsAcct = "records_account" // account \x00 at (8 bytes) ++ record id -> nil
 )
 
 // Options tune OpenWith.
@@ -79,17 +86,21 @@ type Options struct {
 	// Log receives errors of the background loops (Consume, Feed) that
 	// are retried rather than returned. nil: discarded.
 	Log *slog.Logger
-	// Now is the clock for queue visibility and idempotency expiry
-	// (nil: time.Now).
+	// Now is the clock for queue visibility, idempotency and record
+	// expiry (nil: time.Now).
 	Now func() time.Time
+	// RecordRetention is how long a record is kept (its Expires, unless
+	// it has one); 0: credits.DefaultRecordRetention.
+	RecordRetention time.Duration
 }
 
 // Store is the embedded store. It is safe for concurrent use. Consume and
 // Feed are its background loops; stop them before Close.
 type Store struct {
-	db  *bolt.DB
-	log *slog.Logger
-	now func() time.Time
+	db      *bolt.DB
+	log     *slog.Logger
+	now     func() time.Time
+	records time.Duration // record retention
 
 	writers atomic.Int32 // update calls in flight
 
@@ -136,8 +147,12 @@ func OpenWith(path string, o Options) (*Store, error) {
 	if now == nil {
 		now = time.Now
 	}
+	records := o.RecordRetention
+	if records <= 0 {
+		records = credits.DefaultRecordRetention
+	}
 	s := &Store{
-		db: db, log: log, now: now,
+		db: db, log: log, now: now, records: records,
 		queueWake: make(chan struct{}, 1),
 		feedWake:  make(chan struct{}, 1),
 		hookWake:  make(chan struct{}, 1),
@@ -155,7 +170,7 @@ func (s *Store) init() error {
 		for _, name := range []string{
 			bucketJobs, bucketIdem, bucketAccounts, bucketLedger, bucketLedgerSeq,
 			bucketKeys, bucketKeyIDs, bucketQueue, bucketQueueVis, bucketChanges, bucketMeta,
-			bucketUsage, bucketJobUsage, bucketOpenRes,
+			bucketUsage, bucketJobUsage, bucketOpenRes, bucketRecords, bucketRecordsTime, bucketRecordsAcct,
 		} {
 			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)

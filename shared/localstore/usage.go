@@ -3,7 +3,6 @@ package localstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -17,82 +16,6 @@ import (
 func usageKey(account, day, model string) []byte {
 	return []byte(account + "\x00" + day + "\x00" + model)
 }
-
-// AddUsage implements credits.UsageStore in one transaction: the usage
-// increment and, when u.Credits > 0, the account debit and its Chat ledger
-// entry commit together or not at all. The entry is looked up first, in the
-// same transaction: if it exists, id was applied before and nothing is
-// written. A sum (the usage's credits, the key's spend, the balance)
-// that would pass ±credits.MaxAmount is refused, wrapping
-// credits.ErrInvalidUsage and credits.ErrAmountRange.
-func (s *Store) AddUsage(ctx context.Context, id string, u credits.Usage) error {
-	if err := credits.CheckUsage(id, u); err != nil {
-		return err
-	}
-	entryID := credits.ChatEntryID(id)
-	at := s.now().Unix()
-	err := s.update(func(tx *bolt.Tx) error {
-		var a credits.Account
-		ab := tx.Bucket([]byte(bucketAccounts))
-		if u.Credits > 0 {
-			if tx.Bucket([]byte(bucketLedger)).Get([]byte(entryID)) != nil {
-				return refuse(errApplied)
-			}
-			ok, err := getJSON(ab, []byte(u.Account), &a)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return refuse(credits.ErrAccountNotFound)
-			}
-		}
-		ub := tx.Bucket([]byte(bucketUsage))
-		k := usageKey(u.Account, u.Day, u.Model)
-		sum := credits.Usage{}
-		if _, err := getJSON(ub, k, &sum); err != nil {
-			return err
-		}
-		sum.Account, sum.Day, sum.Model = u.Account, u.Day, u.Model
-		sum.Requests += u.Requests
-		sum.PromptTokens += u.PromptTokens
-		sum.CompletionTokens += u.CompletionTokens
-		var err error
-		if sum.Credits, err = add("usage credits", sum.Credits, u.Credits); err != nil {
-			return err
-		}
-		if err := putJSON(ub, k, sum); err != nil {
-			return err
-		}
-		if u.Credits == 0 {
-			return nil
-		}
-		if a.Balance, err = add("balance", a.Balance, -u.Credits); err != nil {
-			return err
-		}
-		if a.Available, err = add("available", a.Balance, -a.Held); err != nil {
-			return err
-		}
-		if err := putJSON(ab, []byte(u.Account), a); err != nil {
-			return err
-		}
-		if err := settleOnKey(tx, u.Key, u.Credits, 0); err != nil {
-			return err
-		}
-		return putEntry(tx, credits.Entry{ID: entryID, Account: u.Account, Kind: credits.Chat, Amount: u.Credits, Key: u.Key, At: at})
-	})
-	switch {
-	case errors.Is(err, errApplied):
-		return nil
-	case errors.Is(err, credits.ErrAmountRange): // no retry can write it
-		return fmt.Errorf("add usage of %s for %s on %s: %w: %w", u.Model, u.Account, u.Day, credits.ErrInvalidUsage, err)
-	case err != nil:
-		return fmt.Errorf("add usage of %s for %s on %s: %w", u.Model, u.Account, u.Day, err)
-	}
-	return nil
-}
-
-// errApplied is the refusal of an AddUsage whose id was applied before.
-var errApplied = errors.New("usage already applied")
 
 // Usage implements credits.UsageStore.
 func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]credits.Usage, error) {

@@ -2,7 +2,6 @@ package speech
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -39,6 +38,15 @@ import (
 //     before any audio reached it, the vendor failing mid-stream):
 //     released, nothing charged.
 //
+// A request that reached a vendor leaves a record (credits.Record, kind
+// speech, its id the speech's: Answer.ID), written with the settlement
+// (Reservations.SettleRecord; alone, Records, when nothing was held): the
+// characters, the price per 1,000, the cost captured (the reservation's
+// charge, known before the audio starts: Answer.Cost), and its status
+// (completed; client_closed when the client left the audio; upstream_error
+// when the vendor failed mid-stream, or failed when no vendor answered:
+// both cost nothing).
+//
 // A reservation whose settlement fails (the store is down) is left to the
 // reconciler, which releases it after credits.ReservationTTL.
 type Service struct {
@@ -50,6 +58,9 @@ type Service struct {
 	// Credits holds and settles a request's price (both stores, as
 	// admin.Store); nil: speech is not charged (tests, a free catalog).
 	Credits credits.Reservations
+	// Records writes the record of a request that held nothing (a free
+	// model, or no Credits); nil: such requests leave none.
+	Records credits.RecordWriter
 	Log     *slog.Logger     // nil: discard
 	Now     func() time.Time // nil: time.Now
 }
@@ -144,7 +155,11 @@ func (s *Service) Speak(ctx context.Context, account string, r *Request, w Write
 	for _, c := range cands {
 		hold = max(hold, c.price)
 	}
-	id := "speech_" + rand.Text()
+	if s.Credits == nil {
+		hold = 0 // nothing is charged
+	}
+	start := s.now()
+	id := credits.NewRecordID("speech_", start)
 	if err := s.reserve(ctx, account, id, hold, lead.Model.ID, len(cands) > 1); err != nil {
 		return err
 	}
@@ -152,16 +167,33 @@ func (s *Service) Speak(ctx context.Context, account string, r *Request, w Write
 	for i, c := range cands {
 		targets[i] = route.Target{Model: c.call.Model.ID, Provider: c.call.Model.Provider, Keys: route.PoolKeys(c.provider)}
 	}
-	rt := &routed{cands: cands, w: w, delivered: -1, buf: make([]byte, readSize)}
+	rt := &routed{cands: cands, w: w, delivered: -1, buf: make([]byte, readSize), id: id, hold: hold}
 	res, err := s.Router.Run(ctx, targets, classify, rt.attempt)
 	served := -1
+	rec := credits.Record{ID: id, Kind: credits.KindSpeech, Account: account, Key: auth.KeyID(ctx), ModelAsked: lead.Model.ID,
+		Attempts: route.FormatAttempts(res.Attempts), Stream: true, Status: credits.StatusFailed, Units: int64(lead.Chars())}
 	switch {
 	case err == nil:
-		served = res.Target
+		served, rec.Status = res.Target, credits.StatusCompleted
 	case rt.delivered >= 0 && (ctx.Err() != nil || errors.As(err, new(clientGone))):
-		served = rt.delivered // the client left the audio: see the Service doc
+		served, rec.Status = rt.delivered, credits.StatusClientClosed // the client left the audio: see the Service doc
+	case rt.delivered >= 0:
+		rec.Status, rec.Model = credits.StatusUpstreamError, cands[rt.delivered].call.Model.ID // the vendor failed mid-stream
 	}
-	s.settle(ctx, account, id, hold, lead.Model.ID, cands, served)
+	if i := max(served, rt.delivered); i >= 0 {
+		c := cands[i].call
+		rec.Model, rec.Provider, rec.Units, rec.UnitPrice = c.Model.ID, c.Model.Provider, int64(c.Chars()), c.Model.Price.CreditsPer1KChars
+	}
+	if served >= 0 {
+		rec.Cost = rt.cost(served)
+	}
+	rec.Partial = rec.Status == credits.StatusClientClosed || rec.Status == credits.StatusUpstreamError
+	end := s.now()
+	rec.LatencyMS, rec.At = end.Sub(start).Milliseconds(), end.UnixMilli()
+	if !rt.first.IsZero() {
+		rec.FirstTokenMS = rt.first.Sub(start).Milliseconds()
+	}
+	s.settle(ctx, account, id, hold, lead.Model.ID, cands, served, rec, rt.called)
 	if served >= 0 {
 		m := cands[served].call.Model
 		metrics.Default.Add("genway_speech_chars_total", "Speech: characters spoken (charged), by model.", []string{"model"}, []string{m.ID}, float64(cands[served].call.Chars()))
@@ -192,17 +224,34 @@ func (s *Service) reserve(ctx context.Context, account, id string, hold credits.
 
 // settle settles reservation id once: a capture of candidate served's
 // price (the rest of hold released), or, with served -1, a release of
-// hold (credits.SettleDetached: even when the client has gone).
-func (s *Service) settle(ctx context.Context, account, id string, hold credits.Amount, lead string, cands []candidate, served int) {
+// hold (credits.SettleDetached: even when the client has gone); with the
+// request's record r when a vendor was called (withRecord), or r alone
+// when nothing was held.
+func (s *Service) settle(ctx context.Context, account, id string, hold credits.Amount, lead string, cands []candidate, served int, r credits.Record, withRecord bool) {
 	if s.Credits == nil || hold <= 0 {
+		if withRecord && s.Records != nil {
+			if err := credits.AddRecordDetached(ctx, s.Records, r); err != nil {
+				s.log().ErrorContext(ctx, "speech: record not written", "record", id, "account", account, "err", err)
+			}
+		}
 		return
 	}
 	e := credits.Entry{ID: credits.SettlementID(id), Account: account, Kind: credits.Release, Amount: hold,
-		JobType: JobType, Model: lead, At: s.now().Unix()}
+		JobType: JobType, Model: lead, At: r.At / 1000}
 	if served >= 0 {
 		e.Kind, e.Amount, e.Hold, e.Model = credits.Capture, min(cands[served].price, hold), hold, cands[served].call.Model.ID
 	}
-	if err := credits.SettleDetached(ctx, s.Credits, e); err != nil {
+	var err error
+	switch {
+	case !withRecord:
+		err = credits.SettleDetached(ctx, s.Credits, e)
+	default:
+		if err = credits.SettleRecordDetached(ctx, s.Credits, e, r); errors.Is(err, credits.ErrInvalidRecord) {
+			s.log().ErrorContext(ctx, "speech: record refused; settled without it", "record", id, "err", err)
+			err = credits.SettleDetached(ctx, s.Credits, e)
+		}
+	}
+	if err != nil {
 		// The reconciler releases it after credits.ReservationTTL.
 		s.log().ErrorContext(ctx, "speech: settlement failed; the reservation stays held until the reconciler releases it",
 			"reservation", id, "account", account, "kind", e.Kind, "amount", e.Amount, "err", err)
@@ -279,6 +328,16 @@ type routed struct {
 	// first write succeeded); -1 before.
 	delivered int
 	buf       []byte
+	id        string         // the speech's id (its record's)
+	hold      credits.Amount // reserved for it
+	called    bool           // a vendor was called
+	first     time.Time      // when the first audio byte reached the client
+}
+
+// cost is what candidate i's answer costs: its price, never more than was
+// held (none held: nothing charged).
+func (rt *routed) cost(i int) credits.Amount {
+	return min(rt.cands[i].price, rt.hold)
 }
 
 // attempt is one attempt of Run on candidate try.Target: the vendor's
@@ -304,6 +363,7 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 		}
 		return fmt.Errorf("%s: %w", m.ID, err)
 	}
+	rt.called = true
 	body, err := c.provider.Speak(actx, c.call)
 	if err != nil {
 		return stall(err)
@@ -323,9 +383,11 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 		return stall(errStall)
 	}
 	attempts := append(try.Attempts[:len(try.Attempts):len(try.Attempts)], route.Attempt{Model: m.ID, Outcome: "200"})
-	if err := rt.w.Begin(Answer{Model: m.ID, Format: c.call.Format, ContentType: ContentType(c.call.Format), Attempts: attempts}); err != nil {
+	if err := rt.w.Begin(Answer{ID: rt.id, Model: m.ID, Format: c.call.Format, ContentType: ContentType(c.call.Format), Attempts: attempts,
+		Cost: rt.cost(try.Target)}); err != nil {
 		return committed{clientGone{err}}
 	}
+	rt.first = time.Now()
 	for {
 		if n > 0 {
 			if _, err := rt.w.Write(rt.buf[:n]); err != nil {

@@ -206,9 +206,9 @@ func TestSpeakStreams(t *testing.T) {
 	if strings.Join(w.order, " ") != "begin write write write write" {
 		t.Errorf("client saw %v; want begin, then the writes", w.order)
 	}
-	want := Answer{Model: "oai", Format: "wav", ContentType: "audio/wav", Attempts: []route.Attempt{{Model: "oai", Outcome: "200"}}}
-	if fmt.Sprint(*w.answer) != fmt.Sprint(want) {
-		t.Errorf("answer = %+v; want %+v", *w.answer, want)
+	want := Answer{ID: w.answer.ID, Model: "oai", Format: "wav", ContentType: "audio/wav", Attempts: []route.Attempt{{Model: "oai", Outcome: "200"}}, Cost: 550_000}
+	if fmt.Sprint(*w.answer) != fmt.Sprint(want) || !strings.HasPrefix(w.answer.ID, "speech_") {
+		t.Errorf("answer = %+v; want %+v, an id speech_..., the cost before the audio", *w.answer, want)
 	}
 	if got := e.a.calls[0]; got.Voice != "alloy" || got.Format != "wav" || got.Input != "hello world" {
 		t.Errorf("vendor called with %+v", *got)
@@ -217,6 +217,16 @@ func TestSpeakStreams(t *testing.T) {
 		t.Errorf("settlements = %v; want the capture of oai's price (0.55) of the 2.2 held", got)
 	}
 	e.credits.check(t, "acct", 99_450_000)
+	// The record, with the capture: the answer's id, 11 characters at 50
+	// per 1,000, the 0.55 captured.
+	recs := e.credits.Records()
+	if len(recs) != 1 {
+		t.Fatalf("records = %+v; want one", recs)
+	}
+	if rec := recs[0]; rec.ID != w.answer.ID || rec.Kind != "speech" || rec.Model != "oai" || rec.Units != 11 || rec.UnitPrice != 50*cr ||
+		rec.Cost != 550_000 || rec.Status != "completed" || rec.Attempts != "oai=200" || rec.FirstTokenMS > rec.LatencyMS {
+		t.Errorf("record = %+v; want oai's 11 characters at 50 per 1,000, costing 0.55, completed", rec)
+	}
 }
 
 // TestSpeakFallbackBeforeFirstByte: every failure before the first audio
@@ -290,6 +300,20 @@ func TestSpeakNoFallbackAfterFirstByte(t *testing.T) {
 		t.Errorf("settlements = %v; want the 2.2 held released", got)
 	}
 	e.credits.check(t, "acct", 100*cr)
+	wantRecord(t, e.credits.Credits, "upstream_error", "oai", 0)
+}
+
+// wantRecord checks the one record written with a settlement: its
+// status, model and cost.
+func wantRecord(t *testing.T, c *imagestest.Credits, status, model string, cost credits.Amount) {
+	t.Helper()
+	recs := c.Records()
+	if len(recs) != 1 {
+		t.Fatalf("records = %+v; want one", recs)
+	}
+	if r := recs[0]; r.Status != status || r.Model != model || r.Cost != cost || r.Kind != "speech" || r.ModelAsked != "oai" || r.Partial != (status == "client_closed" || status == "upstream_error") {
+		t.Errorf("record = %+v; want status %s, model %q, cost %s", r, status, model, cost)
+	}
 }
 
 // TestSpeakClientGone: a client that leaves after the audio began is
@@ -308,6 +332,7 @@ func TestSpeakClientGone(t *testing.T) {
 			t.Errorf("settlements = %v; want oai's price captured", got)
 		}
 		e.credits.check(t, "acct", 99_450_000)
+		wantRecord(t, e.credits.Credits, "client_closed", "oai", 550_000)
 	})
 	t.Run("cancelled after the first byte", func(t *testing.T) {
 		e := newEnv(t, 100*cr, route.Policy{})
@@ -342,6 +367,7 @@ func TestSpeakClientGone(t *testing.T) {
 			t.Errorf("settlements = %v; want the hold released", got)
 		}
 		e.credits.check(t, "acct", 100*cr)
+		wantRecord(t, e.credits.Credits, "failed", "", 0)
 	})
 }
 
@@ -460,6 +486,15 @@ func TestSpeakFreeAndUncharged(t *testing.T) {
 	if got := e.credits.settlements(); len(got) != 0 {
 		t.Errorf("a free speech settled %v", got)
 	}
+	// Its record is written alone, when the service has a writer.
+	recs := &recordWriter{}
+	e.svc.Records = recs
+	if err := e.svc.Speak(context.Background(), "acct", &Request{Model: "fixed", Input: "hi", Voice: "alloy"}, &recorder{}); err != nil {
+		t.Fatalf("Speak(free model) = %v", err)
+	}
+	if len(recs.rs) != 1 || recs.rs[0].Cost != 0 || recs.rs[0].Status != "completed" || recs.rs[0].Model != "fixed" {
+		t.Errorf("records written alone = %+v; want the free speech's", recs.rs)
+	}
 	e.svc.Credits = nil
 	w := &recorder{}
 	if err := e.svc.Speak(context.Background(), "acct", &hello, w); err != nil || w.body() != "A1A2" {
@@ -518,4 +553,12 @@ func TestSpeakReadsAll(t *testing.T) {
 	if w.body() != string(big) || !b.closed {
 		t.Errorf("client got %d bytes (closed %v); want all %d, the body closed", len(w.body()), b.closed, len(big))
 	}
+}
+
+// recordWriter is a credits.RecordWriter keeping what it is given.
+type recordWriter struct{ rs []credits.Record }
+
+func (w *recordWriter) AddRecords(_ context.Context, rs []credits.Record) []error {
+	w.rs = append(w.rs, rs...)
+	return make([]error, len(rs))
 }

@@ -205,12 +205,18 @@ func Prepare(m *catalog.Model, r *Request) (*Call, error) {
 
 // Answer is what Writer.Begin is told when the first audio byte is here.
 type Answer struct {
+	// ID is the speech's id: its record's (GET /v1/generations/{id}).
+	ID          string
 	Model       string // the catalog id of the model that answers (a fallback's, after a failure)
 	Format      string
 	ContentType string
 	// Attempts are the attempts made, the answering one last
 	// (route.FormatAttempts: the x-genway-attempts header).
 	Attempts []route.Attempt
+	// Cost is what the speech is charged once its audio reaches the
+	// client: its model's price for its characters (never more than was
+	// reserved), known before the audio starts.
+	Cost credits.Amount
 }
 
 // Writer is the client's end of a speech: Begin commits the answer (its

@@ -177,13 +177,10 @@ func testFractionalUsage(t *testing.T, b ReserveBackend) {
 		model string
 		cost  credits.Amount
 	}{{"mini", 15}, {"mini", 15}, {"mini", 15}, {"big", 250_000}} {
-		u := credits.Usage{Account: acct, Day: day, Model: inc.model, Requests: 1, PromptTokens: 60, CompletionTokens: 40, Credits: inc.cost, Key: r.ID}
-		id, err := credits.NewUsageID()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.AddUsage(ctx, id, u); err != nil {
-			t.Fatalf("AddUsage #%d = %v", i+1, err)
+		rec := credits.Record{ID: "chatcmpl-test-" + randomSuffix(t), Kind: credits.KindChat, Account: acct, Key: r.ID, ModelAsked: inc.model, Model: inc.model,
+			Tokens: credits.Tokens{Prompt: 60, Completion: 40}, Cost: inc.cost, Status: credits.StatusCompleted, At: time.Now().UnixMilli()}
+		if err := b.AddRecords(ctx, []credits.Record{rec})[0]; err != nil {
+			t.Fatalf("AddRecords #%d = %v", i+1, err)
 		}
 	}
 	wantUsage(t, b, acct, "", "", []credits.Usage{
@@ -238,23 +235,25 @@ func testGrantPastMaximum(t *testing.T, b ReserveBackend) {
 	}
 }
 
-// testUsagePastMaximum: a priced usage that would take the usage sum or
-// the key's spend past credits.MaxAmount is refused (ErrInvalidUsage and
+// testUsagePastMaximum: a priced record that would take the usage sum or
+// the key's spend past credits.MaxAmount is refused (ErrInvalidRecord and
 // ErrAmountRange: no retry can write it), and nothing is written.
 func testUsagePastMaximum(t *testing.T, b ReserveBackend) {
 	ctx := context.Background()
 	acct := newAccount(t, b, credits.MaxAmount)
 	r := newKey(t, b, acct, auth.Controls{})
-	day := credits.Day(time.Now())
-	u := credits.Usage{Account: acct, Day: day, Model: "m", Requests: 1, Credits: credits.MaxAmount, Key: r.ID}
-	if err := b.AddUsage(ctx, "max-"+randomSuffix(t), u); err != nil {
-		t.Fatalf("AddUsage(MaxAmount) = %v", err)
+	now := time.Now()
+	day := credits.Day(now)
+	rec := credits.Record{ID: "max-" + randomSuffix(t), Kind: credits.KindChat, Account: acct, Key: r.ID, ModelAsked: "m", Model: "m",
+		Cost: credits.MaxAmount, Status: credits.StatusCompleted, At: now.UnixMilli()}
+	if err := b.AddRecords(ctx, []credits.Record{rec})[0]; err != nil {
+		t.Fatalf("AddRecords(MaxAmount) = %v", err)
 	}
 	wantAccount(t, b, acct, 0, 0)
-	u.Credits = credits.Micro
-	id := "past-" + randomSuffix(t)
-	if err := b.AddUsage(ctx, id, u); !errors.Is(err, credits.ErrAmountRange) || !errors.Is(err, credits.ErrInvalidUsage) {
-		t.Errorf("AddUsage(0.000001 past the maximum) = %v; want ErrAmountRange and ErrInvalidUsage", err)
+	past := rec
+	past.ID, past.Cost = "past-"+randomSuffix(t), credits.Micro
+	if err := b.AddRecords(ctx, []credits.Record{past})[0]; !errors.Is(err, credits.ErrAmountRange) || !errors.Is(err, credits.ErrInvalidRecord) {
+		t.Errorf("AddRecords(0.000001 past the maximum) = %v; want ErrAmountRange and ErrInvalidRecord", err)
 	}
 	wantAccount(t, b, acct, 0, 0)
 	wantKey(t, b, r.ID, credits.MaxAmount, 0)
@@ -264,8 +263,11 @@ func testUsagePastMaximum(t *testing.T, b ReserveBackend) {
 		t.Fatal(err)
 	}
 	for _, e := range l {
-		if e.ID == credits.ChatEntryID(id) {
-			t.Errorf("Ledger(%q) has the refused usage's entry %+v", acct, e)
+		if e.ID == credits.ChatEntryID(past.ID) {
+			t.Errorf("Ledger(%q) has the refused record's entry %+v", acct, e)
 		}
+	}
+	if _, err := b.Record(ctx, past.ID); !errors.Is(err, credits.ErrRecordNotFound) {
+		t.Errorf("Record(%q) of a refused record = %v; want ErrRecordNotFound", past.ID, err)
 	}
 }

@@ -269,15 +269,16 @@ func testKeyLimitChat(t *testing.T, b ReserveBackend) {
 	ctx := context.Background()
 	acct := newAccount(t, b, 100)
 	r := newKey(t, b, acct, auth.Controls{CreditLimit: limit(10)})
-	u := credits.Usage{Account: acct, Day: credits.Day(time.Now()), Model: "openai/gpt-4o", Requests: 1, PromptTokens: 10, CompletionTokens: 5, Credits: 7, Key: r.ID}
-	id := newID(t)
-	for range 2 { // the same id twice charges once
-		add(t, b, id, u)
+	rec := record{"openai/gpt-4o", credits.Day(time.Now()), 10, 5, 7}.of(t, acct)
+	rec.Key = r.ID
+	for range 2 { // the same record twice charges once
+		add(t, b, rec)
 	}
 	wantKey(t, b, r.ID, 7, 0)
 	// A chat charge is unconditional (the tokens are spent): past the
 	// limit it still counts, and then every hold is refused.
-	add(t, b, newID(t), u)
+	rec.ID = newRecordID(t)
+	add(t, b, rec)
 	wantKey(t, b, r.ID, 14, 0)
 	wantAccount(t, b, acct, 86, 0)
 	j := newJob(t, acct, 1)
@@ -285,7 +286,7 @@ func testKeyLimitChat(t *testing.T, b ReserveBackend) {
 	_, err := b.Create(ctx, j, nil)
 	wantKeyLimit(t, "Create(1 after chat spent 14 of 10)", err, 0, 10)
 	rows, err := b.Usage(ctx, acct, "", "")
-	if err != nil || len(rows) != 1 || rows[0].Credits != 14 || rows[0].Key != "" {
-		t.Errorf("Usage(%q) = %+v, %v; want one row of 14 credits, without a key", acct, rows, err)
+	if err != nil || len(rows) != 1 || rows[0].Credits != 14 {
+		t.Errorf("Usage(%q) = %+v, %v; want one row of 14 credits", acct, rows, err)
 	}
 }

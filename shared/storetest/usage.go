@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/genway/genway/shared/credits"
 )
@@ -17,24 +18,28 @@ type UsageBackend interface {
 	credits.UsageStore
 }
 
-// RunUsage runs the contract of credits.UsageStore: exact sums per account,
-// day and model (of single and multi-request increments), day ranges,
-// concurrent increments, the charge of priced usage (debit and Chat ledger
-// entry, atomically with the usage) and its idempotency (an id applied once
-// with credits is not applied again; without credits it is); and the job
-// usage that Settle counts: once per completed job however often it is
-// settled (redelivered, concurrently, by the reconciler), never for a
+// RunUsage runs the contract of credits.UsageStore's writes of chat
+// records (RecordStore.AddRecords): exact usage sums per account, day and
+// model, by token class, day ranges, concurrent records, the charge of a
+// priced record (debit, key spend and Chat ledger entry, atomically with
+// the record and its usage) and its idempotency (a record written once is
+// not written, counted or charged again, priced or not), failed and media
+// records (the record alone), a batch with a refused record in it; and the
+// job usage that Settle counts: once per completed job however often it
+// is settled (redelivered, concurrently, by the reconciler), never for a
 // failed one, by UTC day, type and model. newBackend returns the backend
 // for one subtest (it may return the same one every time).
 func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 	runAll(t, newBackend, []subtest[UsageBackend]{
 		{"Sums", testUsageSums},
 		{"Ranges", testUsageRanges},
-		{"Requests", testUsageRequests},
+		{"TokenClasses", testUsageTokenClasses},
 		{"Charge", testUsageCharge},
 		{"ChargeOnce", testUsageChargeOnce},
 		{"ChargeOnceConcurrent", testUsageChargeOnceConcurrent},
-		{"UnpricedRepeats", testUsageUnpricedRepeats},
+		{"UnpricedOnce", testUsageUnpricedOnce},
+		{"FailedAndMedia", testUsageFailedAndMedia},
+		{"Batch", testUsageBatch},
 		{"UnknownAccount", testUsageUnknownAccount},
 		{"Invalid", testUsageInvalid},
 		{"Concurrent", testUsageConcurrent},
@@ -47,41 +52,54 @@ func RunUsage(t *testing.T, newBackend func(t *testing.T) UsageBackend) {
 	})
 }
 
-// record is one AddUsage call of one request.
+// record is one chat request of a test: its model, UTC day, tokens and
+// cost.
 type record struct {
 	model, day         string
 	prompt, completion int64
 	credits            credits.Amount
 }
 
-// usage is r as the increment of acct's usage.
-func (r record) usage(acct string) credits.Usage {
-	return credits.Usage{Account: acct, Day: r.day, Model: r.model, Requests: 1, PromptTokens: r.prompt, CompletionTokens: r.completion, Credits: r.credits}
-}
-
-// newID returns a fresh AddUsage id.
-func newID(t *testing.T) string {
+// of returns r as a completed chat record of acct with a fresh id, at
+// noon of its day.
+func (r record) of(t *testing.T, acct string) credits.Record {
 	t.Helper()
-	id, err := credits.NewUsageID()
+	d, err := time.Parse(credits.DayLayout, r.day)
 	if err != nil {
-		t.Fatalf("NewUsageID() = %v", err)
+		t.Fatalf("day %q: %v", r.day, err)
 	}
-	return id
+	return credits.Record{ID: newRecordID(t), Kind: credits.KindChat, Account: acct, ModelAsked: r.model, Model: r.model,
+		Tokens: credits.Tokens{Prompt: r.prompt, Completion: r.completion}, Cost: r.credits, Status: credits.StatusCompleted,
+		At: d.Add(12 * time.Hour).UnixMilli()}
 }
 
-// addAll adds each record with a fresh id.
+// newRecordID returns a fresh record id, as a chat answer's.
+func newRecordID(t *testing.T) string {
+	t.Helper()
+	return "chatcmpl-test-" + randomSuffix(t) + randomSuffix(t)
+}
+
+// addAll writes each record with a fresh id, one call each.
 func addAll(t *testing.T, b UsageBackend, acct string, rs []record) {
 	t.Helper()
 	for _, r := range rs {
-		add(t, b, newID(t), r.usage(acct))
+		add(t, b, r.of(t, acct))
 	}
 }
 
-func add(t *testing.T, b UsageBackend, id string, u credits.Usage) {
+// add writes rs in one AddRecords call, every one of which must succeed.
+func add(t *testing.T, b UsageBackend, rs ...credits.Record) {
 	t.Helper()
-	if err := b.AddUsage(context.Background(), id, u); err != nil {
-		t.Fatalf("AddUsage(%q, %+v) = %v; want nil", id, u, err)
+	for i, err := range b.AddRecords(context.Background(), rs) {
+		if err != nil {
+			t.Fatalf("AddRecords(%+v)[%d] = %v; want nil", rs[i], i, err)
+		}
 	}
+}
+
+// addOne writes r alone and returns its error.
+func addOne(b UsageBackend, r credits.Record) error {
+	return b.AddRecords(context.Background(), []credits.Record{r})[0]
 }
 
 // chatEntries returns the account's Chat ledger entries.
@@ -209,69 +227,70 @@ func testUsageCharge(t *testing.T, b UsageBackend) {
 	}
 }
 
-// testUsageRequests adds increments of several requests: Requests is
-// added as given, not counted as one.
-func testUsageRequests(t *testing.T, b UsageBackend) {
+// testUsageTokenClasses: the usage sums count cached, cache-write and
+// reasoning tokens apart, exactly.
+func testUsageTokenClasses(t *testing.T, b UsageBackend) {
 	acct := newAccount(t, b, 100)
-	day, model := "2025-03-01", "priced-chat"
-	add(t, b, newID(t), credits.Usage{Account: acct, Day: day, Model: model, Requests: 3, PromptTokens: 30, CompletionTokens: 12})
-	add(t, b, newID(t), credits.Usage{Account: acct, Day: day, Model: model, Requests: 1, PromptTokens: 1, CompletionTokens: 1})
-	add(t, b, newID(t), credits.Usage{Account: acct, Day: day, Model: model, Requests: 5, PromptTokens: 50, CompletionTokens: 20, Credits: 7})
-	wantUsage(t, b, acct, "", "", []credits.Usage{
-		{Account: acct, Day: day, Model: model, Requests: 9, PromptTokens: 81, CompletionTokens: 33, Credits: 7},
-	})
-	wantAccount(t, b, acct, 93, 0)
-	if l := chatEntries(t, b, acct); len(l) != 1 || l[0].Amount != 7 {
-		t.Errorf("Ledger(%q) chat entries = %+v; want one of 7", acct, l)
-	}
+	r1 := record{"priced-chat", "2025-03-01", 100, 20, 7}.of(t, acct)
+	r1.Tokens.Cached, r1.Tokens.CacheWrite, r1.Tokens.CacheWrite1h, r1.Tokens.Reasoning = 40, 10, 5, 8
+	r2 := record{"priced-chat", "2025-03-01", 50, 30, 3}.of(t, acct)
+	r2.Tokens.Cached, r2.Tokens.Reasoning = 50, 30
+	add(t, b, r1, r2)
+	wantUsage(t, b, acct, "", "", []credits.Usage{{Account: acct, Day: "2025-03-01", Model: "priced-chat", Requests: 2,
+		PromptTokens: 150, CompletionTokens: 50, CachedTokens: 90, CacheWriteTokens: 10, CacheWrite1hTokens: 5, ReasoningTokens: 38, Credits: 10}})
+	wantAccount(t, b, acct, 90, 0)
 }
 
-// testUsageChargeOnce applies the same priced id twice (an ambiguous
-// failure retried), even with other values the second time: the usage is
-// counted and the account charged once, with one entry chat:<id>.
+// testUsageChargeOnce writes the same priced record twice (an ambiguous
+// failure retried), even with other values the second time: the record,
+// its usage and its charge are written once, with one entry chat:<id>.
 func testUsageChargeOnce(t *testing.T, b UsageBackend) {
 	acct := newAccount(t, b, 100)
-	id := newID(t)
-	u := credits.Usage{Account: acct, Day: "2025-03-01", Model: "priced-chat", Requests: 2, PromptTokens: 20, CompletionTokens: 10, Credits: 6}
-	add(t, b, id, u)
-	add(t, b, id, u)
-	u2 := u
-	u2.Requests, u2.Credits = 1, 50
-	add(t, b, id, u2)
+	today := credits.Day(time.Now()) // read back: not expired
+	r := record{"priced-chat", today, 20, 10, 6}.of(t, acct)
+	add(t, b, r)
+	add(t, b, r)
+	r2 := r
+	r2.Cost, r2.Tokens.Prompt = 50, 1
+	add(t, b, r2)
+	u, _ := credits.UsageOf(r)
 	wantUsage(t, b, acct, "", "", []credits.Usage{u})
 	wantAccount(t, b, acct, 94, 0)
 	l := chatEntries(t, b, acct)
-	if len(l) != 1 || l[0].ID != credits.ChatEntryID(id) || l[0].Amount != 6 {
-		t.Errorf("Ledger(%q) chat entries = %+v; want one of 6 with id %q", acct, l, credits.ChatEntryID(id))
+	if len(l) != 1 || l[0].ID != credits.ChatEntryID(r.ID) || l[0].Amount != 6 || l[0].At != r.At/1000 {
+		t.Errorf("Ledger(%q) chat entries = %+v; want one of 6 with id %q at %d", acct, l, credits.ChatEntryID(r.ID), r.At/1000)
+	}
+	if got, err := b.Record(context.Background(), r.ID); err != nil || got.Cost != 6 || got.Tokens.Prompt != 20 {
+		t.Errorf("Record(%q) = %+v, %v; want the first write's", r.ID, got, err)
 	}
 	// Another id is another charge.
-	add(t, b, newID(t), u)
+	add(t, b, record{"priced-chat", today, 20, 10, 6}.of(t, acct))
 	wantAccount(t, b, acct, 88, 0)
 }
 
-// testUsageChargeOnceConcurrent applies one priced id from 8 goroutines at
-// once: exactly one applies.
+// testUsageChargeOnceConcurrent writes one priced record from 8
+// goroutines at once: exactly one applies.
 func testUsageChargeOnceConcurrent(t *testing.T, b UsageBackend) {
 	const goroutines = 8
 	acct := newAccount(t, b, 100)
-	id := newID(t)
-	u := credits.Usage{Account: acct, Day: "2025-03-01", Model: "priced-chat", Requests: 4, PromptTokens: 40, CompletionTokens: 8, Credits: 5}
+	r := record{"priced-chat", "2025-03-01", 40, 8, 5}.of(t, acct)
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines)
 	for range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs <- b.AddUsage(context.Background(), id, u)
+			errs <- addOne(b, r)
 		}()
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			t.Errorf("AddUsage(%q, %+v) = %v; want nil", id, u, err)
+			t.Errorf("AddRecords(%+v) = %v; want nil", r, err)
 		}
 	}
+	u, _ := credits.UsageOf(r)
 	wantUsage(t, b, acct, "", "", []credits.Usage{u})
 	wantAccount(t, b, acct, 95, 0)
 	if l := chatEntries(t, b, acct); len(l) != 1 {
@@ -279,28 +298,86 @@ func testUsageChargeOnceConcurrent(t *testing.T, b UsageBackend) {
 	}
 }
 
-// testUsageUnpricedRepeats applies the same id twice without credits:
-// there is no marker, so both add (documented: unpriced usage is
-// statistics), and no ledger entry is written.
-func testUsageUnpricedRepeats(t *testing.T, b UsageBackend) {
+// testUsageUnpricedOnce writes the same unpriced record twice: the record
+// is the marker, so it counts once, and no ledger entry is written.
+func testUsageUnpricedOnce(t *testing.T, b UsageBackend) {
 	acct := newAccount(t, b, 10)
-	id := newID(t)
-	u := credits.Usage{Account: acct, Day: "2025-03-01", Model: "synthetic-chat", Requests: 2, PromptTokens: 5, CompletionTokens: 3}
-	add(t, b, id, u)
-	add(t, b, id, u)
-	add(t, b, "", u) // no id is fine without credits
-	wantUsage(t, b, acct, "", "", []credits.Usage{{Account: acct, Day: u.Day, Model: u.Model, Requests: 6, PromptTokens: 15, CompletionTokens: 9}})
+	r := record{"synthetic-chat", "2025-03-01", 5, 3, 0}.of(t, acct)
+	add(t, b, r)
+	add(t, b, r)
+	wantUsage(t, b, acct, "", "", []credits.Usage{{Account: acct, Day: "2025-03-01", Model: "synthetic-chat", Requests: 1, PromptTokens: 5, CompletionTokens: 3}})
 	wantAccount(t, b, acct, 10, 0)
 	if l := chatEntries(t, b, acct); len(l) != 0 {
 		t.Errorf("Ledger(%q) chat entries = %+v; want none", acct, l)
 	}
 }
 
+// testUsageFailedAndMedia: a failed request's record, and a free image's
+// or speech's, are written alone: no usage, no ledger entry; a charged
+// image record is refused (its charge is its settlement's).
+func testUsageFailedAndMedia(t *testing.T, b UsageBackend) {
+	ctx := context.Background()
+	acct := newAccount(t, b, 10)
+	today := credits.Day(time.Now()) // read back: not expired
+	failed := record{"", today, 0, 0, 0}.of(t, acct)
+	failed.ModelAsked, failed.Status, failed.Attempts = "priced-chat", credits.StatusFailed, "priced-chat=503"
+	speech := record{"tts", today, 0, 0, 0}.of(t, acct)
+	speech.Kind, speech.Units, speech.ID = credits.KindSpeech, 120, "speech_"+randomSuffix(t)
+	add(t, b, failed, speech)
+	for _, r := range []credits.Record{failed, speech} {
+		got, err := b.Record(ctx, r.ID)
+		if err != nil || got.Status != r.Status || got.Kind != r.Kind || got.Attempts != r.Attempts || got.Units != r.Units || got.Expires <= r.At/1000 {
+			t.Errorf("Record(%q) = %+v, %v; want it as written, with an expiry", r.ID, got, err)
+		}
+	}
+	wantUsage(t, b, acct, "", "", nil)
+	wantAccount(t, b, acct, 10, 0)
+	img := speech
+	img.ID, img.Kind, img.Units, img.UnitPrice, img.Cost = "img_"+randomSuffix(t), credits.KindImage, 1, 2, 2
+	if err := addOne(b, img); !errors.Is(err, credits.ErrInvalidRecord) {
+		t.Errorf("AddRecords(a charged image) = %v; want ErrInvalidRecord", err)
+	}
+	if _, err := b.Record(ctx, img.ID); !errors.Is(err, credits.ErrRecordNotFound) {
+		t.Errorf("Record(%q) of a refused record = %v; want ErrRecordNotFound", img.ID, err)
+	}
+	wantAccount(t, b, acct, 10, 0)
+}
+
+// testUsageBatch writes records in one call with refused ones among
+// them: each refused one is its own error and changes nothing, the others
+// are written.
+func testUsageBatch(t *testing.T, b UsageBackend) {
+	ctx := context.Background()
+	acct := newAccount(t, b, 100)
+	nobody := "acct-test-nobody-" + randomSuffix(t)
+	today := credits.Day(time.Now()) // read back: not expired
+	good1 := record{"priced-chat", today, 10, 5, 4}.of(t, acct)
+	bad := record{"priced-chat", today, 10, 5, 4}.of(t, acct)
+	bad.Status = "done"
+	orphan := record{"priced-chat", today, 10, 5, 4}.of(t, nobody)
+	good2 := record{"priced-chat", today, 1, 1, 1}.of(t, acct)
+	errs := b.AddRecords(ctx, []credits.Record{good1, bad, orphan, good2})
+	if len(errs) != 4 || errs[0] != nil || !errors.Is(errs[1], credits.ErrInvalidRecord) || !errors.Is(errs[2], credits.ErrAccountNotFound) || errs[3] != nil {
+		t.Fatalf("AddRecords(good, invalid, unknown account, good) = %v; want nil, ErrInvalidRecord, ErrAccountNotFound, nil", errs)
+	}
+	wantAccount(t, b, acct, 95, 0)
+	wantUsage(t, b, acct, "", "", []credits.Usage{{Account: acct, Day: today, Model: "priced-chat", Requests: 2, PromptTokens: 11, CompletionTokens: 6, Credits: 5}})
+	for _, r := range []credits.Record{bad, orphan} {
+		if _, err := b.Record(ctx, r.ID); !errors.Is(err, credits.ErrRecordNotFound) {
+			t.Errorf("Record(%q) of a refused record = %v; want ErrRecordNotFound", r.ID, err)
+		}
+	}
+	if got := b.AddRecords(ctx, nil); len(got) != 0 {
+		t.Errorf("AddRecords(nil) = %v; want no errors", got)
+	}
+}
+
 func testUsageUnknownAccount(t *testing.T, b UsageBackend) {
 	ctx := context.Background()
 	acct := "acct-test-nobody-" + randomSuffix(t)
-	if err := b.AddUsage(ctx, newID(t), record{"priced-chat", "2025-03-01", 10, 10, 3}.usage(acct)); !errors.Is(err, credits.ErrAccountNotFound) {
-		t.Errorf("AddUsage(%q, priced) = %v; want ErrAccountNotFound", acct, err)
+	r := record{"priced-chat", "2025-03-01", 10, 10, 3}.of(t, acct)
+	if err := addOne(b, r); !errors.Is(err, credits.ErrAccountNotFound) {
+		t.Errorf("AddRecords(%q, priced) = %v; want ErrAccountNotFound", acct, err)
 	}
 	wantUsage(t, b, acct, "", "", nil)
 	if a, err := b.Account(ctx, acct); !errors.Is(err, credits.ErrAccountNotFound) {
@@ -309,33 +386,32 @@ func testUsageUnknownAccount(t *testing.T, b UsageBackend) {
 	if l, err := b.Ledger(ctx, acct); err != nil || len(l) != 0 {
 		t.Errorf("Ledger(%q) = %+v, %v; want none", acct, l, err)
 	}
+	// An unpriced record needs no account.
+	add(t, b, record{"synthetic-chat", "2025-03-01", 1, 1, 0}.of(t, acct))
+	wantUsage(t, b, acct, "", "", []credits.Usage{{Account: acct, Day: "2025-03-01", Model: "synthetic-chat", Requests: 1, PromptTokens: 1, CompletionTokens: 1}})
 }
 
 func testUsageInvalid(t *testing.T, b UsageBackend) {
-	ctx := context.Background()
 	acct := newAccount(t, b, 10)
-	ok := credits.Usage{Account: acct, Day: "2025-03-01", Model: "m", Requests: 1, Credits: 1}
-	with := func(f func(u *credits.Usage)) credits.Usage { u := ok; f(&u); return u }
+	ok := record{"m", "2025-03-01", 1, 1, 1}.of(t, acct)
+	with := func(f func(r *credits.Record)) credits.Record { r := ok; r.ID = newRecordID(t); f(&r); return r }
 	tests := []struct {
 		name string
-		id   string
-		u    credits.Usage
+		r    credits.Record
 	}{
-		{"empty account", "id1", with(func(u *credits.Usage) { u.Account = "" })},
-		{"empty model", "id1", with(func(u *credits.Usage) { u.Model = "" })},
-		{"empty day", "id1", with(func(u *credits.Usage) { u.Day = "" })},
-		{"bad day", "id1", with(func(u *credits.Usage) { u.Day = "2025-13-01" })},
-		{"day with time", "id1", with(func(u *credits.Usage) { u.Day = "2025-03-01T00" })},
-		{"no requests", "id1", with(func(u *credits.Usage) { u.Requests = 0 })},
-		{"negative prompt", "id1", with(func(u *credits.Usage) { u.PromptTokens = -1 })},
-		{"negative completion", "id1", with(func(u *credits.Usage) { u.CompletionTokens = -1 })},
-		{"negative credits", "id1", with(func(u *credits.Usage) { u.Credits = -5 })},
-		{"priced without id", "", ok},
+		{"no id", with(func(r *credits.Record) { r.ID = "" })},
+		{"empty account", with(func(r *credits.Record) { r.Account = "" })},
+		{"no model", with(func(r *credits.Record) { r.Model = "" })},
+		{"no time", with(func(r *credits.Record) { r.At = 0 })},
+		{"unknown kind", with(func(r *credits.Record) { r.Kind = "video" })},
+		{"negative prompt", with(func(r *credits.Record) { r.Tokens.Prompt = -1 })},
+		{"negative cost", with(func(r *credits.Record) { r.Cost = -5 })},
+		{"failed with a cost", with(func(r *credits.Record) { r.Status = credits.StatusFailed })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := b.AddUsage(ctx, tt.id, tt.u); !errors.Is(err, credits.ErrInvalidUsage) {
-				t.Errorf("AddUsage(%q, %+v) = %v; want ErrInvalidUsage", tt.id, tt.u, err)
+			if err := addOne(b, tt.r); !errors.Is(err, credits.ErrInvalidRecord) {
+				t.Errorf("AddRecords(%+v) = %v; want ErrInvalidRecord", tt.r, err)
 			}
 		})
 	}
@@ -344,7 +420,8 @@ func testUsageInvalid(t *testing.T, b UsageBackend) {
 }
 
 // testUsageConcurrent runs 20 goroutines of 5 records each, half of them
-// priced, on two models: the sums, the balance and the ledger are exact.
+// priced, on two models, some in batches: the sums, the balance and the
+// ledger are exact.
 func testUsageConcurrent(t *testing.T, b UsageBackend) {
 	const goroutines, each, balance = 20, 5, 1000
 	ctx := context.Background()
@@ -353,23 +430,20 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 	var want [2]credits.Usage
 	var charged credits.Amount
 	var charges int64
+	var recs [goroutines][]credits.Record
 	for g := range goroutines {
 		for i := range each {
 			w := &want[g%2]
 			w.Requests++
 			w.PromptTokens += int64(g + 1)
 			w.CompletionTokens += int64(i + 1)
-			w.Credits += credits.Amount(i % 2 * (g + 1))
-			charged += credits.Amount(i % 2 * (g + 1))
-			if i%2 == 1 {
+			cost := credits.Amount(i % 2 * (g + 1))
+			w.Credits += cost
+			charged += cost
+			if cost > 0 {
 				charges++
 			}
-		}
-	}
-	var idOf [goroutines][each]string
-	for g := range goroutines {
-		for i := range each {
-			idOf[g][i] = newID(t)
+			recs[g] = append(recs[g], record{models[g%2], "2025-03-01", int64(g + 1), int64(i + 1), cost}.of(t, acct))
 		}
 	}
 	var wg sync.WaitGroup
@@ -378,9 +452,16 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range each {
-				u := record{models[g%2], "2025-03-01", int64(g + 1), int64(i + 1), credits.Amount(i % 2 * (g + 1))}.usage(acct)
-				if err := b.AddUsage(ctx, idOf[g][i], u); err != nil {
+			if g%4 == 0 { // a batch
+				for i, err := range b.AddRecords(ctx, recs[g]) {
+					if err != nil {
+						errs <- fmt.Errorf("goroutine %d record %d: %w", g, i, err)
+					}
+				}
+				return
+			}
+			for i, r := range recs[g] {
+				if err := addOne(b, r); err != nil {
 					errs <- fmt.Errorf("goroutine %d record %d: %w", g, i, err)
 				}
 			}
@@ -389,7 +470,7 @@ func testUsageConcurrent(t *testing.T, b UsageBackend) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Errorf("AddUsage = %v; want nil", err)
+		t.Errorf("AddRecords = %v; want nil", err)
 	}
 	for i, m := range models {
 		want[i].Account, want[i].Day, want[i].Model = acct, "2025-03-01", m

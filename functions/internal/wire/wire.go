@@ -21,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/awsenv"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
@@ -51,6 +52,10 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 	}
 	names := awsenv.FromEnv(getenv)
 	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
+	store.RecordsTable = names.RecordsTable
+	if store.RecordRetention, err = credits.RecordRetentionFromEnv(getenv); err != nil {
+		return nil, err
+	}
 	retention := dynamostore.DefaultJobRetention
 	if v := getenv("GENWAY_JOB_RETENTION_DAYS"); v != "" {
 		days, err := strconv.Atoi(v)

@@ -34,6 +34,7 @@ type Credits struct {
 	entries  map[string]credits.Entry
 	ledger   []credits.Entry
 	usage    map[string]credits.Amount // "<account>/<job type>/<model>" -> credits captured
+	records  []credits.Record          // written with their settlements, in order
 }
 
 var _ credits.Reservations = (*Credits)(nil)
@@ -89,6 +90,26 @@ func (c *Credits) OpenReservations(ctx context.Context, before int64, limit int)
 
 // Settle implements credits.Store.Settle for reservations.
 func (c *Credits) Settle(ctx context.Context, e credits.Entry) error {
+	return c.settle(e, nil)
+}
+
+// SettleRecord implements credits.Reservations: Settle with r written
+// in the same step (Records lists them).
+func (c *Credits) SettleRecord(ctx context.Context, e credits.Entry, r credits.Record) error {
+	if err := credits.CheckSettledRecord(e, r); err != nil {
+		return err
+	}
+	return c.settle(e, &r)
+}
+
+// Records returns the records written with settlements, in order.
+func (c *Credits) Records() []credits.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]credits.Record(nil), c.records...)
+}
+
+func (c *Credits) settle(e credits.Entry, rec *credits.Record) error {
 	if err := credits.CheckSettlement(e); err != nil {
 		return err
 	}
@@ -116,6 +137,9 @@ func (c *Credits) Settle(ctx context.Context, e credits.Entry) error {
 	a.Available = a.Balance - a.Held
 	c.entries[e.ID] = e
 	c.ledger = append(c.ledger, e)
+	if rec != nil {
+		c.records = append(c.records, *rec)
+	}
 	return nil
 }
 
