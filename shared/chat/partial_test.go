@@ -301,7 +301,8 @@ func (f *blockingProvider) Stream(ctx context.Context, req *chat.Request, w chat
 // TestRunWholeClientGone: a whole answer whose client goes away while the
 // upstream works runs on, detached from the client, and is charged its
 // exact usage (status client_closed, not partial); an upstream failure
-// then is not retried nor passed to a fallback: no attempt for nobody.
+// then is not retried nor passed to a fallback: no attempt for nobody
+// (the request leaves its failed record, charged nothing).
 func TestRunWholeClientGone(t *testing.T) {
 	cat, err := catalog.Parse([]byte(pricedCatalog), catalog.Pricing{})
 	if err != nil {
@@ -314,7 +315,8 @@ func TestRunWholeClientGone(t *testing.T) {
 		want      []string
 	}{
 		{"charged exactly", nil, 1, []string{"acct synthetic/priced 3 2 7"}},
-		{"no retry, no fallback", &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamFailed, Status: 502}, 1, nil},
+		// The request reached a provider: a failed record, no charge.
+		{"no retry, no fallback", &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamFailed, Status: 502}, 1, []string{"acct  0 0 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
