@@ -250,7 +250,7 @@ func TestComplete(t *testing.T) {
 			Usage: chat.Usage{PromptTokens: 2, CompletionTokens: 9, TotalTokens: 11}}},
 		{"response_thinking.json", chat.Response{Content: "42", Reasoning: "The user wants a number.", FinishReason: "stop",
 			Thoughts: []chat.Thought{{Provider: "gemini", Text: "The user wants a number.", Signature: "CiIBVKhc7oDf"}},
-			Usage: chat.Usage{PromptTokens: 5, CompletionTokens: 31, TotalTokens: 36, ReasoningTokens: 30}}},
+			Usage:    chat.Usage{PromptTokens: 5, CompletionTokens: 31, TotalTokens: 36, ReasoningTokens: 30}}},
 		{"response_blocked.json", chat.Response{FinishReason: "content_filter",
 			Usage: chat.Usage{PromptTokens: 7, TotalTokens: 7}}},
 	}
@@ -329,12 +329,12 @@ func TestStream(t *testing.T) {
 				Usage: chat.Usage{PromptTokens: 8, CompletionTokens: 17, TotalTokens: 25}},
 		},
 		{
-			file:       "stream_thinking.sse",
+			file: "stream_thinking.sse",
 			wantDeltas: []chat.Delta{{Reasoning: "**Calculating the product**\n\nI need 27 * 453."}, {Content: "27 * 453 = 12,231"},
 				{Thought: &chat.Thought{Provider: "gemini", Text: "**Calculating the product**\n\nI need 27 * 453.", Signature: "CiIBVKhc7oDf"}}},
 			want: &chat.Response{Content: "27 * 453 = 12,231", Reasoning: "**Calculating the product**\n\nI need 27 * 453.", FinishReason: "stop",
 				Thoughts: []chat.Thought{{Provider: "gemini", Text: "**Calculating the product**\n\nI need 27 * 453.", Signature: "CiIBVKhc7oDf"}},
-				Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 259, TotalTokens: 269, ReasoningTokens: 250}},
+				Usage:    chat.Usage{PromptTokens: 10, CompletionTokens: 259, TotalTokens: 269, ReasoningTokens: 250}},
 		},
 		{
 			file:       "stream_max_tokens.sse",
