@@ -298,6 +298,7 @@ func (rp *responsesRequest) chatParams(tr *translation) (*chat.Params, error) {
 			return nil, err
 		}
 	}
+	b.flushImages()
 	b.endRun()
 	for i := range p.Messages {
 		for k := range p.Messages[i].ToolCalls {
@@ -344,6 +345,23 @@ type inputBuilder struct {
 	runThoughts []chat.Thought
 	itemCalls   map[string]string     // a local_shell_call's item id -> its call id
 	sigs        map[string]sealedCall // the signed calls, by call id
+	// images are the tool outputs' images, sent in a user message after
+	// the turn's tool results (from the output at imagesAt): only a user
+	// message may carry an image.
+	images   []chat.ParamsPart
+	imagesAt string
+}
+
+// flushImages adds the user message that carries the images of the tool
+// outputs before it, if any.
+func (b *inputBuilder) flushImages() {
+	if len(b.images) == 0 {
+		return
+	}
+	note := "(The images the tools returned.)"
+	parts := append(b.images, chat.ParamsPart{Type: "text", Text: &note})
+	b.add(b.imagesAt, chat.ParamsMessage{Role: chat.RoleUser, Content: rawJSON(parts)})
+	b.images, b.imagesAt = nil, ""
 }
 
 // add appends a message that came from the item at path at.
@@ -402,6 +420,9 @@ func (b *inputBuilder) result(at, callID string, content, cache json.RawMessage)
 // item translates the input item it at path at.
 func (b *inputBuilder) item(at string, it responsesItem) error {
 	ts := b.tr.tools
+	if !strings.HasSuffix(it.Type, "_output") {
+		b.flushImages() // after the tool results they came with
+	}
 	if it.Type == "item_reference" || (it.Type == "" && it.Role == "" && it.ID != "") { // the type of a reference may be left out
 		if strings.HasPrefix(it.ID, "rs_") {
 			return nil // earlier reasoning is not sent upstream (as in chat completions)
@@ -457,11 +478,15 @@ func (b *inputBuilder) item(at string, it responsesItem) error {
 		if callID == "" && it.Type == "local_shell_call_output" { // its id names the call
 			callID = cmp.Or(b.itemCalls[it.ID], it.ID)
 		}
-		out, err := outputContent(it.Output, at)
+		out, images, err := outputContent(it.Output, at)
 		if err != nil {
 			return err
 		}
 		b.result(at+outputPath, callID, out, it.CacheControl)
+		if len(images) > 0 && b.images == nil {
+			b.imagesAt = at + outputPath
+		}
+		b.images = append(b.images, images...)
 		return nil
 	case "shell_call_output":
 		b.result(at, it.CallID, rawJSON(shellOutputText(it.Output)), it.CacheControl)
@@ -620,35 +645,50 @@ func messageContent(raw json.RawMessage, at string) (json.RawMessage, error) {
 // function_call_output item: responsesParam names its content "output".
 const outputPath = ".output"
 
-// outputContent is a function_call_output's output as a tool message's
-// content: a string, or the text of its input_text parts: one string, or,
-// when a part carries cache_control, the parts themselves.
-func outputContent(raw json.RawMessage, at string) (json.RawMessage, error) {
+// outputContent is a call output's output as a tool message's content:
+// a string, or the text of its input_text parts: one string, or, when a
+// part carries cache_control, the parts themselves. Its input_image parts
+// are returned apart: a tool message carries no image (see
+// inputBuilder.result), and its text says so.
+func outputContent(raw json.RawMessage, at string) (json.RawMessage, []chat.ParamsPart, error) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return rawJSON(s), nil
+		return rawJSON(s), nil, nil
 	}
 	var parts []responsesPart
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return nil, apierr.Invalidf(at+".output", "invalid_value", "output must be a string or an array of input_text parts")
+		return nil, nil, apierr.Invalidf(at+".output", "invalid_value", "output must be a string or an array of input_text and input_image parts")
 	}
 	var b strings.Builder
+	var texts, images []chat.ParamsPart
 	marked := false
 	for j, pt := range parts {
-		if pt.Type != "input_text" || pt.Text == nil {
-			return nil, refuse(fmt.Sprintf("%s.output[%d]", at, j), "Only text tool output is supported.")
+		pat := fmt.Sprintf("%s.output[%d]", at, j)
+		switch {
+		case pt.Type == "input_text" && pt.Text != nil:
+			b.WriteString(*pt.Text)
+			marked = marked || len(pt.CacheControl) > 0
+			texts = append(texts, chat.ParamsPart{Type: "text", Text: pt.Text, CacheControl: pt.CacheControl})
+		case pt.Type == "input_image" && pt.FileID != "":
+			return nil, nil, refuse(pat+".file_id", "Files are not stored here: send the image as image_url (an https URL or a data URI).")
+		case pt.Type == "input_image":
+			images = append(images, chat.ParamsPart{Type: "image_url", ImageURL: &chat.ParamsImageURL{URL: pt.ImageURL, Detail: pt.Detail}, CacheControl: pt.CacheControl})
+		default:
+			return nil, nil, refuse(pat, "Only text and image tool output is supported.")
 		}
-		b.WriteString(*pt.Text)
-		marked = marked || len(pt.CacheControl) > 0
+	}
+	if len(images) > 0 {
+		note := fmt.Sprintf("[%d image(s): in the next message]", len(images))
+		if b.Len() > 0 {
+			note = "\n" + note
+		}
+		b.WriteString(note)
+		texts = append(texts, chat.ParamsPart{Type: "text", Text: &note})
 	}
 	if !marked {
-		return rawJSON(b.String()), nil
+		return rawJSON(b.String()), images, nil
 	}
-	out := make([]chat.ParamsPart, len(parts))
-	for j, pt := range parts {
-		out[j] = chat.ParamsPart{Type: "text", Text: pt.Text, CacheControl: pt.CacheControl}
-	}
-	return rawJSON(out), nil
+	return rawJSON(texts), images, nil
 }
 
 func isSetRaw(raw json.RawMessage) bool {

@@ -221,3 +221,76 @@ func responseEvents(t *testing.T, body io.Reader) []map[string]any {
 	}
 	return events
 }
+
+// TestResponsesStreamReasoningItems: where a stream's signed reasoning
+// goes, by what comes around it: into the reasoning item it closes, into
+// one of its own after a message or before a signed call; what each
+// carries opens back into the thoughts and call signatures streamed.
+func TestResponsesStreamReasoningItems(t *testing.T) {
+	gem := &chat.Thought{Provider: "gemini", Signature: "sig-t"}
+	call := func(id, sig string) chat.Delta {
+		return chat.Delta{ToolCall: &chat.ToolCallDelta{ID: id, Name: "f", Arguments: "{}", Signature: sig, SignedBy: map[bool]string{true: "gemini"}[sig != ""]}}
+	}
+	tests := []struct {
+		name   string
+		deltas []chat.Delta
+		want   []string // item types, a reasoning item with what it carries: "reasoning[thoughts' texts|signed calls' ids]"
+	}{
+		{"a thought closes the reasoning before it", []chat.Delta{{Reasoning: "a"}, {Reasoning: "b"}, {Thought: gem}, {Content: "ok"}},
+			[]string{"reasoning[ab|]", "message"}},
+		{"a thought after the text goes at the end", []chat.Delta{{Reasoning: "a"}, {Content: "ok"}, {Thought: gem}},
+			[]string{"reasoning", "message", "reasoning[a|]"}},
+		{"a signed call's signature in the reasoning before it", []chat.Delta{{Reasoning: "a"}, call("c1", "sig-c")},
+			[]string{"reasoning[|c1]", "function_call"}},
+		{"after text, in a reasoning item of its own", []chat.Delta{{Content: "ok"}, call("c1", "sig-c"), call("c2", "")},
+			[]string{"message", "reasoning[|c1]", "function_call", "function_call"}},
+		{"reasoning after a call is another item", []chat.Delta{{Reasoning: "a"}, call("c1", ""), {Reasoning: "b"}, call("c2", "")},
+			[]string{"reasoning", "function_call", "reasoning", "function_call"}},
+		{"redacted thinking alone", []chat.Delta{{Thought: &chat.Thought{Provider: "anthropic", Redacted: "xyz"}}},
+			[]string{"reasoning[xyz|]"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rp responsesRequest
+			json.Unmarshal([]byte(`{"model":"m","input":"hi","tools":[{"type":"function","name":"f"}]}`), &rp)
+			var tr translation
+			if _, err := rp.chatParams(&tr); err != nil {
+				t.Fatal(err)
+			}
+			e := &responsesEncoder{meta: rp.echo(), tools: tr.tools}
+			b := e.start(nil)
+			for _, d := range tt.deltas {
+				b = e.delta(b, d)
+			}
+			b = e.end(b, &chat.Response{FinishReason: chat.FinishStop})
+			var got []string
+			for _, ev := range responseEvents(t, strings.NewReader(string(b))) {
+				it, _ := ev["item"].(map[string]any)
+				if ev["type"] != "response.output_item.done" {
+					continue
+				}
+				s := it["type"].(string)
+				if s == "reasoning" {
+					var texts, ids []string
+					if ec, _ := it["encrypted_content"].(string); ec != "" {
+						r, ok, err := openReasoning(ec, "x")
+						if !ok || err != nil {
+							t.Fatalf("encrypted_content %q: %v", ec, err)
+						}
+						for _, th := range r.Thoughts {
+							texts = append(texts, th.Text+th.Redacted)
+						}
+						for _, c := range r.Calls {
+							ids = append(ids, c.ID)
+						}
+						s += "[" + strings.Join(texts, ",") + "|" + strings.Join(ids, ",") + "]"
+					}
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("items %v; want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -125,6 +125,7 @@ func (e *responsesEncoder) start(b []byte) []byte {
 
 func (e *responsesEncoder) delta(b []byte, d chat.Delta) []byte {
 	if d.Reasoning != "" {
+		b = e.flushCall(b) // reasoning after a call is another item
 		b = e.openItem(b, "reasoning")
 		e.text.WriteString(d.Reasoning)
 		e.since.WriteString(d.Reasoning)

@@ -24,7 +24,11 @@ func summary(p *chat.Params) (tools []string, msgs []string) {
 			var parts []chat.ParamsPart
 			if json.Unmarshal(m.Content, &text) != nil && json.Unmarshal(m.Content, &parts) == nil {
 				for _, pt := range parts {
-					text += "[" + *pt.Text + "]"
+					if pt.ImageURL != nil {
+						text += "[image " + pt.ImageURL.URL + "]"
+					} else {
+						text += "[" + *pt.Text + "]"
+					}
 				}
 			}
 			s += "(" + text + ")"
@@ -130,6 +134,19 @@ func TestResponsesToolsToChat(t *testing.T) {
 			wantMsgs:  []string{"user(hi)", `assistant([Let me see.]) c1=f{} c2=f{}`, "tool(1) <c1", "tool(2) <c2"},
 		},
 		{
+			// As Codex's view_image answers: the image goes in a user
+			// message after the turn's tool results (a tool message
+			// carries none).
+			name:  "an image in a tool output",
+			tools: `[{"type":"function","name":"view_image"},{"type":"function","name":"f"}]`,
+			input: `[{"role":"user","content":"look"},{"type":"function_call","call_id":"c1","name":"view_image","arguments":"{}"},{"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},
+				{"type":"function_call_output","call_id":"c1","output":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]},
+				{"type":"function_call_output","call_id":"c2","output":"ok"}]`,
+			wantTools: []string{"view_image", "f"},
+			wantMsgs: []string{"user(look)", "assistant c1=view_image{} c2=f{}", "tool([1 image(s): in the next message]) <c1", "tool(ok) <c2",
+				"user([image data:image/png;base64,iVBORw0KGgo=][(The images the tools returned.)])"},
+		},
+		{
 			name:      "a long namespaced name is hashed to a valid one",
 			tools:     `[{"type":"namespace","name":"a_very_long_namespace_name_for_the_tools_of_a_server","tools":[{"type":"function","name":"and.a.dotted.function.name"}]}]`,
 			input:     `[{"role":"user","content":"hi"}]`,
@@ -232,6 +249,10 @@ func TestResponsesToolErrors(t *testing.T) {
 		{`{"input":[{"type":"reasoning","summary":[],"encrypted_content":"gw1.not-base64!"}]}`, "invalid_value", "input[0].encrypted_content"},
 		{`{"input":[{"type":"shell_call_output","call_id":"nope","output":[]}]}`, "invalid_value", "input[0].call_id"},
 		{`{"input":[{"type":"compaction_summary","text":"x"}]}`, "unsupported_parameter", "input[0].type"},
+		{`{"input":[{"role":"user","content":"look"},{"type":"function_call","call_id":"c","name":"view_image","arguments":"{}"},
+			{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}]}`,
+			"model_not_vision_capable", "input[2].output[0]"}, // synthetic/echo takes no image
+		{`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_file","file_id":"f"}]}]}`, "unsupported_parameter", "input[0].output[0]"},
 	}
 	for _, tt := range tests {
 		body := strings.Replace(tt.body, "{", `{"model":"synthetic/echo",`, 1)
