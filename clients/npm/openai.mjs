@@ -107,6 +107,38 @@ for (const stream of [false, true]) {
   });
 }
 
+// Codex's tool types: a namespace's function and a custom tool with a
+// grammar come back as a function_call with its namespace and a
+// custom_tool_call with its input; the hosted web_search is left out.
+const codexTools = [
+  { type: "namespace", name: "multi_agent_v1", description: "Sub-agents.", tools: [
+    { type: "function", name: "close_agent", parameters: { type: "object", properties: { target: { type: "string" } }, required: ["target"] } },
+  ] },
+  { type: "custom", name: "apply_patch", format: { type: "grammar", syntax: "lark", definition: "start: begin_patch hunk+ end_patch" } },
+  { type: "web_search" },
+];
+for (const stream of [false, true]) {
+  await check("responses namespace and custom calls" + (stream ? " stream" : ""), async () => {
+    const input = 'CALL_TOOL close_agent {"target":"a1"} CALL_TOOL apply_patch {"input":"*** Begin Patch\\n*** End Patch\\n"}';
+    const r = stream
+      ? await client.responses.stream({ model, input, tools: codexTools }).finalResponse()
+      : await client.responses.create({ model, input, tools: codexTools });
+    const [fc, ct] = r.output;
+    assert.equal(fc.type, "function_call");
+    assert.equal(fc.namespace, "multi_agent_v1");
+    assert.equal(fc.name, "close_agent");
+    assert.equal(fc.arguments, '{"target":"a1"}');
+    assert.equal(ct.type, "custom_tool_call");
+    assert.equal(ct.name, "apply_patch");
+    assert.equal(ct.input, "*** Begin Patch\n*** End Patch\n");
+    const next = [{ role: "user", content: input }, ...r.output,
+      { type: "function_call_output", call_id: fc.call_id, output: "closed" },
+      { type: "custom_tool_call_output", call_id: ct.call_id, output: "patched" }];
+    const second = await client.responses.create({ model, input: next, tools: codexTools });
+    assert.equal(second.output_text, "Tool apply_patch returned: patched");
+  });
+}
+
 await check("responses json schema", async () => {
   const r = await client.responses.create({
     model,

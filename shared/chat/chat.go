@@ -78,11 +78,14 @@ type Request struct {
 	LogitBias        map[string]float64 // token id -> bias, for providers with Features.LogitBias
 	User             string             // the client's end-user id, forwarded where the provider takes one
 	// OpenAI-only fields, forwarded as they are to OpenAI-compatible
-	// upstreams (Features.OpenAIOnly) and refused elsewhere.
+	// upstreams (Features.OpenAIOnly) and refused elsewhere, except the
+	// hints: PromptCacheKey, and a Verbosity the request marked a hint
+	// (Params.VerbosityHint), are left out (empty) for other providers.
 	ServiceTier      string
 	Verbosity        string
 	PromptCacheKey   string
 	SafetyIdentifier string
+	verbosityHint    bool
 }
 
 // Tool is a function the model may call.
@@ -437,7 +440,7 @@ type Features struct {
 	Seed              bool
 	Penalties         bool // presence_penalty, frequency_penalty
 	LogitBias         bool
-	OpenAIOnly        bool // service_tier, verbosity, prompt_cache_key, safety_identifier: forwarded as they are
+	OpenAIOnly        bool // service_tier, verbosity, prompt_cache_key, safety_identifier: forwarded as they are (prompt_cache_key is left out without it)
 }
 
 // AllFeatures honours everything: an OpenAI-compatible upstream takes the

@@ -90,6 +90,7 @@ func sampling(p *Params, req *Request) error {
 	}
 	req.User = p.User
 	req.ServiceTier, req.Verbosity, req.PromptCacheKey, req.SafetyIdentifier = p.ServiceTier, p.Verbosity, p.PromptCacheKey, p.SafetyIdentifier
+	req.verbosityHint = p.VerbosityHint
 	req.ParallelToolCalls = p.ParallelToolCalls
 	return nil
 }
@@ -246,9 +247,16 @@ func checkFeatures(req *Request, prov Provider) error {
 		return Refuse("logit_bias", "The %s provider has no logit_bias.", name)
 	}
 	if !f.OpenAIOnly {
+		// Hints that only steer the upstream are left out, not refused:
+		// prompt_cache_key (OpenAI's prompt-cache routing; it changes
+		// cost, never the answer) and a verbosity the request marks a
+		// hint (Params.VerbosityHint).
+		req.PromptCacheKey = ""
+		if req.verbosityHint {
+			req.Verbosity = ""
+		}
 		for _, o := range []struct{ param, v string }{
-			{"service_tier", req.ServiceTier}, {"verbosity", req.Verbosity},
-			{"prompt_cache_key", req.PromptCacheKey}, {"safety_identifier", req.SafetyIdentifier},
+			{"service_tier", req.ServiceTier}, {"verbosity", req.Verbosity}, {"safety_identifier", req.SafetyIdentifier},
 		} {
 			if o.v != "" {
 				return Refuse(o.param, "%s is an OpenAI field; the %s provider does not take it.", o.param, name)

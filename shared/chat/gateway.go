@@ -372,6 +372,9 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 			return nil, nil, apierr.Invalidf(at(".role"), "invalid_value", "role must be system, developer, user, assistant or tool, not %q", pm.Role)
 		}
 		out[i].Name = pm.Name
+		if out[i].Role == RoleAssistant {
+			out[i].Thoughts = pm.Thoughts
+		}
 		if err := toolTurn(&out[i], pm, out[:i], at); err != nil {
 			return nil, nil, err
 		}
@@ -510,7 +513,7 @@ func toolTurn(m *Message, pm ParamsMessage, earlier []Message, at func(string) s
 		if strings.TrimSpace(args) == "" {
 			args = "{}"
 		}
-		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args, Signature: tc.Signature, SignedBy: tc.SignedBy})
 	}
 	if m.Role != RoleTool {
 		if pm.ToolCallID != "" {

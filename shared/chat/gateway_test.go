@@ -767,3 +767,69 @@ func TestRunRecord(t *testing.T) {
 		t.Errorf("record without an id or kind = %+v; want a chatcmpl- id, kind chat, models[0] asked", r)
 	}
 }
+
+// featureProvider is a fakeProvider with Features.
+type featureProvider struct {
+	fakeProvider
+	f chat.Features
+}
+
+func (p *featureProvider) Features() chat.Features { return p.f }
+
+// TestPrepareThoughtsAndHints: the signed reasoning an edge puts on
+// Params (an assistant message's Thoughts, a tool call's Signature)
+// reaches the provider's Request; the OpenAI-only hints (prompt_cache_key,
+// and a verbosity marked a hint) are left out for a provider without
+// them, a plain verbosity refused.
+func TestPrepareThoughtsAndHints(t *testing.T) {
+	cat := mustCatalog(t)
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{
+		"synthetic": &fakeProvider{}, "gemini": &featureProvider{f: chat.Features{Tools: true}},
+	}})
+	p := params(t, `{"model":"synthetic/echo","messages":[{"role":"user","content":"hi"},
+		{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},
+		{"role":"tool","tool_call_id":"c1","content":"ok"}],"tools":[{"type":"function","function":{"name":"f"}}]}`)
+	thoughts := []chat.Thought{{Provider: "gemini", Text: "hm", Signature: "sig-1"}}
+	p.Messages[1].Thoughts = thoughts
+	p.Messages[1].ToolCalls[0].Signature, p.Messages[1].ToolCalls[0].SignedBy = "sig-2", "gemini"
+	p.Messages[0].Thoughts = thoughts // not an assistant message: ignored
+	c, err := gw.Prepare(context.Background(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := c.Request.Messages
+	if len(m[1].Thoughts) != 1 || m[1].Thoughts[0] != thoughts[0] || m[0].Thoughts != nil {
+		t.Errorf("Thoughts = %+v, %+v; want the assistant's only", m[1].Thoughts, m[0].Thoughts)
+	}
+	if tc := m[1].ToolCalls[0]; tc.Signature != "sig-2" || tc.SignedBy != "gemini" {
+		t.Errorf("ToolCalls[0] = %+v; want signed by gemini", tc)
+	}
+
+	tests := []struct {
+		name, body, wantParam string
+		hint                  bool
+	}{
+		{"prompt_cache_key left out", `{"model":"gemini/gemini-2.5-flash","prompt_cache_key":"k","messages":[{"role":"user","content":"hi"}]}`, "", false},
+		{"verbosity hint left out", `{"model":"gemini/gemini-2.5-flash","verbosity":"low","messages":[{"role":"user","content":"hi"}]}`, "", true},
+		{"verbosity refused", `{"model":"gemini/gemini-2.5-flash","verbosity":"low","messages":[{"role":"user","content":"hi"}]}`, "verbosity", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := params(t, tt.body)
+			p.VerbosityHint = tt.hint
+			c, err := gw.Prepare(context.Background(), p)
+			if tt.wantParam != "" {
+				if e := apierr.As(err); e == nil || e.Param != tt.wantParam {
+					t.Fatalf("Prepare(%s) = %v; want a 400 naming %s", tt.body, err, tt.wantParam)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Prepare(%s) = %v; want nil error", tt.body, err)
+			}
+			if c.Request.PromptCacheKey != "" || c.Request.Verbosity != "" {
+				t.Errorf("PromptCacheKey, Verbosity = %q, %q; want both left out", c.Request.PromptCacheKey, c.Request.Verbosity)
+			}
+		})
+	}
+}

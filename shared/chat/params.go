@@ -43,6 +43,11 @@ type Params struct {
 	Verbosity        string `json:"verbosity"`
 	PromptCacheKey   string `json:"prompt_cache_key"`
 	SafetyIdentifier string `json:"safety_identifier"`
+	// VerbosityHint makes Verbosity a hint, not a demand: a provider
+	// without it leaves it out instead of refusing the request. It is
+	// not on the chat wire; the Responses API sets it for text.verbosity,
+	// which clients such as Codex send with every request.
+	VerbosityHint bool `json:"-"`
 
 	// ID and Kind name the request's record (credits.Record): the
 	// answer's id (chatcmpl-..., resp_...) and the API the request came
@@ -81,6 +86,10 @@ type ParamsMessage struct {
 	ToolCalls  []ParamsToolCall `json:"tool_calls"`
 	ToolCallID string           `json:"tool_call_id"`
 	Refusal    *string          `json:"refusal"` // an earlier assistant refusal, sent back as its text
+	// Thoughts are an assistant message's signed reasoning (see Thought),
+	// kept for its provider kind. Not on the chat wire: the edges whose
+	// wire carries them (the Responses API's reasoning items) set them.
+	Thoughts []Thought `json:"-"`
 	// CacheControl on a message is a prompt-cache breakpoint at its end
 	// (as OpenRouter's and LiteLLM's clients send it, with a string
 	// content too): on its last part, or after its tool calls.
@@ -123,7 +132,9 @@ type ParamsFunction struct {
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
-// ParamsToolCall is one tool call of an assistant message.
+// ParamsToolCall is one tool call of an assistant message. Signature and
+// SignedBy are the call's provider signature (see ToolCall): not on the
+// chat wire, set by the edges whose wire carries them.
 type ParamsToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
@@ -131,6 +142,8 @@ type ParamsToolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	Signature string `json:"-"`
+	SignedBy  string `json:"-"`
 }
 
 // ParamsResponseFormat is response_format: {"type": "text"},

@@ -26,11 +26,19 @@
 // function calling with a JSON response MIME type) and logit_bias.
 // The user field is not forwarded: Gemini has none.
 //
-// Not carried: thoughtSignature. Thinking models may sign functionCall parts
-// and the docs ask for the signature back in later turns; chat.ToolCall has
-// no field for it, so replayed calls go unsigned. Gemini 2.5 accepts that
-// (with possibly less context for the model); Gemini 3 models refuse it
-// (https://ai.google.dev/gemini-api/docs/thought-signatures).
+// Thought signatures (https://ai.google.dev/gemini-api/docs/thought-signatures)
+// are kept for the next turn: a functionCall part's thoughtSignature is
+// its chat.ToolCall's Signature (SignedBy "gemini"), sent back on that
+// call's functionCall part, as Gemini 3 requires for function calling; a
+// signature on any other part (a thought, a text part, an empty part) is
+// a chat.Thought of provider kind "gemini" whose Text is the reasoning
+// since the previous Thought (streamed: a Delta.Thought after that part's
+// text). An assistant message's gemini Thoughts go back as thought parts
+// (their text and signature) before its content, a Thought without text
+// as the signature of the message's last text part, where Gemini puts it
+// in an answer without calls. Other providers' Thoughts, and calls they
+// signed, are sent without signatures (Gemini 2.5 takes unsigned calls;
+// Gemini 3 refuses a current turn's unsigned call).
 //
 // Gemini needs image bytes: Provider implements NeedsImageBytes, and the
 // gateway fetches image URLs before calling it.
@@ -247,6 +255,8 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 // state accumulates a response from one or more GenerateContentResponses.
 type state struct {
 	content, reasoning strings.Builder
+	since              int // st.reasoning's length at the last Thought
+	thoughts           []chat.Thought
 	toolCalls          []chat.ToolCall
 	ids                map[string]bool // the ids of toolCalls
 	responseID         string          // the first responseId seen, for call ids
@@ -280,42 +290,63 @@ func (st *state) add(g *generateResponse, emit func(chat.Delta) error) error {
 	}
 	for _, part := range c.Content.Parts {
 		if part.FunctionCall != nil {
-			tc := st.addCall(part.FunctionCall)
+			tc := st.addCall(part.FunctionCall, part.ThoughtSignature)
 			if emit != nil {
 				if err := emit(chat.Delta{ToolCall: &chat.ToolCallDelta{Index: len(st.toolCalls) - 1,
-					ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments}}); err != nil {
+					ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Signature: tc.Signature, SignedBy: tc.SignedBy}}); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		if part.Text == "" {
-			continue // executableCode, signatures-only parts...
+		if part.Text != "" { // not executableCode...
+			var d chat.Delta
+			if part.Thought {
+				d.Reasoning = part.Text
+				st.reasoning.WriteString(part.Text)
+			} else {
+				d.Content = part.Text
+				st.content.WriteString(part.Text)
+			}
+			if emit != nil {
+				if err := emit(d); err != nil {
+					return err
+				}
+			}
 		}
-		var d chat.Delta
-		if part.Thought {
-			d.Reasoning = part.Text
-			st.reasoning.WriteString(part.Text)
-		} else {
-			d.Content = part.Text
-			st.content.WriteString(part.Text)
-		}
-		if emit != nil {
-			if err := emit(d); err != nil {
-				return err
+		if part.ThoughtSignature != "" {
+			th := st.addThought(part.ThoughtSignature)
+			if emit != nil {
+				if err := emit(chat.Delta{Thought: &th}); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	return nil
 }
 
+// addThought appends a Thought signed sig, whose text is the reasoning
+// since the previous one, to st's thoughts, and returns it.
+func (st *state) addThought(sig string) chat.Thought {
+	r := st.reasoning.String()
+	th := chat.Thought{Provider: Kind, Text: r[st.since:], Signature: sig}
+	st.since = len(r)
+	st.thoughts = append(st.thoughts, th)
+	return th
+}
+
+// Kind is the provider kind of the Thoughts and signed tool calls this
+// package makes and takes back (chat.Thought.Provider, ToolCall.SignedBy).
+const Kind = "gemini"
+
 // addCall appends fc to st's tool calls and returns it as a ToolCall. Its
 // ID is Gemini's id, or else "call_<responseId>_<n>" ("call_<n>" without
 // a responseId), n its position among this answer's calls: deterministic,
 // and unique in a conversation as response ids are (a clash with another
 // id of this answer gets a suffix). Arguments are the compact args
-// object, "{}" if Gemini sent none.
-func (st *state) addCall(fc *functionCall) chat.ToolCall {
+// object, "{}" if Gemini sent none; sig is the part's thoughtSignature.
+func (st *state) addCall(fc *functionCall, sig string) chat.ToolCall {
 	n := len(st.toolCalls)
 	id := fc.ID
 	if id == "" || st.ids[id] {
@@ -338,6 +369,9 @@ func (st *state) addCall(fc *functionCall) chat.ToolCall {
 		args = b.String()
 	}
 	tc := chat.ToolCall{ID: id, Name: fc.Name, Arguments: args}
+	if sig != "" {
+		tc.Signature, tc.SignedBy = sig, Kind
+	}
 	st.toolCalls = append(st.toolCalls, tc)
 	return tc
 }
@@ -359,7 +393,7 @@ func (p *Provider) finish(st *state) (*chat.Response, error) {
 			Message: "the model's answer failed", Err: fmt.Errorf("finishReason %s", st.finish)}
 	}
 	out := &chat.Response{FinishReason: finishReason(st.finish), Content: st.content.String(), Reasoning: st.reasoning.String(),
-		ToolCalls: st.toolCalls}
+		ToolCalls: st.toolCalls, Thoughts: st.thoughts}
 	if st.finish == "STOP" && len(st.toolCalls) > 0 {
 		out.FinishReason = chat.FinishToolCalls
 	}
@@ -555,6 +589,9 @@ func buildRequest(req *chat.Request) (*generateRequest, error) {
 		if err != nil {
 			return nil, err
 		}
+		if m.Role == chat.RoleAssistant {
+			parts = signed(m.Thoughts, parts)
+		}
 		for _, tc := range m.ToolCalls {
 			fc, err := functionCallPart(tc)
 			if err != nil {
@@ -647,6 +684,35 @@ func contentParts(parts []chat.Part) ([]part, error) {
 	return out, nil
 }
 
+// signed returns the content parts of an assistant message with its
+// gemini thoughts (see the package doc): those with text as thought parts
+// before content, those without as the signature of the last text part
+// (dropped if there is none, or it is signed already). Thoughts of other
+// provider kinds are dropped.
+func signed(thoughts []chat.Thought, content []part) []part {
+	var out []part
+	for _, th := range thoughts {
+		switch {
+		case th.Provider != Kind || th.Signature == "":
+		case th.Text != "":
+			out = append(out, part{Text: th.Text, Thought: true, ThoughtSignature: th.Signature})
+		default:
+			for i := len(content) - 1; i >= 0; i-- {
+				if content[i].Text != "" {
+					if content[i].ThoughtSignature == "" {
+						content[i].ThoughtSignature = th.Signature
+					}
+					break
+				}
+			}
+		}
+	}
+	if out == nil {
+		return content
+	}
+	return append(out, content...)
+}
+
 // functionCalling maps tool_choice to a toolConfig; nil (Gemini's default,
 // AUTO) for auto.
 func functionCalling(tc chat.ToolChoice) *toolConfig {
@@ -665,13 +731,17 @@ func functionCalling(tc chat.ToolChoice) *toolConfig {
 	return &toolConfig{FunctionCallingConfig: fc}
 }
 
-// functionCallPart translates an assistant's tool call; its arguments must
-// be a JSON object.
+// functionCallPart translates an assistant's tool call, with its
+// signature if Gemini made it; its arguments must be a JSON object.
 func functionCallPart(tc chat.ToolCall) (part, error) {
 	if !isJSONObject(tc.Arguments) {
 		return part{}, fmt.Errorf("the arguments of tool call %q are not a JSON object", tc.ID)
 	}
-	return part{FunctionCall: &functionCall{ID: tc.ID, Name: tc.Name, Args: json.RawMessage(tc.Arguments)}}, nil
+	p := part{FunctionCall: &functionCall{ID: tc.ID, Name: tc.Name, Args: json.RawMessage(tc.Arguments)}}
+	if tc.SignedBy == Kind {
+		p.ThoughtSignature = tc.Signature
+	}
+	return p, nil
 }
 
 // toolResult translates a tool message to a functionResponse part.

@@ -249,7 +249,8 @@ func TestComplete(t *testing.T) {
 		{"response.json", chat.Response{Content: "Hi! How can I help you today?", FinishReason: "stop",
 			Usage: chat.Usage{PromptTokens: 2, CompletionTokens: 9, TotalTokens: 11}}},
 		{"response_thinking.json", chat.Response{Content: "42", Reasoning: "The user wants a number.", FinishReason: "stop",
-			Usage: chat.Usage{PromptTokens: 5, CompletionTokens: 31, TotalTokens: 36, ReasoningTokens: 30}}},
+			Thoughts: []chat.Thought{{Provider: "gemini", Text: "The user wants a number.", Signature: "CiIBVKhc7oDf"}},
+			Usage:    chat.Usage{PromptTokens: 5, CompletionTokens: 31, TotalTokens: 36, ReasoningTokens: 30}}},
 		{"response_blocked.json", chat.Response{FinishReason: "content_filter",
 			Usage: chat.Usage{PromptTokens: 7, TotalTokens: 7}}},
 	}
@@ -328,10 +329,12 @@ func TestStream(t *testing.T) {
 				Usage: chat.Usage{PromptTokens: 8, CompletionTokens: 17, TotalTokens: 25}},
 		},
 		{
-			file:       "stream_thinking.sse",
-			wantDeltas: []chat.Delta{{Reasoning: "**Calculating the product**\n\nI need 27 * 453."}, {Content: "27 * 453 = 12,231"}},
+			file: "stream_thinking.sse",
+			wantDeltas: []chat.Delta{{Reasoning: "**Calculating the product**\n\nI need 27 * 453."}, {Content: "27 * 453 = 12,231"},
+				{Thought: &chat.Thought{Provider: "gemini", Text: "**Calculating the product**\n\nI need 27 * 453.", Signature: "CiIBVKhc7oDf"}}},
 			want: &chat.Response{Content: "27 * 453 = 12,231", Reasoning: "**Calculating the product**\n\nI need 27 * 453.", FinishReason: "stop",
-				Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 259, TotalTokens: 269, ReasoningTokens: 250}},
+				Thoughts: []chat.Thought{{Provider: "gemini", Text: "**Calculating the product**\n\nI need 27 * 453.", Signature: "CiIBVKhc7oDf"}},
+				Usage:    chat.Usage{PromptTokens: 10, CompletionTokens: 259, TotalTokens: 269, ReasoningTokens: 250}},
 		},
 		{
 			file:       "stream_max_tokens.sse",
@@ -571,8 +574,9 @@ func FuzzReadStream(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var content, reasoning strings.Builder
 		var calls []chat.ToolCall
+		var thoughts []chat.Thought
 		got, err := p.readStream(context.Background(), iotest.HalfReader(strings.NewReader(string(in))), chat.WriterFunc(func(d chat.Delta) error {
-			if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+			if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil && d.Thought == nil {
 				t.Error("empty delta written")
 			}
 			content.WriteString(d.Content)
@@ -581,7 +585,13 @@ func FuzzReadStream(f *testing.F) {
 				if tc.Index != len(calls) || tc.ID == "" || !json.Valid([]byte(tc.Arguments)) {
 					t.Errorf("tool call delta %+v after %d calls", *tc, len(calls))
 				}
-				calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+				calls = append(calls, chat.ToolCall{ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments, Signature: tc.Signature, SignedBy: tc.SignedBy})
+			}
+			if th := d.Thought; th != nil {
+				if th.Provider != Kind || th.Signature == "" {
+					t.Errorf("thought %+v; want a signed gemini thought", *th)
+				}
+				thoughts = append(thoughts, *th)
 			}
 			return nil
 		}))
@@ -597,6 +607,9 @@ func FuzzReadStream(f *testing.F) {
 		}
 		if !reflect.DeepEqual(got.ToolCalls, calls) {
 			t.Errorf("response tool calls %+v != emitted %+v", got.ToolCalls, calls)
+		}
+		if !reflect.DeepEqual(got.Thoughts, thoughts) {
+			t.Errorf("response thoughts %+v != emitted %+v", got.Thoughts, thoughts)
 		}
 		ids := map[string]bool{}
 		for _, c := range calls {
@@ -614,9 +627,10 @@ func FuzzReadStream(f *testing.F) {
 	})
 }
 
-// appendDelta appends d to ds unless it carries no text and no tool call.
+// appendDelta appends d to ds unless it carries no text, no tool call and
+// no thought.
 func appendDelta(ds []chat.Delta, d chat.Delta) []chat.Delta {
-	if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+	if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil && d.Thought == nil {
 		return ds
 	}
 	return append(ds, d)

@@ -14,7 +14,7 @@ package gemini
 //     responseJsonSchema; the JSON comes back as text parts).
 //   - generationConfig.presencePenalty / frequencyPenalty / seed:
 //     https://ai.google.dev/api/generate-content#generationconfig
-//   - thoughtSignature on functionCall parts (ignored here):
+//   - thoughtSignature on parts (kept, and sent back where it came):
 //     https://ai.google.dev/gemini-api/docs/thought-signatures
 
 import (
@@ -112,6 +112,38 @@ func TestToolRequestShape(t *testing.T) {
 					{"text":"Hm?"}]}],` + toolsJSON + `}`,
 		},
 		{
+			// Signed turns go back signed where Gemini put the signatures:
+			// a thought with text as a thought part, one without on the last
+			// text part, a call's on its functionCall part; what another
+			// provider signed goes back unsigned.
+			name: "thought signatures",
+			req: &chat.Request{Model: flash, Tools: tools, Messages: []chat.Message{
+				user("Weather in Paris?"),
+				{Role: chat.RoleAssistant, Parts: []chat.Part{{Text: "Checking."}},
+					Thoughts: []chat.Thought{{Provider: "gemini", Text: "The user wants weather.", Signature: "sig-a"},
+						{Provider: "anthropic", Text: "not mine", Signature: "sig-x"}},
+					ToolCalls: []chat.ToolCall{
+						{ID: "c0", Name: "get_weather", Arguments: `{"location":"Paris"}`, Signature: "sig-b", SignedBy: "gemini"},
+						{ID: "c1", Name: "get_time", Arguments: `{}`, Signature: "sig-y", SignedBy: "anthropic"},
+					}},
+				{Role: chat.RoleTool, ToolCallID: "c0", ToolName: "get_weather", Parts: []chat.Part{{Text: "sunny"}}},
+				{Role: chat.RoleTool, ToolCallID: "c1", ToolName: "get_time", Parts: []chat.Part{{Text: "noon"}}},
+				{Role: chat.RoleAssistant, Parts: []chat.Part{{Text: "Sunny"}, {Text: " at noon."}},
+					Thoughts: []chat.Thought{{Provider: "gemini", Signature: "sig-c"}}},
+				user("Thanks."),
+			}},
+			want: `{"contents":[
+				{"role":"user","parts":[{"text":"Weather in Paris?"}]},
+				{"role":"model","parts":[{"text":"The user wants weather.","thought":true,"thoughtSignature":"sig-a"},{"text":"Checking."},
+					{"functionCall":{"id":"c0","name":"get_weather","args":{"location":"Paris"}},"thoughtSignature":"sig-b"},
+					{"functionCall":{"id":"c1","name":"get_time","args":{}}}]},
+				{"role":"user","parts":[
+					{"functionResponse":{"id":"c0","name":"get_weather","response":{"result":"sunny"}}},
+					{"functionResponse":{"id":"c1","name":"get_time","response":{"result":"noon"}}}]},
+				{"role":"model","parts":[{"text":"Sunny"},{"text":" at noon.","thoughtSignature":"sig-c"}]},
+				{"role":"user","parts":[{"text":"Thanks."}]}],` + toolsJSON + `}`,
+		},
+		{
 			name: "json_object",
 			req:  &chat.Request{Model: flash, ResponseFormat: &chat.ResponseFormat{Type: chat.FormatJSONObject}, Messages: []chat.Message{user("x")}},
 			want: `{"contents":[{"role":"user","parts":[{"text":"x"}]}],"generationConfig":{"responseMimeType":"application/json"}}`,
@@ -174,13 +206,13 @@ func TestCompleteTools(t *testing.T) {
 	}{
 		{"response_tools.json", chat.Response{Content: "I'll check both cities.", FinishReason: chat.FinishToolCalls,
 			ToolCalls: []chat.ToolCall{
-				{ID: "call_Xq2laOXkLdSBz7IP2aOa8Qc_0", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`},
+				{ID: "call_Xq2laOXkLdSBz7IP2aOa8Qc_0", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`, Signature: "CiIBVKhc7oDf", SignedBy: "gemini"},
 				{ID: "call_Xq2laOXkLdSBz7IP2aOa8Qc_1", Name: "get_weather", Arguments: `{"location":"Tokyo"}`},
 			},
 			Usage: chat.Usage{PromptTokens: 40, CompletionTokens: 22, TotalTokens: 62}}},
 		{"response_tools_ids.json", chat.Response{FinishReason: chat.FinishToolCalls,
 			ToolCalls: []chat.ToolCall{
-				{ID: "8f2kx1qa", Name: "list_files", Arguments: `{}`},
+				{ID: "8f2kx1qa", Name: "list_files", Arguments: `{}`, Signature: "CiIBVKhc7oDf", SignedBy: "gemini"},
 				{ID: "p3m9zd7c", Name: "get_time", Arguments: `{}`},
 			},
 			Usage: chat.Usage{PromptTokens: 30, CompletionTokens: 22, TotalTokens: 52, ReasoningTokens: 12}}},
@@ -215,13 +247,13 @@ func TestStreamTools(t *testing.T) {
 			file: "stream_tools.sse",
 			wantDeltas: []chat.Delta{
 				{Content: "Checking the weather."},
-				{ToolCall: &chat.ToolCallDelta{Index: 0, ID: rid + "0", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`}},
+				{ToolCall: &chat.ToolCallDelta{Index: 0, ID: rid + "0", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`, Signature: "CiIBVKhc7oDf", SignedBy: "gemini"}},
 				{ToolCall: &chat.ToolCallDelta{Index: 1, ID: rid + "1", Name: "get_weather", Arguments: `{"location":"Tokyo"}`}},
 				{ToolCall: &chat.ToolCallDelta{Index: 2, ID: rid + "2", Name: "get_time", Arguments: `{"timezone":"Asia/Tokyo"}`}},
 			},
 			want: &chat.Response{Content: "Checking the weather.", FinishReason: chat.FinishToolCalls,
 				ToolCalls: []chat.ToolCall{
-					{ID: rid + "0", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`},
+					{ID: rid + "0", Name: "get_weather", Arguments: `{"location":"Paris","unit":"celsius"}`, Signature: "CiIBVKhc7oDf", SignedBy: "gemini"},
 					{ID: rid + "1", Name: "get_weather", Arguments: `{"location":"Tokyo"}`},
 					{ID: rid + "2", Name: "get_time", Arguments: `{"timezone":"Asia/Tokyo"}`},
 				},

@@ -52,9 +52,14 @@ type content struct {
 	Parts []part `json:"parts"`
 }
 
+// part is a Part. ThoughtSignature is Gemini's signature of the
+// model's reasoning, on the part it came with (a functionCall part, a text
+// part, or a part with no text): it goes back on a later turn where it
+// came (https://ai.google.dev/gemini-api/docs/thought-signatures).
 type part struct {
 	Text             string            `json:"text,omitempty"`
 	Thought          bool              `json:"thought,omitempty"`
+	ThoughtSignature string            `json:"thoughtSignature,omitempty"`
 	InlineData       *blob             `json:"inlineData,omitempty"`
 	FunctionCall     *functionCall     `json:"functionCall,omitempty"`     // model turns
 	FunctionResponse *functionResponse `json:"functionResponse,omitempty"` // user turns

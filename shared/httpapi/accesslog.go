@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 
 // The access log: one JSON line per request (msg "request") with its
 // request id, method, route, status, duration, bytes written, and, where
-// the handler learned them, the account, key id, model and tokens. Never
-// a key, a token or a prompt: only ids and counts are recorded.
+// the handler learned them, the account, key id, model, tokens and the
+// hosted tools a Responses request was served without. Never a key, a
+// token or a prompt: only ids, names and counts are recorded.
 
 // reqLog is what a request's handlers note for its access log line.
 type reqLog struct {
@@ -27,6 +29,7 @@ type reqLog struct {
 	served             string // answered (another, after a fallback)
 	attempts           int    // upstream attempts made
 	prompt, completion int
+	omittedTools       string // the hosted tools left out, comma-separated
 }
 
 type reqLogKey struct{}
@@ -60,6 +63,15 @@ func noteRoute(ctx context.Context, served string, attempts int) {
 	if l := noteOf(ctx); l != nil {
 		l.mu.Lock()
 		l.served, l.attempts = served, attempts
+		l.mu.Unlock()
+	}
+}
+
+// noteOmittedTools records the hosted tools a request was served without.
+func noteOmittedTools(ctx context.Context, types []string) {
+	if l := noteOf(ctx); l != nil {
+		l.mu.Lock()
+		l.omittedTools = strings.Join(types, ",")
 		l.mu.Unlock()
 	}
 }
@@ -153,6 +165,9 @@ func logRequest(log *slog.Logger, r *http.Request, sw *statusWriter, note *reqLo
 	}
 	if note.prompt+note.completion > 0 {
 		attrs = append(attrs, slog.Int("prompt_tokens", note.prompt), slog.Int("completion_tokens", note.completion))
+	}
+	if note.omittedTools != "" {
+		attrs = append(attrs, slog.String("omitted_tools", note.omittedTools))
 	}
 	if aborted {
 		attrs = append(attrs, slog.Bool("aborted", true))

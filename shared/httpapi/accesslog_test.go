@@ -60,3 +60,26 @@ func withPrincipal(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), auth.Principal{Account: "acct", KeyID: "key_test"})))
 	})
 }
+
+// TestAccessLogOmittedTools: a Responses request served without its
+// hosted tools names them in its access log line, as in its answer's
+// header.
+func TestAccessLogOmittedTools(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	h := NewMux(log, Route{Method: "POST", Pattern: "/v1/responses", Handler: withPrincipal(Responses(syntheticGateway(t), log))})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(`{"model":"synthetic/echo","input":"hi",
+		"tools":[{"type":"web_search"},{"type":"function","name":"f"},{"type":"file_search","vector_store_ids":["v"]},{"type":"web_search"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get(OmittedToolsHeader); resp.StatusCode != 200 || got != "web_search, file_search" {
+		t.Errorf("status %d, %s %q; want 200, web_search, file_search", resp.StatusCode, OmittedToolsHeader, got)
+	}
+	if !strings.Contains(buf.String(), `"omitted_tools":"web_search,file_search"`) {
+		t.Errorf("access log %s; want omitted_tools web_search,file_search", buf.String())
+	}
+}

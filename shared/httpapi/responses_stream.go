@@ -11,30 +11,42 @@ import (
 // responsesEncoder is the Responses API stream format: named events, each
 // with its sequence_number. The answer is a sequence of output items: a
 // reasoning item (its summary text streamed), a message (its output_text
-// streamed) and function calls, each opened (output_item.added, and its
-// part) and closed (the .done events, output_item.done) in order. A
-// function call is sent whole, once its arguments are complete: its item
-// id carries the call (see encodeCallID). The stream ends with
-// response.completed (or response.incomplete, when the answer was cut by
-// max_output_tokens or a content filter); a failure after the stream
-// started is an error event and response.failed.
+// streamed) and calls of tools, each opened (output_item.added, and its
+// part) and closed (the .done events, output_item.done) in order. A call
+// is sent whole, once its arguments are complete (a function_call's item
+// id carries the call: see encodeCallID), as the item of the tool it
+// calls (see toolSet.callItem).
+//
+// Signed reasoning (Delta.Thought, and the signatures of tool calls) goes
+// in a reasoning item's encrypted_content (see responses_reasoning.go):
+// the open reasoning item's, when it closes; else a reasoning item of its
+// own, with no summary, before the next call or at the end.
+//
+// The stream ends with response.completed (or response.incomplete, when
+// the answer was cut by max_output_tokens or a content filter); a failure
+// after the stream started is an error event and response.failed.
 type responsesEncoder struct {
-	meta *responseObject
-	seq  int
-	jbuf bytes.Buffer
-	enc  *json.Encoder
+	meta  *responseObject
+	tools *toolSet
+	seq   int
+	jbuf  bytes.Buffer
+	enc   *json.Encoder
 
 	open    string // the open item's type: "", "reasoning" or "message"
 	openID  string
 	openIdx int
 	text    strings.Builder // the open item's text so far
-	call    *pendingCall    // the function call being collected
+	call    *pendingCall    // the call being collected
+
+	since    strings.Builder // the reasoning text since the last Thought
+	thoughts []chat.Thought  // signed reasoning in no item yet
+	signed   []chat.ToolCall // signed calls whose signatures are in no item yet
 }
 
-// pendingCall is a streamed function call, collected until complete.
+// pendingCall is a streamed call, collected until complete.
 type pendingCall struct {
-	id, name string
-	args     strings.Builder
+	id, name, sig, by string
+	args              strings.Builder
 }
 
 // responseEvent is any event of the stream; the fields each type has are
@@ -52,6 +64,7 @@ type responseEvent struct {
 	Delta          *string         `json:"delta,omitempty"`
 	Text           *string         `json:"text,omitempty"`
 	Arguments      *string         `json:"arguments,omitempty"`
+	Input          *string         `json:"input,omitempty"` // custom_tool_call_input.done
 	Name           string          `json:"name,omitempty"`
 	Logprobs       *[]any          `json:"logprobs,omitempty"`
 	Code           string          `json:"code,omitempty"`    // error
@@ -112,8 +125,10 @@ func (e *responsesEncoder) start(b []byte) []byte {
 
 func (e *responsesEncoder) delta(b []byte, d chat.Delta) []byte {
 	if d.Reasoning != "" {
+		b = e.flushCall(b) // reasoning after a call is another item
 		b = e.openItem(b, "reasoning")
 		e.text.WriteString(d.Reasoning)
+		e.since.WriteString(d.Reasoning)
 		b = e.deltaEv(b, deltaEvent{Type: "response.reasoning_summary_text.delta", ItemID: e.openID, OutputIndex: e.openIdx,
 			SummaryIndex: &zero, Delta: d.Reasoning})
 	}
@@ -124,12 +139,22 @@ func (e *responsesEncoder) delta(b []byte, d chat.Delta) []byte {
 			ContentIndex: &zero, Delta: d.Content, Logprobs: &none})
 	}
 	if tc := d.ToolCall; tc != nil {
-		b = e.closeItem(b)
+		if e.open == "message" {
+			b = e.closeItem(b) // an open reasoning item stays open for the call's signature
+		}
 		if tc.ID != "" || e.call == nil {
 			b = e.flushCall(b)
-			e.call = &pendingCall{id: tc.ID, name: tc.Name}
+			e.call = &pendingCall{id: tc.ID, name: tc.Name, sig: tc.Signature, by: tc.SignedBy}
 		}
 		e.call.args.WriteString(tc.Arguments)
+	}
+	if th := d.Thought; th != nil {
+		t := *th
+		if t.Text == "" && t.Redacted == "" {
+			t.Text = e.since.String() // its text is the reasoning since the last one
+		}
+		e.since.Reset()
+		e.thoughts = append(e.thoughts, t)
 	}
 	return b
 }
@@ -139,8 +164,8 @@ func (e *responsesEncoder) openItem(b []byte, typ string) []byte {
 	if e.open == typ {
 		return b
 	}
-	b = e.closeItem(b)
 	b = e.flushCall(b)
+	b = e.closeItem(b)
 	e.open, e.openIdx = typ, len(e.meta.Output)
 	e.text.Reset()
 	if typ == "reasoning" {
@@ -169,7 +194,7 @@ func (e *responsesEncoder) closeItem(b []byte) []byte {
 		part := contentPart{Type: "summary_text", Text: text}
 		b = e.event(b, responseEvent{Type: "response.reasoning_summary_text.done", ItemID: e.openID, OutputIndex: &e.openIdx, SummaryIndex: &zero, Text: &text})
 		b = e.event(b, responseEvent{Type: "response.reasoning_summary_part.done", ItemID: e.openID, OutputIndex: &e.openIdx, SummaryIndex: &zero, Part: &part})
-		item = outputItem{Type: "reasoning", ID: e.openID, Summary: &[]contentPart{part}}
+		item = outputItem{Type: "reasoning", ID: e.openID, Summary: &[]contentPart{part}, EncryptedContent: e.sealed()}
 	case "message":
 		part := outputTextPart(text)
 		b = e.event(b, responseEvent{Type: "response.output_text.done", ItemID: e.openID, OutputIndex: &e.openIdx, ContentIndex: &zero, Text: &text, Logprobs: &none})
@@ -182,32 +207,79 @@ func (e *responsesEncoder) closeItem(b []byte) []byte {
 	return b
 }
 
-// flushCall sends the collected function call, if any, whole.
+// sealed returns the encrypted_content of the signed reasoning in no
+// item yet ("" if none), which is then in one.
+func (e *responsesEncoder) sealed() string {
+	s := sealReasoning(e.thoughts, e.signed)
+	e.thoughts, e.signed = nil, nil
+	return s
+}
+
+// seal puts the signed reasoning in no item yet in one: the open
+// reasoning item, closed now, or a reasoning item of its own.
+func (e *responsesEncoder) seal(b []byte) []byte {
+	if e.open == "reasoning" {
+		return e.closeItem(b)
+	}
+	if len(e.thoughts) == 0 && len(e.signed) == 0 {
+		return b
+	}
+	idx := len(e.meta.Output)
+	item := outputItem{Type: "reasoning", ID: newID("rs_"), Summary: &[]contentPart{}}
+	b = e.event(b, responseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &item})
+	done := item
+	done.EncryptedContent = e.sealed()
+	b = e.event(b, responseEvent{Type: "response.output_item.done", OutputIndex: &idx, Item: &done})
+	e.meta.Output = append(e.meta.Output, done)
+	return b
+}
+
+// flushCall sends the collected call, if any, whole: after the signed
+// reasoning before it (with its own signature), as the item of the tool it
+// calls, with the events of that item type.
 func (e *responsesEncoder) flushCall(b []byte) []byte {
 	c := e.call
 	if c == nil {
 		return b
 	}
 	e.call = nil
-	args := c.args.String()
-	idx := len(e.meta.Output)
-	id := encodeCallID(chat.ToolCall{ID: c.id, Name: c.name, Arguments: args})
-	empty := ""
-	b = e.event(b, responseEvent{Type: "response.output_item.added", OutputIndex: &idx,
-		Item: &outputItem{Type: "function_call", ID: id, Status: "in_progress", CallID: c.id, Name: c.name, Arguments: &empty}})
-	if args != "" {
-		b = e.deltaEv(b, deltaEvent{Type: "response.function_call_arguments.delta", ItemID: id, OutputIndex: idx, Delta: args})
+	tc := chat.ToolCall{ID: c.id, Name: c.name, Arguments: c.args.String(), Signature: c.sig, SignedBy: c.by}
+	if tc.Signature != "" {
+		e.signed = append(e.signed, tc)
 	}
-	b = e.event(b, responseEvent{Type: "response.function_call_arguments.done", ItemID: id, OutputIndex: &idx, Arguments: &args, Name: c.name})
-	item := outputItem{Type: "function_call", ID: id, Status: "completed", CallID: c.id, Name: c.name, Arguments: &args}
+	b = e.seal(b)
+	idx := len(e.meta.Output)
+	item := e.tools.callItem(tc, "completed")
+	added := item
+	added.Status = "in_progress"
+	empty := ""
+	switch item.Type {
+	case "function_call":
+		added.Arguments = &empty
+		b = e.event(b, responseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &added})
+		if tc.Arguments != "" {
+			b = e.deltaEv(b, deltaEvent{Type: "response.function_call_arguments.delta", ItemID: item.ID, OutputIndex: idx, Delta: tc.Arguments})
+		}
+		b = e.event(b, responseEvent{Type: "response.function_call_arguments.done", ItemID: item.ID, OutputIndex: &idx, Arguments: &tc.Arguments, Name: item.Name})
+	case "custom_tool_call":
+		added.Input = &empty
+		b = e.event(b, responseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &added})
+		if *item.Input != "" {
+			b = e.deltaEv(b, deltaEvent{Type: "response.custom_tool_call_input.delta", ItemID: item.ID, OutputIndex: idx, Delta: *item.Input})
+		}
+		b = e.event(b, responseEvent{Type: "response.custom_tool_call_input.done", ItemID: item.ID, OutputIndex: &idx, Input: item.Input})
+	default:
+		b = e.event(b, responseEvent{Type: "response.output_item.added", OutputIndex: &idx, Item: &added})
+	}
 	b = e.event(b, responseEvent{Type: "response.output_item.done", OutputIndex: &idx, Item: &item})
 	e.meta.Output = append(e.meta.Output, item)
 	return b
 }
 
 func (e *responsesEncoder) end(b []byte, resp *chat.Response) []byte {
-	b = e.closeItem(b)
 	b = e.flushCall(b)
+	b = e.closeItem(b)
+	b = e.seal(b)
 	if len(e.meta.Output) == 0 { // an empty answer is an empty message
 		b = e.openItem(b, "message")
 		b = e.closeItem(b)

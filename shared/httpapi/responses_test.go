@@ -228,7 +228,7 @@ func TestResponsesRequestErrors(t *testing.T) {
 		{`{"model":"synthetic/echo","input":[{"type":"item_reference","id":"msg_1"}]}`, "unsupported_parameter", "input[0].id"},
 		{`{"model":"synthetic/echo"}`, "missing_field", "input"},
 		{`{"model":"synthetic/echo","input":3}`, "invalid_value", "input"},
-		{`{"model":"synthetic/echo","input":"hi","tools":[{"type":"web_search"}]}`, "unsupported_parameter", "tools[0].type"},
+		{`{"model":"synthetic/echo","input":"hi","tools":[{"type":"web_search"}],"tool_choice":{"type":"web_search_preview"}}`, "unsupported_parameter", "tool_choice"},
 		{`{"model":"synthetic/echo","input":"hi","tools":[{"type":"function","name":"a b"}]}`, "invalid_value", "tools[0].name"},
 		{`{"model":"synthetic/echo","input":"hi","max_output_tokens":0}`, "invalid_value", "max_output_tokens"},
 		{`{"model":"synthetic/echo","input":"hi","reasoning":{"effort":"max"}}`, "invalid_value", "reasoning.effort"},
@@ -309,6 +309,8 @@ func FuzzResponsesRequest(f *testing.F) {
 		`{"model":"synthetic/echo","input":[{"type":"item_reference","id":"fc_WyJjIiwiZiIsInt9Il0"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"ok"}]}]}`,
 		`{"model":"synthetic/echo","input":"x","text":{"format":{"type":"json_schema","name":"n","schema":{"type":"object"}}},"tool_choice":{"type":"function","name":"f"}}`,
 		`{"model":"synthetic/echo","tools":[{"type":"function","name":"f","cache_control":{"type":"ephemeral","ttl":"1h"}}],"input":[{"role":"system","content":[{"type":"input_text","text":"s","cache_control":{"type":"ephemeral"}}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"ok","cache_control":{"type":"ephemeral"}}]}]}`,
+		`{"model":"synthetic/echo","tools":[{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"},{"type":"custom","name":"p","format":{"type":"grammar","syntax":"lark","definition":"start: x"}}]},{"type":"tool_search","execution":"client"},{"type":"web_search"}],"tool_choice":{"type":"allowed_tools","mode":"auto","tools":[{"type":"custom","namespace":"ns","name":"p"}]},"input":[{"role":"user","content":"CALL_TOOL p"},{"type":"reasoning","summary":[],"content":null,"encrypted_content":"gw1.eyJjIjpbeyJpIjoiYyIsInMiOiJ4IiwiYiI6ImdlbWluaSJ9XX0"},{"type":"custom_tool_call","call_id":"c","namespace":"ns","name":"p","input":"x"},{"type":"custom_tool_call_output","call_id":"c","output":"ok"}]}`,
+		`{"model":"synthetic/echo","tools":[{"type":"local_shell"},{"type":"apply_patch"}],"input":[{"type":"tool_search_call","call_id":"s","arguments":{"query":"q"}},{"type":"tool_search_output","tools":[{"type":"function","name":"g","defer_loading":true}]},{"type":"local_shell_call","id":"l","call_id":"c","action":{"type":"exec","command":["ls"]}},{"type":"local_shell_call_output","id":"l","output":"a"}]}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -319,15 +321,16 @@ func FuzzResponsesRequest(f *testing.F) {
 			return
 		}
 		rp.Stream = false
-		p, paths, err := rp.chatParams()
+		var tr translation
+		p, err := rp.chatParams(&tr)
 		if err == nil {
-			sink := &responseJSONSink{jsonSink: jsonSink{w: httptest.NewRecorder()}, meta: rp.echo()}
+			sink := &responseJSONSink{jsonSink: jsonSink{w: httptest.NewRecorder()}, meta: rp.echo(), tools: tr.tools}
 			err = gw.Run(context.Background(), "acct", p, sink)
 		}
 		if err == nil {
 			return
 		}
-		e := apierr.As(responsesParam(err, paths))
+		e := apierr.As(responsesParam(err, &tr))
 		if e == nil {
 			t.Fatalf("error %v is not an *apierr.Error", err)
 		}

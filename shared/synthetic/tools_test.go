@@ -13,6 +13,9 @@ import (
 func TestToolsAndFormats(t *testing.T) {
 	weather := chat.Tool{Name: "get_weather", Parameters: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"unit":{"enum":["c","f"]},"days":{"type":"integer"}},"required":["city"]}`)}
 	clock := chat.Tool{Name: "get_time", Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}
+	closeAgent := chat.Tool{Name: "multi_agent_v1__close_agent", Parameters: json.RawMessage(`{"type":"object","properties":{"target":{"type":"string"}},"required":["target"]}`)}
+	nested := chat.Tool{Name: "ask", Parameters: json.RawMessage(`{"type":"object","properties":{"questions":{"type":"array"},"note":{"type":"string"},
+		"who":{"type":"object","properties":{"id":{"type":"string"},"age":{"type":"integer"}},"required":["id"]}},"required":["questions","who"]}`)}
 	user := func(s string) chat.Message { return chat.Message{Role: chat.RoleUser, Parts: []chat.Part{{Text: s}}} }
 	no := false
 	tests := []struct {
@@ -23,16 +26,28 @@ func TestToolsAndFormats(t *testing.T) {
 		wantFinish  string
 	}{
 		{"named in message", chat.Request{Tools: []chat.Tool{weather, clock}, Messages: []chat.Message{user("What is get_weather in Paris?")}},
-			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"synthetic","days":1,"unit":"c"}`}}, "", chat.FinishToolCalls},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"synthetic"}`}}, "", chat.FinishToolCalls},
 		{"two named, parallel", chat.Request{Tools: []chat.Tool{weather, clock}, Messages: []chat.Message{user("get_time and get_weather")}},
-			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"synthetic","days":1,"unit":"c"}`}, {ID: "call_1_1", Name: "get_time", Arguments: `{}`}}, "", chat.FinishToolCalls},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"synthetic"}`}, {ID: "call_1_1", Name: "get_time", Arguments: `{}`}}, "", chat.FinishToolCalls},
 		{"two named, not parallel", chat.Request{Tools: []chat.Tool{weather, clock}, ParallelToolCalls: &no, Messages: []chat.Message{user("get_time and get_weather")}},
-			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"synthetic","days":1,"unit":"c"}`}}, "", chat.FinishToolCalls},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"synthetic"}`}}, "", chat.FinishToolCalls},
+		{"CALL_TOOL with arguments", chat.Request{Tools: []chat.Tool{weather, clock}, Messages: []chat.Message{user(`please CALL_TOOL get_weather {"city": "Paris", "days": 2} now`)}},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"Paris","days":2}`}}, "", chat.FinishToolCalls},
+		{"CALL_TOOL twice, in the message's order", chat.Request{Tools: []chat.Tool{weather, clock}, Messages: []chat.Message{user("CALL_TOOL get_time\nCALL_TOOL get_weather")}},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "get_time", Arguments: `{}`}, {ID: "call_1_1", Name: "get_weather", Arguments: `{"city":"synthetic"}`}}, "", chat.FinishToolCalls},
+		{"CALL_TOOL of a tool not offered", chat.Request{Tools: []chat.Tool{weather}, Messages: []chat.Message{user("CALL_TOOL get_weather_forecast")}},
+			nil, "You said: CALL_TOOL get_weather_forecast", chat.FinishStop},
+		{"CALL_TOOL namespaced", chat.Request{Tools: []chat.Tool{weather, closeAgent}, Messages: []chat.Message{user(`CALL_TOOL multi_agent_v1.close_agent {"target":"a1"}`)}},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "multi_agent_v1__close_agent", Arguments: `{"target":"a1"}`}}, "", chat.FinishToolCalls},
+		{"namespaced function named", chat.Request{Tools: []chat.Tool{weather, closeAgent}, Messages: []chat.Message{user("call close_agent")}},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "multi_agent_v1__close_agent", Arguments: `{"target":"synthetic"}`}}, "", chat.FinishToolCalls},
+		{"required properties only, nested", chat.Request{Tools: []chat.Tool{nested}, Messages: []chat.Message{user("CALL_TOOL ask")}},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "ask", Arguments: `{"questions":[],"who":{"id":"synthetic"}}`}}, "", chat.FinishToolCalls},
 		{"not named", chat.Request{Tools: []chat.Tool{weather}, Messages: []chat.Message{user("hello")}}, nil, "You said: hello", chat.FinishStop},
 		{"required", chat.Request{Tools: []chat.Tool{clock, weather}, ToolChoice: chat.ToolChoice{Mode: chat.ToolRequired}, Messages: []chat.Message{user("hello")}},
 			[]chat.ToolCall{{ID: "call_1_0", Name: "get_time", Arguments: `{}`}}, "", chat.FinishToolCalls},
 		{"function", chat.Request{Tools: []chat.Tool{clock, weather}, ToolChoice: chat.ToolChoice{Mode: chat.ToolFunction, Name: "get_weather"}, Messages: []chat.Message{user("get_time")}},
-			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"synthetic","days":1,"unit":"c"}`}}, "", chat.FinishToolCalls},
+			[]chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: `{"city":"synthetic"}`}}, "", chat.FinishToolCalls},
 		{"none", chat.Request{Tools: []chat.Tool{weather}, ToolChoice: chat.ToolChoice{Mode: chat.ToolNone}, Messages: []chat.Message{user("get_weather")}}, nil, "You said: get_weather", chat.FinishStop},
 		{"tool result", chat.Request{Tools: []chat.Tool{weather}, Messages: []chat.Message{user("get_weather"),
 			{Role: chat.RoleAssistant, ToolCalls: []chat.ToolCall{{ID: "call_1_0", Name: "get_weather", Arguments: "{}"}}},

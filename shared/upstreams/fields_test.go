@@ -443,7 +443,18 @@ func fpCases() []fpCase {
 				"synthetic": fpHonour(fpReq("PresencePenalty 0.5", func(r *chat.Request) bool { return fpIs(r.PresencePenalty, 0.5) })),
 			},
 		},
-		fpOpenAIOnlyCase("prompt_cache_key", "pck-1", func(r *chat.Request) string { return r.PromptCacheKey }),
+		{
+			// A hint that only steers OpenAI's prompt cache: left out, not
+			// refused, where the provider has no such key.
+			name: "prompt_cache_key", field: "prompt_cache_key", set: map[string]string{"prompt_cache_key": `"pck-1"`},
+			want: map[string]fpWant{
+				"openai":    fpHonour(fpBody("prompt_cache_key", `"pck-1"`)),
+				"anthropic": fpAccept(fpNoBody("prompt_cache_key")),
+				"gemini":    fpAccept(fpNoBody("prompt_cache_key")),
+				"bedrock":   fpAccept(),
+				"synthetic": fpHonour(fpReq(`prompt_cache_key "pck-1"`, func(r *chat.Request) bool { return r.PromptCacheKey == "pck-1" })),
+			},
+		},
 		{
 			// On models that reason: each provider's thinking control.
 			name: "reasoning_effort", field: "reasoning_effort", set: map[string]string{"reasoning_effort": `"low"`},
