@@ -220,11 +220,10 @@ func usesTools(req *Request) bool {
 // checkFeatures refuses what req uses and the provider of its model
 // cannot honour (see Features).
 func checkFeatures(req *Request, prov Provider) error {
-	fp, ok := prov.(FeatureProvider)
-	if !ok {
-		return nil
+	f, name := AllFeatures, req.Model.Provider
+	if fp, ok := prov.(FeatureProvider); ok {
+		f = fp.Features()
 	}
-	f, name := fp.Features(), req.Model.Provider
 	switch {
 	case !f.Tools && usesTools(req):
 		return Refuse("tools", "The %s provider does not support tool calling.", name)
@@ -244,6 +243,8 @@ func checkFeatures(req *Request, prov Provider) error {
 		return Refuse("frequency_penalty", "The %s provider has no frequency_penalty.", name)
 	case !f.LogitBias && len(req.LogitBias) > 0:
 		return Refuse("logit_bias", "The %s provider has no logit_bias.", name)
+	case !f.TopK && req.TopK != nil:
+		return Refuse("top_k", "The %s provider has no top_k.", name)
 	}
 	if !f.OpenAIOnly {
 		for _, o := range []struct{ param, v string }{

@@ -44,6 +44,14 @@ type Params struct {
 	PromptCacheKey   string `json:"prompt_cache_key"`
 	SafetyIdentifier string `json:"safety_identifier"`
 
+	// Fields of the Messages API's translation (see Request), never
+	// decoded from a chat request: the HTTP edge that decodes a Messages
+	// request sets them.
+	TopK             *int              `json:"-"`
+	ReasoningBudget  int               `json:"-"`
+	ReasoningDisplay string            `json:"-"`
+	APIHeaders       map[string]string `json:"-"`
+
 	// Fields Genway cannot honour. They are decoded only so that a request
 	// that uses them is refused with a 400 naming them, instead of being
 	// answered as if they were not there (see Gateway.Prepare).
@@ -77,6 +85,12 @@ type ParamsMessage struct {
 	// (as OpenRouter's and LiteLLM's clients send it, with a string
 	// content too): on its last part, or after its tool calls.
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+	// Thoughts (an assistant message's signed reasoning) and ToolError
+	// (a tool message's result is an error) are never decoded from a
+	// chat request: the edge of an API that carries them (the Messages
+	// API's thinking blocks and is_error) sets them. See Message.
+	Thoughts  []Thought `json:"-"`
+	ToolError bool      `json:"-"`
 }
 
 // ParamsPart is one content part as sent. CacheControl is a prompt-cache
