@@ -69,15 +69,12 @@ package anthropic
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -773,22 +770,10 @@ func withoutThinking(msgs []message) []message {
 	return out
 }
 
-// toolUseIDPattern is what the Messages API takes as a tool_use id.
-var toolUseIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
-
 // toolUseID returns the id a tool call of the conversation is sent with:
-// id itself, the common case (Anthropic's toolu_ ids, OpenAI's call_
-// ids, Genway's own), or, for an id the API would refuse (another
-// provider's, with dots or colons), "toolu_" and a digest of it: the same
-// for the call and for the result that answers it, so that they still
-// pair. The answer's ids are the API's, never rewritten.
-func toolUseID(id string) string {
-	if toolUseIDPattern.MatchString(id) {
-		return id
-	}
-	sum := sha256.Sum256([]byte(id))
-	return "toolu_" + hex.EncodeToString(sum[:12])
-}
+// chat.SafeCallID's (the API's ids are letters, digits, _ and -). The
+// answer's ids are the API's, never rewritten.
+func toolUseID(id string) string { return chat.SafeCallID(id) }
 
 // setTools sets body's tools and tool_choice from req's tools, tool choice,
 // parallel_tool_calls and response_format. A response format is a forced

@@ -234,3 +234,26 @@ func TestCountTokens(t *testing.T) {
 		})
 	}
 }
+
+func TestSafeCallID(t *testing.T) {
+	long := strings.Repeat("a", 65)
+	for _, id := range []string{"toolu_01A", "call_abc-1", "c"} {
+		if got := chat.SafeCallID(id); got != id {
+			t.Errorf("SafeCallID(%q) = %q; want it as it is", id, got)
+		}
+	}
+	seen := map[string]string{}
+	for _, id := range []string{"functions.Bash:0", "functions.Bash:1", "a b", long, ""} {
+		got := chat.SafeCallID(id)
+		if !strings.HasPrefix(got, "toolu_") || len(got) != 30 || chat.SafeCallID(got) != got {
+			t.Errorf("SafeCallID(%q) = %q; want toolu_ and a digest", id, got)
+		}
+		if other, ok := seen[got]; ok {
+			t.Errorf("SafeCallID(%q) = SafeCallID(%q) = %q", id, other, got)
+		}
+		seen[got] = id
+		if again := chat.SafeCallID(id); again != got {
+			t.Errorf("SafeCallID(%q) = %q, then %q; want the same", id, got, again)
+		}
+	}
+}
