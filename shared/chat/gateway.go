@@ -526,7 +526,7 @@ func toolTurn(m *Message, pm ParamsMessage, earlier []Message, at func(string) s
 		if strings.TrimSpace(args) == "" {
 			args = "{}"
 		}
-		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args})
+		m.ToolCalls = append(m.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args, Signature: tc.Signature, SignedBy: tc.SignedBy})
 	}
 	if m.Role != RoleTool {
 		if pm.ToolCallID != "" {

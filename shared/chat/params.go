@@ -129,7 +129,9 @@ type ParamsFunction struct {
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
 }
 
-// ParamsToolCall is one tool call of an assistant message.
+// ParamsToolCall is one tool call of an assistant message. Signature
+// and SignedBy (see ToolCall) are never decoded from a chat request: the
+// edge of an API that carries them sets them.
 type ParamsToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
@@ -137,6 +139,8 @@ type ParamsToolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	Signature string `json:"-"`
+	SignedBy  string `json:"-"`
 }
 
 // ParamsResponseFormat is response_format: {"type": "text"},

@@ -27,6 +27,7 @@ type reqLog struct {
 	served             string // answered (another, after a fallback)
 	attempts           int    // upstream attempts made
 	prompt, completion int
+	omittedTools       []string // the request's tools left out (see OmittedToolsHeader)
 }
 
 type reqLogKey struct{}
@@ -60,6 +61,15 @@ func noteRoute(ctx context.Context, served string, attempts int) {
 	if l := noteOf(ctx); l != nil {
 		l.mu.Lock()
 		l.served, l.attempts = served, attempts
+		l.mu.Unlock()
+	}
+}
+
+// noteOmittedTools records the request's tools that were left out.
+func noteOmittedTools(ctx context.Context, names []string) {
+	if l := noteOf(ctx); l != nil {
+		l.mu.Lock()
+		l.omittedTools = names
 		l.mu.Unlock()
 	}
 }
@@ -153,6 +163,9 @@ func logRequest(log *slog.Logger, r *http.Request, sw *statusWriter, note *reqLo
 	}
 	if note.prompt+note.completion > 0 {
 		attrs = append(attrs, slog.Int("prompt_tokens", note.prompt), slog.Int("completion_tokens", note.completion))
+	}
+	if len(note.omittedTools) > 0 {
+		attrs = append(attrs, slog.Any("omitted_tools", note.omittedTools))
 	}
 	if aborted {
 		attrs = append(attrs, slog.Bool("aborted", true))
