@@ -10,6 +10,8 @@ package httpapi
 // strings trimmed).
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -621,5 +623,257 @@ func TestAnthropicError(t *testing.T) {
 		if status != tt.wantStatus || a.Type != "error" || a.Error.Type != tt.typ || a.Error.Message != "tools[0].name: bad" {
 			t.Errorf("anthropicError(%d, overloaded %v) = %d %+v; want %d %s", tt.status, tt.overloaded, status, a, tt.wantStatus, tt.typ)
 		}
+	}
+}
+
+// encodeStream runs deltas through a messagesEncoder (started, ended
+// with resp) and returns its events, one "name data" line each.
+func encodeStream(t *testing.T, omit bool, deltas []chat.Delta, resp *chat.Response) []string {
+	t.Helper()
+	e := &messagesEncoder{meta: messageMeta{id: "msg_1", model: "m", omitThinking: omit}}
+	b := e.start(nil)
+	for _, d := range deltas {
+		b = e.delta(b, d)
+	}
+	b = e.end(b, resp)
+	var out []string
+	for _, ev := range readEvents(t, bytes.NewReader(b)) {
+		if ev.name == "message_start" || ev.name == "message_stop" {
+			out = append(out, ev.name)
+			continue
+		}
+		d, _ := json.Marshal(ev.data)
+		s := strings.TrimPrefix(string(d), `{`)
+		out = append(out, ev.name+" "+s)
+	}
+	return out
+}
+
+// TestMessagesEncoder: how deltas become events: thoughts before and
+// after reasoning, redacted, signed by another provider, with the
+// thinking text omitted; signed calls; calls streamed interleaved.
+func TestMessagesEncoder(t *testing.T) {
+	usage := &chat.Response{FinishReason: chat.FinishStop}
+	tests := []struct {
+		name   string
+		omit   bool
+		deltas []chat.Delta
+		resp   *chat.Response
+		want   []string
+	}{
+		{
+			name: "reasoning closed by its signature, then text",
+			deltas: []chat.Delta{{Reasoning: "a"}, {Reasoning: "b"}, {Thought: &chat.Thought{Provider: "anthropic", Text: "ab", Signature: "S"}},
+				{Content: "hi"}},
+			resp: usage,
+			want: []string{"message_start",
+				`content_block_start "content_block":{"signature":"","thinking":"","type":"thinking"},"index":0,"type":"content_block_start"}`,
+				`content_block_delta "delta":{"thinking":"a","type":"thinking_delta"},"index":0,"type":"content_block_delta"}`,
+				`content_block_delta "delta":{"thinking":"b","type":"thinking_delta"},"index":0,"type":"content_block_delta"}`,
+				`content_block_delta "delta":{"signature":"S","type":"signature_delta"},"index":0,"type":"content_block_delta"}`,
+				`content_block_stop "index":0,"type":"content_block_stop"}`,
+				`content_block_start "content_block":{"text":"","type":"text"},"index":1,"type":"content_block_start"}`,
+				`content_block_delta "delta":{"text":"hi","type":"text_delta"},"index":1,"type":"content_block_delta"}`,
+				`content_block_stop "index":1,"type":"content_block_stop"}`,
+				`message_delta "delta":{"stop_reason":"end_turn","stop_sequence":null},"type":"message_delta","usage":{"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cost":0,"input_tokens":0,"output_tokens":0}}`,
+				"message_stop"},
+		},
+		{
+			name: "redacted, a signature without text, another provider's signature; display omitted",
+			omit: true,
+			deltas: []chat.Delta{{Thought: &chat.Thought{Provider: "anthropic", Redacted: "R"}},
+				{Reasoning: "hidden"}, {Thought: &chat.Thought{Provider: "anthropic", Text: "hidden", Signature: "S"}},
+				{Reasoning: "gem"}, {Thought: &chat.Thought{Provider: "gemini", Signature: "G"}}},
+			resp: &chat.Response{FinishReason: chat.FinishLength, Usage: chat.Usage{PromptTokens: 10, CachedTokens: 4, CacheWrite1hTokens: 2, CompletionTokens: 5}},
+			want: []string{"message_start",
+				`content_block_start "content_block":{"data":"R","type":"redacted_thinking"},"index":0,"type":"content_block_start"}`,
+				`content_block_stop "index":0,"type":"content_block_stop"}`,
+				`content_block_start "content_block":{"signature":"","thinking":"","type":"thinking"},"index":1,"type":"content_block_start"}`,
+				`content_block_delta "delta":{"signature":"S","type":"signature_delta"},"index":1,"type":"content_block_delta"}`,
+				`content_block_stop "index":1,"type":"content_block_stop"}`,
+				`content_block_start "content_block":{"signature":"","thinking":"","type":"thinking"},"index":2,"type":"content_block_start"}`,
+				`content_block_delta "delta":{"signature":"genway:gemini:G","type":"signature_delta"},"index":2,"type":"content_block_delta"}`,
+				`content_block_stop "index":2,"type":"content_block_stop"}`,
+				`message_delta "delta":{"stop_reason":"max_tokens","stop_sequence":null},"type":"message_delta","usage":{"cache_creation":{"ephemeral_1h_input_tokens":2,"ephemeral_5m_input_tokens":0},"cache_creation_input_tokens":2,"cache_read_input_tokens":4,"cost":0,"input_tokens":4,"output_tokens":5}}`,
+				"message_stop"},
+		},
+		{
+			name: "a signed call, then a second call streamed interleaved with the first",
+			deltas: []chat.Delta{
+				{ToolCall: &chat.ToolCallDelta{Index: 0, ID: "call_1", Name: "f", Signature: "GS", SignedBy: "gemini"}},
+				{ToolCall: &chat.ToolCallDelta{Index: 0, Arguments: `{"a":`}},
+				{ToolCall: &chat.ToolCallDelta{Index: 1, ID: "call_2", Name: "g", Arguments: `{}`}},
+				{ToolCall: &chat.ToolCallDelta{Index: 0, Arguments: `1}`}}},
+			resp: usage,
+			want: []string{"message_start",
+				`content_block_start "content_block":{"signature":"","thinking":"","type":"thinking"},"index":0,"type":"content_block_start"}`,
+				`content_block_delta "delta":{"signature":"genway:call.gemini:GS","type":"signature_delta"},"index":0,"type":"content_block_delta"}`,
+				`content_block_stop "index":0,"type":"content_block_stop"}`,
+				`content_block_start "content_block":{"id":"call_1","input":{},"name":"f","type":"tool_use"},"index":1,"type":"content_block_start"}`,
+				`content_block_delta "delta":{"partial_json":"","type":"input_json_delta"},"index":1,"type":"content_block_delta"}`,
+				`content_block_delta "delta":{"partial_json":"{\"a\":","type":"input_json_delta"},"index":1,"type":"content_block_delta"}`,
+				`content_block_stop "index":1,"type":"content_block_stop"}`,
+				`content_block_start "content_block":{"id":"call_2","input":{},"name":"g","type":"tool_use"},"index":2,"type":"content_block_start"}`,
+				`content_block_delta "delta":{"partial_json":"","type":"input_json_delta"},"index":2,"type":"content_block_delta"}`,
+				`content_block_delta "delta":{"partial_json":"{}","type":"input_json_delta"},"index":2,"type":"content_block_delta"}`,
+				`content_block_delta "delta":{"partial_json":"1}","type":"input_json_delta"},"index":1,"type":"content_block_delta"}`,
+				`content_block_stop "index":2,"type":"content_block_stop"}`,
+				`message_delta "delta":{"stop_reason":"tool_use","stop_sequence":null},"type":"message_delta","usage":{"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"cost":0,"input_tokens":0,"output_tokens":0}}`,
+				"message_stop"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := encodeStream(t, tt.omit, tt.deltas, tt.resp)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestMessagesThoughtsRoundTrip: the thinking blocks of an answer, sent
+// back by the client as they came, are the answer's Thoughts and signed
+// calls again, each of its own provider kind.
+func TestMessagesThoughtsRoundTrip(t *testing.T) {
+	resp := &chat.Response{Reasoning: "r", FinishReason: chat.FinishToolCalls, Thoughts: []chat.Thought{
+		{Provider: "anthropic", Text: "r", Signature: "S"}, {Provider: "anthropic", Redacted: "R"},
+		{Provider: "gemini", Signature: "G"}, {Provider: "openai", Text: "sum", Signature: "enc"}},
+		ToolCalls: []chat.ToolCall{{ID: "call_1", Name: "f", Arguments: `{"a":1}`, Signature: "CS", SignedBy: "gemini"}}}
+	rec := httptest.NewRecorder()
+	js := &messageJSONSink{jsonSink: jsonSink{w: rec}, meta: messageMeta{id: "msg_1", model: "m"}}
+	if err := js.End(resp); err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &m); err != nil {
+		t.Fatal(err)
+	}
+	rq := &recorder{f: chat.AllFeatures}
+	gw := chat.NewGateway(chat.Config{Catalog: testCatalog(t), Providers: map[string]chat.Provider{"synthetic": rq}})
+	srv := messagesServer(t, gw)
+	body := `{"model":"synthetic/thinker","max_tokens":100,"messages":[{"role":"user","content":"Go"},{"role":"assistant","content":` + string(m.Content) + `},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"ok"}]}]}`
+	if resp := postMessages(t, srv.URL, "/v1/messages", body, nil); resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST /v1/messages = %d %s", resp.StatusCode, b)
+	}
+	a := rq.last(t).Messages[1]
+	if !slices.Equal(a.Thoughts, resp.Thoughts) {
+		t.Errorf("thoughts sent back = %+v; want %+v", a.Thoughts, resp.Thoughts)
+	}
+	if len(a.ToolCalls) != 1 || a.ToolCalls[0] != resp.ToolCalls[0] {
+		t.Errorf("tool calls sent back = %+v; want %+v", a.ToolCalls, resp.ToolCalls)
+	}
+}
+
+// TestCountMessageTokens: Anthropic's count for an Anthropic model (the
+// request as the adapter would send it), the estimate for another; the
+// key's scope applies; nothing is charged.
+func TestCountMessageTokens(t *testing.T) {
+	f := newFakeAnthropic(t, "", "")
+	gw := anthropicGateway(t, f)
+	body := func(model string) string {
+		return `{"model":"` + model + `","system":"Be brief.","messages":[{"role":"user","content":"hello there"}],
+			"tools":[{"name":"get_weather","input_schema":{"type":"object"}}]}`
+	}
+	srv := messagesServer(t, gw)
+	for _, c := range []struct {
+		model string
+		want  int
+	}{
+		{"anthropic/claude-opus-4-6", 64}, // the fake upstream's count
+		// The estimate: the system prompt's JSON ("Be brief.", 11 bytes: 3
+		// tokens) and the user's (13: 4), 4 a message, the tool's name (3)
+		// and schema (17 bytes: 5).
+		{"synthetic/echo", 23},
+	} {
+		resp := postMessages(t, srv.URL, "/v1/messages/count_tokens?beta=true", body(c.model), map[string]string{"anthropic-beta": "token-counting-2024-11-01"})
+		var n struct {
+			InputTokens int `json:"input_tokens"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&n); err != nil || resp.StatusCode != 200 || n.InputTokens != c.want {
+			t.Errorf("count_tokens(%s) = %d %+v, %v; want %d", c.model, resp.StatusCode, n, err, c.want)
+		}
+	}
+	up := f.last(t)
+	if up.path != "/v1/messages/count_tokens" || up.body["model"] != "claude-opus-4-6" || up.body["max_tokens"] != nil || up.body["system"] != "Be brief." {
+		t.Errorf("upstream count_tokens request %s %v", up.path, up.body)
+	}
+
+	// A key that may not use the model: 403 permission_error.
+	scoped := Route{Method: http.MethodPost, Pattern: "/v1/messages/count_tokens", Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := auth.Principal{Account: "acct", KeyID: "key_1", Models: []string{"synthetic/*"}}
+		CountMessageTokens(gw, nil).ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), p)))
+	})}
+	ssrv := httptest.NewServer(NewMux(nil, scoped))
+	t.Cleanup(ssrv.Close)
+	resp := postMessages(t, ssrv.URL, "/v1/messages/count_tokens", body("anthropic/claude-opus-4-6"), nil)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 403 {
+		t.Fatalf("count_tokens with a scoped key = %d %s; want 403", resp.StatusCode, b)
+	}
+	checkEnvelope(t, resp, b, "permission_error")
+}
+
+// gatedProvider streams "first", waits for the test to open the gate,
+// then "second"; before "first" it waits for the gate too.
+type gatedProvider struct{ before, after chan struct{} }
+
+func (g *gatedProvider) Complete(context.Context, *chat.Request) (*chat.Response, error) {
+	return nil, fmt.Errorf("not streamed")
+}
+
+func (g *gatedProvider) Stream(ctx context.Context, _ *chat.Request, w chat.Writer) (*chat.Response, error) {
+	for i, gate := range []chan struct{}{g.before, g.after} {
+		select {
+		case <-gate:
+		case <-time.After(guard):
+			return nil, fmt.Errorf("gate %d never opened", i)
+		}
+		if err := w.Delta(chat.Delta{Content: []string{"first", "second"}[i]}); err != nil {
+			return nil, err
+		}
+		if err := w.Flush(); err != nil {
+			return nil, err
+		}
+	}
+	return &chat.Response{FinishReason: chat.FinishStop}, nil
+}
+
+// TestMessagesHeartbeat: while the upstream is silent before the first
+// token the client gets SSE comments (no event may come before
+// message_start for older SDKs); once the message started, Anthropic's
+// ping events.
+func TestMessagesHeartbeat(t *testing.T) {
+	g := &gatedProvider{before: make(chan struct{}), after: make(chan struct{})}
+	gw := chat.NewGateway(chat.Config{Catalog: testCatalog(t), Providers: map[string]chat.Provider{"synthetic": g}})
+	srv := messagesServer(t, gw, ChatHeartbeat(20*time.Millisecond))
+	resp := postMessages(t, srv.URL, "/v1/messages", `{"model":"synthetic/echo","max_tokens":10,"stream":true,"messages":[{"role":"user","content":"x"}]}`, nil)
+	sc := bufio.NewScanner(resp.Body)
+	var seen []string
+	comment, ping := sync.Once{}, sync.Once{}
+	for sc.Scan() && len(seen) < 1000 {
+		l := sc.Text()
+		switch {
+		case l == ": keep-alive":
+			if len(seen) > 0 {
+				t.Errorf("a comment after %v; want pings once the message started", seen)
+			}
+			comment.Do(func() { close(g.before) })
+			continue
+		case l == "event: ping":
+			ping.Do(func() { close(g.after) })
+		}
+		if strings.HasPrefix(l, "event: ") && (len(seen) == 0 || seen[len(seen)-1] != l) {
+			seen = append(seen, strings.TrimPrefix(l, "event: "))
+		}
+	}
+	comment.Do(func() { t.Error("no comment before the first token"); close(g.before) })
+	ping.Do(func() { t.Error("no ping after message_start"); close(g.after) })
+	if len(seen) < 4 || seen[0] != "message_start" || !slices.Contains(seen, "ping") || seen[len(seen)-1] != "message_stop" {
+		t.Errorf("events = %v; want message_start, ..., ping, ..., message_stop", seen)
 	}
 }
