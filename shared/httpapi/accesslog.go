@@ -16,8 +16,9 @@ import (
 
 // The access log: one JSON line per request (msg "request") with its
 // request id, method, route, status, duration, bytes written, and, where
-// the handler learned them, the account, key id, model and tokens. Never
-// a key, a token or a prompt: only ids and counts are recorded.
+// the handler learned them, the account, key id, model, tokens and the
+// tools left out of a request (omitted_tools). Never a key, a token or a
+// prompt: only ids, names and counts are recorded.
 
 // reqLog is what a request's handlers note for its access log line.
 type reqLog struct {
