@@ -24,6 +24,9 @@ const OmittedToolsHeader = "X-Genway-Omitted-Tools"
 // temperature, top_p and top_k (a request with one is a 400).
 const messagesVersion2026 = "2026-10-21"
 
+// apiVersionRE is an anthropic-version: a date, which orders as text.
+var apiVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
 // Messages serves POST /v1/messages (with or without ?beta=true),
 // Anthropic's Messages API, over the same gateway as chat completions
 // (providers, routing, key scopes, holds, credits, usage and rate limits:
@@ -323,7 +326,7 @@ func thinkingOf(text, signature string) (chat.Thought, *chat.ToolCall) {
 func (mr *messagesRequest) chatParams(h http.Header) (*chat.Params, *translation, error) {
 	t := &translation{}
 	version := h.Get("anthropic-version")
-	if version >= messagesVersion2026 {
+	if apiVersionRE.MatchString(version) && version >= messagesVersion2026 {
 		for _, f := range []struct {
 			param string
 			set   bool

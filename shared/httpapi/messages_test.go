@@ -526,6 +526,7 @@ func TestMessagesErrors(t *testing.T) {
 		{"no max_tokens", nil, `{"model":"synthetic/echo","messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "max_tokens: "},
 		{"unknown model", nil, `{"model":"nope/x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`, 404, "not_found_error", "model: "},
 		{"temperature under 2026-10-21", v2026, `{"model":"synthetic/echo","max_tokens":5,"temperature":0.2,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "temperature: "},
+		{"temperature under a later version", map[string]string{"anthropic-version": "2027-01-01"}, `{"model":"synthetic/echo","max_tokens":5,"top_p":0.9,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "top_p: "},
 		{"top_k under 2026-10-21", v2026, `{"model":"synthetic/echo","max_tokens":5,"top_k":2,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "top_k: "},
 		{"top_k to a provider without it", nil, `{"model":"synthetic/echo","max_tokens":5,"top_k":2,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "top_k: "},
 		{"temperature over 1", nil, `{"model":"synthetic/echo","max_tokens":5,"temperature":1.5,"messages":[{"role":"user","content":"hi"}]}`, 400, "invalid_request_error", "temperature: "},
