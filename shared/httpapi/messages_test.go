@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
@@ -877,4 +878,38 @@ func TestMessagesHeartbeat(t *testing.T) {
 	if len(seen) < 4 || seen[0] != "message_start" || !slices.Contains(seen, "ping") || seen[len(seen)-1] != "message_stop" {
 		t.Errorf("events = %v; want message_start, ..., ping, ..., message_stop", seen)
 	}
+}
+
+// FuzzMessagesRequest feeds arbitrary bodies to the Messages decoder: it
+// must not panic, and every refusal is an *apierr.Error whose param,
+// rewritten to the Messages request's, does not panic either.
+func FuzzMessagesRequest(f *testing.F) {
+	for _, s := range []string{
+		`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`,
+		`{"model":"m","max_tokens":5,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"x"}}]},
+			{"role":"assistant","content":[{"type":"thinking","thinking":"t","signature":"genway:call.gemini:x"},{"type":"tool_use","id":"a","name":"f","input":{}}]},
+			{"role":"user","content":[{"type":"tool_result","tool_use_id":"a","content":[{"type":"tool_reference","tool_name":"g"},{"type":"image","source":{"type":"url","url":"u"}}]}]}],
+			"tools":[{"name":"g","input_schema":{},"defer_loading":true},{"type":"web_search_20250305","name":"w"}],"tool_choice":{"type":"tool","name":"w"},
+			"thinking":{"type":"enabled","budget_tokens":2048},"output_config":{"effort":"max","format":{"type":"json_schema","schema":{}}}}`,
+		`{"messages":[{"role":"system","content":[{"type":"document","source":{"type":"content","content":[{"type":"text","text":"x"}]}}]}]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var mr messagesRequest
+		if json.Unmarshal(body, &mr) != nil {
+			return
+		}
+		h := http.Header{"Anthropic-Version": {"2026-10-21"}}
+		_, tr, err := mr.chatParams(h)
+		if err != nil {
+			if apierr.As(err) == nil {
+				t.Fatalf("chatParams error %v is not an *apierr.Error", err)
+			}
+			tr.param(err)
+		}
+		for _, p := range []string{"messages[0].content[1].image_url.url", "messages[3].tool_calls[0].function.name", "tools[0].function.parameters", "messages[9]"} {
+			tr.param(&apierr.Error{Kind: apierr.Invalid, Param: p})
+		}
+	})
 }
