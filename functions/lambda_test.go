@@ -572,6 +572,32 @@ func TestFunctions(t *testing.T) {
 		}
 	})
 
+	t.Run("messages synthetic stream with thinking and a tool call", func(t *testing.T) {
+		// Claude Code's shape: the key in x-api-key, ?beta=true.
+		res := run(t, "chat", readEvent(t, "messages.json", strings.TrimPrefix(eventKey, "Bearer "), string(key)))
+		checkStreamEnvelope(t, res)
+		prelude, body, _ := splitStream(res.body)
+		if !strings.Contains(string(prelude), `"statusCode":200`) {
+			t.Fatalf("prelude %q; want status 200", prelude)
+		}
+		var types []string
+		for _, line := range strings.Split(string(body), "\n") {
+			if ev, ok := strings.CutPrefix(line, "event: "); ok && (len(types) == 0 || types[len(types)-1] != ev) {
+				types = append(types, ev)
+			}
+		}
+		want := []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop",
+			"content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"}
+		if strings.Join(types, " ") != strings.Join(want, " ") {
+			t.Errorf("events = %v; want %v", types, want)
+		}
+		for _, s := range []string{`"type":"thinking"`, `"type":"tool_use"`, `"name":"get_weather"`, `"stop_reason":"tool_use"`} {
+			if !strings.Contains(string(body), s) {
+				t.Errorf("stream body = %q; want %s", body, s)
+			}
+		}
+	})
+
 	t.Run("non-stream chat kept alive", func(t *testing.T) {
 		// A slow upstream answering a non-streamed request: the function
 		// sends keep-alive spaces (GENWAY_CHAT_KEEPALIVE) that reach the

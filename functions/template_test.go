@@ -357,7 +357,7 @@ func checkTemplate(tpl map[string]any, root string) []string {
 		}
 	}
 
-	for _, route := range []string{"POST /v1/chat/completions", "POST /v1/responses", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/jobs", "POST /v1/jobs/{id}/cancel", "GET /v1/credits",
+	for _, route := range []string{"POST /v1/chat/completions", "POST /v1/responses", "POST /v1/messages", "POST /v1/messages/count_tokens", "GET /v1/models", "POST /v1/jobs", "GET /v1/jobs/{id}", "GET /v1/jobs", "POST /v1/jobs/{id}/cancel", "GET /v1/credits",
 		"POST /v1/images/generations", "POST /v1/audio/speech",
 		"POST /v1/videos", "GET /v1/videos", "GET /v1/videos/{id}", "GET /v1/videos/{id}/content", "DELETE /v1/videos/{id}",
 		"GET /v1/webhooks/secret"} {
@@ -368,7 +368,7 @@ func checkTemplate(tpl map[string]any, root string) []string {
 	sort.Strings(streamed)
 	// Chat streams its events; speech its audio; images keep a slow
 	// answer alive with spaces before the JSON.
-	if want := "POST /v1/audio/speech,POST /v1/chat/completions,POST /v1/images/generations,POST /v1/responses"; strings.Join(streamed, ",") != want {
+	if want := "POST /v1/audio/speech,POST /v1/chat/completions,POST /v1/images/generations,POST /v1/messages,POST /v1/responses"; strings.Join(streamed, ",") != want {
 		bad("streamed routes = %v; want exactly %v", streamed, strings.Split(want, ","))
 	}
 	// A synchronous generation's function must end (its timeout) well

@@ -45,6 +45,8 @@ func apiHandler(d apiDeps) http.Handler {
 		{Method: "GET", Pattern: "/v1/models/{id...}", Handler: authed(httpapi.GetModel(d.cat, d.getenv, d.log))},
 		{Method: "POST", Pattern: "/v1/chat/completions", Handler: authed(httpapi.ChatCompletions(d.gw, d.log))},
 		{Method: "POST", Pattern: "/v1/responses", Handler: authed(httpapi.Responses(d.gw, d.log))},
+		{Method: "POST", Pattern: "/v1/messages", Handler: authed(httpapi.Messages(d.gw, d.log))},
+		{Method: "POST", Pattern: "/v1/messages/count_tokens", Handler: authed(httpapi.CountMessageTokens(d.gw, d.log))},
 		// Spaces keep a slow image's answer open, as non-streamed chat's
 		// are on Lambda.
 		{Method: "POST", Pattern: "/v1/images/generations", Handler: authed(httpapi.GenerateImages(d.images, d.log, httpapi.ImagesKeepAlive(httpapi.DefaultChatHeartbeat)))},

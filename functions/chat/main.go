@@ -1,7 +1,9 @@
-// Command chat is the Lambda function behind POST /v1/chat/completions. Its
-// API Gateway integration streams (ResponseTransferMode RESPONSE_STREAM), so
-// it returns *events.APIGatewayProxyStreamingResponse for every request and
-// each SSE event reaches the client as the upstream produces it.
+// Command chat is the Lambda function behind POST /v1/chat/completions,
+// POST /v1/responses and POST /v1/messages (Anthropic's Messages API, with
+// POST /v1/messages/count_tokens). Its API Gateway integrations stream
+// (ResponseTransferMode RESPONSE_STREAM), so it returns
+// *events.APIGatewayProxyStreamingResponse for every request and each SSE
+// event reaches the client as the upstream produces it.
 package main
 
 import (
@@ -70,7 +72,9 @@ func run(ctx context.Context, getenv func(string) string) error {
 	opt := httpapi.ChatKeepAlive(keepAlive)
 	h, err := b.API(getenv,
 		httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: httpapi.ChatCompletions(gw, b.Log, opt)},
-		httpapi.Route{Method: "POST", Pattern: "/v1/responses", Handler: httpapi.Responses(gw, b.Log, opt)})
+		httpapi.Route{Method: "POST", Pattern: "/v1/responses", Handler: httpapi.Responses(gw, b.Log, opt)},
+		httpapi.Route{Method: "POST", Pattern: "/v1/messages", Handler: httpapi.Messages(gw, b.Log, opt)},
+		httpapi.Route{Method: "POST", Pattern: "/v1/messages/count_tokens", Handler: httpapi.CountMessageTokens(gw, b.Log)})
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,30 @@
 // schema is the format's schema, and whose input is returned, and
 // streamed, as the content, with finish reason stop.
 //
-// Extended thinking is left out of requests it would make fail: those that
-// force tool use (tool_choice required or a function, response_format),
-// and those that continue a tool-use loop, whose signed thinking blocks
-// chat messages do not carry (see buildRequest).
+// Thinking: reasoning_effort is a token budget (catalog.ThinkingBudget:
+// the request's ReasoningBudget, the Messages API's budget_tokens, when
+// it has one) or adaptive thinking with that effort
+// (catalog.ThinkingAdaptive), with the request's ReasoningDisplay. The
+// answer's thinking blocks are chat.Thoughts (text and signature; a
+// redacted_thinking block's data), streamed as reasoning deltas and, at
+// the block's content_block_stop, a Delta.Thought with its signature;
+// a redacted_thinking block is a Delta.Thought at once. An assistant
+// message's Thoughts of Claude (this adapter's kind and Bedrock's), signed
+// or redacted, go back as thinking and redacted_thinking blocks before
+// its text and tool_use blocks, when the request thinks (without thinking
+// they are left out). Extended thinking is left out of requests it would
+// make fail: those that force tool use (tool_choice required or a
+// function, response_format), and those that continue a tool-use loop
+// whose assistant turn has no signed thinking to start with (a chat
+// client's; see buildRequest). top_k is sent, except with thinking.
+//
+// Tool call ids the API would refuse (another provider's, with dots or
+// colons) are sent as a digest, the same for the call and its result
+// (toolUseID). A tool message's ToolError is is_error.
+//
+// The client's anthropic-beta headers (chat.Request.APIHeaders) are
+// forwarded; the anthropic-version is always APIVersion, the version the
+// bodies are built for. CountTokens asks /v1/messages/count_tokens.
 //
 // Prompt-cache breakpoints (chat.CacheControl) are cache_control on the
 // marked block: a system text block (a system prompt with one is sent as
@@ -55,6 +75,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/genway/genway/shared/catalog"
@@ -66,8 +87,14 @@ import (
 // DefaultBaseURL is the Anthropic API's base URL.
 const DefaultBaseURL = "https://api.anthropic.com"
 
-// APIVersion is the anthropic-version header sent with every request.
+// APIVersion is the anthropic-version header sent with every request:
+// the version the request bodies are built for (a client's own
+// anthropic-version is not forwarded).
 const APIVersion = "2023-06-01"
+
+// Kind is the provider kind of the Thoughts the adapter makes
+// (chat.Thought.Provider); it sends back those and Bedrock's.
+const Kind = "anthropic"
 
 // BetaExtendedCacheTTL is the anthropic-beta header sent with a request
 // that has a one-hour cache breakpoint. The Messages API takes "ttl": "1h"
@@ -112,6 +139,7 @@ var (
 	_ chat.Provider        = (*Provider)(nil)
 	_ chat.FeatureProvider = (*Provider)(nil)
 	_ chat.CacheProvider   = (*Provider)(nil)
+	_ chat.TokenCounter    = (*Provider)(nil)
 	_ route.Keyed          = (*Provider)(nil)
 )
 
@@ -147,7 +175,7 @@ func (p *Provider) CacheRules(*catalog.Model) chat.CacheRules {
 // response_format (as a forced tool, so not together with tools). It has
 // no seed, penalties or logit_bias, and takes no OpenAI-only field.
 func (p *Provider) Features() chat.Features {
-	return chat.Features{Tools: true, ToolChoiceNone: true, ParallelToolCalls: true, ResponseFormat: true}
+	return chat.Features{Tools: true, ToolChoiceNone: true, ParallelToolCalls: true, ResponseFormat: true, TopK: true}
 }
 
 // Complete sends a non-streaming request. Every upstream failure is a
@@ -176,6 +204,9 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 			}
 		case "thinking":
 			reasoning.WriteString(b.Thinking)
+			out.Thoughts = append(out.Thoughts, chat.Thought{Provider: Kind, Text: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			out.Thoughts = append(out.Thoughts, chat.Thought{Provider: Kind, Redacted: b.Data})
 		case "tool_use":
 			args := compactInput(b.Input)
 			if format != "" && b.Name == format {
@@ -226,6 +257,12 @@ type streamTool struct {
 	args   bool // some input JSON was streamed
 }
 
+// streamThinking is a thinking block being streamed: its text and
+// signature so far, a Thought at its content_block_stop.
+type streamThinking struct {
+	text, signature strings.Builder
+}
+
 // readStream parses a Messages API event stream from body. format is the
 // name of the structured output tool (formatToolName), or "": that tool's
 // input is streamed as content, any other tool_use block as tool call
@@ -240,7 +277,8 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 	}()
 	var u usage // message_start's, updated by message_delta's
 	var content, reasoning strings.Builder
-	tools := map[int]*streamTool{} // by content block index
+	tools := map[int]*streamTool{}         // by content block index
+	thinkings := map[int]*streamThinking{} // likewise
 	r := sse.NewReader(body)
 	batch := chat.NewBatch(w) // deltas read together are written together
 	r.OnWait(batch.Flush)
@@ -275,6 +313,10 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			case b == nil:
 			case b.Type == "tool_use" && format != "" && b.Name == format:
 				tools[se.Index] = &streamTool{format: true}
+			case b.Type == "redacted_thinking":
+				th := chat.Thought{Provider: Kind, Redacted: b.Data}
+				out.Thoughts = append(out.Thoughts, th)
+				d.Thought = &th
 			case b.Type == "tool_use":
 				// The first piece of a call: its id and name. The block's
 				// input is {} here; input_json_delta pieces follow.
@@ -291,6 +333,12 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			default:
 				d.Reasoning = b.Thinking
 			}
+			if b != nil && b.Type == "thinking" {
+				th := &streamThinking{}
+				th.text.WriteString(b.Thinking)
+				th.signature.WriteString(b.Signature)
+				thinkings[se.Index] = th
+			}
 		case "content_block_delta":
 			if se.Delta != nil {
 				switch se.Delta.Type {
@@ -300,15 +348,29 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 					}
 				case "thinking_delta":
 					d.Reasoning = se.Delta.Thinking
+					if th := thinkings[se.Index]; th != nil {
+						th.text.WriteString(se.Delta.Thinking)
+					}
+				case "signature_delta":
+					if th := thinkings[se.Index]; th != nil {
+						th.signature.WriteString(se.Delta.Signature)
+					}
 				case "input_json_delta":
 					if t := tools[se.Index]; t != nil && se.Delta.PartialJSON != "" {
 						t.args = true
 						d = t.piece(se.Delta.PartialJSON, out)
 					}
 				}
-				// signature_delta, citations_delta: not chat text.
+				// citations_delta: not chat text.
 			}
 		case "content_block_stop":
+			if th := thinkings[se.Index]; th != nil {
+				// The thinking block is whole: its signature closes it.
+				delete(thinkings, se.Index)
+				t := chat.Thought{Provider: Kind, Text: th.text.String(), Signature: th.signature.String()}
+				out.Thoughts = append(out.Thoughts, t)
+				d.Thought = &t
+			}
 			if t := tools[se.Index]; t != nil {
 				delete(tools, se.Index)
 				if !t.args { // no input streamed: an empty object, as Complete says
@@ -331,7 +393,7 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			return nil, p.eventError(se.Error)
 		}
 		// ping and unknown events carry no chat data.
-		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil && d.Thought == nil {
 			continue
 		}
 		content.WriteString(d.Content)
@@ -381,12 +443,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	if err != nil {
 		return nil, fmt.Errorf("%s: new request: %w", p.name, err)
 	}
-	hr.Header.Set("x-api-key", p.keys.Key(ctx))
-	hr.Header.Set("anthropic-version", APIVersion)
-	hr.Header.Set("content-type", "application/json")
-	if body.cache1h {
-		hr.Header.Set("anthropic-beta", BetaExtendedCacheTTL)
-	}
+	p.headers(ctx, hr, req, body.cache1h)
 	if stream {
 		hr.Header.Set("accept", "text/event-stream")
 	} else {
@@ -402,6 +459,67 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	defer resp.Body.Close()
 	eb, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	return nil, p.statusError(resp, eb)
+}
+
+// headers sets the headers of a request for req: the key, the API
+// version, and the betas: the client's (req.APIHeaders' anthropic-beta,
+// forwarded as they are) and BetaExtendedCacheTTL when cache1h.
+func (p *Provider) headers(ctx context.Context, hr *http.Request, req *chat.Request, cache1h bool) {
+	hr.Header.Set("x-api-key", p.keys.Key(ctx))
+	hr.Header.Set("anthropic-version", APIVersion)
+	hr.Header.Set("content-type", "application/json")
+	var betas []string
+	for _, b := range strings.Split(req.APIHeaders["anthropic-beta"], ",") {
+		if b = strings.TrimSpace(b); b != "" && !slices.Contains(betas, b) {
+			betas = append(betas, b)
+		}
+	}
+	if cache1h && !slices.Contains(betas, BetaExtendedCacheTTL) {
+		betas = append(betas, BetaExtendedCacheTTL)
+	}
+	if len(betas) > 0 {
+		hr.Header.Set("anthropic-beta", strings.Join(betas, ","))
+	}
+}
+
+// CountTokens asks the Messages API's count_tokens endpoint how many
+// input tokens req has, as buildRequest would send it (its system
+// prompt, messages, tools and thinking; no charge upstream). Every
+// upstream failure is a *chat.UpstreamError (chat.TokenCounter).
+func (p *Provider) CountTokens(ctx context.Context, req *chat.Request) (int, error) {
+	body, err := buildRequest(req, false)
+	if err != nil {
+		return 0, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamBadRequest, Message: err.Error(), Err: err}
+	}
+	b, err := json.Marshal(&countRequest{Model: body.Model, System: body.System, Messages: body.Messages, Thinking: body.Thinking,
+		OutputConfig: body.OutputConfig, Tools: body.Tools, ToolChoice: body.ToolChoice})
+	if err != nil {
+		return 0, fmt.Errorf("%s: encode request: %w", p.name, err)
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url+"/count_tokens", bytes.NewReader(b))
+	if err != nil {
+		return 0, fmt.Errorf("%s: new request: %w", p.name, err)
+	}
+	p.headers(ctx, hr, req, body.cache1h)
+	hr.Header.Set("accept", "application/json")
+	resp, err := p.client.Do(hr)
+	if err != nil {
+		return 0, chat.TransportError(ctx, p.name, "send request", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		eb, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return 0, p.statusError(resp, eb)
+	}
+	var cr countResponse
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxErrorBody)).Decode(&cr); err != nil || cr.InputTokens == nil {
+		if err == nil {
+			err = errors.New("no input_tokens")
+		}
+		return 0, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Reason: chat.ReasonMalformed,
+			Message: "malformed count_tokens answer", Err: err}
+	}
+	return *cr.InputTokens, nil
 }
 
 // statusError maps a non-2xx response to an UpstreamError.
@@ -481,6 +599,7 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 		MaxTokens:     req.MaxTokens,
 		Temperature:   req.Temperature,
 		TopP:          req.TopP,
+		TopK:          req.TopK,
 		StopSequences: req.Stop,
 		Stream:        stream,
 	}
@@ -501,18 +620,20 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 		switch m.Role {
 		case chat.RoleAssistant:
 			role = "assistant"
+			blocks = append(thoughtBlocks(m.Thoughts), blocks...)
 			for _, tc := range m.ToolCalls {
 				input, err := toolInput(tc.Arguments)
 				if err != nil {
 					return nil, fmt.Errorf("tool call %s (%s): %w", tc.ID, tc.Name, err)
 				}
-				blocks = append(blocks, block{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
+				blocks = append(blocks, block{Type: "tool_use", ID: toolUseID(tc.ID), Name: tc.Name, Input: input})
 			}
 			if m.Cache != nil && len(m.ToolCalls) > 0 { // after the calls: on the last tool_use
 				blocks[len(blocks)-1].CacheControl = body.mark(m.Cache)
 			}
 		case chat.RoleTool:
-			blocks = []block{{Type: "tool_result", ToolUseID: m.ToolCallID, Content: m.Text(), CacheControl: body.mark(firstCache(m.Parts))}}
+			blocks = []block{{Type: "tool_result", ToolUseID: toolUseID(m.ToolCallID), Content: m.Text(), IsError: m.ToolError,
+				CacheControl: body.mark(firstCache(m.Parts))}}
 		}
 		if len(blocks) == 0 {
 			continue // the API rejects empty content
@@ -552,19 +673,25 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 	forced := body.ToolChoice != nil && (body.ToolChoice.Type == "any" || body.ToolChoice.Type == "tool")
 	// A tool-use loop is one assistant turn, which must keep one thinking
 	// configuration, and with thinking on it must start with the signed
-	// thinking block the model wrote; chat messages do not carry thinking
-	// blocks, so a request that continues an open loop (its last user turn
-	// holds tool results) is sent without thinking too, where the API would
-	// otherwise refuse it ("Expected `thinking` or `redacted_thinking`, but
-	// found `tool_use`"): https://platform.claude.com/docs/build-with-claude/thinking-tool-workflows.
-	if req.ReasoningEffort != "" && !forced && !inToolLoop(body.Messages) {
+	// thinking block the model wrote: the assistant message carries it
+	// (chat.Message.Thoughts) when its client sent it back (a Messages
+	// API client does); a request that continues an open loop (its last
+	// user turn holds tool results) whose assistant turn has none (a chat
+	// client's) is sent without thinking, where the API would otherwise
+	// refuse it ("Expected `thinking` or `redacted_thinking`, but found
+	// `tool_use`"): https://platform.claude.com/docs/build-with-claude/thinking-tool-workflows.
+	think := req.ReasoningEffort != "" && !forced && (!inToolLoop(body.Messages) || loopThinks(body.Messages))
+	if think {
 		switch model.Thinking {
 		case catalog.ThinkingBudget:
 			budget, ok := thinkingBudgets[req.ReasoningEffort]
 			if !ok {
 				budget = thinkingBudgets["medium"]
 			}
-			body.Thinking = &thinking{Type: "enabled", BudgetTokens: budget}
+			if req.ReasoningBudget > 0 {
+				budget = req.ReasoningBudget // the client's own (thinking.budget_tokens)
+			}
+			body.Thinking = &thinking{Type: "enabled", BudgetTokens: budget, Display: req.ReasoningDisplay}
 			// max_tokens counts thinking too and must exceed the budget:
 			// a max_tokens at or below the budget is room for the answer
 			// on top of it.
@@ -574,15 +701,79 @@ func buildRequest(req *chat.Request, stream bool) (*messagesRequest, error) {
 			if model.MaxTokens > budget && body.MaxTokens > model.MaxTokens {
 				body.MaxTokens = model.MaxTokens
 			}
-			body.Temperature, body.TopP = nil, nil // not allowed with thinking
+			body.Temperature, body.TopP, body.TopK = nil, nil, nil // not allowed with thinking
 		case catalog.ThinkingAdaptive:
-			body.Thinking = &thinking{Type: "adaptive"}
+			body.Thinking = &thinking{Type: "adaptive", Display: req.ReasoningDisplay}
 			body.OutputConfig = &outputConfig{Effort: req.ReasoningEffort}
-			body.Temperature, body.TopP = nil, nil
+			body.Temperature, body.TopP, body.TopK = nil, nil, nil
 		}
+	}
+	if body.Thinking == nil {
+		// Signed thinking is sent back only with thinking on, where it
+		// is needed; without, a turn is its text and tool calls.
+		body.Messages = withoutThinking(body.Messages)
 	}
 	return body, nil
 }
+
+// thoughtBlocks returns the thinking and redacted_thinking blocks of an
+// assistant message's thoughts: Claude's (this adapter's kind and
+// Bedrock's), signed or redacted; a thought without a signature (another
+// provider's reasoning, or a client's unsigned block) cannot be verified
+// by the API, and is left out.
+func thoughtBlocks(thoughts []chat.Thought) []block {
+	var out []block
+	for _, t := range thoughts {
+		if t.Provider != Kind && t.Provider != "bedrock" {
+			continue
+		}
+		switch {
+		case t.Redacted != "":
+			out = append(out, block{Type: "redacted_thinking", Data: t.Redacted})
+		case t.Signature != "":
+			text := t.Text
+			out = append(out, block{Type: "thinking", Thinking: &text, Signature: t.Signature})
+		}
+	}
+	return out
+}
+
+// isThinking reports whether b is a thinking or redacted_thinking block.
+func isThinking(b block) bool { return b.Type == "thinking" || b.Type == "redacted_thinking" }
+
+// loopThinks reports whether the last assistant turn of msgs starts with
+// its thinking: a tool-use loop that continues it may think.
+func loopThinks(msgs []message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "assistant" {
+			return len(msgs[i].Content) > 0 && isThinking(msgs[i].Content[0])
+		}
+	}
+	return false
+}
+
+// withoutThinking returns msgs without their thinking blocks; a turn
+// left empty is dropped, and the turns it separated merged.
+func withoutThinking(msgs []message) []message {
+	out := msgs[:0]
+	for _, m := range msgs {
+		m.Content = slices.DeleteFunc(m.Content, isThinking)
+		if len(m.Content) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			out[n-1].Content = append(out[n-1].Content, m.Content...)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// toolUseID returns the id a tool call of the conversation is sent with:
+// chat.SafeCallID's (the API's ids are letters, digits, _ and -). The
+// answer's ids are the API's, never rewritten.
+func toolUseID(id string) string { return chat.SafeCallID(id) }
 
 // setTools sets body's tools and tool_choice from req's tools, tool choice,
 // parallel_tool_calls and response_format. A response format is a forced

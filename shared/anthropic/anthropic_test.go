@@ -270,6 +270,9 @@ func TestComplete(t *testing.T) {
 		{"message.json", chat.Response{Content: "Hi! My name is Claude.", FinishReason: "stop",
 			Usage: chat.Usage{PromptTokens: 2095, CompletionTokens: 503, TotalTokens: 2598}}},
 		{"message_thinking.json", chat.Response{Content: "Based on my analysis...", Reasoning: "Let me analyze this step by step...",
+			Thoughts: []chat.Thought{
+				{Provider: "anthropic", Text: "Let me analyze this step by step...", Signature: "WaUjzkypQ2mUEVM36O2TxuC06KN8xyfbJwyem2dw3URve/op91XWHOEBLLqIOMfFG/UvLEczmEsUjavL...."},
+				{Provider: "anthropic", Redacted: "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP..."}},
 			FinishReason: "content_filter", Usage: chat.Usage{PromptTokens: 60, CompletionTokens: 300, TotalTokens: 360, CachedTokens: 10}}},
 		{"message_cache.json", chat.Response{Content: "The contract's term is five years.", FinishReason: "stop", ServiceTier: "default",
 			Usage: chat.Usage{PromptTokens: 4512, CompletionTokens: 200, TotalTokens: 4712, CachedTokens: 1500, CacheWriteTokens: 1000, CacheWrite1hTokens: 2000}}},
@@ -305,13 +308,16 @@ func TestStream(t *testing.T) {
 		},
 		{
 			file: "stream_thinking.sse",
+			// The thinking block's signature closes it: a Thought with its
+			// whole text.
 			wantDeltas: []chat.Delta{
 				{Reasoning: "Let me solve this step by step:\n\n1. First break down 27 * 453"},
 				{Reasoning: "\n2. 453 = 400 + 50 + 3"},
+				{Thought: &streamedThought},
 				{Content: "27 * 453 = 12,231"},
 			},
 			want: &chat.Response{Content: "27 * 453 = 12,231", Reasoning: "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3",
-				FinishReason: "stop"},
+				Thoughts: []chat.Thought{streamedThought}, FinishReason: "stop"},
 		},
 		{
 			// message_start's cache reads and 1-hour writes; message_delta
@@ -553,7 +559,7 @@ func TestConnectionRefused(t *testing.T) {
 // deltas are batched and flushed in between.
 func FuzzReadStream(f *testing.F) {
 	for _, name := range []string{"stream_basic.sse", "stream_thinking.sse", "stream_overloaded.sse", "stream_truncated.sse",
-		"stream_tools.sse", "stream_format.sse"} {
+		"stream_tools.sse", "stream_format.sse", "stream_redacted.sse"} {
 		b, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			f.Fatal(err)
@@ -565,9 +571,13 @@ func FuzzReadStream(f *testing.F) {
 		for _, format := range []string{"", "json"} {
 			var content, reasoning strings.Builder
 			var calls []chat.ToolCall
+			var thoughts []chat.Thought
 			got, err := p.readStream(context.Background(), iotest.HalfReader(strings.NewReader(string(in))), chat.WriterFunc(func(d chat.Delta) error {
-				if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+				if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil && d.Thought == nil {
 					t.Error("empty delta written")
+				}
+				if d.Thought != nil {
+					thoughts = append(thoughts, *d.Thought)
 				}
 				content.WriteString(d.Content)
 				reasoning.WriteString(d.Reasoning)
@@ -596,6 +606,9 @@ func FuzzReadStream(f *testing.F) {
 			if len(got.ToolCalls) != len(calls) || len(calls) > 0 && !reflect.DeepEqual(got.ToolCalls, calls) {
 				t.Errorf("response tool calls %+v != emitted %+v", got.ToolCalls, calls)
 			}
+			if len(got.Thoughts) != len(thoughts) || len(thoughts) > 0 && !reflect.DeepEqual(got.Thoughts, thoughts) {
+				t.Errorf("response thoughts %+v != emitted %+v", got.Thoughts, thoughts)
+			}
 			switch got.FinishReason {
 			case chat.FinishStop, chat.FinishLength, chat.FinishContentFilter:
 			case chat.FinishToolCalls:
@@ -610,8 +623,12 @@ func FuzzReadStream(f *testing.F) {
 }
 
 // appendDelta appends d to ds unless it carries nothing (a flush).
+// streamedThought is the Thought of stream_thinking.sse.
+var streamedThought = chat.Thought{Provider: "anthropic", Text: "Let me solve this step by step:\n\n1. First break down 27 * 453\n2. 453 = 400 + 50 + 3",
+	Signature: "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds..."}
+
 func appendDelta(ds []chat.Delta, d chat.Delta) []chat.Delta {
-	if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+	if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil && d.Thought == nil {
 		return ds
 	}
 	return append(ds, d)

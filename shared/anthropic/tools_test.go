@@ -342,7 +342,7 @@ func TestToolStreamMalformed(t *testing.T) {
 }
 
 func TestFeatures(t *testing.T) {
-	want := chat.Features{Tools: true, ToolChoiceNone: true, ParallelToolCalls: true, ResponseFormat: true}
+	want := chat.Features{Tools: true, ToolChoiceNone: true, ParallelToolCalls: true, ResponseFormat: true, TopK: true}
 	if got := New(Config{}).Features(); got != want {
 		t.Errorf("Features() = %+v; want %+v", got, want)
 	}

@@ -18,6 +18,7 @@ type messagesRequest struct {
 	Messages      []message     `json:"messages"`
 	Temperature   *float64      `json:"temperature,omitempty"`
 	TopP          *float64      `json:"top_p,omitempty"`
+	TopK          *int          `json:"top_k,omitempty"`
 	StopSequences []string      `json:"stop_sequences,omitempty"`
 	Stream        bool          `json:"stream,omitempty"`
 	Thinking      *thinking     `json:"thinking,omitempty"`
@@ -82,17 +83,22 @@ type message struct {
 }
 
 // block is a request content block: text, image, tool_use (in assistant
-// turns) or tool_result (in user turns); a text block also makes the
-// system prompt's blocks.
+// turns) or tool_result (in user turns), thinking and redacted_thinking
+// (in assistant turns, first); a text block also makes the system
+// prompt's blocks.
 type block struct {
 	Type         string          `json:"type"`
 	Text         string          `json:"text,omitempty"`
+	Thinking     *string         `json:"thinking,omitempty"`  // thinking: present, "" when its text was omitted
+	Signature    string          `json:"signature,omitempty"` // thinking
+	Data         string          `json:"data,omitempty"`      // redacted_thinking
 	Source       *imageSource    `json:"source,omitempty"`
 	ID           string          `json:"id,omitempty"`          // tool_use
 	Name         string          `json:"name,omitempty"`        // tool_use
 	Input        json.RawMessage `json:"input,omitempty"`       // tool_use: a JSON object, never empty
 	ToolUseID    string          `json:"tool_use_id,omitempty"` // tool_result
 	Content      string          `json:"content,omitempty"`     // tool_result
+	IsError      bool            `json:"is_error,omitempty"`    // tool_result
 	CacheControl *cacheControl   `json:"cache_control,omitempty"`
 }
 
@@ -103,10 +109,12 @@ type imageSource struct {
 	URL       string `json:"url,omitempty"`
 }
 
-// thinking is {"type":"enabled","budget_tokens":N} or {"type":"adaptive"}.
+// thinking is {"type":"enabled","budget_tokens":N} or {"type":"adaptive"},
+// with "display" ("summarized" or "omitted") when the client chose one.
 type thinking struct {
 	Type         string `json:"type"`
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
+	Display      string `json:"display,omitempty"`
 }
 
 // outputConfig carries the effort level that goes with adaptive thinking.
@@ -123,12 +131,14 @@ type messageResponse struct {
 }
 
 type contentBlock struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	Thinking string          `json:"thinking"`
-	ID       string          `json:"id"`    // tool_use
-	Name     string          `json:"name"`  // tool_use
-	Input    json.RawMessage `json:"input"` // tool_use
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Thinking  string          `json:"thinking"`  // thinking
+	Signature string          `json:"signature"` // thinking
+	Data      string          `json:"data"`      // redacted_thinking
+	ID        string          `json:"id"`        // tool_use
+	Name      string          `json:"name"`      // tool_use
+	Input     json.RawMessage `json:"input"`     // tool_use
 }
 
 // usage is the usage object of a message (and of message_start's
@@ -237,8 +247,27 @@ type streamDelta struct {
 	Type        string `json:"type"` // text_delta, thinking_delta, signature_delta, input_json_delta
 	Text        string `json:"text"`
 	Thinking    string `json:"thinking"`
+	Signature   string `json:"signature"`    // signature_delta
 	PartialJSON string `json:"partial_json"` // input_json_delta
 	StopReason  string `json:"stop_reason"`  // message_delta
+}
+
+// countRequest is the body of POST /v1/messages/count_tokens: the
+// fields of a messages request that make its input.
+// https://docs.anthropic.com/en/api/messages-count-tokens
+type countRequest struct {
+	Model        string        `json:"model"`
+	System       *systemPrompt `json:"system,omitempty"`
+	Messages     []message     `json:"messages"`
+	Thinking     *thinking     `json:"thinking,omitempty"`
+	OutputConfig *outputConfig `json:"output_config,omitempty"`
+	Tools        []tool        `json:"tools,omitempty"`
+	ToolChoice   *toolChoice   `json:"tool_choice,omitempty"`
+}
+
+// countResponse is count_tokens' answer.
+type countResponse struct {
+	InputTokens *int `json:"input_tokens"`
 }
 
 type errorBody struct {

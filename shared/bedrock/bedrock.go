@@ -24,8 +24,20 @@
 // content, finish reason stop. Forcing a tool (here or by tool_choice) is
 // incompatible with Claude's extended thinking, so thinking is dropped from
 // such a request; it is dropped too when the last assistant message calls
-// tools, as Claude then wants that turn's thinking block, which a chat
-// history does not carry.
+// tools without its signed thinking (a chat client's history), as Claude
+// then wants that turn's thinking block.
+//
+// Claude's reasoning is kept for the next turn: an answer's
+// reasoningContent blocks are chat.Thoughts (text and signature, or the
+// redacted bytes in base64), streamed as reasoning deltas and a
+// Delta.Thought at the block's contentBlockStop; an assistant message's
+// Thoughts of Claude (this adapter's kind and Anthropic's), signed or
+// redacted, go back as reasoningContent blocks before its text and tool
+// calls, when the request thinks. The request's thinking budget and
+// display, and top_k (Claude models only: another model's request with
+// it fails), go in additionalModelRequestFields. Tool call ids Bedrock
+// would refuse are sent as chat.SafeCallID makes them; a tool message's
+// ToolError is the toolResult's status "error".
 //
 // Refused through Features (Bedrock has no such control): tool_choice
 // "none" with tools, parallel_tool_calls false, tools together with
@@ -48,12 +60,14 @@ package bedrock
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +86,10 @@ import (
 
 // Name is the provider name used in errors.
 const Name = "bedrock"
+
+// Kind is the provider kind of the Thoughts the adapter makes
+// (chat.Thought.Provider); it sends back those and Anthropic's.
+const Kind = "bedrock"
 
 // MaxCacheBreakpoints is the most cachePoint blocks Bedrock takes in one
 // request, for the models that cache (see Provider.CacheRules).
@@ -120,7 +138,7 @@ func (p *Provider) NeedsImageBytes() bool { return true }
 // calling them), and no seed, penalties or logit_bias (inferenceConfig has
 // maxTokens, temperature, topP and stopSequences only).
 func (p *Provider) Features() chat.Features {
-	return chat.Features{Tools: true, ResponseFormat: true}
+	return chat.Features{Tools: true, ResponseFormat: true, TopK: true}
 }
 
 // Complete calls Converse. Every upstream failure is a *chat.UpstreamError;
@@ -146,8 +164,13 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 			case *types.ContentBlockMemberText:
 				content.WriteString(b.Value)
 			case *types.ContentBlockMemberReasoningContent:
-				if rt, ok := b.Value.(*types.ReasoningContentBlockMemberReasoningText); ok {
-					reasoning.WriteString(aws.ToString(rt.Value.Text))
+				switch rc := b.Value.(type) {
+				case *types.ReasoningContentBlockMemberReasoningText:
+					text := aws.ToString(rc.Value.Text)
+					reasoning.WriteString(text)
+					resp.Thoughts = append(resp.Thoughts, chat.Thought{Provider: Kind, Text: text, Signature: aws.ToString(rc.Value.Signature)})
+				case *types.ReasoningContentBlockMemberRedactedContent:
+					resp.Thoughts = append(resp.Thoughts, chat.Thought{Provider: Kind, Redacted: base64.StdEncoding.EncodeToString(rc.Value)})
 				}
 			case *types.ContentBlockMemberToolUse:
 				args, err := inputJSON(b.Value.Input)
@@ -225,6 +248,22 @@ type streamBlock struct {
 	input  bool // some input was written
 }
 
+// streamReasoning is a reasoningContent block of a stream: its text,
+// signature and redacted bytes so far, a Thought at its contentBlockStop.
+type streamReasoning struct {
+	text, signature strings.Builder
+	redacted        []byte
+}
+
+// thought returns r's Thought: its redacted bytes (base64), or its text
+// and signature.
+func (r *streamReasoning) thought() chat.Thought {
+	if len(r.redacted) > 0 {
+		return chat.Thought{Provider: Kind, Redacted: base64.StdEncoding.EncodeToString(r.redacted)}
+	}
+	return chat.Thought{Provider: Kind, Text: r.text.String(), Signature: r.signature.String()}
+}
+
 // readStream consumes events until the channel closes, then checks errFn
 // for the error that ended the stream. format is the structured output's
 // tool name, if any: its input is streamed as content.
@@ -233,6 +272,7 @@ func readStream(ctx context.Context, events <-chan types.ConverseStreamOutput, e
 	var content, reasoning strings.Builder
 	var args []*strings.Builder // each tool call's arguments
 	blocks := map[int32]*streamBlock{}
+	reasonings := map[int32]*streamReasoning{}
 	formatSeen, stopped := false, false
 	var stopReason types.StopReason
 read:
@@ -271,10 +311,21 @@ read:
 			case *types.ContentBlockDeltaMemberText:
 				d.Content = delta.Value
 			case *types.ContentBlockDeltaMemberReasoningContent:
-				if t, ok := delta.Value.(*types.ReasoningContentBlockDeltaMemberText); ok {
-					d.Reasoning = t.Value
+				idx := aws.ToInt32(ev.Value.ContentBlockIndex)
+				r := reasonings[idx]
+				if r == nil {
+					r = &streamReasoning{}
+					reasonings[idx] = r
 				}
-				// signature and redactedContent deltas are not chat text.
+				switch rc := delta.Value.(type) {
+				case *types.ReasoningContentBlockDeltaMemberText:
+					d.Reasoning = rc.Value
+					r.text.WriteString(rc.Value)
+				case *types.ReasoningContentBlockDeltaMemberSignature:
+					r.signature.WriteString(rc.Value)
+				case *types.ReasoningContentBlockDeltaMemberRedactedContent:
+					r.redacted = append(r.redacted, rc.Value...)
+				}
 			case *types.ContentBlockDeltaMemberToolUse:
 				b := blocks[aws.ToInt32(ev.Value.ContentBlockIndex)]
 				if piece := aws.ToString(delta.Value.Input); b != nil && !b.skip && piece != "" {
@@ -283,9 +334,17 @@ read:
 				}
 			}
 		case *types.ConverseStreamOutputMemberContentBlockStop:
+			idx := aws.ToInt32(ev.Value.ContentBlockIndex)
+			// A reasoning block is whole: its signature closes it.
+			if r := reasonings[idx]; r != nil {
+				delete(reasonings, idx)
+				t := r.thought()
+				resp.Thoughts = append(resp.Thoughts, t)
+				d.Thought = &t
+			}
 			// A tool without parameters may stream no input: its
 			// arguments are still a JSON object.
-			if b := blocks[aws.ToInt32(ev.Value.ContentBlockIndex)]; b != nil && !b.skip && !b.input {
+			if b := blocks[idx]; b != nil && !b.skip && !b.input {
 				b.input = true
 				d = b.delta("{}")
 			}
@@ -296,7 +355,7 @@ read:
 			resp.Usage, resp.ServiceTier = usage(ev.Value.Usage), serviceTier(ev.Value.ServiceTier)
 		}
 		// messageStart, other contentBlockStart/Stop and unknown events carry no chat data.
-		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil && d.Thought == nil {
 			continue
 		}
 		content.WriteString(d.Content)
@@ -494,8 +553,9 @@ func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, form
 		model = &catalog.Model{}
 	}
 	in = &bedrockruntime.ConverseStreamInput{ModelId: aws.String(model.Upstream)}
-	var used []string  // tool names in the conversation, in order
-	lastCalls := false // the last assistant message calls tools
+	var used []string   // tool names in the conversation, in order
+	lastCalls := false  // the last assistant message calls tools
+	lastThinks := false // ... and starts with its signed thinking
 	in.System = system(req.Messages)
 	for _, m := range req.Messages {
 		if m.Role == chat.RoleSystem {
@@ -525,19 +585,21 @@ func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, form
 			if blocks, err = contentBlocks(m.Parts); err != nil {
 				return nil, "", err
 			}
+			thoughts := reasoningBlocks(m.Thoughts)
+			blocks = append(thoughts, blocks...)
 			for _, tc := range m.ToolCalls {
 				input, err := jsonDocument(tc.Arguments, "{}")
 				if err != nil {
 					return nil, "", fmt.Errorf("the arguments of tool call %q must be a JSON object: %w", tc.ID, err)
 				}
 				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-					ToolUseId: aws.String(tc.ID), Name: aws.String(tc.Name), Input: input}})
+					ToolUseId: aws.String(chat.SafeCallID(tc.ID)), Name: aws.String(tc.Name), Input: input}})
 				used = append(used, tc.Name)
 			}
 			if m.Cache != nil && len(m.ToolCalls) > 0 {
 				blocks = append(blocks, &types.ContentBlockMemberCachePoint{Value: cachePoint(m.Cache)})
 			}
-			lastCalls = len(m.ToolCalls) > 0
+			lastCalls, lastThinks = len(m.ToolCalls) > 0, len(thoughts) > 0
 		default:
 			if blocks, err = contentBlocks(m.Parts); err != nil {
 				return nil, "", err
@@ -588,18 +650,34 @@ func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, form
 	// or tool: tool_choice required or a function, or a structured
 	// output), and with thinking on, the last assistant message, when it
 	// calls tools, must start with the thinking block that led to the
-	// calls, which chat.Message does not carry. Such a request is sent
-	// without thinking rather than refused by the model.
-	if req.ReasoningEffort != "" && !forced && !lastCalls {
+	// calls: the message carries it (chat.Message.Thoughts) when its
+	// client sent it back; when it does not (a chat client's), the
+	// request is sent without thinking rather than refused by the model.
+	extra := map[string]any{}
+	claudeModel := strings.Contains(model.Upstream, "anthropic.claude")
+	if req.TopK != nil {
+		if !claudeModel {
+			return nil, "", errors.New("top_k is taken by Claude models only on Bedrock")
+		}
+		extra["top_k"] = *req.TopK
+	}
+	if req.ReasoningEffort != "" && !forced && (!lastCalls || lastThinks) {
+		th := map[string]any{}
+		if req.ReasoningDisplay != "" {
+			th["display"] = req.ReasoningDisplay
+		}
 		switch model.Thinking {
 		case catalog.ThinkingBudget:
 			budget, ok := thinkingBudgets[req.ReasoningEffort]
 			if !ok {
 				budget = thinkingBudgets["medium"]
 			}
-			in.AdditionalModelRequestFields = document.NewLazyDocument(map[string]any{
-				"thinking": map[string]any{"type": "enabled", "budget_tokens": budget},
-			})
+			if req.ReasoningBudget > 0 {
+				budget = req.ReasoningBudget // the client's own (thinking.budget_tokens)
+			}
+			th["type"], th["budget_tokens"] = "enabled", budget
+			extra["thinking"] = th
+			delete(extra, "top_k") // not with thinking
 			// maxTokens counts thinking and must exceed the budget.
 			if maxTokens <= budget {
 				maxTokens += budget
@@ -609,16 +687,75 @@ func buildInput(req *chat.Request) (in *bedrockruntime.ConverseStreamInput, form
 			}
 			cfg.Temperature, cfg.TopP = nil, nil // Claude rejects them with thinking
 		case catalog.ThinkingAdaptive:
-			in.AdditionalModelRequestFields = document.NewLazyDocument(map[string]any{
-				"thinking":      map[string]any{"type": "adaptive"},
-				"output_config": map[string]any{"effort": req.ReasoningEffort},
-			})
+			th["type"] = "adaptive"
+			extra["thinking"] = th
+			extra["output_config"] = map[string]any{"effort": req.ReasoningEffort}
+			delete(extra, "top_k")
 			cfg.Temperature, cfg.TopP = nil, nil
 		}
+	}
+	if len(extra) > 0 {
+		in.AdditionalModelRequestFields = document.NewLazyDocument(extra)
+	}
+	if extra["thinking"] == nil {
+		// Signed reasoning is sent back only with thinking on, where it
+		// is needed; without, a turn is its text and tool calls.
+		in.Messages = withoutReasoning(in.Messages)
 	}
 	cfg.MaxTokens = aws.Int32(int32(min(maxTokens, 1<<30)))
 	in.InferenceConfig = cfg
 	return in, format, nil
+}
+
+// reasoningBlocks returns the reasoningContent blocks of an assistant
+// message's thoughts: Claude's (this adapter's kind and Anthropic's),
+// signed (reasoningText with its signature) or redacted (redactedContent:
+// the thought's Redacted is base64, as this adapter writes it and as
+// Anthropic's redacted_thinking data is); a thought without a signature,
+// or another provider's, is left out.
+func reasoningBlocks(thoughts []chat.Thought) []types.ContentBlock {
+	var out []types.ContentBlock
+	for _, t := range thoughts {
+		if t.Provider != Kind && t.Provider != "anthropic" {
+			continue
+		}
+		var rc types.ReasoningContentBlock
+		switch {
+		case t.Redacted != "":
+			b, err := base64.StdEncoding.DecodeString(t.Redacted)
+			if err != nil {
+				continue // not a redacted block Bedrock could have made
+			}
+			rc = &types.ReasoningContentBlockMemberRedactedContent{Value: b}
+		case t.Signature != "":
+			rc = &types.ReasoningContentBlockMemberReasoningText{Value: types.ReasoningTextBlock{Text: aws.String(t.Text), Signature: aws.String(t.Signature)}}
+		default:
+			continue
+		}
+		out = append(out, &types.ContentBlockMemberReasoningContent{Value: rc})
+	}
+	return out
+}
+
+// withoutReasoning returns msgs without their reasoningContent blocks; a
+// turn left empty is dropped, and the turns it separated merged.
+func withoutReasoning(msgs []types.Message) []types.Message {
+	out := msgs[:0]
+	for _, m := range msgs {
+		m.Content = slices.DeleteFunc(m.Content, func(b types.ContentBlock) bool {
+			_, ok := b.(*types.ContentBlockMemberReasoningContent)
+			return ok
+		})
+		if len(m.Content) == 0 {
+			continue
+		}
+		if n := len(out); n > 0 && out[n-1].Role == m.Role {
+			out[n-1].Content = append(out[n-1].Content, m.Content...)
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // toolConfig builds the toolConfig: req's tools, the structured output's
@@ -714,7 +851,11 @@ func toolResult(m chat.Message) (types.ContentBlock, error) {
 	if len(content) == 0 {
 		content = append(content, &types.ToolResultContentBlockMemberText{Value: "(no output)"})
 	}
-	return &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{ToolUseId: aws.String(m.ToolCallID), Content: content}}, nil
+	b := types.ToolResultBlock{ToolUseId: aws.String(chat.SafeCallID(m.ToolCallID)), Content: content}
+	if m.ToolError {
+		b.Status = types.ToolResultStatusError
+	}
+	return &types.ContentBlockMemberToolResult{Value: b}, nil
 }
 
 // jsonDocument decodes a JSON object (blank text is def) into a document

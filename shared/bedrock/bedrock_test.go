@@ -318,7 +318,8 @@ func TestComplete(t *testing.T) {
 		t.Fatalf("Complete() error %v", err)
 	}
 	want := &chat.Response{Content: "Hello! How can I help?", Reasoning: "The user greets me.", FinishReason: "stop",
-		Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 25, TotalTokens: 35}}
+		Thoughts: []chat.Thought{{Provider: "bedrock", Text: "The user greets me.", Signature: "EqoBCkgIARABGAIiQL2"}},
+		Usage:    chat.Usage{PromptTokens: 10, CompletionTokens: 25, TotalTokens: 35}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Complete() = %+v; want %+v", got, want)
 	}
@@ -378,10 +379,13 @@ func TestStream(t *testing.T) {
 				Usage: chat.Usage{PromptTokens: 12, CompletionTokens: 4, TotalTokens: 16}},
 		},
 		{
-			script:     "stream_reasoning.json",
-			wantDeltas: []chat.Delta{{Reasoning: "27 * 453: 27*400=10800, "}, {Reasoning: "27*53=1431."}, {Content: "12,231"}},
+			script: "stream_reasoning.json",
+			// The reasoning block's signature closes it: a Thought at its stop.
+			wantDeltas: []chat.Delta{{Reasoning: "27 * 453: 27*400=10800, "}, {Reasoning: "27*53=1431."},
+				{Thought: &chat.Thought{Provider: "bedrock", Text: "27 * 453: 27*400=10800, 27*53=1431.", Signature: "EqoBCkgIARABGAIiQL2"}}, {Content: "12,231"}},
 			want: &chat.Response{Content: "12,231", Reasoning: "27 * 453: 27*400=10800, 27*53=1431.", FinishReason: "length",
-				Usage: chat.Usage{PromptTokens: 50, CompletionTokens: 300, TotalTokens: 350, CachedTokens: 10}},
+				Thoughts: []chat.Thought{{Provider: "bedrock", Text: "27 * 453: 27*400=10800, 27*53=1431.", Signature: "EqoBCkgIARABGAIiQL2"}},
+				Usage:    chat.Usage{PromptTokens: 50, CompletionTokens: 300, TotalTokens: 350, CachedTokens: 10}},
 		},
 		{
 			script:     "stream_guardrail.json",

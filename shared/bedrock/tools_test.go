@@ -65,7 +65,7 @@ const toolTurnsWire = `
 
 func TestFeatures(t *testing.T) {
 	var fp chat.FeatureProvider = New(nil)
-	want := chat.Features{Tools: true, ResponseFormat: true}
+	want := chat.Features{Tools: true, ResponseFormat: true, TopK: true}
 	if got := fp.Features(); got != want {
 		t.Errorf("Features() = %+v; want %+v", got, want)
 	}

@@ -59,10 +59,23 @@ type Request struct {
 	Messages        []Message
 	MaxTokens       int    // 0: the provider's default (providers that require one use a sensible cap)
 	ReasoningEffort string // "", "low", "medium" or "high"; "" when the model does not reason
-	Temperature     *float64
-	TopP            *float64
-	Stop            []string
-	Seed            *int64
+	// ReasoningBudget is the most tokens the client let the model reason
+	// with (the Messages API's thinking.budget_tokens), for providers that
+	// take a budget (Anthropic, Bedrock Claude); 0: the effort's own.
+	// ReasoningDisplay is the Messages API's thinking.display: "omitted"
+	// (the answer carries the reasoning's signature, not its text) or
+	// "summarized"; "": the provider's default. Both are 0 and "" when the
+	// model does not reason.
+	ReasoningBudget  int
+	ReasoningDisplay string
+	Temperature      *float64
+	TopP             *float64
+	// TopK samples from the K likeliest tokens (the Messages API's
+	// top_k), for providers with Features.TopK; nil: the provider's
+	// default.
+	TopK *int
+	Stop []string
+	Seed *int64
 
 	// Tools the model may call, in the client's order; ToolChoice says
 	// whether it must (its zero value is ToolAuto). ParallelToolCalls is
@@ -86,6 +99,12 @@ type Request struct {
 	PromptCacheKey   string
 	SafetyIdentifier string
 	verbosityHint    bool
+	// APIHeaders are the client's API version and feature headers, by
+	// lower-case name, as it sent them (anthropic-version,
+	// anthropic-beta from the Messages API): opaque to the gateway, which
+	// neither reads nor checks them; an adapter of that API may forward
+	// them (see the anthropic package). nil: none.
+	APIHeaders map[string]string
 }
 
 // Tool is a function the model may call.
@@ -153,6 +172,11 @@ type Message struct {
 	// Gemini needs it).
 	ToolCallID string
 	ToolName   string
+	// ToolError marks a RoleTool message whose result is an error (the
+	// Messages API's is_error), for providers that take the mark
+	// (Anthropic's is_error, Bedrock's status "error"); to the others it
+	// is an ordinary result.
+	ToolError bool
 	// Name is the participant's name the client gave the message; only
 	// OpenAI-compatible upstreams take it.
 	Name string
@@ -301,7 +325,10 @@ type Delta struct {
 // signatures, OpenAI's encrypted reasoning. A Thought is meaningful only
 // to the provider kind that made it (Provider): an adapter sends back the
 // thoughts of its own kind and drops the others (another provider's
-// reasoning is not a signed block it can verify).
+// reasoning is not a signed block it can verify). Claude's thoughts are
+// one kind on both of its platforms: the anthropic and bedrock adapters
+// each send back "anthropic" and "bedrock" thoughts (a Messages API
+// client's thinking blocks, decoded, are "anthropic").
 type Thought struct {
 	Provider  string // the provider kind that made it: "anthropic", "bedrock", "gemini", "openai"
 	Text      string // the reasoning text, where the provider gave it
@@ -430,7 +457,8 @@ func (e *UpstreamError) Unwrap() error { return e.Err }
 // The gateway refuses a request that uses one its model's provider lacks,
 // with a 400 unsupported_parameter naming the field, before any upstream
 // call: nothing is silently dropped. A Provider that does not implement
-// FeatureProvider is taken to honour every feature (test fakes).
+// FeatureProvider is taken to honour AllFeatures (an OpenAI-compatible
+// upstream, test fakes).
 type Features struct {
 	Tools             bool // tools, tool_choice, assistant tool_calls and tool messages
 	ToolChoiceNone    bool // tool_choice "none" with tools
@@ -441,10 +469,13 @@ type Features struct {
 	Penalties         bool // presence_penalty, frequency_penalty
 	LogitBias         bool
 	OpenAIOnly        bool // service_tier, verbosity, prompt_cache_key, safety_identifier: forwarded as they are (prompt_cache_key is left out without it)
+	TopK              bool // top_k (the Messages API's)
 }
 
-// AllFeatures honours everything: an OpenAI-compatible upstream takes the
-// request as the client sent it.
+// AllFeatures honours everything OpenAI's chat request has: an
+// OpenAI-compatible upstream takes the request as the client sent it. It
+// is what the gateway takes a Provider that is not a FeatureProvider to
+// honour. TopK is not OpenAI's, and not in it.
 var AllFeatures = Features{Tools: true, ToolChoiceNone: true, ParallelToolCalls: true, ResponseFormat: true,
 	ToolsWithFormat: true, Seed: true, Penalties: true, LogitBias: true, OpenAIOnly: true}
 

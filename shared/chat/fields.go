@@ -2,6 +2,8 @@ package chat
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -221,11 +223,10 @@ func usesTools(req *Request) bool {
 // checkFeatures refuses what req uses and the provider of its model
 // cannot honour (see Features).
 func checkFeatures(req *Request, prov Provider) error {
-	fp, ok := prov.(FeatureProvider)
-	if !ok {
-		return nil
+	f, name := AllFeatures, req.Model.Provider
+	if fp, ok := prov.(FeatureProvider); ok {
+		f = fp.Features()
 	}
-	f, name := fp.Features(), req.Model.Provider
 	switch {
 	case !f.Tools && usesTools(req):
 		return Refuse("tools", "The %s provider does not support tool calling.", name)
@@ -245,6 +246,8 @@ func checkFeatures(req *Request, prov Provider) error {
 		return Refuse("frequency_penalty", "The %s provider has no frequency_penalty.", name)
 	case !f.LogitBias && len(req.LogitBias) > 0:
 		return Refuse("logit_bias", "The %s provider has no logit_bias.", name)
+	case !f.TopK && req.TopK != nil:
+		return Refuse("top_k", "The %s provider has no top_k.", name)
 	}
 	if !f.OpenAIOnly {
 		// Hints that only steer the upstream are left out, not refused:
@@ -264,4 +267,24 @@ func checkFeatures(req *Request, prov Provider) error {
 		}
 	}
 	return nil
+}
+
+// safeCallID is what every provider takes as a tool call id (Anthropic's
+// and Bedrock's pattern).
+var safeCallID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// SafeCallID returns the id to send a tool call of the conversation (and
+// the tool result that answers it) with to a provider whose ids must be
+// letters, digits, _ and - (Anthropic, Bedrock): id itself, the common
+// case (Anthropic's toolu_ ids, OpenAI's call_ ids, Genway's own), or,
+// for an id another provider made that it would refuse (with dots or
+// colons, or too long), "toolu_" and a digest of id: the same for the
+// call and its result, so that they still pair. Answers keep the
+// provider's own ids.
+func SafeCallID(id string) string {
+	if safeCallID.MatchString(id) {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return "toolu_" + hex.EncodeToString(sum[:12])
 }

@@ -199,11 +199,19 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 		case "low", "medium", "high":
 			if m.Capabilities != nil && m.Capabilities.Reasoning {
 				req.ReasoningEffort = e
+				req.ReasoningBudget, req.ReasoningDisplay = p.ReasoningBudget, p.ReasoningDisplay
 			}
 		default:
 			return nil, apierr.Invalidf("reasoning_effort", "invalid_value", "reasoning_effort must be low, medium or high, not %q", e)
 		}
 	}
+	if k := p.TopK; k != nil {
+		if *k < 0 {
+			return nil, apierr.Invalidf("top_k", "invalid_value", "top_k must be a non-negative integer")
+		}
+		req.TopK = k
+	}
+	req.APIHeaders = p.APIHeaders
 	if t := p.Temperature; t != nil && (*t < 0 || *t > 2) {
 		return nil, apierr.Invalidf("temperature", "invalid_value", "temperature must be between 0 and 2")
 	}
@@ -372,15 +380,24 @@ func (g *Gateway) messages(in []ParamsMessage, m *catalog.Model) ([]Message, []p
 			return nil, nil, apierr.Invalidf(at(".role"), "invalid_value", "role must be system, developer, user, assistant or tool, not %q", pm.Role)
 		}
 		out[i].Name = pm.Name
-		if out[i].Role == RoleAssistant {
-			out[i].Thoughts = pm.Thoughts
-		}
 		if err := toolTurn(&out[i], pm, out[:i], at); err != nil {
 			return nil, nil, err
 		}
+		if len(pm.Thoughts) > 0 {
+			if out[i].Role != RoleAssistant {
+				return nil, nil, apierr.Invalidf(at(".content"), "invalid_value", "thinking is only allowed in assistant messages")
+			}
+			out[i].Thoughts = pm.Thoughts
+		}
+		if pm.ToolError {
+			if out[i].Role != RoleTool {
+				return nil, nil, apierr.Invalidf(at(".is_error"), "invalid_value", "is_error is only allowed on tool results")
+			}
+			out[i].ToolError = true
+		}
 		content := bytes.TrimSpace(pm.Content)
 		if len(content) == 0 || bytes.Equal(content, []byte("null")) {
-			if out[i].Role == RoleAssistant && (len(out[i].ToolCalls) > 0 || pm.Refusal != nil) {
+			if out[i].Role == RoleAssistant && (len(out[i].ToolCalls) > 0 || pm.Refusal != nil || len(out[i].Thoughts) > 0) {
 				if pm.Refusal != nil {
 					out[i].Parts = []Part{{Text: *pm.Refusal}}
 				}

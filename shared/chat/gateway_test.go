@@ -792,7 +792,6 @@ func TestPrepareThoughtsAndHints(t *testing.T) {
 	thoughts := []chat.Thought{{Provider: "gemini", Text: "hm", Signature: "sig-1"}}
 	p.Messages[1].Thoughts = thoughts
 	p.Messages[1].ToolCalls[0].Signature, p.Messages[1].ToolCalls[0].SignedBy = "sig-2", "gemini"
-	p.Messages[0].Thoughts = thoughts // not an assistant message: ignored
 	c, err := gw.Prepare(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
@@ -800,6 +799,10 @@ func TestPrepareThoughtsAndHints(t *testing.T) {
 	m := c.Request.Messages
 	if len(m[1].Thoughts) != 1 || m[1].Thoughts[0] != thoughts[0] || m[0].Thoughts != nil {
 		t.Errorf("Thoughts = %+v, %+v; want the assistant's only", m[1].Thoughts, m[0].Thoughts)
+	}
+	p.Messages[0].Thoughts = thoughts // not an assistant message: a 400
+	if _, err := gw.Prepare(context.Background(), p); apierr.As(err) == nil || apierr.As(err).Param != "messages[0].content" {
+		t.Errorf("Prepare with thoughts on a user message = %v; want a 400 naming messages[0].content", err)
 	}
 	if tc := m[1].ToolCalls[0]; tc.Signature != "sig-2" || tc.SignedBy != "gemini" {
 		t.Errorf("ToolCalls[0] = %+v; want signed by gemini", tc)

@@ -57,6 +57,14 @@ type Params struct {
 	ID   string `json:"-"`
 	Kind string `json:"-"`
 
+	// Fields of the Messages API's translation (see Request), never
+	// decoded from a chat request: the HTTP edge that decodes a Messages
+	// request sets them.
+	TopK             *int              `json:"-"`
+	ReasoningBudget  int               `json:"-"`
+	ReasoningDisplay string            `json:"-"`
+	APIHeaders       map[string]string `json:"-"`
+
 	// Fields Genway cannot honour. They are decoded only so that a request
 	// that uses them is refused with a 400 naming them, instead of being
 	// answered as if they were not there (see Gateway.Prepare).
@@ -88,12 +96,17 @@ type ParamsMessage struct {
 	Refusal    *string          `json:"refusal"` // an earlier assistant refusal, sent back as its text
 	// Thoughts are an assistant message's signed reasoning (see Thought),
 	// kept for its provider kind. Not on the chat wire: the edges whose
-	// wire carries them (the Responses API's reasoning items) set them.
+	// wire carries them (the Responses API's reasoning items, the
+	// Messages API's thinking blocks) set them.
 	Thoughts []Thought `json:"-"`
 	// CacheControl on a message is a prompt-cache breakpoint at its end
 	// (as OpenRouter's and LiteLLM's clients send it, with a string
 	// content too): on its last part, or after its tool calls.
 	CacheControl json.RawMessage `json:"cache_control,omitempty"`
+	// ToolError (a tool message's result is an error) is never decoded
+	// from a chat request: the edge of an API that carries it (the
+	// Messages API's is_error) sets it. See Message.
+	ToolError bool `json:"-"`
 }
 
 // ParamsPart is one content part as sent. CacheControl is a prompt-cache

@@ -293,13 +293,17 @@ const (
 // the attempt's first content, reasoning or tool-call delta, when it
 // commits the answer (Sink.Begin), so that every earlier failure can be
 // routed elsewhere; the stall timer and the first delta race for the
-// state. It counts the output it hands to the sink, and notes a sink
-// that failed (the client went away), for an answer cut short.
+// state. A Thought that comes before (a redacted_thinking block first)
+// is not a token: it is held, and handed to the sink at the commit,
+// before the delta that commits. It counts the output it hands to the
+// sink, and notes a sink that failed (the client went away), for an
+// answer cut short.
 type firstToken struct {
 	sink   Sink
 	answer Answer
 	state  atomic.Int32
-	out    outputSize // written by the provider's goroutine only
+	held   []Thought  // Thoughts before the commit; written by the provider's goroutine only
+	out    outputSize // likewise
 	failed bool       // the sink failed; likewise
 	at     time.Time  // when the first token reached the sink; set once, by Delta, before its state is began
 }
@@ -307,6 +311,9 @@ type firstToken struct {
 func (f *firstToken) Delta(d Delta) error {
 	if f.state.Load() != began {
 		if d.Content == "" && d.Reasoning == "" && d.ToolCall == nil {
+			if d.Thought != nil {
+				f.held = append(f.held, *d.Thought)
+			}
 			return nil
 		}
 		if !f.state.CompareAndSwap(waiting, began) {
@@ -317,12 +324,27 @@ func (f *firstToken) Delta(d Delta) error {
 			f.failed = true
 			return err
 		}
+		if err := f.release(); err != nil {
+			return err
+		}
 	}
 	f.out.add(d)
 	if err := f.sink.Delta(d); err != nil {
 		f.failed = true
 		return err
 	}
+	return nil
+}
+
+// release hands the held Thoughts to the sink, once the answer is begun.
+func (f *firstToken) release() error {
+	for i := range f.held {
+		if err := f.sink.Delta(Delta{Thought: &f.held[i]}); err != nil {
+			f.failed = true
+			return err
+		}
+	}
+	f.held = nil
 	return nil
 }
 
@@ -412,6 +434,12 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	// by then does not make it free: Run charges it all the same.
 	if f.state.Swap(began) != began {
 		if err := rt.sink.Begin(f.answer); err != nil {
+			resp.Status = credits.StatusClientClosed
+			return committed{err}
+		}
+		// A stream of Thoughts alone (reasoning redacted whole, and no
+		// answer): they go out now, before the end.
+		if err := f.release(); err != nil {
 			resp.Status = credits.StatusClientClosed
 			return committed{err}
 		}

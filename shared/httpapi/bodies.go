@@ -208,14 +208,15 @@ func tooLarge(limit int64) error {
 		Message: fmt.Sprintf("The request body is larger than %d bytes.", limit)}
 }
 
-// checkTextBody refuses the body of a chat or Responses request that
-// names no image part (no "image_url" key: chat's image_url parts and the
-// Responses API's input_image parts both have one) and is larger than the
-// text limit: 413, before it is decoded. One that names one may be up to
+// checkTextBody refuses the body of a chat, Responses or Messages request
+// that names no image part (no "image_url" key: chat's image_url parts and
+// the Responses API's input_image parts both have one; no "image" string:
+// the Messages API's image blocks' type) and is larger than the text
+// limit: 413, before it is decoded. One that names one may be up to
 // MaxBodyBytes.
 func checkTextBody(r *http.Request, body []byte) error {
 	limit := textLimit(r)
-	if int64(len(body)) <= limit || bytes.Contains(body, []byte(`"image_url"`)) {
+	if int64(len(body)) <= limit || bytes.Contains(body, []byte(`"image_url"`)) || bytes.Contains(body, []byte(`"image"`)) {
 		return nil
 	}
 	return &apierr.Error{Kind: apierr.TooLarge, Code: "request_too_large",

@@ -475,10 +475,19 @@ func (s *sseStream) stopHeartbeats() {
 	s.timer.Stop()
 }
 
-// beat runs when the timer fires: it writes ": keep-alive" if nothing was
-// written for the heartbeat interval, and re-arms the timer for the end of
-// the current silence. The timer is not reset on every write: it is
-// checked lazily, once per interval at most.
+// pinger is a streamEncoder whose format has a heartbeat event of its
+// own (the Messages API's ping), sent once the answer began; before, and
+// in the other formats, a heartbeat is an SSE comment, which every
+// client's parser skips.
+type pinger interface {
+	ping(b []byte) []byte
+}
+
+// beat runs when the timer fires: it writes a heartbeat (": keep-alive",
+// or the encoder's ping) if nothing was written for the heartbeat
+// interval, and re-arms the timer for the end of the current silence.
+// The timer is not reset on every write: it is checked lazily, once per
+// interval at most.
 func (s *sseStream) beat() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -490,7 +499,12 @@ func (s *sseStream) beat() {
 		return
 	}
 	s.start()
-	s.raw([]byte(": keep-alive\n\n"))
+	if p, ok := s.enc.(pinger); ok && s.began {
+		s.buf = p.ping(s.buf[:0])
+		s.raw(s.buf)
+	} else {
+		s.raw([]byte(": keep-alive\n\n"))
+	}
 	s.flushLocked()
 	s.timer.Reset(s.heartbeat)
 }

@@ -30,9 +30,14 @@ import (
 // that large; the others are limited to the text limit (see Bodies).
 const MaxBodyBytes = 6 << 20
 
-// envelope is the OpenAI error body.
+// envelope is the OpenAI error body. status is the HTTP status the error
+// stands for, and overloaded says it is an upstream's 503 or 529 (its
+// provider is overloaded), for the Messages API's envelope, which another
+// encoder of a stream makes from this one (anthropicError).
 type envelope struct {
-	Error errorBody `json:"error"`
+	Error      errorBody `json:"error"`
+	status     int
+	overloaded bool
 }
 
 type errorBody struct {
@@ -148,16 +153,32 @@ func errorEnvelope(err error, requestID string) (int, envelope, *apierr.Error) {
 		c := e.Code
 		body.Code = &c
 	}
-	return status, envelope{Error: body}, e
+	env := envelope{Error: body, status: status}
+	var ue *chat.UpstreamError
+	env.overloaded = errors.As(err, &ue) && (ue.Status == http.StatusServiceUnavailable || ue.Status == statusOverloaded)
+	return status, env, e
 }
 
 // writeError writes err as an OpenAI error response and logs it (5xx at
 // error level, with the cause; 4xx at info).
+//
+// A request of the Messages API (messagesAPI) has its errors in
+// Anthropic's envelope instead (anthropicError), with a request-id
+// header, whichever layer refused it (authentication, rate limits, body
+// limits, the mux, the handler).
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
 	rid := RequestID(r.Context())
 	status, env, e := errorEnvelope(err, rid)
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
+	}
+	var body any = env
+	if messagesAPI(r) {
+		w.Header().Set("request-id", rid)
+		var a anthropicEnvelope
+		status, a = anthropicError(env)
+		a.RequestID = rid
+		body = a
 	}
 	if log != nil {
 		if status >= 500 {
@@ -166,7 +187,69 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 			log.InfoContext(r.Context(), "request refused", "request_id", rid, "status", status, "code", e.Code, "err", err)
 		}
 	}
-	writeJSON(w, status, env)
+	writeJSON(w, status, body)
+}
+
+// statusOverloaded is the status of Anthropic's overloaded_error.
+const statusOverloaded = 529
+
+// messagesAPI reports whether r is a request of the Messages API
+// (/v1/messages, /v1/messages/count_tokens), whose errors are in
+// Anthropic's envelope.
+func messagesAPI(r *http.Request) bool {
+	return r.URL.Path == "/v1/messages" || strings.HasPrefix(r.URL.Path, "/v1/messages/")
+}
+
+// anthropicEnvelope is the Messages API's error body:
+// {"type": "error", "error": {"type", "message"}, "request_id"}.
+// https://docs.anthropic.com/en/api/errors
+type anthropicEnvelope struct {
+	Type      string           `json:"type"`
+	Error     anthropicErrBody `json:"error"`
+	RequestID string           `json:"request_id,omitempty"`
+}
+
+type anthropicErrBody struct {
+	Type    string `json:"type"`
+	Message string `json:"message"`
+}
+
+// anthropicError returns env, an error's OpenAI envelope, in Anthropic's
+// shape, and the status to answer it with: its own, typed by it
+// (invalid_request_error 400 and other 4xx,
+// authentication_error 401, billing_error 402, permission_error 403,
+// not_found_error 404, request_too_large 413, rate_limit_error 429,
+// timeout_error 504, api_error 500 and other 5xx), an upstream's
+// overload (503 or 529) as overloaded_error 529, as Anthropic says it.
+// The field at fault, which the envelope has no place for, begins the
+// message ("tools[2].type: ...").
+func anthropicError(env envelope) (int, anthropicEnvelope) {
+	typ, status := "invalid_request_error", env.status
+	switch {
+	case env.overloaded:
+		typ, status = "overloaded_error", statusOverloaded
+	case status == http.StatusUnauthorized:
+		typ = "authentication_error"
+	case status == http.StatusPaymentRequired:
+		typ = "billing_error"
+	case status == http.StatusForbidden:
+		typ = "permission_error"
+	case status == http.StatusNotFound:
+		typ = "not_found_error"
+	case status == http.StatusRequestEntityTooLarge:
+		typ = "request_too_large"
+	case status == http.StatusTooManyRequests:
+		typ = "rate_limit_error"
+	case status == http.StatusGatewayTimeout:
+		typ = "timeout_error"
+	case status >= 500:
+		typ = "api_error"
+	}
+	msg := env.Error.Message
+	if p := env.Error.Param; p != nil && *p != "" {
+		msg = *p + ": " + msg
+	}
+	return status, anthropicEnvelope{Type: "error", Error: anthropicErrBody{Type: typ, Message: msg}}
 }
 
 // writeJSON writes v as JSON with status; the error is the write's (the

@@ -58,11 +58,18 @@ type Limiter interface {
 
 // Authenticated lets only requests with a valid key through, with the
 // principal in the context, admitted by lim for as long as they run; lim
-// may be nil (no rate limits).
+// may be nil (no rate limits). The key is the Authorization header's
+// bearer token, or the x-api-key header's value, as Anthropic's clients
+// send it; when both are there, x-api-key is the one, as the Messages
+// API takes it.
 func Authenticated(a *auth.Authenticator, lim Limiter, log *slog.Logger, next http.Handler) http.Handler {
 	refusals := &sampler{every: time.Second}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, err := a.Authenticate(r.Context(), r.Header.Get("Authorization"))
+		header := r.Header.Get("Authorization")
+		if k := r.Header.Get("X-Api-Key"); k != "" {
+			header = "Bearer " + k
+		}
+		p, err := a.Authenticate(r.Context(), header)
 		if err != nil {
 			if r.ContentLength != 0 {
 				// Answer at once and close, rather than read (drain) a

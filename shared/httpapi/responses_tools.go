@@ -39,9 +39,11 @@ import (
 //     Genway runs: the request is served without it, and the answer's
 //     OmittedToolsHeader names it. A tool_choice that forces one is a 400.
 
-// OmittedToolsHeader names, comma-separated, the hosted tools of a
-// Responses request that were left out (their types, each once): the
-// serving provider cannot run them, so the model was not offered them.
+// OmittedToolsHeader names, comma-separated, the tools of a request that
+// were left out of what the model was offered because the serving
+// provider cannot run them: a Responses request's hosted tools (their
+// types, each once), a Messages request's server tools (web_search_*,
+// code_execution_*, ...); the access log names them too (omitted_tools).
 const OmittedToolsHeader = "X-Genway-Omitted-Tools"
 
 // toolKind is what the chat function offered for a Responses tool stands

@@ -260,25 +260,23 @@ func (d delegate[T]) current(ctx context.Context) T { return d.r.current(ctx, d.
 // will use.
 func (d delegate[T]) KeyIDs() []string { return keyIDs(d.current(context.Background())) }
 
-// wrapChat returns the delegate of chat provider name, with the optional
-// interfaces first has (the gateway type-asserts them). A rebuilt
-// provider has the same kind, and so the same type, as first.
-func wrapChat(r *Rotating[chat.Provider], name string, first chat.Provider) chat.Provider {
-	d := chatDelegate{delegate[chat.Provider]{r: r, name: name}}
-	_, features := first.(chat.FeatureProvider)
-	_, images := first.(chat.ImageBytesNeeder)
-	switch {
-	case features && images:
-		return chatFeaturesImages{d}
-	case features:
-		return chatFeatures{d}
-	case images:
-		return chatImages{d}
-	}
-	return d
+// wrapChat returns the delegate of chat provider name. The gateway
+// type-asserts the optional interfaces of a chat provider; the delegate
+// has them all, each answered by the current provider, or, when it lacks
+// one, as the gateway takes a provider without it: AllFeatures, no image
+// bytes, no cache breakpoints, no token count (chat.ErrNoTokenCount).
+func wrapChat(r *Rotating[chat.Provider], name string, _ chat.Provider) chat.Provider {
+	return chatDelegate{delegate[chat.Provider]{r: r, name: name}}
 }
 
 type chatDelegate struct{ delegate[chat.Provider] }
+
+var (
+	_ chat.FeatureProvider  = chatDelegate{}
+	_ chat.ImageBytesNeeder = chatDelegate{}
+	_ chat.CacheProvider    = chatDelegate{}
+	_ chat.TokenCounter     = chatDelegate{}
+)
 
 func (d chatDelegate) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
 	return d.current(ctx).Complete(ctx, req)
@@ -288,26 +286,35 @@ func (d chatDelegate) Stream(ctx context.Context, req *chat.Request, w chat.Writ
 	return d.current(ctx).Stream(ctx, req, w)
 }
 
-func (d chatDelegate) features() chat.Features {
-	return d.r.peek(d.name).(chat.FeatureProvider).Features()
+// Features returns the current provider's features.
+func (d chatDelegate) Features() chat.Features {
+	if f, ok := d.r.peek(d.name).(chat.FeatureProvider); ok {
+		return f.Features()
+	}
+	return chat.AllFeatures
 }
 
-func (d chatDelegate) needsImageBytes() bool {
-	return d.r.peek(d.name).(chat.ImageBytesNeeder).NeedsImageBytes()
+// NeedsImageBytes reports whether the current provider needs image bytes.
+func (d chatDelegate) NeedsImageBytes() bool {
+	nb, ok := d.r.peek(d.name).(chat.ImageBytesNeeder)
+	return ok && nb.NeedsImageBytes()
 }
 
-type chatFeatures struct{ chatDelegate }
+// CacheRules returns the current provider's prompt-cache rules for m.
+func (d chatDelegate) CacheRules(m *catalog.Model) chat.CacheRules {
+	if cp, ok := d.r.peek(d.name).(chat.CacheProvider); ok {
+		return cp.CacheRules(m)
+	}
+	return chat.CacheRules{}
+}
 
-func (d chatFeatures) Features() chat.Features { return d.features() }
-
-type chatImages struct{ chatDelegate }
-
-func (d chatImages) NeedsImageBytes() bool { return d.needsImageBytes() }
-
-type chatFeaturesImages struct{ chatDelegate }
-
-func (d chatFeaturesImages) Features() chat.Features { return d.features() }
-func (d chatFeaturesImages) NeedsImageBytes() bool   { return d.needsImageBytes() }
+// CountTokens asks the current provider to count req's input tokens.
+func (d chatDelegate) CountTokens(ctx context.Context, req *chat.Request) (int, error) {
+	if tc, ok := d.current(ctx).(chat.TokenCounter); ok {
+		return tc.CountTokens(ctx, req)
+	}
+	return 0, chat.ErrNoTokenCount
+}
 
 // wrapMedia returns the delegate of job provider name, with the optional
 // interfaces first has (the worker and jobs.Service type-assert them).

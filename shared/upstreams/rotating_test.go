@@ -420,8 +420,11 @@ func TestRotatingKeepsVendors(t *testing.T) {
 	}
 }
 
-// TestRotatingInterfaces: each delegate has exactly the optional
-// interfaces of the provider it stands for, answering as it does.
+// TestRotatingInterfaces: each delegate answers the optional interfaces
+// the gateway asserts as the provider it stands for does, and, for those
+// the provider lacks, as the gateway takes a provider without them (a
+// chat delegate has them all: features, image bytes, cache rules, token
+// counts; a media delegate exactly its provider's).
 func TestRotatingInterfaces(t *testing.T) {
 	isolate(t)
 	cat, err := catalog.Default()
@@ -445,22 +448,44 @@ func TestRotatingInterfaces(t *testing.T) {
 	if len(rc.Providers()) != len(direct) || len(direct) < 6 {
 		t.Fatalf("Rotating chat providers %v; want those of New, %v", rc.Providers(), direct)
 	}
+	claude, _ := cat.Model("anthropic/claude-haiku-4-5")
 	for name, want := range direct {
 		got := rc.Providers()[name]
-		wf, wantF := want.(chat.FeatureProvider)
-		gf, gotF := got.(chat.FeatureProvider)
-		wi, wantI := want.(chat.ImageBytesNeeder)
-		gi, gotI := got.(chat.ImageBytesNeeder)
-		if gotF != wantF || gotI != wantI {
-			t.Errorf("%s: delegate is FeatureProvider %v, ImageBytesNeeder %v; want %v, %v", name, gotF, gotI, wantF, wantI)
+		wantF, wantI, wantC := chat.AllFeatures, false, chat.CacheRules{}
+		if f, ok := want.(chat.FeatureProvider); ok {
+			wantF = f.Features()
+		}
+		if nb, ok := want.(chat.ImageBytesNeeder); ok {
+			wantI = nb.NeedsImageBytes()
+		}
+		if cp, ok := want.(chat.CacheProvider); ok {
+			wantC = cp.CacheRules(claude)
+		}
+		gf, okF := got.(chat.FeatureProvider)
+		gi, okI := got.(chat.ImageBytesNeeder)
+		gc, okC := got.(chat.CacheProvider)
+		gt, okT := got.(chat.TokenCounter)
+		if !okF || !okI || !okC || !okT {
+			t.Errorf("%s: delegate is FeatureProvider %v, ImageBytesNeeder %v, CacheProvider %v, TokenCounter %v; want all", name, okF, okI, okC, okT)
 			continue
 		}
-		if wantF && fmt.Sprint(gf.Features()) != fmt.Sprint(wf.Features()) {
-			t.Errorf("%s: Features() = %+v; want %+v", name, gf.Features(), wf.Features())
+		if fmt.Sprint(gf.Features()) != fmt.Sprint(wantF) {
+			t.Errorf("%s: Features() = %+v; want %+v", name, gf.Features(), wantF)
 		}
-		if wantI && gi.NeedsImageBytes() != wi.NeedsImageBytes() {
-			t.Errorf("%s: NeedsImageBytes() = %v; want %v", name, gi.NeedsImageBytes(), wi.NeedsImageBytes())
+		if gi.NeedsImageBytes() != wantI {
+			t.Errorf("%s: NeedsImageBytes() = %v; want %v", name, gi.NeedsImageBytes(), wantI)
 		}
+		if got := gc.CacheRules(claude); got != wantC {
+			t.Errorf("%s: CacheRules() = %+v; want %+v", name, got, wantC)
+		}
+		if _, counts := want.(chat.TokenCounter); !counts {
+			if _, err := gt.CountTokens(context.Background(), &chat.Request{Model: claude}); !errors.Is(err, chat.ErrNoTokenCount) {
+				t.Errorf("%s: CountTokens() = %v; want ErrNoTokenCount", name, err)
+			}
+		}
+	}
+	if _, ok := direct["anthropic"].(chat.TokenCounter); !ok {
+		t.Errorf("the anthropic provider is not a TokenCounter")
 	}
 
 	directMedia, err := NewMedia(cat, getenv, nil)
