@@ -16,7 +16,6 @@ import (
 	"github.com/genway/genway/shared/credits"
 )
 
-
 // messagesVersion2026 is the first Messages API version without
 // temperature, top_p and top_k (a request with one is a 400).
 const messagesVersion2026 = "2026-10-21"
