@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -299,7 +298,7 @@ func BenchmarkChatGateway(b *testing.B) {
 	defer up.Close()
 	srv := startServer(b, b.TempDir(), map[string]string{
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
-		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_CATALOG": benchCatalog(b), "GENWAY_DEV_CREDITS": "1000000000",
+		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_DEV_CREDITS": "1000000000",
 	})
 	free := startServer(b, b.TempDir(), map[string]string{
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
@@ -388,101 +387,6 @@ func BenchmarkChatGateway(b *testing.B) {
 			b.ReportMetric(median(added), "added-p50-µs")
 		})
 	}
-	// Priced against unpriced: the same request through the gateway to
-	// openai/gpt-4o-mini (unpriced here) and to benchPricedModel (the
-	// same upstream model, priced), with the dev key (no credit limit),
-	// alternating rounds: what pricing, charging and recording a priced
-	// completion costs. priced-%-of-unpriced is the median over rounds of
-	// the priced rate as a share of the unpriced one measured in the same
-	// round.
-	for _, stream := range []bool{false, true} {
-		name := "priced-nonstream"
-		if stream {
-			name = "priced-stream-ttfb"
-		}
-		b.Run(name, func(b *testing.B) {
-			body := `{"model":"openai/gpt-4o-mini","messages":[{"role":"user","content":"hello there"}],"max_tokens":16`
-			if stream {
-				body += `,"stream":true`
-			}
-			body += "}"
-			n := max(b.N, 200)
-			free := newLoadClient(srv.base+"/v1/chat/completions", srv.key, body, stream, benchConcurrency)
-			priced := newLoadClient(srv.base+"/v1/chat/completions", srv.key, strings.Replace(body, "openai/gpt-4o-mini", benchPricedModel, 1), stream, benchConcurrency)
-			defer free.tr.CloseIdleConnections()
-			defer priced.tr.CloseIdleConnections()
-			free.warm(benchConcurrency)
-			priced.warm(benchConcurrency)
-			b.ResetTimer()
-			var fRPS, pRPS, share, fCPU, pCPU []float64
-			for round := range 2 * benchRounds {
-				// Each round in the other order, so that neither always
-				// runs first.
-				var f, p benchResult
-				if round%2 == 0 {
-					f, p = free.run(b, n, benchConcurrency, 0), priced.run(b, n, benchConcurrency, 0)
-				} else {
-					p, f = priced.run(b, n, benchConcurrency, 0), free.run(b, n, benchConcurrency, 0)
-				}
-				fRPS, pRPS = append(fRPS, f.rps), append(pRPS, p.rps)
-				share = append(share, 100*p.rps/f.rps)
-				fCPU, pCPU = append(fCPU, float64(f.cpu.Microseconds())), append(pCPU, float64(p.cpu.Microseconds()))
-			}
-			b.StopTimer()
-			b.ReportMetric(0, "ns/op")
-			b.ReportMetric(median(fRPS), "unpriced-req/s")
-			b.ReportMetric(median(pRPS), "priced-req/s")
-			b.ReportMetric(median(share), "priced-%-of-unpriced")
-			b.ReportMetric(median(fCPU), "unpriced-cpu-µs/req")
-			b.ReportMetric(median(pCPU), "priced-cpu-µs/req")
-		})
-	}
-}
-
-// benchPricedModel is the priced chat model of benchCatalog: the same
-// upstream model as openai/gpt-4o-mini, at gpt-4o-mini's list price in
-// credits of $0.01.
-const benchPricedModel = "openai/gpt-4o-mini-priced"
-
-// benchCatalog writes the catalog of BenchmarkChatGateway: the shipped
-// one, with openai/gpt-4o-mini unpriced and a priced copy of it
-// (benchPricedModel), and returns its path.
-func benchCatalog(b *testing.B) string {
-	b.Helper()
-	raw, err := os.ReadFile("../../shared/catalog/catalog.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var c struct {
-		Providers []json.RawMessage `json:"providers"`
-		Models    []map[string]any  `json:"models"`
-	}
-	if err := json.Unmarshal(raw, &c); err != nil {
-		b.Fatal(err)
-	}
-	var lead map[string]any
-	for _, m := range c.Models {
-		if m["id"] == "openai/gpt-4o-mini" {
-			delete(m, "price")
-			lead = m
-		}
-	}
-	if lead == nil {
-		b.Fatal("the shipped catalog has no openai/gpt-4o-mini")
-	}
-	priced := maps.Clone(lead)
-	priced["id"], priced["upstream"] = benchPricedModel, "gpt-4o-mini"
-	priced["price"] = map[string]any{"credits_per_million_input_tokens": 15, "credits_per_million_output_tokens": 60}
-	c.Models = append(c.Models, priced)
-	out, err := json.Marshal(c)
-	if err != nil {
-		b.Fatal(err)
-	}
-	path := filepath.Join(b.TempDir(), "catalog.json")
-	if err := os.WriteFile(path, out, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	return path
 }
 
 // BenchmarkChatWireFormats measures, through genway serve over the fake
