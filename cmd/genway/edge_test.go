@@ -271,14 +271,15 @@ func TestFairJobQueue(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	other := &server{base: s.base, key: lines[len(lines)-1]}
-	// Six 20 s 720p videos: a backlog that takes the two workers several
+	// Eight 20 s 1080p videos: a backlog that takes the two workers several
 	// seconds even on a fast machine (the H.264 encoder makes one in about
-	// half a second), so that "still to finish" does not depend on how
-	// busy the machine is.
+	// a second), so that "still to finish" does not depend on how busy the
+	// machine is (with six at 720p it failed twice on a loaded machine:
+	// one left).
 	var videos []string
-	for i := 0; i < 6; i++ {
+	for i := 0; i < 8; i++ {
 		var j jobResp
-		if code, _ := s.do(t, "POST", "/v1/jobs", map[string]any{"type": "video", "model": "synthetic-video", "prompt": fmt.Sprint("big ", i), "duration": 20, "size": "1280x720"}, nil, &j); code != 200 {
+		if code, _ := s.do(t, "POST", "/v1/jobs", map[string]any{"type": "video", "model": "synthetic-video", "prompt": fmt.Sprint("big ", i), "duration": 20, "size": "1920x1080"}, nil, &j); code != 200 {
 			t.Fatalf("create video = %d", code)
 		}
 		videos = append(videos, j.ID)
@@ -298,6 +299,7 @@ func TestFairJobQueue(t *testing.T) {
 			pending++
 		}
 	}
+	t.Logf("when the other account's sound was done, %d of the %d videos were still to finish", pending, len(videos))
 	if pending < 2 {
 		t.Errorf("when the other account's sound was done, %d of the %d videos were still to finish; want at least 2 (it must not wait behind the backlog)", pending, len(videos))
 	}

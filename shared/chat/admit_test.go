@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
@@ -197,6 +198,51 @@ func TestAdmitCountsUnwrittenCredits(t *testing.T) {
 			err := gw.Admit(context.Background(), "acct", admitCall(t, gw, "synthetic/priced"))
 			if got := errors.Is(err, chat.ErrInsufficientCredits); got != tt.refused {
 				t.Errorf("Admit = %v; want refused %v", err, tt.refused)
+			}
+		})
+	}
+}
+
+// TestAdmitTTL: Admit reads an account's credits from the store at most
+// once per AdmitTTL (other accounts apart); past it, or with a negative
+// AdmitTTL, it reads them again.
+func TestAdmitTTL(t *testing.T) {
+	tests := []struct {
+		name  string
+		ttl   time.Duration
+		pause time.Duration // between the second and the third call
+		reads int           // of acct, over three calls
+	}{
+		{"within the TTL", time.Hour, 0, 1},
+		{"past the TTL", 20 * time.Millisecond, 40 * time.Millisecond, 2},
+		{"no cache", -1, 0, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := available(5 * credits.Credit)
+			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": &fakeProvider{}}, Balances: b, AdmitTTL: tt.ttl})
+			c := admitCall(t, gw, "synthetic/priced")
+			for i := range 3 {
+				if i == 2 {
+					time.Sleep(tt.pause)
+				}
+				if err := gw.Admit(context.Background(), "acct", c); err != nil {
+					t.Fatalf("Admit #%d = %v", i+1, err)
+				}
+			}
+			if err := gw.Admit(context.Background(), "other", c); err != nil {
+				t.Fatal(err)
+			}
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			n := 0
+			for _, id := range b.calls {
+				if id == "acct" {
+					n++
+				}
+			}
+			if n != tt.reads || len(b.calls) != tt.reads+1 {
+				t.Errorf("store reads = %q; want %d of acct and one of other", b.calls, tt.reads)
 			}
 		})
 	}

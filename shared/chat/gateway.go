@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -76,6 +77,10 @@ type Config struct {
 	// Balances is read by Admit for priced models, to refuse an account
 	// with no credits left; nil: Admit admits every call.
 	Balances Balances
+	// AdmitTTL is how long Admit may use an account's credits as it read
+	// them before it reads them again; 0 means DefaultAdmitTTL, a
+	// negative value reads them for every request.
+	AdmitTTL time.Duration
 	Log      *slog.Logger // nil: discard
 	// Timeout bounds one completion, streamed or not, all its attempts
 	// together; 0 means 10 minutes.
@@ -107,6 +112,9 @@ type Gateway struct {
 	fetchLimit time.Duration
 	usage      UsageRecorder
 	balances   Balances
+	admitTTL   time.Duration
+	admitted   sync.Map     // account -> admitRead, Admit's last read of it
+	admittedN  atomic.Int64 // accounts in admitted, about
 	log        *slog.Logger
 	timeout    time.Duration
 	router     *route.Router
@@ -123,10 +131,14 @@ func NewGateway(cfg Config) *Gateway {
 		maxImages: cfg.MaxImages, maxAll: cfg.MaxRequestImageBytes, fetchLimit: cfg.ImageFetchTimeout,
 		usage:    cfg.Usage,
 		balances: cfg.Balances,
+		admitTTL: cfg.AdmitTTL,
 		log:      cfg.Log,
 		timeout:  cfg.Timeout,
 		router:   cfg.Router,
 		rand:     cfg.Rand,
+	}
+	if g.admitTTL == 0 {
+		g.admitTTL = DefaultAdmitTTL
 	}
 	if g.rand == nil {
 		g.rand = rand.IntN
@@ -880,6 +892,7 @@ func (g *Gateway) recordUsage(ctx context.Context, r credits.Record) {
 	if g.usage == nil {
 		return
 	}
+	g.noteCharge(r.Account, r.Cost)
 	if err := g.usage.Record(context.WithoutCancel(ctx), r); err != nil {
 		g.log.ErrorContext(ctx, "record chat usage", "account", r.Account, "model", r.Model, "record", r.ID, "err", err)
 	}
