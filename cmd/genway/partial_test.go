@@ -250,11 +250,16 @@ func TestServePartialCharges(t *testing.T) {
 			for _, api := range []string{"chat", "responses"} {
 				t.Run(api, func(t *testing.T) {
 					t.Run("client drops the stream", func(t *testing.T) {
+						at := time.Now().UnixMilli()
 						c := chargeOf(t, s, s.key, func() { sseCall(t, s, s.key, api, "synthetic/paced", words, 10) })
 						// The prompt and at least the 10 chunks read.
 						if c < cr(60+2*10) || c > syntheticFull {
 							t.Errorf("charged %s for a stream dropped after 10 of 62 chunks; want from %s (the prompt and 10 chunks) to %s (the full price)",
 								c, cr(60+2*10), syntheticFull)
+						}
+						// Its record says it was partial, and the charge.
+						if r := lastRecord(t, s, "synthetic/paced", at); !r.Partial || r.Status != credits.StatusClientClosed || r.Cost != c {
+							t.Errorf("record = %+v; want partial, client_closed, cost %s", r, c)
 						}
 					})
 					t.Run("OpenAI-compatible upstream breaks the stream", func(t *testing.T) {
@@ -276,7 +281,11 @@ func TestServePartialCharges(t *testing.T) {
 					})
 					t.Run("Anthropic upstream breaks the stream", func(t *testing.T) {
 						full := chargeOf(t, s, s.key, func() { sseCall(t, s, s.key, api, "anthropic/claude-cut", "please answer", 0) })
+						at := time.Now().UnixMilli()
 						c := chargeOf(t, s, s.key, func() { sseCall(t, s, s.key, api, "anthropic/claude-cut", "please cut", 0) })
+						if r := lastRecord(t, s, "anthropic/claude-cut", at); !r.Partial || r.Status != credits.StatusUpstreamError || r.Cost != c || !r.Estimated {
+							t.Errorf("record = %+v; want partial, upstream_error, estimated, cost %s", r, c)
+						}
 						// The exact input, 50, and "Hello world again" (17
 						// bytes) estimated at 5 tokens.
 						if full != cr(50+2*30) || c != cr(50+2*5) {
@@ -337,5 +346,29 @@ func TestServePartialCharges(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// lastRecord returns the newest record of model (GET /admin/v1/records,
+// with the operator token), waiting up to 10 s for one made after
+// afterMS (Unix milliseconds) to be written.
+func lastRecord(t *testing.T, s *server, model string, afterMS int64) credits.Record {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		req, _ := http.NewRequest("GET", s.base+"/admin/v1/records?limit=1&model="+model, nil)
+		req.Header.Set("Authorization", "Bearer "+testAdminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct{ Data []credits.Record }
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err == nil && len(page.Data) == 1 && page.Data[0].At >= afterMS {
+			return page.Data[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no record of %s after %d: %v, %+v", model, afterMS, err, page.Data)
+		}
 	}
 }

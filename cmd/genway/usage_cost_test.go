@@ -295,6 +295,12 @@ func (u wireUsage) answer(responses bool) (usageAnswer, error) {
 // streamed, and returns the usage of its answer (the final chunk's, or
 // response.completed's).
 func askUsage(s *server, api, model, tier string, stream bool) (usageAnswer, error) {
+	u, _, err := askUsageID(s, api, model, tier, stream)
+	return u, err
+}
+
+// askUsageID is askUsage, also returning the answer's id (its record's).
+func askUsageID(s *server, api, model, tier string, stream bool) (usageAnswer, string, error) {
 	body := map[string]any{"model": model, "stream": stream}
 	path := "/v1/chat/completions"
 	if api == "responses" {
@@ -311,28 +317,32 @@ func askUsage(s *server, api, model, tier string, stream bool) (usageAnswer, err
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return usageAnswer{}, err
+		return usageAnswer{}, "", err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(resp.Body)
-		return usageAnswer{}, fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, msg)
+		return usageAnswer{}, "", fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, msg)
 	}
 	var found []wireUsage
 	var ev struct {
+		ID       string     `json:"id"`
 		Type     string     `json:"type"`
 		Usage    *wireUsage `json:"usage"`
 		Response struct {
+			ID    string     `json:"id"`
 			Usage *wireUsage `json:"usage"`
 		} `json:"response"`
 	}
+	id := ""
 	if !stream {
 		if err := json.NewDecoder(resp.Body).Decode(&ev); err != nil {
-			return usageAnswer{}, err
+			return usageAnswer{}, "", err
 		}
 		if ev.Usage != nil {
 			found = append(found, *ev.Usage)
 		}
+		id = ev.ID
 	} else {
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(nil, 1<<20)
@@ -343,23 +353,26 @@ func askUsage(s *server, api, model, tier string, stream bool) (usageAnswer, err
 			}
 			ev.Usage, ev.Response.Usage = nil, nil
 			if err := json.Unmarshal([]byte(data), &ev); err != nil {
-				return usageAnswer{}, fmt.Errorf("event %s: %w", data, err)
+				return usageAnswer{}, "", fmt.Errorf("event %s: %w", data, err)
 			}
 			switch {
 			case ev.Usage != nil:
 				found = append(found, *ev.Usage)
+				id = ev.ID
 			case ev.Type == "response.completed" && ev.Response.Usage != nil:
 				found = append(found, *ev.Response.Usage)
+				id = ev.Response.ID
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return usageAnswer{}, err
+			return usageAnswer{}, "", err
 		}
 	}
 	if len(found) != 1 {
-		return usageAnswer{}, fmt.Errorf("%d usage objects in the answer; want 1", len(found))
+		return usageAnswer{}, "", fmt.Errorf("%d usage objects in the answer; want 1", len(found))
 	}
-	return found[0].answer(api == "responses")
+	u, err := found[0].answer(api == "responses")
+	return u, id, err
 }
 
 // balanceOf returns the account's balance, from GET /v1/credits.
@@ -476,7 +489,7 @@ func usageCost(t *testing.T, s *server, vendors *usageVendors, withBedrock bool)
 			for _, stream := range []bool{false, true} {
 				name := fmt.Sprintf("%s %s stream=%v", tt.vendor, api, stream)
 				before := balanceOf(t, s)
-				got, err := askUsage(s, api, tt.model, tt.tier, stream)
+				got, id, err := askUsageID(s, api, tt.model, tt.tier, stream)
 				if err != nil {
 					t.Errorf("%s: %v", name, err)
 					continue
@@ -502,6 +515,14 @@ func usageCost(t *testing.T, s *server, vendors *usageVendors, withBedrock bool)
 				}
 				if moved != got.Cost {
 					t.Errorf("%s: the balance moved by %s; want usage.cost %s", name, moved, got.Cost)
+				}
+				// The request's record says the same: its tokens by class
+				// and its cost, the ledger's move.
+				r := s.waitGeneration(t, id)
+				rt := r.Tokens
+				if r.Cost != got.Cost || rt.Prompt != int64(got.Prompt) || rt.Completion != int64(got.Completion) || rt.Cached != int64(got.Cached) ||
+					rt.CacheWrite+rt.CacheWrite1h != int64(got.CacheWrite) || rt.CacheWrite1h != int64(got.CacheWrite1h) || rt.Reasoning != int64(got.Reasoning) {
+					t.Errorf("%s: record %s = cost %s, tokens %+v; want the answer's usage %+v", name, id, r.Cost, rt, got)
 				}
 			}
 		}
