@@ -335,7 +335,7 @@ func codexRun(t *testing.T, dir, base, key string, trap *proxyTrap, prompt strin
 	t.Helper()
 	home := t.TempDir()
 	writeFile(t, filepath.Join(home, "config.toml"), agentSnippetText(t, dir, "codex-config.toml", base))
-	env := append([]string{"HOME=" + home, "CODEX_HOME=" + home, "GENWAY_API_KEY=" + key}, trap.env()...)
+	env := append([]string{"HOME=" + home, "CODEX_HOME=" + home, "GENWAY_API_KEY=" + key, "TMPDIR=" + t.TempDir()}, trap.env()...)
 	args := append([]string{filepath.Join(dir, "node_modules", ".bin", "codex"), "exec", "--skip-git-repo-check", "--json"}, extra...)
 	out := runAgent(t, t.TempDir(), env, append(args, prompt)...)
 	trap.check(t)
@@ -516,7 +516,10 @@ func claudeRun(t *testing.T, dir, base, key string, trap *proxyTrap, prompt stri
 	probe := filepath.Join(work, "probe.txt")
 	writeFile(t, probe, []byte("a probe file for Read\n"))
 	prompt = strings.ReplaceAll(prompt, "PROBE", probe)
-	env := append([]string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "GENWAY_API_KEY=" + key}, trap.env()...)
+	// Claude Code keeps per-directory scratch under $TMPDIR/claude-<uid>
+	// unless told where: in the test's own directory, removed with it.
+	env := append([]string{"HOME=" + home, "CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"), "GENWAY_API_KEY=" + key,
+		"TMPDIR=" + t.TempDir(), "CLAUDE_CODE_TMPDIR=" + t.TempDir()}, trap.env()...)
 	args := append([]string{"bash", "-c", `. "$0" && exec "$@"`, snippet,
 		filepath.Join(dir, "node_modules", ".bin", "claude"), "-p", prompt, "--output-format", "json"}, extra...)
 	out := runAgent(t, work, env, args...)
