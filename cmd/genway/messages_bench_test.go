@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// benchClaudeStream is a fake Anthropic upstream's stream of a text
+// benchAnthropicEvents is a fake Anthropic upstream's stream of a text
 // answer of n deltas ("w1", " w2", ...), as Anthropic sends it: message
 // start, one text block, message delta with the usage, message stop.
-func benchClaudeStream(n int) []byte {
+func benchAnthropicEvents(n int) []byte {
 	var sb strings.Builder
 	sb.WriteString("event: message_start\n" + `data: {"type":"message_start","message":{"id":"msg_b","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":5,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":1}}}` + "\n\n")
 	sb.WriteString("event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n")
@@ -31,11 +31,11 @@ func benchClaudeStream(n int) []byte {
 }
 
 // benchClaudeUpstream is a fake Anthropic upstream on loopback that
-// streams benchClaudeStream at once: 100 deltas when the request's
+// streams benchAnthropicEvents at once: 100 deltas when the request's
 // max_tokens is 500, else 5.
 func benchClaudeUpstream(b *testing.B) *httptest.Server {
 	b.Helper()
-	short, long := benchClaudeStream(5), benchClaudeStream(100)
+	short, long := benchAnthropicEvents(5), benchAnthropicEvents(100)
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
