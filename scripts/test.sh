@@ -64,10 +64,30 @@ install_python_tool() { # $1 command, $2 pip package
 }
 
 # The official JavaScript clients (openai, ai, @ai-sdk/openai,
-# @ai-sdk/openai-compatible), pinned by clients/npm/package-lock.json, for
-# cmd/genway's TestNPMClients, and the media vendors' SDKs for the
-# contract tests. Node comes from Debian if it is missing (bookworm's is
-# 18; some pinned SDKs declare 20 or 22, and say so in a warning).
+# @ai-sdk/openai-compatible, @anthropic-ai/sdk) and the coding agents
+# (@openai/codex, @anthropic-ai/claude-code), pinned by
+# clients/npm/package-lock.json, for cmd/genway's TestNPMClients,
+# TestAnthropicSDK, TestCodexCLI and TestClaudeCode, and the media vendors'
+# SDKs for the contract tests. Node comes from Debian if it is missing
+# (bookworm's is 18; some pinned SDKs declare 20 or 22, and say so in a
+# warning). The agents are native binaries in platform packages (Codex's
+# an optional dependency, Claude Code's linked into place by its
+# postinstall, which package.json's allowScripts permits): about 900 MB of
+# the 1.1 GB node_modules.
+npm_dir=clients/npm
+npm_modules=$npm_dir/node_modules
+
+# npm_clients_installed says whether node_modules is there, as new as the
+# lock file, with every package the tests run and the agents' binaries
+# working (Claude Code's bin/claude.exe stays a stub if its postinstall
+# did not run).
+npm_clients_installed() {
+  [ -d $npm_modules/@ai-sdk/openai-compatible ] && [ -d $npm_modules/@anthropic-ai/sdk ] \
+    && [ ! $npm_dir/package-lock.json -nt $npm_modules ] \
+    && $npm_modules/.bin/codex --version >/dev/null 2>&1 \
+    && $npm_modules/.bin/claude --version >/dev/null 2>&1
+}
+
 install_npm_clients() {
   if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     apt_install node nodejs npm
@@ -79,12 +99,19 @@ install_npm_clients() {
   local major
   major=$(node --version 2>/dev/null | sed -E 's/^v([0-9]+).*/\1/')
   if [ -n "$major" ] && [ "$major" -lt 20 ] 2>/dev/null; then
-    echo "scripts/test.sh: warning: node $(node --version) is older than some pinned SDKs declare (20+; @google/genai 3 wants 22+); the tests pass on it today" >&2
+    echo "scripts/test.sh: warning: node $(node --version) is older than some pinned SDKs declare (20+; @google/genai 3 and Claude Code want 22+); the tests pass on it today" >&2
   fi
-  if [ ! -d clients/npm/node_modules/@ai-sdk/openai-compatible ] || [ clients/npm/package-lock.json -nt clients/npm/node_modules ]; then
-    echo "scripts/test.sh: installing the npm client packages (npm ci in clients/npm)..." >&2
-    (cd clients/npm && npm ci --no-audit --no-fund) >/tmp/genway-npm-install.log 2>&1 \
+  if ! npm_clients_installed; then
+    echo "scripts/test.sh: installing the npm client packages and agents (npm ci in $npm_dir, about 400 MB to download)..." >&2
+    (cd $npm_dir && npm ci --no-audit --no-fund) >/tmp/genway-npm-install.log 2>&1 \
       || echo "scripts/test.sh: npm ci failed (see /tmp/genway-npm-install.log)" >&2
+  fi
+  if npm_clients_installed; then
+    # The versions the agent tests run.
+    echo "scripts/test.sh: agents: $($npm_modules/.bin/codex --version), claude $($npm_modules/.bin/claude --version)," \
+      "@anthropic-ai/sdk $(node -p "require('./$npm_modules/@anthropic-ai/sdk/package.json').version")" >&2
+  else
+    echo "scripts/test.sh: the npm clients are incomplete in $npm_modules (see /tmp/genway-npm-install.log); their tests skip" >&2
   fi
 }
 
@@ -99,7 +126,7 @@ if [ -n "${CI:-}" ]; then
   missing=""
   for t in moto_server cfn-lint ffprobe node; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
   has_chromium || missing="$missing chromium"
-  [ -d clients/npm/node_modules/@ai-sdk/openai-compatible ] || missing="$missing clients/npm/node_modules"
+  npm_clients_installed || missing="$missing $npm_modules"
   if [ -n "$missing" ]; then
     echo "scripts/test.sh: CI needs these tools and they could not be installed:$missing" >&2
     exit 1

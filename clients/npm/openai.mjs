@@ -2,11 +2,12 @@
 // chat tool calling (whole and streamed), structured output,
 // responses.create (whole and streamed) with a function call round trip,
 // and the usage details and cost of chat and Responses answers.
-// Run by cmd/genway's TestNPMClients with GENWAY_URL and GENWAY_KEY set.
+// Run by cmd/genway's TestNPMClients with GENWAY_URL and GENWAY_API_KEY set,
+// through the client of docs/agents.md (agents/openai-client.mjs), without retries.
 import assert from "node:assert/strict";
-import OpenAI from "openai";
+import { openai } from "./agents/openai-client.mjs";
 
-const client = new OpenAI({ baseURL: process.env.GENWAY_URL + "/v1", apiKey: process.env.GENWAY_KEY, maxRetries: 0 });
+const client = openai.withOptions({ maxRetries: 0 });
 const model = "synthetic/echo";
 const weather = {
   type: "object",

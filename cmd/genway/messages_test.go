@@ -82,6 +82,17 @@ data: {"type":"message_stop"}
 )
 
 func newFakeClaude(t *testing.T) *fakeClaude {
+	return newFakeClaudeFunc(t, func(body []byte) string {
+		if bytes.Contains(body, []byte(`"tool_result"`)) {
+			return claudeAnswerTurn
+		}
+		return claudeCallTurn
+	})
+}
+
+// newFakeClaudeFunc is a fakeClaude that answers each Messages request
+// with the stream answer(body) returns (count_tokens with 42).
+func newFakeClaudeFunc(t *testing.T, answer func(body []byte) string) *fakeClaude {
 	f := &fakeClaude{}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -94,11 +105,7 @@ func newFakeClaude(t *testing.T) *fakeClaude {
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		if bytes.Contains(b, []byte(`"tool_result"`)) {
-			io.WriteString(w, claudeAnswerTurn)
-			return
-		}
-		io.WriteString(w, claudeCallTurn)
+		io.WriteString(w, answer(b))
 	}))
 	t.Cleanup(f.srv.Close)
 	return f

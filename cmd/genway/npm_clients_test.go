@@ -25,7 +25,7 @@ func TestNPMClients(t *testing.T) {
 	s := startServer(t, t.TempDir(), nil)
 	for _, script := range []string{"openai.mjs", "ai-sdk.mjs"} {
 		t.Run(script, func(t *testing.T) {
-			out := runNode(t, node, dir, []string{"GENWAY_URL=" + s.base, "GENWAY_KEY=" + s.key}, script)
+			out := runNode(t, node, dir, []string{"GENWAY_URL=" + s.base, "GENWAY_KEY=" + s.key, "GENWAY_API_KEY=" + s.key}, script)
 			if strings.Count(string(out), "ok ") < 5 {
 				t.Errorf("node %s reported too few checks", script)
 			}
