@@ -179,7 +179,14 @@ func (h *hold) release(ctx context.Context, g *Gateway) {
 
 // inputBound is an upper bound of p's input tokens: the bytes of its
 // texts (measureInput), and the assumed bounds of images, framing and
-// tool prompts.
+// tool prompts; for a request that may go native, at least the bytes of
+// the client's body, which holds what the translation could not carry.
+// (A native provider's hosted tools, a web search, may add input of their
+// own: an answer charged above its hold is charged all the same.)
 func inputBound(p *Params) int {
-	return measureInput(p).bound()
+	n := measureInput(p).bound()
+	if p.Native != nil {
+		n = max(n, len(p.Native.Body))
+	}
+	return n
 }
