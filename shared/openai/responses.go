@@ -29,7 +29,10 @@ import (
 //     Responses API does not have) are left out;
 //   - a reasoning item whose encrypted_content is Genway's ("gw1.": another
 //     provider's signed reasoning, carried by the translation) is left
-//     out: OpenAI cannot read it.
+//     out: OpenAI cannot read it;
+//   - cache_control (a prompt-cache breakpoint Genway takes on tools,
+//     input items and their parts, a hint for the providers that take
+//     one) is left out: OpenAI caches prompts on its own, and refuses it.
 //
 // The answer's events are relayed as they come (see relayResponses); its
 // usage is response.completed's (or response.incomplete's).
@@ -145,7 +148,51 @@ func responsesBody(req *chat.Request, stream bool) ([]byte, error) {
 			return nil, err
 		}
 	}
+	for key, inner := range map[string][]string{"tools": {"tools"}, "input": {"content", "output", "tools"}} {
+		if raw := b[key]; bytes.Contains(raw, []byte(`"cache_control"`)) {
+			if b[key], err = uncached(raw, inner); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return b.Encode()
+}
+
+// uncached returns raw, when it is an array of objects, without their
+// cache_control fields, and each one's arrays of objects under keys
+// likewise (a message's parts, a call output's, a namespace's tools);
+// anything else as it is. A function's parameters, which may have a
+// property of that name, are never looked into.
+func uncached(raw json.RawMessage, keys []string) (json.RawMessage, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || !bytes.Contains(t, []byte(`"cache_control"`)) {
+		return raw, nil
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, err
+	}
+	for i, el := range elems {
+		var obj map[string]json.RawMessage
+		if !bytes.Contains(el, []byte(`"cache_control"`)) || json.Unmarshal(el, &obj) != nil {
+			continue
+		}
+		delete(obj, "cache_control")
+		for _, k := range keys {
+			v, err := uncached(obj[k], keys)
+			if err != nil {
+				return nil, err
+			}
+			if v != nil {
+				obj[k] = v
+			}
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		elems[i] = b
+	}
+	return json.Marshal(elems)
 }
 
 // withoutGenwayReasoning returns the input items without the reasoning

@@ -81,6 +81,34 @@ func TestNativeResponsesBody(t *testing.T) {
 	}
 }
 
+// TestNativeResponsesUncached: the prompt-cache breakpoints Genway takes
+// on tools, items and parts are left out of OpenAI's request (it caches
+// on its own, and refuses them); a parameter schema's property of that
+// name stays.
+func TestNativeResponsesUncached(t *testing.T) {
+	u := &upstream{body: fixture(t, "responses_native.json")}
+	srv := httptest.NewServer(u)
+	defer srv.Close()
+	p := New(Config{BaseURL: srv.URL, Native: []string{chat.APIResponses}})
+	eph := `"cache_control":{"type":"ephemeral"}`
+	schema := `{"type":"object","properties":{"cache_control":{"type":"string"}}}`
+	body := `{"model":"m","instructions":"x",
+	 "tools":[{"type":"function","name":"f","parameters":` + schema + `,` + eph + `},{"type":"namespace","name":"n","tools":[{"type":"function","name":"g",` + eph + `}]}],
+	 "input":[{"role":"user","content":[{"type":"input_text","text":"a",` + eph + `}],` + eph + `},{"type":"function_call","call_id":"c","name":"f","arguments":"{}",` + eph + `},
+	  {"type":"function_call_output","call_id":"c","output":[{"type":"input_text","text":"ok",` + eph + `}]},{"type":"function_call_output","call_id":"c","output":"plain"}]}`
+	if _, err := p.NativeComplete(context.Background(), nativeRequest(t, body, 0)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(u.gotBody)
+	params, _ := json.Marshal(u.gotBody["tools"].([]any)[0].(map[string]any)["parameters"])
+	var want any
+	json.Unmarshal([]byte(schema), &want)
+	wantParams, _ := json.Marshal(want)
+	if strings.Contains(string(got), "ephemeral") || string(params) != string(wantParams) || !strings.Contains(string(got), `"output":"plain"`) {
+		t.Errorf("upstream body %s; want no breakpoint, the schema and the plain output as they were", got)
+	}
+}
+
 // TestNativeResponsesStream: every event of OpenAI's stream is relayed as
 // it came (unknown ones too), the opening ones (response.created,
 // in_progress, *.added) not content, the others content, each delta's
