@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/rawjson"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -137,26 +139,36 @@ func (p *Provider) nativeDo(ctx context.Context, req *chat.Request, stream bool)
 }
 
 // messagesBody returns req's Messages request as it goes upstream (see
-// the changes above), stream or not.
+// the changes above), stream or not: every byte the changes do not touch
+// is the client's.
 func messagesBody(req *chat.Request, stream bool) ([]byte, error) {
-	b, err := chat.ParseNativeBody(req.Native.Body)
+	b := chat.NativeBody(req.Native.Body)
+	setStream := b.Delete("stream")
+	if stream {
+		setStream = b.Set("stream", true)
+	}
+	err := errors.Join(b.Set("model", req.Model.Upstream), setStream, b.Delete("models"), b.Bound("max_tokens", req.MaxTokens))
 	if err != nil {
 		return nil, err
 	}
-	b.Set("model", req.Model.Upstream)
-	if stream {
-		b.Set("stream", true)
-	} else {
-		delete(b, "stream")
-	}
-	delete(b, "models")
-	b.Bound("max_tokens", req.MaxTokens)
-	if msgs := b["messages"]; bytes.Contains(msgs, []byte("thinking")) {
-		if b["messages"], err = withoutForeignThinking(msgs); err != nil {
+	if msgs, ok := b.Member("messages"); ok && maybeForeign(msgs) {
+		if msgs, err = withoutForeignThinking(msgs); err != nil {
+			return nil, err
+		}
+		if err := b.SetRaw("messages", msgs); err != nil {
 			return nil, err
 		}
 	}
-	return b.Encode()
+	return b, nil
+}
+
+// maybeForeign reports whether the turns may hold a thinking block that
+// Anthropic cannot verify (see foreign), without decoding them: a
+// Genway signature, an empty one, or fewer signatures than thinking
+// blocks (each has its type and its text named "thinking").
+func maybeForeign(msgs []byte) bool {
+	return bytes.Contains(msgs, []byte(foreignPrefix)) || bytes.Contains(msgs, []byte(`"signature":""`)) ||
+		bytes.Contains(msgs, []byte(`"signature": ""`)) || bytes.Count(msgs, []byte(`"thinking"`)) > 2*bytes.Count(msgs, []byte(`"signature"`))
 }
 
 // withoutForeignThinking returns the turns without the thinking blocks
@@ -214,8 +226,10 @@ func foreign(block json.RawMessage) bool {
 // service tier and finish reason. An event is content when it is a
 // content_block_delta, or the start of a block that is not text or
 // thinking (a tool_use, a server tool's...); a delta's text or input JSON
-// counts as output text, its thinking as reasoning. With an error it
-// returns the usage so far (soFar).
+// counts as output text, its thinking as reasoning. Only message_start,
+// message_delta and error events are decoded: the others are read as far
+// as their type (the event's name) and what says whether they are
+// content. With an error it returns the usage so far (soFar).
 func (p *Provider) relayMessages(ctx context.Context, r *sse.Reader, emit func(chat.NativeEvent) error) (resp *chat.Response, err error) {
 	out := &chat.Response{FinishReason: chat.FinishStop}
 	counted := false // a message_delta counted the output
@@ -236,59 +250,65 @@ func (p *Provider) relayMessages(ctx context.Context, r *sse.Reader, emit func(c
 		if err != nil {
 			return nil, chat.TransportError(ctx, p.name, "read stream", err)
 		}
-		var se nativeEvent
-		if err := json.Unmarshal(data, &se); err != nil {
+		typ := name
+		if raw, ok := rawjson.Member(data, "type"); ok {
+			_ = json.Unmarshal(raw, &typ) // the data's type names the event
+		} else if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
 			return nil, chat.TransportError(ctx, p.name, "decode event "+name, err)
-		}
-		typ := se.Type
-		if typ == "" {
-			typ = name
 		}
 		e := chat.NativeEvent{Name: name, Data: data}
 		switch typ {
-		case "message_start":
-			if se.Message != nil {
-				u = se.Message.Usage
-				out.Usage, out.ServiceTier = u.chat(), serviceTier(u.ServiceTier)
+		case "message_start", "message_delta", "error":
+			var se nativeEvent
+			if err := json.Unmarshal(data, &se); err != nil {
+				return nil, chat.TransportError(ctx, p.name, "decode event "+typ, err)
+			}
+			switch typ {
+			case "message_start":
+				if se.Message != nil {
+					u = se.Message.Usage
+					out.Usage, out.ServiceTier = u.chat(), serviceTier(u.ServiceTier)
+				}
+			case "message_delta":
+				if se.Delta != nil && se.Delta.StopReason != "" {
+					out.FinishReason = finishReason(se.Delta.StopReason, toolUse)
+				}
+				if se.Usage != nil { // cumulative: it replaces what it carries
+					counted = true
+					u.apply(se.Usage)
+					out.Usage = u.chat()
+				}
+				if delta != nil {
+					if err := emit(*delta); err != nil {
+						return nil, err
+					}
+				}
+				delta = &chat.NativeEvent{Name: name, Data: bytes.Clone(data)}
+				continue
+			case "error":
+				return nil, p.eventError(se.Error)
 			}
 		case "content_block_start":
-			if b := se.ContentBlock; b != nil {
-				switch b.Type {
-				case "text", "thinking", "redacted_thinking":
-				default:
-					e.Content, e.Text = true, len(b.Name)
-					toolUse = toolUse || b.Type == "tool_use"
-				}
+			block, _ := rawjson.Member(data, "content_block")
+			var bt string
+			raw, _ := rawjson.Member(block, "type")
+			_ = json.Unmarshal(raw, &bt)
+			switch bt {
+			case "text", "thinking", "redacted_thinking":
+			default:
+				e.Content, e.Text = true, stringBytes(block, "name")
+				toolUse = toolUse || bt == "tool_use"
 			}
 		case "content_block_delta":
+			d, _ := rawjson.Member(data, "delta")
 			e.Content = true
-			if d := se.Delta; d != nil {
-				e.Text, e.Reasoning = len(d.Text)+len(d.PartialJSON), len(d.Thinking)
-			}
-		case "message_delta":
-			if se.Delta != nil && se.Delta.StopReason != "" {
-				out.FinishReason = finishReason(se.Delta.StopReason, toolUse)
-			}
-			if se.Usage != nil { // cumulative: it replaces what it carries
-				counted = true
-				u.apply(se.Usage)
-				out.Usage = u.chat()
-			}
-			if delta != nil {
-				if err := emit(*delta); err != nil {
-					return nil, err
-				}
-			}
-			delta = &chat.NativeEvent{Name: name, Data: bytes.Clone(data)}
-			continue
+			e.Text, e.Reasoning = stringBytes(d, "text")+stringBytes(d, "partial_json"), stringBytes(d, "thinking")
 		case "message_stop":
 			out.Native = &chat.NativeAnswer{Tail: []chat.NativeEvent{{Name: name, Data: bytes.Clone(data)}}}
 			if delta != nil {
 				out.Native.Tail = append([]chat.NativeEvent{*delta}, out.Native.Tail...)
 			}
 			return out, nil
-		case "error":
-			return nil, p.eventError(se.Error)
 		}
 		if delta != nil { // not the last message_delta after all
 			if err := emit(*delta); err != nil {
@@ -302,17 +322,23 @@ func (p *Provider) relayMessages(ctx context.Context, r *sse.Reader, emit func(c
 	}
 }
 
-// nativeEvent is what relayMessages reads of an event: its type, what
-// says whether it is content and how much output it carries, the usage
-// and the stop reason.
+// stringBytes is about the length of the string member key of the JSON
+// object obj (each escape counted as one byte), 0 if it has none: the
+// bytes of output an event carries, counted without decoding it.
+func stringBytes(obj []byte, key string) int {
+	if v, ok := rawjson.Member(obj, key); ok && len(v) >= 2 && v[0] == '"' {
+		return len(v) - 2 - bytes.Count(v, []byte{'\\'})
+	}
+	return 0
+}
+
+// nativeEvent is what relayMessages decodes of message_start,
+// message_delta and error: the usage, the stop reason, the error.
 type nativeEvent struct {
-	Type         string           `json:"type"`
-	Message      *messageResponse `json:"message"` // message_start
-	ContentBlock *struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	} `json:"content_block"` // content_block_start
-	Delta *streamDelta `json:"delta"` // content_block_delta, message_delta
+	Message *struct {
+		Usage usage `json:"usage"`
+	} `json:"message"` // message_start
+	Delta *streamDelta `json:"delta"` // message_delta
 	Usage *usageDelta  `json:"usage"` // message_delta
 	Error *errorDetail `json:"error"` // error
 }

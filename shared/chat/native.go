@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/genway/genway/shared/rawjson"
 )
 
 // The native path. A request that came in the API a provider speaks
@@ -154,51 +156,57 @@ func (f *firstToken) Event(e NativeEvent) error {
 	return nil
 }
 
-// NativeBody is a native request body's top-level fields, each as the
-// client sent it, for a NativeProvider to change what it must (see
-// ParseNativeBody) before it sends the body (Encode).
-type NativeBody map[string]json.RawMessage
+// NativeBody is a native request body, a JSON object as the client sent
+// it, that a NativeProvider changes where it must (see NativeProvider):
+// each change rewrites the bytes of one member (rawjson), and every other
+// byte stays as the client sent it. Changes make new bytes: the request's
+// Native.Body, which another candidate may be sent, is never changed.
+type NativeBody []byte
 
-// ParseNativeBody returns the fields of body, a JSON object (the edge
-// decoded it once already: an error here is one the client cannot cause).
-func ParseNativeBody(body []byte) (NativeBody, error) {
-	var b NativeBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		return nil, err
+// Set sets the member key to v, encoded as JSON.
+func (b *NativeBody) Set(key string, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
 	}
-	if b == nil {
-		return nil, errors.New("the request body is not a JSON object")
-	}
-	return b, nil
+	return b.SetRaw(key, raw)
 }
 
-// Set sets field key to v, encoded as JSON.
-func (b NativeBody) Set(key string, v any) {
-	raw, _ := json.Marshal(v) // strings, numbers and booleans: cannot fail
-	b[key] = raw
+// SetRaw sets the member key to raw, a JSON value.
+func (b *NativeBody) SetRaw(key string, raw []byte) error {
+	out, err := rawjson.Set(*b, raw, key)
+	if err != nil {
+		return err
+	}
+	*b = out
+	return nil
 }
 
-// Bound sets the integer field key (a max_tokens) to n when n > 0 and the
-// client left it out or set it above n: the most the gateway let the
+// Delete removes the member key, if the body has it.
+func (b *NativeBody) Delete(key string) error {
+	out, err := rawjson.Delete(*b, key)
+	if err != nil {
+		return err
+	}
+	*b = out
+	return nil
+}
+
+// Member returns the member key's value as the client wrote it, and
+// whether the body has it.
+func (b NativeBody) Member(key string) ([]byte, bool) { return rawjson.Member(b, key) }
+
+// Bound sets the integer member key (a max_tokens) to n when n > 0 and
+// the client left it out or set it above n: the most the gateway let the
 // answer have (the model's limit, or what a hold reserved for).
-func (b NativeBody) Bound(key string, n int) {
+func (b *NativeBody) Bound(key string, n int) error {
 	if n <= 0 {
-		return
+		return nil
 	}
-	if v, err := strconv.Atoi(string(bytes.TrimSpace(b[key]))); err == nil && v <= n {
-		return
+	if raw, ok := b.Member(key); ok {
+		if v, err := strconv.Atoi(string(raw)); err == nil && v <= n {
+			return nil
+		}
 	}
-	b.Set(key, n)
-}
-
-// Encode returns the body as JSON: its fields in key order, each as it
-// is (compacted), without escaping HTML characters.
-func (b NativeBody) Encode() ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(map[string]json.RawMessage(b)); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return b.Set(key, n)
 }

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/rawjson"
 )
 
 // Native answers (see chat.NativeProvider): the Responses and Messages
@@ -96,53 +96,29 @@ func nativeType(e chat.NativeEvent) string {
 	return v.Type
 }
 
-// rewriteJSON returns the JSON object obj with each field of edits set to
-// its value, a field being a path of keys joined by dots ("response.id"):
-// an object on a path that is missing (or null) is made. obj that is not
-// an object is returned as it is, with its error.
-func rewriteJSON(obj []byte, edits map[string]any) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if t := bytes.TrimSpace(obj); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
-		if err := json.Unmarshal(t, &m); err != nil {
-			return obj, err
-		}
-	}
-	if m == nil {
-		m = map[string]json.RawMessage{}
-	}
-	inner := map[string]map[string]any{}
-	for path, v := range edits {
-		key, rest, nested := strings.Cut(path, ".")
-		if !nested {
-			raw, err := marshal(v)
-			if err != nil {
-				return obj, err
-			}
-			m[key] = raw
-			continue
-		}
-		if inner[key] == nil {
-			inner[key] = map[string]any{}
-		}
-		inner[key][rest] = v
-	}
-	for key, e := range inner {
-		raw, err := rewriteJSON(m[key], e)
-		if err != nil {
-			return obj, err
-		}
-		m[key] = raw
-	}
-	return marshal(m)
+// field is one member of an event or a body that the sink sets: its path
+// (keys of nested objects) and value.
+type field struct {
+	path  []string
+	value any
 }
 
-// rewritten is rewriteJSON's result, or data as it is when it is not a
-// JSON object (an upstream's event is relayed even if Genway cannot read
-// it).
-func rewritten(data []byte, edits map[string]any) []byte {
-	out, err := rewriteJSON(data, edits)
-	if err != nil {
-		return data
+// set is the field at path set to value.
+func set(value any, path ...string) field { return field{path, value} }
+
+// rewritten returns data, a JSON object, with fields set (rawjson.Set:
+// every other byte as it came), or data as it is when it is not an
+// object (an upstream's event is relayed even if Genway cannot read it).
+func rewritten(data []byte, fields ...field) []byte {
+	out := data
+	for _, f := range fields {
+		v, err := marshal(f.value)
+		if err != nil {
+			return data
+		}
+		if out, err = rawjson.Set(out, v, f.path...); err != nil {
+			return data
+		}
 	}
 	return out
 }
@@ -154,7 +130,7 @@ func (e *responsesEncoder) relay(b []byte, ev chat.NativeEvent) []byte {
 	data := ev.Data
 	switch nativeType(ev) {
 	case "response.created", "response.in_progress", "response.queued":
-		data = rewritten(data, map[string]any{"response.id": e.meta.ID, "response.model": e.meta.Model})
+		data = rewritten(data, set(e.meta.ID, "response", "id"), set(e.meta.Model, "response", "model"))
 	}
 	if n, ok := sequenceNumber(data); ok {
 		e.seq = n + 1
@@ -170,27 +146,21 @@ func (e *responsesEncoder) nativeEnd(b []byte, resp *chat.Response) []byte {
 		data := ev.Data
 		switch nativeType(ev) {
 		case "response.completed", "response.incomplete":
-			data = rewritten(data, map[string]any{"response.id": e.meta.ID, "response.model": e.meta.Model, "response.usage.cost": resp.Usage.Cost})
+			data = rewritten(data, set(e.meta.ID, "response", "id"), set(e.meta.Model, "response", "model"), set(resp.Usage.Cost, "response", "usage", "cost"))
 		}
 		b = appendSSE(b, ev.Name, data)
 	}
 	return b
 }
 
-// sequenceNumber returns a Responses event's sequence_number, found
+// sequenceNumber returns a Responses event's sequence_number, read
 // without decoding the event.
 func sequenceNumber(data []byte) (int, bool) {
-	const key = `"sequence_number":`
-	i := bytes.Index(data, []byte(key))
-	if i < 0 {
+	raw, ok := rawjson.Member(data, "sequence_number")
+	if !ok {
 		return 0, false
 	}
-	rest := bytes.TrimLeft(data[i+len(key):], " ")
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	n, err := strconv.Atoi(string(rest[:end]))
+	n, err := strconv.Atoi(string(raw))
 	return n, err == nil
 }
 
@@ -199,7 +169,7 @@ func sequenceNumber(data []byte) (int, bool) {
 func (e *messagesEncoder) relay(b []byte, ev chat.NativeEvent) []byte {
 	data := ev.Data
 	if nativeType(ev) == "message_start" {
-		data = rewritten(data, map[string]any{"message.id": e.meta.id, "message.model": e.meta.model})
+		data = rewritten(data, set(e.meta.id, "message", "id"), set(e.meta.model, "message", "model"))
 	}
 	return appendSSE(b, ev.Name, data)
 }
@@ -210,7 +180,7 @@ func (e *messagesEncoder) nativeEnd(b []byte, resp *chat.Response) []byte {
 	for _, ev := range resp.Native.Tail {
 		data := ev.Data
 		if nativeType(ev) == "message_delta" {
-			data = rewritten(data, map[string]any{"usage.cost": resp.Usage.Cost})
+			data = rewritten(data, set(resp.Usage.Cost, "usage", "cost"))
 		}
 		b = appendSSE(b, ev.Name, data)
 	}
@@ -220,5 +190,5 @@ func (e *messagesEncoder) nativeEnd(b []byte, resp *chat.Response) []byte {
 // nativeBody is a whole native answer's body with its id, model and
 // usage.cost Genway's.
 func nativeBody(resp *chat.Response, id, model string, cost credits.Amount) json.RawMessage {
-	return rewritten(resp.Native.Body, map[string]any{"id": id, "model": model, "usage.cost": cost})
+	return rewritten(resp.Native.Body, set(id, "id"), set(model, "model"), set(cost, "usage", "cost"))
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/rawjson"
 	"github.com/genway/genway/shared/sse"
 )
 
@@ -131,68 +132,34 @@ func (p *Provider) unreadable(err error) error {
 }
 
 // responsesBody returns req's Responses request as it goes upstream (see
-// the changes above), stream or not.
+// the changes above), stream or not: every byte the changes do not touch
+// is the client's.
 func responsesBody(req *chat.Request, stream bool) ([]byte, error) {
-	b, err := chat.ParseNativeBody(req.Native.Body)
+	b := chat.NativeBody(req.Native.Body)
+	err := errors.Join(b.Set("model", req.Model.Upstream), b.Set("stream", stream), b.Set("store", false),
+		b.Delete("models"), b.Delete("seed"), b.Bound("max_output_tokens", req.MaxTokens))
 	if err != nil {
 		return nil, err
 	}
-	b.Set("model", req.Model.Upstream)
-	b.Set("stream", stream)
-	b.Set("store", false)
-	delete(b, "models")
-	delete(b, "seed")
-	b.Bound("max_output_tokens", req.MaxTokens)
-	if in := b["input"]; len(in) > 0 && in[0] == '[' && bytes.Contains(in, []byte(reasoningPrefix)) {
-		if b["input"], err = withoutGenwayReasoning(in); err != nil {
+	if in, ok := b.Member("input"); ok && in[0] == '[' && bytes.Contains(in, []byte(reasoningPrefix)) {
+		if in, err = withoutGenwayReasoning(in); err != nil {
+			return nil, err
+		}
+		if err := b.SetRaw("input", in); err != nil {
 			return nil, err
 		}
 	}
-	for key, inner := range map[string][]string{"tools": {"tools"}, "input": {"content", "output", "tools"}} {
-		if raw := b[key]; bytes.Contains(raw, []byte(`"cache_control"`)) {
-			if b[key], err = uncached(raw, inner); err != nil {
+	for _, key := range []string{"tools", "input"} {
+		if raw, ok := b.Member(key); ok && bytes.Contains(raw, []byte(`"cache_control"`)) {
+			if raw, err = uncached(raw, []string{"content", "output", "tools"}); err != nil {
+				return nil, err
+			}
+			if err := b.SetRaw(key, raw); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return b.Encode()
-}
-
-// uncached returns raw, when it is an array of objects, without their
-// cache_control fields, and each one's arrays of objects under keys
-// likewise (a message's parts, a call output's, a namespace's tools);
-// anything else as it is. A function's parameters, which may have a
-// property of that name, are never looked into.
-func uncached(raw json.RawMessage, keys []string) (json.RawMessage, error) {
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || !bytes.Contains(t, []byte(`"cache_control"`)) {
-		return raw, nil
-	}
-	var elems []json.RawMessage
-	if err := json.Unmarshal(raw, &elems); err != nil {
-		return nil, err
-	}
-	for i, el := range elems {
-		var obj map[string]json.RawMessage
-		if !bytes.Contains(el, []byte(`"cache_control"`)) || json.Unmarshal(el, &obj) != nil {
-			continue
-		}
-		delete(obj, "cache_control")
-		for _, k := range keys {
-			v, err := uncached(obj[k], keys)
-			if err != nil {
-				return nil, err
-			}
-			if v != nil {
-				obj[k] = v
-			}
-		}
-		b, err := json.Marshal(obj)
-		if err != nil {
-			return nil, err
-		}
-		elems[i] = b
-	}
-	return json.Marshal(elems)
+	return b, nil
 }
 
 // withoutGenwayReasoning returns the input items without the reasoning
@@ -215,6 +182,43 @@ func withoutGenwayReasoning(in json.RawMessage) (json.RawMessage, error) {
 		kept = append(kept, it)
 	}
 	return json.Marshal(kept)
+}
+
+// uncached returns raw, when it is an array of objects, without their
+// cache_control fields, and each one's arrays of objects under keys
+// likewise (a message's parts, a call output's, a namespace's tools);
+// anything else as it is. A function's parameters, which may have a
+// property of that name, are never looked into.
+func uncached(raw json.RawMessage, keys []string) (json.RawMessage, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '[' || !bytes.Contains(t, []byte(`"cache_control"`)) {
+		return raw, nil
+	}
+	var elems []json.RawMessage
+	if err := json.Unmarshal(raw, &elems); err != nil {
+		return nil, err
+	}
+	for i, el := range elems {
+		if !bytes.Contains(el, []byte(`"cache_control"`)) {
+			continue
+		}
+		obj := chat.NativeBody(el)
+		if err := obj.Delete("cache_control"); err != nil {
+			continue // not an object
+		}
+		for _, k := range keys {
+			if v, ok := obj.Member(k); ok {
+				v, err := uncached(v, keys)
+				if err != nil {
+					return nil, err
+				}
+				if err := obj.SetRaw(k, v); err != nil {
+					return nil, err
+				}
+			}
+		}
+		elems[i] = json.RawMessage(obj)
+	}
+	return json.Marshal(elems)
 }
 
 // responsesObject is what Genway reads of a response object (a whole
@@ -314,7 +318,9 @@ func (o *responsesObject) response(text bool) *chat.Response {
 // emitting. An event is content unless it opens the response
 // (response.created, response.in_progress, response.queued) or an item
 // or part (a *.added event); a *.delta event's delta counts as output
-// text, or reasoning (reasoning_summary_text, reasoning_text). An error
+// text, or reasoning (reasoning_summary_text, reasoning_text). Only the
+// end and error events are decoded: the others are read as far as their
+// type (the event's name) and delta (stringBytes). An error
 // event or response.failed is an *chat.UpstreamError (Provider unset), as
 // is a stream that ends before its end or an event that is not JSON; a
 // read failure is returned as it is; an emit failure is an *emitError.
@@ -330,14 +336,11 @@ func relayResponses(sr *sse.Reader, emit func(chat.NativeEvent) error) (*chat.Re
 		}
 		typ := name
 		if typ == "" {
-			var ev struct {
-				Type string `json:"type"`
-			}
-			if err := json.Unmarshal(data, &ev); err != nil {
+			raw, _ := rawjson.Member(data, "type")
+			if err := json.Unmarshal(raw, &typ); err != nil {
 				return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Reason: chat.ReasonMalformed,
-					Message: "malformed stream event", Err: fmt.Errorf("decode event: %w", err)}
+					Message: "malformed stream event", Err: fmt.Errorf("decode event %.40q: no type", data)}
 			}
-			typ = ev.Type
 		}
 		switch typ {
 		case "response.completed", "response.incomplete", "response.failed":
@@ -369,21 +372,27 @@ func relayResponses(sr *sse.Reader, emit func(chat.NativeEvent) error) (*chat.Re
 		}
 		e := chat.NativeEvent{Name: name, Data: data, Content: !opening(typ)}
 		if strings.HasSuffix(typ, ".delta") {
-			var d struct {
-				Delta string `json:"delta"`
-			}
-			if json.Unmarshal(data, &d) == nil {
-				if strings.HasPrefix(typ, "response.reasoning") {
-					e.Reasoning = len(d.Delta)
-				} else {
-					e.Text = len(d.Delta)
-				}
+			n := stringBytes(data, "delta")
+			if strings.HasPrefix(typ, "response.reasoning") {
+				e.Reasoning = n
+			} else {
+				e.Text = n
 			}
 		}
 		if err := emit(e); err != nil {
 			return nil, &emitError{err}
 		}
 	}
+}
+
+// stringBytes is about the length of the string member key of the JSON
+// object obj (each escape counted as one byte), 0 if it has none: the
+// bytes of output an event carries, counted without decoding it.
+func stringBytes(obj []byte, key string) int {
+	if v, ok := rawjson.Member(obj, key); ok && len(v) >= 2 && v[0] == '"' {
+		return len(v) - 2 - bytes.Count(v, []byte{'\\'})
+	}
+	return 0
 }
 
 // opening reports whether an event of type typ opens the response, an
