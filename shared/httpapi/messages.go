@@ -41,6 +41,13 @@ var apiVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 // Messages API; under anthropic-version 2026-10-21 and later,
 // temperature, top_p and top_k are refused with a 400, as Anthropic
 // refuses them.
+//
+// A candidate whose provider speaks the Messages API itself (Anthropic's
+// models: chat.NativeProvider) is sent the request as the client sent it
+// (chat.Params.Native), and its events are relayed with Genway's id,
+// model and usage.cost (see native.go); what only the translation
+// refuses (untranslatable: a container, a PDF, server tool blocks...)
+// refuses the other candidates only.
 func Messages(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg, log := chatSetup(log, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -151,8 +158,9 @@ func decodeMessages(r *http.Request) (*messagesRequest, error) {
 // change cost, latency or where the request runs upstream
 // (context_management, inference_geo, speed, service_tier, diagnostics,
 // ...) are accepted and have no effect on the translation: they are not
-// decoded. Those that ask for something Genway cannot do (container,
-// mcp_servers) are decoded to be refused.
+// decoded. Those that the translation cannot carry (container,
+// mcp_servers) are decoded to be refused, for the candidates that would
+// get the request translated.
 type messagesRequest struct {
 	Model         string          `json:"model"`
 	Models        []string        `json:"models"` // fallbacks, as in chat completions
@@ -335,8 +343,11 @@ func thinkingOf(text, signature string) (chat.Thought, *chat.ToolCall) {
 //     is top_k; cache_control on a block, a tool or the request (the
 //     last block) is a prompt-cache breakpoint.
 //
-// Everything else is refused with a 400 naming it: PDF documents, files,
-// images in assistant turns, server tool blocks, container, mcp_servers.
+// Everything else is refused with a 400 naming it: files and images in
+// assistant turns always; PDF documents, server tool blocks, container
+// and mcp_servers only for the candidates that get the request
+// translated (they are the translation's refusal, t.refusal: an
+// Anthropic model is sent them as they came).
 func (mr *messagesRequest) chatParams(h http.Header) (*chat.Params, *messagesTranslation, error) {
 	t := &messagesTranslation{}
 	version := h.Get("anthropic-version")

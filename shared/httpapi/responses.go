@@ -40,6 +40,13 @@ import (
 //
 // Hosted tools (web_search, file_search...) are left out and named in
 // the OmittedToolsHeader of the answer (and the access log).
+//
+// A candidate whose provider speaks the Responses API itself (OpenAI's
+// models: chat.NativeProvider) is sent the request as the client sent it
+// (chat.Params.Native), hosted tools included, and its events are
+// relayed with Genway's id, model and usage.cost (see native.go); what
+// only the translation refuses (untranslatable) refuses the other
+// candidates only.
 func Responses(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg, log := chatSetup(log, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
