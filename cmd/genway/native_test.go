@@ -190,7 +190,8 @@ func claudeCapture(t *testing.T, name, model string) (map[string]string, map[str
 // (nativeScenario), on the embedded store.
 func TestNativeEndToEnd(t *testing.T) {
 	oai, ant, env := nativeVendors(t)
-	nativeScenario(t, startServer(t, t.TempDir(), env), oai, ant)
+	dir := t.TempDir()
+	nativeScenario(t, startServer(t, dir, env), oai, ant, func(t *testing.T, args ...string) string { return cliKey(t, dir, args...) })
 }
 
 // TestNativeAWS: the same on DynamoDB (moto).
@@ -203,7 +204,7 @@ func TestNativeAWS(t *testing.T) {
 	for k, v := range env {
 		aws[k] = v
 	}
-	nativeScenario(t, startServer(t, dir, aws), oai, ant)
+	nativeScenario(t, startServer(t, dir, aws), oai, ant, func(t *testing.T, args ...string) string { return cliKeyEnv(t, dir, aws, args...) })
 }
 
 // nativeScenario: an OpenAI model gets Codex's request and an Anthropic
@@ -213,8 +214,10 @@ func TestNativeAWS(t *testing.T) {
 // account is charged exactly that cost, and the request's record (its
 // answer's id) says so. Whole answers alike. A native stream that fails
 // before its first content falls back to the next model, translated,
-// with nothing of it seen; one cut after content is charged, partial.
-func nativeScenario(t *testing.T, s *server, oai, ant *nativeVendor) {
+// with nothing of it seen; one cut after content is charged, partial. A
+// key with a credit limit (made by newKey) holds a native request as any,
+// and OpenAI is asked for no more output than was held.
+func nativeScenario(t *testing.T, s *server, oai, ant *nativeVendor, newKey func(t *testing.T, args ...string) string) {
 	checkRecord := func(t *testing.T, id, kind, model string, cost credits.Amount) {
 		t.Helper()
 		r := s.waitGeneration(t, id)
@@ -327,6 +330,27 @@ func nativeScenario(t *testing.T, s *server, oai, ant *nativeVendor) {
 		}
 		if last := events[len(events)-1]; last.name != "response.completed" || !strings.Contains(jsonString(last.data), "You said: please fail") {
 			t.Errorf("last event %v; want synthetic/echo's answer", last)
+		}
+	})
+
+	t.Run("held", func(t *testing.T) {
+		ks := &server{base: s.base, key: newKey(t, "--account", "dev", "--credit-limit", "300")}
+		code, _, events := postNative(t, ks, "/v1/responses", codexCapture(t, "baseline-1", "openai/gpt-5", "say hi"), nil)
+		if code != 200 {
+			t.Fatalf("POST /v1/responses with a limited key = %d", code)
+		}
+		cost := costAt(t, events[len(events)-1].data, "response", "usage", "cost")
+		// Codex sets no max_output_tokens: the hold reserved for the
+		// model's 128,000, and OpenAI is told so.
+		if got, _ := oai.last(t); got["max_output_tokens"] != 128000.0 {
+			t.Errorf("OpenAI's max_output_tokens = %v; want the held bound, 128000", got["max_output_tokens"])
+		}
+		var cr struct {
+			Key *struct{ Spent, Held credits.Amount } `json:"key"`
+		}
+		ks.do(t, "GET", "/v1/credits", nil, nil, &cr)
+		if cr.Key == nil || cr.Key.Spent != cost || cr.Key.Held != 0 {
+			t.Errorf("the key's credits %+v; want the answer's cost %s spent, nothing held", cr.Key, cost)
 		}
 	})
 
