@@ -89,11 +89,10 @@ func nativeType(e chat.NativeEvent) string {
 	if e.Name != "" {
 		return e.Name
 	}
-	var v struct {
-		Type string `json:"type"`
-	}
-	_ = json.Unmarshal(e.Data, &v)
-	return v.Type
+	var typ string
+	raw, _ := rawjson.Member(e.Data, "type")
+	_ = json.Unmarshal(raw, &typ)
+	return typ
 }
 
 // field is one member of an event or a body that the sink sets: its path

@@ -205,8 +205,8 @@ func TestResponsesNativeWhole(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Header.Get(OmittedToolsHeader) != "" {
 		t.Fatalf("status %d, %s %q: %s", resp.StatusCode, OmittedToolsHeader, resp.Header.Get(OmittedToolsHeader), got)
 	}
-	if b := oai.last(t).body; b["stream"] != false || b["store"] != false || b["model"] != "gpt-5" {
-		t.Errorf("upstream body %s; want stream false, store false, model gpt-5", mustJSON(b))
+	if b := oai.last(t).body; b["stream"] != false || b["store"] != nil || b["model"] != "gpt-5" {
+		t.Errorf("upstream body %s; want stream false, no store (the client sent none), model gpt-5", mustJSON(b))
 	}
 	id := responseOf(t, `{"r":`+string(got)+`}`, "r")
 	want := rewritten([]byte(oai.message), set(id, "id"), set("openai/gpt-5", "model"), set(costOf(t, string(got), "usage", "cost"), "usage", "cost"))
@@ -244,28 +244,45 @@ func TestResponsesNativeFallback(t *testing.T) {
 	}
 }
 
-// TestResponsesNativeToolChoice: tool_choice forcing a hosted tool is
-// refused only for a model that would get it translated: a request whose
-// candidates are OpenAI's passes, one led by another model is a 400
-// naming tool_choice, unless an OpenAI model follows it.
-func TestResponsesNativeToolChoice(t *testing.T) {
-	_, _, gw := nativeVendors(t)
+// TestResponsesNativeRefusals: what only the translation refuses (a
+// tool_choice forcing a hosted tool, max_tool_calls, an item_reference
+// to an item OpenAI stored) is refused only for a model that would get it
+// translated: a request whose model is OpenAI's passes, and reaches OpenAI
+// as it came; one led by another model is a 400 naming the first such
+// field, unless an OpenAI model follows it.
+func TestResponsesNativeRefusals(t *testing.T) {
+	oai, _, gw := nativeVendors(t)
 	srv := apiServer(t, gw)
-	for _, tt := range []struct {
-		models string
-		status int
-	}{{`"model":"openai/gpt-5"`, 200}, {`"model":"synthetic/echo"`, 400}, {`"model":"synthetic/echo","models":["openai/gpt-5"]`, 200}} {
-		body := `{` + tt.models + `,"input":"news?","tools":[{"type":"web_search"}],"tool_choice":{"type":"web_search"},"max_tool_calls":2}`
-		resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var env struct{ Error struct{ Code, Param string } }
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		json.Unmarshal(b, &env)
-		if resp.StatusCode != tt.status || (tt.status == 400 && (env.Error.Code != "unsupported_parameter" || env.Error.Param != "max_tool_calls")) {
-			t.Errorf("%s: %d %s; want %d", body, resp.StatusCode, b, tt.status)
+	for _, c := range []struct{ fields, param string }{
+		{`"input":"news?","tools":[{"type":"web_search"}],"tool_choice":{"type":"web_search"},"max_tool_calls":2`, "max_tool_calls"},
+		{`"input":[{"type":"item_reference","id":"msg_0123abc"},{"role":"user","content":"and?"}],"store":true`, "input[0].id"},
+	} {
+		for _, tt := range []struct {
+			models string
+			status int
+		}{{`"model":"openai/gpt-5"`, 200}, {`"model":"synthetic/echo"`, 400}, {`"model":"synthetic/echo","models":["openai/gpt-5"]`, 200}} {
+			body := `{` + tt.models + `,` + c.fields + `}`
+			resp, err := http.Post(srv.URL+"/v1/responses", "application/json", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var env struct{ Error struct{ Code, Param string } }
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			json.Unmarshal(b, &env)
+			if resp.StatusCode != tt.status || (tt.status == 400 && (env.Error.Code != "unsupported_parameter" || env.Error.Param != c.param)) {
+				t.Errorf("%s: %d %s; want %d", body, resp.StatusCode, b, tt.status)
+			}
+			if tt.status == 200 {
+				var sent map[string]any
+				json.Unmarshal([]byte(body), &sent)
+				sent["model"] = "gpt-5"
+				sent["stream"] = false
+				delete(sent, "models")
+				if got := oai.last(t).body; !reflect.DeepEqual(got, sent) {
+					t.Errorf("%s: OpenAI got %s; want it as it came", body, mustJSON(got))
+				}
+			}
 		}
 	}
 }

@@ -110,7 +110,7 @@ type responsesRequest struct {
 	Text               *responsesText      `json:"text"`
 	Stream             bool                `json:"stream"`
 	StreamOptions      json.RawMessage     `json:"stream_options"` // accepted: include_obfuscation only pads events
-	Store              *bool               `json:"store"`          // accepted; nothing is stored either way
+	Store              *bool               `json:"store"`          // accepted: Genway stores nothing (OpenAI's models get it as sent)
 	PreviousResponseID *string             `json:"previous_response_id"`
 	Temperature        *float64            `json:"temperature"`
 	TopP               *float64            `json:"top_p"`
@@ -458,7 +458,7 @@ func (b *inputBuilder) item(at string, it responsesItem) error {
 		}
 		call, ok := decodeCallID(it.ID)
 		if !ok {
-			return refuse(at+".id", fmt.Sprintf("item_reference %q needs stored responses, and Genway keeps none; send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false).", it.ID))
+			return cannotTranslate(at+".id", fmt.Sprintf("item_reference %q needs stored responses: only OpenAI's models, which OpenAI stores, resolve one here (Genway keeps none); send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false).", it.ID))
 		}
 		return b.call(at, call, it.CacheControl)
 	}

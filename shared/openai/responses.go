@@ -22,8 +22,6 @@ import (
 // changes:
 //
 //   - model is the catalog model's upstream name;
-//   - store is false: Genway keeps nothing, answers with its own response
-//     id, and has a conversation kept on no operator's account;
 //   - max_output_tokens is the gateway's bound when the client set none,
 //     or more (chat.NativeBody.Bound);
 //   - models (Genway's fallbacks) and seed (which Genway accepts, and the
@@ -136,8 +134,8 @@ func (p *Provider) unreadable(err error) error {
 // is the client's.
 func responsesBody(req *chat.Request, stream bool) ([]byte, error) {
 	b := chat.NativeBody(req.Native.Body)
-	err := errors.Join(b.Set("model", req.Model.Upstream), b.Set("stream", stream), b.Set("store", false),
-		b.Delete("models"), b.Delete("seed"), b.Bound("max_output_tokens", req.MaxTokens))
+	err := errors.Join(b.Set("model", req.Model.Upstream), b.Set("stream", stream), b.Delete("models"), b.Delete("seed"),
+		b.Bound("max_output_tokens", req.MaxTokens))
 	if err != nil {
 		return nil, err
 	}

@@ -36,10 +36,10 @@ func nativeRequest(t *testing.T, body string, maxTokens int) *chat.Request {
 }
 
 // TestNativeResponsesBody: OpenAI gets the client's own request, with
-// only the model (the upstream's name), store (false), max_output_tokens
-// (the gateway's bound, below the client's) changed, Genway's fallbacks
-// and seed and Genway's reasoning item left out; hosted tools, include,
-// OpenAI's own reasoning item, unknown fields go as they came.
+// only the model (the upstream's name) and max_output_tokens (the
+// gateway's bound, below the client's) changed, Genway's fallbacks and
+// seed and Genway's reasoning item left out; hosted tools, include,
+// store, OpenAI's own reasoning item, unknown fields go as they came.
 func TestNativeResponsesBody(t *testing.T) {
 	u := &upstream{body: fixture(t, "responses_native.json")}
 	srv := httptest.NewServer(u)
@@ -52,7 +52,7 @@ func TestNativeResponsesBody(t *testing.T) {
 	if err := json.Unmarshal([]byte(nativeClientBody), &want); err != nil {
 		t.Fatal(err)
 	}
-	want["model"], want["store"], want["stream"], want["max_output_tokens"] = "gpt-5", false, false, 32000.0
+	want["model"], want["stream"], want["max_output_tokens"] = "gpt-5", false, 32000.0
 	delete(want, "models")
 	delete(want, "seed")
 	in := want["input"].([]any)
