@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/genway/genway/shared/apierr"
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
@@ -245,5 +246,50 @@ func TestRunNativeCut(t *testing.T) {
 	}
 	if r := rec.records[0]; !r.Partial || r.Status != credits.StatusUpstreamError || !r.Estimated {
 		t.Errorf("record %+v; want partial, upstream_error, estimated", r)
+	}
+}
+
+// TestHoldNative: a key with a credit limit holds a native request for
+// at least the client's body (what the translation could not carry is
+// in it), a translated candidate for its translation only; the native
+// provider is asked for no more output than was held (openai/gpt's 1,000
+// tokens at 2 credits each, 2,000 credits, and 1 an input token).
+func TestHoldNative(t *testing.T) {
+	const cr = credits.Credit
+	big := `{"input":"` + strings.Repeat("x", 10000) + `"}` // 10,013 bytes: 10,013 credits of input
+	for _, tt := range []struct {
+		name, body string
+		limit      credits.Amount
+		ok         bool
+	}{
+		{"small body", `{"input":"hello"}`, 3000 * cr, true},
+		{"large body", big, 3000 * cr, false},
+		{"large body within the limit", big, 13000 * cr, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, pr := holdStore(t, 100000*cr, tt.limit)
+			np := &nativeProvider{events: []chat.NativeEvent{hello}, final: chat.Response{Usage: chat.Usage{PromptTokens: 5, CompletionTokens: 1}}}
+			cat, err := catalog.Parse([]byte(nativeCatalog), catalog.Pricing{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"openai": np, "synthetic": &fakeProvider{}},
+				Balances: s, Usage: failingRecorder{t}})
+			p := responsesParams("openai/gpt", tt.body, true, nil)
+			p.ID = "resp_held_" + strings.ReplaceAll(tt.name, " ", "_")
+			err = gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &nativeSink{})
+			if !tt.ok {
+				if !errors.Is(err, credits.ErrKeyLimit) || len(np.got) != 0 {
+					t.Fatalf("Run = %v (%d calls); want the key's 402 before any call", err, len(np.got))
+				}
+				return
+			}
+			if err != nil || len(np.got) != 1 || np.got[0].MaxTokens != 1000 {
+				t.Fatalf("Run = %v; the provider got %d requests; want one, with max_tokens 1000 (the held bound)", err, len(np.got))
+			}
+			if spent, held, _ := keyState(t, s, pr.KeyID); spent != 7*cr || held != 0 {
+				t.Errorf("key spent %s, held %s; want 7 (5 input and 1 output token), nothing held", spent, held)
+			}
+		})
 	}
 }
