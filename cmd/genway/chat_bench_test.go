@@ -411,9 +411,12 @@ func BenchmarkChatGateway(b *testing.B) {
 func BenchmarkChatWireFormats(b *testing.B) {
 	up := benchUpstream(b)
 	defer up.Close()
+	// The translation's cost: openai/gpt-4o-mini stands for any
+	// OpenAI-compatible model (OpenAI's own get Responses requests
+	// natively: BenchmarkNativeStream).
 	srv := startServer(b, b.TempDir(), map[string]string{
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
-		"GENWAY_RATE_LIMIT": "1000000000",
+		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_NATIVE": "off",
 	})
 	for _, size := range []struct {
 		name      string

@@ -142,9 +142,12 @@ func TestCodexToolsEndToEnd(t *testing.T) {
 		return []string{`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"exec_command","args":{"cmd":"ls"}},"thoughtSignature":"CiIBVKhc7oDf"}]},"finishReason":"STOP"}],` +
 			`"usageMetadata":{"promptTokenCount":20,"candidatesTokenCount":5,"totalTokenCount":25},"responseId":"r1"}`}
 	})
+	// The translation of Codex's tools, with openai/gpt-4o-mini standing
+	// for any OpenAI-compatible model: OpenAI's own models get Codex's
+	// requests natively (TestNativeEndToEnd).
 	s := startServer(t, t.TempDir(), map[string]string{
 		"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": oai.srv.URL + "/v1",
-		"GEMINI_API_KEY": "gm-test", "GEMINI_BASE_URL": gem.srv.URL,
+		"GEMINI_API_KEY": "gm-test", "GEMINI_BASE_URL": gem.srv.URL, "GENWAY_NATIVE": "off",
 	})
 
 	t.Run("namespaced and custom calls", func(t *testing.T) {

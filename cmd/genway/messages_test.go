@@ -227,8 +227,11 @@ func streamMessages(t *testing.T, s *server, body string) (accumulated, http.Hea
 // the upstream (Anthropic) or estimates (synthetic).
 func TestMessagesEndToEnd(t *testing.T) {
 	up := newFakeClaude(t)
+	// The translation to Anthropic (a Messages client's request to
+	// another provider is translated alike): Anthropic's own models get
+	// it natively, unless GENWAY_NATIVE=off (TestNativeEndToEnd).
 	s := startServer(t, t.TempDir(), map[string]string{"ANTHROPIC_API_KEY": "sk-ant-test", "ANTHROPIC_BASE_URL": up.srv.URL,
-		"GENWAY_USAGE_FLUSH": "20ms"})
+		"GENWAY_USAGE_FLUSH": "20ms", "GENWAY_NATIVE": "off"})
 	var before struct{ Balance credits.Amount }
 	s.do(t, "GET", "/v1/credits", nil, nil, &before)
 

@@ -45,6 +45,10 @@
 // forwarded; the anthropic-version is always APIVersion, the version the
 // bodies are built for. CountTokens asks /v1/messages/count_tokens.
 //
+// A Provider whose Config.Native names the Messages API also serves a
+// Messages API client's request natively, as it was sent, with the
+// client's anthropic-version (see NativeStream).
+//
 // Prompt-cache breakpoints (chat.CacheControl) are cache_control on the
 // marked block: a system text block (a system prompt with one is sent as
 // blocks, one per part), a text or image block, a tool_result (a tool
@@ -125,6 +129,11 @@ type Config struct {
 	BaseURL    string       // DefaultBaseURL if empty; "/v1/messages" is appended
 	APIKey     string       // sent as x-api-key: one key, or a pool separated by commas (route.NewKeySet)
 	HTTPClient *http.Client // http.DefaultClient if nil; should have no overall Timeout (streams are long)
+	// Native lists the client APIs the server speaks itself
+	// (catalog.Provider.Native): with chat.APIMessages, Messages API
+	// requests are sent as the client sent them (see NativeStream). nil:
+	// every request is translated.
+	Native []string
 }
 
 // Provider talks to the Messages API.
@@ -133,6 +142,7 @@ type Provider struct {
 	url    string
 	keys   route.KeySet // each call sends the key its ctx names (route.WithKey)
 	client *http.Client
+	native bool // it speaks chat.APIMessages natively
 }
 
 var (
@@ -145,7 +155,7 @@ var (
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient}
+	p := &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient, native: slices.Contains(cfg.Native, chat.APIMessages)}
 	if p.name == "" {
 		p.name = "anthropic"
 	}

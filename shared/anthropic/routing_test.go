@@ -76,19 +76,31 @@ func TestRouting(t *testing.T) {
 		{"connection refused", a{Refused: true}, true, r{Class: route.Transient, Reason: "connection", Action: route.Again}},
 		{"malformed event", a{ContentType: "text/event-stream", Body: "event: message_start\ndata: {nope\n\n"}, true, r{Class: route.Transient, Reason: "malformed", Action: route.Again}},
 	}
+	// Each row for a translated request, and for a native one (a Messages
+	// API client's, sent as it came): classified alike.
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := New(Config{BaseURL: tt.a.URL(t), APIKey: "sk-test"})
-			req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}
-			var err error
-			if tt.stream {
-				_, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
-			} else {
-				_, err = p.Complete(context.Background(), req)
-			}
-			if ue := chattest.CheckRouting(t, err, tt.want); ue.Provider != "anthropic" {
-				t.Errorf("Provider = %q; want anthropic", ue.Provider)
-			}
-		})
+		for _, native := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/native=%t", tt.name, native), func(t *testing.T) {
+				p := New(Config{BaseURL: tt.a.URL(t), APIKey: "sk-test", Native: []string{chat.APIMessages}})
+				req := &chat.Request{Model: sonnet, Messages: []chat.Message{user("x")}}
+				if native {
+					req = nativeRequest(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"x"}]}`, 0, nil)
+				}
+				var err error
+				switch {
+				case native && tt.stream:
+					_, err = p.NativeStream(context.Background(), req, nativeWriter(func(chat.NativeEvent) error { return nil }))
+				case native:
+					_, err = p.NativeComplete(context.Background(), req)
+				case tt.stream:
+					_, err = p.Stream(context.Background(), req, chat.WriterFunc(func(chat.Delta) error { return nil }))
+				default:
+					_, err = p.Complete(context.Background(), req)
+				}
+				if ue := chattest.CheckRouting(t, err, tt.want); ue.Provider != "anthropic" {
+					t.Errorf("Provider = %q; want anthropic", ue.Provider)
+				}
+			})
+		}
 	}
 }

@@ -765,6 +765,25 @@ type Provider struct {
 	// without a price is free; one with a price is charged it. The
 	// synthetic provider (kind synthetic) is free whatever it says.
 	Free bool `json:"free,omitempty"`
+	// Native lists the client APIs the provider's server speaks itself,
+	// whose requests it is sent as the client sent them instead of
+	// translated (see chat.NativeProvider): "responses" (OpenAI's
+	// Responses API, kind openai: OpenAI itself, not the servers that
+	// only copy its chat API) and "messages" (Anthropic's Messages API,
+	// kind anthropic). GENWAY_NATIVE=off turns them all off.
+	Native []string `json:"native,omitempty"`
+}
+
+// nativeKinds are the provider kinds that may speak each native API.
+var nativeKinds = map[string]string{"responses": "openai", "messages": "anthropic"}
+
+// NativeAPIs returns the client APIs p speaks natively (see Native), none
+// when getenv says GENWAY_NATIVE=off: every request is then translated.
+func (p *Provider) NativeAPIs(getenv func(string) string) []string {
+	if getenv("GENWAY_NATIVE") == "off" {
+		return nil
+	}
+	return p.Native
 }
 
 // IsFree reports whether p's models cost the operator nothing (see Free).
@@ -820,6 +839,11 @@ func Parse(b []byte, pricing Pricing) (*Catalog, error) {
 		p := &c.Providers[i]
 		if p.Name == "" || p.Kind == "" {
 			return nil, fmt.Errorf("parse catalog: provider %d needs name and kind", i)
+		}
+		for _, api := range p.Native {
+			if kind, ok := nativeKinds[api]; !ok || kind != p.Kind {
+				return nil, fmt.Errorf("parse catalog: provider %q: native %q is not an API a provider of kind %s speaks (responses: kind openai; messages: kind anthropic)", p.Name, api, p.Kind)
+			}
 		}
 		c.byProvider[p.Name] = p
 	}

@@ -174,6 +174,36 @@ func TestConfigured(t *testing.T) {
 	}
 }
 
+// TestNative: a provider speaks natively only the API of its kind
+// (responses for kind openai, messages for kind anthropic); NativeAPIs
+// names them, none with GENWAY_NATIVE=off.
+func TestNative(t *testing.T) {
+	const cat = `{"providers":[{"name":"p","kind":%q,"native":[%q]}],"models":[]}`
+	for _, tt := range []struct {
+		kind, api string
+		ok        bool
+	}{{"openai", "responses", true}, {"anthropic", "messages", true}, {"openai", "messages", false},
+		{"anthropic", "responses", false}, {"gemini", "responses", false}, {"openai", "chat", false}} {
+		c, err := Parse([]byte(fmt.Sprintf(cat, tt.kind, tt.api)), Pricing{})
+		if !tt.ok {
+			if err == nil || !strings.Contains(err.Error(), "native") {
+				t.Errorf("Parse(kind %s, native %s) = %v; want an error naming native", tt.kind, tt.api, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("Parse(kind %s, native %s) = %v", tt.kind, tt.api, err)
+		}
+		p := &c.Providers[0]
+		if got := p.NativeAPIs(func(string) string { return "" }); len(got) != 1 || got[0] != tt.api {
+			t.Errorf("NativeAPIs() = %v; want [%s]", got, tt.api)
+		}
+		if got := p.NativeAPIs(func(k string) string { return map[string]string{"GENWAY_NATIVE": "off"}[k] }); got != nil {
+			t.Errorf("NativeAPIs() with GENWAY_NATIVE=off = %v; want none", got)
+		}
+	}
+}
+
 // TestTokensPerSecond: only a synthetic chat model may be paced, and only
 // at a positive rate; other providers would ignore the setting.
 func TestTokensPerSecond(t *testing.T) {

@@ -105,6 +105,10 @@ type Request struct {
 	// neither reads nor checks them; an adapter of that API may forward
 	// them (see the anthropic package). nil: none.
 	APIHeaders map[string]string
+	// Native is the client's own request, for a provider that speaks its
+	// API (see NativeProvider); nil for a translated request, which is
+	// all the other fields.
+	Native *Native
 }
 
 // Tool is a function the model may call.
@@ -301,6 +305,10 @@ type Response struct {
 	// and was estimated from what was sent and delivered (see
 	// Gateway.Run; docs/api.md says how).
 	Estimated bool
+	// Native is a native answer's own (see NativeProvider): its closing
+	// events or its whole body, for the sink's End; nil for a
+	// translated answer.
+	Native *NativeAnswer
 }
 
 // Delta is one streamed increment: content text, reasoning text (which

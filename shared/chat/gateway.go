@@ -175,6 +175,10 @@ type Call struct {
 	Request  *Request
 	Stream   bool // the client asked for an SSE stream
 	provider Provider
+	// native: the provider speaks the request's API and is sent its body
+	// (see NativeProvider); Request then carries only what the native
+	// path needs (the model, MaxTokens, APIHeaders, ServiceTier, Native).
+	native bool
 	// fetches are the image URLs to download before the call (for a
 	// provider that needs bytes); imageBytes counts the data URIs' bytes.
 	fetches    []pendingFetch
@@ -186,6 +190,13 @@ type Call struct {
 // model_not_found) or UpstreamUnavailable (503, the model's provider is not
 // configured). For providers that need image bytes, Prepare fetches image
 // URLs (a failed fetch is a 400 on that URL).
+//
+// A p with Native whose model's provider speaks its API (NativeProvider)
+// is a native Call: only the model and max_tokens are checked (the body
+// goes to the provider as the client sent it, and the provider checks
+// the rest), and nothing is translated. For a provider that does not
+// speak it, p is validated as any request, after the translation's own
+// refusal (Native.Refusal) if it has one.
 func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 	if p.Model == "" {
 		return nil, apierr.Invalidf("model", "missing_field", "model is required")
@@ -205,6 +216,15 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 	var err error
 	if req.MaxTokens, err = maxTokens(p, m); err != nil {
 		return nil, err
+	}
+	if p.Native != nil {
+		if prov := g.providers[m.Provider]; prov != nil && speaks(p, prov) {
+			req := &Request{Model: m, MaxTokens: req.MaxTokens, APIHeaders: p.APIHeaders, ServiceTier: p.ServiceTier, Native: p.Native}
+			return &Call{Request: req, Stream: p.Stream, provider: prov, native: true}, nil
+		}
+		if p.Native.Refusal != nil {
+			return nil, p.Native.Refusal
+		}
 	}
 	if p.ReasoningEffort != nil {
 		switch e := *p.ReasoningEffort; e {
@@ -707,6 +727,9 @@ func stops(raw json.RawMessage) ([]string, error) {
 // failed and costs nothing.
 func (g *Gateway) Run(ctx context.Context, account string, p *Params, sink Sink) error {
 	start := time.Now()
+	if _, ok := sink.(NativeSink); p.Native != nil && !ok {
+		return errNativeSink
+	}
 	ids, err := g.candidates(ctx, p)
 	if err != nil {
 		return err

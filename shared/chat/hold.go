@@ -103,6 +103,10 @@ func (g *Gateway) hold(ctx context.Context, account string, p *Params, ids []str
 			n = heldOutput(m)
 			out[id] = n
 		}
+		in := in
+		if speaks(p, g.providers[m.Provider]) {
+			in = max(in, len(p.Native.Body)) // what the translation could not carry is in the body
+		}
 		amount = max(amount, m.Price.MaxChatCost(int64(in), int64(n)))
 	}
 	if amount == 0 {
@@ -179,7 +183,11 @@ func (h *hold) release(ctx context.Context, g *Gateway) {
 
 // inputBound is an upper bound of p's input tokens: the bytes of its
 // texts (measureInput), and the assumed bounds of images, framing and
-// tool prompts.
+// tool prompts. A candidate that gets the request natively is held for at
+// least the bytes of the client's body, which holds what the translation
+// could not carry (see hold); its hosted tools (a web search) may add
+// input of their own: an answer charged above its hold is charged all
+// the same.
 func inputBound(p *Params) int {
 	return measureInput(p).bound()
 }

@@ -65,6 +65,12 @@ type Params struct {
 	ReasoningDisplay string            `json:"-"`
 	APIHeaders       map[string]string `json:"-"`
 
+	// Native is the request as the client sent it, set by the edge of an
+	// API some providers speak (the Responses API, the Messages API): a
+	// candidate whose provider speaks it is sent that, the others these
+	// Params (see Native). nil for a chat completion.
+	Native *Native `json:"-"`
+
 	// Fields Genway cannot honour. They are decoded only so that a request
 	// that uses them is refused with a 400 naming them, instead of being
 	// answered as if they were not there (see Gateway.Prepare).

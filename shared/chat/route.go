@@ -29,6 +29,10 @@ type Answer struct {
 	// Attempts are the attempts made, the answering one last
 	// (route.FormatAttempts: the x-genway-attempts header).
 	Attempts []route.Attempt
+	// Native: the model's provider answers in the client's own API
+	// (see NativeProvider): the sink relays its events (NativeSink), and
+	// what the translation left out (hosted tools) was not left out.
+	Native bool
 }
 
 // AttemptsError is the error of a completion that no target answered, with
@@ -298,14 +302,22 @@ const (
 // before the delta that commits. It counts the output it hands to the
 // sink, and notes a sink that failed (the client went away), for an
 // answer cut short.
+//
+// For a native answer (see NativeProvider) it is the attempt's
+// NativeWriter: its events are held until the first content event, which
+// commits the answer, and go through to the sink's Event after it.
 type firstToken struct {
 	sink   Sink
+	native NativeSink // the sink, for a native attempt; nil otherwise
 	answer Answer
 	state  atomic.Int32
-	held   []Thought  // Thoughts before the commit; written by the provider's goroutine only
-	out    outputSize // likewise
-	failed bool       // the sink failed; likewise
-	at     time.Time  // when the first token reached the sink; set once, by Delta, before its state is began
+	held   []Thought // Thoughts before the commit; written by the provider's goroutine only
+	// heldEvents are a native answer's events before the commit (their
+	// Data copied); likewise.
+	heldEvents []NativeEvent
+	out        outputSize // likewise
+	failed     bool       // the sink failed; likewise
+	at         time.Time  // when the first token reached the sink; set once, by Delta or Event, before its state is began
 }
 
 func (f *firstToken) Delta(d Delta) error {
@@ -319,12 +331,7 @@ func (f *firstToken) Delta(d Delta) error {
 		if !f.state.CompareAndSwap(waiting, began) {
 			return errStall
 		}
-		f.at = time.Now()
-		if err := f.sink.Begin(f.answer); err != nil {
-			f.failed = true
-			return err
-		}
-		if err := f.release(); err != nil {
+		if err := f.commit(); err != nil {
 			return err
 		}
 	}
@@ -336,7 +343,19 @@ func (f *firstToken) Delta(d Delta) error {
 	return nil
 }
 
-// release hands the held Thoughts to the sink, once the answer is begun.
+// commit begins the answer at its first token (the state is began) and
+// hands the sink what was held.
+func (f *firstToken) commit() error {
+	f.at = time.Now()
+	if err := f.sink.Begin(f.answer); err != nil {
+		f.failed = true
+		return err
+	}
+	return f.release()
+}
+
+// release hands the held Thoughts, or a native answer's held events, to
+// the sink, once the answer is begun.
 func (f *firstToken) release() error {
 	for i := range f.held {
 		if err := f.sink.Delta(Delta{Thought: &f.held[i]}); err != nil {
@@ -345,6 +364,13 @@ func (f *firstToken) release() error {
 		}
 	}
 	f.held = nil
+	for _, e := range f.heldEvents {
+		if err := f.native.Event(e); err != nil {
+			f.failed = true
+			return err
+		}
+	}
+	f.heldEvents = nil
 	return nil
 }
 
@@ -377,7 +403,10 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	// The attempts so far and this one, in a slice of its own (the
 	// router appends to try.Attempts' array).
 	attempts := append(try.Attempts[:len(try.Attempts):len(try.Attempts)], route.Attempt{Model: m.ID, Outcome: "200"})
-	f := &firstToken{sink: rt.sink, answer: Answer{Model: m.ID, Attempts: attempts}}
+	f := &firstToken{sink: rt.sink, answer: Answer{Model: m.ID, Attempts: attempts, Native: c.native}}
+	if c.native {
+		f.native = rt.sink.(NativeSink) // Run checked it
+	}
 	base := ctx
 	if !c.Stream {
 		// A whole answer runs on when its client goes away, within the
@@ -403,9 +432,14 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	var resp *Response
 	start := time.Now()
 	rt.called = true
-	if c.Stream {
+	switch np, _ := c.provider.(NativeProvider); {
+	case c.native && c.Stream:
+		resp, err = np.NativeStream(actx, c.Request, f)
+	case c.native:
+		resp, err = np.NativeComplete(actx, c.Request)
+	case c.Stream:
 		resp, err = c.provider.Stream(actx, c.Request, f)
-	} else {
+	default:
 		resp, err = c.provider.Complete(actx, c.Request)
 	}
 	observeUpstream(m.Provider, time.Since(start), err)

@@ -243,6 +243,9 @@ type notingSink struct {
 
 func (n notingSink) Begin(a chat.Answer) error {
 	noteRoute(n.ctx, a.Model, len(a.Attempts))
+	if a.Native {
+		noteOmittedTools(n.ctx, nil) // the native answer kept them
+	}
 	return n.Sink.Begin(a)
 }
 

@@ -215,13 +215,17 @@ func (j *jsonSink) Start() error {
 }
 
 // Begin names the model that answers, and the attempts in the header
-// (unless a keep-alive space has sent the headers).
+// (unless a keep-alive space has sent the headers); a native answer
+// left out no tool (OmittedToolsHeader is not sent).
 func (j *jsonSink) Begin(a chat.Answer) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.meta.Model = a.Model
 	if !j.started {
 		j.w.Header().Set(AttemptsHeader, route.FormatAttempts(a.Attempts))
+		if a.Native {
+			j.w.Header().Del(OmittedToolsHeader)
+		}
 	}
 	return nil
 }
@@ -383,12 +387,24 @@ func (s *sseStream) begin() {
 // Begin implements chat.Sink: the answer's first token is here. The
 // attempts go in the header (unless a heartbeat sent the headers), the
 // model in every event.
+//
+// A native answer (a.Native) opens with its own events (Event), not the
+// encoder's start events; the tools the translation would have left out
+// were not (OmittedToolsHeader is not sent).
 func (s *sseStream) Begin(a chat.Answer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.enc.model(a.Model)
 	if !s.started {
 		s.w.Header().Set(AttemptsHeader, route.FormatAttempts(a.Attempts))
+		if a.Native {
+			s.w.Header().Del(OmittedToolsHeader)
+		}
+	}
+	if a.Native {
+		s.began = true
+		s.start()
+		return s.err
 	}
 	s.begin()
 	return s.err
@@ -425,11 +441,18 @@ func (s *sseStream) Flush() error {
 // End implements chat.Sink: the end events. They are sent with the end
 // of the response (the gateway flushes first when recording usage may
 // wait).
+//
+// A native answer's end is the closing events its provider held back
+// (chat.Response.Native), with the answer's cost.
 func (s *sseStream) End(resp *chat.Response) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.begin()
-	s.buf = s.enc.end(s.buf[:0], resp)
+	if ne, ok := s.enc.(nativeEncoder); ok && resp.Native != nil {
+		s.buf = ne.nativeEnd(s.buf[:0], resp)
+	} else {
+		s.buf = s.enc.end(s.buf[:0], resp)
+	}
 	s.raw(s.buf)
 	return s.err
 }

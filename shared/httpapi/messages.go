@@ -41,6 +41,13 @@ var apiVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 // Messages API; under anthropic-version 2026-10-21 and later,
 // temperature, top_p and top_k are refused with a 400, as Anthropic
 // refuses them.
+//
+// A candidate whose provider speaks the Messages API itself (Anthropic's
+// models: chat.NativeProvider) is sent the request as the client sent it
+// (chat.Params.Native), and its events are relayed with Genway's id,
+// model and usage.cost (see native.go); what only the translation
+// refuses (untranslatable: a container, a PDF, server tool blocks...)
+// refuses the other candidates only.
 func Messages(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg, log := chatSetup(log, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -64,6 +71,8 @@ func serveMessages(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg
 	if err != nil {
 		return err
 	}
+	// An Anthropic model is sent the request itself (see chat.Native).
+	p.Native = &chat.Native{API: chat.APIMessages, Body: mr.body, Refusal: t.refusal}
 	ctx := r.Context()
 	noteModel(ctx, mr.Model)
 	if len(t.omitted) > 0 {
@@ -122,6 +131,9 @@ func countMessageTokens(r *http.Request, gw *chat.Gateway, tr **messagesTranslat
 	if err != nil {
 		return chat.TokenCount{}, err
 	}
+	if t.refusal != nil {
+		return chat.TokenCount{}, t.refusal // counted on the translation
+	}
 	return gw.CountTokens(r.Context(), p)
 }
 
@@ -138,6 +150,7 @@ func decodeMessages(r *http.Request) (*messagesRequest, error) {
 	if err := unmarshal(body, &mr); err != nil {
 		return nil, err
 	}
+	mr.body = body
 	return &mr, nil
 }
 
@@ -145,8 +158,9 @@ func decodeMessages(r *http.Request) (*messagesRequest, error) {
 // change cost, latency or where the request runs upstream
 // (context_management, inference_geo, speed, service_tier, diagnostics,
 // ...) are accepted and have no effect on the translation: they are not
-// decoded. Those that ask for something Genway cannot do (container,
-// mcp_servers) are decoded to be refused.
+// decoded. Those that the translation cannot carry (container,
+// mcp_servers) are decoded to be refused, for the candidates that would
+// get the request translated.
 type messagesRequest struct {
 	Model         string          `json:"model"`
 	Models        []string        `json:"models"` // fallbacks, as in chat completions
@@ -168,6 +182,8 @@ type messagesRequest struct {
 	CacheControl json.RawMessage   `json:"cache_control"` // automatic caching: a breakpoint on the last block
 	Container    json.RawMessage   `json:"container"`
 	MCPServers   json.RawMessage   `json:"mcp_servers"`
+
+	body []byte // the request body, as the client sent it
 }
 
 // messagesTurn is one entry of messages: a user, assistant or system
@@ -260,6 +276,15 @@ type messagesTranslation struct {
 	tools        []string // the path of each chat tool: "tools[3]"
 	omitted      []string // the names of the tools left out
 	omitThinking bool     // thinking.display "omitted"
+	// refusal is the first refusal only the translation makes (see
+	// untranslatable): for the candidates that would serve it translated.
+	refusal error
+}
+
+// only keeps err, when it is a refusal only the translation makes, as
+// the request's translation refusal, and reports whether it was one.
+func (t *messagesTranslation) only(err error) bool {
+	return keepRefusal(&t.refusal, err)
 }
 
 // origin is where one chat message of the translation came from: its
@@ -318,8 +343,11 @@ func thinkingOf(text, signature string) (chat.Thought, *chat.ToolCall) {
 //     is top_k; cache_control on a block, a tool or the request (the
 //     last block) is a prompt-cache breakpoint.
 //
-// Everything else is refused with a 400 naming it: PDF documents, files,
-// images in assistant turns, server tool blocks, container, mcp_servers.
+// Everything else is refused with a 400 naming it: files and images in
+// assistant turns always; PDF documents, server tool blocks, container
+// and mcp_servers only for the candidates that get the request
+// translated (they are the translation's refusal, t.refusal: an
+// Anthropic model is sent them as they came).
 func (mr *messagesRequest) chatParams(h http.Header) (*chat.Params, *messagesTranslation, error) {
 	t := &messagesTranslation{}
 	version := h.Get("anthropic-version")
@@ -336,12 +364,12 @@ func (mr *messagesRequest) chatParams(h http.Header) (*chat.Params, *messagesTra
 	switch {
 	case !isSetRaw(mr.MaxTokens):
 		return nil, t, apierr.Invalidf("max_tokens", "missing_field", "max_tokens is required")
-	case isSetRaw(mr.Container):
-		return nil, t, refuse("container", "Containers run Anthropic's code execution, which Genway does not offer.")
-	case isSetRaw(mr.MCPServers):
-		return nil, t, refuse("mcp_servers", "Remote MCP servers are called by Anthropic's API, which Genway does not do; run the MCP client yourself and send its tools.")
 	case mr.Temperature != nil && (*mr.Temperature < 0 || *mr.Temperature > 1):
 		return nil, t, apierr.Invalidf("temperature", "invalid_value", "temperature must be between 0 and 1")
+	case isSetRaw(mr.Container):
+		t.only(cannotTranslate("container", "Containers run Anthropic's code execution, which only Anthropic's own models have here."))
+	case isSetRaw(mr.MCPServers):
+		t.only(cannotTranslate("mcp_servers", "Remote MCP servers are called by Anthropic's API, for Anthropic's own models only; with another model, run the MCP client yourself and send its tools."))
 	}
 	p := &chat.Params{Model: mr.Model, Models: mr.Models, Stream: mr.Stream, MaxTokens: mr.MaxTokens,
 		Temperature: mr.Temperature, TopP: mr.TopP, TopK: mr.TopK}
@@ -375,7 +403,7 @@ func (mr *messagesRequest) chatParams(h http.Header) (*chat.Params, *messagesTra
 	}
 	loaded := map[string]bool{} // the deferred tools a tool_reference named
 	for i, turn := range mr.Messages {
-		if err := turnMessages(p, t, turn, fmt.Sprintf("messages[%d]", i), loaded); err != nil {
+		if err := turnMessages(p, t, turn, fmt.Sprintf("messages[%d]", i), loaded); err != nil && !t.only(err) {
 			return nil, t, err
 		}
 	}
@@ -389,7 +417,7 @@ func (mr *messagesRequest) chatParams(h http.Header) (*chat.Params, *messagesTra
 			t.origins[len(t.origins)-1].cache = "cache_control" // its errors are the request's
 		}
 	}
-	if err := mr.tools(p, t, loaded); err != nil {
+	if err := mr.tools(p, t, loaded); err != nil && !t.only(err) {
 		return nil, t, err
 	}
 	return p, t, nil
@@ -634,7 +662,7 @@ func turnMessages(p *chat.Params, t *messagesTranslation, mt messagesTurn, at st
 		case "":
 			return apierr.Invalidf(bat+".type", "missing_field", "type is required in a content block")
 		default:
-			return refuse(bat+".type", fmt.Sprintf("Content blocks of type %q are not supported here: Genway translates text, image, document (text), tool_use, tool_result, thinking and redacted_thinking blocks.", b.Type))
+			return cannotTranslate(bat+".type", fmt.Sprintf("Content blocks of type %q are only taken by Anthropic's own models here: Genway translates text, image, document (text), tool_use, tool_result, thinking and redacted_thinking blocks.", b.Type))
 		}
 	}
 	if len(after) > 0 {
@@ -705,13 +733,15 @@ func documentText(b messagesBlock, at string) (string, error) {
 		var texts []string
 		for k, cb := range blocks {
 			if cb.Type != "text" || cb.Text == nil {
-				return "", refuse(fmt.Sprintf("%s.source.content[%d]", at, k), "Only text blocks are supported in a document's content.")
+				return "", cannotTranslate(fmt.Sprintf("%s.source.content[%d]", at, k), "Only text blocks are supported in a document's content, but by Anthropic's own models.")
 			}
 			texts = append(texts, *cb.Text)
 		}
 		body = strings.Join(texts, "\n\n")
-	case "base64", "url", "file":
-		return "", refuse(at+".source", fmt.Sprintf("PDF documents (and files) are not supported: no provider behind Genway's translation takes them; send the document's text (a text source, %q).", "type: text"))
+	case "file":
+		return "", refuse(at+".source", "Files are not stored here: send the document itself (base64 data, a URL, or its text).")
+	case "base64", "url":
+		return "", cannotTranslate(at+".source", fmt.Sprintf("PDF documents are only taken by Anthropic's own models here: no provider behind Genway's translation takes them; send the document's text (a text source, %q).", "type: text"))
 	default:
 		return "", apierr.Invalidf(at+".source.type", "invalid_value", `a document source's type must be "text" or "content" here, not %q`, s.Type)
 	}
@@ -778,7 +808,7 @@ func toolResult(b messagesBlock, at string, loaded map[string]bool) (chat.Params
 			images, imagePaths = append(images, part), append(imagePaths, cat)
 			continue
 		default:
-			return m, o, nil, nil, refuse(cat+".type", fmt.Sprintf("Tool results with %q blocks are not supported: text, image, document (text) and tool_reference are.", cb.Type))
+			return m, o, nil, nil, cannotTranslate(cat+".type", fmt.Sprintf("Tool results with %q blocks are only taken by Anthropic's own models here: text, image, document (text) and tool_reference are translated.", cb.Type))
 		}
 		o.parts = append(o.parts, cat)
 	}
@@ -837,7 +867,7 @@ func (mr *messagesRequest) tools(p *chat.Params, t *messagesTranslation, loaded 
 		if !offered[tc.Name] {
 			for _, tl := range mr.Tools {
 				if tl.Name == tc.Name && tl.Type != "" && tl.Type != "custom" {
-					return refuse("tool_choice.name", fmt.Sprintf("tool_choice forces %q, one of Anthropic's own tools, which Genway does not run.", tc.Name))
+					return cannotTranslate("tool_choice.name", fmt.Sprintf("tool_choice forces %q, one of Anthropic's own tools, which only Anthropic's own models run here.", tc.Name))
 				}
 			}
 		}
@@ -866,7 +896,7 @@ var messagesParams = map[string]string{
 // decode) changes nothing.
 func (t *messagesTranslation) param(err error) error {
 	e := apierr.As(err)
-	if t == nil || e == nil || e.Param == "" {
+	if t == nil || e == nil || e.Param == "" || error(e) == t.refusal {
 		return err
 	}
 	c := *e

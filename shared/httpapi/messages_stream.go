@@ -192,8 +192,12 @@ func (j *messageJSONSink) Begin(a chat.Answer) error {
 	return j.jsonSink.Begin(a)
 }
 
-// End writes the Message.
+// End writes the Message: a native answer's as the upstream sent it,
+// with Genway's id, model and usage.cost.
 func (j *messageJSONSink) End(resp *chat.Response) error {
+	if resp.Native != nil {
+		return j.writeBody(nativeBody(resp, j.meta.id, j.meta.model, resp.Usage.Cost))
+	}
 	o := messageObject{ID: j.meta.id, Type: "message", Role: chat.RoleAssistant, Model: j.meta.model,
 		Content: thoughtBlocks(resp, j.meta.omitThinking), Usage: messagesUsage(&resp.Usage, resp.ServiceTier)}
 	if resp.Content != "" {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -39,6 +40,13 @@ import (
 //
 // Hosted tools (web_search, file_search...) are left out and named in
 // the OmittedToolsHeader of the answer (and the access log).
+//
+// A candidate whose provider speaks the Responses API itself (OpenAI's
+// models: chat.NativeProvider) is sent the request as the client sent it
+// (chat.Params.Native), hosted tools included, and its events are
+// relayed with Genway's id, model and usage.cost (see native.go); what
+// only the translation refuses (untranslatable) refuses the other
+// candidates only.
 func Responses(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg, log := chatSetup(log, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +71,7 @@ func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cf
 	if err := unmarshal(body, &rp); err != nil {
 		return err
 	}
+	rp.body = body
 	p, err := rp.chatParams(tr)
 	if err != nil {
 		return err
@@ -101,7 +110,7 @@ type responsesRequest struct {
 	Text               *responsesText      `json:"text"`
 	Stream             bool                `json:"stream"`
 	StreamOptions      json.RawMessage     `json:"stream_options"` // accepted: include_obfuscation only pads events
-	Store              *bool               `json:"store"`          // accepted; nothing is stored either way
+	Store              *bool               `json:"store"`          // accepted: Genway stores nothing (OpenAI's models get it as sent)
 	PreviousResponseID *string             `json:"previous_response_id"`
 	Temperature        *float64            `json:"temperature"`
 	TopP               *float64            `json:"top_p"`
@@ -118,11 +127,14 @@ type responsesRequest struct {
 	Prompt             json.RawMessage     `json:"prompt"`
 	TopLogprobs        *int                `json:"top_logprobs"`
 	Seed               *int64              `json:"seed"` // not in OpenAI's Responses API; some clients send it
-	// ClientMetadata is accepted and not forwarded: Codex sends its
-	// installation, session and turn ids in it, which are no upstream's
-	// business (OpenAI's chat completions take metadata only to tag
-	// stored completions, and Genway stores none).
+	// ClientMetadata is accepted and not translated: Codex sends its
+	// installation, session and turn ids in it, which are no translated
+	// upstream's business (OpenAI's chat completions take metadata only
+	// to tag stored completions, and Genway stores none). A native
+	// request (OpenAI's own models) has it as the client sent it.
 	ClientMetadata map[string]string `json:"client_metadata"`
+
+	body []byte // the request body, as the client sent it
 }
 
 // responsesReasoning is reasoning: effort, and summary (auto, concise,
@@ -202,16 +214,30 @@ func rawJSON(v any) json.RawMessage {
 
 // translation is what a translated request's answer and errors need:
 // the Responses path of each chat message and of each of its tool calls,
-// and the tools.
+// and the tools; and the first refusal that only the translation makes
+// (see untranslatable), for the candidates that would serve it
+// translated.
 type translation struct {
 	messages []string
 	calls    [][]string
 	tools    *toolSet
+	refusal  error
+}
+
+// only keeps err, when it is a refusal only the translation makes, as
+// the request's translation refusal (the first one), and reports
+// whether it was one: the translation then goes on without what it
+// refused.
+func (tr *translation) only(err error) bool {
+	return keepRefusal(&tr.refusal, err)
 }
 
 // chatParams translates the request into chat.Params, noting in tr the
 // paths its messages and tools came from (for error params) and its
-// tools (for the answer).
+// tools (for the answer). The Params carry the request itself too
+// (chat.Native: an OpenAI model is sent that), with the first refusal
+// only the translation makes (tr.refusal): what the translation could
+// not carry is left out of the Params.
 func (rp *responsesRequest) chatParams(tr *translation) (*chat.Params, error) {
 	tr.tools = &toolSet{}
 	switch {
@@ -224,15 +250,15 @@ func (rp *responsesRequest) chatParams(tr *translation) (*chat.Params, error) {
 	case rp.Background != nil && *rp.Background:
 		return nil, refuse("background", "Background responses need stored state, and Genway keeps none.")
 	case rp.MaxToolCalls != nil:
-		return nil, refuse("max_tool_calls", "max_tool_calls limits built-in tools, which Genway does not run.")
+		tr.only(cannotTranslate("max_tool_calls", "max_tool_calls limits built-in tools, which only OpenAI's own models run here."))
 	case rp.TopLogprobs != nil:
-		return nil, refuse("top_logprobs", "logprobs are not supported.")
+		tr.only(cannotTranslate("top_logprobs", "logprobs are only given by OpenAI's own models here."))
 	case rp.Truncation != "" && rp.Truncation != "disabled":
-		return nil, refuse("truncation", `Only truncation "disabled" is supported: input is never cut.`)
+		tr.only(cannotTranslate("truncation", `Only truncation "disabled" is supported here (OpenAI's own models take "auto"): input is never cut.`))
 	}
 	for i, inc := range rp.Include {
 		if strings.Contains(inc, "logprobs") {
-			return nil, refuse(fmt.Sprintf("include[%d]", i), "logprobs are not supported.")
+			tr.only(cannotTranslate(fmt.Sprintf("include[%d]", i), "logprobs are only given by OpenAI's own models here."))
 		}
 	}
 	p := &chat.Params{
@@ -282,7 +308,7 @@ func (rp *responsesRequest) chatParams(tr *translation) (*chat.Params, error) {
 		return nil, err
 	}
 	tr.tools = ts
-	if p.ToolChoice, err = ts.toolChoice(rp.ToolChoice); err != nil {
+	if p.ToolChoice, err = ts.toolChoice(rp.ToolChoice); err != nil && !tr.only(err) {
 		return nil, err
 	}
 	p.Tools = ts.tools
@@ -292,15 +318,17 @@ func (rp *responsesRequest) chatParams(tr *translation) (*chat.Params, error) {
 	}
 	if items == nil { // input is a string
 		b.add("input", chat.ParamsMessage{Role: chat.RoleUser, Content: bytes.TrimSpace(rp.Input)})
+		p.Native = &chat.Native{API: chat.APIResponses, Body: rp.body, Refusal: tr.refusal}
 		return p, nil
 	}
 	for i, it := range items {
-		if err := b.item(fmt.Sprintf("input[%d]", i), it); err != nil {
+		if err := b.item(fmt.Sprintf("input[%d]", i), it); err != nil && !tr.only(err) {
 			return nil, err
 		}
 	}
 	b.flushImages()
 	b.endRun()
+	p.Native = &chat.Native{API: chat.APIResponses, Body: rp.body, Refusal: tr.refusal}
 	for i := range p.Messages {
 		for k := range p.Messages[i].ToolCalls {
 			tc := &p.Messages[i].ToolCalls[k]
@@ -430,7 +458,7 @@ func (b *inputBuilder) item(at string, it responsesItem) error {
 		}
 		call, ok := decodeCallID(it.ID)
 		if !ok {
-			return refuse(at+".id", fmt.Sprintf("item_reference %q needs stored responses, and Genway keeps none; send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false).", it.ID))
+			return cannotTranslate(at+".id", fmt.Sprintf("item_reference %q needs stored responses: only OpenAI's models, which OpenAI stores, resolve one here (Genway keeps none); send the item itself (with the Vercel AI SDK: providerOptions.openai.store = false).", it.ID))
 		}
 		return b.call(at, call, it.CacheControl)
 	}
@@ -525,7 +553,7 @@ func (b *inputBuilder) item(at string, it responsesItem) error {
 		if hostedCallItems[it.Type] {
 			return nil // a hosted tool's call, left out with its tool
 		}
-		return refuse(at+".type", fmt.Sprintf("Input items of type %q are not supported.", it.Type))
+		return cannotTranslate(at+".type", fmt.Sprintf("Input items of type %q are only taken by OpenAI's own models here.", it.Type))
 	}
 	return b.call(at, tc, it.CacheControl)
 }
@@ -636,7 +664,10 @@ func messageContent(raw json.RawMessage, at string) (json.RawMessage, error) {
 		case "":
 			return nil, apierr.Invalidf(pat+".type", "missing_field", "type is required in a content part")
 		default:
-			return nil, refuse(pat+".type", fmt.Sprintf("Content parts of type %q are not supported.", pt.Type))
+			if pt.FileID != "" {
+				return nil, refuse(pat+".file_id", "Files are not stored here: send the file's content itself.")
+			}
+			return nil, cannotTranslate(pat+".type", fmt.Sprintf("Content parts of type %q are only taken by OpenAI's own models here.", pt.Type))
 		}
 	}
 	return rawJSON(out), nil
@@ -674,8 +705,10 @@ func outputContent(raw json.RawMessage, at string) (json.RawMessage, []chat.Para
 			return nil, nil, refuse(pat+".file_id", "Files are not stored here: send the image as image_url (an https URL or a data URI).")
 		case pt.Type == "input_image":
 			images = append(images, chat.ParamsPart{Type: "image_url", ImageURL: &chat.ParamsImageURL{URL: pt.ImageURL, Detail: pt.Detail}, CacheControl: pt.CacheControl})
+		case pt.FileID != "":
+			return nil, nil, refuse(pat+".file_id", "Files are not stored here: send the file's content itself.")
 		default:
-			return nil, nil, refuse(pat, "Only text and image tool output is supported.")
+			return nil, nil, cannotTranslate(pat, "Only text and image tool output is supported here (OpenAI's own models take files too).")
 		}
 	}
 	if len(images) > 0 {
@@ -730,10 +763,11 @@ var (
 )
 
 // responsesParam rewrites the param of a gateway error, which names the
-// chat request's field, to the Responses request's, by tr.
+// chat request's field, to the Responses request's, by tr. The
+// translation's own refusal names the Responses field already.
 func responsesParam(err error, tr *translation) error {
 	e := apierr.As(err)
-	if e == nil || e.Param == "" {
+	if e == nil || e.Param == "" || error(e) == tr.refusal {
 		return err
 	}
 	c := *e
@@ -939,9 +973,13 @@ func (j *responseJSONSink) Begin(a chat.Answer) error {
 	return j.jsonSink.Begin(a)
 }
 
-// End writes the response object.
+// End writes the response object: a native answer's as the upstream
+// sent it, with Genway's id, model and usage.cost.
 func (j *responseJSONSink) End(resp *chat.Response) error {
 	o := j.meta
+	if resp.Native != nil {
+		return j.writeBody(nativeBody(resp, o.ID, o.Model, resp.Usage.Cost))
+	}
 	sealed := sealReasoning(resp.Thoughts, resp.ToolCalls)
 	if resp.Reasoning != "" || sealed != "" {
 		summary := []contentPart{}
@@ -963,3 +1001,26 @@ func (j *responseJSONSink) End(resp *chat.Response) error {
 
 // refuse is chat.Refuse for a message without format verbs.
 func refuse(param, msg string) error { return chat.Refuse(param, "%s", msg) }
+
+// untranslatable is a refusal only a translation makes: a field or an
+// item that the providers it translates for cannot take, and that a
+// provider of the client's own API takes as it is (chat.Native.Refusal:
+// it refuses the translated candidates only).
+type untranslatable struct{ error }
+
+// cannotTranslate is refuse's error, for what only the translation
+// cannot carry.
+func cannotTranslate(param, msg string) error { return untranslatable{refuse(param, msg)} }
+
+// keepRefusal keeps err in *refusal (unless one is kept already) when it
+// is untranslatable, and reports whether it is.
+func keepRefusal(refusal *error, err error) bool {
+	var u untranslatable
+	if !errors.As(err, &u) {
+		return false
+	}
+	if *refusal == nil {
+		*refusal = u.error
+	}
+	return true
+}

@@ -233,7 +233,7 @@ func TestResponsesRequestErrors(t *testing.T) {
 		{`{"model":"synthetic/echo","input":"hi","max_output_tokens":0}`, "invalid_value", "max_output_tokens"},
 		{`{"model":"synthetic/echo","input":"hi","reasoning":{"effort":"max"}}`, "invalid_value", "reasoning.effort"},
 		{`{"model":"synthetic/echo","input":"hi","text":{"format":{"type":"json_schema","name":"x","schema":true}}}`, "invalid_value", "text.format.schema"},
-		{`{"model":"synthetic/echo","input":[{"role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, "unsupported_parameter", "input[0].content[0].type"},
+		{`{"model":"synthetic/echo","input":[{"role":"user","content":[{"type":"input_file","file_id":"f"}]}]}`, "unsupported_parameter", "input[0].content[0].file_id"},
 		{`{"model":"synthetic/echo","input":[{"role":"robot","content":"hi"}]}`, "invalid_value", "input[0].role"},
 		{`{"model":"synthetic/echo","input":[{"type":"function_call_output","call_id":"c9","output":"x"}]}`, "invalid_value", "input[0].call_id"},
 		{`{"model":"synthetic/echo","input":"hi","truncation":"auto"}`, "unsupported_parameter", "truncation"},

@@ -363,7 +363,7 @@ func (s *toolSet) toolChoice(raw json.RawMessage) (json.RawMessage, error) {
 	case "":
 		return nil, apierr.Invalidf("tool_choice.type", "missing_field", "tool_choice.type is required")
 	}
-	return nil, refuse("tool_choice", fmt.Sprintf("tool_choice forces the hosted tool %q, which the model's provider cannot run here.", c.Type))
+	return nil, cannotTranslate("tool_choice", fmt.Sprintf("tool_choice forces the hosted tool %q, which only OpenAI's own models run here.", c.Type))
 }
 
 // allowed restricts s's tools to those listed (hosted ones are left
@@ -397,7 +397,7 @@ func (s *toolSet) allowed(mode string, list []json.RawMessage) (json.RawMessage,
 		}
 	}
 	if len(tools) == 0 && mode == chat.ToolRequired {
-		return nil, refuse("tool_choice", "tool_choice requires one of its allowed tools, and none of them can run here.")
+		return nil, cannotTranslate("tool_choice", "tool_choice requires one of its allowed tools, and none of them can run here but on OpenAI's own models.")
 	}
 	s.tools, s.paths = tools, paths
 	return rawJSON(mode), nil

@@ -252,7 +252,8 @@ func TestResponsesToolErrors(t *testing.T) {
 		{`{"input":[{"role":"user","content":"look"},{"type":"function_call","call_id":"c","name":"view_image","arguments":"{}"},
 			{"type":"function_call_output","call_id":"c","output":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}]}`,
 			"model_not_vision_capable", "input[2].output[0]"}, // synthetic/echo takes no image
-		{`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_file","file_id":"f"}]}]}`, "unsupported_parameter", "input[0].output[0]"},
+		{`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_file","file_id":"f"}]}]}`, "unsupported_parameter", "input[0].output[0].file_id"},
+		{`{"input":[{"type":"function_call_output","call_id":"c","output":[{"type":"input_file","file_data":"data:application/pdf;base64,JVBE"}]}]}`, "unsupported_parameter", "input[0].output[0]"},
 	}
 	for _, tt := range tests {
 		body := strings.Replace(tt.body, "{", `{"model":"synthetic/echo",`, 1)

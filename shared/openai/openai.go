@@ -1,8 +1,10 @@
 // Package openai is the chat provider for the OpenAI Chat Completions API
 // (POST {base}/chat/completions) and for every server that speaks it: Groq,
 // Together, DeepSeek, Mistral, OpenRouter, Ollama, vLLM, each a Provider
-// with its own name and base URL; and the speech provider for OpenAI's
-// text to speech (POST {base}/audio/speech, see Speak).
+// with its own name and base URL; for OpenAI itself, the native
+// provider of the Responses API (POST {base}/responses, see
+// NativeStream); and the speech provider for OpenAI's text to speech
+// (POST {base}/audio/speech, see Speak).
 //
 // It uses plain net/http. Requests send max_completion_tokens, send
 // reasoning_effort only to models whose catalog thinking style is "effort",
@@ -48,17 +50,25 @@ type Config struct {
 	// (NewImages; they may name any host): it should refuse internal
 	// addresses, as upstreams.NewDownloadClient's does. nil: HTTPClient.
 	Downloads *http.Client
+	// Native lists the client APIs the server speaks itself
+	// (catalog.Provider.Native): with chat.APIResponses, Responses API
+	// requests go to POST {base}/responses as the client sent them (see
+	// NativeStream). nil: every request is translated to chat
+	// completions.
+	Native []string
 }
 
 // Provider talks to one OpenAI-compatible server. It is safe for concurrent
 // use.
 type Provider struct {
-	name     string
-	endpoint string // chat completions
-	speech   string // audio/speech
-	keys     route.KeySet
-	client   *http.Client
-	readers  sync.Pool // of *sse.Reader, reused across streams
+	name      string
+	endpoint  string // chat completions
+	responses string // the Responses API, for native requests
+	native    []string
+	speech    string // audio/speech
+	keys      route.KeySet
+	client    *http.Client
+	readers   sync.Pool // of *sse.Reader, reused across streams
 }
 
 var (
@@ -70,7 +80,7 @@ var (
 func New(cfg Config) *Provider {
 	cfg, base := cfg.withDefaults()
 	return &Provider{name: cfg.Name, keys: route.NewKeySet(cfg.APIKey), client: cfg.HTTPClient,
-		endpoint: base + "/chat/completions", speech: base + "/audio/speech"}
+		endpoint: base + "/chat/completions", responses: base + "/responses", native: cfg.Native, speech: base + "/audio/speech"}
 }
 
 // withDefaults returns cfg with its defaults applied (Name "openai",

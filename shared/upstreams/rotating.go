@@ -276,6 +276,7 @@ var (
 	_ chat.ImageBytesNeeder = chatDelegate{}
 	_ chat.CacheProvider    = chatDelegate{}
 	_ chat.TokenCounter     = chatDelegate{}
+	_ chat.NativeProvider   = chatDelegate{}
 )
 
 func (d chatDelegate) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
@@ -315,6 +316,36 @@ func (d chatDelegate) CountTokens(ctx context.Context, req *chat.Request) (int, 
 	}
 	return 0, chat.ErrNoTokenCount
 }
+
+// Speaks reports whether the current provider speaks api natively
+// (chat.NativeProvider); a provider that is not one speaks none.
+func (d chatDelegate) Speaks(api string) bool {
+	np, ok := d.r.peek(d.name).(chat.NativeProvider)
+	return ok && np.Speaks(api)
+}
+
+// NativeStream relays a native answer from the current provider, which
+// speaks the request's API (the gateway asked Speaks).
+func (d chatDelegate) NativeStream(ctx context.Context, req *chat.Request, w chat.NativeWriter) (*chat.Response, error) {
+	np, ok := d.current(ctx).(chat.NativeProvider)
+	if !ok {
+		return nil, errNotNative
+	}
+	return np.NativeStream(ctx, req, w)
+}
+
+// NativeComplete returns a whole native answer from the current provider.
+func (d chatDelegate) NativeComplete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
+	np, ok := d.current(ctx).(chat.NativeProvider)
+	if !ok {
+		return nil, errNotNative
+	}
+	return np.NativeComplete(ctx, req)
+}
+
+// errNotNative is a delegate's native call to a provider that speaks no
+// API natively (a rebuild cannot change that: the catalog says it).
+var errNotNative = errors.New("upstreams: the provider speaks no API natively")
 
 // wrapMedia returns the delegate of job provider name, with the optional
 // interfaces first has (the worker and jobs.Service type-assert them).

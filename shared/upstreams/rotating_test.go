@@ -478,6 +478,13 @@ func TestRotatingInterfaces(t *testing.T) {
 		if got := gc.CacheRules(claude); got != wantC {
 			t.Errorf("%s: CacheRules() = %+v; want %+v", name, got, wantC)
 		}
+		wantN := []bool{false, false}
+		if np, ok := want.(chat.NativeProvider); ok {
+			wantN = []bool{np.Speaks(chat.APIResponses), np.Speaks(chat.APIMessages)}
+		}
+		if gn, ok := got.(chat.NativeProvider); !ok || gn.Speaks(chat.APIResponses) != wantN[0] || gn.Speaks(chat.APIMessages) != wantN[1] {
+			t.Errorf("%s: delegate is a NativeProvider %v; want one that speaks responses %v, messages %v", name, ok, wantN[0], wantN[1])
+		}
 		if _, counts := want.(chat.TokenCounter); !counts {
 			if _, err := gt.CountTokens(context.Background(), &chat.Request{Model: claude}); !errors.Is(err, chat.ErrNoTokenCount) {
 				t.Errorf("%s: CountTokens() = %v; want ErrNoTokenCount", name, err)

@@ -62,7 +62,9 @@ func NewHTTPClient() *http.Client {
 // provider is configured as catalog.Provider.Configured says (its key, or
 // for key-optional ones its base URL env var; GENWAY_BEDROCK=on for
 // Bedrock; the synthetic provider unless GENWAY_SYNTHETIC=off); its base
-// URL is the catalog's, overridden by its env var. httpClient may be nil
+// URL is the catalog's, overridden by its env var; it speaks the client
+// APIs its catalog entry names natively (catalog.Provider.NativeAPIs:
+// none with GENWAY_NATIVE=off). httpClient may be nil
 // (NewHTTPClient). Bedrock loads the AWS configuration (awsenv.LoadConfig:
 // the default credential chain, AWS_REGION) only when it is configured; an
 // error doing so, or a provider of unknown kind, is returned.
@@ -75,9 +77,9 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 		case "synthetic":
 			return synthetic.NewChat(), nil
 		case "openai":
-			return openai.New(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
+			return openai.New(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient, Native: p.NativeAPIs(getenv)}), nil
 		case "anthropic":
-			return anthropic.New(anthropic.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
+			return anthropic.New(anthropic.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient, Native: p.NativeAPIs(getenv)}), nil
 		case "gemini":
 			return gemini.New(gemini.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
 		case "bedrock":

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -82,6 +83,38 @@ func TestNew(t *testing.T) {
 				t.Errorf("New(%v) = %v; want %v", tt.env, got, want)
 			}
 		})
+	}
+}
+
+// TestNewNative: OpenAI's and Anthropic's providers speak their own APIs
+// natively, as the catalog says (an OpenAI-compatible server such as
+// Groq's does not), unless GENWAY_NATIVE=off.
+func TestNewNative(t *testing.T) {
+	isolate(t)
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GROQ_API_KEY": "k", "GEMINI_API_KEY": "k"}
+	for _, off := range []bool{false, true} {
+		env := maps.Clone(keys)
+		if off {
+			env["GENWAY_NATIVE"] = "off"
+		}
+		provs, err := New(cat, func(k string) string { return env[k] }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			provider, api string
+			want          bool
+		}{{"openai", chat.APIResponses, true}, {"openai", chat.APIMessages, false}, {"anthropic", chat.APIMessages, true},
+			{"anthropic", chat.APIResponses, false}, {"groq", chat.APIResponses, false}, {"gemini", chat.APIResponses, false}} {
+			np, ok := provs[tt.provider].(chat.NativeProvider)
+			if got := ok && np.Speaks(tt.api); got != (tt.want && !off) {
+				t.Errorf("GENWAY_NATIVE off %t: %s speaks %s = %t; want %t", off, tt.provider, tt.api, got, tt.want && !off)
+			}
+		}
 	}
 }
 
