@@ -274,7 +274,7 @@ func (v *VertexVideo) readOperation(ctx context.Context, body io.ReadCloser, sp 
 		if err := sp.rewind(); err != nil {
 			return nil, fmt.Errorf("vertex poll: %w", err)
 		}
-		res = &jobs.Result{Body: sp, Size: f.Written(), ContentType: ct, Ext: mediafetch.Ext(ct)}
+		res = &jobs.Result{Body: sp, Size: f.Written(), ContentType: ct, Ext: jobs.Ext(ct)}
 	case r.Videos[0].GCSURI != "":
 		got, err := v.download(ctx, r.Videos[0].GCSURI, ct)
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/mediafetch"
 	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/route"
 )
@@ -308,7 +307,7 @@ func (s *Service) answer(ctx context.Context, account, id, rf string, res *Resul
 			res.Data[i].B64JSON = base64.StdEncoding.EncodeToString(img.Data)
 			continue
 		}
-		key := fmt.Sprintf("images/%s/%s-%d.%s", account, id, i, mediafetch.Ext(img.ContentType))
+		key := fmt.Sprintf("images/%s/%s-%d.%s", account, id, i, jobs.Ext(img.ContentType))
 		if err := s.Media.Put(ctx, key, img.ContentType, bytes.NewReader(img.Data), int64(len(img.Data))); err != nil {
 			return fmt.Errorf("store image %s: %w", key, err)
 		}

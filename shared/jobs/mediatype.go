@@ -124,3 +124,35 @@ func FileDisposition(key, servedType string) string {
 	}
 	return kind + `; filename="` + string(name) + `"`
 }
+
+// Ext returns the file extension (without dot) for a media type: mp3, wav,
+// mp4, ...; "bin" for an unknown one.
+func Ext(contentType string) string {
+	switch contentType {
+	case "audio/mpeg", "audio/mp3":
+		return "mp3"
+	case "audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave":
+		return "wav"
+	case "audio/flac", "audio/x-flac":
+		return "flac"
+	case "audio/ogg":
+		return "ogg"
+	case "audio/mp4":
+		return "m4a"
+	case "audio/aac":
+		return "aac"
+	case "video/mp4":
+		return "mp4"
+	case "video/webm":
+		return "webm"
+	case "video/quicktime":
+		return "mov"
+	case "image/png":
+		return "png"
+	case "image/jpeg":
+		return "jpg"
+	case "image/webp":
+		return "webp"
+	}
+	return "bin"
+}

@@ -182,7 +182,7 @@ func Download(ctx context.Context, c *http.Client, rawURL string, header http.He
 		return nil, err
 	}
 	ct := ContentType(resp.Header.Get("Content-Type"), rawURL, fallbackType)
-	return &jobs.Result{Body: resp.Body, Size: resp.ContentLength, ContentType: ct, Ext: Ext(ct)}, nil
+	return &jobs.Result{Body: resp.Body, Size: resp.ContentLength, ContentType: ct, Ext: jobs.Ext(ct)}, nil
 }
 
 // Fetch downloads rawURL as Download does and reads it whole: its bytes
@@ -228,38 +228,6 @@ var byExt = map[string]string{
 	".mp3": "audio/mpeg", ".wav": "audio/wav", ".flac": "audio/flac", ".ogg": "audio/ogg",
 	".m4a": "audio/mp4", ".aac": "audio/aac", ".mp4": "video/mp4", ".webm": "video/webm", ".mov": "video/quicktime",
 	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".webp": "image/webp",
-}
-
-// Ext returns the file extension (without dot) for a media type: mp3, wav,
-// mp4, ...; "bin" for an unknown one.
-func Ext(contentType string) string {
-	switch contentType {
-	case "audio/mpeg", "audio/mp3":
-		return "mp3"
-	case "audio/wav", "audio/x-wav", "audio/wave", "audio/vnd.wave":
-		return "wav"
-	case "audio/flac", "audio/x-flac":
-		return "flac"
-	case "audio/ogg":
-		return "ogg"
-	case "audio/mp4":
-		return "m4a"
-	case "audio/aac":
-		return "aac"
-	case "video/mp4":
-		return "mp4"
-	case "video/webm":
-		return "webm"
-	case "video/quicktime":
-		return "mov"
-	case "image/png":
-		return "png"
-	case "image/jpeg":
-		return "jpg"
-	case "image/webp":
-		return "webp"
-	}
-	return "bin"
 }
 
 // MatchesType reports whether a media type, or when it is empty or

@@ -96,8 +96,8 @@ func TestContentType(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := ContentType(tt.header, tt.url, tt.fallback)
-		if got != tt.want || Ext(got) != tt.ext {
-			t.Errorf("ContentType(%q, %q, %q) = %q (ext %s); want %q (%s)", tt.header, tt.url, tt.fallback, got, Ext(got), tt.want, tt.ext)
+		if got != tt.want || jobs.Ext(got) != tt.ext {
+			t.Errorf("ContentType(%q, %q, %q) = %q (ext %s); want %q (%s)", tt.header, tt.url, tt.fallback, got, jobs.Ext(got), tt.want, tt.ext)
 		}
 	}
 }
