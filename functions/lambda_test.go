@@ -21,13 +21,13 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/aws/dynamostore"
+	"github.com/genway/genway/shared/aws/mototest"
+	"github.com/genway/genway/shared/aws/s3media"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/mototest"
-	"github.com/genway/genway/shared/s3media"
-	"github.com/genway/genway/shared/sqsqueue"
-	"github.com/genway/genway/shared/vertextest"
+	"github.com/genway/genway/shared/providers/vertextest"
 )
 
 // Names of the test's AWS resources, given to the functions as Lambda

@@ -24,12 +24,12 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/aws/dynamostore"
+	"github.com/genway/genway/shared/aws/s3media"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/images"
-	"github.com/genway/genway/shared/s3media"
-	"github.com/genway/genway/shared/synthetic"
+	"github.com/genway/genway/shared/providers/synthetic"
 )
 
 // lambdaFixture is what TestFunctions set up: moto with the stack's

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genway/genway/shared/vertextest"
+	"github.com/genway/genway/shared/providers/vertextest"
 )
 
 // TestSecretReaders: only the functions that read a secret (a vendor key,

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/dynamostore"
 )
 
 // The IAM of the stack: every permission a function has is one of the

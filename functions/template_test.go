@@ -19,8 +19,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/jobs"
 )
 

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/genway/genway/shared/dynamostore"
+	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/webhooks"
 )
 

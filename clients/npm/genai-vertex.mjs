@@ -1,6 +1,6 @@
 // The official Google Gen AI SDK (@google/genai 3.3.0), unmodified, in
 // Vertex AI mode (Gemini Enterprise Agent Platform), making Veo videos
-// against the fake of Vertex AI that shared/gemini's TestVertexSDKContract
+// against the fake of Vertex AI that shared/providers/gemini's TestVertexSDKContract
 // starts on 127.0.0.1: models.generateVideos, then
 // operations.getVideosOperation until the operation is done. The test
 // compares the SDK's requests with Genway's adapter's, and checks what the

@@ -17,15 +17,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/aws/awsenv"
+	"github.com/genway/genway/shared/aws/dynamostore"
+	"github.com/genway/genway/shared/aws/dynamostream"
+	"github.com/genway/genway/shared/aws/lambdaevents"
+	"github.com/genway/genway/shared/aws/s3media"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/ctxtime"
-	"github.com/genway/genway/shared/dynamostore"
-	"github.com/genway/genway/shared/dynamostream"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/lambdaevents"
-	"github.com/genway/genway/shared/s3media"
-	"github.com/genway/genway/shared/sqsqueue"
 	"github.com/genway/genway/shared/webhooks"
 )
 

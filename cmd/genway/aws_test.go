@@ -14,12 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/aws/awsenv"
+	"github.com/genway/genway/shared/aws/dynamostore"
+	"github.com/genway/genway/shared/aws/mototest"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/dynamostore"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/mototest"
-	"github.com/genway/genway/shared/sqsqueue"
 )
 
 // TestAWSBackend runs the quick start of the AWS-backed local mode against

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/upstreams"
+	"github.com/genway/genway/shared/providers/upstreams"
 )
 
 // benchConcurrency is the number of concurrent client connections.

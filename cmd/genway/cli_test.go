@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localstore"
 )
 
 // TestHelpEverywhere: every command and subcommand answers --help (and -h)

@@ -44,11 +44,11 @@ func (u *streamUpstream) last() []byte {
 	return u.bodies[len(u.bodies)-1]
 }
 
-// codexCapture returns a captured Codex request (shared/httpapi's
+// codexCapture returns a captured Codex request (shared/transport/httpapi's
 // testdata) for model, its last user message replaced by text.
 func codexCapture(t *testing.T, name, model, text string) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile("../../shared/httpapi/testdata/codex/" + name + ".json")
+	b, err := os.ReadFile("../../shared/transport/httpapi/testdata/codex/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/transport/httpapi"
 )
 
 // rawConn dials the server and sends raw bytes.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/localmedia"
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localmedia"
+	"github.com/genway/genway/shared/local/localstore"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/webhooks"
 )

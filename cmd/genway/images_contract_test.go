@@ -16,12 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genway/genway/shared/fal"
-	"github.com/genway/genway/shared/gemini"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/openai"
-	"github.com/genway/genway/shared/replicate"
+	"github.com/genway/genway/shared/providers/fal"
+	"github.com/genway/genway/shared/providers/gemini"
+	"github.com/genway/genway/shared/providers/openai"
+	"github.com/genway/genway/shared/providers/replicate"
 )
 
 // imagesMade checks that our adapter ended with n of the fake's pictures

@@ -22,7 +22,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
-	"github.com/genway/genway/shared/synthetic"
+	"github.com/genway/genway/shared/providers/synthetic"
 )
 
 // imagesAnswer is the answer of POST /v1/images/generations.

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/ratelimit"
+	"github.com/genway/genway/shared/transport/httpapi"
 )
 
 // heapBound is the most heap (runtime.MemStats.HeapInuse) that

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/transport/httpapi"
 )
 
 const imagesUsage = `Usage:

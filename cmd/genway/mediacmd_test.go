@@ -19,9 +19,9 @@ import (
 
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localstore"
 	"github.com/genway/genway/shared/media"
-	"github.com/genway/genway/shared/synthetic"
+	"github.com/genway/genway/shared/providers/synthetic"
 )
 
 // TestMediaCmdFlags: mistakes on the command line are usage errors that

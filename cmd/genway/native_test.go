@@ -88,13 +88,13 @@ func readFile(t *testing.T, path string) string {
 // nativeVendors starts the fake OpenAI and Anthropic upstreams, and
 // returns them with the serve environment that points at them.
 func nativeVendors(t *testing.T) (oai, ant *nativeVendor, env map[string]string) {
-	oaiStream := readFile(t, "../../shared/openai/testdata/responses_native.sse")
-	oai = newNativeVendor(t, oaiStream, readFile(t, "../../shared/openai/testdata/responses_native.json"),
+	oaiStream := readFile(t, "../../shared/providers/openai/testdata/responses_native.sse")
+	oai = newNativeVendor(t, oaiStream, readFile(t, "../../shared/providers/openai/testdata/responses_native.json"),
 		oaiStream[:strings.Index(oaiStream, "event: response.output_item.added")],
 		"event: error\ndata: {\"type\":\"error\",\"sequence_number\":2,\"code\":\"server_error\",\"message\":\"The server had an error.\",\"param\":null}\n\n",
 		"event: response.output_text.done")
-	antStream := readFile(t, "../../shared/anthropic/testdata/stream_native.sse")
-	ant = newNativeVendor(t, antStream, readFile(t, "../../shared/anthropic/testdata/message_thinking.json"),
+	antStream := readFile(t, "../../shared/providers/anthropic/testdata/stream_native.sse")
+	ant = newNativeVendor(t, antStream, readFile(t, "../../shared/providers/anthropic/testdata/message_thinking.json"),
 		antStream[:strings.Index(antStream, "event: content_block_start")],
 		"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n",
 		"event: future_event")
@@ -171,14 +171,14 @@ func costAt(t *testing.T, v any, path ...string) credits.Amount {
 }
 
 // claudeCapture returns a request Claude Code was captured sending
-// (shared/httpapi's testdata): its headers, and its body for model.
+// (shared/transport/httpapi's testdata): its headers, and its body for model.
 func claudeCapture(t *testing.T, name, model string) (map[string]string, map[string]any) {
 	t.Helper()
 	var c struct {
 		Headers map[string]string `json:"headers"`
 		Body    map[string]any    `json:"body"`
 	}
-	if err := json.Unmarshal([]byte(readFile(t, "../../shared/httpapi/testdata/messages/"+name+".json")), &c); err != nil {
+	if err := json.Unmarshal([]byte(readFile(t, "../../shared/transport/httpapi/testdata/messages/"+name+".json")), &c); err != nil {
 		t.Fatal(err)
 	}
 	c.Body["model"] = model

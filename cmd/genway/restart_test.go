@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/genway/genway/shared/awsenv"
-	"github.com/genway/genway/shared/mototest"
+	"github.com/genway/genway/shared/aws/awsenv"
+	"github.com/genway/genway/shared/aws/mototest"
 )
 
 // buildGenway builds this command once per test binary.

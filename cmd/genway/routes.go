@@ -8,10 +8,10 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/speech"
+	"github.com/genway/genway/shared/transport/httpapi"
 	"github.com/genway/genway/shared/webhooks"
 )
 

@@ -19,9 +19,9 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/elevenlabs"
 	"github.com/genway/genway/shared/media"
-	"github.com/genway/genway/shared/openai"
+	"github.com/genway/genway/shared/providers/elevenlabs"
+	"github.com/genway/genway/shared/providers/openai"
 	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/speech"
 )

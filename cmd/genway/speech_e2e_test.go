@@ -17,7 +17,7 @@ import (
 
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/media"
-	"github.com/genway/genway/shared/synthetic"
+	"github.com/genway/genway/shared/providers/synthetic"
 )
 
 // speechText is long enough to come in many pieces: 240 characters, 16 s

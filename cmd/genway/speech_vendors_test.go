@@ -20,7 +20,7 @@ import (
 
 // Fake speech vendors: OpenAI's text to speech and ElevenLabs' streaming
 // text to speech, on loopback, as their API references document them
-// (see shared/openai/speech_test.go and shared/elevenlabs/speech_test.go
+// (see shared/providers/openai/speech_test.go and shared/providers/elevenlabs/speech_test.go
 // for the details checked there); the vendors' SDKs read them in the
 // contract tests (speech_contract_test.go). The audio is synthetic speech
 // of the input (media.WriteSpeech), so it is real audio of the requested

@@ -21,8 +21,8 @@ import (
 )
 
 // Fake chat vendors for the usage and cost tests: httptest servers on
-// loopback that speak each vendor's wire format (shared/openai,
-// shared/anthropic, shared/gemini and shared/bedrock test the wire in
+// loopback that speak each vendor's wire format (shared/providers/openai,
+// shared/providers/anthropic, shared/providers/gemini and shared/providers/bedrock test the wire in
 // detail; these check the whole path through genway serve) and report
 // cached, cache-write and reasoning tokens, whole and streamed.
 

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localstore"
 )
 
 func TestUsageCmd(t *testing.T) {

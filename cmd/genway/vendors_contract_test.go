@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/genway/genway/shared/elevenlabs"
-	"github.com/genway/genway/shared/fal"
-	"github.com/genway/genway/shared/gemini"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/replicate"
+	"github.com/genway/genway/shared/providers/elevenlabs"
+	"github.com/genway/genway/shared/providers/fal"
+	"github.com/genway/genway/shared/providers/gemini"
+	"github.com/genway/genway/shared/providers/replicate"
 )
 
 // TestVendorContractElevenLabs: @elevenlabs/elevenlabs-js 2.73.0 makes
@@ -160,7 +160,7 @@ func TestVendorContractVeo(t *testing.T) {
 		}
 	}
 	// The catalog's Veo models run on Vertex AI (TestVertexSDKContract in
-	// shared/gemini); the Gemini API route stays for catalogs of one's own,
+	// shared/providers/gemini); the Gemini API route stays for catalogs of one's own,
 	// with the preview ids Google served there.
 	vendorContract{
 		pkg: "genai2", version: "2.32.0", script: "veo.mjs",

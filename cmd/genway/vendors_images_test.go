@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/synthetic"
+	"github.com/genway/genway/shared/providers/synthetic"
 )
 
 // Fake image vendors, as vendors_test.go's fakes are (fal's and

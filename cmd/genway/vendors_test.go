@@ -17,7 +17,7 @@ import (
 	"testing"
 
 	"github.com/genway/genway/shared/media"
-	"github.com/genway/genway/shared/vertextest"
+	"github.com/genway/genway/shared/providers/vertextest"
 )
 
 // Fake media vendors for the end-to-end tests: httptest servers on
@@ -34,7 +34,7 @@ import (
 //   - "throttled ...": the first submit of that prompt is answered 429
 //     in the vendor's shape; the next is accepted.
 //
-// Veo on Vertex AI (fakeVertex, shared/vertextest) knows "forbidden",
+// Veo on Vertex AI (fakeVertex, shared/providers/vertextest) knows "forbidden",
 // "broken" and "quota ...": every submit of that prompt is answered as
 // Vertex AI answers a used-up daily quota (429 RESOURCE_EXHAUSTED with a
 // QuotaFailure and a RetryInfo), counted in its Quota.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/admin"
-	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/transport/httpapi"
 	"github.com/genway/genway/shared/webhooks"
 )
 

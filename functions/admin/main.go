@@ -20,11 +20,11 @@ import (
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/admin"
-	"github.com/genway/genway/shared/console"
-	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/aws/lambdahttp"
+	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/lambdahttp"
-	"github.com/genway/genway/shared/secrets"
+	"github.com/genway/genway/shared/transport/console"
+	"github.com/genway/genway/shared/transport/httpapi"
 )
 
 func main() {

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
-	"github.com/genway/genway/shared/httpapi"
-	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/aws/lambdahttp"
+	"github.com/genway/genway/shared/transport/httpapi"
 	"github.com/genway/genway/shared/webhooks"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/aws/dynamostore"
+	"github.com/genway/genway/shared/aws/lambdaevents"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/dynamostore"
-	"github.com/genway/genway/shared/lambdaevents"
 )
 
 func main() {

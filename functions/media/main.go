@@ -18,13 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/genway/genway/functions/internal/wire"
-	"github.com/genway/genway/shared/httpapi"
+	"github.com/genway/genway/shared/aws/lambdahttp"
+	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/images"
-	"github.com/genway/genway/shared/lambdahttp"
+	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/route"
-	"github.com/genway/genway/shared/secrets"
 	"github.com/genway/genway/shared/speech"
-	"github.com/genway/genway/shared/upstreams"
+	"github.com/genway/genway/shared/transport/httpapi"
 )
 
 func main() {

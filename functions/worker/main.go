@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/aws/lambdaevents"
+	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/lambdaevents"
+	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/route"
-	"github.com/genway/genway/shared/secrets"
-	"github.com/genway/genway/shared/upstreams"
 )
 
 // WorkerTimeout is the function's Timeout in template.yaml (a test checks

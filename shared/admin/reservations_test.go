@@ -10,7 +10,7 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localstore"
 )
 
 // settleReservation reserves amount on acct for typ and model at at, and

@@ -14,8 +14,8 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/httpapi"
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localstore"
+	"github.com/genway/genway/shared/transport/httpapi"
 )
 
 // operators returns a Service on a fresh embedded store and a Client

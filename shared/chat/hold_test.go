@@ -13,7 +13,7 @@ import (
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localstore"
 )
 
 // holdStore is an embedded store with account "acct" (balance credits)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localstore"
 )
 
 // pendingVendor is a long-running provider that is never done: every poll

@@ -20,7 +20,7 @@ import (
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/localstore"
+	"github.com/genway/genway/shared/local/localstore"
 	"github.com/genway/genway/shared/webhooks"
 )
 

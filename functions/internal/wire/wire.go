@@ -19,15 +19,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/genway/genway/shared/auth"
-	"github.com/genway/genway/shared/awsenv"
+	"github.com/genway/genway/shared/aws/awsenv"
+	"github.com/genway/genway/shared/aws/dynamostore"
+	"github.com/genway/genway/shared/aws/s3media"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/dynamostore"
-	"github.com/genway/genway/shared/httpapi"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/ratelimit"
-	"github.com/genway/genway/shared/s3media"
-	"github.com/genway/genway/shared/sqsqueue"
+	"github.com/genway/genway/shared/transport/httpapi"
 	"github.com/genway/genway/shared/webhooks"
 )
 

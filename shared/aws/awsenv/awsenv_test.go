@@ -1,0 +1,242 @@
+package awsenv
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/genway/genway/shared/aws/mototest"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestFromEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want Names
+	}{
+		{"defaults", nil, Names{JobsTable: "genway-jobs", AccountsTable: "genway-accounts", RecordsTable: "genway-records", JobsQueue: "genway-jobs", JobsDLQ: "genway-jobs-dlq", MediaBucket: "genway-media",
+			WebhooksQueue: "genway-webhooks", WebhooksDLQ: "genway-webhooks-dlq"}},
+		{"overrides", map[string]string{
+			EnvJobsTable: "j", EnvAccountsTable: "a", EnvRecordsTable: "r", EnvJobsQueue: "q", EnvJobsQueueURL: "http://x/q", EnvJobsDLQ: "d", EnvMediaBucket: "b",
+			EnvWebhooksQueue: "w", EnvWebhooksQueueURL: "http://x/w", EnvWebhooksDLQ: "wd",
+		}, Names{JobsTable: "j", AccountsTable: "a", RecordsTable: "r", JobsQueue: "q", JobsQueueURL: "http://x/q", JobsDLQ: "d", MediaBucket: "b",
+			WebhooksQueue: "w", WebhooksQueueURL: "http://x/w", WebhooksDLQ: "wd"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FromEnv(env(tt.env)); got != tt.want {
+				t.Errorf("FromEnv(%v) = %+v; want %+v", tt.env, got, tt.want)
+			}
+		})
+	}
+}
+
+// isolate keeps the SDK away from the machine's AWS configuration.
+func isolate(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("AWS_CONFIG_FILE", dir+"/config")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", dir+"/credentials")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	for _, k := range []string{"AWS_PROFILE", "AWS_CA_BUNDLE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL"} {
+		t.Setenv(k, "") // restored after the test
+		os.Unsetenv(k)
+	}
+}
+
+func TestLoadConfigAndQueueURL(t *testing.T) {
+	isolate(t)
+	ctx := context.Background()
+	if _, err := LoadConfig(ctx, env(nil)); err == nil {
+		t.Errorf("LoadConfig(no region) = nil error; want one")
+	}
+	endpoint := mototest.Start(t)
+	cfg, err := LoadConfig(ctx, env(map[string]string{"AWS_REGION": "eu-west-1", "AWS_ENDPOINT_URL": endpoint}))
+	if err != nil {
+		t.Fatalf("LoadConfig = %v", err)
+	}
+	if cfg.Region != "eu-west-1" || aws.ToString(cfg.BaseEndpoint) != endpoint {
+		t.Errorf("LoadConfig = region %q endpoint %q; want eu-west-1, %s", cfg.Region, aws.ToString(cfg.BaseEndpoint), endpoint)
+	}
+	client := sqs.NewFromConfig(cfg)
+	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("genway-jobs")})
+	if err != nil {
+		t.Fatalf("CreateQueue = %v", err)
+	}
+	hooks, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("genway-webhooks")})
+	if err != nil {
+		t.Fatalf("CreateQueue = %v", err)
+	}
+	tests := []struct {
+		name     string
+		webhooks bool // WebhooksQueueURLOf, not QueueURL
+		env      map[string]string
+		want     string
+		ok       bool
+	}{
+		{"by name", false, nil, aws.ToString(created.QueueUrl), true},
+		{"URL wins", false, map[string]string{EnvJobsQueueURL: "http://127.0.0.1:1/q", EnvJobsQueue: "nope"}, "http://127.0.0.1:1/q", true},
+		{"unknown name", false, map[string]string{EnvJobsQueue: "nope"}, "", false},
+		{"webhooks by name", true, nil, aws.ToString(hooks.QueueUrl), true},
+		{"webhooks URL wins", true, map[string]string{EnvWebhooksQueueURL: "http://127.0.0.1:1/w", EnvWebhooksQueue: "nope"}, "http://127.0.0.1:1/w", true},
+		{"webhooks unknown name", true, map[string]string{EnvWebhooksQueue: "nope"}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			names := FromEnv(env(tt.env))
+			get := names.QueueURL
+			if tt.webhooks {
+				get = names.WebhooksQueueURLOf
+			}
+			got, err := get(ctx, client)
+			if got != tt.want || (err == nil) != tt.ok {
+				t.Errorf("queue URL (webhooks %v, %v) = %q, %v; want %q, ok %v", tt.webhooks, tt.env, got, err, tt.want, tt.ok)
+			}
+		})
+	}
+}
+
+// countingClient records how many of its requests ran at once.
+type countingClient struct {
+	active, most atomic.Int32
+}
+
+func (c *countingClient) Do(r *http.Request) (*http.Response, error) {
+	n := c.active.Add(1)
+	for {
+		m := c.most.Load()
+		if n <= m || c.most.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	runtime.Gosched()
+	c.active.Add(-1)
+	return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+}
+
+// TestLocalDynamoDB: an endpoint on this machine (moto) gets a client that
+// sends one request at a time; any other endpoint, or none, keeps the
+// client as it is.
+func TestLocalDynamoDB(t *testing.T) {
+	tests := []struct {
+		env    map[string]string
+		serial bool
+	}{
+		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://localhost:4566"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://[::1]:8000"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL": "https://dynamodb.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}, true},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:5000", "AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.eu-west-1.amazonaws.com"}, false},
+		{map[string]string{"AWS_ENDPOINT_URL": "http://10.0.0.5:8000"}, false},
+		{map[string]string{"AWS_ENDPOINT_URL": "https://dynamodb.us-east-1.amazonaws.com"}, false},
+		{map[string]string{}, false},
+	}
+	for _, tt := range tests {
+		fake := &countingClient{}
+		o := dynamodb.Options{HTTPClient: fake}
+		LocalDynamoDB(func(k string) string { return tt.env[k] })(&o)
+		if _, wrapped := o.HTTPClient.(*oneAtATime); wrapped != tt.serial {
+			t.Errorf("%v: one at a time %v; want %v", tt.env, wrapped, tt.serial)
+			continue
+		}
+		if !tt.serial {
+			continue
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 50 {
+					req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:5000/", nil)
+					o.HTTPClient.Do(req)
+				}
+			}()
+		}
+		wg.Wait()
+		if m := fake.most.Load(); m != 1 {
+			t.Errorf("%v: %d requests ran at once; want 1", tt.env, m)
+		}
+	}
+}
+
+// gateClient is an HTTP client whose requests each wait for a value on
+// release, and that records their order by the X-Name header.
+type gateClient struct {
+	release chan struct{}
+	mu      sync.Mutex
+	order   []string
+}
+
+func (c *gateClient) Do(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.order = append(c.order, r.Header.Get("X-Name"))
+	c.mu.Unlock()
+	<-c.release
+	return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+}
+
+// TestOneAtATimeBackground: a background request waiting beside a
+// foreground one goes after it, whichever came first; alone it goes.
+func TestOneAtATimeBackground(t *testing.T) {
+	fake := &gateClient{release: make(chan struct{})}
+	s := newOneAtATime(fake)
+	send := func(name string, bg bool, done chan<- string) {
+		ctx := context.Background()
+		if bg {
+			ctx = Background(ctx)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://127.0.0.1:5000/", nil)
+		req.Header.Set("X-Name", name)
+		s.Do(req)
+		done <- name
+	}
+	// waitFor waits until the client's state satisfies ok (bounded).
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			s.mu.Lock()
+			done := ok()
+			s.mu.Unlock()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within 10 s", what)
+			}
+		}
+	}
+	done := make(chan string, 4)
+	go send("first", false, done) // takes the client
+	waitFor("request in flight", func() bool { return s.busy })
+	go send("catch-up", true, done)
+	waitFor("background request waiting", func() bool { return s.behind == 1 })
+	go send("new work", false, done)
+	waitFor("foreground request waiting", func() bool { return s.waiting == 1 })
+	for range 3 {
+		fake.release <- struct{}{}
+		<-done
+	}
+	if want := []string{"first", "new work", "catch-up"}; !slices.Equal(fake.order, want) {
+		t.Errorf("requests sent in the order %v; want %v (background last)", fake.order, want)
+	}
+	go send("alone", true, done)
+	fake.release <- struct{}{}
+	if got := <-done; got != "alone" {
+		t.Errorf("a background request with nothing waiting = %q; want it sent", got)
+	}
+}
