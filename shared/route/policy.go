@@ -3,9 +3,9 @@
 // fails: the same target again after a backoff, the next target, or the
 // answer to the client. Chat completions and the Responses API run their
 // attempts through Router.Run; a job's submits, one per worker run across
-// queue deliveries, apply Policy.Decide in the jobs worker and share the
-// router's keys, breakers and counters through Router.Key, KeyFree,
-// Observe and Moved. Provider adapters only classify their own failures
+// queue deliveries, go through Router.Submit (and a move to the next
+// target is counted with Router.Moved), sharing the router's keys,
+// breakers and counters. Provider adapters only classify their own failures
 // (a Failure: an HTTP status, an in-band stream error, a dropped or
 // stalled stream).
 //

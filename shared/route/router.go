@@ -279,10 +279,9 @@ func (r *Router) restKey(t *Target, id string, f Failure) {
 }
 
 // Attempts made outside Run. A job's submit is one attempt per worker
-// run, the runs spread over queue deliveries (see package jobs): the
-// worker applies Policy.Decide itself and uses these to share the
-// router's state with chat: the keys' rests, the breakers and the
-// genway_route_* counters.
+// run, the runs spread over queue deliveries (see package jobs): Submit
+// makes it with these, sharing the router's state with chat: the keys'
+// rests, the breakers and the genway_route_* counters.
 
 // Key returns the key (a KeyID) for an attempt on t made outside Run: a
 // key of t.Keys not in tried that is not resting, spreading attempts over
@@ -330,7 +329,11 @@ func (r *Router) Observe(t Target, key string, f *Failure) {
 
 // Moved counts a move from target t, which failed, to the next target
 // made outside Run (genway_route_fallbacks_total, as Run counts its own).
+// A nil Router counts nothing.
 func (r *Router) Moved(t Target) {
+	if r == nil {
+		return
+	}
 	r.count("genway_route_fallbacks_total", "Routing: moves from a target that failed to the next one, by the target left.", &t, "")
 }
 
