@@ -16,34 +16,6 @@ import (
 	"github.com/genway/genway/shared/credits"
 )
 
-// Status is a job's place in its lifecycle.
-type Status string
-
-// The statuses. Transitions: queued -> processing -> completed | failed, and
-// queued -> failed. completed and failed are final.
-const (
-	Queued     Status = "queued"
-	Processing Status = "processing"
-	Completed  Status = "completed"
-	Failed     Status = "failed"
-)
-
-// Final reports whether s is completed or failed.
-func (s Status) Final() bool { return s == Completed || s == Failed }
-
-// CanTransition reports whether a job may move from one status to another.
-// Processing -> processing is allowed: a redelivered message takes a job over
-// after a crash (it counts as another attempt).
-func CanTransition(from, to Status) bool {
-	switch from {
-	case Queued:
-		return to == Processing || to == Failed
-	case Processing:
-		return to == Processing || to == Completed || to == Failed
-	}
-	return false
-}
-
 // Job types.
 const (
 	TypeMusic = "music"
