@@ -40,43 +40,16 @@ const (
 	DefaultMaxBytes = 2 << 30
 )
 
-// Worker turns queued jobs into media. Each delivery of a job's message is
-// one short run: start the job at its vendor, or poll it once, or retry it
-// after a transient fault; a long-running vendor's job is re-enqueued with
-// a delay between polls, so no worker waits on a vendor for minutes.
-//
-// Process is idempotent: every run is claimed with a conditional write
-// (Job.Runs), so of duplicate deliveries one runs; a job is started at its
-// vendor at most once per attempt and its handle is stored before the
+// Worker turns queued jobs into media: each delivery of a job's message is
+// one short run (Process) that starts the job at its vendor, polls it once,
+// or retries it after a transient fault, so no run waits on a vendor for
+// minutes. Each run moves the job along the state table (Transition) with
+// conditional writes: of duplicate deliveries one runs, a job is submitted
+// at most once per attempt and its vendor's handle is stored before the
 // message is acknowledged, so a restart polls it instead of submitting
-// again; completion is a conditional transition. Safe for concurrent use.
-//
-// Routing (a job whose model has fallbacks: Job.Candidates). Each failed
-// submit is classified (Failure) and the routing policy decides
-// (route.Policy.Decide, the function chat uses) with State.Retry the
-// retries at the current candidate, More whether another candidate
-// follows, Left the time to the job's deadline:
-//
-//   - Again: the job is re-enqueued after the wait (never sooner than the
-//     worker's own backoff), as for any transient fault;
-//   - OtherKey: the same candidate at once with another key of its
-//     provider's pool, in the same run (the key refused or rate-limited
-//     rests in the Router);
-//   - Next: the job moves to the next candidate (Job.Candidate, with a
-//     conditional write on the run's claim) and is re-enqueued at once: a
-//     redelivery or a restart continues there;
-//   - Stop (or Next with no candidate left): the job fails, no charge.
-//
-// Only a definite refusal moves a job on (Failure reports it): a failure
-// after which the vendor may have taken the job (a timeout or a broken
-// connection after the request was sent, a 502 or 504, an unreadable
-// answer) is decided as if no candidate followed, so it is retried at the
-// same candidate or fails the job; and no submit is routed at all once a
-// vendor answered with a handle or the media. The retries: while another
-// candidate follows, the policy's (Policy.Retries, GENWAY_ROUTE_RETRIES);
-// at the last candidate (a job without fallbacks has only one), up to
-// MaxAttempts starts, as before fallbacks existed. MaxAttempts caps the
-// starts at any one candidate, crashed runs included.
+// again. A failed submit is decided by Router (route.Router.Submit).
+// docs/architecture.md ("How a job flows") gives the policy. Safe for
+// concurrent use.
 type Worker struct {
 	Store       Store
 	Queue       Queue // re-enqueues polls and retries
@@ -84,13 +57,13 @@ type Worker struct {
 	Providers   map[string]Provider // by catalog provider name
 	Catalog     *catalog.Catalog
 	Log         *slog.Logger
-	MaxAttempts int              // 0: DefaultMaxAttempts
+	MaxAttempts int              // starts at one candidate, crashed runs included; 0: DefaultMaxAttempts
 	Now         func() time.Time // nil: time.Now
-	// Router is the process's router (shared with chat): its policy
-	// decides failed submits, its key state picks the key of each submit
-	// from a provider's pool (route.Keyed), and each submit's outcome is
-	// recorded in its breakers and counters. nil: route.DefaultPolicy,
-	// with no key pools, breakers or routing counters.
+	// Router is the process's router (shared with chat): it picks the key
+	// of each submit from a provider's pool (route.Keyed), records each
+	// submit's outcome in its breakers and counters, and decides a failed
+	// submit by its policy. nil: route.DefaultPolicy, with no key pools,
+	// breakers or routing counters.
 	Router *route.Router
 	// Lease is how long a worker owns a job it is starting: a duplicate
 	// delivery of a job that another worker started less than Lease ago is
@@ -145,6 +118,24 @@ func ParsePollInterval(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// run is one delivery of a job's message: what the steps of one Process
+// share.
+type run struct {
+	w *Worker
+	// ctx is the delivery's: the store's and the queue's calls use it, and
+	// its end means the worker is stopping (the message comes back).
+	ctx context.Context
+	// call is ctx bounded by the job's deadline, set when a start or a
+	// poll round is claimed: the vendor's calls and the output's copy use
+	// it, and its end alone means the deadline passed (the job fails).
+	call context.Context
+	j    *Job           // as read, then as claimed
+	m    *catalog.Model // the candidate the job is at: submitted to, polled and cancelled at
+	p    Provider       // m's
+	now  time.Time      // when the delivery began
+	log  *slog.Logger   // with the job's attributes, once claimed
+}
+
 // Process runs job id once. A nil error means the message can be
 // acknowledged: the job is final or unknown, or its next run is scheduled
 // (a new message), or the delivery was a duplicate of a run another worker
@@ -161,32 +152,28 @@ func (w *Worker) Process(ctx context.Context, id string) error {
 	if j.Status.Final() {
 		return nil // duplicate delivery
 	}
-	now := w.now()
-	// m is the candidate the job is at: the model it is submitted to,
-	// polled at and cancelled at.
+	r := &run{w: w, ctx: ctx, j: j, now: w.now()}
 	model := j.Current().Model
-	m, ok := w.Catalog.Model(model)
-	var p Provider
-	if ok {
-		p = w.Providers[m.Provider]
+	if m, ok := w.Catalog.Model(model); ok {
+		r.m, r.p = m, w.Providers[m.Provider]
 	}
-	if p == nil {
-		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: fmt.Sprintf("The model %s has no configured provider; no credits were charged.", model)})
+	if r.p == nil {
+		return r.fail(&JobError{Code: CodeInternal, Message: fmt.Sprintf("The model %s has no configured provider; no credits were charged.", model)})
 	}
-	if j.Started != 0 && !now.Before(w.deadline(j)) {
-		return w.timeout(ctx, m, p, j)
+	if j.Started != 0 && !r.now.Before(w.deadline(j)) {
+		return r.timeout()
 	}
 	next := j.NextRun
 	if next == 0 && j.Status == Processing {
 		next = j.Updated + int64(w.Lease/time.Second) // a job stored before NextRun existed
 	}
-	if j.Status == Processing && now.Unix() < next {
-		return w.early(ctx, j, now)
+	if j.Status == Processing && r.now.Unix() < next {
+		return r.early()
 	}
 	if j.Handle != nil {
-		return w.poll(ctx, m, p, j, now)
+		return r.poll()
 	}
-	return w.start(ctx, m, p, j, now)
+	return r.start()
 }
 
 // deadline is when job j passes its deadline: its requested model's
@@ -203,8 +190,18 @@ func (w *Worker) limit(j *Job) time.Duration {
 	return catalog.DefaultDeadline
 }
 
+// write makes transition t of r's job, from the status it was read or
+// claimed in, with p.
+func (r *run) write(ctx context.Context, t Transition, p Patch) (*Job, error) {
+	if err := t.check(r.j.Status); err != nil {
+		return nil, err
+	}
+	return r.w.Store.Transition(ctx, r.j.ID, r.j.Status, t.To, p)
+}
+
 // early handles a delivery before the job's NextRun.
-func (w *Worker) early(ctx context.Context, j *Job, now time.Time) error {
+func (r *run) early() error {
+	w, j := r.w, r.j
 	switch {
 	case w.Lease > 0 && j.Handle != nil:
 		// A duplicate of a poll round another delivery claimed: that one
@@ -217,253 +214,223 @@ func (w *Worker) early(ctx context.Context, j *Job, now time.Time) error {
 	}
 	// One delivery at a time (the embedded queue, after a restart): come
 	// back when the run is due. The queue keeps one message per job.
-	if err := enqueue(ctx, w.Queue, j.ID, j.Account, time.Unix(j.NextRun, 0).Sub(now)); err != nil {
+	if err := enqueue(r.ctx, w.Queue, j.ID, j.Account, time.Unix(j.NextRun, 0).Sub(r.now)); err != nil {
 		return fmt.Errorf("process %s: reschedule: %w", j.ID, err)
 	}
 	return nil
 }
 
-// start claims j and starts it at its vendor (m, the candidate it is at):
+// start claims the job and submits it to its vendor, through the router:
 // one submit, or one per key of the provider's pool while keys refuse it
-// and another is free; a failed submit is decided by the routing policy.
-func (w *Worker) start(ctx context.Context, m *catalog.Model, p Provider, j *Job, now time.Time) error {
+// and another is free; a failed submit is retried later, moved to the
+// next candidate, or fails the job, as the router decides.
+func (r *run) start() error {
+	w, j := r.w, r.j
 	if j.Tries() >= w.maxAttempts() {
-		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: fmt.Sprintf("Generation did not finish after %d attempts; no credits were charged.", j.Attempts)})
+		return r.fail(&JobError{Code: CodeInternal, Message: fmt.Sprintf("Generation did not finish after %d attempts; no credits were charged.", j.Attempts)})
 	}
-	patch := Patch{IncAttempts: true, Updated: now.Unix(), NextRun: now.Add(w.Lease).Unix(), IfRuns: &j.Runs}
+	patch := Patch{IncAttempts: true, Updated: r.now.Unix(), NextRun: r.now.Add(w.Lease).Unix(), IfRuns: &j.Runs}
 	if j.Started == 0 {
-		patch.Started = now.Unix()
+		patch.Started = r.now.Unix()
 	}
-	id := j.ID
-	j, err := w.Store.Transition(ctx, id, j.Status, Processing, patch)
+	j, err := r.write(r.ctx, tStart, patch)
 	if errors.Is(err, ErrConflict) {
-		return w.recheck(ctx, id)
+		return r.recheck()
 	}
 	if err != nil {
-		return fmt.Errorf("process %s: start: %w", id, err)
+		return fmt.Errorf("process %s: start: %w", r.j.ID, err)
 	}
-	log := w.Log.With("job_id", j.ID, "model", j.Model, "candidate", m.ID, "attempt", j.Attempts)
-	sctx, cancel := context.WithTimeout(ctx, w.deadline(j).Sub(now))
+	r.j = j
+	r.log = w.Log.With("job_id", j.ID, "model", j.Model, "candidate", r.m.ID, "attempt", j.Attempts)
+	call, cancel := context.WithTimeout(r.ctx, w.deadline(j).Sub(r.now))
 	defer cancel()
-	target := route.Target{Model: m.ID, Provider: m.Provider}
-	if k, ok := p.(route.Keyed); ok {
+	r.call = call
+	target := route.Target{Model: r.m.ID, Provider: r.m.Provider}
+	if k, ok := r.p.(route.Keyed); ok {
 		target.Keys = k.KeyIDs()
 	}
-	tried := map[string]bool{}
-	for {
-		key := ""
-		if w.Router != nil {
-			key = w.Router.Key(target, tried)
-		}
-		actx := sctx
-		if key != "" {
-			tried[key] = true
-			actx = route.WithKey(sctx, key)
-		}
-		step, err := p.Start(actx, m, j)
-		if err != nil && step != nil && step.Result != nil {
+	var step *Step
+	v, err := w.Router.Submit(r.call, route.Submission{Target: target, Retry: max(j.Tries()-1, 0), More: j.More(),
+		MaxRetries: w.maxAttempts() - 1, Left: func() time.Duration { return w.deadline(j).Sub(w.now()) }},
+		Failure, func(ctx context.Context) (err error) {
+			step, err = r.submit(ctx)
+			return err
+		})
+	for _, f := range v.Failed {
+		r.log.Warn("submit failed", "outcome", f.Failure.Outcome(), "class", f.Failure.Class.String(), "refused", f.Refused,
+			"action", f.Action.String(), "key", f.Key, "err", f.Err)
+	}
+	switch {
+	case err == nil:
+		return r.started(step, v.Key)
+	case v.Ended && r.ctx.Err() != nil:
+		return fmt.Errorf("process %s: start: %w", j.ID, err)
+	case v.Ended:
+		return r.timeout()
+	}
+	switch v.Action {
+	case route.Again:
+		return r.retry(w.backoff(j, v.Wait))
+	case route.Next:
+		return r.advance(target)
+	}
+	return r.submitFailed(err)
+}
+
+// submit makes one submit of the job (ctx carries the key chosen): a
+// step with neither media nor a handle, or both, is the provider's error.
+func (r *run) submit(ctx context.Context) (*Step, error) {
+	step, err := r.p.Start(ctx, r.m, r.j)
+	if err != nil && step != nil && step.Result != nil {
+		step.Result.Body.Close()
+	}
+	if err == nil && (step == nil || (step.Result == nil) == (step.Handle == nil)) {
+		if step != nil && step.Result != nil {
 			step.Result.Body.Close()
 		}
-		if err == nil && (step == nil || (step.Result == nil) == (step.Handle == nil)) {
-			if step != nil && step.Result != nil {
-				step.Result.Body.Close()
-			}
-			err = &ProviderError{Code: CodeInternal, Message: "The provider answered neither media nor a handle.", Err: fmt.Errorf("provider %s: bad step", m.Provider)}
-		}
-		switch {
-		case err == nil:
-			w.observe(target, key, nil)
-			return w.started(ctx, sctx, m, p, j, step, key, log)
-		case ctx.Err() != nil:
-			return fmt.Errorf("process %s: start: %w", j.ID, err)
-		case sctx.Err() != nil:
-			return w.timeout(ctx, m, p, j)
-		}
-		f, refused := Failure(err)
-		w.observe(target, key, &f)
-		keyFree := w.Router != nil && refused && w.Router.KeyFree(target, tried)
-		act, wait := w.decide(j, f, refused, keyFree)
-		log.Warn("submit failed", "outcome", f.Outcome(), "class", f.Class.String(), "refused", refused, "action", act.String(), "key", key, "err", err)
-		switch act {
-		case route.OtherKey:
-			continue
-		case route.Again:
-			return w.retry(ctx, j, w.backoff(j, wait), log)
-		case route.Next:
-			if refused && j.More() {
-				return w.advance(ctx, j, target, log)
-			}
-		}
-		return w.submitFailed(ctx, j, m.Provider, err, log)
+		err = &ProviderError{Code: CodeInternal, Message: "The provider answered neither media nor a handle.", Err: fmt.Errorf("provider %s: bad step", r.m.Provider)}
 	}
+	return step, err
 }
 
 // started handles the vendor's answer to a submit: the media (copied and
 // the job completed), or a handle (stored with the key that submitted,
 // then polled).
-func (w *Worker) started(ctx, sctx context.Context, m *catalog.Model, p Provider, j *Job, step *Step, key string, log *slog.Logger) error {
+func (r *run) started(step *Step, key string) error {
 	if step.Result != nil {
-		return w.finishOrRetry(ctx, sctx, m, p, j, step.Result, log)
+		return r.finishOrRetry(step.Result)
 	}
-	if _, ok := p.(Poller); !ok {
-		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: "The provider answered a handle but cannot be polled; no credits were charged."})
+	if _, ok := r.p.(Poller); !ok {
+		return r.fail(&JobError{Code: CodeInternal, Message: "The provider answered a handle but cannot be polled; no credits were charged."})
 	}
 	h := *step.Handle
-	h.Submitted = w.now().Unix()
+	h.Submitted = r.w.now().Unix()
 	h.KeyID = key
-	log.Info("submitted to vendor", "vendor_id", h.ID)
-	return w.saveHandle(ctx, j, &h, log)
+	r.log.Info("submitted to vendor", "vendor_id", h.ID)
+	return r.saveHandle(&h)
 }
 
-// observe records a submit's outcome in the Router, if there is one.
-func (w *Worker) observe(t route.Target, key string, f *route.Failure) {
-	if w.Router != nil {
-		w.Router.Observe(t, key, f)
-	}
-}
-
-// decide applies the routing policy to failure f of a submit of j (see
-// Worker): Decide with the router's policy (DefaultPolicy without one),
-// the retries at j's current candidate, whether another follows (only
-// after a definite refusal), the time to j's deadline. At the last
-// candidate, or after a failure the vendor may have taken the job with,
-// the retries are MaxAttempts - 1; elsewhere the policy's, within them.
-func (w *Worker) decide(j *Job, f route.Failure, refused, keyFree bool) (route.Action, time.Duration) {
-	p := route.DefaultPolicy
-	if w.Router != nil {
-		p = w.Router.Policy()
-	}
-	more := refused && j.More()
-	last := w.maxAttempts() - 1
-	if more {
-		p.Retries = min(p.Retries, last)
-	} else {
-		p.Retries = last
-	}
-	if p.Retries <= 0 {
-		p.Retries = -1 // none (0 is the default's)
-	}
-	return p.Decide(f, route.State{Retry: max(j.Tries()-1, 0), More: more, KeyFree: keyFree,
-		Left: w.deadline(j).Sub(w.now()), Jitter: rand.Float64()})
-}
-
-// advance moves claimed job j to its next candidate after the current
-// one refused the submit: a conditional write on the run's claim, so that
-// a redelivery or a restart continues there, then a message at once.
-func (w *Worker) advance(ctx context.Context, j *Job, from route.Target, log *slog.Logger) error {
+// advance moves the claimed job to its next candidate after the current
+// one (from) refused the submit: a conditional write on the run's claim,
+// so that a redelivery or a restart continues there, then a message at
+// once.
+func (r *run) advance(from route.Target) error {
+	j := r.j
 	next := j.Candidate + 1
-	now := w.now()
-	_, err := w.Store.Transition(ctx, j.ID, Processing, Processing, Patch{Candidate: &next, AttemptsBefore: j.Attempts,
+	now := r.w.now()
+	_, err := r.write(r.ctx, tNext, Patch{Candidate: &next, AttemptsBefore: j.Attempts,
 		Updated: now.Unix(), NextRun: now.Unix(), IfRuns: &j.Runs})
 	if errors.Is(err, ErrConflict) {
-		return w.recheck(ctx, j.ID)
+		return r.recheck()
 	}
 	if err != nil {
 		return fmt.Errorf("process %s: move to the next candidate: %w", j.ID, err)
 	}
-	if w.Router != nil {
-		w.Router.Moved(from)
-	}
-	log.Warn("vendor refused the job; moving to the next candidate", "next", j.Candidates[next].Model)
-	return w.schedule(ctx, j, 0)
+	r.w.Router.Moved(from) // counted once the move is written
+	r.log.Warn("vendor refused the job; moving to the next candidate", "next", j.Candidates[next].Model)
+	return r.schedule(0)
 }
 
-// submitFailed fails j after its last submit to provider failed for
-// good: as FailureOf says (the vendor's code and words for a refusal of
-// the request, a generic message for one of the operator's account), else
-// as a vendor that kept failing.
-func (w *Worker) submitFailed(ctx context.Context, j *Job, provider string, err error, log *slog.Logger) error {
-	if je := FailureOf(provider, err); je != nil {
-		log.Warn("generation failed", "step", "start", "code", je.Code, "account", je.Vendor != "", "err", err)
-		return w.fail(ctx, j, je)
+// submitFailed fails the job after its last submit failed for good
+// (err): as FailureOf says (the vendor's code and words for a refusal of
+// the request, a generic message for one of the operator's account),
+// else as a vendor that kept failing.
+func (r *run) submitFailed(err error) error {
+	if je := FailureOf(r.m.Provider, err); je != nil {
+		r.log.Warn("generation failed", "step", "start", "code", je.Code, "account", je.Vendor != "", "err", err)
+		return r.fail(je)
 	}
-	log.Warn("vendor kept failing; job failed", "step", "start", "err", err)
-	return w.fail(ctx, j, &JobError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor kept failing (%d attempts); no credits were charged.", j.Attempts)})
+	r.log.Warn("vendor kept failing; job failed", "step", "start", "err", err)
+	return r.fail(&JobError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor kept failing (%d attempts); no credits were charged.", r.j.Attempts)})
 }
 
-// saveHandle stores the vendor's handle on j and schedules the first poll.
-// A handle that cannot be stored means a second submit after a restart, so
-// the write is tried a few times before giving up.
-func (w *Worker) saveHandle(ctx context.Context, j *Job, h *Handle, log *slog.Logger) error {
-	interval := w.pollInterval()
+// saveHandle stores the vendor's handle h on the job and schedules the
+// first poll. A handle that cannot be stored means a second submit after
+// a restart, so the write is tried a few times before giving up.
+func (r *run) saveHandle(h *Handle) error {
+	j := r.j
+	interval := r.w.pollInterval()
 	var err error
 	for try := 0; try < 3; try++ {
-		if try > 0 && !ctxtime.Sleep(ctx, time.Duration(100<<try)*time.Millisecond) {
+		if try > 0 && !ctxtime.Sleep(r.ctx, time.Duration(100<<try)*time.Millisecond) {
 			break
 		}
-		now := w.now()
-		_, err = w.Store.Transition(ctx, j.ID, Processing, Processing, Patch{Handle: h, Updated: now.Unix(), NextRun: now.Add(interval).Unix(), IfRuns: &j.Runs})
+		now := r.w.now()
+		_, err = r.write(r.ctx, tHandle, Patch{Handle: h, Updated: now.Unix(), NextRun: now.Add(interval).Unix(), IfRuns: &j.Runs})
 		if err == nil || errors.Is(err, ErrConflict) {
 			break
 		}
 	}
 	if err != nil {
 		// The vendor works on a job we cannot find again: say where.
-		log.Error("vendor handle not stored; the job will be started again", "vendor_id", h.ID, "err", err)
+		r.log.Error("vendor handle not stored; the job will be started again", "vendor_id", h.ID, "err", err)
 		if errors.Is(err, ErrConflict) {
-			return w.recheck(ctx, j.ID)
+			return r.recheck()
 		}
 		return fmt.Errorf("process %s: store handle: %w", j.ID, err)
 	}
-	return w.schedule(ctx, j, interval)
+	return r.schedule(interval)
 }
 
-// poll claims one poll round of j and asks the vendor once.
-func (w *Worker) poll(ctx context.Context, m *catalog.Model, p Provider, j *Job, now time.Time) error {
-	poller, ok := p.(Poller)
+// poll claims one poll round of the job and asks the vendor once.
+func (r *run) poll() error {
+	w, j := r.w, r.j
+	poller, ok := r.p.(Poller)
 	if !ok {
-		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: "The job's provider cannot be polled; no credits were charged."})
+		return r.fail(&JobError{Code: CodeInternal, Message: "The job's provider cannot be polled; no credits were charged."})
 	}
 	interval := w.pollInterval()
-	id := j.ID
-	j, err := w.Store.Transition(ctx, id, Processing, Processing, Patch{Updated: now.Unix(), NextRun: now.Add(interval).Unix(), IfRuns: &j.Runs})
+	j, err := r.write(r.ctx, tPoll, Patch{Updated: r.now.Unix(), NextRun: r.now.Add(interval).Unix(), IfRuns: &j.Runs})
 	if errors.Is(err, ErrConflict) {
 		// Another delivery claimed this round (or finished the job).
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("process %s: claim poll: %w", id, err)
+		return fmt.Errorf("process %s: claim poll: %w", r.j.ID, err)
 	}
-	log := w.Log.With("job_id", j.ID, "model", j.Model, "candidate", m.ID, "vendor_id", j.Handle.ID, "poll", j.Runs)
-	pctx, cancel := context.WithTimeout(withJobKey(ctx, j), w.deadline(j).Sub(now))
+	r.j = j
+	r.log = w.Log.With("job_id", j.ID, "model", j.Model, "candidate", r.m.ID, "vendor_id", j.Handle.ID, "poll", j.Runs)
+	call, cancel := context.WithTimeout(withJobKey(r.ctx, j), w.deadline(j).Sub(r.now))
 	defer cancel()
-	res, err := poller.Poll(pctx, m, j)
+	r.call = call
+	res, err := poller.Poll(r.call, r.m, j)
 	switch {
 	case err != nil:
-		return w.fault(ctx, pctx, m, p, j, "poll", err, log)
+		return r.fault("poll", err)
 	case res == nil:
-		return w.schedule(ctx, j, interval)
+		return r.schedule(interval)
 	}
-	return w.finishOrRetry(ctx, pctx, m, p, j, res, log)
+	return r.finishOrRetry(res)
 }
 
-// finishOrRetry stores res and completes j; a transient failure of the
-// copy is retried like a vendor fault.
-func (w *Worker) finishOrRetry(ctx, rctx context.Context, m *catalog.Model, p Provider, j *Job, res *Result, log *slog.Logger) error {
-	err := w.finish(rctx, j, res, log)
+// finishOrRetry stores res and completes the job; a transient failure of
+// the copy is retried like a vendor fault.
+func (r *run) finishOrRetry(res *Result) error {
+	err := r.finish(res)
 	if err == nil {
 		return nil
 	}
-	return w.fault(ctx, rctx, m, p, j, "store output", err, log)
+	return r.fault("store output", err)
 }
 
-// fault decides what a failed poll or copy means (a failed submit is
-// start's): a *ProviderError fails the job; the run's deadline passing
-// fails it with timeout; the worker shutting down leaves the message to
-// come back; anything else is transient and retried after a backoff (a
-// copy of a synchronous vendor's media costs an attempt: the job is
-// submitted again to the same candidate).
-func (w *Worker) fault(ctx, rctx context.Context, m *catalog.Model, p Provider, j *Job, what string, err error, log *slog.Logger) error {
+// fault decides what a failed poll or copy (what) means (a failed submit
+// is start's): a *ProviderError fails the job; the deadline passing fails
+// it with timeout; the worker shutting down leaves the message to come
+// back; anything else is transient and retried after a backoff (a copy
+// of a synchronous vendor's media costs an attempt: the job is submitted
+// again to the same candidate).
+func (r *run) fault(what string, err error) error {
+	w, j := r.w, r.j
 	var perr *ProviderError
 	switch {
 	case errors.As(err, &perr):
-		je := FailureOf(m.Provider, err)
-		log.Warn("generation failed", "step", what, "code", je.Code, "account", je.Vendor != "", "err", err)
-		return w.fail(ctx, j, je)
-	case ctx.Err() != nil:
+		je := FailureOf(r.m.Provider, err)
+		r.log.Warn("generation failed", "step", what, "code", je.Code, "account", je.Vendor != "", "err", err)
+		return r.fail(je)
+	case r.ctx.Err() != nil:
 		return fmt.Errorf("process %s: %s: %w", j.ID, what, err)
-	case rctx.Err() != nil:
-		return w.timeout(ctx, m, p, j)
+	case r.call.Err() != nil:
+		return r.timeout()
 	}
 	var retryAfter time.Duration
 	var terr *TransientError
@@ -471,26 +438,27 @@ func (w *Worker) fault(ctx, rctx context.Context, m *catalog.Model, p Provider, 
 		retryAfter = terr.RetryAfter
 	}
 	if j.Handle == nil && j.Tries() >= w.maxAttempts() {
-		log.Warn("vendor kept failing; job failed", "step", what, "err", err)
-		return w.fail(ctx, j, &JobError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor kept failing (%d attempts); no credits were charged.", j.Attempts)})
+		r.log.Warn("vendor kept failing; job failed", "step", what, "err", err)
+		return r.fail(&JobError{Code: CodeUpstream, Message: fmt.Sprintf("The vendor kept failing (%d attempts); no credits were charged.", j.Attempts)})
 	}
-	log.Warn("transient vendor fault", "step", what, "err", err)
-	return w.retry(ctx, j, w.backoff(j, retryAfter), log)
+	r.log.Warn("transient vendor fault", "step", what, "err", err)
+	return r.retry(w.backoff(j, retryAfter))
 }
 
-// retry schedules claimed job j's next run after delay: the run's
+// retry schedules the claimed job's next run after delay: the run's
 // NextRun moves to then (not the claim's lease end), and a message is
 // sent with that delay.
-func (w *Worker) retry(ctx context.Context, j *Job, delay time.Duration, log *slog.Logger) error {
-	log.Info("retrying later", "retry_in", delay.String())
-	now := w.now()
-	if _, err := w.Store.Transition(ctx, j.ID, Processing, Processing, Patch{Updated: now.Unix(), NextRun: now.Add(delay).Unix(), IfRuns: &j.Runs}); err != nil {
+func (r *run) retry(delay time.Duration) error {
+	j := r.j
+	r.log.Info("retrying later", "retry_in", delay.String())
+	now := r.w.now()
+	if _, err := r.write(r.ctx, tRetry, Patch{Updated: now.Unix(), NextRun: now.Add(delay).Unix(), IfRuns: &j.Runs}); err != nil {
 		if errors.Is(err, ErrConflict) {
-			return w.recheck(ctx, j.ID)
+			return r.recheck()
 		}
 		return fmt.Errorf("process %s: schedule retry: %w", j.ID, err)
 	}
-	return w.schedule(ctx, j, delay)
+	return r.schedule(delay)
 }
 
 // backoff is the delay before retrying j: exponential in its starts at
@@ -514,15 +482,16 @@ func (w *Worker) backoff(j *Job, retryAfter time.Duration) time.Duration {
 	return min(max(d, retryAfter), MaxRetryDelay)
 }
 
-// schedule enqueues j's next run after delay, but no later than just past
-// its deadline (so a job past it is failed promptly).
-func (w *Worker) schedule(ctx context.Context, j *Job, delay time.Duration) error {
+// schedule enqueues the job's next run after delay, but no later than
+// just past its deadline (so a job past it is failed promptly).
+func (r *run) schedule(delay time.Duration) error {
+	j := r.j
 	if j.Started != 0 {
-		if left := w.deadline(j).Sub(w.now()) + time.Second; left < delay {
+		if left := r.w.deadline(j).Sub(r.w.now()) + time.Second; left < delay {
 			delay = max(left, 0)
 		}
 	}
-	if err := enqueue(ctx, w.Queue, j.ID, j.Account, delay); err != nil {
+	if err := enqueue(r.ctx, r.w.Queue, j.ID, j.Account, delay); err != nil {
 		// The message comes back after its visibility timeout and runs
 		// then (NextRun has passed by then).
 		return fmt.Errorf("process %s: schedule next run: %w", j.ID, err)
@@ -530,9 +499,11 @@ func (w *Worker) schedule(ctx context.Context, j *Job, delay time.Duration) erro
 	return nil
 }
 
-// finish copies res into storage and completes j.
-func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logger) error {
+// finish copies res into storage and completes the job, within the
+// deadline (r.call).
+func (r *run) finish(res *Result) error {
 	defer res.Body.Close()
+	w, j, ctx := r.w, r.j, r.call
 	maxBytes := w.MaxBytes
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
@@ -550,7 +521,7 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 	// keeps nothing: no object is stored, and the completion below would
 	// fail its condition anyway. (A read error is not a reason to drop.)
 	if cur, err := w.Store.Get(ctx, j.ID); err == nil && cur.Status.Final() {
-		log.Info("job finished meanwhile; vendor result dropped", "status", cur.Status)
+		r.log.Info("job finished meanwhile; vendor result dropped", "status", cur.Status)
 		return nil
 	}
 	ext := res.Ext
@@ -581,13 +552,13 @@ func (w *Worker) finish(ctx context.Context, j *Job, res *Result, log *slog.Logg
 		c := j.Current().Price
 		charge = &c
 	}
-	if _, err := w.Store.Transition(ctx, j.ID, Processing, Completed, Patch{Output: out, Price: charge, Updated: w.now().Unix()}); err != nil {
+	if _, err := r.write(ctx, tComplete, Patch{Output: out, Price: charge, Updated: w.now().Unix()}); err != nil {
 		if errors.Is(err, ErrConflict) {
 			return nil // another run completed or failed it first
 		}
 		return fmt.Errorf("complete: %w", err)
 	}
-	log.Info("job completed", "bytes", out.Bytes, "runs", j.Runs, "served_by", j.Current().Model)
+	r.log.Info("job completed", "bytes", out.Bytes, "runs", j.Runs, "served_by", j.Current().Model)
 	jobFinished(j, Completed)
 	return nil
 }
@@ -598,35 +569,38 @@ func jobFinished(j *Job, s Status) {
 		[]string{"type", "model", "status"}, []string{j.Type, j.Model, string(s)}, 1)
 }
 
-// timeout fails j for passing its deadline, cancelling it at its vendor
-// first where that is possible (best effort).
-func (w *Worker) timeout(ctx context.Context, m *catalog.Model, p Provider, j *Job) error {
-	if c, ok := p.(Canceller); ok && j.Handle != nil {
-		cctx, cancel := context.WithTimeout(withJobKey(ctx, j), 10*time.Second)
-		if err := c.Cancel(cctx, m, j); err != nil {
+// timeout fails the job for passing its deadline, cancelling it at its
+// vendor first where that is possible (best effort).
+func (r *run) timeout() error {
+	w, j := r.w, r.j
+	if c, ok := r.p.(Canceller); ok && j.Handle != nil {
+		cctx, cancel := context.WithTimeout(withJobKey(r.ctx, j), 10*time.Second)
+		if err := c.Cancel(cctx, r.m, j); err != nil {
 			w.Log.Warn("cancel at vendor failed", "job_id", j.ID, "vendor_id", j.Handle.ID, "err", err)
 		}
 		cancel()
 	}
-	w.Log.Info("job passed its deadline", "job_id", j.ID, "candidate", m.ID, "deadline", w.limit(j).String())
-	return w.fail(ctx, j, &JobError{Code: CodeTimeout, Message: fmt.Sprintf("The job did not finish within %s; no credits were charged.", w.limit(j))})
+	w.Log.Info("job passed its deadline", "job_id", j.ID, "candidate", r.m.ID, "deadline", w.limit(j).String())
+	return r.fail(&JobError{Code: CodeTimeout, Message: fmt.Sprintf("The job did not finish within %s; no credits were charged.", w.limit(j))})
 }
 
-func (w *Worker) fail(ctx context.Context, j *Job, e *JobError) error {
-	_, err := w.Store.Transition(ctx, j.ID, j.Status, Failed, Patch{Error: e, Updated: w.now().Unix()})
+// fail fails the job with e.
+func (r *run) fail(e *JobError) error {
+	_, err := r.write(r.ctx, tFail, Patch{Error: e, Updated: r.w.now().Unix()})
 	if errors.Is(err, ErrConflict) {
-		return w.recheck(ctx, j.ID)
+		return r.recheck()
 	}
 	if err != nil {
-		return fmt.Errorf("fail job %s: %w", j.ID, err)
+		return fmt.Errorf("fail job %s: %w", r.j.ID, err)
 	}
-	jobFinished(j, Failed)
+	jobFinished(r.j, Failed)
 	return nil
 }
 
 // recheck decides after a lost race: done if the job is final, else retry.
-func (w *Worker) recheck(ctx context.Context, id string) error {
-	j, err := w.Store.Get(ctx, id)
+func (r *run) recheck() error {
+	id := r.j.ID
+	j, err := r.w.Store.Get(r.ctx, id)
 	if err != nil {
 		return fmt.Errorf("recheck %s: %w", id, err)
 	}
