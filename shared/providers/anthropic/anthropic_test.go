@@ -118,9 +118,9 @@ func jsonValue(t *testing.T, s string) map[string]any {
 }
 
 var (
-	sonnet = &catalog.Model{ID: "anthropic/claude-sonnet-4-5", Upstream: "claude-sonnet-4-5", MaxTokens: 64000, Thinking: catalog.ThinkingBudget}
-	opus   = &catalog.Model{ID: "anthropic/claude-opus-4-6", Upstream: "claude-opus-4-6", MaxTokens: 128000, Thinking: catalog.ThinkingAdaptive}
-	small  = &catalog.Model{ID: "anthropic/small", Upstream: "small", MaxTokens: 4096}
+	sonnet = &catalog.Model{ID: "anthropic/claude-sonnet-4-5", Upstream: "claude-sonnet-4-5", Chat: catalog.Chat{MaxTokens: 64000, Thinking: catalog.ThinkingBudget}}
+	opus   = &catalog.Model{ID: "anthropic/claude-opus-4-6", Upstream: "claude-opus-4-6", Chat: catalog.Chat{MaxTokens: 128000, Thinking: catalog.ThinkingAdaptive}}
+	small  = &catalog.Model{ID: "anthropic/small", Upstream: "small", Chat: catalog.Chat{MaxTokens: 4096}}
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -181,8 +181,8 @@ func (f *fakeBedrock) provider(t *testing.T) *Provider {
 }
 
 var (
-	claude = &catalog.Model{ID: "bedrock/claude-sonnet-4-5", Upstream: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", MaxTokens: 64000, Thinking: catalog.ThinkingBudget}
-	nova   = &catalog.Model{ID: "bedrock/nova-lite", Upstream: "us.amazon.nova-lite-v1:0", MaxTokens: 5000}
+	claude = &catalog.Model{ID: "bedrock/claude-sonnet-4-5", Upstream: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Chat: catalog.Chat{MaxTokens: 64000, Thinking: catalog.ThinkingBudget}}
+	nova   = &catalog.Model{ID: "bedrock/nova-lite", Upstream: "us.amazon.nova-lite-v1:0", Chat: catalog.Chat{MaxTokens: 5000}}
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -118,8 +118,8 @@ func jsonValue(t *testing.T, s string) map[string]any {
 }
 
 var (
-	flash = &catalog.Model{ID: "gemini/gemini-2.5-flash", Upstream: "gemini-2.5-flash", MaxTokens: 65536, Thinking: catalog.ThinkingBudget}
-	old   = &catalog.Model{ID: "gemini/gemini-2.0-flash", Upstream: "gemini-2.0-flash", MaxTokens: 8192}
+	flash = &catalog.Model{ID: "gemini/gemini-2.5-flash", Upstream: "gemini-2.5-flash", Chat: catalog.Chat{MaxTokens: 65536, Thinking: catalog.ThinkingBudget}}
+	old   = &catalog.Model{ID: "gemini/gemini-2.0-flash", Upstream: "gemini-2.0-flash", Chat: catalog.Chat{MaxTokens: 8192}}
 )
 
 func ptr[T any](v T) *T { return &v }

@@ -27,9 +27,9 @@ func text(role string, parts ...string) chat.Message {
 
 var (
 	plainModel  = &catalog.Model{ID: "openai/gpt-4o-mini", Upstream: "gpt-4o-mini"}
-	effortModel = &catalog.Model{ID: "openai/o4-mini", Upstream: "o4-mini", Thinking: catalog.ThinkingEffort}
-	budgetModel = &catalog.Model{ID: "vllm/x", Upstream: "x", Thinking: catalog.ThinkingBudget}
-	oddModel    = &catalog.Model{ID: "odd", Upstream: "m<&>\"\u2028\xff", Thinking: catalog.ThinkingEffort}
+	effortModel = &catalog.Model{ID: "openai/o4-mini", Upstream: "o4-mini", Chat: catalog.Chat{Thinking: catalog.ThinkingEffort}}
+	budgetModel = &catalog.Model{ID: "vllm/x", Upstream: "x", Chat: catalog.Chat{Thinking: catalog.ThinkingBudget}}
+	oddModel    = &catalog.Model{ID: "odd", Upstream: "m<&>\"\u2028\xff", Chat: catalog.Chat{Thinking: catalog.ThinkingEffort}}
 )
 
 // encodeRequests are requests over every field and escaping rule.

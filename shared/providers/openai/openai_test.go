@@ -98,7 +98,7 @@ func TestRequestShape(t *testing.T) {
 		},
 		{
 			name: "no reasoning effort to a budget model",
-			req: chat.Request{Model: &catalog.Model{ID: "vllm/x", Upstream: "x", Thinking: catalog.ThinkingBudget}, ReasoningEffort: "low",
+			req: chat.Request{Model: &catalog.Model{ID: "vllm/x", Upstream: "x", Chat: catalog.Chat{Thinking: catalog.ThinkingBudget}}, ReasoningEffort: "low",
 				Messages: []chat.Message{{Role: "user", Parts: []chat.Part{{Text: "Hi"}}}}},
 			want: `{"messages":[{"content":"Hi","role":"user"}],"model":"x"}`,
 		},

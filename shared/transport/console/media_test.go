@@ -377,13 +377,13 @@ func TestMediaPickers(t *testing.T) {
 			Sizes: "1024x1024 1536x1024 1024x1536 auto", Qualities: "low medium high auto", Formats: "png jpeg webp", DefaultSize: "auto", DefaultRF: "b64_json", MaxImages: 10}},
 		{"an image model that says nothing of n or answers", imageModel(&catalog.Model{ID: "m", Type: "image", Sizes: []string{"64x64"}, Formats: []string{"png"}}),
 			playModel{ID: "m", Type: "image", Sizes: "64x64", Formats: "png", DefaultRF: "b64_json", MaxImages: 1}},
-		{"an image model answering links", imageModel(&catalog.Model{ID: "d", Type: "image", DefaultResponseFormat: "url", MaxImages: 4}),
+		{"an image model answering links", imageModel(&catalog.Model{ID: "d", Type: "image", Image: catalog.Image{DefaultResponseFormat: "url", MaxImages: 4}}),
 			playModel{ID: "d", Type: "image", DefaultRF: "url", MaxImages: 4}},
 		{"synthetic-speech", speechModel(model("synthetic-speech")), playModel{ID: "synthetic-speech", Type: "speech",
 			Voices: "alloy ash ballad coral echo fable nova onyx sage shimmer verse marin cedar", Voice: "alloy", Formats: "mp3 wav pcm", MaxInput: 4096}},
 		{"a default voice that is a vendor's id", speechModel(model("eleven-multilingual-v2")), playModel{ID: "eleven-multilingual-v2", Type: "speech",
 			Voices: "alloy ash ballad coral echo fable nova onyx sage shimmer verse marin cedar", Formats: "mp3 wav pcm", MaxInput: 10000}},
-		{"mp3 first", speechModel(&catalog.Model{ID: "s", Type: "speech", Voices: []string{"a"}, Formats: []string{"wav", "opus", "mp3"}, MaxInput: 9}),
+		{"mp3 first", speechModel(&catalog.Model{ID: "s", Type: "speech", Formats: []string{"wav", "opus", "mp3"}, Speech: catalog.Speech{Voices: []string{"a"}, MaxInput: 9}}),
 			playModel{ID: "s", Type: "speech", Voices: "a", Formats: "mp3 wav opus", MaxInput: 9}},
 	}
 	for _, tt := range tests {
