@@ -271,17 +271,18 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 		return nil, &apierr.Error{Kind: apierr.UpstreamUnavailable, Code: "upstream_unavailable",
 			Message: fmt.Sprintf("The provider %q of model %q is not configured on this server.", m.Provider, m.ID)}
 	}
-	if err := checkFeatures(req, prov); err != nil {
+	caps := Capabilities(prov)
+	if err := checkFeatures(req, caps); err != nil {
 		return nil, err
 	}
-	if err := cacheBreakpoints(req, prov); err != nil {
+	if err := cacheBreakpoints(req, caps); err != nil {
 		return nil, err
 	}
 	c := &Call{Request: req, Stream: p.Stream, provider: prov}
 	if err := g.imageLimits(c); err != nil {
 		return nil, err
 	}
-	if nb, ok := prov.(ImageBytesNeeder); ok && nb.NeedsImageBytes() {
+	if caps.needsImageBytes() {
 		c.fetches = fetches
 	}
 	return c, nil

@@ -246,9 +246,7 @@ func (w *Worker) start(ctx context.Context, m *catalog.Model, p Provider, j *Job
 	sctx, cancel := context.WithTimeout(ctx, w.deadline(j).Sub(now))
 	defer cancel()
 	target := route.Target{Model: m.ID, Provider: m.Provider}
-	if k, ok := p.(route.Keyed); ok {
-		target.Keys = k.KeyIDs()
-	}
+	target.Keys = route.KeysOf(p)
 	tried := map[string]bool{}
 	for {
 		key := ""
@@ -305,7 +303,7 @@ func (w *Worker) started(ctx, sctx context.Context, m *catalog.Model, p Provider
 	if step.Result != nil {
 		return w.finishOrRetry(ctx, sctx, m, p, j, step.Result, log)
 	}
-	if _, ok := p.(Poller); !ok {
+	if Capabilities(p).Poller == nil {
 		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: "The provider answered a handle but cannot be polled; no credits were charged."})
 	}
 	h := *step.Handle
@@ -410,8 +408,8 @@ func (w *Worker) saveHandle(ctx context.Context, j *Job, h *Handle, log *slog.Lo
 
 // poll claims one poll round of j and asks the vendor once.
 func (w *Worker) poll(ctx context.Context, m *catalog.Model, p Provider, j *Job, now time.Time) error {
-	poller, ok := p.(Poller)
-	if !ok {
+	poller := Capabilities(p).Poller
+	if poller == nil {
 		return w.fail(ctx, j, &JobError{Code: CodeInternal, Message: "The job's provider cannot be polled; no credits were charged."})
 	}
 	interval := w.pollInterval()
@@ -601,7 +599,7 @@ func jobFinished(j *Job, s Status) {
 // timeout fails j for passing its deadline, cancelling it at its vendor
 // first where that is possible (best effort).
 func (w *Worker) timeout(ctx context.Context, m *catalog.Model, p Provider, j *Job) error {
-	if c, ok := p.(Canceller); ok && j.Handle != nil {
+	if c := Capabilities(p).Canceller; c != nil && j.Handle != nil {
 		cctx, cancel := context.WithTimeout(withJobKey(ctx, j), 10*time.Second)
 		if err := c.Cancel(cctx, m, j); err != nil {
 			w.Log.Warn("cancel at vendor failed", "job_id", j.ID, "vendor_id", j.Handle.ID, "err", err)
