@@ -38,9 +38,10 @@ import (
 type backend struct {
 	store admin.Store // jobs are separate: see jobs
 	// reserver holds the credits of synchronous generations (images,
-	// speech) before their vendor is called: the store itself, so that
-	// both stores must implement credits.Reserver.
-	reserver credits.Reservations
+	// speech, the chat completions of keys with a credit limit) before
+	// their vendor is called: the store itself, so that both stores must
+	// implement chat.Holds (credits.Reservations and records).
+	reserver chat.Holds
 	jobs     jobs.Store
 	queue    jobs.Queue
 	media    jobs.Media
@@ -312,7 +313,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	router := route.New(policy, log)
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store, Router: router})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store, Holds: be.reserver, Router: router})
 	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Configured: cat.ConfiguredFunc(getenv), Balances: be.store}
 	media, err := upstreams.NewMedia(cat, getenv, nil)
 	if err != nil {
