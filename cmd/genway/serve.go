@@ -42,7 +42,7 @@ type backend struct {
 	// their vendor is called: the store itself, so that both stores must
 	// implement chat.Holds (credits.Reservations and records).
 	reserver chat.Holds
-	jobs     jobs.Store
+	jobs     jobStore
 	queue    jobs.Queue
 	media    jobs.Media
 	// files serves local media links; nil when media has its own URLs.
@@ -74,6 +74,13 @@ type backend struct {
 	// store expires them itself (DynamoDB's TTL).
 	sweepRecords func(ctx context.Context) error
 	close        func() error
+}
+
+// jobStore is a backend's jobs store: it also marks a deleted video
+// (both stores are a jobs.DeleteStore).
+type jobStore interface {
+	jobs.Store
+	jobs.DeleteStore
 }
 
 // serveConfig is the environment of `genway serve`.
@@ -323,9 +330,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// DELETE /v1/videos/{id}: the store marks the job deleted, after the
 	// credits store settled it (see jobs.Service.Delete).
 	svc.Credits = be.store
-	if d, ok := be.jobs.(jobs.DeleteStore); ok {
-		svc.Deletes = d
-	}
+	svc.Deletes = be.jobs
 	svc.Retention = cfg.retention // expires_at of a video
 	if be.retention != 0 {
 		svc.Retention = be.retention

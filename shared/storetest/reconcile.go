@@ -15,10 +15,7 @@ import (
 // jobs.Reconcile exactly once however often it runs, and a job the
 // stream did settle is left alone.
 func testReconcile(t *testing.T, b Backend) {
-	rs, ok := b.(jobs.ReconcileStore)
-	if !ok {
-		t.Skip("backend is not a jobs.ReconcileStore")
-	}
+	var rs jobs.ReconcileStore = b
 	ctx := context.Background()
 	acct := newAccount(t, b, 100)
 	// charged completes a job of hold held at charge (a cheaper fallback
