@@ -204,9 +204,6 @@ func (r *Rotating[T]) current(ctx context.Context, name string) T {
 	return r.cur.Load().providers[name]
 }
 
-// peek returns the current generation's provider named name, as it is.
-func (r *Rotating[T]) peek(name string) T { return r.cur.Load().providers[name] }
-
 // refresh reads the keys again and, if any changed, builds and swaps in
 // new providers. A key that cannot be read keeps its last value (logged);
 // a rebuild that fails, or that would change which providers exist, keeps
