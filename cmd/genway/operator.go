@@ -427,11 +427,7 @@ func reservationsCmd(ctx context.Context, args []string, getenv func(string) str
 		return usageError("credits reservations takes only [--account NAME]")
 	}
 	return withOperator(ctx, getenv, func(op admin.Operator) error {
-		rl, ok := op.(admin.ReservationLister)
-		if !ok {
-			return errors.New("this backend does not list reservations")
-		}
-		res, err := rl.Reservations(ctx, *account)
+		res, err := op.Reservations(ctx, *account)
 		if err != nil {
 			return fmt.Errorf("reservations: %w", err)
 		}

@@ -27,7 +27,7 @@ type apiDeps struct {
 	gw      *chat.Gateway
 	images  *images.Service
 	speech  *speech.Service
-	credits httpapi.AccountReader
+	credits httpapi.CreditsReader
 	records credits.RecordReader // GET /v1/generations/{id}
 	files   http.Handler         // signed local media links; nil if none
 	admin   httpapi.AdminConfig

@@ -38,10 +38,11 @@ import (
 type backend struct {
 	store admin.Store // jobs are separate: see jobs
 	// reserver holds the credits of synchronous generations (images,
-	// speech) before their vendor is called: the store itself, so that
-	// both stores must implement credits.Reserver.
-	reserver credits.Reservations
-	jobs     jobs.Store
+	// speech, the chat completions of keys with a credit limit) before
+	// their vendor is called: the store itself, so that both stores must
+	// implement chat.Holds (credits.Reservations and records).
+	reserver chat.Holds
+	jobs     jobStore
 	queue    jobs.Queue
 	media    jobs.Media
 	// files serves local media links; nil when media has its own URLs.
@@ -73,6 +74,13 @@ type backend struct {
 	// store expires them itself (DynamoDB's TTL).
 	sweepRecords func(ctx context.Context) error
 	close        func() error
+}
+
+// jobStore is a backend's jobs store: it also marks a deleted video
+// (both stores are a jobs.DeleteStore).
+type jobStore interface {
+	jobs.Store
+	jobs.DeleteStore
 }
 
 // serveConfig is the environment of `genway serve`.
@@ -312,7 +320,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	router := route.New(policy, log)
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store, Router: router})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store, Holds: be.reserver, Router: router})
 	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Configured: cat.ConfiguredFunc(getenv), Balances: be.store}
 	media, err := upstreams.NewMedia(cat, getenv, nil)
 	if err != nil {
@@ -322,9 +330,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// DELETE /v1/videos/{id}: the store marks the job deleted, after the
 	// credits store settled it (see jobs.Service.Delete).
 	svc.Credits = be.store
-	if d, ok := be.jobs.(jobs.DeleteStore); ok {
-		svc.Deletes = d
-	}
+	svc.Deletes = be.jobs
 	svc.Retention = cfg.retention // expires_at of a video
 	if be.retention != 0 {
 		svc.Retention = be.retention

@@ -60,7 +60,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers.Providers(), Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store,
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers.Providers(), Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store, Holds: b.Store,
 		Router: route.New(policy, b.Log)})
 	// A non-streamed answer is kept alive with spaces, so that API
 	// Gateway does not cut a silent reasoning model (GENWAY_CHAT_KEEPALIVE,

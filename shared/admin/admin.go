@@ -156,6 +156,7 @@ type Operator interface {
 	// Request returns the record id of any account, or a 404
 	// record_not_found (ErrRecordNotFound) for an unknown or expired one.
 	Request(ctx context.Context, id string) (credits.Record, error)
+	ReservationLister
 }
 
 // ErrRecordNotFound is the operator's 404 of a record that does not
@@ -180,8 +181,7 @@ func (s *Service) Request(ctx context.Context, id string) (credits.Record, error
 // ReservationLister lists the open reservations: the credits held by
 // images and speech being generated, each settled when its request ends
 // (or released by the reconciler once older than
-// credits.ReservationTTL). Service and Client implement it; it is apart
-// from Operator so that other Operators need not.
+// credits.ReservationTTL). It is part of Operator.
 type ReservationLister interface {
 	// Reservations returns the open reservations of account ("" for
 	// every account's), oldest first: of the MaxReservations oldest open
@@ -330,11 +330,23 @@ func (s *Service) UpdateKey(ctx context.Context, idOrPrefix string, ch auth.Chan
 	return out.InPeriod(s.now()), nil
 }
 
-// Recorder is an Operator that writes audit entries for actions outside
-// the operator commands (Service does).
+// Recorder writes audit entries for actions outside the operator
+// commands (Service does).
 type Recorder interface {
 	Record(ctx context.Context, action, target, detail string)
 }
+
+// AuditingOperator is an Operator that also audits the actions taken
+// outside the operator commands (a console sign-in, a job cancelled, a
+// webhook changed): what the operator's HTTP edge (the admin API, the
+// console) takes, so that what is done there is always audited. Service
+// is one; Client is not (the server it calls audits its commands).
+type AuditingOperator interface {
+	Operator
+	Recorder
+}
+
+var _ AuditingOperator = (*Service)(nil)
 
 // Record writes an audit entry for an action outside the operator
 // commands (a console sign-in or sign-out, a job cancelled).

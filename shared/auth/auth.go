@@ -149,7 +149,7 @@ func (r Record) Expired(now time.Time) bool {
 // costs one write an hour, not one per request.
 const TouchEvery = time.Hour
 
-// Toucher is a Store that records when a key was last used.
+// Toucher is the side of a Store that records when a key was last used.
 type Toucher interface {
 	// TouchKey sets the LastUsed of the key with hash to at.
 	TouchKey(ctx context.Context, hash string, at time.Time) error
@@ -188,6 +188,7 @@ type Store interface {
 	// processes rolling at once roll once. ErrKeyNotFound if there is no
 	// such key, ErrBadPeriod for a period Period does not make.
 	RollKeyPeriod(ctx context.Context, id, period string) (bool, error)
+	Toucher
 }
 
 // Principal is the authenticated caller.
@@ -388,8 +389,7 @@ type rolling struct {
 // process has not written it for TouchEvery. A failure changes nothing
 // for the request: last-used is for the operator's eyes.
 func (a *Authenticator) touch(ctx context.Context, h string, rec Record, now time.Time) {
-	t, ok := a.store.(Toucher)
-	if !ok || now.Sub(time.Unix(rec.LastUsed, 0)) < TouchEvery {
+	if now.Sub(time.Unix(rec.LastUsed, 0)) < TouchEvery {
 		return
 	}
 	a.mu.Lock()
@@ -405,7 +405,7 @@ func (a *Authenticator) touch(ctx context.Context, h string, rec Record, now tim
 	}
 	a.touched[h] = now
 	a.mu.Unlock()
-	_ = t.TouchKey(context.WithoutCancel(ctx), h, now)
+	_ = a.store.TouchKey(context.WithoutCancel(ctx), h, now)
 }
 
 // remember caches c for hash h, clearing the cache when it is full (a

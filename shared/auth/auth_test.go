@@ -73,6 +73,9 @@ func (m *memKeys) SetControls(ctx context.Context, id string, c Controls) (Recor
 	return Record{}, ErrKeyNotFound
 }
 
+// TouchKey records nothing (touchKeys does).
+func (m *memKeys) TouchKey(context.Context, string, time.Time) error { return nil }
+
 // RollKeyPeriod rolls as the stores do, counting the calls.
 func (m *memKeys) RollKeyPeriod(ctx context.Context, id, period string) (bool, error) {
 	m.mu.Lock()

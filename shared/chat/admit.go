@@ -37,7 +37,7 @@ var ErrInsufficientCredits = &apierr.Error{Kind: apierr.InsufficientQuota, Code:
 // cause (a 500 at the HTTP edge).
 //
 // Charges the UsageRecorder holds and has not written yet (a
-// BufferedRecorder's, see UnwrittenCreditsRecorder) count as spent. What
+// BufferedRecorder's, see UsageRecorder.UnwrittenCredits) count as spent. What
 // remains: completions admitted while the account still had credits are
 // charged in full, so the account can go below zero by at most the
 // completions already in flight when it reaches zero (about one per
@@ -98,7 +98,7 @@ type admitRead struct {
 
 // available returns account's credit position for Admit: Available is
 // what the store says, less the charges the UsageRecorder has not written
-// yet (see UnwrittenCreditsRecorder); kept says it is a kept read. Unless
+// yet (see UsageRecorder.UnwrittenCredits); kept says it is a kept read. Unless
 // fresh is set, a position read
 // within the gateway's AdmitTTL is used, less what this gateway charged
 // the account since (noteCharge), else it is read from the store now (an
@@ -126,8 +126,8 @@ func (g *Gateway) available(ctx context.Context, account string, fresh bool) (a 
 	case err != nil:
 		return credits.Account{}, false, err
 	}
-	if u, ok := g.usage.(UnwrittenCreditsRecorder); ok {
-		a.Available -= u.UnwrittenCredits(account)
+	if g.usage != nil {
+		a.Available -= g.usage.UnwrittenCredits(account)
 	}
 	if g.admitTTL > 0 {
 		if _, had := g.admitted.Swap(account, &admitRead{a: a, at: now}); !had && g.admittedN.Add(1) > maxAdmitted {

@@ -182,6 +182,8 @@ func (h heldRecorder) Record(context.Context, credits.Record) error {
 
 func (h heldRecorder) UnwrittenCredits(string) credits.Amount { return h.n }
 
+func (heldRecorder) InMemory() bool { return false }
+
 // TestAdmitCountsUnwrittenCredits: charges the recorder holds and has not
 // written yet count against the available credits the store shows.
 func TestAdmitCountsUnwrittenCredits(t *testing.T) {

@@ -92,14 +92,11 @@ func messageCache(m *Message, c *CacheControl) {
 // read a prompt: tools, system messages, the other messages (a message's
 // parts, then the breakpoint after its tool calls); a tool message is one
 // block, so its first breakpoint counts and any other in it is removed.
-func cacheBreakpoints(req *Request, prov Provider) error {
+func cacheBreakpoints(req *Request, caps Caps) error {
 	if !hasBreakpoints(req) {
 		return nil
 	}
-	k := keeper{model: req.Model.ID}
-	if cp, ok := prov.(CacheProvider); ok {
-		k.rules = cp.CacheRules(req.Model)
-	}
+	k := keeper{model: req.Model.ID, rules: caps.cacheRules(req.Model)}
 	for i := range req.Tools {
 		if err := k.keep(&req.Tools[i].Cache, k.rules.Tools); err != nil {
 			return err

@@ -50,7 +50,7 @@ func (g *Gateway) CountTokens(ctx context.Context, p *Params) (TokenCount, error
 		return TokenCount{}, err
 	}
 	m := c.Request.Model
-	if tc, ok := c.provider.(TokenCounter); ok {
+	if tc := Capabilities(c.provider).Counter; tc != nil {
 		n, err := tc.CountTokens(ctx, c.Request)
 		if err == nil {
 			return TokenCount{Model: m.ID, Input: n}, nil

@@ -220,13 +220,10 @@ func usesTools(req *Request) bool {
 	return false
 }
 
-// checkFeatures refuses what req uses and the provider of its model
-// cannot honour (see Features).
-func checkFeatures(req *Request, prov Provider) error {
-	f, name := AllFeatures, req.Model.Provider
-	if fp, ok := prov.(FeatureProvider); ok {
-		f = fp.Features()
-	}
+// checkFeatures refuses what req uses and the provider of its model,
+// whose capabilities are caps, cannot honour (see Features).
+func checkFeatures(req *Request, caps Caps) error {
+	f, name := caps.features(), req.Model.Provider
 	switch {
 	case !f.Tools && usesTools(req):
 		return Refuse("tools", "The %s provider does not support tool calling.", name)

@@ -34,21 +34,19 @@ import (
 // concurrent use; an error is logged, it does not fail the completion the
 // client already has. StoreRecorder writes each record at once;
 // BufferedRecorder keeps them in memory and writes them periodically.
+//
+// Whether a recorder writes at once or holds records is part of its
+// contract (InMemory, UnwrittenCredits), never guessed from its type.
 type UsageRecorder interface {
 	Record(ctx context.Context, r credits.Record) error
-}
-
-// InMemoryRecorder is implemented by a UsageRecorder whose RecordChatUsage
-// only adds to memory and never waits on a store (BufferedRecorder).
-type InMemoryRecorder interface {
+	// InMemory reports whether Record only adds to memory and never
+	// waits on a store (BufferedRecorder): Run then does not flush the
+	// sink before recording.
 	InMemory() bool
-}
-
-// UnwrittenCreditsRecorder is implemented by a UsageRecorder that holds
-// records before writing them (BufferedRecorder): UnwrittenCredits is the
-// cost of account's records that the store does not show yet. Admit
-// counts it against the account's available credits.
-type UnwrittenCreditsRecorder interface {
+	// UnwrittenCredits returns the cost of account's records that Record
+	// took and the store does not show yet: 0 for a recorder that writes
+	// each record before Record returns. Admit counts it against the
+	// account's available credits.
 	UnwrittenCredits(account string) credits.Amount
 }
 
@@ -77,6 +75,13 @@ type Config struct {
 	// Balances is read by Admit for priced models, to refuse an account
 	// with no credits left; nil: Admit admits every call.
 	Balances Balances
+	// Holds is where the priced completions of an API key with a credit
+	// limit are held (see Holds); the stores (localstore.Store,
+	// dynamostore.Store) are Holds, and the wiring sets it beside
+	// Balances. With Balances set and Holds nil, such a completion is
+	// refused (500): its key's limit could not be kept. With neither,
+	// credits are off and nothing is held.
+	Holds Holds
 	// AdmitTTL is how long Admit may use an account's credits as it read
 	// them before it reads them again; 0 means DefaultAdmitTTL, a
 	// negative value reads them for every request.
@@ -112,6 +117,7 @@ type Gateway struct {
 	fetchLimit time.Duration
 	usage      UsageRecorder
 	balances   Balances
+	holds      Holds
 	admitTTL   time.Duration
 	admitted   sync.Map     // account -> admitRead, Admit's last read of it
 	admittedN  atomic.Int64 // accounts in admitted, about
@@ -131,6 +137,7 @@ func NewGateway(cfg Config) *Gateway {
 		maxImages: cfg.MaxImages, maxAll: cfg.MaxRequestImageBytes, fetchLimit: cfg.ImageFetchTimeout,
 		usage:    cfg.Usage,
 		balances: cfg.Balances,
+		holds:    cfg.Holds,
 		admitTTL: cfg.AdmitTTL,
 		log:      cfg.Log,
 		timeout:  cfg.Timeout,
@@ -271,17 +278,18 @@ func (g *Gateway) Prepare(ctx context.Context, p *Params) (*Call, error) {
 		return nil, &apierr.Error{Kind: apierr.UpstreamUnavailable, Code: "upstream_unavailable",
 			Message: fmt.Sprintf("The provider %q of model %q is not configured on this server.", m.Provider, m.ID)}
 	}
-	if err := checkFeatures(req, prov); err != nil {
+	caps := Capabilities(prov)
+	if err := checkFeatures(req, caps); err != nil {
 		return nil, err
 	}
-	if err := cacheBreakpoints(req, prov); err != nil {
+	if err := cacheBreakpoints(req, caps); err != nil {
 		return nil, err
 	}
 	c := &Call{Request: req, Stream: p.Stream, provider: prov}
 	if err := g.imageLimits(c); err != nil {
 		return nil, err
 	}
-	if nb, ok := prov.(ImageBytesNeeder); ok && nb.NeedsImageBytes() {
+	if caps.needsImageBytes() {
 		c.fetches = fetches
 	}
 	return c, nil
@@ -894,16 +902,12 @@ func normalize(resp *Response) {
 }
 
 // usageWaits reports whether recordUsage may wait on a store: the gateway
-// has a UsageRecorder and it is not one that only adds to memory (see
-// InMemoryRecorder). Run flushes the sink before recording when it does,
-// so that the client need not wait for the write, and skips that flush
-// (which costs a write of its own) when it does not.
+// has a UsageRecorder and it is not one that only adds to memory
+// (UsageRecorder.InMemory). Run flushes the sink before recording when it
+// does, so that the client need not wait for the write, and skips that
+// flush (which costs a write of its own) when it does not.
 func (g *Gateway) usageWaits() bool {
-	if g.usage == nil {
-		return false
-	}
-	m, ok := g.usage.(InMemoryRecorder)
-	return !ok || !m.InMemory()
+	return g.usage != nil && !g.usage.InMemory()
 }
 
 // recordUsage records r: the usage and cost of a request (0 for unpriced

@@ -445,7 +445,7 @@ type memRecorder struct{ recorder }
 
 func (*memRecorder) InMemory() bool { return true }
 
-// recorder is a UsageRecorder fake.
+// recorder is a UsageRecorder fake that writes each record at once.
 type recorder struct {
 	mu      sync.Mutex
 	calls   []string
@@ -453,6 +453,9 @@ type recorder struct {
 	ctxErr  error // of the last call's context
 	err     error
 }
+
+func (*recorder) InMemory() bool                         { return false }
+func (*recorder) UnwrittenCredits(string) credits.Amount { return 0 }
 
 func (r *recorder) Record(ctx context.Context, rec credits.Record) error {
 	r.mu.Lock()

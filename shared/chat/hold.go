@@ -52,12 +52,17 @@ const (
 
 // Holds is what a held completion needs of the credits store, beside
 // Balances: reservations, their settlement, and records written at once.
-// localstore.Store and dynamostore.Store implement it; a Gateway whose
-// Balances is one holds the priced completions of limited keys.
+// localstore.Store and dynamostore.Store implement it; a Gateway with
+// Holds in its Config holds the priced completions of limited keys.
 type Holds interface {
 	credits.Reservations
 	RecordStore
 }
+
+// errNoHolds refuses the priced completion of a limited key on a Gateway
+// with Balances and no Holds: its limit cannot be kept, and a completion
+// is never run past it unheld.
+var errNoHolds = errors.New("chat: a key with a credit limit asked for a priced model, and the gateway has no Holds to keep the limit (Config.Holds)")
 
 // heldJobType is a held completion's reservation's JobType (its
 // settlement is always a release: the charge is the usage's).
@@ -75,16 +80,18 @@ type hold struct {
 
 // hold reserves what the completion of p over candidates ids can cost at
 // most, when the caller's API key has a credit limit and some candidate
-// is priced; it returns nil (nothing held) otherwise. A refusal is the
-// key's 402 (credits.ErrKeyLimit) or the account's (insufficient
-// credits), with nothing written.
+// is priced; it returns nil (nothing held) otherwise, and when credits
+// are off (no Balances, no Holds). A refusal is the key's 402
+// (credits.ErrKeyLimit) or the account's (insufficient credits), with
+// nothing written; a Gateway with Balances and no Holds refuses with
+// errNoHolds.
 func (g *Gateway) hold(ctx context.Context, account string, p *Params, ids []string) (*hold, error) {
 	pr, ok := auth.FromContext(ctx)
 	if !ok || !pr.Limited || pr.KeyID == "" {
 		return nil, nil // the common case: nothing more to look at
 	}
-	hs, ok := g.balances.(Holds)
-	if !ok {
+	hs := g.holds
+	if hs == nil && g.balances == nil {
 		return nil, nil
 	}
 	in := inputBound(p)
@@ -111,6 +118,9 @@ func (g *Gateway) hold(ctx context.Context, account string, p *Params, ids []str
 	}
 	if amount == 0 {
 		return nil, nil
+	}
+	if hs == nil {
+		return nil, errNoHolds
 	}
 	id := "chat_" + strings.ToLower(rand.Text())
 	e := credits.Entry{ID: credits.ReservationID(id), Account: account, Kind: credits.Reservation, Amount: amount,

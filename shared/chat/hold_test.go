@@ -100,7 +100,7 @@ func TestHoldLimitedKey(t *testing.T) {
 			s, pr := holdStore(t, 1000*cr, tt.limit)
 			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: tt.usage}, err: tt.upstreamErr}
 			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov},
-				Balances: s, Usage: failingRecorder{t}})
+				Balances: s, Holds: s, Usage: failingRecorder{t}})
 			p := tt.params
 			p.ID = "chatcmpl-held-" + strings.ReplaceAll(tt.name, " ", "-")
 			err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &sink{})
@@ -163,7 +163,7 @@ func TestHoldParallel(t *testing.T) {
 	// 20 input and 1000 output tokens hold 3.02; the provider reports 10
 	// and 900: 0.01 + 2.7 = 2.71 credits charged.
 	prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 900}}}
-	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s})
+	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s, Holds: s})
 	ctx := auth.WithPrincipal(context.Background(), pr)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -211,7 +211,7 @@ func TestHoldNotLimited(t *testing.T) {
 			s, _ := holdStore(t, 1000*credits.Credit, 10*credits.Credit)
 			rec := &countingRecorder{}
 			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 10}}}
-			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s, Usage: rec})
+			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s, Holds: s, Usage: rec})
 			ctx := context.Background()
 			if tt.pr != nil {
 				ctx = auth.WithPrincipal(ctx, *tt.pr)
@@ -228,9 +228,49 @@ func TestHoldNotLimited(t *testing.T) {
 	}
 }
 
+// TestHoldNeedsHolds: a limited key's priced completion on a gateway with
+// Balances and no Holds is refused before any upstream call (its limit
+// cannot be kept), never run unheld; an unpriced one runs. Without
+// Balances either, credits are off: it runs unheld.
+func TestHoldNeedsHolds(t *testing.T) {
+	tests := []struct {
+		name     string
+		balances bool
+		model    string
+		wantErr  bool
+	}{
+		{"balances, no holds, priced", true, "synthetic/priced", true},
+		{"balances, no holds, unpriced", true, "synthetic/echo", false},
+		{"no balances, no holds, priced", false, "synthetic/priced", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, pr := holdStore(t, 1000*credits.Credit, 10*credits.Credit)
+			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 10}}}
+			cfg := chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Usage: &countingRecorder{}}
+			if tt.balances {
+				cfg.Balances = s
+			}
+			gw := chat.NewGateway(cfg)
+			p := hi("1000")
+			p.Model = tt.model
+			err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &sink{})
+			if (err != nil) != tt.wantErr || len(prov.got) != map[bool]int{true: 0, false: 1}[tt.wantErr] {
+				t.Errorf("Run = %v with %d upstream calls; want an error %v, with a call %v", err, len(prov.got), tt.wantErr, !tt.wantErr)
+			}
+			if spent, held, _ := keyState(t, s, pr.KeyID); spent != 0 || held != 0 {
+				t.Errorf("key spent %s, held %s; want nothing (no Holds)", spent, held)
+			}
+		})
+	}
+}
+
 // failingRecorder fails the test if the gateway's recorder is used: a held
 // completion's usage is written to the store at once instead.
 type failingRecorder struct{ t *testing.T }
+
+func (failingRecorder) InMemory() bool                         { return false }
+func (failingRecorder) UnwrittenCredits(string) credits.Amount { return 0 }
 
 func (f failingRecorder) Record(context.Context, credits.Record) error {
 	f.t.Error("the gateway's UsageRecorder was called for a held completion")
@@ -241,6 +281,9 @@ type countingRecorder struct {
 	mu sync.Mutex
 	n  int
 }
+
+func (*countingRecorder) InMemory() bool                         { return false }
+func (*countingRecorder) UnwrittenCredits(string) credits.Amount { return 0 }
 
 func (c *countingRecorder) Record(context.Context, credits.Record) error {
 	c.mu.Lock()

@@ -116,6 +116,10 @@ type NativeAnswer struct {
 	Body []byte        // a whole answer's JSON, as the upstream sent it
 }
 
+// errNotNative is an attempt's error for a native Call whose provider
+// no longer has a NativeProvider (a wrapper whose provider changed).
+var errNotNative = errors.New("chat: the provider speaks no API natively")
+
 // errNativeSink is Run's error for a Params with Native run into a Sink
 // that cannot relay a native answer.
 var errNativeSink = errors.New("chat: a native request needs a NativeSink")
@@ -123,11 +127,7 @@ var errNativeSink = errors.New("chat: a native request needs a NativeSink")
 // speaks reports whether prov serves p natively: p came in an API that
 // prov speaks.
 func speaks(p *Params, prov Provider) bool {
-	if p.Native == nil {
-		return false
-	}
-	np, ok := prov.(NativeProvider)
-	return ok && np.Speaks(p.Native.API)
+	return p.Native != nil && Capabilities(prov).speaks(p.Native.API)
 }
 
 // Event implements NativeWriter for an attempt (see firstToken): events

@@ -274,7 +274,7 @@ func TestHoldNative(t *testing.T) {
 				t.Fatal(err)
 			}
 			gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: map[string]chat.Provider{"openai": np, "synthetic": &fakeProvider{}},
-				Balances: s, Usage: failingRecorder{t}})
+				Balances: s, Holds: s, Usage: failingRecorder{t}})
 			p := responsesParams("openai/gpt", tt.body, true, nil)
 			p.ID = "resp_held_" + strings.ReplaceAll(tt.name, " ", "_")
 			err = gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &nativeSink{})

@@ -382,7 +382,7 @@ func TestHoldCut(t *testing.T) {
 	prov := &cutProvider{deltas: []chat.Delta{{Content: "Hello"}, {Content: " world"}}, cut: &chat.Response{Usage: chat.Usage{PromptTokens: 20}},
 		err: &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped}}
 	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov},
-		Balances: s, Usage: failingRecorder{t}})
+		Balances: s, Holds: s, Usage: failingRecorder{t}})
 	p := hi("1000")
 	p.Stream = true
 	err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &sink{})

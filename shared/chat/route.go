@@ -432,7 +432,9 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	var resp *Response
 	start := time.Now()
 	rt.called = true
-	switch np, _ := c.provider.(NativeProvider); {
+	switch np := Capabilities(c.provider).Native; {
+	case c.native && np == nil: // Prepare found it speaks the request's API: a wrapper that lost it
+		err = errNotNative
 	case c.native && c.Stream:
 		resp, err = np.NativeStream(actx, c.Request, f)
 	case c.native:

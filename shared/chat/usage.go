@@ -40,6 +40,13 @@ type StoreRecorder struct {
 
 var _ UsageRecorder = StoreRecorder{}
 
+// InMemory implements UsageRecorder: false, Record waits on the store.
+func (StoreRecorder) InMemory() bool { return false }
+
+// UnwrittenCredits implements UsageRecorder: 0, Record wrote every record
+// it took before it returned.
+func (StoreRecorder) UnwrittenCredits(string) credits.Amount { return 0 }
+
 // storeAttempts is how many times StoreRecorder tries a write.
 const storeAttempts = 3
 
@@ -185,7 +192,7 @@ func (r *BufferedRecorder) Record(ctx context.Context, rec credits.Record) error
 	return nil
 }
 
-// UnwrittenCredits implements UnwrittenCreditsRecorder: the costs of
+// UnwrittenCredits implements UsageRecorder: the costs of
 // account's records kept since the last successful write, which the
 // store's balance does not show yet.
 func (r *BufferedRecorder) UnwrittenCredits(account string) credits.Amount {
@@ -314,7 +321,7 @@ func list(rs []credits.Record) string {
 	return b.String()
 }
 
-// InMemory implements InMemoryRecorder: Record adds to memory (a
+// InMemory implements UsageRecorder: true, Record adds to memory (a
 // BufferedRecorder that is closed writes to its store directly, but only
 // requests that outlive shutdown see that).
 func (r *BufferedRecorder) InMemory() bool { return true }

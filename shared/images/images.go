@@ -139,9 +139,9 @@ type FeatureProvider interface {
 	Features() Features
 }
 
-// featuresOf returns p's Features.
+// featuresOf returns p's Features (see Capabilities).
 func featuresOf(p Provider) Features {
-	if f, ok := p.(FeatureProvider); ok {
+	if f := Capabilities(p).Features; f != nil {
 		return f.Features()
 	}
 	return Features{}

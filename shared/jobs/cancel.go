@@ -88,7 +88,8 @@ func (s *Service) cancelAtVendor(ctx context.Context, j *Job) error {
 		m, ok = s.Catalog.Model(model)
 	}
 	if ok {
-		c, ok = s.Providers[m.Provider].(Canceller)
+		c = Capabilities(s.Providers[m.Provider]).Canceller
+		ok = c != nil
 	}
 	if !ok {
 		return notCancellable(fmt.Sprintf("The vendor of model %s cannot cancel a running job; it will complete or fail on its own.", model))

@@ -43,15 +43,14 @@ func (s *Service) DeleteJob(ctx context.Context, j *Job) (*Job, error) {
 	if !j.Status.Final() {
 		return nil, notFinal(j)
 	}
-	md, ok := s.Media.(MediaDeleter)
-	if s.Deletes == nil || s.Credits == nil || !ok {
-		return nil, fmt.Errorf("delete job %s: the service has no DeleteStore, credits store or deleting media store", id)
+	if s.Deletes == nil || s.Credits == nil || s.Media == nil {
+		return nil, fmt.Errorf("delete job %s: the service has no DeleteStore, credits store or media store", id)
 	}
 	if err := credits.Apply(ctx, s.Credits, j.Change(Processing, j.Updated)); err != nil {
 		return nil, fmt.Errorf("delete job %s: %w", id, err)
 	}
 	if j.Output != nil && j.Output.Key != "" {
-		if err := md.Delete(ctx, j.Output.Key); err != nil {
+		if err := s.Media.Delete(ctx, j.Output.Key); err != nil {
 			return nil, fmt.Errorf("delete job %s output: %w", id, err)
 		}
 	}

@@ -313,26 +313,29 @@ type DeleteStore interface {
 type Queue interface {
 	// Enqueue schedules id for processing after delay.
 	Enqueue(ctx context.Context, id string, delay time.Duration) error
+	GroupQueue
 }
 
-// GroupQueue is a Queue that delivers fairly across groups: SQS fair
-// queues (a standard queue given a message group per account) keep one
-// account's backlog from delaying another's jobs. The service and the
-// worker enqueue with the job's account as its group when the queue has
-// it. (The embedded queue is fair by its own lease instead.)
+// GroupQueue is the side of a Queue that takes a job's group, its
+// account: the service and the worker enqueue a job of an account with
+// EnqueueGroup. A queue that delivers fairly across groups uses it (SQS
+// fair queues: a standard queue given a message group per account keeps
+// one account's backlog from delaying another's jobs); one that is fair
+// on its own (the embedded queue, by its lease) enqueues as Enqueue does.
 type GroupQueue interface {
+	// EnqueueGroup schedules id, of group, for processing after delay.
 	EnqueueGroup(ctx context.Context, id, group string, delay time.Duration) error
 }
 
-// enqueue schedules id of account on q, grouped by account where q can.
+// enqueue schedules id of account on q, grouped by account.
 func enqueue(ctx context.Context, q Queue, id, account string, delay time.Duration) error {
-	if g, ok := q.(GroupQueue); ok && account != "" {
-		return g.EnqueueGroup(ctx, id, account, delay)
+	if account != "" {
+		return q.EnqueueGroup(ctx, id, account, delay)
 	}
 	return q.Enqueue(ctx, id, delay)
 }
 
-// Media stores outputs and makes links to them.
+// Media stores outputs, makes links to them and deletes them.
 type Media interface {
 	// Put stores the bytes of r under key, copying them as they arrive.
 	// size is how many r yields, or -1 if unknown; with size >= 0 another
@@ -341,10 +344,11 @@ type Media interface {
 	Put(ctx context.Context, key, contentType string, r io.Reader, size int64) error
 	// URL returns an absolute link to key that works for ttl.
 	URL(ctx context.Context, key string, ttl time.Duration) (string, error)
+	MediaDeleter
 }
 
-// MediaDeleter is a Media that can delete what it stores (both media
-// adapters can); Service.Delete needs it.
+// MediaDeleter is the deleting side of a Media (Service.Delete removes a
+// deleted video's output with it).
 type MediaDeleter interface {
 	// Delete removes key; a key that does not exist is no error.
 	Delete(ctx context.Context, key string) error

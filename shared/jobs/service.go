@@ -48,8 +48,8 @@ type Service struct {
 	Sweeps     SweepStore
 	SweepLimit int // jobs per Sweep; 0: DefaultSweepLimit
 	MaxSweeps  int // re-sends before Sweep fails a job; 0: DefaultMaxSweeps
-	// Deletes, Credits and a Media that is a MediaDeleter are what Delete
-	// needs: the store marks the job deleted, Credits settles it first
+	// Deletes, Credits and Media are what Delete needs: the store marks
+	// the job deleted, Credits settles it first, Media removes its output
 	// (see Delete). nil: Delete fails.
 	Deletes DeleteStore
 	Credits credits.Store

@@ -116,6 +116,11 @@ func (q *memQueue) Enqueue(ctx context.Context, id string, delay time.Duration) 
 	return nil
 }
 
+// EnqueueGroup enqueues as Enqueue does (groupQueue records the groups).
+func (q *memQueue) EnqueueGroup(ctx context.Context, id, _ string, delay time.Duration) error {
+	return q.Enqueue(ctx, id, delay)
+}
+
 func (q *memQueue) sent() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()

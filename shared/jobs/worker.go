@@ -246,9 +246,7 @@ func (r *run) start() error {
 	defer cancel()
 	r.call = call
 	target := route.Target{Model: r.m.ID, Provider: r.m.Provider}
-	if k, ok := r.p.(route.Keyed); ok {
-		target.Keys = k.KeyIDs()
-	}
+	target.Keys = route.KeysOf(r.p)
 	var step *Step
 	v, err := w.Router.Submit(r.call, route.Submission{Target: target, Retry: max(j.Tries()-1, 0), More: j.More(),
 		MaxRetries: w.maxAttempts() - 1, Left: func() time.Duration { return w.deadline(j).Sub(w.now()) }},
@@ -300,7 +298,7 @@ func (r *run) started(step *Step, key string) error {
 	if step.Result != nil {
 		return r.finishOrRetry(step.Result)
 	}
-	if _, ok := r.p.(Poller); !ok {
+	if Capabilities(r.p).Poller == nil {
 		return r.fail(&JobError{Code: CodeInternal, Message: "The provider answered a handle but cannot be polled; no credits were charged."})
 	}
 	h := *step.Handle
@@ -375,8 +373,8 @@ func (r *run) saveHandle(h *Handle) error {
 // poll claims one poll round of the job and asks the vendor once.
 func (r *run) poll() error {
 	w, j := r.w, r.j
-	poller, ok := r.p.(Poller)
-	if !ok {
+	poller := Capabilities(r.p).Poller
+	if poller == nil {
 		return r.fail(&JobError{Code: CodeInternal, Message: "The job's provider cannot be polled; no credits were charged."})
 	}
 	interval := w.pollInterval()
@@ -573,7 +571,7 @@ func jobFinished(j *Job, s Status) {
 // vendor first where that is possible (best effort).
 func (r *run) timeout() error {
 	w, j := r.w, r.j
-	if c, ok := r.p.(Canceller); ok && j.Handle != nil {
+	if c := Capabilities(r.p).Canceller; c != nil && j.Handle != nil {
 		cctx, cancel := context.WithTimeout(withJobKey(r.ctx, j), 10*time.Second)
 		if err := c.Cancel(cctx, r.m, j); err != nil {
 			w.Log.Warn("cancel at vendor failed", "job_id", j.ID, "vendor_id", j.Handle.ID, "err", err)

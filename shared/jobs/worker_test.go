@@ -129,6 +129,13 @@ func (m *memMedia) URL(ctx context.Context, key string, ttl time.Duration) (stri
 	return "http://127.0.0.1/" + key, nil
 }
 
+func (m *memMedia) Delete(ctx context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.puts, key)
+	return nil
+}
+
 // providerFunc adapts a function to a synchronous Provider.
 type providerFunc func(ctx context.Context, j *Job) (*Result, error)
 

@@ -66,13 +66,20 @@ type Keyed interface {
 	KeyIDs() []string
 }
 
+// KeysOf returns the KeyIDs of p's key pool when p is Keyed, else nil:
+// the one place a provider is asked for its keys.
+func KeysOf(p any) []string {
+	if k, ok := p.(Keyed); ok {
+		return k.KeyIDs()
+	}
+	return nil
+}
+
 // PoolKeys returns the KeyIDs of p's key pool when p is Keyed with more
 // than one key (a Target's Keys), else nil: one key needs no choosing.
 func PoolKeys(p any) []string {
-	if k, ok := p.(Keyed); ok {
-		if ids := k.KeyIDs(); len(ids) > 1 {
-			return ids
-		}
+	if ids := KeysOf(p); len(ids) > 1 {
+		return ids
 	}
 	return nil
 }

@@ -637,3 +637,15 @@ func TestPoolKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysOf: a Keyed provider's KeyIDs, one key or more; nil for another.
+func TestKeysOf(t *testing.T) {
+	for _, tt := range []struct {
+		p    any
+		want int
+	}{{nil, 0}, {"not keyed", 0}, {keyed{"a"}, 1}, {keyed{"a", "b"}, 2}} {
+		if got := KeysOf(tt.p); len(got) != tt.want {
+			t.Errorf("KeysOf(%v) = %v; want %d keys", tt.p, got, tt.want)
+		}
+	}
+}

@@ -15,10 +15,7 @@ import (
 // jobs.Reconcile exactly once however often it runs, and a job the
 // stream did settle is left alone.
 func testReconcile(t *testing.T, b Backend) {
-	rs, ok := b.(jobs.ReconcileStore)
-	if !ok {
-		t.Skip("backend is not a jobs.ReconcileStore")
-	}
+	var rs jobs.ReconcileStore = b
 	ctx := context.Background()
 	acct := newAccount(t, b, 100)
 	// charged completes a job of hold held at charge (a cheaper fallback
@@ -92,10 +89,7 @@ func testReconcile(t *testing.T, b Backend) {
 
 // testTouchKey: a key's last use is recorded and listed.
 func testTouchKey(t *testing.T, b Backend) {
-	tb, ok := b.(auth.Toucher)
-	if !ok {
-		t.Skip("backend is not an auth.Toucher")
-	}
+	var tb auth.Toucher = b
 	ctx := context.Background()
 	acct := newAccount(t, b, 0)
 	key, err := auth.NewKey()

@@ -26,11 +26,15 @@ import (
 	"github.com/genway/genway/shared/jobs"
 )
 
-// Backend is a store implementing all three domain store interfaces.
+// Backend is a store implementing all three domain store interfaces,
+// with what the service needs of both stores beside them: deleting a job
+// (jobs.DeleteStore) and serving the reconciler (jobs.ReconcileStore).
 type Backend interface {
 	jobs.Store
 	auth.Store
 	credits.Store
+	jobs.DeleteStore
+	jobs.ReconcileStore
 }
 
 // Run runs the contract subtests; newBackend returns the backend for one

@@ -347,6 +347,10 @@ func rawJob(t *testing.T, client *dynamodb.Client, id string) map[string]types.A
 // countQueue counts Enqueue calls.
 type countQueue struct{ n int }
 
+func (q *countQueue) EnqueueGroup(ctx context.Context, id, _ string, delay time.Duration) error {
+	return q.Enqueue(ctx, id, delay)
+}
+
 func (q *countQueue) Enqueue(context.Context, string, time.Duration) error {
 	q.n++
 	return nil

@@ -212,6 +212,14 @@ func (m *Media) URL(ctx context.Context, key string, ttl time.Duration) (string,
 	return "https://media.test/" + (&url.URL{Path: key}).EscapedPath() + fmt.Sprintf("?ttl=%d", int(ttl/time.Second)), nil
 }
 
+// Delete implements jobs.Media.
+func (m *Media) Delete(ctx context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.files, key)
+	return nil
+}
+
 // Files returns the stored files by key.
 func (m *Media) Files() map[string]File {
 	m.mu.Lock()

@@ -229,6 +229,13 @@ func (s *Store) Enqueue(ctx context.Context, id string, delay time.Duration) err
 	return nil
 }
 
+// EnqueueGroup implements jobs.GroupQueue: Enqueue, whatever the group.
+// The queue is fair across accounts by its own lease (see fairScan), not
+// by groups.
+func (s *Store) EnqueueGroup(ctx context.Context, id, _ string, delay time.Duration) error {
+	return s.Enqueue(ctx, id, delay)
+}
+
 // fairScan bounds how many visible messages lease looks at to choose the
 // fairest ones.
 const fairScan = 512

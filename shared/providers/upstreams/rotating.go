@@ -100,11 +100,11 @@ func NewRotatingSpeech(ctx context.Context, cat *catalog.Catalog, rot Rotation, 
 
 // rotatingOf is a Rotating over the providers that newT (New, NewMedia,
 // NewImages or NewSpeech) builds for the catalog's models of types, each
-// wrapped by wrap. Every rebuild shares one client: httpClient, or
+// behind the delegate wrap makes. Every rebuild shares one client: httpClient, or
 // defaultClient's when it is nil.
 func rotatingOf[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client, defaultClient func() *http.Client,
 	types []string, newT func(*catalog.Catalog, func(string) string, *http.Client) (map[string]T, error),
-	wrap func(r *Rotating[T], name string, first T) T) (*Rotating[T], error) {
+	wrap func(delegate[T]) T) (*Rotating[T], error) {
 	if httpClient == nil {
 		httpClient = defaultClient()
 	}
@@ -114,11 +114,11 @@ func rotatingOf[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, 
 }
 
 // newRotating reads the keys of the catalog providers with models of one
-// of types, builds the first generation with build and wraps each of its
-// providers in a delegate with wrap; now is the clock.
+// of types, builds the first generation with build and stands a delegate
+// (made by wrap) for each of its providers; now is the clock.
 func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, types []string,
 	build func(getenv func(string) string) (map[string]T, error),
-	wrap func(r *Rotating[T], name string, first T) T, now func() time.Time) (*Rotating[T], error) {
+	wrap func(delegate[T]) T, now func() time.Time) (*Rotating[T], error) {
 	if rot.Log == nil {
 		rot.Log = slog.Default()
 	}
@@ -139,19 +139,20 @@ func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation,
 	r.cur.Store(&generation[T]{keys: keys, providers: providers})
 	r.next.Store(r.now().Add(rot.TTL).UnixNano())
 	r.delegates = make(map[string]T, len(providers))
-	for name, p := range providers {
-		r.delegates[name] = wrap(r, name, p)
+	for name := range providers {
+		r.delegates[name] = wrap(delegate[T]{r: r, name: name})
 	}
 	return r, nil
 }
 
 // Providers returns the providers by catalog provider name: delegates to
-// the current ones, the same map on every call. Each forwards exactly the
-// optional interfaces its provider has (chat.FeatureProvider,
-// chat.ImageBytesNeeder; jobs.Poller, jobs.Canceller;
-// images.FeatureProvider), and each is a
-// route.Keyed whose KeyIDs are those of the current provider's key pool
-// (none for a provider without one), so that a rotated pool takes effect.
+// the current ones, the same map on every call. A delegate's Unwrap is the
+// current provider, whose optional interfaces (chat.FeatureProvider,
+// chat.NativeProvider, ...; jobs.Poller, jobs.Canceller;
+// images.FeatureProvider) the domain's Capabilities finds through it; and
+// each is a route.Keyed whose KeyIDs are those of the current provider's
+// key pool (none for a provider without one), so that a rotated pool
+// takes effect.
 func (r *Rotating[T]) Providers() map[string]T { return r.delegates }
 
 // readKeys reads every key variable through rot.Key, in parallel (a cold
@@ -203,9 +204,6 @@ func (r *Rotating[T]) current(ctx context.Context, name string) T {
 	return r.cur.Load().providers[name]
 }
 
-// peek returns the current generation's provider named name, as it is.
-func (r *Rotating[T]) peek(name string) T { return r.cur.Load().providers[name] }
-
 // refresh reads the keys again and, if any changed, builds and swaps in
 // new providers. A key that cannot be read keeps its last value (logged);
 // a rebuild that fails, or that would change which providers exist, keeps
@@ -244,7 +242,10 @@ func (r *Rotating[T]) refresh(ctx context.Context) {
 }
 
 // delegate is what every delegate of a Rotating is: the provider it
-// stands for, by name.
+// stands for, by name. A delegate has its domain's required methods, each
+// a call to the current provider, and Unwrap, through which the domain's
+// Capabilities (chat, jobs, images) finds the current provider's optional
+// interfaces: a delegate has none of its own.
 type delegate[T any] struct {
 	r    *Rotating[T]
 	name string
@@ -254,30 +255,29 @@ type delegate[T any] struct {
 // Rotating.current).
 func (d delegate[T]) current(ctx context.Context) T { return d.r.current(ctx, d.name) }
 
+// Unwrap returns the current provider (chat.Unwrapper, jobs.Unwrapper,
+// images.Unwrapper), reading the keys again first if they are older
+// than the TTL, as a call does: what the caller then calls on it is made
+// with the current keys.
+func (d delegate[T]) Unwrap() T { return d.current(context.Background()) }
+
 // KeyIDs returns the KeyIDs of the current provider's key pool, nil if it
 // has none (route.Keyed). It reads the keys again first if they are older
 // than the TTL, as a call does: the router picks from the pool the call
 // will use.
-func (d delegate[T]) KeyIDs() []string { return keyIDs(d.current(context.Background())) }
+func (d delegate[T]) KeyIDs() []string { return route.KeysOf(d.current(context.Background())) }
 
-// wrapChat returns the delegate of chat provider name. The gateway
-// type-asserts the optional interfaces of a chat provider; the delegate
-// has them all, each answered by the current provider, or, when it lacks
-// one, as the gateway takes a provider without it: AllFeatures, no image
-// bytes, no cache breakpoints, no token count (chat.ErrNoTokenCount).
-func wrapChat(r *Rotating[chat.Provider], name string, _ chat.Provider) chat.Provider {
-	return chatDelegate{delegate[chat.Provider]{r: r, name: name}}
-}
+// wrapChat, wrapMedia, wrapImages and wrapSpeech are the delegates of a
+// chat, job, image and speech provider.
+func wrapChat(d delegate[chat.Provider]) chat.Provider       { return chatDelegate{d} }
+func wrapMedia(d delegate[jobs.Provider]) jobs.Provider      { return mediaDelegate{d} }
+func wrapImages(d delegate[images.Provider]) images.Provider { return imageDelegate{d} }
+func wrapSpeech(d delegate[speech.Provider]) speech.Provider { return speechDelegate{d} }
 
+// chatDelegate is the delegate of a chat provider.
 type chatDelegate struct{ delegate[chat.Provider] }
 
-var (
-	_ chat.FeatureProvider  = chatDelegate{}
-	_ chat.ImageBytesNeeder = chatDelegate{}
-	_ chat.CacheProvider    = chatDelegate{}
-	_ chat.TokenCounter     = chatDelegate{}
-	_ chat.NativeProvider   = chatDelegate{}
-)
+var _ chat.Unwrapper = chatDelegate{}
 
 func (d chatDelegate) Complete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
 	return d.current(ctx).Complete(ctx, req)
@@ -287,156 +287,26 @@ func (d chatDelegate) Stream(ctx context.Context, req *chat.Request, w chat.Writ
 	return d.current(ctx).Stream(ctx, req, w)
 }
 
-// Features returns the current provider's features.
-func (d chatDelegate) Features() chat.Features {
-	if f, ok := d.r.peek(d.name).(chat.FeatureProvider); ok {
-		return f.Features()
-	}
-	return chat.AllFeatures
-}
-
-// NeedsImageBytes reports whether the current provider needs image bytes.
-func (d chatDelegate) NeedsImageBytes() bool {
-	nb, ok := d.r.peek(d.name).(chat.ImageBytesNeeder)
-	return ok && nb.NeedsImageBytes()
-}
-
-// CacheRules returns the current provider's prompt-cache rules for m.
-func (d chatDelegate) CacheRules(m *catalog.Model) chat.CacheRules {
-	if cp, ok := d.r.peek(d.name).(chat.CacheProvider); ok {
-		return cp.CacheRules(m)
-	}
-	return chat.CacheRules{}
-}
-
-// CountTokens asks the current provider to count req's input tokens.
-func (d chatDelegate) CountTokens(ctx context.Context, req *chat.Request) (int, error) {
-	if tc, ok := d.current(ctx).(chat.TokenCounter); ok {
-		return tc.CountTokens(ctx, req)
-	}
-	return 0, chat.ErrNoTokenCount
-}
-
-// Speaks reports whether the current provider speaks api natively
-// (chat.NativeProvider); a provider that is not one speaks none.
-func (d chatDelegate) Speaks(api string) bool {
-	np, ok := d.r.peek(d.name).(chat.NativeProvider)
-	return ok && np.Speaks(api)
-}
-
-// NativeStream relays a native answer from the current provider, which
-// speaks the request's API (the gateway asked Speaks).
-func (d chatDelegate) NativeStream(ctx context.Context, req *chat.Request, w chat.NativeWriter) (*chat.Response, error) {
-	np, ok := d.current(ctx).(chat.NativeProvider)
-	if !ok {
-		return nil, errNotNative
-	}
-	return np.NativeStream(ctx, req, w)
-}
-
-// NativeComplete returns a whole native answer from the current provider.
-func (d chatDelegate) NativeComplete(ctx context.Context, req *chat.Request) (*chat.Response, error) {
-	np, ok := d.current(ctx).(chat.NativeProvider)
-	if !ok {
-		return nil, errNotNative
-	}
-	return np.NativeComplete(ctx, req)
-}
-
-// errNotNative is a delegate's native call to a provider that speaks no
-// API natively (a rebuild cannot change that: the catalog says it).
-var errNotNative = errors.New("upstreams: the provider speaks no API natively")
-
-// wrapMedia returns the delegate of job provider name, with the optional
-// interfaces first has (the worker and jobs.Service type-assert them).
-func wrapMedia(r *Rotating[jobs.Provider], name string, first jobs.Provider) jobs.Provider {
-	d := mediaDelegate{delegate[jobs.Provider]{r: r, name: name}}
-	_, poller := first.(jobs.Poller)
-	_, canceller := first.(jobs.Canceller)
-	switch {
-	case poller && canceller:
-		return mediaPollerCanceller{d}
-	case poller:
-		return mediaPoller{d}
-	case canceller:
-		return mediaCanceller{d}
-	}
-	return d
-}
-
+// mediaDelegate is the delegate of a job provider.
 type mediaDelegate struct{ delegate[jobs.Provider] }
+
+var _ jobs.Unwrapper = mediaDelegate{}
 
 func (d mediaDelegate) Start(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Step, error) {
 	return d.current(ctx).Start(ctx, m, j)
 }
 
-// keyIDs returns p's KeyIDs if it is a route.Keyed, else nil.
-func keyIDs(p any) []string {
-	if k, ok := p.(route.Keyed); ok {
-		return k.KeyIDs()
-	}
-	return nil
-}
-
-func (d mediaDelegate) poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
-	return d.current(ctx).(jobs.Poller).Poll(ctx, m, j)
-}
-
-func (d mediaDelegate) cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
-	return d.current(ctx).(jobs.Canceller).Cancel(ctx, m, j)
-}
-
-type mediaPoller struct{ mediaDelegate }
-
-func (d mediaPoller) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
-	return d.poll(ctx, m, j)
-}
-
-type mediaCanceller struct{ mediaDelegate }
-
-func (d mediaCanceller) Cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
-	return d.cancel(ctx, m, j)
-}
-
-type mediaPollerCanceller struct{ mediaDelegate }
-
-func (d mediaPollerCanceller) Poll(ctx context.Context, m *catalog.Model, j *jobs.Job) (*jobs.Result, error) {
-	return d.poll(ctx, m, j)
-}
-
-func (d mediaPollerCanceller) Cancel(ctx context.Context, m *catalog.Model, j *jobs.Job) error {
-	return d.cancel(ctx, m, j)
-}
-
-// wrapImages returns the delegate of image provider name, an
-// images.FeatureProvider when first is one (images.Service type-asserts
-// it).
-func wrapImages(r *Rotating[images.Provider], name string, first images.Provider) images.Provider {
-	d := imageDelegate{delegate[images.Provider]{r: r, name: name}}
-	if _, ok := first.(images.FeatureProvider); ok {
-		return imageFeatures{d}
-	}
-	return d
-}
-
+// imageDelegate is the delegate of an image provider.
 type imageDelegate struct{ delegate[images.Provider] }
+
+var _ images.Unwrapper = imageDelegate{}
 
 func (d imageDelegate) Generate(ctx context.Context, m *catalog.Model, p *images.Params) (*images.Output, error) {
 	return d.current(ctx).Generate(ctx, m, p)
 }
 
-type imageFeatures struct{ imageDelegate }
-
-func (d imageFeatures) Features() images.Features {
-	return d.r.peek(d.name).(images.FeatureProvider).Features()
-}
-
-// wrapSpeech returns the delegate of speech provider name (speech
-// providers have no optional interface).
-func wrapSpeech(r *Rotating[speech.Provider], name string, _ speech.Provider) speech.Provider {
-	return speechDelegate{delegate[speech.Provider]{r: r, name: name}}
-}
-
+// speechDelegate is the delegate of a speech provider (speech providers
+// have no optional interface).
 type speechDelegate struct{ delegate[speech.Provider] }
 
 func (d speechDelegate) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, error) {

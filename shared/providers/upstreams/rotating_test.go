@@ -239,12 +239,15 @@ func TestRotatingMediaKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := fixClock(r)
-	c, ok := r.Providers()["replicate"].(jobs.Canceller)
-	if !ok || len(r.Providers()) != 1 {
+	if c := jobs.Capabilities(r.Providers()["replicate"]).Canceller; c == nil || len(r.Providers()) != 1 {
 		t.Fatalf("Providers() = %v; want replicate alone, a jobs.Canceller", r.Providers())
 	}
 	j := &jobs.Job{Handle: &jobs.Handle{ID: "p1", CancelURL: up.URL + "/v1/predictions/p1/cancel"}}
-	checkRotation(t, f, clk, "/genway/replicate", "r8_old", "r8_new", func() error { return c.Cancel(context.Background(), nil, j) }, up.last)
+	// Each cancel finds the Canceller as the worker does, at the call.
+	cancel := func() error {
+		return jobs.Capabilities(r.Providers()["replicate"]).Canceller.Cancel(context.Background(), nil, j)
+	}
+	checkRotation(t, f, clk, "/genway/replicate", "r8_old", "r8_new", cancel, up.last)
 }
 
 // TestRotatingImagesAndSpeechKeyRotation: OpenAI's image and speech
@@ -420,11 +423,11 @@ func TestRotatingKeepsVendors(t *testing.T) {
 	}
 }
 
-// TestRotatingInterfaces: each delegate answers the optional interfaces
-// the gateway asserts as the provider it stands for does, and, for those
-// the provider lacks, as the gateway takes a provider without them (a
-// chat delegate has them all: features, image bytes, cache rules, token
-// counts; a media delegate exactly its provider's).
+// TestRotatingInterfaces: through each delegate, the domain's
+// Capabilities finds exactly the optional interfaces of the provider it
+// stands for, and they answer as the provider's do (features, image
+// bytes, cache rules, native APIs, token counts; a media delegate's
+// polling and cancelling; an image delegate's features).
 func TestRotatingInterfaces(t *testing.T) {
 	isolate(t)
 	cat, err := catalog.Default()
@@ -450,7 +453,7 @@ func TestRotatingInterfaces(t *testing.T) {
 	}
 	claude, _ := cat.Model("anthropic/claude-haiku-4-5")
 	for name, want := range direct {
-		got := rc.Providers()[name]
+		wc, gc := chat.Capabilities(want), chat.Capabilities(rc.Providers()[name])
 		wantF, wantI, wantC := chat.AllFeatures, false, chat.CacheRules{}
 		if f, ok := want.(chat.FeatureProvider); ok {
 			wantF = f.Features()
@@ -461,34 +464,40 @@ func TestRotatingInterfaces(t *testing.T) {
 		if cp, ok := want.(chat.CacheProvider); ok {
 			wantC = cp.CacheRules(claude)
 		}
-		gf, okF := got.(chat.FeatureProvider)
-		gi, okI := got.(chat.ImageBytesNeeder)
-		gc, okC := got.(chat.CacheProvider)
-		gt, okT := got.(chat.TokenCounter)
-		if !okF || !okI || !okC || !okT {
-			t.Errorf("%s: delegate is FeatureProvider %v, ImageBytesNeeder %v, CacheProvider %v, TokenCounter %v; want all", name, okF, okI, okC, okT)
+		if (gc.Features != nil) != (wc.Features != nil) || (gc.ImageBytes != nil) != (wc.ImageBytes != nil) ||
+			(gc.Cache != nil) != (wc.Cache != nil) || (gc.Counter != nil) != (wc.Counter != nil) || (gc.Native != nil) != (wc.Native != nil) {
+			t.Errorf("%s: Capabilities(delegate) = %+v; want those of the provider, %+v", name, gc, wc)
 			continue
 		}
-		if fmt.Sprint(gf.Features()) != fmt.Sprint(wantF) {
-			t.Errorf("%s: Features() = %+v; want %+v", name, gf.Features(), wantF)
+		gotF, gotI, gotC := chat.AllFeatures, false, chat.CacheRules{}
+		if gc.Features != nil {
+			gotF = gc.Features.Features()
 		}
-		if gi.NeedsImageBytes() != wantI {
-			t.Errorf("%s: NeedsImageBytes() = %v; want %v", name, gi.NeedsImageBytes(), wantI)
+		if gc.ImageBytes != nil {
+			gotI = gc.ImageBytes.NeedsImageBytes()
 		}
-		if got := gc.CacheRules(claude); got != wantC {
-			t.Errorf("%s: CacheRules() = %+v; want %+v", name, got, wantC)
+		if gc.Cache != nil {
+			gotC = gc.Cache.CacheRules(claude)
+		}
+		if fmt.Sprint(gotF) != fmt.Sprint(wantF) {
+			t.Errorf("%s: Features() = %+v; want %+v", name, gotF, wantF)
+		}
+		if gotI != wantI {
+			t.Errorf("%s: NeedsImageBytes() = %v; want %v", name, gotI, wantI)
+		}
+		if gotC != wantC {
+			t.Errorf("%s: CacheRules() = %+v; want %+v", name, gotC, wantC)
 		}
 		wantN := []bool{false, false}
 		if np, ok := want.(chat.NativeProvider); ok {
 			wantN = []bool{np.Speaks(chat.APIResponses), np.Speaks(chat.APIMessages)}
 		}
-		if gn, ok := got.(chat.NativeProvider); !ok || gn.Speaks(chat.APIResponses) != wantN[0] || gn.Speaks(chat.APIMessages) != wantN[1] {
-			t.Errorf("%s: delegate is a NativeProvider %v; want one that speaks responses %v, messages %v", name, ok, wantN[0], wantN[1])
+		if gn := gc.Native; gn != nil && (gn.Speaks(chat.APIResponses) != wantN[0] || gn.Speaks(chat.APIMessages) != wantN[1]) {
+			t.Errorf("%s: the delegate's NativeProvider speaks responses %v, messages %v; want %v, %v", name,
+				gn.Speaks(chat.APIResponses), gn.Speaks(chat.APIMessages), wantN[0], wantN[1])
 		}
-		if _, counts := want.(chat.TokenCounter); !counts {
-			if _, err := gt.CountTokens(context.Background(), &chat.Request{Model: claude}); !errors.Is(err, chat.ErrNoTokenCount) {
-				t.Errorf("%s: CountTokens() = %v; want ErrNoTokenCount", name, err)
-			}
+		if _, counts := want.(chat.TokenCounter); !counts && gc.Counter != nil {
+			t.Errorf("%s: the delegate has a TokenCounter; want none (the gateway estimates)", name)
 		}
 	}
 	if _, ok := direct["anthropic"].(chat.TokenCounter); !ok {
@@ -507,11 +516,11 @@ func TestRotatingInterfaces(t *testing.T) {
 		t.Fatalf("Rotating media providers %v; want those of NewMedia, %v", rm.Providers(), directMedia)
 	}
 	for name, want := range directMedia {
-		got := rm.Providers()[name]
+		got := jobs.Capabilities(rm.Providers()[name])
 		_, wantP := want.(jobs.Poller)
-		_, gotP := got.(jobs.Poller)
+		gotP := got.Poller != nil
 		_, wantC := want.(jobs.Canceller)
-		_, gotC := got.(jobs.Canceller)
+		gotC := got.Canceller != nil
 		if gotP != wantP || gotC != wantC {
 			t.Errorf("%s: delegate is Poller %v, Canceller %v; want %v, %v", name, gotP, gotC, wantP, wantC)
 		}
@@ -530,7 +539,8 @@ func TestRotatingInterfaces(t *testing.T) {
 	}
 	for name, want := range directImages {
 		wf, wantF := want.(images.FeatureProvider)
-		gf, gotF := ri.Providers()[name].(images.FeatureProvider)
+		gf := images.Capabilities(ri.Providers()[name]).Features
+		gotF := gf != nil
 		if gotF != wantF || (wantF && gf.Features() != wf.Features()) {
 			t.Errorf("%s: delegate is FeatureProvider %v; want %v, with the same Features", name, gotF, wantF)
 		}

@@ -51,7 +51,7 @@ var staticFS embed.FS
 
 // Config is what the console needs.
 type Config struct {
-	Operator admin.Operator
+	Operator admin.AuditingOperator
 	Verifier *admin.Verifier // checks the operator token at sign-in
 	// SessionKeys signs sessions and CSRF tokens; Sessions keeps the live
 	// sessions. Both are needed.
@@ -388,11 +388,9 @@ func (c *Console) trySignin(w http.ResponseWriter, r *http.Request, tok string) 
 	http.Redirect(w, r, "/console/models", http.StatusSeeOther)
 }
 
-// auditSignin records a sign-in, where the operator can record one.
+// auditSignin records a sign-in.
 func (c *Console) auditSignin(ctx context.Context) {
-	if s, ok := c.cfg.Operator.(admin.Recorder); ok {
-		s.Record(ctx, "console.signin", "console", "")
-	}
+	c.cfg.Operator.Record(ctx, "console.signin", "console", "")
 }
 
 // clientAddr is the client's address, from the connection (on Lambda,

@@ -200,6 +200,9 @@ func (f *fakeOperator) Accounts(ctx context.Context) ([]admin.AccountInfo, error
 func (f *fakeOperator) Reconcile(context.Context, int) (jobs.ReconcileResult, error) {
 	return jobs.ReconcileResult{}, nil
 }
+func (f *fakeOperator) Reservations(context.Context, string) ([]credits.Entry, error) {
+	return nil, nil
+}
 func (f *fakeOperator) Ledger(_ context.Context, account string) ([]credits.Entry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

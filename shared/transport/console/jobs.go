@@ -18,7 +18,8 @@ import (
 )
 
 // Jobs is what the jobs pages need: every account's jobs (the operator
-// sees them all), one job by id whatever its account, and cancelling one.
+// sees them all), one job by id whatever its account, cancelling one, and
+// the link to a completed job's output (the job page's player).
 // ServiceJobs makes one from a *jobs.Service.
 type Jobs interface {
 	// List returns the jobs q selects, newest first, and the next page's
@@ -28,11 +29,7 @@ type Jobs interface {
 	Get(ctx context.Context, id string) (*jobs.Job, error)
 	// Cancel stops account's job id (see jobs.Service.Cancel).
 	Cancel(ctx context.Context, account, id string) (*jobs.Job, error)
-}
-
-// Linker is a Jobs that also links a completed job's output (ServiceJobs
-// does); without it the job page has no player.
-type Linker interface {
+	// Link returns a link to completed job j's output.
 	Link(ctx context.Context, j *jobs.Job) (string, error)
 }
 
@@ -276,13 +273,11 @@ func (c *Console) view(ctx context.Context, j *jobs.Job) (jobView, error) {
 	if j.Status != jobs.Completed || j.Output == nil {
 		return v, nil
 	}
-	if l, ok := c.cfg.Jobs.(Linker); ok {
-		u, err := l.Link(ctx, j)
-		if err != nil {
-			return v, err
-		}
-		v.URL = u
+	u, err := c.cfg.Jobs.Link(ctx, j)
+	if err != nil {
+		return v, err
 	}
+	v.URL = u
 	switch {
 	case strings.HasPrefix(j.Output.ContentType, "video/"):
 		v.Kind = "video"
@@ -360,11 +355,9 @@ func (c *Console) cancelJob(p *Page, w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-// record writes an audit entry, where the operator can (admin.Service).
+// record writes an audit entry.
 func (c *Console) record(ctx context.Context, action, target, detail string) {
-	if s, ok := c.cfg.Operator.(admin.Recorder); ok {
-		s.Record(ctx, action, target, detail)
-	}
+	c.cfg.Operator.Record(ctx, action, target, detail)
 }
 
 // accountIDs are the ids of accts, "dev" first if it is there (the

@@ -32,6 +32,7 @@ import (
 type fakeMedia struct{}
 
 func (fakeMedia) Put(context.Context, string, string, io.Reader, int64) error { return nil }
+func (fakeMedia) Delete(context.Context, string) error                        { return nil }
 func (fakeMedia) URL(_ context.Context, key string, _ time.Duration) (string, error) {
 	return "https://media.example/" + key + "?sig=x", nil
 }

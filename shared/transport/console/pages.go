@@ -493,9 +493,7 @@ func (c *Console) signout(p *Page, w http.ResponseWriter, r *http.Request) error
 	if err := c.sess.end(r.Context(), p.ses); err != nil {
 		return fmt.Errorf("end the console session: %w", err)
 	}
-	if s, ok := c.cfg.Operator.(admin.Recorder); ok {
-		s.Record(r.Context(), "console.signout", "console", "")
-	}
+	c.cfg.Operator.Record(r.Context(), "console.signout", "console", "")
 	c.sess.clear(w, secure(r))
 	http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 	return nil

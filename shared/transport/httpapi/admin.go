@@ -22,7 +22,7 @@ import (
 
 // AdminConfig is what the admin API serves.
 type AdminConfig struct {
-	Operator admin.Operator
+	Operator admin.AuditingOperator
 	Catalog  *catalog.Catalog
 	// Configured reports whether a catalog provider has its credentials
 	// (catalog.ConfiguredFunc); nil: every provider.
@@ -262,9 +262,7 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			if err != nil {
 				return nil, err
 			}
-			if s, ok := cfg.Operator.(admin.Recorder); ok {
-				s.Record(r.Context(), "jobs.cancel", j.ID+" ("+j.Account+")", "")
-			}
+			cfg.Operator.Record(r.Context(), "jobs.cancel", j.ID+" ("+j.Account+")", "")
 			return viewAdminJob(r, cfg.Jobs, j)
 		})},
 		{"POST", "/admin/v1/credits/reconcile", wrap(func(r *http.Request) (any, error) {
@@ -279,11 +277,7 @@ func AdminRoutes(cfg AdminConfig) []Route {
 			return op.Reconcile(r.Context(), in.Days)
 		})},
 		{"GET", "/admin/v1/reservations", wrap(func(r *http.Request) (any, error) {
-			rl, ok := op.(admin.ReservationLister)
-			if !ok {
-				return nil, errNoReservations
-			}
-			res, err := rl.Reservations(r.Context(), r.URL.Query().Get("account"))
+			res, err := op.Reservations(r.Context(), r.URL.Query().Get("account"))
 			if err != nil {
 				return nil, err
 			}
@@ -366,10 +360,6 @@ func decodeRecordQuery(v url.Values) (credits.RecordQuery, error) {
 	}
 	return q, q.Normalize()
 }
-
-// errNoReservations answers GET /admin/v1/reservations where the
-// operator cannot list them.
-var errNoReservations = &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found", Message: "This server does not list reservations."}
 
 // errNoJobs answers the job routes where the server has no jobs service.
 var errNoJobs = &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found", Message: "This server has no jobs."}

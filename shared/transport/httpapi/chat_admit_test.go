@@ -80,6 +80,8 @@ func (r *countingRecorder) Record(_ context.Context, rec credits.Record) error {
 
 func (r *countingRecorder) InMemory() bool { return true }
 
+func (*countingRecorder) UnwrittenCredits(string) credits.Amount { return 0 }
+
 // TestChatAdmit: a priced model is refused with 402 insufficient_credits in
 // the OpenAI envelope while the account has no credits left, streamed or
 // not, before any upstream request and without a charge; a priced model

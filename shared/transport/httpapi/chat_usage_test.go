@@ -31,6 +31,9 @@ type blockingRecorder struct {
 	delivered bool
 }
 
+func (*blockingRecorder) InMemory() bool                         { return false }
+func (*blockingRecorder) UnwrittenCredits(string) credits.Amount { return 0 }
+
 func (r *blockingRecorder) Record(_ context.Context, rec credits.Record) error {
 	r.mu.Lock()
 	r.calls = append(r.calls, fmt.Sprintf("%s %s %d %d %s", rec.Account, rec.Model, rec.Tokens.Prompt, rec.Tokens.Completion, rec.Cost))
@@ -121,7 +124,7 @@ func TestChatRecordsUsageAfterResponse(t *testing.T) {
 	}
 }
 
-// memRecorder is an in-memory UsageRecorder (chat.InMemoryRecorder), like
+// memRecorder is an in-memory UsageRecorder (InMemory true), like
 // serve's BufferedRecorder: the handler records with it without flushing
 // first.
 type memRecorder struct {
@@ -139,6 +142,8 @@ func (r *memRecorder) Record(_ context.Context, rec credits.Record) error {
 }
 
 func (r *memRecorder) InMemory() bool { return true }
+
+func (*memRecorder) UnwrittenCredits(string) credits.Amount { return 0 }
 
 // TestChatRecordsUsageInMemory: with a recorder that needs no flush first,
 // every completion, streamed or not, chat or Responses, is still recorded

@@ -21,6 +21,13 @@ type KeyReader interface {
 	KeyByID(ctx context.Context, id string) (auth.Record, error)
 }
 
+// CreditsReader is what GET /v1/credits reads: the account, and the
+// calling key's record (both stores are one).
+type CreditsReader interface {
+	AccountReader
+	KeyReader
+}
+
 // keyCredits is the "key" member of GET /v1/credits: the calling key's
 // credit limit and what it has spent, holds and has left; with a reset,
 // the period Spent counts and when the next one starts (Unix seconds).
@@ -37,10 +44,10 @@ type keyCredits struct {
 
 // GetCredits serves GET /v1/credits: the calling account's balance, held
 // credits (of jobs not yet final) and available credits; and, when the
-// calling key has a credit limit (and store is a KeyReader), the key's
-// limit, spent, held and left under "key" (with its reset, period and
-// resets_at when the limit resets).
-func GetCredits(store AccountReader, log *slog.Logger) http.Handler {
+// calling key has a credit limit, the key's limit, spent, held and left
+// under "key" (with its reset, period and resets_at when the limit
+// resets).
+func GetCredits(store CreditsReader, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		a, err := store.Account(r.Context(), account(r))
 		if err != nil && !errors.Is(err, credits.ErrAccountNotFound) {
@@ -49,8 +56,8 @@ func GetCredits(store AccountReader, log *slog.Logger) http.Handler {
 		}
 		var key *keyCredits
 		p, _ := auth.FromContext(r.Context())
-		if kr, ok := store.(KeyReader); ok && p.Limited && p.KeyID != "" {
-			k, err := kr.KeyByID(r.Context(), p.KeyID)
+		if p.Limited && p.KeyID != "" {
+			k, err := store.KeyByID(r.Context(), p.KeyID)
 			if err != nil {
 				writeError(w, r, log, err)
 				return

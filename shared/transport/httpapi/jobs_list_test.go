@@ -28,6 +28,7 @@ import (
 type jtMedia struct{}
 
 func (jtMedia) Put(context.Context, string, string, io.Reader, int64) error { return nil }
+func (jtMedia) Delete(context.Context, string) error                        { return nil }
 
 func (jtMedia) URL(_ context.Context, key string, _ time.Duration) (string, error) {
 	return "https://media.example/" + key + "?sig=1", nil

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/webhooks"
@@ -99,9 +98,7 @@ func webhookAdminRoutes(cfg AdminConfig, wrap func(adminHandler) http.Handler) [
 		return id, nil
 	}
 	record := func(r *http.Request, action, target, detail string) {
-		if rec, ok := cfg.Operator.(admin.Recorder); ok {
-			rec.Record(r.Context(), action, target, detail)
-		}
+		cfg.Operator.Record(r.Context(), action, target, detail)
 	}
 	now := func() int64 {
 		if hooks.Now != nil {
