@@ -17,6 +17,7 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/app"
+	"github.com/genway/genway/shared/app/vendors"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
@@ -102,6 +103,9 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return usageError("serve takes no arguments; configure it with GENWAY_* variables")
 	}
 	cfg, err := app.LoadConfig(app.Serve, getenv)
+	if err == nil {
+		err = app.LoadCatalog(&cfg, getenv)
+	}
 	if err != nil {
 		return err
 	}
@@ -152,7 +156,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 
-	vendors := app.Vendors(cfg)
+	vendors := vendors.Settings(cfg)
 	providers, err := upstreams.New(cat, vendors, nil) // nil: a transport pooled for many concurrent upstream requests
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)

@@ -41,7 +41,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat := wire.Catalog(b)
+	cat, err := wire.Catalog(b)
+	if err != nil {
+		return err
+	}
 	param := b.Config.AdminTokenParameter
 	if param == "" {
 		return fmt.Errorf("GENWAY_ADMIN_TOKEN_PARAMETER (the SSM SecureString parameter holding the operator token) is not set")

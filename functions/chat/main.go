@@ -35,7 +35,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat := wire.Catalog(b)
+	cat, err := wire.Catalog(b)
+	if err != nil {
+		return err
+	}
 	// The vendor keys come from SSM (OPENAI_API_KEY_PARAMETER, ...) and
 	// rotate (keys.Rotation).
 	providers, err := upstreams.NewRotating(ctx, cat, keys.Rotation(b), nil)

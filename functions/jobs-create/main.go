@@ -36,7 +36,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat := wire.Catalog(b)
+	cat, err := wire.Catalog(b)
+	if err != nil {
+		return err
+	}
 	queue, err := b.Queue(ctx)
 	if err != nil {
 		return err

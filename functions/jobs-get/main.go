@@ -32,7 +32,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat := wire.Catalog(b)
+	cat, err := wire.Catalog(b)
+	if err != nil {
+		return err
+	}
 	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log, Retention: b.Retention}
 	h := b.API(
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: httpapi.GetJob(svc, b.Log)},

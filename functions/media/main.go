@@ -39,7 +39,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat := wire.Catalog(b)
+	cat, err := wire.Catalog(b)
+	if err != nil {
+		return err
+	}
 	// The vendor keys come from SSM (OPENAI_API_KEY_PARAMETER, ...) and
 	// rotate, as chat's and the worker's (keys.Rotation). One rotation
 	// serves both kinds, so a key they share (OpenAI's) is read once.

@@ -27,7 +27,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat := wire.Catalog(b)
+	cat, err := wire.Catalog(b)
+	if err != nil {
+		return err
+	}
 	// This function reads no secret (it has no SSM client): it learns
 	// which vendors are configured from GENWAY_CONFIGURED, names only.
 	configured := cat.ConfiguredFunc(b.Config.Providers)

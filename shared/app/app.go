@@ -7,7 +7,6 @@
 package app
 
 import (
-	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/webhooks"
 )
 
@@ -17,13 +16,4 @@ import (
 func WebhookURLCheck(c Config) func(param, raw string) error {
 	allow := c.WebhookAllowPrivate
 	return func(param, raw string) error { return webhooks.CheckURL(param, raw, allow) }
-}
-
-// Vendors returns the settings the vendors' providers are built from
-// (upstreams.New and its siblings): which are configured, their keys and
-// base URLs as the environment gives them, and the rest of their
-// configuration.
-func Vendors(c Config) upstreams.Settings {
-	return upstreams.Settings{Setup: c.Providers, AllowPrivateMedia: c.MediaAllowPrivate,
-		Vertex: upstreams.Vertex(c.Vertex), AWS: c.AWS}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/local/localmedia"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/transport/httpapi"
@@ -64,9 +63,9 @@ type Config struct {
 	// Both modes.
 	CatalogPath string          // GENWAY_CATALOG: a catalog file ("": the embedded one)
 	Pricing     catalog.Pricing // GENWAY_CREDIT_USD, GENWAY_PRICE_MARKUP
-	// Catalog is the catalog CatalogPath names, priced with Pricing. It is
-	// loaded with the configuration because it names the vendors'
-	// variables (Providers.Vars).
+	// Catalog is the catalog CatalogPath names, priced with Pricing, once
+	// LoadCatalog has loaded it (with the vendors' variables it names:
+	// Providers.Vars, Parameters); nil before.
 	Catalog *catalog.Catalog
 	// Providers is how the catalog's providers are configured:
 	// GENWAY_CONFIGURED, GENWAY_SYNTHETIC, GENWAY_BEDROCK, GENWAY_NATIVE,
@@ -123,7 +122,7 @@ type Vertex struct {
 func DefaultConfig(mode Mode) Config {
 	c := Config{
 		Addr: "127.0.0.1:8080", DataDir: ".genway", DevCredits: 1000 * credits.Credit, Workers: 2,
-		UsageFlush: chat.DefaultUsageFlush, MediaRetention: localmedia.DefaultRetention, IdleTimeout: DefaultIdleTimeout,
+		UsageFlush: chat.DefaultUsageFlush, MediaRetention: DefaultMediaRetention, IdleTimeout: DefaultIdleTimeout,
 		MaxConns: DefaultMaxConns, MaxConnsPerAddr: DefaultMaxConnsPerAddr, Backend: "embedded",
 		RateLimit: ratelimit.DefaultPerMinute, InFlightPerKey: ratelimit.DefaultInFlightPerKey, InFlightPerAccount: ratelimit.DefaultInFlightPerAccount,
 		MaxTextBody: httpapi.DefaultTextBodyBytes, BodyMemory: httpapi.DefaultBodyMemory, RecordRetention: credits.DefaultRecordRetention,
@@ -149,6 +148,11 @@ const (
 	DefaultIdleTimeout     = 30 * time.Second
 )
 
+// DefaultMediaRetention is how long `genway serve` keeps its local outputs
+// (GENWAY_MEDIA_RETENTION unset): as long as the S3 bucket's lifecycle
+// rule keeps them on AWS (30 days).
+const DefaultMediaRetention = 30 * 24 * time.Hour
+
 // parameterSuffix and secretsTTL are secrets.ParameterSuffix and
 // secrets.DefaultTTL (a test checks it), written here so that the
 // configuration does not link the SSM client into every function.
@@ -161,9 +165,10 @@ const (
 var vertexVars = []string{"GOOGLE_VERTEX_PROJECT", "GOOGLE_VERTEX_REGION", "GOOGLE_VERTEX_STORAGE_URI"}
 
 // LoadConfig reads the configuration of mode through getenv: each
-// variable once, an unset (empty) one keeping DefaultConfig's value, then
-// the catalog and the vendors' variables it names. Every bad value is an
-// error naming its variable; they are returned together (errors.Join).
+// variable once, an unset (empty) one keeping DefaultConfig's value. Every
+// bad value is an error naming its variable; they are returned together
+// (errors.Join). The catalog and the vendors' variables it names are read
+// by LoadCatalog, for the processes that use them.
 func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c := DefaultConfig(mode)
 	var errs []error
@@ -354,12 +359,18 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.Providers.Bedrock = getenv("GENWAY_BEDROCK") == "on"
 	c.Providers.NoNative = getenv("GENWAY_NATIVE") == "off"
 	c.Vertex = Vertex{Project: getenv(vertexVars[0]), Region: getenv(vertexVars[1]), StorageURI: getenv(vertexVars[2])}
-	if err := errors.Join(errs...); err != nil {
-		return c, err // the catalog is not loaded with a bad pricing
-	}
+	return c, errors.Join(errs...)
+}
+
+// LoadCatalog loads the catalog c names (CatalogPath, priced with
+// Pricing) into c.Catalog and reads, through getenv, the vendors'
+// variables it names (their keys and base URLs, and the SSM parameters
+// of the keys). Only the processes that serve models call it: the
+// others (the credits functions, the sweeper) need no catalog.
+func LoadCatalog(c *Config, getenv func(string) string) error {
 	cat, err := catalog.Load(c.CatalogPath, c.Pricing)
 	if err != nil {
-		return c, err
+		return err
 	}
 	c.Catalog = cat
 	c.Providers.Vars = map[string]string{}
@@ -372,7 +383,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 			c.Parameters[n] = v
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // loadPolicy applies the GENWAY_ROUTE_* variables of getenv to p:

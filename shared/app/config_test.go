@@ -14,9 +14,15 @@ import (
 	"github.com/genway/genway/shared/transport/httpapi"
 )
 
+// load reads the configuration of mode from env, and the catalog with it.
 func load(t *testing.T, mode Mode, env map[string]string) (Config, error) {
 	t.Helper()
-	return LoadConfig(mode, func(k string) string { return env[k] })
+	getenv := func(k string) string { return env[k] }
+	c, err := LoadConfig(mode, getenv)
+	if err != nil {
+		return c, err
+	}
+	return c, LoadCatalog(&c, getenv)
 }
 
 // TestLoadConfigValues: each variable, set, gives its typed value; unset,
@@ -158,7 +164,7 @@ func TestCatalogPricing(t *testing.T) {
 		{map[string]string{"GENWAY_PRICE_MARKUP": "-1"}, 0, "GENWAY_CREDIT_USD / GENWAY_PRICE_MARKUP: the markup"},
 	}
 	for _, tt := range tests {
-		c, err := LoadConfig(Lambda, func(k string) string { return tt.env[k] })
+		c, err := load(t, Lambda, tt.env)
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("LoadConfig(%v) = %v; want an error containing %q", tt.env, err, tt.wantErr)

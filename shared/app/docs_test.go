@@ -37,7 +37,11 @@ func TestOperationsTable(t *testing.T) {
 		}
 	}
 	read := map[string]bool{}
-	cfg, err := LoadConfig(Serve, func(k string) string { read[k] = true; return "" })
+	getenv := func(k string) string { read[k] = true; return "" }
+	cfg, err := LoadConfig(Serve, getenv)
+	if err == nil {
+		err = LoadCatalog(&cfg, getenv)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

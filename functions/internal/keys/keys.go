@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/genway/genway/functions/internal/wire"
-	"github.com/genway/genway/shared/app"
+	"github.com/genway/genway/shared/app/vendors"
 	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/providers/upstreams"
 )
@@ -18,9 +18,9 @@ import (
 // parameter its <KEY>_PARAMETER variable names (else the plain variable),
 // now and again every Config.SecretsTTL, so that a rotated key takes over
 // without a deploy; the rest of the vendors' configuration is
-// app.Vendors'.
+// vendors.Settings'.
 func Rotation(b *wire.Base) upstreams.Rotation {
 	cache := secrets.New(ssm.NewFromConfig(b.AWS), b.Config.SecretsTTL)
-	return upstreams.Rotation{Settings: app.Vendors(b.Config), Key: secrets.Lookup(b.Config.Parameters, b.Config.Providers.Vars, cache),
+	return upstreams.Rotation{Settings: vendors.Settings(b.Config), Key: secrets.Lookup(b.Config.Parameters, b.Config.Providers.Vars, cache),
 		TTL: b.Config.SecretsTTL, Log: b.Log}
 }

@@ -42,6 +42,8 @@ type Base struct {
 	// lifecycle rule), else dynamostore.DefaultJobRetention. A video's
 	// expires_at is its completion plus Retention.
 	Retention time.Duration
+
+	getenv func(string) string // for Catalog
 }
 
 // Load reads the configuration (app.LoadConfig, in Lambda mode) through
@@ -63,6 +65,7 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 		store.JobRetention = conf.JobRetention
 	}
 	return &Base{
+		getenv:    getenv,
 		Config:    conf,
 		Log:       slog.New(slog.NewJSONHandler(os.Stderr, nil)),
 		AWS:       cfg,
@@ -72,11 +75,19 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 	}, nil
 }
 
-// Catalog is the catalog (GENWAY_CATALOG, else the embedded one), its
+// Catalog loads the catalog (GENWAY_CATALOG, else the embedded one), its
 // list prices in US dollars converted into credits with the deployment's
-// credit value and markup (GENWAY_CREDIT_USD, GENWAY_PRICE_MARKUP): the
-// configuration's, so that all of a stack's functions price alike.
-func Catalog(b *Base) *catalog.Catalog { return b.Config.Catalog }
+// credit value and markup (GENWAY_CREDIT_USD, GENWAY_PRICE_MARKUP), so
+// that all of a stack's functions price alike, and the vendors'
+// variables it names (app.LoadCatalog) into b.Config; once.
+func Catalog(b *Base) (*catalog.Catalog, error) {
+	if b.Config.Catalog == nil {
+		if err := app.LoadCatalog(&b.Config, b.getenv); err != nil {
+			return nil, err
+		}
+	}
+	return b.Config.Catalog, nil
+}
 
 // Queue returns the jobs queue (its URL from the environment, or looked up
 // by name).
