@@ -15,7 +15,11 @@
 //     of its own folder (providers/sse, providers/mediafetch) and the one
 //     assembler, providers/upstreams, which builds every vendor's provider
 //     (and reads Bedrock's AWS configuration through aws/awsenv);
-//   - the edge (transport/) imports no adapter.
+//   - the edge (transport/) imports no adapter;
+//   - app (and app/vendors, its builder of the vendors' settings), the
+//     composition root, is the one part of shared/ that may import the
+//     domain and every adapter together; only the mains (cmd/,
+//     functions/) import it.
 package shared_test
 
 import (
@@ -41,6 +45,7 @@ const (
 	awsAdapter             // shared/aws/...
 	local                  // shared/local/...
 	transport              // shared/transport/...
+	root                   // shared/app: the composition root
 )
 
 // roleOf says where a module path (without the module prefix) sits.
@@ -50,6 +55,8 @@ func roleOf(p string) role {
 		return other
 	}
 	switch strings.SplitN(rest, "/", 2)[0] {
+	case "app":
+		return root
 	case "providers":
 		return provider
 	case "aws":
@@ -66,7 +73,7 @@ func roleOf(p string) role {
 // to (its folder there: "providers/openai"), or "" for any other.
 func adapter(p string) string {
 	parts := strings.Split(strings.TrimPrefix(p, "shared/"), "/")
-	if len(parts) < 2 || roleOf(p) == domain || roleOf(p) == transport || roleOf(p) == other {
+	if len(parts) < 2 || roleOf(p) == domain || roleOf(p) == transport || roleOf(p) == root || roleOf(p) == other {
 		return ""
 	}
 	return parts[0] + "/" + parts[1]
@@ -109,6 +116,9 @@ func violations(graph map[string][]string) []string {
 				continue
 			}
 			r := roleOf(imp)
+			if r == root && roleOf(p) != other && roleOf(p) != root {
+				out = append(out, fmt.Sprintf("%s imports %s: only the mains import the composition root", p, imp))
+			}
 			switch roleOf(p) {
 			case transport:
 				if r == provider || r == awsAdapter || r == local {
@@ -221,9 +231,23 @@ func TestViolations(t *testing.T) {
 			"shared/providers/upstreams":   {"shared/providers/openai", "shared/aws/awsenv"},
 			"shared/aws/lambdahttp":        {"shared/transport/httpapi", "github.com/aws/aws-lambda-go/events"},
 			"shared/transport/httpapi":     {"shared/chat"},
-			"functions/chat":               {"shared/providers/upstreams", "github.com/aws/aws-lambda-go/lambda"},
+			"functions/chat":               {"shared/app", "shared/providers/upstreams", "github.com/aws/aws-lambda-go/lambda"},
 			"shared/providers/openai/fake": {"shared/providers/openai"},
+			"shared/app":                   {"shared/chat", "shared/providers/upstreams", "shared/aws/dynamostore", "shared/local/localstore", "shared/transport/httpapi"},
+			"shared/app/vendors":           {"shared/app", "shared/providers/upstreams"},
+			"cmd/genway":                   {"shared/app"},
 		}, nil},
+		{"a package below the mains imports the composition root", map[string][]string{
+			"shared/chat":              {"shared/app"},
+			"shared/aws/dynamostore":   {"shared/app"},
+			"shared/transport/httpapi": {"shared/app"},
+			"shared/app":               nil,
+		}, []string{
+			"shared/aws/dynamostore imports shared/app: only the mains import the composition root",
+			"shared/chat imports shared/app (via shared/app): the domain imports no adapter and not the edge",
+			"shared/chat imports shared/app: only the mains import the composition root",
+			"shared/transport/httpapi imports shared/app: only the mains import the composition root",
+		}},
 		{"domain imports an adapter", map[string][]string{
 			"shared/chat":             {"shared/providers/openai"},
 			"shared/providers/openai": nil,

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/awsenv"
 	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/aws/dynamostream"
@@ -79,20 +80,17 @@ const streamCheckpointFile = "aws-stream-checkpoint.json"
 // sent is delayed to its end, and at its end the jobs and webhook
 // deliveries that the previous process may have left without a live
 // message are sent again (recover).
-func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger, serve bool) (*backend, error) {
+func openAWS(ctx context.Context, conf app.Config, log *slog.Logger, serve bool) (*backend, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	sweepAfter, err := jobs.ParseSweepAfter(getenv("GENWAY_SWEEP_AFTER"))
-	if err != nil {
-		return nil, fmt.Errorf("GENWAY_SWEEP_AFTER: %w", err)
-	}
-	cfg, err := awsenv.LoadConfig(ctx, getenv)
+	sweepAfter := conf.SweepAfter
+	cfg, err := awsenv.LoadConfig(ctx, conf.AWS)
 	if err != nil {
 		return nil, err
 	}
-	names := awsenv.FromEnv(getenv)
-	ddb := dynamodb.NewFromConfig(cfg, awsenv.LocalDynamoDB(getenv))
+	names := conf.Names
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.LocalDynamoDB(conf.AWS))
 	sqsClient := sqs.NewFromConfig(cfg)
 	s3Client := s3media.NewClient(cfg)
 	streams := dynamodbstreams.NewFromConfig(cfg)
@@ -109,9 +107,7 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger, 
 	}
 	store := dynamostore.New(ddb, names.JobsTable, names.AccountsTable)
 	store.RecordsTable = names.RecordsTable
-	if store.RecordRetention, err = credits.RecordRetentionFromEnv(getenv); err != nil {
-		return nil, err
-	}
+	store.RecordRetention = conf.RecordRetention
 	be := &backend{store: store, reserver: store, jobs: store, counter: store, close: func() error { return nil }, lease: workerTimeout,
 		media:     s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket),
 		retention: s3media.ExpiryDays * 24 * time.Hour}
@@ -151,7 +147,7 @@ func openAWS(ctx context.Context, getenv func(string) string, log *slog.Logger, 
 		handler := lambdaevents.Changes(dynamostore.ChangeFromImages, apply, log)
 		p := dynamostream.Poller{Interval: 200 * time.Millisecond, Log: log, Background: awsenv.Background}
 		if serve {
-			p.Checkpoints = dynamostream.FileCheckpoints{Path: filepath.Join(dataDir(getenv), streamCheckpointFile)}
+			p.Checkpoints = dynamostream.FileCheckpoints{Path: filepath.Join(conf.DataDir, streamCheckpointFile)}
 		}
 		return p.Poll(ctx, streams, arn, func(ctx context.Context, recs []dynamostream.Record) error {
 			resp, _ := handler(ctx, dynamoDBEvent(recs))
@@ -404,12 +400,16 @@ func awsCmd(ctx context.Context, args []string, getenv func(string) string, stdo
 	if len(args) != 1 || args[0] != "init" {
 		return usageError("usage: genway aws init")
 	}
-	cfg, err := awsenv.LoadConfig(ctx, getenv)
+	conf, err := app.LoadConfig(app.Serve, getenv)
 	if err != nil {
 		return err
 	}
-	names := awsenv.FromEnv(getenv)
-	ddb := dynamodb.NewFromConfig(cfg, awsenv.LocalDynamoDB(getenv))
+	cfg, err := awsenv.LoadConfig(ctx, conf.AWS)
+	if err != nil {
+		return err
+	}
+	names := conf.Names
+	ddb := dynamodb.NewFromConfig(cfg, awsenv.LocalDynamoDB(conf.AWS))
 	if err := dynamostore.CreateTables(ctx, ddb, names.JobsTable, names.AccountsTable); err != nil {
 		return err
 	}

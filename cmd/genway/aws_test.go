@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/awsenv"
 	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/aws/mototest"
@@ -95,7 +96,7 @@ func TestAWSBackend(t *testing.T) {
 		}
 		if i == 1 {
 			sqsClient := sqs.NewFromConfig(cfg)
-			url, err := awsenv.FromEnv(func(string) string { return "" }).QueueURL(ctx, sqsClient)
+			url, err := app.DefaultConfig(app.Serve).Names.QueueURL(ctx, sqsClient)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,12 +13,9 @@ import (
 	"github.com/genway/genway/shared/metrics"
 )
 
-// Connection limits of genway serve (GENWAY_MAX_CONNS,
-// GENWAY_MAX_CONNS_PER_ADDR, GENWAY_IDLE_TIMEOUT).
+// Connection timing of genway serve (its bounds are app.Config's
+// MaxConns, MaxConnsPerAddr and IdleTimeout).
 const (
-	defaultMaxConns        = 4096
-	defaultMaxConnsPerAddr = 512
-	defaultIdleTimeout     = 30 * time.Second
 	// connGrace is how long an accepted connection may stay silent
 	// (no byte of a request yet) before it counts as idle: a client
 	// sends its request at once.

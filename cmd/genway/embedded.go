@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/local/localmedia"
 	"github.com/genway/genway/shared/local/localstore"
@@ -98,21 +99,25 @@ func openEmbedded(dir, baseURL string, workers int, records time.Duration) (*bac
 // or, if `genway serve` holds it, talks to the server over its admin
 // socket; for GENWAY_BACKEND=aws it opens the tables.
 func openOperator(ctx context.Context, getenv func(string) string) (admin.Operator, func() error, error) {
-	if u := getenv("GENWAY_URL"); u != "" {
-		c, err := admin.Remote(u, getenv("GENWAY_ADMIN_TOKEN"))
+	cfg, err := app.LoadConfig(app.Serve, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	if u := cfg.URL; u != "" {
+		c, err := admin.Remote(u, cfg.AdminToken)
 		if err != nil {
 			return nil, nil, err
 		}
 		return c, func() error { return nil }, nil
 	}
-	if getenv("GENWAY_BACKEND") == "aws" {
-		be, err := openAWS(ctx, getenv, nil, false)
+	if cfg.Backend == "aws" {
+		be, err := openAWS(ctx, cfg, nil, false)
 		if err != nil {
 			return nil, nil, err
 		}
 		return &admin.Service{Store: be.store, Jobs: be.jobs}, be.close, nil
 	}
-	dir := dataDir(getenv)
+	dir := cfg.DataDir
 	dbPath, _, _, sock := embeddedPaths(dir)
 	// Only genway serve makes a data directory: an operator command run
 	// from another folder must not open a new, empty one whose keys the

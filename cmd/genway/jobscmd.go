@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/app"
 )
 
 const accountsUsage = `Usage:
@@ -100,17 +101,17 @@ type apiJob struct {
 // publicAPI is the base URL and key for the public API: GENWAY_URL (or
 // the local server at GENWAY_ADDR) and GENWAY_API_KEY (or GENWAY_DEV_KEY).
 func publicAPI(getenv func(string) string) (base, key string, err error) {
-	base = strings.TrimSuffix(strings.TrimRight(getenv("GENWAY_URL"), "/"), "/v1")
-	if base == "" {
-		addr := getenv("GENWAY_ADDR")
-		if addr == "" {
-			addr = "127.0.0.1:8080"
-		}
-		base = "http://" + addr
+	cfg, err := app.LoadConfig(app.Serve, getenv)
+	if err != nil {
+		return "", "", err
 	}
-	key = getenv("GENWAY_API_KEY")
+	base = strings.TrimSuffix(strings.TrimRight(cfg.URL, "/"), "/v1")
+	if base == "" {
+		base = "http://" + cfg.Addr
+	}
+	key = cfg.APIKey
 	if key == "" {
-		key = getenv("GENWAY_DEV_KEY")
+		key = cfg.DevKey
 	}
 	if key == "" {
 		return "", "", usageError("the public API needs an API key in GENWAY_API_KEY")

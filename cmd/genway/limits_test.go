@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/transport/httpapi"
 )
@@ -293,16 +294,16 @@ func TestInFlightLimits(t *testing.T) {
 func TestServeConfigLimits(t *testing.T) {
 	tests := []struct {
 		env     map[string]string
-		check   func(serveConfig) bool
+		check   func(app.Config) bool
 		wantErr string
 	}{
-		{nil, func(c serveConfig) bool {
-			return c.maxConns == 4096 && c.perAddr == 512 && c.idle == 30*time.Second && c.inFlightKey == ratelimit.DefaultInFlightPerKey &&
-				c.inFlightAccount == ratelimit.DefaultInFlightPerAccount && c.textBody == httpapi.DefaultTextBodyBytes && c.bodyMemory == httpapi.DefaultBodyMemory
+		{nil, func(c app.Config) bool {
+			return c.MaxConns == 4096 && c.MaxConnsPerAddr == 512 && c.IdleTimeout == 30*time.Second && c.InFlightPerKey == ratelimit.DefaultInFlightPerKey &&
+				c.InFlightPerAccount == ratelimit.DefaultInFlightPerAccount && c.MaxTextBody == httpapi.DefaultTextBodyBytes && c.BodyMemory == httpapi.DefaultBodyMemory
 		}, ""},
 		{map[string]string{"GENWAY_MAX_CONNS_PER_ADDR": "64", "GENWAY_MAX_IN_FLIGHT_PER_KEY": "-1", "GENWAY_BODY_MEMORY": "1GiB", "GENWAY_MAX_TEXT_BODY": "6MiB"},
-			func(c serveConfig) bool {
-				return c.perAddr == 64 && c.inFlightKey == -1 && c.bodyMemory == 1<<30 && c.textBody == 6<<20
+			func(c app.Config) bool {
+				return c.MaxConnsPerAddr == 64 && c.InFlightPerKey == -1 && c.BodyMemory == 1<<30 && c.MaxTextBody == 6<<20
 			}, ""},
 		{map[string]string{"GENWAY_MAX_CONNS_PER_ADDR": "0"}, nil, "GENWAY_MAX_CONNS_PER_ADDR"},
 		{map[string]string{"GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT": "x"}, nil, "GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT"},
@@ -310,15 +311,15 @@ func TestServeConfigLimits(t *testing.T) {
 		{map[string]string{"GENWAY_MAX_TEXT_BODY": "7MiB"}, nil, "GENWAY_MAX_TEXT_BODY"},
 	}
 	for _, tt := range tests {
-		c, err := loadServeConfig(func(k string) string { return tt.env[k] })
+		c, err := app.LoadConfig(app.Serve, func(k string) string { return tt.env[k] })
 		if tt.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("loadServeConfig(%v) = %v; want an error naming %s", tt.env, err, tt.wantErr)
+				t.Errorf("LoadConfig(%v) = %v; want an error naming %s", tt.env, err, tt.wantErr)
 			}
 			continue
 		}
 		if err != nil || !tt.check(c) {
-			t.Errorf("loadServeConfig(%v) = %+v, %v", tt.env, c, err)
+			t.Errorf("LoadConfig(%v) = %+v, %v", tt.env, c, err)
 		}
 	}
 }

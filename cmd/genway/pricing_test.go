@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/credits"
 )
 
@@ -26,15 +27,15 @@ func TestServeConfigPricing(t *testing.T) {
 		{map[string]string{"GENWAY_PRICE_MARKUP": "ten"}, "GENWAY_CREDIT_USD / GENWAY_PRICE_MARKUP: the markup must be"},
 	}
 	for _, tt := range tests {
-		c, err := loadServeConfig(func(k string) string { return tt.env[k] })
+		c, err := app.LoadConfig(app.Serve, func(k string) string { return tt.env[k] })
 		got := ""
 		if err != nil {
 			got = err.Error()
 		} else {
-			got = c.pricing.String()
+			got = c.Pricing.String()
 		}
 		if !strings.Contains(got, tt.want) {
-			t.Errorf("loadServeConfig(%v) = %q; want %q", tt.env, got, tt.want)
+			t.Errorf("LoadConfig(%v) = %q; want %q", tt.env, got, tt.want)
 		}
 	}
 }

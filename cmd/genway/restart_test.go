@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/genway/genway/shared/aws/awsenv"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/mototest"
 )
 
@@ -235,7 +235,7 @@ func finished(t *testing.T, s *server, hooks *hookCounter, id string) bool {
 func abandonReceives(t *testing.T, endpoint string, wait time.Duration) {
 	t.Helper()
 	client := sqs.NewFromConfig(mototest.Config(endpoint))
-	names := awsenv.FromEnv(func(string) string { return "" })
+	names := app.DefaultConfig(app.Serve).Names
 	ctx := context.Background()
 	var urls []string
 	for _, name := range []string{names.JobsQueue, names.WebhooksQueue} {

@@ -17,23 +17,23 @@ import (
 
 // apiDeps are what the local server's routes need.
 type apiDeps struct {
-	cat     *catalog.Catalog
-	getenv  func(string) string
-	log     *slog.Logger
-	auth    *auth.Authenticator
-	limiter httpapi.Limiter
-	bodies  *httpapi.Bodies // request bodies' bounds; nil: httpapi's defaults, no memory bound
-	jobs    *jobs.Service
-	gw      *chat.Gateway
-	images  *images.Service
-	speech  *speech.Service
-	credits httpapi.CreditsReader
-	records credits.RecordReader // GET /v1/generations/{id}
-	files   http.Handler         // signed local media links; nil if none
-	admin   httpapi.AdminConfig
-	console http.Handler // the operator console, at /console/; nil if none
-	metrics http.Handler // GET /metrics (operator token); nil if none
-	hooks   *webhooks.Service
+	cat        *catalog.Catalog
+	configured func(provider string) bool
+	log        *slog.Logger
+	auth       *auth.Authenticator
+	limiter    httpapi.Limiter
+	bodies     *httpapi.Bodies // request bodies' bounds; nil: httpapi's defaults, no memory bound
+	jobs       *jobs.Service
+	gw         *chat.Gateway
+	images     *images.Service
+	speech     *speech.Service
+	credits    httpapi.CreditsReader
+	records    credits.RecordReader // GET /v1/generations/{id}
+	files      http.Handler         // signed local media links; nil if none
+	admin      httpapi.AdminConfig
+	console    http.Handler // the operator console, at /console/; nil if none
+	metrics    http.Handler // GET /metrics (operator token); nil if none
+	hooks      *webhooks.Service
 }
 
 // apiHandler mounts every route on one mux: the same handler makers that
@@ -41,8 +41,8 @@ type apiDeps struct {
 func apiHandler(d apiDeps) http.Handler {
 	authed := func(h http.Handler) http.Handler { return httpapi.Authenticated(d.auth, d.limiter, d.log, h) }
 	routes := []httpapi.Route{
-		{Method: "GET", Pattern: "/v1/models", Handler: authed(httpapi.ListModels(d.cat, d.getenv, d.log))},
-		{Method: "GET", Pattern: "/v1/models/{id...}", Handler: authed(httpapi.GetModel(d.cat, d.getenv, d.log))},
+		{Method: "GET", Pattern: "/v1/models", Handler: authed(httpapi.ListModels(d.cat, d.configured, d.log))},
+		{Method: "GET", Pattern: "/v1/models/{id...}", Handler: authed(httpapi.GetModel(d.cat, d.configured, d.log))},
 		{Method: "POST", Pattern: "/v1/chat/completions", Handler: authed(httpapi.ChatCompletions(d.gw, d.log))},
 		{Method: "POST", Pattern: "/v1/responses", Handler: authed(httpapi.Responses(d.gw, d.log))},
 		{Method: "POST", Pattern: "/v1/messages", Handler: authed(httpapi.Messages(d.gw, d.log))},

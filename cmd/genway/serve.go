@@ -11,12 +11,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/app"
+	"github.com/genway/genway/shared/app/vendors"
 	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
@@ -83,129 +84,6 @@ type jobStore interface {
 	jobs.DeleteStore
 }
 
-// serveConfig is the environment of `genway serve`.
-type serveConfig struct {
-	addr       string
-	dataDir    string
-	devKey     string
-	devCredits credits.Amount
-	publicURL  string
-	workers    int
-	rateLimit  int
-	usageFlush time.Duration // how often buffered chat usage is written
-	mediaPoll  time.Duration // GENWAY_MEDIA_POLL: between polls of a long-running vendor
-	maxConns   int           // GENWAY_MAX_CONNS: open connections at once
-	perAddr    int           // GENWAY_MAX_CONNS_PER_ADDR: open connections from one client address
-	idle       time.Duration // GENWAY_IDLE_TIMEOUT: keep-alive connections closed after
-	retention  time.Duration // GENWAY_MEDIA_RETENTION: local outputs deleted after
-	records    time.Duration // GENWAY_RECORD_DAYS: how long the records of requests are kept
-	// inFlightKey and inFlightAccount bound the requests in progress at
-	// once per key and per account (GENWAY_MAX_IN_FLIGHT_PER_KEY,
-	// GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT; -1 none).
-	inFlightKey, inFlightAccount int
-	// textBody and bodyMemory bound request bodies (GENWAY_MAX_TEXT_BODY,
-	// GENWAY_BODY_MEMORY; see httpapi.Bodies).
-	textBody, bodyMemory int64
-	// pricing is what a credit is worth and the markup on list prices
-	// (GENWAY_CREDIT_USD, GENWAY_PRICE_MARKUP): the catalog's prices in
-	// US dollars are converted with it.
-	pricing catalog.Pricing
-
-	// clockOffset is GENWAY_TEST_CLOCK_OFFSET, for tests only: added to
-	// the clock that authenticates keys (expiry, last use, credit limit
-	// periods), so that a test can see a key's limit reset.
-	clockOffset time.Duration
-}
-
-func loadServeConfig(getenv func(string) string) (serveConfig, error) {
-	c := serveConfig{addr: getenv("GENWAY_ADDR"), dataDir: dataDir(getenv), devKey: getenv("GENWAY_DEV_KEY"),
-		devCredits: 1000 * credits.Credit, publicURL: getenv("GENWAY_PUBLIC_URL"), workers: 2, usageFlush: chat.DefaultUsageFlush, maxConns: defaultMaxConns, perAddr: defaultMaxConnsPerAddr, idle: defaultIdleTimeout, retention: localmedia.DefaultRetention}
-	if c.addr == "" {
-		c.addr = "127.0.0.1:8080"
-	}
-	if v := getenv("GENWAY_DEV_CREDITS"); v != "" {
-		n, err := credits.ParseAmount(v)
-		if err != nil || n < 0 {
-			return c, fmt.Errorf("GENWAY_DEV_CREDITS must be a non-negative number of credits (to 6 decimal places), got %q", v)
-		}
-		c.devCredits = n
-	}
-	if v := getenv("GENWAY_WORKERS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 64 {
-			return c, fmt.Errorf("GENWAY_WORKERS must be 1-64, got %q", v)
-		}
-		c.workers = n
-	}
-	if v := getenv("GENWAY_MEDIA_RETENTION"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("GENWAY_MEDIA_RETENTION must be a positive duration such as 720h, got %q", v)
-		}
-		c.retention = d
-	}
-	if v := getenv("GENWAY_IDLE_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("GENWAY_IDLE_TIMEOUT must be a positive duration such as 30s, got %q", v)
-		}
-		c.idle = d
-	}
-	if v := getenv("GENWAY_MAX_CONNS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("GENWAY_MAX_CONNS must be a positive integer, got %q", v)
-		}
-		c.maxConns = n
-	}
-	if v := getenv("GENWAY_MAX_CONNS_PER_ADDR"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return c, fmt.Errorf("GENWAY_MAX_CONNS_PER_ADDR must be a positive integer, got %q", v)
-		}
-		c.perAddr = n
-	}
-	if v := getenv("GENWAY_TEST_CLOCK_OFFSET"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			return c, fmt.Errorf("GENWAY_TEST_CLOCK_OFFSET (tests only) must be a duration such as 744h, got %q", v)
-		}
-		c.clockOffset = d
-	}
-	if v := getenv("GENWAY_USAGE_FLUSH"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return c, fmt.Errorf("GENWAY_USAGE_FLUSH must be a positive duration such as 1s or 500ms, got %q", v)
-		}
-		c.usageFlush = d
-	}
-	var err error
-	if c.records, err = credits.RecordRetentionFromEnv(getenv); err != nil {
-		return c, err
-	}
-	rl, err := ratelimit.FromEnv(getenv)
-	if err != nil {
-		return c, err
-	}
-	c.rateLimit = rl
-	if c.inFlightKey, c.inFlightAccount, err = ratelimit.InFlightFromEnv(getenv); err != nil {
-		return c, err
-	}
-	if c.textBody, c.bodyMemory, err = httpapi.BodiesFromEnv(getenv); err != nil {
-		return c, err
-	}
-	if c.pricing, err = catalog.ParsePricing(getenv("GENWAY_CREDIT_USD"), getenv("GENWAY_PRICE_MARKUP")); err != nil {
-		return c, fmt.Errorf("GENWAY_CREDIT_USD / GENWAY_PRICE_MARKUP: %w", err)
-	}
-	if c.mediaPoll, err = jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL")); err != nil {
-		return c, fmt.Errorf("GENWAY_MEDIA_POLL: %w", err)
-	}
-	if c.devKey != "" && !auth.ValidKey(c.devKey) {
-		return c, fmt.Errorf("GENWAY_DEV_KEY must be %s followed by at least 32 letters and digits", auth.Prefix)
-	}
-	return c, nil
-}
-
 // consoleSessionFile is the console session secret's file in the data
 // directory.
 const consoleSessionFile = "console-session.key"
@@ -227,48 +105,38 @@ func consoleSessionKeys(dir string, v *admin.Verifier, renew bool) (*admin.Sessi
 	return admin.NewSessionKeys(v, secret)
 }
 
-func dataDir(getenv func(string) string) string {
-	if d := getenv("GENWAY_DATA_DIR"); d != "" {
-		return d
-	}
-	return ".genway"
-}
-
 // serve runs the API until ctx is done.
 func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 0 {
 		return usageError("serve takes no arguments; configure it with GENWAY_* variables")
 	}
-	cfg, err := loadServeConfig(getenv)
+	cfg, err := app.LoadConfig(app.Serve, getenv)
+	if err == nil {
+		err = app.LoadCatalog(&cfg, getenv)
+	}
 	if err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	cat, err := catalog.Load(getenv("GENWAY_CATALOG"), cfg.pricing)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.addr)
+	cat := cfg.Catalog
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		if errors.Is(err, syscall.EADDRINUSE) {
-			return fmt.Errorf("listen on %s: the address is in use (another genway serve?); set GENWAY_ADDR to another one, e.g. GENWAY_ADDR=127.0.0.1:8081: %w", cfg.addr, err)
+			return fmt.Errorf("listen on %s: the address is in use (another genway serve?); set GENWAY_ADDR to another one, e.g. GENWAY_ADDR=127.0.0.1:8081: %w", cfg.Addr, err)
 		}
-		return fmt.Errorf("listen on %s: %w", cfg.addr, err)
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	defer ln.Close()
-	baseURL := cfg.publicURL
+	baseURL := cfg.PublicURL
 	if baseURL == "" {
 		baseURL = "http://" + ln.Addr().String()
 	}
 
 	var be *backend
-	switch b := getenv("GENWAY_BACKEND"); b {
-	case "", "embedded":
-		be, err = openEmbedded(cfg.dataDir, baseURL, cfg.workers, cfg.records)
-	case "aws":
-		be, err = openAWS(ctx, getenv, log, true)
-	default:
-		err = fmt.Errorf("GENWAY_BACKEND must be embedded or aws, got %q", b)
+	if cfg.Backend == "aws" {
+		be, err = openAWS(ctx, cfg, log, true)
+	} else {
+		be, err = openEmbedded(cfg.DataDir, baseURL, cfg.Workers, cfg.RecordRetention)
 	}
 	if err != nil {
 		return err
@@ -281,30 +149,31 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	// The operator token: GENWAY_ADMIN_TOKEN, or one made at first start
 	// whose hash is kept in the data directory.
-	if err := os.MkdirAll(cfg.dataDir, 0o700); err != nil {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return err
 	}
-	verifier, madeToken, err := admin.LocalToken(getenv("GENWAY_ADMIN_TOKEN"), filepath.Join(cfg.dataDir, "admin-token.sha256"))
+	verifier, madeToken, err := admin.LocalToken(cfg.AdminToken, filepath.Join(cfg.DataDir, "admin-token.sha256"))
 	if err != nil {
 		return fmt.Errorf("operator token: %w", err)
 	}
 	// The console's sessions are signed with a random secret of their own
 	// (mode 0600 in the data directory; never derived from the token's
 	// hash), bound to the token, and made anew with a new token.
-	sessionKeys, err := consoleSessionKeys(cfg.dataDir, verifier, madeToken != "")
+	sessionKeys, err := consoleSessionKeys(cfg.DataDir, verifier, madeToken != "")
 	if err != nil {
 		return err
 	}
 
-	providers, err := upstreams.New(cat, getenv, nil) // nil: a transport pooled for many concurrent upstream requests
+	vendors := vendors.Settings(cfg)
+	providers, err := upstreams.New(cat, vendors, nil) // nil: a transport pooled for many concurrent upstream requests
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}
 	// The records of chat requests are kept in memory and written (with
-	// their usage and charges) every cfg.usageFlush, off the request path;
+	// their usage and charges) every cfg.UsageFlush, off the request path;
 	// the recorder is closed (its last records written) after the HTTP
 	// server has shut down, before the store closes.
-	usage := chat.NewBufferedRecorder(be.store, cfg.usageFlush, log)
+	usage := chat.NewBufferedRecorder(be.store, cfg.UsageFlush, log)
 	defer func() {
 		// On an early return, stop its goroutine: with a done context,
 		// Close makes one flush attempt at most. After the Close below,
@@ -315,14 +184,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}()
 	// One router for chat, jobs and speech: its breakers and key rests are this
 	// process's (GENWAY_ROUTE_* tune its policy).
-	policy, err := route.PolicyFromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	router := route.New(policy, log)
+	router := route.New(cfg.Route, log)
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: usage, Balances: be.store, Holds: be.reserver, Router: router})
-	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Configured: cat.ConfiguredFunc(getenv), Balances: be.store}
-	media, err := upstreams.NewMedia(cat, getenv, nil)
+	svc := &jobs.Service{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Configured: cat.ConfiguredFunc(cfg.Providers), Balances: be.store}
+	media, err := upstreams.NewMedia(cat, vendors, nil)
 	if err != nil {
 		return fmt.Errorf("media providers: %w", err)
 	}
@@ -331,7 +196,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// credits store settled it (see jobs.Service.Delete).
 	svc.Credits = be.store
 	svc.Deletes = be.jobs
-	svc.Retention = cfg.retention // expires_at of a video
+	svc.Retention = cfg.MediaRetention // expires_at of a video
 	if be.retention != 0 {
 		svc.Retention = be.retention
 	}
@@ -339,44 +204,44 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	// settled, queues its delivery; the delivery consumer runs apart from
 	// the job workers.
 	hooks := &webhooks.Service{Store: be.hooks, Jobs: be.jobs, Queue: be.hookQueue, Render: httpapi.JobObject(svc),
-		AllowPrivate: webhooks.AllowPrivate(getenv), Log: log}
-	svc.CheckWebhookURL = hooks.CheckURL
+		AllowPrivate: cfg.WebhookAllowPrivate, Log: log}
+	svc.CheckWebhookURL = app.WebhookURLCheck(cfg)
 	worker := &jobs.Worker{Store: be.jobs, Queue: be.queue, Media: be.media, Catalog: cat, Log: log, Lease: be.lease,
-		Providers: media, PollInterval: cfg.mediaPoll, Router: router}
-	imgs, err := imageService(be, cat, getenv, router, log)
+		Providers: media, PollInterval: cfg.MediaPoll, Router: router}
+	imgs, err := imageService(be, cat, vendors, router, log)
 	if err != nil {
 		return err
 	}
-	voices, err := upstreams.NewSpeech(cat, getenv, nil)
+	voices, err := upstreams.NewSpeech(cat, vendors, nil)
 	if err != nil {
 		return fmt.Errorf("speech providers: %w", err)
 	}
 	speaker := &speech.Service{Catalog: cat, Providers: voices, Router: router, Credits: be.reserver, Records: be.store, Log: log}
-	authn := auth.NewAuthenticator(be.store, 5*time.Second)
-	if off := cfg.clockOffset; off != 0 {
+	authn := auth.NewAuthenticator(be.store, cfg.AuthCacheTTL)
+	if off := cfg.ClockOffset; off != 0 {
 		log.Warn("GENWAY_TEST_CLOCK_OFFSET is set: keys are authenticated on a shifted clock (tests only)", "offset", off)
 		authn.SetClock(func() time.Time { return time.Now().Add(off) })
 	}
 
-	limiter := ratelimit.New(be.counter, be.store, cfg.rateLimit)
-	limiter.SetInFlight(ratelimit.NewInFlight(cfg.inFlightKey, cfg.inFlightAccount))
-	bodies := httpapi.NewBodies(cfg.textBody, cfg.bodyMemory)
-	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Verifier: verifier, Jobs: svc, Router: router, Webhooks: hooks, Log: log}
+	limiter := ratelimit.New(be.counter, be.store, cfg.RateLimit)
+	limiter.SetInFlight(ratelimit.NewInFlight(cfg.InFlightPerKey, cfg.InFlightPerAccount))
+	bodies := httpapi.NewBodies(cfg.MaxTextBody, cfg.BodyMemory)
+	adminCfg := httpapi.AdminConfig{Operator: op, Catalog: cat, Configured: cat.ConfiguredFunc(cfg.Providers), Verifier: verifier, Jobs: svc, Router: router, Webhooks: hooks, Log: log}
 	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, SessionKeys: sessionKeys, Sessions: be.store,
-		Catalog: cat, Configured: cat.ConfiguredFunc(getenv), Log: log, JobService: svc, Chat: gw, Images: imgs, Speech: speaker, Router: router, Webhooks: hooks})
+		Catalog: cat, Configured: cat.ConfiguredFunc(cfg.Providers), Log: log, JobService: svc, Chat: gw, Images: imgs, Speech: speaker, Router: router, Webhooks: hooks})
 	if err != nil {
 		return err
 	}
-	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, getenv: getenv, log: log, auth: authn, limiter: limiter, bodies: bodies, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, records: be.store, files: be.files,
+	handler := apiHandler(apiDeps{hooks: hooks, cat: cat, configured: cat.ConfiguredFunc(cfg.Providers), log: log, auth: authn, limiter: limiter, bodies: bodies, jobs: svc, gw: gw, images: imgs, speech: speaker, credits: be.store, records: be.store, files: be.files,
 		admin: adminCfg, console: cons, metrics: httpapi.Metrics(metrics.Default, verifier, log)})
 	// Headers within 10 s, bodies within 30 s (httpapi.BodyTimeout), idle
-	// keep-alive connections closed after cfg.idle (30 s), at most
-	// cfg.maxConns connections at once and cfg.perAddr from one client
+	// keep-alive connections closed after cfg.IdleTimeout (30 s), at most
+	// cfg.MaxConns connections at once and cfg.MaxConnsPerAddr from one client
 	// address, idle ones closed first when a bound is near (connGate).
 	// Nothing bounds how long an answer is written: streams last minutes.
-	maxConns := fitConns(cfg.maxConns, fdLimit(), log)
-	gate := newConnGate(ln, maxConns, cfg.perAddr)
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.idle, ConnState: gate.state}
+	maxConns := fitConns(cfg.MaxConns, fdLimit(), log)
+	gate := newConnGate(ln, maxConns, cfg.MaxConnsPerAddr)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: cfg.IdleTimeout, ConnState: gate.state}
 	registerGauges(be, gate, bodies)
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -416,20 +281,20 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	})
 	goRun("webhooks", func() error { return be.deliver(ctx, hooks) })
 	if be.expire != nil {
-		goRun("media expiry", func() error { return be.expire(ctx, cfg.retention, log) })
+		goRun("media expiry", func() error { return be.expire(ctx, cfg.MediaRetention, log) })
 	}
 	if be.sweepRecords != nil {
 		goRun("record sweep", func() error { return be.sweepRecords(ctx) })
 	}
 	goRun("http", func() error { return ignoreClosed(srv.Serve(gate)) })
-	fmt.Fprintf(stdout, "genway: serving on %s/v1 (backend %s, data %s)\n", baseURL, backendName(getenv), cfg.dataDir)
+	fmt.Fprintf(stdout, "genway: serving on %s/v1 (backend %s, data %s)\n", baseURL, cfg.Backend, cfg.DataDir)
 	if madeToken != "" {
 		fmt.Fprintf(stdout, "genway: operator token made (shown once; only its hash is kept): %s\n", madeToken)
 		fmt.Fprintf(stdout, "genway: operator console, signed in: %s/console/signin?token=%s\n", baseURL, madeToken)
 	} else {
 		fmt.Fprintf(stdout, "genway: operator console: %s/console/ (sign in with the operator token)\n", baseURL)
 	}
-	log.Info("serving", "addr", ln.Addr().String(), "backend", backendName(getenv))
+	log.Info("serving", "addr", ln.Addr().String(), "backend", cfg.Backend)
 
 	select {
 	case <-ctx.Done():
@@ -459,20 +324,13 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 // imageService returns the images service of POST /v1/images/generations:
 // the configured image providers, the router, the store's credit
 // reservations and the media store for url answers.
-func imageService(be *backend, cat *catalog.Catalog, getenv func(string) string, router *route.Router, log *slog.Logger) (*images.Service, error) {
-	providers, err := upstreams.NewImages(cat, getenv, nil)
+func imageService(be *backend, cat *catalog.Catalog, vendors upstreams.Settings, router *route.Router, log *slog.Logger) (*images.Service, error) {
+	providers, err := upstreams.NewImages(cat, vendors, nil)
 	if err != nil {
 		return nil, fmt.Errorf("image providers: %w", err)
 	}
 	return &images.Service{Catalog: cat, Providers: providers, Router: router,
 		Credits: be.reserver, Records: be.store, Media: be.media, Log: log}, nil
-}
-
-func backendName(getenv func(string) string) string {
-	if b := getenv("GENWAY_BACKEND"); b != "" {
-		return b
-	}
-	return "embedded"
 }
 
 func ignoreClosed(err error) error {
@@ -501,41 +359,41 @@ func listenAdmin(path string) (net.Listener, error) {
 // ensureDevAccount makes the dev account on first start (with
 // GENWAY_DEV_CREDITS credits and no rate limit) and its key: GENWAY_DEV_KEY
 // if set, else a new key printed once.
-func ensureDevAccount(ctx context.Context, op *admin.Service, cfg serveConfig, stdout io.Writer) error {
+func ensureDevAccount(ctx context.Context, op *admin.Service, cfg app.Config, stdout io.Writer) error {
 	const dev = "dev"
 	_, err := op.Account(ctx, dev)
 	first := errors.Is(err, credits.ErrAccountNotFound)
 	if err != nil && !first {
 		return fmt.Errorf("dev account: %w", err)
 	}
-	if cfg.devKey != "" {
-		if _, err := op.ImportKey(ctx, dev, auth.Key(cfg.devKey)); err != nil {
+	if cfg.DevKey != "" {
+		if _, err := op.ImportKey(ctx, dev, auth.Key(cfg.DevKey)); err != nil {
 			return fmt.Errorf("GENWAY_DEV_KEY: %w", err)
 		}
 	}
 	if !first {
-		if cfg.devKey == "" {
+		if cfg.DevKey == "" {
 			fmt.Fprintln(stdout, "genway: dev account exists; its key was printed on first start (set GENWAY_DEV_KEY, or make one with: genway keys create --account dev)")
 		} else {
 			fmt.Fprintln(stdout, "genway: dev key from GENWAY_DEV_KEY")
 		}
 		return nil
 	}
-	if _, err := op.Store.Grant(ctx, dev, cfg.devCredits, time.Now().Unix()); err != nil {
+	if _, err := op.Store.Grant(ctx, dev, cfg.DevCredits, time.Now().Unix()); err != nil {
 		return fmt.Errorf("dev account: %w", err)
 	}
 	if err := op.Store.SetRateLimit(ctx, dev, -1); err != nil {
 		return fmt.Errorf("dev account: %w", err)
 	}
-	if cfg.devKey != "" {
-		fmt.Fprintf(stdout, "genway: dev account created with %s credits; key from GENWAY_DEV_KEY\n", cfg.devCredits)
+	if cfg.DevKey != "" {
+		fmt.Fprintf(stdout, "genway: dev account created with %s credits; key from GENWAY_DEV_KEY\n", cfg.DevCredits)
 		return nil
 	}
 	key, _, err := op.CreateKey(ctx, dev, 0, auth.Controls{})
 	if err != nil {
 		return fmt.Errorf("dev key: %w", err)
 	}
-	fmt.Fprintf(stdout, "genway: dev account created with %s credits. Its API key (shown once):\n%s\n", cfg.devCredits, key)
+	fmt.Fprintf(stdout, "genway: dev account created with %s credits. Its API key (shown once):\n%s\n", cfg.DevCredits, key)
 	return nil
 }
 

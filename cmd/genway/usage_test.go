@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/local/localstore"
 )
@@ -187,17 +188,17 @@ func TestServeConfigUsageFlush(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.value, func(t *testing.T) {
-			c, err := loadServeConfig(func(k string) string {
+			c, err := app.LoadConfig(app.Serve, func(k string) string {
 				if k == "GENWAY_USAGE_FLUSH" {
 					return tt.value
 				}
 				return ""
 			})
-			if (err != nil) != tt.wantErr || (err == nil && c.usageFlush != tt.want) {
-				t.Errorf("loadServeConfig(GENWAY_USAGE_FLUSH=%q) = %v, %v; want %v, error %v", tt.value, c.usageFlush, err, tt.want, tt.wantErr)
+			if (err != nil) != tt.wantErr || (err == nil && c.UsageFlush != tt.want) {
+				t.Errorf("LoadConfig(GENWAY_USAGE_FLUSH=%q) = %v, %v; want %v, error %v", tt.value, c.UsageFlush, err, tt.want, tt.wantErr)
 			}
 			if err != nil && !strings.Contains(err.Error(), "GENWAY_USAGE_FLUSH") {
-				t.Errorf("loadServeConfig(GENWAY_USAGE_FLUSH=%q) = %v; want an error naming the variable", tt.value, err)
+				t.Errorf("LoadConfig(GENWAY_USAGE_FLUSH=%q) = %v; want an error naming the variable", tt.value, err)
 			}
 		})
 	}

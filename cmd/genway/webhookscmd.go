@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/transport/httpapi"
 	"github.com/genway/genway/shared/webhooks"
 )
@@ -126,9 +127,13 @@ func (r remoteHooks) resend(ctx context.Context, jobID string) (*webhooks.Delive
 // openWebhooks returns the webhook commands for the configured backend,
 // as openOperator does for the others.
 func openWebhooks(ctx context.Context, getenv func(string) string) (webhookOps, func() error, error) {
-	allow := webhooks.AllowPrivate(getenv)
-	if getenv("GENWAY_BACKEND") == "aws" && getenv("GENWAY_URL") == "" {
-		be, err := openAWS(ctx, getenv, nil, false)
+	cfg, err := app.LoadConfig(app.Serve, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	allow := cfg.WebhookAllowPrivate
+	if cfg.Backend == "aws" && cfg.URL == "" {
+		be, err := openAWS(ctx, cfg, nil, false)
 		if err != nil {
 			return nil, nil, err
 		}

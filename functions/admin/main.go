@@ -20,6 +20,7 @@ import (
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdahttp"
 	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/jobs"
@@ -40,31 +41,31 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := wire.Catalog(getenv)
+	cat, err := wire.Catalog(b)
 	if err != nil {
 		return err
 	}
-	param := getenv("GENWAY_ADMIN_TOKEN_PARAMETER")
+	param := b.Config.AdminTokenParameter
 	if param == "" {
 		return fmt.Errorf("GENWAY_ADMIN_TOKEN_PARAMETER (the SSM SecureString parameter holding the operator token) is not set")
 	}
-	cache := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
+	cache := secrets.New(ssm.NewFromConfig(b.AWS), b.Config.SecretsTTL)
 	verifier, err := admin.LoadingVerifier(ctx, func(ctx context.Context) (string, error) { return cache.Get(ctx, param) },
-		secrets.DefaultTTL, func(err error) { b.Log.Error("operator token reload failed; keeping the last one", "err", err) })
+		b.Config.SecretsTTL, func(err error) { b.Log.Error("operator token reload failed; keeping the last one", "err", err) })
 	if err != nil {
 		return fmt.Errorf("operator token: %w", err)
 	}
-	secretParam := getenv("GENWAY_CONSOLE_SECRET_PARAMETER")
+	secretParam := b.Config.ConsoleSecretParameter
 	if secretParam == "" {
 		return fmt.Errorf("GENWAY_CONSOLE_SECRET_PARAMETER (the SSM SecureString parameter holding the console's session secret) is not set")
 	}
 	sessionKeys, err := admin.LoadingSessionKeys(ctx, verifier, func(ctx context.Context) (string, error) { return cache.Get(ctx, secretParam) },
-		secrets.DefaultTTL, func(err error) { b.Log.Error("console session secret reload failed; keeping the last one", "err", err) })
+		b.Config.SecretsTTL, func(err error) { b.Log.Error("console session secret reload failed; keeping the last one", "err", err) })
 	if err != nil {
 		return fmt.Errorf("console session secret: %w", err)
 	}
 	op := &admin.Service{Store: b.Store, Jobs: b.Store, Log: b.Log}
-	configured := cat.ConfiguredFunc(getenv)
+	configured := cat.ConfiguredFunc(b.Config.Providers)
 	queue, err := b.Queue(ctx)
 	if err != nil {
 		return err
@@ -77,11 +78,11 @@ func run(ctx context.Context, getenv func(string) string) error {
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: configured, Balances: b.Store}
 	// Webhooks: account configs, the deliveries pages and resends (which
 	// queue on the webhooks queue); no delivery is sent from here.
-	hooks, err := b.Webhooks(ctx, getenv, nil)
+	hooks, err := b.Webhooks(ctx, nil)
 	if err != nil {
 		return err
 	}
-	svc.CheckWebhookURL = hooks.CheckURL
+	svc.CheckWebhookURL = app.WebhookURLCheck(b.Config)
 	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, SessionKeys: sessionKeys, Sessions: b.Store,
 		Catalog: cat, Configured: configured, Log: b.Log, JobService: svc, Webhooks: hooks})
 	if err != nil {

@@ -12,11 +12,10 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/aws/lambdahttp"
-	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/route"
@@ -36,17 +35,13 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := wire.Catalog(getenv)
+	cat, err := wire.Catalog(b)
 	if err != nil {
 		return err
 	}
-	// The vendor keys come from SSM (OPENAI_API_KEY_PARAMETER, ...), read
-	// now and again every secrets.DefaultTTL: a rotated key takes over
-	// without a deploy. Only the functions that call a vendor link the SSM
-	// client (its package alone adds about 1 MB and 2 ms to a cold start).
-	keys := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
-	providers, err := upstreams.NewRotating(ctx, cat, upstreams.Rotation{Getenv: secrets.Env(getenv, keys),
-		Key: secrets.Lookup(getenv, keys), TTL: secrets.DefaultTTL, Log: b.Log}, nil)
+	// The vendor keys come from SSM (OPENAI_API_KEY_PARAMETER, ...) and
+	// rotate (keys.Rotation).
+	providers, err := upstreams.NewRotating(ctx, cat, keys.Rotation(b), nil)
 	if err != nil {
 		return fmt.Errorf("chat providers: %w", err)
 	}
@@ -56,28 +51,17 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// memory (chat.BufferedRecorder is for genway serve).
 	// The router's breakers and key rests are this container's
 	// (GENWAY_ROUTE_* tune its policy).
-	policy, err := route.PolicyFromEnv(getenv)
-	if err != nil {
-		return err
-	}
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers.Providers(), Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store, Holds: b.Store,
-		Router: route.New(policy, b.Log)})
+		Router: route.New(b.Config.Route, b.Log)})
 	// A non-streamed answer is kept alive with spaces, so that API
 	// Gateway does not cut a silent reasoning model (GENWAY_CHAT_KEEPALIVE,
 	// default 10 s, the stream heartbeat's interval).
-	keepAlive, err := wire.KeepAlive(getenv, "GENWAY_CHAT_KEEPALIVE")
-	if err != nil {
-		return err
-	}
-	opt := httpapi.ChatKeepAlive(keepAlive)
-	h, err := b.API(getenv,
+	opt := httpapi.ChatKeepAlive(b.Config.ChatKeepAlive)
+	h := b.API(
 		httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: httpapi.ChatCompletions(gw, b.Log, opt)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/responses", Handler: httpapi.Responses(gw, b.Log, opt)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/messages", Handler: httpapi.Messages(gw, b.Log, opt)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/messages/count_tokens", Handler: httpapi.CountMessageTokens(gw, b.Log)})
-	if err != nil {
-		return err
-	}
 	lambda.StartWithOptions(lambdahttp.Stream(h), lambda.WithContext(ctx))
 	return nil
 }

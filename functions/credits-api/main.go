@@ -31,13 +31,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	hooks := &webhooks.Service{Store: b.Store, Log: b.Log} // secrets only: it sends nothing
-	h, err := b.API(getenv,
+	h := b.API(
 		httpapi.Route{Method: "GET", Pattern: "/v1/credits", Handler: httpapi.GetCredits(b.Store, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/generations/{id}", Handler: httpapi.GetGeneration(b.Store, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/webhooks/secret", Handler: httpapi.GetWebhookSecret(hooks, b.Log)})
-	if err != nil {
-		return err
-	}
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))
 	return nil
 }

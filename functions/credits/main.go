@@ -31,7 +31,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := b.Webhooks(ctx, getenv, nil)
+	hooks, err := b.Webhooks(ctx, nil)
 	if err != nil {
 		return err
 	}

@@ -13,15 +13,14 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdahttp"
-	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/transport/httpapi"
-	"github.com/genway/genway/shared/webhooks"
 )
 
 func main() {
@@ -37,7 +36,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := wire.Catalog(getenv)
+	cat, err := wire.Catalog(b)
 	if err != nil {
 		return err
 	}
@@ -48,45 +47,31 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// Media only signs links: an idempotent replay of a completed job
 	// answers with its output link.
 	// The providers Cancel reaches: those whose key this function holds
-	// (GENWAY_CONFIGURED, names without keys, is for validation only).
+	// (GENWAY_CONFIGURED, names without keys, is for validation only, so
+	// it is left out of the rotation's settings).
 	// Their keys come from SSM (FAL_KEY_PARAMETER, ...) and rotate as the
 	// worker's do.
-	keys := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
-	providers, err := upstreams.NewRotatingMedia(ctx, cat, upstreams.Rotation{Getenv: withoutConfigured(secrets.Env(getenv, keys)),
-		Key: secrets.Lookup(getenv, keys), TTL: secrets.DefaultTTL, Log: b.Log}, nil)
+	rot := keys.Rotation(b)
+	rot.Settings.Setup.Configured = nil
+	providers, err := upstreams.NewRotatingMedia(ctx, cat, rot, nil)
 	if err != nil {
 		return fmt.Errorf("media providers: %w", err)
 	}
 	// DELETE /v1/videos/{id} settles the job as the credits stream does
 	// (Credits), removes its output (Media) and marks it deleted
 	// (Deletes): see jobs.Service.Delete.
-	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(getenv), Balances: b.Store,
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(b.Config.Providers), Balances: b.Store,
 		Providers: providers.Providers(), Credits: b.Store, Deletes: b.Store, Retention: b.Retention}
 	// webhook_url is checked here; the credits function queues the
 	// delivery when the job ends.
-	allowPrivate := webhooks.AllowPrivate(getenv)
-	svc.CheckWebhookURL = func(param, raw string) error { return webhooks.CheckURL(param, raw, allowPrivate) }
-	h, err := b.API(getenv,
+	svc.CheckWebhookURL = app.WebhookURLCheck(b.Config)
+	h := b.API(
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: httpapi.CancelJob(svc, b.Log)},
 		// OpenAI's Videos API over the same video jobs.
 		httpapi.Route{Method: "POST", Pattern: "/v1/videos", Handler: httpapi.CreateVideo(svc, b.Log)},
 		httpapi.Route{Method: "DELETE", Pattern: "/v1/videos/{id}", Handler: httpapi.DeleteVideo(svc, b.Log)},
 	)
-	if err != nil {
-		return err
-	}
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))
 	return nil
-}
-
-// withoutConfigured is getenv without GENWAY_CONFIGURED: a provider counts
-// as configured only with its key.
-func withoutConfigured(getenv func(string) string) func(string) string {
-	return func(k string) string {
-		if k == "GENWAY_CONFIGURED" {
-			return ""
-		}
-		return getenv(k)
-	}
 }

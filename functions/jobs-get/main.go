@@ -32,12 +32,12 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := wire.Catalog(getenv)
+	cat, err := wire.Catalog(b)
 	if err != nil {
 		return err
 	}
 	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log, Retention: b.Retention}
-	h, err := b.API(getenv,
+	h := b.API(
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: httpapi.GetJob(svc, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs", Handler: httpapi.ListJobs(svc, b.Log)},
 		// OpenAI's Videos API: the same video jobs, read in its shape.
@@ -45,9 +45,6 @@ func run(ctx context.Context, getenv func(string) string) error {
 		httpapi.Route{Method: "GET", Pattern: "/v1/videos/{id}", Handler: httpapi.GetVideo(svc, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/videos/{id}/content", Handler: httpapi.VideoContent(svc, b.Log)},
 	)
-	if err != nil {
-		return err
-	}
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))
 	return nil
 }

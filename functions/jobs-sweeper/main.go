@@ -14,7 +14,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -33,10 +32,6 @@ func main() {
 
 // run builds the dependencies once per container, then serves invocations.
 func run(ctx context.Context, getenv func(string) string) error {
-	after, err := jobs.ParseSweepAfter(getenv("GENWAY_SWEEP_AFTER"))
-	if err != nil {
-		return fmt.Errorf("GENWAY_SWEEP_AFTER: %w", err)
-	}
 	b, err := wire.Load(ctx, getenv)
 	if err != nil {
 		return err
@@ -45,12 +40,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	days := 7
-	if v := getenv("GENWAY_RECONCILE_DAYS"); v != "" {
-		if days, err = strconv.Atoi(v); err != nil || days < 1 {
-			return fmt.Errorf("GENWAY_RECONCILE_DAYS must be a positive number of days, got %q", v)
-		}
-	}
+	after, days := b.Config.SweepAfter, b.Config.ReconcileDays
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Sweeps: b.Store, Log: b.Log}
 	lambda.StartWithOptions(func(ctx context.Context, ev json.RawMessage) (any, error) {
 		var in struct {

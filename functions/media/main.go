@@ -15,11 +15,10 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/aws/lambdahttp"
-	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/route"
@@ -40,16 +39,14 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := wire.Catalog(getenv)
+	cat, err := wire.Catalog(b)
 	if err != nil {
 		return err
 	}
-	// The vendor keys come from SSM (OPENAI_API_KEY_PARAMETER, ...), read
-	// now and again every secrets.DefaultTTL, as chat's and the worker's:
-	// a rotated key takes over without a deploy. One cache serves both
-	// kinds, so a key they share (OpenAI's) is read once.
-	keys := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
-	rot := upstreams.Rotation{Getenv: secrets.Env(getenv, keys), Key: secrets.Lookup(getenv, keys), TTL: secrets.DefaultTTL, Log: b.Log}
+	// The vendor keys come from SSM (OPENAI_API_KEY_PARAMETER, ...) and
+	// rotate, as chat's and the worker's (keys.Rotation). One rotation
+	// serves both kinds, so a key they share (OpenAI's) is read once.
+	rot := keys.Rotation(b)
 	imageProviders, err := upstreams.NewRotatingImages(ctx, cat, rot, nil)
 	if err != nil {
 		return fmt.Errorf("image providers: %w", err)
@@ -60,26 +57,16 @@ func run(ctx context.Context, getenv func(string) string) error {
 	}
 	// The router's breakers and key rests are this container's
 	// (GENWAY_ROUTE_* tune its policy).
-	policy, err := route.PolicyFromEnv(getenv)
-	if err != nil {
-		return err
-	}
-	router := route.New(policy, b.Log)
+	router := route.New(b.Config.Route, b.Log)
 	imgs := &images.Service{Catalog: cat, Providers: imageProviders.Providers(), Router: router, Credits: b.Store, Records: b.Store, Media: b.Media(), Log: b.Log}
 	voices := &speech.Service{Catalog: cat, Providers: speechProviders.Providers(), Router: router, Credits: b.Store, Records: b.Store, Log: b.Log}
 	// An image answer is kept alive with spaces before its JSON, so that
 	// API Gateway does not cut a vendor that takes a minute
 	// (GENWAY_IMAGES_KEEPALIVE, default 10 s).
-	keepAlive, err := wire.KeepAlive(getenv, "GENWAY_IMAGES_KEEPALIVE")
-	if err != nil {
-		return err
-	}
-	h, err := b.API(getenv,
+	keepAlive := b.Config.ImagesKeepAlive
+	h := b.API(
 		httpapi.Route{Method: "POST", Pattern: "/v1/images/generations", Handler: httpapi.GenerateImages(imgs, b.Log, httpapi.ImagesKeepAlive(keepAlive))},
 		httpapi.Route{Method: "POST", Pattern: "/v1/audio/speech", Handler: httpapi.Speech(voices, b.Log)})
-	if err != nil {
-		return err
-	}
 	lambda.StartWithOptions(lambdahttp.Stream(h), lambda.WithContext(ctx))
 	return nil
 }

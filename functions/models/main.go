@@ -27,18 +27,16 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := wire.Catalog(getenv)
+	cat, err := wire.Catalog(b)
 	if err != nil {
 		return err
 	}
 	// This function reads no secret (it has no SSM client): it learns
 	// which vendors are configured from GENWAY_CONFIGURED, names only.
-	h, err := b.API(getenv,
-		httpapi.Route{Method: "GET", Pattern: "/v1/models", Handler: httpapi.ListModels(cat, getenv, b.Log)},
-		httpapi.Route{Method: "GET", Pattern: "/v1/models/{id...}", Handler: httpapi.GetModel(cat, getenv, b.Log)})
-	if err != nil {
-		return err
-	}
+	configured := cat.ConfiguredFunc(b.Config.Providers)
+	h := b.API(
+		httpapi.Route{Method: "GET", Pattern: "/v1/models", Handler: httpapi.ListModels(cat, configured, b.Log)},
+		httpapi.Route{Method: "GET", Pattern: "/v1/models/{id...}", Handler: httpapi.GetModel(cat, configured, b.Log)})
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))
 	return nil
 }

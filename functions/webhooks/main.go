@@ -33,14 +33,14 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := wire.Catalog(getenv)
+	cat, err := wire.Catalog(b)
 	if err != nil {
 		return err
 	}
 	// The event's data is the job as GET /v1/jobs/{id} shows it, with an
 	// output link presigned at each attempt.
 	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log}
-	hooks, err := b.Webhooks(ctx, getenv, httpapi.JobObject(svc))
+	hooks, err := b.Webhooks(ctx, httpapi.JobObject(svc))
 	if err != nil {
 		return err
 	}

@@ -9,11 +9,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
+	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/aws/lambdaevents"
-	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/route"
@@ -37,7 +36,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	cat, err := wire.Catalog(getenv)
+	cat, err := wire.Catalog(b)
 	if err != nil {
 		return err
 	}
@@ -45,30 +44,18 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	// The vendor keys come from SSM (FAL_KEY_PARAMETER, ...), read now and
-	// again every secrets.DefaultTTL: a rotated key takes over without a
-	// deploy. Only the functions that call a vendor link the SSM client
-	// (its package alone adds about 1 MB and 2 ms to a cold start).
-	keys := secrets.New(ssm.NewFromConfig(b.AWS), secrets.DefaultTTL)
-	providers, err := upstreams.NewRotatingMedia(ctx, cat, upstreams.Rotation{Getenv: secrets.Env(getenv, keys),
-		Key: secrets.Lookup(getenv, keys), TTL: secrets.DefaultTTL, Log: b.Log}, nil)
+	// The vendor keys come from SSM (FAL_KEY_PARAMETER, ...) and rotate
+	// (keys.Rotation).
+	providers, err := upstreams.NewRotatingMedia(ctx, cat, keys.Rotation(b), nil)
 	if err != nil {
 		return fmt.Errorf("media providers: %w", err)
 	}
-	poll, err := jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL"))
-	if err != nil {
-		return fmt.Errorf("GENWAY_MEDIA_POLL: %w", err)
-	}
 	// The routing policy (GENWAY_ROUTE_*) decides failed submits; the
 	// router's key rests and breakers are this container's.
-	policy, err := route.PolicyFromEnv(getenv)
-	if err != nil {
-		return err
-	}
 	// Lease: the function's timeout (template.yaml), so that an SQS duplicate
 	// never starts a job that a live invocation is still starting.
 	w := &jobs.Worker{Store: b.Store, Queue: queue, Media: b.Media(), Providers: providers.Providers(), Catalog: cat, Log: b.Log,
-		Lease: WorkerTimeout, PollInterval: poll, Router: route.New(policy, b.Log)}
+		Lease: WorkerTimeout, PollInterval: b.Config.MediaPoll, Router: route.New(b.Config.Route, b.Log)}
 	lambda.StartWithOptions(lambdaevents.SQS(w.Process, b.Log), lambda.WithContext(ctx))
 	return nil
 }

@@ -66,9 +66,9 @@ type Provider struct {
 var nativeKinds = map[string]string{"responses": "openai", "messages": "anthropic"}
 
 // NativeAPIs returns the client APIs p speaks natively (see Native), none
-// when getenv says GENWAY_NATIVE=off: every request is then translated.
-func (p *Provider) NativeAPIs(getenv func(string) string) []string {
-	if getenv("GENWAY_NATIVE") == "off" {
+// when s.NoNative (GENWAY_NATIVE=off): every request is then translated.
+func (p *Provider) NativeAPIs(s Setup) []string {
+	if s.NoNative {
 		return nil
 	}
 	return p.Native
@@ -299,50 +299,85 @@ func (c *Catalog) Provider(name string) (*Provider, bool) {
 	return p, ok
 }
 
-// Configured reports, for a getenv function, whether provider p can be
-// used: the synthetic provider always (unless GENWAY_SYNTHETIC=off), others
-// when their key (or, for key-optional ones, their base URL) is set.
-//
-// GENWAY_CONFIGURED, a comma-separated list of provider names, marks those
-// configured without their key: for a function that only lists models or
-// validates jobs and must not hold vendor secrets.
-func (p *Provider) Configured(getenv func(string) string) bool {
-	if names := getenv("GENWAY_CONFIGURED"); names != "" && p.Kind != "synthetic" {
-		for _, n := range strings.Split(names, ",") {
-			if strings.TrimSpace(n) == p.Name {
-				return true
-			}
-		}
+// Setup is how a deployment configures the catalog's providers: the
+// values of the variables the providers name (their keys and base URLs),
+// and the switches. The zero Setup configures the synthetic provider
+// alone, with the native APIs on. It is read once, at start (package app
+// reads it from the environment).
+type Setup struct {
+	// Vars holds the values of the variables the providers name (each
+	// KeyEnv and BaseURLEnv; see Catalog.EnvNames), by name; a variable
+	// that is unset is absent or "".
+	Vars map[string]string
+	// Configured (GENWAY_CONFIGURED) names providers configured without
+	// their key: for a function that only lists models or validates jobs
+	// and must not hold vendor secrets. The synthetic provider is not
+	// concerned.
+	Configured []string
+	// NoSynthetic (GENWAY_SYNTHETIC=off) hides and disables the synthetic
+	// provider.
+	NoSynthetic bool
+	// Bedrock (GENWAY_BEDROCK=on) configures the providers of kind
+	// bedrock (through the AWS credential chain).
+	Bedrock bool
+	// NoNative (GENWAY_NATIVE=off) translates every request (see
+	// Provider.NativeAPIs).
+	NoNative bool
+}
+
+// Configured reports whether provider p can be used under s: the
+// synthetic provider always (unless s.NoSynthetic), others when their key
+// (or, for key-optional ones, their base URL) is set, or when s.Configured
+// names them.
+func (p *Provider) Configured(s Setup) bool {
+	if p.Kind != "synthetic" && slices.Contains(s.Configured, p.Name) {
+		return true
 	}
 	switch {
 	case p.Kind == "synthetic":
-		return getenv("GENWAY_SYNTHETIC") != "off"
+		return !s.NoSynthetic
 	case p.Kind == "bedrock":
-		return getenv("GENWAY_BEDROCK") == "on"
+		return s.Bedrock
 	case p.KeyOptional:
-		return p.BaseURLEnv != "" && getenv(p.BaseURLEnv) != ""
+		return p.BaseURLEnv != "" && s.Vars[p.BaseURLEnv] != ""
 	default: // a key, or a pool of keys separated by commas ("sk-a,sk-b")
-		return p.KeyEnv != "" && strings.Trim(getenv(p.KeyEnv), ", \t") != ""
+		return p.KeyEnv != "" && strings.Trim(s.Vars[p.KeyEnv], ", \t") != ""
 	}
 }
 
-// BaseURLFor returns the provider's base URL, overridden by its env var.
-func (p *Provider) BaseURLFor(getenv func(string) string) string {
+// BaseURLFor returns the provider's base URL, overridden by its variable
+// in s.
+func (p *Provider) BaseURLFor(s Setup) string {
 	if p.BaseURLEnv != "" {
-		if v := getenv(p.BaseURLEnv); v != "" {
+		if v := s.Vars[p.BaseURLEnv]; v != "" {
 			return strings.TrimRight(v, "/")
 		}
 	}
 	return strings.TrimRight(p.BaseURL, "/")
 }
 
+// EnvNames returns the variables the catalog's providers name (each
+// KeyEnv and BaseURLEnv), sorted, each once: those a Setup's Vars holds.
+func (c *Catalog) EnvNames() []string {
+	var names []string
+	for i := range c.Providers {
+		for _, n := range []string{c.Providers[i].KeyEnv, c.Providers[i].BaseURLEnv} {
+			if n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
 // ConfiguredFunc returns a function reporting, for a provider name, whether
-// it is configured in getenv (unknown names are not). getenv is read once,
-// now: configuration is resolved at start, not per request.
-func (c *Catalog) ConfiguredFunc(getenv func(string) string) func(provider string) bool {
+// it is configured under s (unknown names are not). It is resolved once,
+// now: configuration is settled at start, not per request.
+func (c *Catalog) ConfiguredFunc(s Setup) func(provider string) bool {
 	set := make(map[string]bool, len(c.Providers))
 	for i := range c.Providers {
-		if p := &c.Providers[i]; p.Configured(getenv) {
+		if p := &c.Providers[i]; p.Configured(s) {
 			set[p.Name] = true
 		}
 	}

@@ -152,24 +152,24 @@ func TestConfigured(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		env  map[string]string
-		name string
-		want bool
+		setup Setup
+		name  string
+		want  bool
 	}{
-		{nil, "synthetic", true},
-		{map[string]string{"GENWAY_SYNTHETIC": "off"}, "synthetic", false},
-		{map[string]string{"GENWAY_CONFIGURED": "synthetic", "GENWAY_SYNTHETIC": "off"}, "synthetic", false},
-		{nil, "fal", false},
-		{map[string]string{"FAL_KEY": "k"}, "fal", true},
-		{map[string]string{"FAL_KEY": "k1,k2"}, "fal", true}, // a key pool
-		{map[string]string{"FAL_KEY": " , "}, "fal", false},  // a pool of no key
-		{map[string]string{"GENWAY_CONFIGURED": "gemini, fal"}, "fal", true},
-		{map[string]string{"GENWAY_CONFIGURED": "gemini"}, "fal", false},
-		{map[string]string{"GENWAY_CONFIGURED": "fal"}, "nope", false},
+		{Setup{}, "synthetic", true},
+		{Setup{NoSynthetic: true}, "synthetic", false},
+		{Setup{Configured: []string{"synthetic"}, NoSynthetic: true}, "synthetic", false},
+		{Setup{}, "fal", false},
+		{Setup{Vars: map[string]string{"FAL_KEY": "k"}}, "fal", true},
+		{Setup{Vars: map[string]string{"FAL_KEY": "k1,k2"}}, "fal", true}, // a key pool
+		{Setup{Vars: map[string]string{"FAL_KEY": " , "}}, "fal", false},  // a pool of no key
+		{Setup{Configured: []string{"gemini", "fal"}}, "fal", true},
+		{Setup{Configured: []string{"gemini"}}, "fal", false},
+		{Setup{Configured: []string{"fal"}}, "nope", false},
 	}
 	for _, tt := range tests {
-		if got := c.ConfiguredFunc(func(k string) string { return tt.env[k] })(tt.name); got != tt.want {
-			t.Errorf("configured(%s) with %v = %v; want %v", tt.name, tt.env, got, tt.want)
+		if got := c.ConfiguredFunc(tt.setup)(tt.name); got != tt.want {
+			t.Errorf("configured(%s) with %+v = %v; want %v", tt.name, tt.setup, got, tt.want)
 		}
 	}
 }
@@ -195,10 +195,10 @@ func TestNative(t *testing.T) {
 			t.Fatalf("Parse(kind %s, native %s) = %v", tt.kind, tt.api, err)
 		}
 		p := &c.Providers[0]
-		if got := p.NativeAPIs(func(string) string { return "" }); len(got) != 1 || got[0] != tt.api {
+		if got := p.NativeAPIs(Setup{}); len(got) != 1 || got[0] != tt.api {
 			t.Errorf("NativeAPIs() = %v; want [%s]", got, tt.api)
 		}
-		if got := p.NativeAPIs(func(k string) string { return map[string]string{"GENWAY_NATIVE": "off"}[k] }); got != nil {
+		if got := p.NativeAPIs(Setup{NoNative: true}); got != nil {
 			t.Errorf("NativeAPIs() with GENWAY_NATIVE=off = %v; want none", got)
 		}
 	}
@@ -662,7 +662,7 @@ func TestAliasListing(t *testing.T) {
 		{map[string]string{"B_KEY": "k"}, []string{"b/m", "fast"}},
 		{map[string]string{"A_KEY": "k", "B_KEY": "k"}, []string{"a/m", "b/m", "fast"}},
 	} {
-		configured := c.ConfiguredFunc(func(k string) string { return tt.env[k] })
+		configured := c.ConfiguredFunc(Setup{Vars: tt.env})
 		got := []string{}
 		for _, m := range c.List(TypeChat, configured) {
 			got = append(got, m.ID)

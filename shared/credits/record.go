@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -277,21 +276,6 @@ func ChargeOf(r Record) (Entry, bool) {
 // DefaultRecordRetention is how long a record is kept unless
 // GENWAY_RECORD_DAYS says otherwise: 30 days.
 const DefaultRecordRetention = 30 * 24 * time.Hour
-
-// RecordRetentionFromEnv returns the record retention GENWAY_RECORD_DAYS
-// sets through getenv: a whole number of days from 1 to 3650;
-// DefaultRecordRetention when it is unset.
-func RecordRetentionFromEnv(getenv func(string) string) (time.Duration, error) {
-	v := getenv("GENWAY_RECORD_DAYS")
-	if v == "" {
-		return DefaultRecordRetention, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 3650 {
-		return 0, fmt.Errorf("GENWAY_RECORD_DAYS must be a whole number of days from 1 to 3650, got %q", v)
-	}
-	return time.Duration(n) * 24 * time.Hour, nil
-}
 
 // ExpiresAfter returns r.Expires, or, when it is 0, the Unix second
 // retention after r.At: when a store may drop r.

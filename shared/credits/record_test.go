@@ -148,31 +148,7 @@ func TestUsageAdd(t *testing.T) {
 	}
 }
 
-func TestRecordRetentionFromEnv(t *testing.T) {
-	tests := []struct {
-		v    string
-		want time.Duration
-		ok   bool
-	}{
-		{"", credits.DefaultRecordRetention, true},
-		{"7", 7 * 24 * time.Hour, true},
-		{"3650", 3650 * 24 * time.Hour, true},
-		{"0", 0, false},
-		{"3651", 0, false},
-		{"30d", 0, false},
-		{"-1", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := credits.RecordRetentionFromEnv(func(k string) string {
-			if k == "GENWAY_RECORD_DAYS" {
-				return tt.v
-			}
-			return ""
-		})
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("RecordRetentionFromEnv(%q) = %v, %v; want %v, ok %v", tt.v, got, err, tt.want, tt.ok)
-		}
-	}
+func TestRecordExpiresAfter(t *testing.T) {
 	r := chatRecord()
 	if got := r.ExpiresAfter(24 * time.Hour); got != 1740830400+86400 {
 		t.Errorf("ExpiresAfter(24h) = %d; want %d", got, 1740830400+86400)

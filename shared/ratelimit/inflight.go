@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -88,28 +87,4 @@ func drop(m map[string]int, id string) {
 
 func tooMany(msg string) error {
 	return &apierr.Error{Kind: apierr.RateLimited, Code: "concurrency_limit_exceeded", RetryAfter: InFlightRetryAfter, Message: msg}
-}
-
-// InFlightFromEnv returns the bounds of NewInFlight from
-// GENWAY_MAX_IN_FLIGHT_PER_KEY and GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT
-// (requests in progress at once; -1 for none), DefaultInFlightPerKey and
-// DefaultInFlightPerAccount when unset. A malformed value is an error
-// naming the variable.
-func InFlightFromEnv(getenv func(string) string) (perKey, perAccount int, err error) {
-	perKey, perAccount = DefaultInFlightPerKey, DefaultInFlightPerAccount
-	for _, v := range []struct {
-		name string
-		n    *int
-	}{{"GENWAY_MAX_IN_FLIGHT_PER_KEY", &perKey}, {"GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT", &perAccount}} {
-		s := getenv(v.name)
-		if s == "" {
-			continue
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n == 0 || n < -1 {
-			return 0, 0, fmt.Errorf("%s must be a number of requests in progress at once (or -1 for none), got %q", v.name, s)
-		}
-		*v.n = n
-	}
-	return perKey, perAccount, nil
 }

@@ -67,33 +67,6 @@ func TestInFlightReleaseForgets(t *testing.T) {
 	}
 }
 
-func TestInFlightFromEnv(t *testing.T) {
-	tests := []struct {
-		key, account string
-		want         [2]int
-		wantErr      string
-	}{
-		{"", "", [2]int{DefaultInFlightPerKey, DefaultInFlightPerAccount}, ""},
-		{"8", "-1", [2]int{8, -1}, ""},
-		{"0", "", [2]int{}, "GENWAY_MAX_IN_FLIGHT_PER_KEY"},
-		{"", "many", [2]int{}, "GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT"},
-		{"-2", "", [2]int{}, "GENWAY_MAX_IN_FLIGHT_PER_KEY"},
-	}
-	for _, tt := range tests {
-		env := map[string]string{"GENWAY_MAX_IN_FLIGHT_PER_KEY": tt.key, "GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT": tt.account}
-		k, a, err := InFlightFromEnv(func(n string) string { return env[n] })
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("InFlightFromEnv(%q, %q) = %v; want an error naming %s", tt.key, tt.account, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || [2]int{k, a} != tt.want {
-			t.Errorf("InFlightFromEnv(%q, %q) = %d, %d, %v; want %v", tt.key, tt.account, k, a, err, tt.want)
-		}
-	}
-}
-
 // TestLimiterAdmit: Admit applies the in-flight bounds, then the window;
 // a request the window refuses leaves nothing in progress.
 func TestLimiterAdmit(t *testing.T) {

@@ -182,17 +182,3 @@ func (m *Memory) Incr(ctx context.Context, key string, expires time.Time) (int64
 	m.counts[key] = c
 	return c.n, nil
 }
-
-// FromEnv returns the default limit from GENWAY_RATE_LIMIT (requests per
-// minute per key; -1 for none), or DefaultPerMinute when it is unset.
-func FromEnv(getenv func(string) string) (int, error) {
-	v := getenv("GENWAY_RATE_LIMIT")
-	if v == "" {
-		return DefaultPerMinute, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n == 0 || n < -1 {
-		return 0, fmt.Errorf("GENWAY_RATE_LIMIT must be requests per minute per key (or -1 for none), got %q", v)
-	}
-	return n, nil
-}

@@ -199,49 +199,6 @@ func (p Policy) withDefaults() Policy {
 	return p
 }
 
-// PolicyFromEnv returns DefaultPolicy with the GENWAY_ROUTE_* variables
-// of getenv applied: GENWAY_ROUTE_RETRIES (a count; 0 for none),
-// GENWAY_ROUTE_BUDGET, GENWAY_ROUTE_FIRST_TOKEN, GENWAY_ROUTE_BACKOFF,
-// GENWAY_ROUTE_MAX_WAIT and GENWAY_ROUTE_BREAKER_OPEN (Go durations), and
-// GENWAY_ROUTE_BREAKERS (on, the default, or off). A malformed value is an error
-// naming the variable.
-func PolicyFromEnv(getenv func(string) string) (Policy, error) {
-	p := DefaultPolicy
-	switch v := getenv("GENWAY_ROUTE_BREAKERS"); v {
-	case "", "on":
-	case "off":
-		p.NoBreakers = true
-	default:
-		return p, fmt.Errorf("GENWAY_ROUTE_BREAKERS=%q: want on or off", v)
-	}
-	if v := getenv("GENWAY_ROUTE_RETRIES"); v != "" {
-		var n int
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 0 || n > 10 {
-			return p, fmt.Errorf("GENWAY_ROUTE_RETRIES=%q: want a count from 0 to 10", v)
-		}
-		p.Retries = n
-		if n == 0 {
-			p.Retries = -1
-		}
-	}
-	for name, d := range map[string]*time.Duration{
-		"GENWAY_ROUTE_BUDGET":       &p.Budget,
-		"GENWAY_ROUTE_BACKOFF":      &p.Backoff,
-		"GENWAY_ROUTE_FIRST_TOKEN":  &p.FirstToken,
-		"GENWAY_ROUTE_MAX_WAIT":     &p.MaxWait,
-		"GENWAY_ROUTE_BREAKER_OPEN": &p.BreakerOpen,
-	} {
-		if v := getenv(name); v != "" {
-			x, err := time.ParseDuration(v)
-			if err != nil || x <= 0 {
-				return p, fmt.Errorf("%s=%q: want a positive Go duration such as 30s", name, v)
-			}
-			*d = x
-		}
-	}
-	return p, nil
-}
-
 // Action is what the policy says to do after a failed attempt.
 type Action int
 

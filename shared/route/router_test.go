@@ -473,26 +473,6 @@ func TestClientGone(t *testing.T) {
 	}
 }
 
-func TestPolicyFromEnv(t *testing.T) {
-	env := map[string]string{"GENWAY_ROUTE_RETRIES": "0", "GENWAY_ROUTE_BUDGET": "5s", "GENWAY_ROUTE_FIRST_TOKEN": "200ms"}
-	p, err := PolicyFromEnv(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	p = p.withDefaults()
-	if p.Retries != -1 || p.Budget != 5*time.Second || p.FirstToken != 200*time.Millisecond || p.MaxWait != DefaultPolicy.MaxWait {
-		t.Errorf("policy %+v", p)
-	}
-	if p, _ := PolicyFromEnv(func(k string) string { return map[string]string{"GENWAY_ROUTE_BREAKERS": "off"}[k] }); !p.NoBreakers {
-		t.Error("GENWAY_ROUTE_BREAKERS=off did not turn breakers off")
-	}
-	for _, bad := range []map[string]string{{"GENWAY_ROUTE_BREAKERS": "maybe"}, {"GENWAY_ROUTE_BUDGET": "soon"}, {"GENWAY_ROUTE_RETRIES": "-1"}, {"GENWAY_ROUTE_FIRST_TOKEN": "0s"}} {
-		if _, err := PolicyFromEnv(func(k string) string { return bad[k] }); err == nil {
-			t.Errorf("PolicyFromEnv(%v) = nil error", bad)
-		}
-	}
-}
-
 func TestKeySet(t *testing.T) {
 	k := NewKeySet(" sk-a , sk-b,,")
 	if ids := k.KeyIDs(); len(ids) != 2 || ids[0] != KeyID("sk-a") || strings.Contains(ids[0], "sk") {

@@ -15,13 +15,6 @@ import (
 // MaxURLChars bounds a webhook URL.
 const MaxURLChars = 2048
 
-// AllowPrivate reports whether GENWAY_WEBHOOK_ALLOW_PRIVATE=1 in getenv:
-// the operator's switch, for local development, that lets webhook URLs
-// name loopback and private hosts (CheckURL, NewClient).
-func AllowPrivate(getenv func(string) string) bool {
-	return getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1"
-}
-
 // CheckURL validates a webhook URL for param (webhook_url, url): an
 // absolute https URL with a host and no user info, whose host is no
 // loopback, private or otherwise internal address or name (the addresses

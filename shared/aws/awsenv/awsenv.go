@@ -1,8 +1,8 @@
-// Package awsenv is the one place that reads the AWS resource names and the
-// AWS configuration from the environment, for the Lambda functions and for
-// `genway serve` / `genway aws init` with GENWAY_BACKEND=aws. The functions
-// and the local server read the same variables, so one env file configures
-// both.
+// Package awsenv names the AWS resources Genway uses (their variables and
+// defaults) and builds the AWS configuration from the region and endpoint
+// set, for the Lambda functions and for `genway serve` / `genway aws init`
+// with GENWAY_BACKEND=aws. Package app reads the variables, for the
+// functions and the local server alike, so one env file configures both.
 package awsenv
 
 import (
@@ -61,27 +61,13 @@ type Names struct {
 	WebhooksDLQ      string
 }
 
-// FromEnv reads Names through getenv, with defaults for unset variables.
-func FromEnv(getenv func(string) string) Names {
-	get := func(k, def string) string {
-		if v := getenv(k); v != "" {
-			return v
-		}
-		return def
-	}
-	return Names{
-		JobsTable:     get(EnvJobsTable, DefaultJobsTable),
-		AccountsTable: get(EnvAccountsTable, DefaultAccountsTable),
-		RecordsTable:  get(EnvRecordsTable, DefaultRecordsTable),
-		JobsQueue:     get(EnvJobsQueue, DefaultJobsQueue),
-		JobsQueueURL:  getenv(EnvJobsQueueURL),
-		JobsDLQ:       get(EnvJobsDLQ, DefaultJobsDLQ),
-		MediaBucket:   get(EnvMediaBucket, DefaultMediaBucket),
-
-		WebhooksQueue:    get(EnvWebhooksQueue, DefaultWebhooksQueue),
-		WebhooksQueueURL: getenv(EnvWebhooksQueueURL),
-		WebhooksDLQ:      get(EnvWebhooksDLQ, DefaultWebhooksDLQ),
-	}
+// Settings are where the AWS clients go: the region and endpoints a
+// caller's environment sets (AWS_REGION, AWS_ENDPOINT_URL,
+// AWS_ENDPOINT_URL_DYNAMODB). Empty fields leave the SDK's defaults.
+type Settings struct {
+	Region           string
+	Endpoint         string // every client's (moto, LocalStack)
+	EndpointDynamoDB string // DynamoDB's, over Endpoint
 }
 
 // QueueURLGetter is the SQS call QueueURL needs; *sqs.Client implements it.
@@ -114,18 +100,18 @@ func queueURL(ctx context.Context, client QueueURLGetter, url, name string) (str
 }
 
 // LoadConfig returns the SDK's default configuration (environment, shared
-// files, then the Lambda role), with AWS_REGION and AWS_ENDPOINT_URL taken
-// from getenv when getenv has them, so that a caller's own environment
-// (tests, `genway serve` flags) wins over the process's. With
-// AWS_ENDPOINT_URL (moto, LocalStack) every client talks to that endpoint;
+// files, then the Lambda role), with s's region and endpoint when set, so
+// that a caller's own environment (tests, `genway serve` flags) wins over
+// the process's. With s.Endpoint (moto, LocalStack) every client talks to
+// that endpoint;
 // build S3 clients with s3media.NewClient, which then addresses buckets by
 // path.
-func LoadConfig(ctx context.Context, getenv func(string) string) (aws.Config, error) {
+func LoadConfig(ctx context.Context, s Settings) (aws.Config, error) {
 	var opts []func(*config.LoadOptions) error
-	if r := getenv("AWS_REGION"); r != "" {
+	if r := s.Region; r != "" {
 		opts = append(opts, config.WithRegion(r))
 	}
-	if e := getenv("AWS_ENDPOINT_URL"); e != "" {
+	if e := s.Endpoint; e != "" {
 		opts = append(opts, config.WithBaseEndpoint(e))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
@@ -139,7 +125,7 @@ func LoadConfig(ctx context.Context, getenv func(string) string) (aws.Config, er
 }
 
 // LocalDynamoDB returns the DynamoDB client option for an endpoint on
-// this machine: with AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, at
+// this machine: with s.EndpointDynamoDB, else s.Endpoint, at
 // a loopback address (moto_server, as `genway aws init` and
 // GENWAY_BACKEND=aws genway serve are documented with), the client sends
 // one request at a time. moto takes no locks: concurrent conditional
@@ -152,10 +138,10 @@ func LoadConfig(ctx context.Context, getenv func(string) string) (aws.Config, er
 // A request whose context was made by Background waits, besides, while
 // any other request waits: background work (a stream reader catching up)
 // never stands in front of the requests of new work.
-func LocalDynamoDB(getenv func(string) string) func(*dynamodb.Options) {
-	e := getenv("AWS_ENDPOINT_URL_DYNAMODB")
+func LocalDynamoDB(s Settings) func(*dynamodb.Options) {
+	e := s.EndpointDynamoDB
 	if e == "" {
-		e = getenv("AWS_ENDPOINT_URL")
+		e = s.Endpoint
 	}
 	return func(o *dynamodb.Options) {
 		if !loopback(e) {

@@ -18,33 +18,6 @@ import (
 	"github.com/genway/genway/shared/aws/mototest"
 )
 
-func env(m map[string]string) func(string) string {
-	return func(k string) string { return m[k] }
-}
-
-func TestFromEnv(t *testing.T) {
-	tests := []struct {
-		name string
-		env  map[string]string
-		want Names
-	}{
-		{"defaults", nil, Names{JobsTable: "genway-jobs", AccountsTable: "genway-accounts", RecordsTable: "genway-records", JobsQueue: "genway-jobs", JobsDLQ: "genway-jobs-dlq", MediaBucket: "genway-media",
-			WebhooksQueue: "genway-webhooks", WebhooksDLQ: "genway-webhooks-dlq"}},
-		{"overrides", map[string]string{
-			EnvJobsTable: "j", EnvAccountsTable: "a", EnvRecordsTable: "r", EnvJobsQueue: "q", EnvJobsQueueURL: "http://x/q", EnvJobsDLQ: "d", EnvMediaBucket: "b",
-			EnvWebhooksQueue: "w", EnvWebhooksQueueURL: "http://x/w", EnvWebhooksDLQ: "wd",
-		}, Names{JobsTable: "j", AccountsTable: "a", RecordsTable: "r", JobsQueue: "q", JobsQueueURL: "http://x/q", JobsDLQ: "d", MediaBucket: "b",
-			WebhooksQueue: "w", WebhooksQueueURL: "http://x/w", WebhooksDLQ: "wd"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := FromEnv(env(tt.env)); got != tt.want {
-				t.Errorf("FromEnv(%v) = %+v; want %+v", tt.env, got, tt.want)
-			}
-		})
-	}
-}
-
 // isolate keeps the SDK away from the machine's AWS configuration.
 func isolate(t *testing.T) {
 	dir := t.TempDir()
@@ -61,11 +34,11 @@ func isolate(t *testing.T) {
 func TestLoadConfigAndQueueURL(t *testing.T) {
 	isolate(t)
 	ctx := context.Background()
-	if _, err := LoadConfig(ctx, env(nil)); err == nil {
+	if _, err := LoadConfig(ctx, Settings{}); err == nil {
 		t.Errorf("LoadConfig(no region) = nil error; want one")
 	}
 	endpoint := mototest.Start(t)
-	cfg, err := LoadConfig(ctx, env(map[string]string{"AWS_REGION": "eu-west-1", "AWS_ENDPOINT_URL": endpoint}))
+	cfg, err := LoadConfig(ctx, Settings{Region: "eu-west-1", Endpoint: endpoint})
 	if err != nil {
 		t.Fatalf("LoadConfig = %v", err)
 	}
@@ -84,27 +57,27 @@ func TestLoadConfigAndQueueURL(t *testing.T) {
 	tests := []struct {
 		name     string
 		webhooks bool // WebhooksQueueURLOf, not QueueURL
-		env      map[string]string
+		names    Names
 		want     string
 		ok       bool
 	}{
-		{"by name", false, nil, aws.ToString(created.QueueUrl), true},
-		{"URL wins", false, map[string]string{EnvJobsQueueURL: "http://127.0.0.1:1/q", EnvJobsQueue: "nope"}, "http://127.0.0.1:1/q", true},
-		{"unknown name", false, map[string]string{EnvJobsQueue: "nope"}, "", false},
-		{"webhooks by name", true, nil, aws.ToString(hooks.QueueUrl), true},
-		{"webhooks URL wins", true, map[string]string{EnvWebhooksQueueURL: "http://127.0.0.1:1/w", EnvWebhooksQueue: "nope"}, "http://127.0.0.1:1/w", true},
-		{"webhooks unknown name", true, map[string]string{EnvWebhooksQueue: "nope"}, "", false},
+		{"by name", false, Names{JobsQueue: DefaultJobsQueue}, aws.ToString(created.QueueUrl), true},
+		{"URL wins", false, Names{JobsQueueURL: "http://127.0.0.1:1/q", JobsQueue: "nope"}, "http://127.0.0.1:1/q", true},
+		{"unknown name", false, Names{JobsQueue: "nope"}, "", false},
+		{"webhooks by name", true, Names{WebhooksQueue: DefaultWebhooksQueue}, aws.ToString(hooks.QueueUrl), true},
+		{"webhooks URL wins", true, Names{WebhooksQueueURL: "http://127.0.0.1:1/w", WebhooksQueue: "nope"}, "http://127.0.0.1:1/w", true},
+		{"webhooks unknown name", true, Names{WebhooksQueue: "nope"}, "", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			names := FromEnv(env(tt.env))
+			names := tt.names
 			get := names.QueueURL
 			if tt.webhooks {
 				get = names.WebhooksQueueURLOf
 			}
 			got, err := get(ctx, client)
 			if got != tt.want || (err == nil) != tt.ok {
-				t.Errorf("queue URL (webhooks %v, %v) = %q, %v; want %q, ok %v", tt.webhooks, tt.env, got, err, tt.want, tt.ok)
+				t.Errorf("queue URL (webhooks %v, %+v) = %q, %v; want %q, ok %v", tt.webhooks, tt.names, got, err, tt.want, tt.ok)
 			}
 		})
 	}
@@ -133,24 +106,24 @@ func (c *countingClient) Do(r *http.Request) (*http.Response, error) {
 // client as it is.
 func TestLocalDynamoDB(t *testing.T) {
 	tests := []struct {
-		env    map[string]string
+		env    Settings
 		serial bool
 	}{
-		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:5000"}, true},
-		{map[string]string{"AWS_ENDPOINT_URL": "http://localhost:4566"}, true},
-		{map[string]string{"AWS_ENDPOINT_URL": "http://[::1]:8000"}, true},
-		{map[string]string{"AWS_ENDPOINT_URL": "https://dynamodb.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}, true},
-		{map[string]string{"AWS_ENDPOINT_URL": "http://127.0.0.1:5000", "AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.eu-west-1.amazonaws.com"}, false},
-		{map[string]string{"AWS_ENDPOINT_URL": "http://10.0.0.5:8000"}, false},
-		{map[string]string{"AWS_ENDPOINT_URL": "https://dynamodb.us-east-1.amazonaws.com"}, false},
-		{map[string]string{}, false},
+		{Settings{Endpoint: "http://127.0.0.1:5000"}, true},
+		{Settings{Endpoint: "http://localhost:4566"}, true},
+		{Settings{Endpoint: "http://[::1]:8000"}, true},
+		{Settings{Endpoint: "https://dynamodb.us-east-1.amazonaws.com", EndpointDynamoDB: "http://127.0.0.1:8000"}, true},
+		{Settings{Endpoint: "http://127.0.0.1:5000", EndpointDynamoDB: "https://dynamodb.eu-west-1.amazonaws.com"}, false},
+		{Settings{Endpoint: "http://10.0.0.5:8000"}, false},
+		{Settings{Endpoint: "https://dynamodb.us-east-1.amazonaws.com"}, false},
+		{Settings{}, false},
 	}
 	for _, tt := range tests {
 		fake := &countingClient{}
 		o := dynamodb.Options{HTTPClient: fake}
-		LocalDynamoDB(func(k string) string { return tt.env[k] })(&o)
+		LocalDynamoDB(tt.env)(&o)
 		if _, wrapped := o.HTTPClient.(*oneAtATime); wrapped != tt.serial {
-			t.Errorf("%v: one at a time %v; want %v", tt.env, wrapped, tt.serial)
+			t.Errorf("%+v: one at a time %v; want %v", tt.env, wrapped, tt.serial)
 			continue
 		}
 		if !tt.serial {

@@ -93,37 +93,20 @@ const ParameterSuffix = "_PARAMETER"
 const envReadTimeout = 10 * time.Second
 
 // Lookup returns the lookup of a Lambda function's configuration whose
-// secrets are in SSM: for a name N whose N_PARAMETER variable is set (in
-// getenv), the value of that parameter, read through cache (so at most once
-// per TTL); otherwise getenv(N), with no error. N_PARAMETER wins over N.
+// secrets are in SSM: for a name N that params maps to a parameter (N's
+// N_PARAMETER variable), the value of that parameter, read through cache
+// (so at most once per TTL); otherwise vars[N], with no error. A parameter
+// wins over the plain value; an empty parameter name is no parameter.
 //
 // Errors are Cache.Get's: they name the parameter, never a value, and a
 // failed re-read comes with the last value read. Read what must be there at
 // container start (vendor keys) with Lookup, and fail the start on its
 // error.
-func Lookup(getenv func(string) string, cache *Cache) func(ctx context.Context, name string) (string, error) {
+func Lookup(params, vars map[string]string, cache *Cache) func(ctx context.Context, name string) (string, error) {
 	return func(ctx context.Context, name string) (string, error) {
-		if param := getenv(name + ParameterSuffix); param != "" {
+		if param := params[name]; param != "" {
 			return cache.Get(ctx, param)
 		}
-		return getenv(name), nil
-	}
-}
-
-// Env returns getenv for a Lambda function whose secrets are in SSM: Lookup
-// without the error (each read bounded by a few seconds). A read that fails
-// gives the last value read, or "" if there is none, so Env suits code
-// that takes a getenv and must not fail later (a secret's re-read); what
-// must fail the start when a parameter cannot be read uses Lookup.
-func Env(getenv func(string) string, cache *Cache) func(string) string {
-	return func(name string) string {
-		param := getenv(name + ParameterSuffix)
-		if param == "" {
-			return getenv(name)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), envReadTimeout)
-		defer cancel()
-		v, _ := cache.Get(ctx, param)
-		return v
+		return vars[name], nil
 	}
 }

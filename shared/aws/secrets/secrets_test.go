@@ -92,22 +92,23 @@ func TestMissingAndEmpty(t *testing.T) {
 	}
 }
 
-// TestLookupAndEnv: a variable whose _PARAMETER is set is read from SSM
+// TestLookup: a variable whose _PARAMETER is set is read from SSM
 // (once per TTL), any other from the environment; an unreadable parameter
-// is Lookup's error, naming it, and Env's "".
-func TestLookupAndEnv(t *testing.T) {
+// is Lookup's error, naming it, at every lookup.
+func TestLookup(t *testing.T) {
 	f := &fakeSSM{values: map[string]string{"/genway/openai": "sk-from-ssm"}}
 	c := New(f, time.Minute)
-	env := map[string]string{
-		"OPENAI_API_KEY_PARAMETER":      "/genway/openai",
-		"OPENAI_API_KEY":                "sk-from-env-ignored",
-		"ANTHROPIC_API_KEY":             "sk-ant-plain",
-		"GEMINI_API_KEY_PARAMETER":      "/genway/missing",
-		"GENWAY_SYNTHETIC":              "on",
-		"REPLICATE_API_TOKEN_PARAMETER": "",
+	params := map[string]string{ // the _PARAMETER variables
+		"OPENAI_API_KEY":      "/genway/openai",
+		"GEMINI_API_KEY":      "/genway/missing",
+		"REPLICATE_API_TOKEN": "",
 	}
-	getenv := func(k string) string { return env[k] }
-	lookup, plain := Lookup(getenv, c), Env(getenv, c)
+	vars := map[string]string{
+		"OPENAI_API_KEY":    "sk-from-env-ignored",
+		"ANTHROPIC_API_KEY": "sk-ant-plain",
+		"GENWAY_SYNTHETIC":  "on",
+	}
+	lookup := Lookup(params, vars, c)
 	tests := []struct {
 		name    string
 		want    string
@@ -125,8 +126,9 @@ func TestLookupAndEnv(t *testing.T) {
 			if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Errorf("Lookup(%s) = %q, %v; want %q and an error containing %q", tt.name, got, err, tt.want, tt.wantErr)
 			}
-			if got := plain(tt.name); got != tt.want {
-				t.Errorf("Env(%s) = %q; want %q", tt.name, got, tt.want)
+			got, err = lookup(context.Background(), tt.name) // again: from the cache, or read again if missing
+			if got != tt.want || (err == nil) != (tt.wantErr == "") {
+				t.Errorf("Lookup(%s) again = %q, %v; want %q and an error containing %q", tt.name, got, err, tt.want, tt.wantErr)
 			}
 		})
 	}

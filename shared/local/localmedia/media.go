@@ -300,10 +300,6 @@ func LoadOrCreateSecret(path string) ([]byte, error) {
 	return b, nil
 }
 
-// DefaultRetention is how long Expire keeps outputs: as long as the S3
-// bucket's lifecycle rule (30 days).
-const DefaultRetention = 30 * 24 * time.Hour
-
 // Expire deletes the stored files (with their content-type sidecars)
 // last written before now minus retention, and temporary files of
 // interrupted writes older than an hour; it returns how many files it

@@ -319,7 +319,7 @@ func TestExpire(t *testing.T) {
 	stale := filepath.Join(dir, "jobs", "a", ".tmp-123")
 	os.WriteFile(stale, []byte("x"), 0o644)
 	os.Chtimes(stale, old, old)
-	files, n, err := m.Expire(DefaultRetention)
+	files, n, err := m.Expire(30 * 24 * time.Hour)
 	if err != nil || files != 2 || n != 8 {
 		t.Fatalf("Expire = %d files, %d bytes, %v; want 2 files, 8 bytes", files, n, err)
 	}

@@ -23,9 +23,10 @@ import (
 
 // Rotation says where a Rotating reads its vendor keys, and how often.
 type Rotation struct {
-	// Getenv is the configuration other than the keys (base URLs,
-	// GENWAY_SYNTHETIC, GENWAY_BEDROCK, ...).
-	Getenv func(string) string
+	// Settings is the configuration other than the keys (base URLs, the
+	// switches, ...); the keys read through Key replace their variables
+	// in Settings.Setup.Vars.
+	Settings Settings
 	// Key reads a vendor key by its variable's name (secrets.Lookup: the
 	// SSM parameter named by OPENAI_API_KEY_PARAMETER, say). Its errors
 	// must name what failed, never a value.
@@ -56,7 +57,7 @@ const refreshTimeout = 5 * time.Second
 type Rotating[T any] struct {
 	rot       Rotation
 	names     []string // the key variables read
-	build     func(getenv func(string) string) (map[string]T, error)
+	build     func(s Settings) (map[string]T, error)
 	delegates map[string]T
 	now       func() time.Time
 
@@ -103,13 +104,13 @@ func NewRotatingSpeech(ctx context.Context, cat *catalog.Catalog, rot Rotation, 
 // behind the delegate wrap makes. Every rebuild shares one client: httpClient, or
 // defaultClient's when it is nil.
 func rotatingOf[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, httpClient *http.Client, defaultClient func() *http.Client,
-	types []string, newT func(*catalog.Catalog, func(string) string, *http.Client) (map[string]T, error),
+	types []string, newT func(*catalog.Catalog, Settings, *http.Client) (map[string]T, error),
 	wrap func(delegate[T]) T) (*Rotating[T], error) {
 	if httpClient == nil {
 		httpClient = defaultClient()
 	}
-	return newRotating(ctx, cat, rot, types, func(getenv func(string) string) (map[string]T, error) {
-		return newT(cat, getenv, httpClient)
+	return newRotating(ctx, cat, rot, types, func(s Settings) (map[string]T, error) {
+		return newT(cat, s, httpClient)
 	}, wrap, time.Now)
 }
 
@@ -117,7 +118,7 @@ func rotatingOf[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, 
 // of types, builds the first generation with build and stands a delegate
 // (made by wrap) for each of its providers; now is the clock.
 func newRotating[T any](ctx context.Context, cat *catalog.Catalog, rot Rotation, types []string,
-	build func(getenv func(string) string) (map[string]T, error),
+	build func(s Settings) (map[string]T, error),
 	wrap func(delegate[T]) T, now func() time.Time) (*Rotating[T], error) {
 	if rot.Log == nil {
 		rot.Log = slog.Default()
@@ -181,14 +182,15 @@ func (r *Rotating[T]) readKeys(ctx context.Context) (map[string]string, []error)
 	return keys, errs
 }
 
-// overlay is rot.Getenv with keys in place of their variables.
-func (r *Rotating[T]) overlay(keys map[string]string) func(string) string {
-	return func(name string) string {
-		if v, ok := keys[name]; ok {
-			return v
-		}
-		return r.rot.Getenv(name)
+// overlay is rot.Settings with keys in place of their variables.
+func (r *Rotating[T]) overlay(keys map[string]string) Settings {
+	s := r.rot.Settings
+	s.Setup.Vars = maps.Clone(s.Setup.Vars)
+	if s.Setup.Vars == nil {
+		s.Setup.Vars = make(map[string]string, len(keys))
 	}
+	maps.Copy(s.Setup.Vars, keys)
+	return s
 }
 
 // current returns the current generation's provider named name, reading

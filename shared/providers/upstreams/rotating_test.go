@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/genway/genway/shared/aws/awsenv"
 	"github.com/genway/genway/shared/aws/secrets"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
@@ -134,9 +135,16 @@ func rotationEnv(t *testing.T, env map[string]string, params map[string]string) 
 	t.Helper()
 	f := &fakeSSM{values: params}
 	cache := secrets.New(f, time.Nanosecond)
-	getenv := func(k string) string { return env[k] }
+	vars, byParam := map[string]string{}, map[string]string{}
+	for k, v := range env {
+		if n, ok := strings.CutSuffix(k, secrets.ParameterSuffix); ok {
+			byParam[n] = v
+		} else {
+			vars[k] = v
+		}
+	}
 	var logs bytes.Buffer
-	return f, Rotation{Getenv: getenv, Key: secrets.Lookup(getenv, cache), TTL: time.Minute,
+	return f, Rotation{Settings: settingsOf(vars), Key: secrets.Lookup(byParam, vars, cache), TTL: time.Minute,
 		Log: slog.New(slog.NewJSONHandler(&logs, nil))}, &logs
 }
 
@@ -398,7 +406,7 @@ func TestRotatingKeepsVendors(t *testing.T) {
 	key.Store("sk-first")
 	var logs bytes.Buffer
 	rot := Rotation{
-		Getenv: func(k string) string { return map[string]string{"OPENAI_BASE_URL": up.URL + "/v1"}[k] },
+		Settings: Settings{Setup: catalog.Setup{Vars: map[string]string{"OPENAI_BASE_URL": up.URL + "/v1"}}},
 		Key: func(_ context.Context, name string) (string, error) {
 			if name == "OPENAI_API_KEY" {
 				return key.Load().(string), nil
@@ -435,12 +443,12 @@ func TestRotatingInterfaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k", "GEMINI_API_KEY": "k", "GROQ_API_KEY": "k",
-		"ELEVENLABS_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k", "GENWAY_BEDROCK": "on", "AWS_REGION": "us-east-1",
+		"ELEVENLABS_API_KEY": "k", "FAL_KEY": "k", "REPLICATE_API_TOKEN": "k",
 		"GOOGLE_VERTEX_CREDENTIALS": vertextest.NewServer(t).Credentials()} // Vertex AI's Veo: a Poller, not a Canceller
-	getenv := func(k string) string { return env[k] }
-	rot := Rotation{Getenv: getenv, Key: func(_ context.Context, k string) (string, error) { return env[k], nil }, TTL: time.Minute}
+	settings := Settings{Setup: catalog.Setup{Vars: env, Bedrock: true}, AWS: awsenv.Settings{Region: "us-east-1"}}
+	rot := Rotation{Settings: settings, Key: func(_ context.Context, k string) (string, error) { return env[k], nil }, TTL: time.Minute}
 
-	direct, err := New(cat, getenv, nil)
+	direct, err := New(cat, settings, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -504,7 +512,7 @@ func TestRotatingInterfaces(t *testing.T) {
 		t.Errorf("the anthropic provider is not a TokenCounter")
 	}
 
-	directMedia, err := NewMedia(cat, getenv, nil)
+	directMedia, err := NewMedia(cat, settings, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +534,7 @@ func TestRotatingInterfaces(t *testing.T) {
 		}
 	}
 
-	directImages, err := NewImages(cat, getenv, nil)
+	directImages, err := NewImages(cat, settings, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,7 +553,7 @@ func TestRotatingInterfaces(t *testing.T) {
 			t.Errorf("%s: delegate is FeatureProvider %v; want %v, with the same Features", name, gotF, wantF)
 		}
 	}
-	directSpeech, err := NewSpeech(cat, getenv, nil)
+	directSpeech, err := NewSpeech(cat, settings, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,7 +644,7 @@ func TestRotatingBehindSameTTLCache(t *testing.T) {
 		cached, readAt = stored, clk.now()
 		return cached, nil
 	}
-	rot := Rotation{Getenv: func(k string) string { return map[string]string{"OPENAI_BASE_URL": up.URL + "/v1"}[k] },
+	rot := Rotation{Settings: Settings{Setup: catalog.Setup{Vars: map[string]string{"OPENAI_BASE_URL": up.URL + "/v1"}}},
 		Key: key, TTL: ttl, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))}
 	r, err := newRotatingAt(cat, rot, up.Client(), clk.now)
 	if err != nil {
@@ -662,8 +670,8 @@ func TestRotatingBehindSameTTLCache(t *testing.T) {
 
 // newRotatingAt is NewRotating with the clock now from the start.
 func newRotatingAt(cat *catalog.Catalog, rot Rotation, hc *http.Client, now func() time.Time) (*Rotating[chat.Provider], error) {
-	return newRotating(context.Background(), cat, rot, chatTypes, func(getenv func(string) string) (map[string]chat.Provider, error) {
-		return New(cat, getenv, hc)
+	return newRotating(context.Background(), cat, rot, chatTypes, func(s Settings) (map[string]chat.Provider, error) {
+		return New(cat, s, hc)
 	}, wrapChat, now)
 }
 

@@ -38,7 +38,7 @@ func TestOpenAIKindAsksStreamUsage(t *testing.T) {
 			`data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`+"\n\ndata: [DONE]\n\n")
 	}))
 	defer srv.Close()
-	env := map[string]string{"GENWAY_SYNTHETIC": "off"}
+	env := map[string]string{}
 	var names []string
 	for _, p := range cat.Providers {
 		if p.Kind != "openai" {
@@ -53,7 +53,7 @@ func TestOpenAIKindAsksStreamUsage(t *testing.T) {
 	if len(names) < 2 {
 		t.Fatalf("openai-kind providers of the catalog = %v; want OpenAI and the compatible ones", names)
 	}
-	provs, err := upstreams.New(cat, func(k string) string { return env[k] }, nil)
+	provs, err := upstreams.New(cat, upstreams.Settings{Setup: catalog.Setup{Vars: env, NoSynthetic: true}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -58,34 +58,60 @@ func NewHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
+// Settings is what New, NewMedia, NewImages and NewSpeech build the
+// providers from: values read once, at start (package app reads them from
+// the environment).
+type Settings struct {
+	// Setup says which providers are configured, with their keys and
+	// base URLs (catalog.Setup).
+	Setup catalog.Setup
+	// AllowPrivateMedia (GENWAY_MEDIA_ALLOW_PRIVATE=1) lets the media
+	// vendors' output links name loopback and private hosts
+	// (NewDownloadClient): tests and local vendors only.
+	AllowPrivateMedia bool
+	// Vertex configures Veo on Vertex AI besides its key.
+	Vertex Vertex
+	// AWS is the region and endpoint of Bedrock's AWS configuration.
+	AWS awsenv.Settings
+}
+
+// Vertex configures Veo on Vertex AI besides its key
+// (gemini.VertexConfig).
+type Vertex struct {
+	Project    string // the Google Cloud project billed ("": the key's project_id)
+	Region     string // the Vertex AI location ("": us-central1)
+	StorageURI string // a gs:// prefix the videos are written to ("": answered inline)
+}
+
 // New returns the configured providers by catalog provider name. A
-// provider is configured as catalog.Provider.Configured says (its key, or
-// for key-optional ones its base URL env var; GENWAY_BEDROCK=on for
-// Bedrock; the synthetic provider unless GENWAY_SYNTHETIC=off); its base
-// URL is the catalog's, overridden by its env var; it speaks the client
+// provider is configured as catalog.Provider.Configured says under
+// s.Setup (its key, or for key-optional ones its base URL; Bedrock when
+// switched on; the synthetic provider unless switched off); its base URL
+// is the catalog's, overridden by its variable; it speaks the client
 // APIs its catalog entry names natively (catalog.Provider.NativeAPIs:
-// none with GENWAY_NATIVE=off). httpClient may be nil
+// none with the native APIs off). httpClient may be nil
 // (NewHTTPClient). Bedrock loads the AWS configuration (awsenv.LoadConfig:
-// the default credential chain, AWS_REGION) only when it is configured; an
-// error doing so, or a provider of unknown kind, is returned.
-func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]chat.Provider, error) {
+// the default credential chain, s.AWS's region) only when it is
+// configured; an error doing so, or a provider of unknown kind, is
+// returned.
+func New(cat *catalog.Catalog, s Settings, httpClient *http.Client) (map[string]chat.Provider, error) {
 	if httpClient == nil {
 		httpClient = NewHTTPClient()
 	}
-	return build(cat, getenv, chatTypes, func(p *catalog.Provider, key, base string) (chat.Provider, error) {
+	return build(cat, s.Setup, chatTypes, func(p *catalog.Provider, key, base string) (chat.Provider, error) {
 		switch p.Kind {
 		case "synthetic":
 			return synthetic.NewChat(), nil
 		case "openai":
-			return openai.New(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient, Native: p.NativeAPIs(getenv)}), nil
+			return openai.New(openai.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient, Native: p.NativeAPIs(s.Setup)}), nil
 		case "anthropic":
-			return anthropic.New(anthropic.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient, Native: p.NativeAPIs(getenv)}), nil
+			return anthropic.New(anthropic.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient, Native: p.NativeAPIs(s.Setup)}), nil
 		case "gemini":
 			return gemini.New(gemini.Config{Name: p.Name, BaseURL: base, APIKey: key, HTTPClient: httpClient}), nil
 		case "bedrock":
 			// Loading the configuration reads env and files, no network:
 			// credentials are fetched lazily on the first call.
-			cfg, err := awsenv.LoadConfig(context.Background(), getenv)
+			cfg, err := awsenv.LoadConfig(context.Background(), s.AWS)
 			if err != nil {
 				return nil, err
 			}
@@ -97,20 +123,20 @@ func New(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Clie
 
 // build makes one T, with newT, for each configured catalog provider that
 // has models of one of types, given its key and base URL (the catalog's,
-// overridden by its env var). An error of newT is returned, naming the
+// overridden by its variable). An error of newT is returned, naming the
 // provider.
-func build[T any](cat *catalog.Catalog, getenv func(string) string, types []string, newT func(p *catalog.Provider, key, base string) (T, error)) (map[string]T, error) {
+func build[T any](cat *catalog.Catalog, setup catalog.Setup, types []string, newT func(p *catalog.Provider, key, base string) (T, error)) (map[string]T, error) {
 	out := make(map[string]T)
 	for i := range cat.Providers {
 		p := &cat.Providers[i]
-		if !p.Configured(getenv) || !serves(cat, p.Name, types) {
+		if !p.Configured(setup) || !serves(cat, p.Name, types) {
 			continue
 		}
 		key := ""
 		if p.KeyEnv != "" {
-			key = getenv(p.KeyEnv)
+			key = setup.Vars[p.KeyEnv]
 		}
-		v, err := newT(p, key, p.BaseURLFor(getenv))
+		v, err := newT(p, key, p.BaseURLFor(setup))
 		if err != nil {
 			return nil, fmt.Errorf("provider %s: %w", p.Name, err)
 		}
@@ -138,8 +164,8 @@ func NewMediaHTTPClient() *http.Client {
 // the SSRF guard that image URLs and webhooks have (chat.DialCheck with
 // chat.PublicAddr, on every connection, redirects included), so that a
 // vendor's answer cannot make Genway fetch from its own network.
-// allowPrivate is GENWAY_MEDIA_ALLOW_PRIVATE=1 (AllowPrivateMedia): tests
-// and local vendors on loopback.
+// allowPrivate is Settings.AllowPrivateMedia: tests and local vendors on
+// loopback.
 func NewDownloadClient(allowPrivate bool) *http.Client {
 	c := NewMediaHTTPClient()
 	t := c.Transport.(*http.Transport)
@@ -152,14 +178,6 @@ func NewDownloadClient(allowPrivate bool) *http.Client {
 	return c
 }
 
-// AllowPrivateMedia reports whether GENWAY_MEDIA_ALLOW_PRIVATE=1 in
-// getenv: the operator's switch, for tests and local development, that
-// lets the media vendors' output links name loopback and private hosts
-// (NewDownloadClient).
-func AllowPrivateMedia(getenv func(string) string) bool {
-	return getenv("GENWAY_MEDIA_ALLOW_PRIVATE") == "1"
-}
-
 // NewMedia returns the configured job providers by catalog provider name:
 // the synthetic provider (unless GENWAY_SYNTHETIC=off) and each media
 // vendor whose key is set (see catalog.Provider.Configured), at its base
@@ -168,20 +186,18 @@ func AllowPrivateMedia(getenv func(string) string) bool {
 // anthropic, ...) are skipped.
 //
 // Output files at links a vendor answers are fetched with
-// NewDownloadClient(AllowPrivateMedia(getenv)).
+// NewDownloadClient(s.AllowPrivateMedia).
 //
 // A vertex provider's key is a service-account key (its JSON, or a file's
-// path); GOOGLE_VERTEX_PROJECT (default: the key's project_id),
-// GOOGLE_VERTEX_REGION (default us-central1) and GOOGLE_VERTEX_STORAGE_URI
-// (a gs:// prefix for the videos; default: answered inline) configure it.
+// path); s.Vertex configures the rest (project, region, storage).
 // A key that cannot be used is an error, naming the provider, never
 // quoting the key.
-func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]jobs.Provider, error) {
+func NewMedia(cat *catalog.Catalog, s Settings, httpClient *http.Client) (map[string]jobs.Provider, error) {
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
 	}
-	files := NewDownloadClient(AllowPrivateMedia(getenv))
-	return build(cat, getenv, jobTypes, func(p *catalog.Provider, key, base string) (jobs.Provider, error) {
+	files := NewDownloadClient(s.AllowPrivateMedia)
+	return build(cat, s.Setup, jobTypes, func(p *catalog.Provider, key, base string) (jobs.Provider, error) {
 		c := httpClient // one client for every media vendor
 		switch p.Kind {
 		case "synthetic":
@@ -192,7 +208,7 @@ func NewMedia(cat *catalog.Catalog, getenv func(string) string, httpClient *http
 			return gemini.NewVideo(gemini.Config{BaseURL: base, APIKey: key, HTTPClient: c, Downloads: files}), nil
 		case "vertex":
 			v, err := gemini.NewVertexVideo(gemini.VertexConfig{Credentials: key, BaseURL: base, HTTPClient: c,
-				Project: getenv("GOOGLE_VERTEX_PROJECT"), Region: getenv("GOOGLE_VERTEX_REGION"), StorageURI: getenv("GOOGLE_VERTEX_STORAGE_URI")})
+				Project: s.Vertex.Project, Region: s.Vertex.Region, StorageURI: s.Vertex.StorageURI})
 			if err != nil {
 				return nil, err
 			}
@@ -221,11 +237,11 @@ var (
 // configured (see catalog.Provider.Configured), at its base URL.
 // httpClient may be nil (NewHTTPClient: the client of streams, which
 // never asks for a compressed answer, so audio is handed on as it comes).
-func NewSpeech(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]speech.Provider, error) {
+func NewSpeech(cat *catalog.Catalog, s Settings, httpClient *http.Client) (map[string]speech.Provider, error) {
 	if httpClient == nil {
 		httpClient = NewHTTPClient()
 	}
-	return build(cat, getenv, speechTypes, func(p *catalog.Provider, key, base string) (speech.Provider, error) {
+	return build(cat, s.Setup, speechTypes, func(p *catalog.Provider, key, base string) (speech.Provider, error) {
 		switch p.Kind {
 		case "synthetic":
 			return synthetic.Speech{}, nil
@@ -254,14 +270,14 @@ func serves(cat *catalog.Catalog, provider string, types []string) bool {
 // provider with image models whose key is set, at its base URL (the
 // catalog's, overridden by its env var). httpClient may be nil
 // (NewMediaHTTPClient); images answered as links are fetched with
-// NewDownloadClient(AllowPrivateMedia(getenv)). A provider of a kind that
+// NewDownloadClient(s.AllowPrivateMedia). A provider of a kind that
 // makes no images is an error, naming it.
-func NewImages(cat *catalog.Catalog, getenv func(string) string, httpClient *http.Client) (map[string]images.Provider, error) {
+func NewImages(cat *catalog.Catalog, s Settings, httpClient *http.Client) (map[string]images.Provider, error) {
 	if httpClient == nil {
 		httpClient = NewMediaHTTPClient()
 	}
-	files := NewDownloadClient(AllowPrivateMedia(getenv))
-	return build(cat, getenv, imageTypes, func(p *catalog.Provider, key, base string) (images.Provider, error) {
+	files := NewDownloadClient(s.AllowPrivateMedia)
+	return build(cat, s.Setup, imageTypes, func(p *catalog.Provider, key, base string) (images.Provider, error) {
 		c := httpClient
 		switch p.Kind {
 		case "synthetic":

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/genway/genway/shared/aws/awsenv"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/images"
@@ -67,7 +68,7 @@ func TestNew(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			provs, err := New(cat, func(k string) string { return tt.env[k] }, nil)
+			provs, err := New(cat, settingsOf(tt.env), nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("New = %v; want error containing %q", err, tt.wantErr)
@@ -101,7 +102,7 @@ func TestNewNative(t *testing.T) {
 		if off {
 			env["GENWAY_NATIVE"] = "off"
 		}
-		provs, err := New(cat, func(k string) string { return env[k] }, nil)
+		provs, err := New(cat, settingsOf(env), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +134,7 @@ func TestNewBaseURLAndKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"GROQ_API_KEY": "gsk_test", "GROQ_BASE_URL": srv.URL + "/openai/v1/"}
-	provs, err := New(cat, func(k string) string { return env[k] }, srv.Client())
+	provs, err := New(cat, settingsOf(env), srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestNewMedia(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			provs, err := NewMedia(cat, func(k string) string { return tt.env[k] }, nil)
+			provs, err := NewMedia(cat, settingsOf(tt.env), nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "PRIVATE KEY") {
 					t.Fatalf("NewMedia = %v; want an error with %q, without the key", err, tt.wantErr)
@@ -190,7 +191,7 @@ func TestNewMedia(t *testing.T) {
 		})
 	}
 	// A media vendor's key does not make it a chat provider.
-	provs, err := New(cat, func(k string) string { return all[k] }, nil)
+	provs, err := New(cat, settingsOf(all), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestNewImages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			provs, err := NewImages(cat, func(k string) string { return tt.env[k] }, nil)
+			provs, err := NewImages(cat, settingsOf(tt.env), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,7 +309,7 @@ func TestNewSpeech(t *testing.T) {
 			"elevenlabs=*elevenlabs.Provider openai=*openai.Provider synthetic=synthetic.Speech"},
 	}
 	for _, tt := range tests {
-		provs, err := NewSpeech(cat, func(k string) string { return tt.env[k] }, nil)
+		provs, err := NewSpeech(cat, settingsOf(tt.env), nil)
 		if err != nil {
 			t.Fatalf("%s: NewSpeech = %v", tt.name, err)
 		}
@@ -367,13 +368,13 @@ func TestOutputLinksGuarded(t *testing.T) {
 	for _, allow := range []string{"", "1"} {
 		env := map[string]string{"FAL_KEY": "k", "FAL_BASE_URL": vendor.URL, "OPENAI_API_KEY": "k", "OPENAI_BASE_URL": vendor.URL + "/v1",
 			"GENWAY_MEDIA_ALLOW_PRIVATE": allow}
-		getenv := func(k string) string { return env[k] }
-		media, err := NewMedia(cat, getenv, nil)
+		settings := settingsOf(env)
+		media, err := NewMedia(cat, settings, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res, err := media["fal"].(jobs.Poller).Poll(context.Background(), kling, job)
-		imgs, err2 := NewImages(cat, getenv, nil)
+		imgs, err2 := NewImages(cat, settings, nil)
 		if err2 != nil {
 			t.Fatal(err2)
 		}
@@ -397,4 +398,20 @@ func TestOutputLinksGuarded(t *testing.T) {
 		}
 		mu.Unlock()
 	}
+}
+
+// settingsOf is the Settings an environment gives (as package app reads
+// it), for the tests' fixtures: the switches, Vertex AI's and AWS's
+// variables, and every other variable as a provider's.
+func settingsOf(env map[string]string) Settings {
+	s := Settings{Setup: catalog.Setup{Vars: env, NoSynthetic: env["GENWAY_SYNTHETIC"] == "off", Bedrock: env["GENWAY_BEDROCK"] == "on",
+		NoNative: env["GENWAY_NATIVE"] == "off"}, AllowPrivateMedia: env["GENWAY_MEDIA_ALLOW_PRIVATE"] == "1",
+		Vertex: Vertex{Project: env["GOOGLE_VERTEX_PROJECT"], Region: env["GOOGLE_VERTEX_REGION"], StorageURI: env["GOOGLE_VERTEX_STORAGE_URI"]},
+		AWS:    awsenv.Settings{Region: env["AWS_REGION"]}}
+	for _, n := range strings.Split(env["GENWAY_CONFIGURED"], ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			s.Setup.Configured = append(s.Setup.Configured, n)
+		}
+	}
+	return s
 }

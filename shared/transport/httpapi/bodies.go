@@ -6,10 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -324,50 +321,3 @@ func (b *budget) grantLocked() {
 // DefaultBodyMemory is the default bound of what request bodies hold at
 // once in `genway serve` (GENWAY_BODY_MEMORY).
 const DefaultBodyMemory = 256 << 20
-
-// BodiesFromEnv returns the bounds of NewBodies from GENWAY_MAX_TEXT_BODY
-// (bytes; DefaultTextBodyBytes when unset, at most MaxBodyBytes) and
-// GENWAY_BODY_MEMORY (bytes; DefaultBodyMemory when unset, -1 for no
-// bound). Either may end in KiB, MiB or GiB ("256MiB"). A malformed
-// value is an error naming the variable.
-func BodiesFromEnv(getenv func(string) string) (text, memory int64, err error) {
-	text, memory = DefaultTextBodyBytes, DefaultBodyMemory
-	if v := getenv("GENWAY_MAX_TEXT_BODY"); v != "" {
-		n, ok := parseBytes(v)
-		if !ok || n < 1 || n > MaxBodyBytes {
-			return 0, 0, fmt.Errorf("GENWAY_MAX_TEXT_BODY must be a size from 1 byte to 6MiB (%d bytes), such as 2MiB, got %q", MaxBodyBytes, v)
-		}
-		text = n
-	}
-	if v := getenv("GENWAY_BODY_MEMORY"); v != "" {
-		n, ok := parseBytes(v)
-		switch {
-		case v == "-1":
-			n = -1
-		case !ok || n < 1:
-			return 0, 0, fmt.Errorf("GENWAY_BODY_MEMORY must be a size such as 256MiB (or -1 for no bound), got %q", v)
-		}
-		memory = n
-	}
-	return text, memory, nil
-}
-
-// parseBytes parses a count of bytes, optionally ending in KiB, MiB or
-// GiB.
-func parseBytes(s string) (int64, bool) {
-	unit := int64(1)
-	for _, u := range []struct {
-		suffix string
-		n      int64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}} {
-		if n, ok := strings.CutSuffix(s, u.suffix); ok {
-			s, unit = n, u.n
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n > math.MaxInt64/unit || n < -1 {
-		return 0, false
-	}
-	return n * unit, true
-}

@@ -263,35 +263,3 @@ func TestTextBodyLimit(t *testing.T) {
 		})
 	}
 }
-
-func TestBodiesFromEnv(t *testing.T) {
-	tests := []struct {
-		text, memory string
-		want         [2]int64
-		wantErr      string
-	}{
-		{"", "", [2]int64{DefaultTextBodyBytes, DefaultBodyMemory}, ""},
-		{"1048576", "512MiB", [2]int64{1 << 20, 512 << 20}, ""},
-		{"512KiB", "1GiB", [2]int64{512 << 10, 1 << 30}, ""},
-		{"", "-1", [2]int64{DefaultTextBodyBytes, -1}, ""},
-		{"7MiB", "", [2]int64{}, "GENWAY_MAX_TEXT_BODY"},
-		{"0", "", [2]int64{}, "GENWAY_MAX_TEXT_BODY"},
-		{"", "0", [2]int64{}, "GENWAY_BODY_MEMORY"},
-		{"", "lots", [2]int64{}, "GENWAY_BODY_MEMORY"},
-		{"", "-1KiB", [2]int64{}, "GENWAY_BODY_MEMORY"},
-		{"", "99999999999GiB", [2]int64{}, "GENWAY_BODY_MEMORY"},
-	}
-	for _, tt := range tests {
-		env := map[string]string{"GENWAY_MAX_TEXT_BODY": tt.text, "GENWAY_BODY_MEMORY": tt.memory}
-		text, memory, err := BodiesFromEnv(func(k string) string { return env[k] })
-		if tt.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("BodiesFromEnv(%q, %q) = %v; want an error naming %s", tt.text, tt.memory, err, tt.wantErr)
-			}
-			continue
-		}
-		if err != nil || [2]int64{text, memory} != tt.want {
-			t.Errorf("BodiesFromEnv(%q, %q) = %d, %d, %v; want %v", tt.text, tt.memory, text, memory, err, tt.want)
-		}
-	}
-}

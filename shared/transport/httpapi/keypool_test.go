@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/providers/upstreams"
@@ -86,11 +87,11 @@ func TestKeyPool(t *testing.T) {
 			fake := &keyPoolUpstream{refuse: map[string]func(http.ResponseWriter){k1: tt.refuse}, calls: map[string]int{}}
 			up := httptest.NewServer(fake)
 			defer up.Close()
-			env := map[string]string{"OPENAI_API_KEY": k1 + "," + k2, "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off"}
+			vars := map[string]string{"OPENAI_API_KEY": k1 + "," + k2, "OPENAI_BASE_URL": up.URL + "/v1"}
 			hc := upstreams.NewHTTPClient()
 			defer hc.CloseIdleConnections()
 			cat := testCatalog(t)
-			providers, err := upstreams.New(cat, func(k string) string { return env[k] }, hc)
+			providers, err := upstreams.New(cat, upstreams.Settings{Setup: catalog.Setup{Vars: vars, NoSynthetic: true}}, hc)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -146,11 +146,10 @@ func viewPrice(m *catalog.Model) *priceView {
 }
 
 // ListModels serves GET /v1/models: the models whose provider is configured
-// (getenv decides, read once when the handler is made; an alias: one of
-// its targets' providers, see catalog.Serves) and that the
+// (configured says, as catalog.Catalog.ConfiguredFunc makes it; an alias:
+// one of its targets' providers, see catalog.Serves) and that the
 // caller's API key may use (auth.Allowed), optionally filtered by ?type=.
-func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
-	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
+func ListModels(cat *catalog.Catalog, configured func(provider string) bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		typ := r.URL.Query().Get("type")
 		switch typ {
@@ -176,8 +175,7 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 // GetModel serves GET /v1/models/{id...} (ids may contain slashes): a
 // model the caller's key may not use is a 404, as it is absent from the
 // key's list.
-func GetModel(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
-	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
+func GetModel(cat *catalog.Catalog, configured func(provider string) bool, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		m, ok := cat.Model(id)

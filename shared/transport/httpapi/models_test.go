@@ -16,15 +16,7 @@ import (
 )
 
 // everyProvider configures every provider of the default catalog.
-func everyProvider(name string) string {
-	switch name {
-	case "GENWAY_SYNTHETIC", "GENWAY_CONFIGURED":
-		return ""
-	case "GENWAY_BEDROCK":
-		return "on"
-	}
-	return "configured"
-}
+func everyProvider(string) bool { return true }
 
 // TestListModelsFormats checks that GET /v1/models shows, for every job
 // model, the formats it produces: mp3/wav for audio, exactly mp4 for
@@ -157,7 +149,7 @@ func TestListImageModels(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"OPENAI_API_KEY": "k"} // synthetic and openai only
-	srv := httptest.NewServer(ListModels(cat, func(k string) string { return env[k] }, slog.New(slog.DiscardHandler)))
+	srv := httptest.NewServer(ListModels(cat, cat.ConfiguredFunc(catalog.Setup{Vars: env}), slog.New(slog.DiscardHandler)))
 	t.Cleanup(srv.Close)
 	resp, err := http.Get(srv.URL + "/v1/models?type=image")
 	if err != nil {
@@ -232,16 +224,11 @@ func TestModelsAlias(t *testing.T) {
 		}
 		return w.Code
 	}
-	groqOnly := func(k string) string {
-		if k == "GROQ_API_KEY" {
-			return "gsk"
-		}
-		return ""
-	}
-	mux := func(getenv func(string) string) http.Handler {
+	groqOnly := cat.ConfiguredFunc(catalog.Setup{Vars: map[string]string{"GROQ_API_KEY": "gsk"}})
+	mux := func(configured func(string) bool) http.Handler {
 		log := slog.New(slog.DiscardHandler)
-		return NewMux(log, Route{Method: "GET", Pattern: "/v1/models", Handler: ListModels(cat, getenv, log)},
-			Route{Method: "GET", Pattern: "/v1/models/{id...}", Handler: GetModel(cat, getenv, log)})
+		return NewMux(log, Route{Method: "GET", Pattern: "/v1/models", Handler: ListModels(cat, configured, log)},
+			Route{Method: "GET", Pattern: "/v1/models/{id...}", Handler: GetModel(cat, configured, log)})
 	}
 	check := func(t *testing.T, v view) {
 		t.Helper()
@@ -272,7 +259,7 @@ func TestModelsAlias(t *testing.T) {
 		t.Errorf("GET /v1/models with a key for balanced = %+v; want balanced alone", list.Data)
 	}
 	// Neither target's provider configured: not offered.
-	none := func(string) string { return "" }
+	none := cat.ConfiguredFunc(catalog.Setup{})
 	list.Data = nil
 	get(t, mux(none), "/v1/models", nil, &list)
 	if slices.ContainsFunc(list.Data, func(v view) bool { return v.ID == "balanced" }) {
