@@ -1,6 +1,7 @@
 // Package httpapi is the HTTP edge of the service: one handler maker per
 // route, request decoding and validation, response encoding, and the single
-// place where errors become HTTP statuses and the OpenAI error envelope.
+// place where errors become HTTP statuses and the OpenAI error envelope (a
+// route's handler returns its error; serve writes it).
 // `genway serve` mounts every maker on one mux; each Lambda function mounts
 // its own.
 package httpapi
@@ -213,6 +214,24 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		}
 	}
 	writeJSON(w, status, body)
+}
+
+// handlerFunc is a public route's handler: it writes its answer, or
+// returns the error that stands for it (nothing written yet), which serve
+// writes. A handler that began its answer (a stream) deals with a later
+// failure itself and returns nil.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// serve adapts h to an http.Handler: the error h returns is answered and
+// logged by writeError (in the request's API shape: the OpenAI envelope,
+// Anthropic's for the Messages API), the one place a route's error is
+// written. log may be nil (not logged).
+func serve(log *slog.Logger, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			writeError(w, r, log, err)
+		}
+	})
 }
 
 // statusOverloaded is the status of Anthropic's overloaded_error.

@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/genway/genway/shared/apierr"
@@ -94,6 +97,52 @@ func TestVendorAPIErrorKinds(t *testing.T) {
 			}
 			if e.Kind == apierr.Internal {
 				t.Errorf("vendorAPIError(%+v) is an internal error", tt.f)
+			}
+		})
+	}
+}
+
+// TestServe: a handler's returned error is answered by serve in the
+// request's API shape (the OpenAI envelope; Anthropic's on the Messages
+// API, with its request-id), with Retry-After where the error has one; a
+// handler that answered itself and returns nil is left as it wrote.
+func TestServe(t *testing.T) {
+	tests := []struct {
+		name, path string
+		err        error
+		status     int
+		body       string
+		retry      string
+	}{
+		{"answered", "/v1/models", nil, 200, `{"ok":true}` + "\n", ""},
+		{"refused", "/v1/models", apierr.Invalidf("type", "invalid_value", "Bad type."), 400,
+			`{"error":{"message":"Bad type.","type":"invalid_request_error","param":"type","code":"invalid_value"}}` + "\n", ""},
+		{"a vendor's 429", "/v1/images/generations", chat.StatusError("acme", 429, http.Header{"Retry-After": {"4"}}, "", nil), 429,
+			`{"error":{"message":"The acme provider is rate limiting requests; retry later.","type":"rate_limit_error","param":null,"code":"upstream_rate_limited"}}` + "\n", "4"},
+		{"internal", "/v1/jobs", errors.New("store down: secret"), 500,
+			`{"error":{"message":"Internal error; quote request id req-1 when reporting it.","type":"api_error","param":null,"code":"internal_error"}}` + "\n", ""},
+		{"Messages API", "/v1/messages/count_tokens", chat.StatusError("acme", 529, nil, "", nil), 529,
+			`{"type":"error","error":{"type":"overloaded_error","message":"The acme provider is unavailable."},"request_id":"req-1"}` + "\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := serve(nil, func(w http.ResponseWriter, r *http.Request) error {
+				if tt.err != nil {
+					return tt.err
+				}
+				writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+				return nil
+			})
+			r := httptest.NewRequest("POST", tt.path, nil)
+			r = r.WithContext(ContextWithRequestID(r.Context(), "req-1"))
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code != tt.status || w.Body.String() != tt.body || w.Header().Get("Retry-After") != tt.retry {
+				t.Errorf("serve(%v) = %d %q, Retry-After %q; want %d %q, Retry-After %q", tt.err, w.Code, w.Body, w.Header().Get("Retry-After"),
+					tt.status, tt.body, tt.retry)
+			}
+			if !json.Valid(w.Body.Bytes()) {
+				t.Errorf("body %q is not JSON", w.Body)
 			}
 		})
 	}

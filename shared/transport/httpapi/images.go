@@ -69,12 +69,10 @@ func GenerateImages(svc *images.Service, log *slog.Logger, opts ...ImagesOption)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		js := &jsonSink{w: w, keepAlive: cfg.keepAlive}
 		defer js.stopKeepAlive()
-		if err := serveImages(w, r, svc, js); err != nil {
-			writeChatError(w, r, log, js, err) // with the attempts header, as chat's
-		}
+		return chatError(w, r, log, js, serveImages(w, r, svc, js)) // with the attempts header, as chat's
 	})
 }
 

@@ -151,13 +151,12 @@ func viewPrice(m *catalog.Model) *priceView {
 // caller's API key may use (auth.Allowed), optionally filtered by ?type=.
 func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
 	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		typ := r.URL.Query().Get("type")
 		switch typ {
 		case "", catalog.TypeChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo, catalog.TypeImage, catalog.TypeSpeech:
 		default:
-			writeError(w, r, log, apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video, image, speech; got %q.", typ))
-			return
+			return apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video, image, speech; got %q.", typ)
 		}
 		models := cat.List(typ, configured)
 		data := make([]modelView, 0, len(models))
@@ -170,6 +169,7 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 			Object string      `json:"object"`
 			Data   []modelView `json:"data"`
 		}{"list", data})
+		return nil
 	})
 }
 
@@ -178,15 +178,15 @@ func ListModels(cat *catalog.Catalog, getenv func(string) string, log *slog.Logg
 // key's list.
 func GetModel(cat *catalog.Catalog, getenv func(string) string, log *slog.Logger) http.Handler {
 	configured := cat.ConfiguredFunc(getenv) // resolved once, at start
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		id := r.PathValue("id")
 		m, ok := cat.Model(id)
 		ok = ok && cat.Serves(m, configured) && auth.Allowed(r.Context(), m.ID)
 		if !ok {
-			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
-				Message: "The model " + id + " does not exist or is not configured."})
-			return
+			return &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
+				Message: "The model " + id + " does not exist or is not configured."}
 		}
 		writeJSON(w, http.StatusOK, viewModel(m))
+		return nil
 	})
 }
