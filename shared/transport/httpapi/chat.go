@@ -62,7 +62,7 @@ func chatSetup(log *slog.Logger, opts []ChatOption) (chatConfig, *slog.Logger) {
 	return cfg, log
 }
 
-// committer is a sink that may have sent part of its answer: writeChatError
+// committer is a sink that may have sent part of its answer: chatError
 // asks it, and has it write the error in its format if so.
 type committer interface {
 	committed() bool
