@@ -19,6 +19,7 @@ import (
 
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/route"
 )
 
 // Roles of a message. "developer" is normalised to RoleSystem on decode.
@@ -402,12 +403,13 @@ type Provider interface {
 	Stream(ctx context.Context, req *Request, w Writer) (*Response, error)
 }
 
-// UpstreamError is a failure reported by, or talking to, an upstream.
-// Providers return it for every upstream failure; httpapi maps Kind to a
-// status (UpstreamBadRequest 400, UpstreamRateLimited 429, UpstreamFailed
-// 502, UpstreamUnavailable 503, UpstreamTimeout 504), and Failure
-// classifies it for routing: by Status when it is an error status, else by
-// Kind and Reason.
+// UpstreamError is a failure reported by, or talking to, an upstream:
+// chat's and speech's route.VendorFailure. Providers return it for every
+// upstream failure; Failure classifies it for routing (by Status when it
+// is an error status, else by Kind and Reason), and Fault is what the
+// client is told: Kind (UpstreamBadRequest 400 with Message,
+// UpstreamRateLimited 429, UpstreamFailed 502, UpstreamUnavailable 503,
+// UpstreamTimeout 504), never Message otherwise.
 type UpstreamError struct {
 	Provider string
 	Kind     UpstreamKind
@@ -438,16 +440,17 @@ const (
 	ReasonModel = "model_error"
 )
 
-// UpstreamKind classifies an UpstreamError.
-type UpstreamKind int
+// UpstreamKind classifies an UpstreamError: what a client is told it
+// was (route.FaultKind, the kinds of every vendor failure).
+type UpstreamKind = route.FaultKind
 
 // Upstream failure kinds.
 const (
-	UpstreamFailed      UpstreamKind = iota // 5xx, garbage, connection failure: 502
-	UpstreamBadRequest                      // the client's fault (upstream 400/404/413/422): 400 with the upstream's message
-	UpstreamRateLimited                     // upstream 429: 429 with Retry-After
-	UpstreamUnavailable                     // not configured (no credentials), 503 overloaded: 503
-	UpstreamTimeout                         // no answer in time: 504
+	UpstreamFailed      = route.VendorFailed      // 5xx, garbage, connection failure: 502
+	UpstreamBadRequest  = route.VendorRejected    // the client's fault (upstream 400/404/413/422): 400 with the upstream's message
+	UpstreamRateLimited = route.VendorRateLimited // upstream 429: 429 with Retry-After
+	UpstreamUnavailable = route.VendorUnavailable // not configured (no credentials), 503 overloaded: 503
+	UpstreamTimeout     = route.VendorTimeout     // no answer in time: 504
 )
 
 func (e *UpstreamError) Error() string {

@@ -934,7 +934,10 @@ func observeUpstream(provider string, d time.Duration, err error) {
 	switch {
 	case err == nil:
 	case errors.As(err, &ue):
-		outcome = [...]string{"failed", "bad_request", "rate_limited", "unavailable", "timeout"}[ue.Kind]
+		outcome = ue.Kind.String()
+		if ue.Kind == UpstreamBadRequest {
+			outcome = "bad_request"
+		}
 	case errors.Is(err, context.Canceled):
 		outcome = "cancelled"
 	default:

@@ -73,6 +73,19 @@ func (e *UpstreamError) Failure() route.Failure {
 	return f
 }
 
+// Fault is what the client is told of e: its Kind, provider, status and
+// Retry-After, and the upstream's words only for UpstreamBadRequest (the
+// client's own request; the words of any other failure are for the logs).
+func (e *UpstreamError) Fault() route.Fault {
+	f := route.Fault{Kind: e.Kind, Provider: e.Provider, Status: e.Status, RetryAfter: e.RetryAfter}
+	if e.Kind == UpstreamBadRequest {
+		f.Message = e.Message
+	}
+	return f
+}
+
+var _ route.VendorFailure = (*UpstreamError)(nil)
+
 // errStall cancels an attempt that produced no token before its
 // route.Try.FirstToken.
 var errStall = errors.New("no first token in time")
@@ -88,12 +101,14 @@ type committed struct{ error }
 
 func (e committed) Unwrap() error { return e.error }
 
-// classify is the routing classification of an attempt's error.
+// classify is the routing classification of an attempt's error: a
+// failure after content Final, a skipped target Skip, a stall Transient,
+// a vendor's failure its own (route.VendorFailure), anything else Final.
 func classify(err error) route.Failure {
 	var (
 		s  skipped
 		c  committed
-		ue *UpstreamError
+		vf route.VendorFailure
 	)
 	switch {
 	case errors.As(err, &c):
@@ -102,8 +117,8 @@ func classify(err error) route.Failure {
 		return route.Failure{Class: route.Skip, Reason: "skipped"}
 	case errors.Is(err, errStall):
 		return route.Failure{Class: route.Transient, Reason: "stall"}
-	case errors.As(err, &ue):
-		return ue.Failure()
+	case errors.As(err, &vf):
+		return vf.Failure()
 	}
 	return route.Failure{Class: route.Final}
 }

@@ -9,28 +9,17 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/genway/genway/shared/route"
 )
 
 // StatusKind classifies an upstream's HTTP error status the same way for
-// every provider: 400, 404, 413 and 422 are the client's request
-// (UpstreamBadRequest), 429 is UpstreamRateLimited, 408 and 504
-// UpstreamTimeout, 503 and 529 (Anthropic's "overloaded")
+// every provider (route.StatusFault): 400, 404, 413 and 422 are the
+// client's request (UpstreamBadRequest), 429 is UpstreamRateLimited, 408
+// and 504 UpstreamTimeout, 503 and 529 (Anthropic's "overloaded")
 // UpstreamUnavailable, and anything else (401/403: our own credentials;
 // other 4xx and 5xx) UpstreamFailed.
-func StatusKind(status int) UpstreamKind {
-	switch status {
-	case http.StatusBadRequest, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
-		return UpstreamBadRequest
-	case http.StatusTooManyRequests:
-		return UpstreamRateLimited
-	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
-		return UpstreamTimeout
-	case http.StatusServiceUnavailable, 529:
-		return UpstreamUnavailable
-	default:
-		return UpstreamFailed
-	}
-}
+func StatusKind(status int) UpstreamKind { return route.StatusFault(status) }
 
 // TransportError classifies a failure to talk to provider's upstream or
 // to read its answer; what names the step ("send request", "read stream",

@@ -15,9 +15,12 @@ package images
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/jobs"
+	"github.com/genway/genway/shared/route"
 )
 
 // Response formats.
@@ -147,12 +150,13 @@ func featuresOf(p Provider) Features {
 	return Features{}
 }
 
-// VendorError is the failure of a request that no candidate answered:
-// the last attempt's provider and its error (a jobs.ProviderError or
-// jobs.TransientError as the adapter returned it, or another error).
-// httpapi maps it: a refused prompt is a 400 content_policy with the
-// vendor's words, the rest as chat's upstream failures are. Service
-// returns it inside a *route.AttemptsError naming every attempt.
+// VendorError is the failure of an attempt at a vendor: its provider and
+// model and the adapter's error (a jobs.ProviderError or
+// jobs.TransientError as the adapter returned it, or another error). It
+// is the images' route.VendorFailure, the provider named: a refused
+// prompt is a content-policy refusal with the vendor's words, the rest
+// as chat's upstream failures are. Service returns the last one inside a
+// *route.AttemptsError naming every attempt.
 type VendorError struct {
 	Provider string
 	Model    string
@@ -165,6 +169,42 @@ func (e *VendorError) Error() string {
 
 // Unwrap returns the adapter's error.
 func (e *VendorError) Unwrap() error { return e.Err }
+
+// Failure classifies the adapter's error by the routing policy
+// (jobs.Failure).
+func (e *VendorError) Failure() route.Failure {
+	f, _ := jobs.Failure(e.Err)
+	return f
+}
+
+// Fault is what the client is told of the adapter's error: a
+// jobs.ProviderError's or jobs.TransientError's Fault, naming e's
+// Provider (a rejected request without the vendor's words says it was
+// rejected, with the status); another route.VendorFailure's own; a
+// failure for any other error.
+func (e *VendorError) Fault() route.Fault {
+	var (
+		pe *jobs.ProviderError
+		te *jobs.TransientError
+		vf route.VendorFailure
+		f  route.Fault
+	)
+	switch {
+	case errors.As(e.Err, &pe):
+		f = pe.Fault()
+	case errors.As(e.Err, &te):
+		f = te.Fault()
+	case errors.As(e.Err, &vf):
+		return vf.Fault() // it names its vendor
+	}
+	f.Provider = e.Provider
+	if f.Kind == route.VendorRejected && f.Message == "" {
+		f.Message = fmt.Sprintf("The %s provider rejected the request (HTTP %d).", f.Provider, f.Status)
+	}
+	return f
+}
+
+var _ route.VendorFailure = (*VendorError)(nil)
 
 // ContentType returns the media type of an output format.
 func ContentType(format string) string {

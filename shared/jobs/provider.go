@@ -116,6 +116,57 @@ func (e *ProviderError) Error() string {
 // Unwrap returns the cause.
 func (e *ProviderError) Unwrap() error { return e.Err }
 
+// account reports whether e is about the operator's account or key at
+// the vendor (Account; a 401, 402 or 403), not about the request.
+func (e *ProviderError) account() bool {
+	return e.Account || e.Status == http.StatusUnauthorized || e.Status == http.StatusPaymentRequired ||
+		e.Status == http.StatusForbidden
+}
+
+// Failure classifies e by the routing policy, as a failed submit (see the
+// package's Failure): the operator's account or key KeyRefused, a 404
+// (the vendor lacks the model) Unsupported, any other refusal (the
+// request's fault: a 400 or 422, a refused prompt, an unusable answer)
+// Final.
+func (e *ProviderError) Failure() route.Failure {
+	f := route.Failure{Class: route.Final, Status: e.Status}
+	switch {
+	case e.account():
+		f.Class, f.Reason = route.KeyRefused, "account"
+	case e.Status == http.StatusNotFound:
+		f.Class = route.Unsupported
+	}
+	return f
+}
+
+// Fault is what a client is told of e when it answers a request at once
+// (an image request; a job's failure is FailureOf's): a refused prompt
+// (CodeContentPolicy) with the vendor's words; a file of a type no
+// output may have (MediaTypeError) with its message; a refusal of the
+// operator's account or key a failure, without the vendor's words;
+// CodeTimeout a timeout; any other by its Status (route.StatusFault), the
+// vendor's words only for a rejected request. Its Provider is "": the
+// caller names the vendor (images.VendorError).
+func (e *ProviderError) Fault() route.Fault {
+	f := route.Fault{Status: e.Status}
+	switch {
+	case e.Code == CodeContentPolicy:
+		f.Kind, f.Message = route.VendorContentPolicy, e.Message
+	case errors.Is(e.Err, ErrMediaType):
+		f.Kind, f.Message = route.VendorFailed, e.Message
+	case e.account():
+		f.Kind = route.VendorFailed
+	case e.Code == CodeTimeout:
+		f.Kind = route.VendorTimeout
+	default:
+		f.Kind = route.StatusFault(e.Status)
+		if f.Kind == route.VendorRejected {
+			f.Message = e.Message
+		}
+	}
+	return f
+}
+
 // TransientError is a fault worth retrying: the vendor said 408, 429 or
 // 5xx, or could not be reached. RetryAfter is the vendor's Retry-After, if
 // it sent one (0 otherwise); the worker waits at least that long.
@@ -139,6 +190,48 @@ func (e *TransientError) Error() string {
 
 // Unwrap returns the cause.
 func (e *TransientError) Unwrap() error { return e.Err }
+
+// Failure classifies e by the routing policy, as a failed submit (see the
+// package's Failure): a used-up quota of the operator's (Account)
+// KeyRefused; the vendor's status by route.StatusClass (one that is not
+// retryable, made by hand, Transient); no answer (Status 0) Transient,
+// with Reason "timeout" for a network timeout after the connection was
+// made, else "connection".
+func (e *TransientError) Failure() route.Failure {
+	f := route.Failure{Class: route.Transient, Status: e.Status, RetryAfter: e.RetryAfter}
+	switch {
+	case e.Account:
+		f.Class, f.Reason = route.KeyRefused, "account"
+	case e.Status != 0:
+		if c := route.StatusClass(e.Status); c != route.Final {
+			f.Class = c
+		}
+	case !unreached(e.Err) && timedOut(e.Err):
+		f.Reason = "timeout"
+	default:
+		f.Reason = "connection"
+	}
+	return f
+}
+
+// Fault is what a client is told of e when it answers a request at once
+// (an image request): by its Status (route.StatusFault), with its
+// Retry-After; no answer a timeout when a deadline passed, else a
+// failure. Never the vendor's words. Its Provider is "": the caller names
+// the vendor (images.VendorError).
+func (e *TransientError) Fault() route.Fault {
+	f := route.Fault{Kind: route.StatusFault(e.Status), Status: e.Status, RetryAfter: e.RetryAfter}
+	var ne interface{ Timeout() bool }
+	if e.Status == 0 && errors.As(e.Err, &ne) && ne.Timeout() {
+		f.Kind = route.VendorTimeout
+	}
+	return f
+}
+
+var (
+	_ route.VendorFailure = (*ProviderError)(nil)
+	_ route.VendorFailure = (*TransientError)(nil)
+)
 
 // Retryable reports whether an HTTP status from a vendor is worth retrying:
 // 408, 429 and every 5xx.
@@ -230,47 +323,43 @@ func Failure(err error) (f route.Failure, refused bool) {
 	)
 	switch {
 	case errors.As(err, &perr):
-		f.Status = perr.Status
-		switch {
-		case perr.Account || perr.Status == http.StatusUnauthorized || perr.Status == http.StatusPaymentRequired ||
-			perr.Status == http.StatusForbidden:
-			f.Class, f.Reason = route.KeyRefused, "account"
-		case perr.Status == http.StatusNotFound:
-			f.Class = route.Unsupported
-		default:
-			f.Class = route.Final
-			return f, false
-		}
-		return f, true
+		f = perr.Failure()
+		return f, f.Class != route.Final
 	case errors.As(err, &terr):
-		f.Status, f.RetryAfter = terr.Status, terr.RetryAfter
+		f = terr.Failure()
 		switch {
 		case terr.Account:
-			f.Class, f.Reason = route.KeyRefused, "account"
 			return f, true
 		case terr.Status != 0:
-			f.Class = route.StatusClass(terr.Status)
-			if f.Class == route.Final { // not a retryable status: made by hand
-				f.Class = route.Transient
-			}
 			return f, terr.Status != http.StatusBadGateway && terr.Status != http.StatusGatewayTimeout
 		}
+		return f, unreached(err)
 	}
-	f.Class, f.Reason = route.Transient, "connection"
+	f = route.Failure{Class: route.Transient, Reason: "error"}
+	switch {
+	case unreached(err):
+		f.Reason = "connection"
+		return f, true
+	case timedOut(err):
+		f.Reason = "timeout"
+	}
+	return f, false
+}
+
+// unreached reports whether err says the vendor was never reached: the
+// connection was never made (a failed dial, DNS).
+func unreached(err error) bool {
 	var (
 		op  *net.OpError
 		dns *net.DNSError
-		ne  net.Error
 	)
-	switch {
-	case errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial"):
-		return f, true
-	case errors.As(err, &ne) && ne.Timeout():
-		f.Reason = "timeout"
-	case !errors.As(err, &terr):
-		f.Reason = "error"
-	}
-	return f, false
+	return errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial")
+}
+
+// timedOut reports whether err is a network timeout (or a deadline).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // FailureOf returns the error a job fails with for err, a permanent
@@ -289,8 +378,7 @@ func FailureOf(provider string, err error) *JobError {
 		terr *TransientError
 	)
 	switch {
-	case errors.As(err, &perr) && (perr.Account || perr.Status == http.StatusUnauthorized ||
-		perr.Status == http.StatusPaymentRequired || perr.Status == http.StatusForbidden):
+	case errors.As(err, &perr) && perr.account():
 		return accountFailure(provider, perr.Message)
 	case errors.As(err, &perr):
 		return &JobError{Code: perr.Code, Message: perr.Message}

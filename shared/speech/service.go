@@ -283,14 +283,14 @@ type dropped struct{ error }
 func (e dropped) Unwrap() error { return e.error }
 
 // classify is the routing classification of an attempt's error: the
-// adapter's (an error with a Failure method, such as *chat.UpstreamError),
+// adapter's (a route.VendorFailure, such as *chat.UpstreamError),
 // a stall, an empty or dropped answer (Transient), a refusal of the
 // request (*apierr.Error, content_policy) or a failure after the audio
 // began (Final).
 func classify(err error) route.Failure {
 	var (
 		c  committed
-		f  interface{ Failure() route.Failure }
+		vf route.VendorFailure
 		ae *apierr.Error
 	)
 	switch {
@@ -302,8 +302,8 @@ func classify(err error) route.Failure {
 		return route.Failure{Class: route.Transient, Reason: "empty"}
 	case errors.As(err, &ae):
 		return route.Failure{Class: route.Final, Reason: ae.Code}
-	case errors.As(err, &f):
-		return f.Failure()
+	case errors.As(err, &vf):
+		return vf.Failure()
 	case errors.As(err, new(dropped)):
 		return route.Failure{Class: route.Transient, Reason: "dropped"}
 	}
@@ -374,7 +374,7 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 		switch {
 		case rerr == io.EOF:
 			rerr = errEmpty
-		case !errors.As(rerr, new(interface{ Failure() route.Failure })):
+		case !errors.As(rerr, new(route.VendorFailure)):
 			rerr = dropped{rerr}
 		}
 		return stall(rerr)

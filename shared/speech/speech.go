@@ -115,10 +115,10 @@ func (c *Call) Price() credits.Amount { return c.Model.Price.SpeechCost(c.Chars(
 //
 // Speak starts c and returns the audio, in c.Format, as the vendor sends
 // it: the caller reads it to its end or until it fails, and closes it.
-// Errors, of Speak and of the body's reads, carry their routing
-// classification (a Failure() route.Failure method, as
-// *chat.UpstreamError has); a vendor's refusal on content grounds is
-// ContentPolicy's error.
+// Errors, of Speak and of the body's reads, are route.VendorFailures
+// (*chat.UpstreamError): classified for routing, and told to the client
+// as chat's are; a vendor's refusal on content grounds is ContentPolicy's
+// error.
 type Provider interface {
 	Speak(ctx context.Context, c *Call) (io.ReadCloser, error)
 }

@@ -62,7 +62,7 @@ func chatSetup(log *slog.Logger, opts []ChatOption) (chatConfig, *slog.Logger) {
 	return cfg, log
 }
 
-// committer is a sink that may have sent part of its answer: writeChatError
+// committer is a sink that may have sent part of its answer: chatError
 // asks it, and has it write the error in its format if so.
 type committer interface {
 	committed() bool
@@ -111,18 +111,16 @@ func ChatHeartbeat(d time.Duration) ChatOption {
 // recorder may wait on a store: the client has its whole answer before.
 func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg, log := chatSetup(log, opts)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		var sink committer
 		err := serveChat(w, r, gw, cfg, &sink)
-		if err != nil {
-			writeChatError(w, r, log, sink, err)
-		}
+		return chatError(w, r, log, sink, err)
 	})
 }
 
 // serveChat decodes the request and runs it through the gateway into the
 // sink of its wire format: SSE chunks or one chat.completion object
-// (*sink is set to it, for the error writer).
+// (*sink is set to it, for chatError).
 func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, sink *committer) error {
 	var p chat.Params
 	body, err := readBodyUpTo(r, MaxBodyBytes)
@@ -159,13 +157,17 @@ func newSSEStream(w http.ResponseWriter, enc streamEncoder, heartbeat time.Durat
 	return &sseStream{w: w, rc: http.NewResponseController(w), last: time.Now(), buf: make([]byte, 0, 512), enc: enc, heartbeat: heartbeat}
 }
 
-// writeChatError is the one place a chat error is written: nothing if the
-// client has gone away (there is no one to answer); an ordinary JSON error
-// response while nothing of the answer was sent; else the sink's own
-// error: mid-stream, one `data: {"error": ...}` event (and the stream
-// ends without [DONE]), or after keep-alive spaces the envelope as the
-// body.
-func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s committer, err error) {
+// chatError is what a chat handler's error err needs besides an ordinary
+// error response: the attempts header (while it can be sent); nothing
+// more if the client has gone away (there is no one to answer); once the
+// answer was committed, the sink's own error: mid-stream, one
+// `data: {"error": ...}` event (and the stream ends without [DONE]), or
+// after keep-alive spaces the envelope as the body. It returns err while
+// nothing of the answer was sent, for serve to answer, else nil.
+func chatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s committer, err error) error {
+	if err == nil {
+		return nil
+	}
 	ctx := r.Context()
 	rid := RequestID(ctx)
 	committed := s != nil && s.committed()
@@ -178,15 +180,15 @@ func writeChatError(w http.ResponseWriter, r *http.Request, log *slog.Logger, s 
 	}
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || committed) {
 		log.InfoContext(ctx, "chat: client went away", "request_id", rid, "err", err)
-		return
+		return nil
 	}
 	if !committed {
-		writeError(w, r, log, err)
-		return
+		return err
 	}
 	status, env, _ := errorEnvelope(err, rid)
 	log.ErrorContext(ctx, "chat: stream failed", "request_id", rid, "status", status, "err", err)
 	s.fail(env)
+	return nil
 }
 
 // jsonSink writes a non-streamed completion: one chat.completion object,

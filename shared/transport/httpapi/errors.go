@@ -1,6 +1,7 @@
 // Package httpapi is the HTTP edge of the service: one handler maker per
 // route, request decoding and validation, response encoding, and the single
-// place where errors become HTTP statuses and the OpenAI error envelope.
+// place where errors become HTTP statuses and the OpenAI error envelope (a
+// route's handler returns its error; serve writes it).
 // `genway serve` mounts every maker on one mux; each Lambda function mounts
 // its own.
 package httpapi
@@ -20,9 +21,8 @@ import (
 
 	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/auth"
-	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/images"
+	"github.com/genway/genway/shared/route"
 )
 
 // MaxBodyBytes is the largest request body accepted: the Lambda synchronous
@@ -82,8 +82,9 @@ func statusOf(k apierr.Kind) (int, string) {
 }
 
 // toAPIError turns any error into the client-facing *apierr.Error: coded
-// errors as they are, upstream failures by kind, anything else an internal
-// error whose message carries only the request id.
+// errors as they are, a vendor's failure (route.VendorFailure) as its
+// Fault says (vendorAPIError), anything else an internal error whose
+// message carries only the request id.
 func toAPIError(err error, requestID string) *apierr.Error {
 	if e := apierr.As(err); e != nil {
 		return e
@@ -91,39 +92,64 @@ func toAPIError(err error, requestID string) *apierr.Error {
 	if errors.Is(err, auth.ErrKeyNotFound) {
 		return &apierr.Error{Kind: apierr.NotFound, Code: "key_not_found", Message: "No key with that id or prefix."}
 	}
-	var ue *chat.UpstreamError
-	if errors.As(err, &ue) {
-		switch ue.Kind {
-		case chat.UpstreamBadRequest:
-			msg := ue.Message
-			if msg == "" {
-				msg = "The upstream provider rejected the request."
-			}
-			return &apierr.Error{Kind: apierr.Invalid, Code: "upstream_invalid_request", Message: msg}
-		case chat.UpstreamRateLimited:
-			ra := ue.RetryAfter
-			if ra <= 0 {
-				ra = time.Second
-			}
-			return &apierr.Error{Kind: apierr.RateLimited, Code: "upstream_rate_limited", RetryAfter: ra,
-				Message: fmt.Sprintf("The %s provider is rate limiting requests; retry later.", ue.Provider)}
-		case chat.UpstreamUnavailable:
-			return &apierr.Error{Kind: apierr.UpstreamUnavailable, Code: "upstream_unavailable",
-				Message: fmt.Sprintf("The %s provider is unavailable.", ue.Provider)}
-		case chat.UpstreamTimeout:
-			return &apierr.Error{Kind: apierr.UpstreamTimeout, Code: "upstream_timeout",
-				Message: fmt.Sprintf("The %s provider did not answer in time.", ue.Provider)}
-		default:
-			return &apierr.Error{Kind: apierr.Upstream, Code: "upstream_error",
-				Message: fmt.Sprintf("The %s provider failed (request id %s).", ue.Provider, requestID)}
-		}
-	}
-	var ve *images.VendorError
-	if errors.As(err, &ve) {
-		return vendorAPIError(ve, requestID)
+	if f, ok := vendorFault(err); ok {
+		return vendorAPIError(f, requestID)
 	}
 	return &apierr.Error{Kind: apierr.Internal, Code: "internal_error",
 		Message: fmt.Sprintf("Internal error; quote request id %s when reporting it.", requestID)}
+}
+
+// vendorFault returns the Fault of the vendor failure err is or wraps.
+func vendorFault(err error) (route.Fault, bool) {
+	var vf route.VendorFailure
+	if !errors.As(err, &vf) {
+		return route.Fault{}, false
+	}
+	return vf.Fault(), true
+}
+
+// vendorAPIError is the client-facing error of a vendor's failure, by its
+// kind: a refused prompt 400 content_policy with the vendor's words (or
+// naming the provider); a rejected request 400 upstream_invalid_request
+// with the vendor's words; 429 upstream_rate_limited with Retry-After (1 s
+// if the vendor gave none); 503 upstream_unavailable; 504
+// upstream_timeout; any other 502 upstream_error, with the Fault's
+// message if it has one (a file of a type no image may have), else
+// naming the provider and the request id. Only the Fault's Message is
+// ever the vendor's words.
+func vendorAPIError(f route.Fault, requestID string) *apierr.Error {
+	switch f.Kind {
+	case route.VendorContentPolicy:
+		msg := f.Message
+		if msg == "" {
+			msg = fmt.Sprintf("The %s provider refused the prompt.", f.Provider)
+		}
+		return &apierr.Error{Kind: apierr.Invalid, Code: "content_policy", Message: msg}
+	case route.VendorRejected:
+		msg := f.Message
+		if msg == "" {
+			msg = "The upstream provider rejected the request."
+		}
+		return &apierr.Error{Kind: apierr.Invalid, Code: "upstream_invalid_request", Message: msg}
+	case route.VendorRateLimited:
+		ra := f.RetryAfter
+		if ra <= 0 {
+			ra = time.Second
+		}
+		return &apierr.Error{Kind: apierr.RateLimited, Code: "upstream_rate_limited", RetryAfter: ra,
+			Message: fmt.Sprintf("The %s provider is rate limiting requests; retry later.", f.Provider)}
+	case route.VendorUnavailable:
+		return &apierr.Error{Kind: apierr.UpstreamUnavailable, Code: "upstream_unavailable",
+			Message: fmt.Sprintf("The %s provider is unavailable.", f.Provider)}
+	case route.VendorTimeout:
+		return &apierr.Error{Kind: apierr.UpstreamTimeout, Code: "upstream_timeout",
+			Message: fmt.Sprintf("The %s provider did not answer in time.", f.Provider)}
+	}
+	if f.Message != "" {
+		return &apierr.Error{Kind: apierr.Upstream, Code: "upstream_error", Message: f.Message}
+	}
+	return &apierr.Error{Kind: apierr.Upstream, Code: "upstream_error",
+		Message: fmt.Sprintf("The %s provider failed (request id %s).", f.Provider, requestID)}
 }
 
 // ErrorStatus is the HTTP status of err and the message a client is shown,
@@ -154,8 +180,8 @@ func errorEnvelope(err error, requestID string) (int, envelope, *apierr.Error) {
 		body.Code = &c
 	}
 	env := envelope{Error: body, status: status}
-	var ue *chat.UpstreamError
-	env.overloaded = errors.As(err, &ue) && (ue.Status == http.StatusServiceUnavailable || ue.Status == statusOverloaded)
+	f, ok := vendorFault(err)
+	env.overloaded = ok && f.Overloaded()
 	return status, env, e
 }
 
@@ -190,8 +216,26 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	writeJSON(w, status, body)
 }
 
+// handlerFunc is a public route's handler: it writes its answer, or
+// returns the error that stands for it (nothing written yet), which serve
+// writes. A handler that began its answer (a stream) deals with a later
+// failure itself and returns nil.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// serve adapts h to an http.Handler: the error h returns is answered and
+// logged by writeError (in the request's API shape: the OpenAI envelope,
+// Anthropic's for the Messages API), the one place a route's error is
+// written. log may be nil (not logged).
+func serve(log *slog.Logger, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			writeError(w, r, log, err)
+		}
+	})
+}
+
 // statusOverloaded is the status of Anthropic's overloaded_error.
-const statusOverloaded = 529
+const statusOverloaded = route.StatusOverloaded
 
 // messagesAPI reports whether r is a request of the Messages API
 // (/v1/messages, /v1/messages/count_tokens), whose errors are in

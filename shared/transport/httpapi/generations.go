@@ -17,7 +17,7 @@ import (
 // account's record, an unknown id and an expired record are all the same
 // 404 generation_not_found: an id tells nothing of other accounts.
 func GetGeneration(records credits.RecordReader, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		id := r.PathValue("id")
 		rec, err := records.Record(r.Context(), id)
 		if err == nil && rec.Account != account(r) {
@@ -28,11 +28,11 @@ func GetGeneration(records credits.RecordReader, log *slog.Logger) http.Handler 
 				Message: "No generation with this id: unknown, expired (records are kept for a limited time), or not this account's."}
 		}
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, struct {
 			Data credits.Record `json:"data"`
 		}{rec})
+		return nil
 	})
 }

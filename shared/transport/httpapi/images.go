@@ -1,17 +1,13 @@
 package httpapi
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
-	"github.com/genway/genway/shared/apierr"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/images"
-	"github.com/genway/genway/shared/jobs"
 )
 
 // ImagesOption configures GenerateImages.
@@ -73,12 +69,10 @@ func GenerateImages(svc *images.Service, log *slog.Logger, opts ...ImagesOption)
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		js := &jsonSink{w: w, keepAlive: cfg.keepAlive}
 		defer js.stopKeepAlive()
-		if err := serveImages(w, r, svc, js); err != nil {
-			writeChatError(w, r, log, js, err) // with the attempts header, as chat's
-		}
+		return chatError(w, r, log, js, serveImages(w, r, svc, js)) // with the attempts header, as chat's
 	})
 }
 
@@ -104,50 +98,4 @@ func serveImages(w http.ResponseWriter, r *http.Request, svc *images.Service, js
 	js.Begin(chat.Answer{Model: res.Model, Attempts: res.Attempts}) // the attempts header, unless a space was sent
 	return js.writeBody(&imagesView{ID: res.ID, Created: res.Created, Data: res.Data, Model: res.Model, Background: res.Background,
 		OutputFormat: res.OutputFormat, Quality: res.Quality, Size: res.Size, Usage: imagesUsage{res.Usage, res.Charged}})
-}
-
-// vendorAPIError is the client-facing error of a request that failed at
-// its image vendors: a refused prompt is a 400 content_policy with the
-// vendor's words; a file of a type no image may have a 502 saying so
-// (jobs.MediaTypeError); a failure about the operator's account at the
-// vendor (jobs.ProviderError.Account) the generic 502, without the
-// vendor's words; every other failure is mapped as chat's upstream
-// failures are, by the vendor's status (a 400 with its words; 429, 502,
-// 503, 504), a timeout 504, anything else 502.
-func vendorAPIError(ve *images.VendorError, requestID string) *apierr.Error {
-	var (
-		pe *jobs.ProviderError
-		te *jobs.TransientError
-		ue *chat.UpstreamError
-	)
-	switch {
-	case errors.As(ve.Err, &pe) && pe.Code == jobs.CodeContentPolicy:
-		msg := pe.Message
-		if msg == "" {
-			msg = fmt.Sprintf("The %s provider refused the prompt.", ve.Provider)
-		}
-		return &apierr.Error{Kind: apierr.Invalid, Code: "content_policy", Message: msg, Err: ve.Err}
-	case errors.Is(ve.Err, jobs.ErrMediaType) && errors.As(ve.Err, &pe):
-		return &apierr.Error{Kind: apierr.Upstream, Code: "upstream_error", Message: pe.Message, Err: ve.Err}
-	case errors.As(ve.Err, &pe) && pe.Account:
-		// The operator's account or key at the vendor (whatever status
-		// the vendor chose for it, such as Gemini's 400 for a bad key):
-		// the vendor's words are for the operator's log only.
-		ue = &chat.UpstreamError{Provider: ve.Provider, Kind: chat.UpstreamFailed, Status: pe.Status, Err: ve.Err}
-	case errors.As(ve.Err, &pe):
-		ue = chat.StatusError(ve.Provider, pe.Status, nil, pe.Message, ve.Err)
-		if pe.Code == jobs.CodeTimeout {
-			ue.Kind = chat.UpstreamTimeout
-		}
-	case errors.As(ve.Err, &te):
-		ue = chat.StatusError(ve.Provider, te.Status, nil, "", ve.Err)
-		ue.RetryAfter = te.RetryAfter
-		var ne interface{ Timeout() bool }
-		if te.Status == 0 && errors.As(te, &ne) && ne.Timeout() {
-			ue.Kind = chat.UpstreamTimeout
-		}
-	default:
-		ue = &chat.UpstreamError{Provider: ve.Provider, Kind: chat.UpstreamFailed, Err: ve.Err}
-	}
-	return toAPIError(ue, requestID)
 }

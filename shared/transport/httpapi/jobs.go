@@ -96,52 +96,47 @@ func viewJob(j *jobs.Job, url string) jobView {
 
 // CreateJob serves POST /v1/jobs.
 func CreateJob(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		body, err := readBody(r)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		req, err := DecodeCreateJob(body)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		idem, err := idempotencyKey(r)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		sum := sha256.Sum256(body)
 		j, err := svc.Create(r.Context(), account(r), req, idem, hex.EncodeToString(sum[:]))
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		url, err := svc.Link(r.Context(), j)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		log.InfoContext(r.Context(), "job created", "request_id", RequestID(r.Context()), "job_id", j.ID, "account", j.Account)
 		writeJSON(w, http.StatusOK, viewJob(j, url))
+		return nil
 	})
 }
 
 // GetJob serves GET /v1/jobs/{id}.
 func GetJob(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		j, err := svc.Get(r.Context(), account(r), r.PathValue("id"))
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		url, err := svc.Link(r.Context(), j)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, viewJob(j, url))
+		return nil
 	})
 }
 
@@ -158,16 +153,14 @@ type jobList struct {
 // Query parameters (see DecodeListJobs): status, type, model, since,
 // until, limit, after.
 func ListJobs(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		q, err := DecodeListJobs(r.URL.Query())
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		js, next, err := svc.List(r.Context(), account(r), q)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		out := jobList{Object: "list", Data: make([]jobView, 0, len(js)), HasMore: next != ""}
 		if next != "" {
@@ -176,12 +169,12 @@ func ListJobs(svc *jobs.Service, log *slog.Logger) http.Handler {
 		for _, j := range js {
 			url, err := svc.Link(r.Context(), j)
 			if err != nil {
-				writeError(w, r, log, err)
-				return
+				return err
 			}
 			out.Data = append(out.Data, viewJob(j, url))
 		}
 		writeJSON(w, http.StatusOK, out)
+		return nil
 	})
 }
 
@@ -267,13 +260,13 @@ func queryLimit(v url.Values, limit *int) error {
 // job_not_cancellable, 502 when the vendor could not be reached). A body
 // is ignored.
 func CancelJob(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		j, err := svc.Cancel(r.Context(), account(r), r.PathValue("id"))
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, viewJob(j, ""))
+		return nil
 	})
 }
 

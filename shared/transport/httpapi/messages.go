@@ -50,14 +50,12 @@ var apiVersionRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
 // refuses the other candidates only.
 func Messages(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg, log := chatSetup(log, opts)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("request-id", RequestID(r.Context()))
 		var sink committer
 		var tr *messagesTranslation
 		err := serveMessages(w, r, gw, cfg, &sink, &tr)
-		if err != nil {
-			writeChatError(w, r, log, sink, tr.param(err))
-		}
+		return chatError(w, r, log, sink, tr.param(err))
 	})
 }
 
@@ -103,18 +101,18 @@ func CountMessageTokens(gw *chat.Gateway, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("request-id", RequestID(r.Context()))
 		var tr *messagesTranslation
 		n, err := countMessageTokens(r, gw, &tr)
 		if err != nil {
-			writeError(w, r, log, tr.param(err))
-			return
+			return tr.param(err)
 		}
 		noteModel(r.Context(), n.Model)
 		writeJSON(w, http.StatusOK, struct {
 			InputTokens int `json:"input_tokens"`
 		}{n.Input})
+		return nil
 	})
 }
 

@@ -125,15 +125,15 @@ func NewMux(log *slog.Logger, routes ...Route) http.Handler {
 	}
 	for pattern, methods := range allowed {
 		allow := strings.Join(methods, ", ")
-		mux.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(pattern, serve(log, func(w http.ResponseWriter, r *http.Request) error {
 			w.Header().Set("Allow", allow)
-			writeError(w, r, log, &apierr.Error{Kind: apierr.MethodNotAllowed, Code: "method_not_allowed",
-				Message: r.Method + " is not allowed here; use " + allow + "."})
+			return &apierr.Error{Kind: apierr.MethodNotAllowed, Code: "method_not_allowed",
+				Message: r.Method + " is not allowed here; use " + allow + "."}
 		}))
 	}
-	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found",
-			Message: "No route " + r.Method + " " + r.URL.Path + "."})
+	mux.Handle("/", serve(log, func(w http.ResponseWriter, r *http.Request) error {
+		return &apierr.Error{Kind: apierr.NotFound, Code: "route_not_found",
+			Message: "No route " + r.Method + " " + r.URL.Path + "."}
 	}))
 	return WithRequestID(accessLog(log, mux))
 }

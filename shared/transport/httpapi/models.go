@@ -150,13 +150,12 @@ func viewPrice(m *catalog.Model) *priceView {
 // one of its targets' providers, see catalog.Serves) and that the
 // caller's API key may use (auth.Allowed), optionally filtered by ?type=.
 func ListModels(cat *catalog.Catalog, configured func(provider string) bool, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		typ := r.URL.Query().Get("type")
 		switch typ {
 		case "", catalog.TypeChat, catalog.TypeMusic, catalog.TypeSFX, catalog.TypeVideo, catalog.TypeImage, catalog.TypeSpeech:
 		default:
-			writeError(w, r, log, apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video, image, speech; got %q.", typ))
-			return
+			return apierr.Invalidf("type", "invalid_value", "type must be one of chat, music, sfx, video, image, speech; got %q.", typ)
 		}
 		models := cat.List(typ, configured)
 		data := make([]modelView, 0, len(models))
@@ -169,6 +168,7 @@ func ListModels(cat *catalog.Catalog, configured func(provider string) bool, log
 			Object string      `json:"object"`
 			Data   []modelView `json:"data"`
 		}{"list", data})
+		return nil
 	})
 }
 
@@ -176,15 +176,15 @@ func ListModels(cat *catalog.Catalog, configured func(provider string) bool, log
 // model the caller's key may not use is a 404, as it is absent from the
 // key's list.
 func GetModel(cat *catalog.Catalog, configured func(provider string) bool, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		id := r.PathValue("id")
 		m, ok := cat.Model(id)
 		ok = ok && cat.Serves(m, configured) && auth.Allowed(r.Context(), m.ID)
 		if !ok {
-			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
-				Message: "The model " + id + " does not exist or is not configured."})
-			return
+			return &apierr.Error{Kind: apierr.NotFound, Code: "model_not_found", Param: "model",
+				Message: "The model " + id + " does not exist or is not configured."}
 		}
 		writeJSON(w, http.StatusOK, viewModel(m))
+		return nil
 	})
 }

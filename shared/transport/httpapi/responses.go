@@ -49,13 +49,11 @@ import (
 // candidates only.
 func Responses(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) http.Handler {
 	cfg, log := chatSetup(log, opts)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		var sink committer
 		var tr translation
 		err := serveResponses(w, r, gw, cfg, &sink, &tr)
-		if err != nil {
-			writeChatError(w, r, log, sink, responsesParam(err, &tr))
-		}
+		return chatError(w, r, log, sink, responsesParam(err, &tr))
 	})
 }
 

@@ -37,22 +37,19 @@ func Speech(svc *speech.Service, log *slog.Logger) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		var req speech.Request
 		body, err := readBody(r)
 		if err == nil {
 			err = unmarshal(body, &req)
 		}
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		ctx := r.Context()
 		noteModel(ctx, req.Model)
 		sw := &speechWriter{w: w, rc: http.NewResponseController(w), ctx: ctx}
-		if err := svc.Speak(ctx, account(r), &req, sw); err != nil {
-			writeSpeechError(w, r, log, sw, err)
-		}
+		return speechError(w, r, log, sw, svc.Speak(ctx, account(r), &req, sw))
 	})
 }
 
@@ -63,10 +60,15 @@ const (
 	GenerationHeader = "X-Genway-Generation-Id"
 )
 
-// writeSpeechError answers err: nothing if the client has gone; a JSON
-// error response (with the attempts) if no audio was sent; else the
-// response is cut short.
-func writeSpeechError(w http.ResponseWriter, r *http.Request, log *slog.Logger, sw *speechWriter, err error) {
+// speechError is what the speech handler's error err needs besides an
+// ordinary error response: the attempts header (while no audio was
+// sent); nothing more if the client has gone; once audio was sent, the
+// response cut short (it panics with http.ErrAbortHandler). It returns
+// err while no audio was sent, for serve to answer, else nil.
+func speechError(w http.ResponseWriter, r *http.Request, log *slog.Logger, sw *speechWriter, err error) error {
+	if err == nil {
+		return nil
+	}
 	ctx := r.Context()
 	rid := RequestID(ctx)
 	var ae *route.AttemptsError
@@ -79,12 +81,12 @@ func writeSpeechError(w http.ResponseWriter, r *http.Request, log *slog.Logger, 
 	switch {
 	case ctx.Err() != nil:
 		log.InfoContext(ctx, "speech: client went away", "request_id", rid, "began", sw.began, "err", err)
+		return nil
 	case !sw.began:
-		writeError(w, r, log, err)
-	default:
-		log.ErrorContext(ctx, "speech: audio failed after it began; the response is cut short", "request_id", rid, "err", err)
-		panic(http.ErrAbortHandler)
+		return err
 	}
+	log.ErrorContext(ctx, "speech: audio failed after it began; the response is cut short", "request_id", rid, "err", err)
+	panic(http.ErrAbortHandler)
 }
 
 // speechWriter is the speech.Writer of a response: the headers at Begin,

@@ -354,46 +354,42 @@ func videoParam(err error) error {
 // default, sora-2, is not a model here); seconds defaults to the model's
 // default duration and size to its default size.
 func CreateVideo(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		body, err := readLimited(r, textLimit(r))
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		v, err := decodeCreateVideo(r.Header.Get("Content-Type"), body)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		req, err := v.jobRequest()
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		idem, err := idempotencyKey(r)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		j, err := svc.Create(r.Context(), account(r), req, idem, v.hash())
 		if err != nil {
-			writeError(w, r, log, videoParam(err))
-			return
+			return videoParam(err)
 		}
 		log.InfoContext(r.Context(), "video created", "request_id", RequestID(r.Context()), "job_id", j.ID, "account", j.Account)
 		writeJSON(w, http.StatusOK, viewVideo(svc, j))
+		return nil
 	})
 }
 
 // GetVideo serves GET /v1/videos/{id}.
 func GetVideo(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		j, err := getVideo(svc, r)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, viewVideo(svc, j))
+		return nil
 	})
 }
 
@@ -415,17 +411,15 @@ type videoList struct {
 // first; limit 1..100 (default 20); after is the id of a video (the
 // last_id of the previous page) and the page holds the videos after it.
 func ListVideos(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		q, after, err := DecodeListVideos(r.URL.Query())
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		acct := account(r)
 		if after != "" {
 			if q.Cursor, err = svc.CursorAt(r.Context(), acct, after); err != nil {
-				writeError(w, r, log, err)
-				return
+				return err
 			}
 		}
 		limit := q.Limit
@@ -434,8 +428,7 @@ func ListVideos(svc *jobs.Service, log *slog.Logger) http.Handler {
 		for range videoListRounds {
 			js, n, err := svc.List(r.Context(), acct, q)
 			if err != nil {
-				writeError(w, r, log, err)
-				return
+				return err
 			}
 			page, next = append(page, js...), n
 			if next == "" || len(page) == limit {
@@ -456,12 +449,12 @@ func ListVideos(svc *jobs.Service, log *slog.Logger) http.Handler {
 			// after takes any of the caller's ids).
 			c, err := jobs.DecodeCursor(next)
 			if err != nil {
-				writeError(w, r, log, fmt.Errorf("list videos: the store's cursor: %w", err))
-				return
+				return fmt.Errorf("list videos: the store's cursor: %w", err)
 			}
 			out.LastID = &c.ID
 		}
 		writeJSON(w, http.StatusOK, out)
+		return nil
 	})
 }
 
@@ -499,49 +492,42 @@ func DecodeListVideos(v url.Values) (q jobs.ListQuery, after string, err error) 
 // are no thumbnails or spritesheets here. A video that is not completed
 // is a 404, as OpenAI answers it.
 func VideoContent(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		if vs, ok := r.URL.Query()["variant"]; ok {
 			switch {
 			case len(vs) > 1:
-				writeError(w, r, log, apierr.Invalidf("variant", "invalid_value", "variant must be given once."))
-				return
+				return apierr.Invalidf("variant", "invalid_value", "variant must be given once.")
 			case vs[0] == "thumbnail" || vs[0] == "spritesheet":
-				writeError(w, r, log, apierr.Invalidf("variant", "unsupported_value", "variant %s is not available: only the video itself is made here (variant=video).", vs[0]))
-				return
+				return apierr.Invalidf("variant", "unsupported_value", "variant %s is not available: only the video itself is made here (variant=video).", vs[0])
 			case vs[0] != "video":
-				writeError(w, r, log, apierr.Invalidf("variant", "invalid_value", "variant must be video, thumbnail or spritesheet; got %q.", vs[0]))
-				return
+				return apierr.Invalidf("variant", "invalid_value", "variant must be video, thumbnail or spritesheet; got %q.", vs[0])
 			}
 		}
 		j, err := getVideo(svc, r)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		switch {
 		case j.Status == jobs.Failed:
-			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "video_failed",
-				Message: "The video failed; it has no content. See error in GET /v1/videos/" + j.ID + "."})
-			return
+			return &apierr.Error{Kind: apierr.NotFound, Code: "video_failed",
+				Message: "The video failed; it has no content. See error in GET /v1/videos/" + j.ID + "."}
 		case j.Status != jobs.Completed:
-			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "video_not_ready",
-				Message: fmt.Sprintf("Video is not ready yet: it is %s. Poll GET /v1/videos/%s until its status is completed.", videoStatus(j.Status), j.ID)})
-			return
+			return &apierr.Error{Kind: apierr.NotFound, Code: "video_not_ready",
+				Message: fmt.Sprintf("Video is not ready yet: it is %s. Poll GET /v1/videos/%s until its status is completed.", videoStatus(j.Status), j.ID)}
 		case svc.Expired(j):
-			writeError(w, r, log, &apierr.Error{Kind: apierr.NotFound, Code: "video_expired", Message: "The video's content has expired (see expires_at)."})
-			return
+			return &apierr.Error{Kind: apierr.NotFound, Code: "video_expired", Message: "The video's content has expired (see expires_at)."}
 		}
 		link, err := svc.Link(r.Context(), j)
 		if err == nil && link == "" {
 			err = fmt.Errorf("video %s: completed without an output", j.ID)
 		}
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		w.Header().Set("Location", link)
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusFound)
+		return nil
 	})
 }
 
@@ -558,19 +544,18 @@ type videoDeleted struct {
 // running video is a 409 job_not_final: cancel it first (POST
 // /v1/jobs/{id}/cancel).
 func DeleteVideo(svc *jobs.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		j, err := getVideo(svc, r)
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		if _, err := svc.DeleteJob(r.Context(), j); err != nil {
 			if errors.Is(err, jobs.ErrNotFound) {
 				err = errVideoNotFound
 			}
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		writeJSON(w, http.StatusOK, videoDeleted{ID: j.ID, Object: "video.deleted", Deleted: true})
+		return nil
 	})
 }

@@ -32,14 +32,14 @@ type webhookSecret struct {
 // GetWebhookSecret serves GET /v1/webhooks/secret: the calling account's
 // signing secret, made on first use.
 func GetWebhookSecret(hooks *webhooks.Service, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		s, err := hooks.Secret(r.Context(), account(r))
 		if err != nil {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		writeJSON(w, http.StatusOK, webhookSecret{Object: "webhook_secret", Secret: s})
+		return nil
 	})
 }
 
