@@ -48,19 +48,17 @@ type keyCredits struct {
 // under "key" (with its reset, period and resets_at when the limit
 // resets).
 func GetCredits(store CreditsReader, log *slog.Logger) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(log, func(w http.ResponseWriter, r *http.Request) error {
 		a, err := store.Account(r.Context(), account(r))
 		if err != nil && !errors.Is(err, credits.ErrAccountNotFound) {
-			writeError(w, r, log, err)
-			return
+			return err
 		}
 		var key *keyCredits
 		p, _ := auth.FromContext(r.Context())
 		if p.Limited && p.KeyID != "" {
 			k, err := store.KeyByID(r.Context(), p.KeyID)
 			if err != nil {
-				writeError(w, r, log, err)
-				return
+				return err
 			}
 			now := time.Now()
 			k = k.InPeriod(now)
@@ -79,5 +77,6 @@ func GetCredits(store CreditsReader, log *slog.Logger) http.Handler {
 			Available credits.Amount `json:"available"`
 			Key       *keyCredits    `json:"key,omitempty"`
 		}{"credits", account(r), a.Balance, a.Held, a.Available, key})
+		return nil
 	})
 }
