@@ -2,6 +2,7 @@ package app
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -16,7 +17,7 @@ import (
 // <KEY>_PARAMETER is the table's `<KEY>_PARAMETER` row), and where the
 // table states a default, it is DefaultConfig's.
 func TestOperationsTable(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/operations.md")
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs/operations.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
