@@ -1,6 +1,9 @@
 package chat
 
-import "github.com/genway/genway/shared/catalog"
+import (
+	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/route"
+)
 
 // Unwrapper is implemented by a Provider that stands for another one (the
 // key-rotating delegates of package upstreams): Unwrap returns the
@@ -21,9 +24,6 @@ type Caps struct {
 	Native     NativeProvider   // nil: it speaks no client API natively
 }
 
-// maxUnwrap bounds the Unwrap chain Capabilities follows.
-const maxUnwrap = 8
-
 // Capabilities returns the optional interfaces of p: for each, p's own
 // when it has it, else that of the provider p.Unwrap returns, and so on
 // down the chain (as net/http's ResponseController looks through a
@@ -34,31 +34,23 @@ const maxUnwrap = 8
 // p has none.
 func Capabilities(p Provider) Caps {
 	var c Caps
-	for range maxUnwrap {
-		if p == nil {
-			break
-		}
+	route.Unwrapped(p, func(q Provider) {
 		if c.Features == nil {
-			c.Features, _ = p.(FeatureProvider)
+			c.Features, _ = q.(FeatureProvider)
 		}
 		if c.ImageBytes == nil {
-			c.ImageBytes, _ = p.(ImageBytesNeeder)
+			c.ImageBytes, _ = q.(ImageBytesNeeder)
 		}
 		if c.Cache == nil {
-			c.Cache, _ = p.(CacheProvider)
+			c.Cache, _ = q.(CacheProvider)
 		}
 		if c.Counter == nil {
-			c.Counter, _ = p.(TokenCounter)
+			c.Counter, _ = q.(TokenCounter)
 		}
 		if c.Native == nil {
-			c.Native, _ = p.(NativeProvider)
+			c.Native, _ = q.(NativeProvider)
 		}
-		u, ok := p.(Unwrapper)
-		if !ok {
-			break
-		}
-		p = u.Unwrap()
-	}
+	})
 	return c
 }
 

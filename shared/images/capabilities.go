@@ -1,5 +1,7 @@
 package images
 
+import "github.com/genway/genway/shared/route"
+
 // Unwrapper is implemented by a Provider that stands for another one (the
 // key-rotating delegates of package upstreams): Unwrap returns the
 // provider a call made now reaches. Capabilities looks through it.
@@ -13,9 +15,6 @@ type Caps struct {
 	Features FeatureProvider // nil: it honours no Features
 }
 
-// maxUnwrap bounds the Unwrap chain Capabilities follows.
-const maxUnwrap = 8
-
 // Capabilities returns the optional interfaces of p: for each, p's own
 // when it has it, else that of the provider p.Unwrap returns, and so on
 // down the chain (as net/http's ResponseController looks through a
@@ -26,18 +25,10 @@ const maxUnwrap = 8
 // p has none.
 func Capabilities(p Provider) Caps {
 	var c Caps
-	for range maxUnwrap {
-		if p == nil {
-			break
-		}
+	route.Unwrapped(p, func(q Provider) {
 		if c.Features == nil {
-			c.Features, _ = p.(FeatureProvider)
+			c.Features, _ = q.(FeatureProvider)
 		}
-		u, ok := p.(Unwrapper)
-		if !ok {
-			break
-		}
-		p = u.Unwrap()
-	}
+	})
 	return c
 }

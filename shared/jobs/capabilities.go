@@ -1,5 +1,7 @@
 package jobs
 
+import "github.com/genway/genway/shared/route"
+
 // Unwrapper is implemented by a Provider that stands for another one (the
 // key-rotating delegates of package upstreams): Unwrap returns the
 // provider a call made now reaches. Capabilities looks through it.
@@ -14,9 +16,6 @@ type Caps struct {
 	Canceller Canceller // nil: a job running at the vendor cannot be stopped there
 }
 
-// maxUnwrap bounds the Unwrap chain Capabilities follows.
-const maxUnwrap = 8
-
 // Capabilities returns the optional interfaces of p: for each, p's own
 // when it has it, else that of the provider p.Unwrap returns, and so on
 // down the chain (as net/http's ResponseController looks through a
@@ -27,21 +26,13 @@ const maxUnwrap = 8
 // with its keys). A nil p has none.
 func Capabilities(p Provider) Caps {
 	var c Caps
-	for range maxUnwrap {
-		if p == nil {
-			break
-		}
+	route.Unwrapped(p, func(q Provider) {
 		if c.Poller == nil {
-			c.Poller, _ = p.(Poller)
+			c.Poller, _ = q.(Poller)
 		}
 		if c.Canceller == nil {
-			c.Canceller, _ = p.(Canceller)
+			c.Canceller, _ = q.(Canceller)
 		}
-		u, ok := p.(Unwrapper)
-		if !ok {
-			break
-		}
-		p = u.Unwrap()
-	}
+	})
 	return c
 }

@@ -105,3 +105,27 @@ type keyState struct {
 	until  time.Time
 	logged bool // its refusal was logged (once per bench)
 }
+
+// maxUnwrap bounds the Unwrap chain Unwrapped follows.
+const maxUnwrap = 8
+
+// Unwrapped calls visit with p, then with the provider p's Unwrap() P
+// returns (a provider that stands for another one: the key-rotating
+// delegates), and so on down the chain, at most 8 deep, until one has no
+// Unwrap or is nil; as net/http's ResponseController looks through a
+// ResponseWriter's Unwrap. It is how chat, images and jobs find a
+// provider's optional interfaces (their Capabilities): each visit looks
+// at one provider of the chain, and the first found wins.
+func Unwrapped[P any](p P, visit func(P)) {
+	for range maxUnwrap {
+		if any(p) == nil {
+			return
+		}
+		visit(p)
+		u, ok := any(p).(interface{ Unwrap() P })
+		if !ok {
+			return
+		}
+		p = u.Unwrap()
+	}
+}
