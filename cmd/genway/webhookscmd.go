@@ -11,6 +11,7 @@ import (
 
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/app"
+	"github.com/genway/genway/shared/app/localserver"
 	"github.com/genway/genway/shared/transport/httpapi"
 	"github.com/genway/genway/shared/webhooks"
 )
@@ -133,12 +134,12 @@ func openWebhooks(ctx context.Context, getenv func(string) string) (webhookOps, 
 	}
 	allow := cfg.WebhookAllowPrivate
 	if cfg.Backend == "aws" && cfg.URL == "" {
-		be, err := openAWS(ctx, cfg, nil, false)
+		p, err := localserver.OpenAWS(ctx, cfg)
 		if err != nil {
 			return nil, nil, err
 		}
-		svc := &webhooks.Service{Store: be.hooks, Jobs: be.jobs, Queue: be.hookQueue, AllowPrivate: allow}
-		return localHooks{svc, &admin.Service{Store: be.store, Jobs: be.jobs}}, be.close, nil
+		svc := &webhooks.Service{Store: p.Hooks, Jobs: p.Jobs, Queue: p.HookQueue, AllowPrivate: allow}
+		return localHooks{svc, &admin.Service{Store: p.Store, Jobs: p.Jobs}}, func() error { return nil }, nil
 	}
 	op, closeFn, err := openOperator(ctx, getenv)
 	if err != nil {

@@ -75,14 +75,14 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// the vendor needs none (the API's cancel route, in jobs-create, has
 	// them). No chat providers either: this function is buffered, so the
 	// playground's chat is for genway serve; on AWS chat is the API's.
-	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: configured, Balances: b.Store}
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: configured, Balances: b.Store,
+		CheckWebhookURL: app.WebhookURLCheck(b.Config)}
 	// Webhooks: account configs, the deliveries pages and resends (which
 	// queue on the webhooks queue); no delivery is sent from here.
 	hooks, err := b.Webhooks(ctx, nil)
 	if err != nil {
 		return err
 	}
-	svc.CheckWebhookURL = app.WebhookURLCheck(b.Config)
 	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, SessionKeys: sessionKeys, Sessions: b.Store,
 		Catalog: cat, Configured: configured, Log: b.Log, JobService: svc, Webhooks: hooks})
 	if err != nil {

@@ -15,10 +15,10 @@ import (
 
 	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdahttp"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/providers/upstreams"
-	"github.com/genway/genway/shared/route"
 	"github.com/genway/genway/shared/transport/httpapi"
 )
 
@@ -52,7 +52,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// The router's breakers and key rests are this container's
 	// (GENWAY_ROUTE_* tune its policy).
 	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers.Providers(), Log: b.Log, Usage: chat.StoreRecorder{Store: b.Store}, Balances: b.Store, Holds: b.Store,
-		Router: route.New(b.Config.Route, b.Log)})
+		Router: app.Router(b.Config, b.Log)})
 	// A non-streamed answer is kept alive with spaces, so that API
 	// Gateway does not cut a silent reasoning model (GENWAY_CHAT_KEEPALIVE,
 	// default 10 s, the stream heartbeat's interval).

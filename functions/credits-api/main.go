@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdahttp"
 	"github.com/genway/genway/shared/transport/httpapi"
-	"github.com/genway/genway/shared/webhooks"
 )
 
 func main() {
@@ -30,7 +30,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	hooks := &webhooks.Service{Store: b.Store, Log: b.Log} // secrets only: it sends nothing
+	hooks := app.Webhooks(b.Config, b.Store, nil, nil, nil, b.Log) // secrets only: it sends nothing
 	h := b.API(
 		httpapi.Route{Method: "GET", Pattern: "/v1/credits", Handler: httpapi.GetCredits(b.Store, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/generations/{id}", Handler: httpapi.GetGeneration(b.Store, b.Log)},

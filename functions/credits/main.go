@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/aws/lambdaevents"
-	"github.com/genway/genway/shared/credits"
 )
 
 func main() {
@@ -35,12 +35,6 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	apply := func(ctx context.Context, c credits.Change) error {
-		if err := credits.Apply(ctx, b.Store, c); err != nil {
-			return err
-		}
-		return hooks.Changed(ctx, c)
-	}
-	lambda.StartWithOptions(lambdaevents.Changes(dynamostore.ChangeFromImages, apply, b.Log), lambda.WithContext(ctx))
+	lambda.StartWithOptions(lambdaevents.Changes(dynamostore.ChangeFromImages, app.Settle(b.Store, hooks), b.Log), lambda.WithContext(ctx))
 	return nil
 }

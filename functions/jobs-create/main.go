@@ -60,11 +60,10 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// DELETE /v1/videos/{id} settles the job as the credits stream does
 	// (Credits), removes its output (Media) and marks it deleted
 	// (Deletes): see jobs.Service.Delete.
+	// webhook_url is checked here (CheckWebhookURL); the credits
+	// function queues the delivery when the job ends.
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(b.Config.Providers), Balances: b.Store,
-		Providers: providers.Providers(), Credits: b.Store, Deletes: b.Store, Retention: b.Retention}
-	// webhook_url is checked here; the credits function queues the
-	// delivery when the job ends.
-	svc.CheckWebhookURL = app.WebhookURLCheck(b.Config)
+		Providers: providers.Providers(), Credits: b.Store, Deletes: b.Store, Retention: b.Retention, CheckWebhookURL: app.WebhookURLCheck(b.Config)}
 	h := b.API(
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: httpapi.CancelJob(svc, b.Log)},

@@ -18,11 +18,10 @@ import (
 
 	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/app"
+	"github.com/genway/genway/shared/app/vendors"
 	"github.com/genway/genway/shared/aws/lambdahttp"
-	"github.com/genway/genway/shared/images"
 	"github.com/genway/genway/shared/providers/upstreams"
-	"github.com/genway/genway/shared/route"
-	"github.com/genway/genway/shared/speech"
 	"github.com/genway/genway/shared/transport/httpapi"
 )
 
@@ -57,9 +56,9 @@ func run(ctx context.Context, getenv func(string) string) error {
 	}
 	// The router's breakers and key rests are this container's
 	// (GENWAY_ROUTE_* tune its policy).
-	router := route.New(b.Config.Route, b.Log)
-	imgs := &images.Service{Catalog: cat, Providers: imageProviders.Providers(), Router: router, Credits: b.Store, Records: b.Store, Media: b.Media(), Log: b.Log}
-	voices := &speech.Service{Catalog: cat, Providers: speechProviders.Providers(), Router: router, Credits: b.Store, Records: b.Store, Log: b.Log}
+	router := app.Router(b.Config, b.Log)
+	imgs := vendors.Images(b.Config, imageProviders.Providers(), router, b.Store, b.Media(), b.Log)
+	voices := vendors.Speech(b.Config, speechProviders.Providers(), router, b.Store, b.Log)
 	// An image answer is kept alive with spaces before its JSON, so that
 	// API Gateway does not cut a vendor that takes a minute
 	// (GENWAY_IMAGES_KEEPALIVE, default 10 s).

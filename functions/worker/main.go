@@ -12,10 +12,9 @@ import (
 
 	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdaevents"
-	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/providers/upstreams"
-	"github.com/genway/genway/shared/route"
 )
 
 // WorkerTimeout is the function's Timeout in template.yaml (a test checks
@@ -54,8 +53,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// router's key rests and breakers are this container's.
 	// Lease: the function's timeout (template.yaml), so that an SQS duplicate
 	// never starts a job that a live invocation is still starting.
-	w := &jobs.Worker{Store: b.Store, Queue: queue, Media: b.Media(), Providers: providers.Providers(), Catalog: cat, Log: b.Log,
-		Lease: WorkerTimeout, PollInterval: b.Config.MediaPoll, Router: route.New(b.Config.Route, b.Log)}
+	w := app.Worker(b.Config, b.Store, queue, b.Media(), providers.Providers(), app.Router(b.Config, b.Log), WorkerTimeout, b.Log)
 	lambda.StartWithOptions(lambdaevents.SQS(w.Process, b.Log), lambda.WithContext(ctx))
 	return nil
 }

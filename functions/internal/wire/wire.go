@@ -18,14 +18,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/genway/genway/shared/app"
-	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/aws/awsenv"
 	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/aws/s3media"
 	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/jobs"
-	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/transport/httpapi"
 	"github.com/genway/genway/shared/webhooks"
 )
@@ -110,8 +108,7 @@ func (b *Base) Webhooks(ctx context.Context, render func(context.Context, *jobs.
 	if err != nil {
 		return nil, err
 	}
-	return &webhooks.Service{Store: b.Store, Jobs: b.Store, Queue: sqsqueue.New(c, url), Render: render,
-		AllowPrivate: b.Config.WebhookAllowPrivate, Log: b.Log}, nil
+	return app.Webhooks(b.Config, b.Store, b.Store, sqsqueue.New(c, url), render, b.Log), nil
 }
 
 // Media returns the S3 adapter for job outputs.
@@ -127,8 +124,8 @@ func (b *Base) Media() *s3media.Media {
 // Lambda instance serves one request at a time, whose body is already in
 // its event (docs/aws.md).
 func (b *Base) API(routes ...httpapi.Route) http.Handler {
-	authn := auth.NewAuthenticator(b.Store, b.Config.AuthCacheTTL)
-	limits := ratelimit.New(b.Store, b.Store, b.Config.RateLimit)
+	authn := app.Authenticator(b.Config, b.Store)
+	limits := app.Limiter(b.Config, b.Store, b.Store)
 	for i := range routes {
 		routes[i].Handler = httpapi.Authenticated(authn, limits, b.Log, routes[i].Handler)
 	}

@@ -1,4 +1,4 @@
-package main
+package localserver
 
 import (
 	"bufio"
@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 )
+
+// guardWait bounds the waits of these tests; reaching it is a failure.
+const guardWait = 30 * time.Second
 
 // gateHarness is a connGate on a loopback listener, its Accept run by a
 // goroutine that hands each connection to the test, and a clock the test

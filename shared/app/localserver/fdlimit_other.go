@@ -1,6 +1,6 @@
 //go:build !unix
 
-package main
+package localserver
 
 // fdLimit returns the process's limit on open files: 0, unknown on this
 // system.
