@@ -401,8 +401,7 @@ func loadPolicy(getenv func(string) string, p *route.Policy) []error {
 		errs = append(errs, fmt.Errorf("GENWAY_ROUTE_BREAKERS=%q: want on or off", v))
 	}
 	if v := getenv("GENWAY_ROUTE_RETRIES"); v != "" {
-		var n int
-		if _, err := fmt.Sscan(v, &n); err != nil || n < 0 || n > 10 {
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 0 || n > 10 {
 			errs = append(errs, fmt.Errorf("GENWAY_ROUTE_RETRIES=%q: want a count from 0 to 10", v))
 		} else {
 			p.Retries = n

@@ -103,6 +103,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{map[string]string{"GENWAY_ROUTE_BREAKERS": "maybe"}, []string{"GENWAY_ROUTE_BREAKERS"}},
 		{map[string]string{"GENWAY_ROUTE_BUDGET": "soon"}, []string{"GENWAY_ROUTE_BUDGET"}},
 		{map[string]string{"GENWAY_ROUTE_RETRIES": "-1"}, []string{"GENWAY_ROUTE_RETRIES"}},
+		{map[string]string{"GENWAY_ROUTE_RETRIES": "2.5"}, []string{"GENWAY_ROUTE_RETRIES"}},
+		{map[string]string{"GENWAY_ROUTE_RETRIES": "3 retries"}, []string{"GENWAY_ROUTE_RETRIES"}},
 		{map[string]string{"GENWAY_ROUTE_FIRST_TOKEN": "0s"}, []string{"GENWAY_ROUTE_FIRST_TOKEN"}},
 		{map[string]string{"GENWAY_RATE_LIMIT": "0"}, []string{"GENWAY_RATE_LIMIT must be requests per minute per key"}},
 		{map[string]string{"GENWAY_SWEEP_AFTER": "soon"}, []string{"GENWAY_SWEEP_AFTER"}},
