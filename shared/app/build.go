@@ -5,7 +5,10 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/genway/genway/shared/auth"
+	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/ratelimit"
@@ -17,6 +20,20 @@ import (
 // and the Lambda functions both run, from the Config and the adapters the
 // caller opened: one definition each, so that the two cannot drift. The
 // builders of the parts that call vendors are in app/vendors.
+
+// DynamoStore returns the DynamoDB store of c's tables (Names) over
+// client, with the records' retention (GENWAY_RECORD_DAYS) and a final
+// job's (GENWAY_JOB_RETENTION_DAYS): the store of the functions and of the
+// AWS-backed `genway serve`.
+func DynamoStore(c Config, client *dynamodb.Client) *dynamostore.Store {
+	s := dynamostore.New(client, c.Names.JobsTable, c.Names.AccountsTable)
+	s.RecordsTable = c.Names.RecordsTable
+	s.RecordRetention = c.RecordRetention
+	if c.JobRetention != dynamostore.DefaultJobRetention {
+		s.JobRetention = c.JobRetention
+	}
+	return s
+}
 
 // Authenticator returns the API keys' authenticator on s, with its
 // per-process cache of resolved keys kept for c.AuthCacheTTL.

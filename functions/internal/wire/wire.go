@@ -56,12 +56,7 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 		return nil, err
 	}
 	names := conf.Names
-	store := dynamostore.New(dynamodb.NewFromConfig(cfg), names.JobsTable, names.AccountsTable)
-	store.RecordsTable = names.RecordsTable
-	store.RecordRetention = conf.RecordRetention
-	if conf.JobRetention != dynamostore.DefaultJobRetention {
-		store.JobRetention = conf.JobRetention
-	}
+	store := app.DynamoStore(conf, dynamodb.NewFromConfig(cfg))
 	return &Base{
 		getenv:    getenv,
 		Config:    conf,

@@ -120,9 +120,7 @@ func openAWS(ctx context.Context, conf app.Config, log *slog.Logger, events Even
 	}
 	s3Client := s3media.NewClient(cfg)
 	b.media = s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket)
-	b.store = dynamostore.New(b.ddb, names.JobsTable, names.AccountsTable)
-	b.store.RecordsTable = names.RecordsTable
-	b.store.RecordRetention = conf.RecordRetention
+	b.store = app.DynamoStore(conf, b.ddb)
 	b.jobsQueue = &lazyQueue{resolve: func(ctx context.Context) (*sqsqueue.Queue, error) {
 		url, err := names.QueueURL(ctx, b.sqs)
 		if err != nil {
