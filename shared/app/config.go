@@ -161,193 +161,105 @@ const (
 	secretsTTL      = 5 * time.Minute
 )
 
-// vertexVars are the variables of Vertex.
-var vertexVars = []string{"GOOGLE_VERTEX_PROJECT", "GOOGLE_VERTEX_REGION", "GOOGLE_VERTEX_STORAGE_URI"}
-
 // LoadConfig reads the configuration of mode through getenv: each
 // variable once, an unset (empty) one keeping DefaultConfig's value. Every
-// bad value is an error naming its variable; they are returned together
-// (errors.Join). The catalog and the vendors' variables it names are read
-// by LoadCatalog, for the processes that use them.
+// bad value is an error naming its variable, saying what it must be and
+// quoting it; they are returned together (errors.Join). The catalog and
+// the vendors' variables it names are read by LoadCatalog, for the
+// processes that use them.
 func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c := DefaultConfig(mode)
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	str := func(name string, dst *string) {
-		if v := getenv(name); v != "" {
-			*dst = v
-		}
-	}
-	// positive reads a positive Go duration; hint is the message's example.
-	positive := func(name, hint string, dst *time.Duration) {
-		if v := getenv(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				bad("%s must be a positive duration such as %s, got %q", name, hint, v)
-				return
-			}
-			*dst = d
-		}
-	}
 
-	str("GENWAY_ADDR", &c.Addr)
-	str("GENWAY_DATA_DIR", &c.DataDir)
-	str("GENWAY_PUBLIC_URL", &c.PublicURL)
-	str("GENWAY_DEV_KEY", &c.DevKey)
-	if c.DevKey != "" && !auth.ValidKey(c.DevKey) {
-		bad("GENWAY_DEV_KEY must be %s followed by at least 32 letters and digits", auth.Prefix)
-	}
-	if v := getenv("GENWAY_DEV_CREDITS"); v != "" {
-		n, err := credits.ParseAmount(v)
-		if err != nil || n < 0 {
-			bad("GENWAY_DEV_CREDITS must be a non-negative number of credits (to 6 decimal places), got %q", v)
-		} else {
-			c.DevCredits = n
-		}
-	}
-	if v := getenv("GENWAY_WORKERS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 64 {
-			bad("GENWAY_WORKERS must be 1-64, got %q", v)
-		} else {
-			c.Workers = n
-		}
-	}
-	positive("GENWAY_MEDIA_RETENTION", "720h", &c.MediaRetention)
-	positive("GENWAY_IDLE_TIMEOUT", "30s", &c.IdleTimeout)
-	for _, v := range []struct {
+	// The variables taken as they are.
+	for _, s := range [...]struct {
 		name string
-		dst  *int
-	}{{"GENWAY_MAX_CONNS", &c.MaxConns}, {"GENWAY_MAX_CONNS_PER_ADDR", &c.MaxConnsPerAddr}} {
-		if s := getenv(v.name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				bad("%s must be a positive integer, got %q", v.name, s)
-			} else {
-				*v.dst = n
-			}
+		dst  *string
+	}{
+		{"GENWAY_ADDR", &c.Addr}, {"GENWAY_DATA_DIR", &c.DataDir}, {"GENWAY_PUBLIC_URL", &c.PublicURL},
+		{"GENWAY_DEV_KEY", &c.DevKey}, {"GENWAY_ADMIN_TOKEN", &c.AdminToken}, {"GENWAY_URL", &c.URL},
+		{"GENWAY_API_KEY", &c.APIKey}, {"GENWAY_CATALOG", &c.CatalogPath},
+		{"AWS_REGION", &c.AWS.Region}, {"AWS_ENDPOINT_URL", &c.AWS.Endpoint}, {"AWS_ENDPOINT_URL_DYNAMODB", &c.AWS.EndpointDynamoDB},
+		{awsenv.EnvJobsTable, &c.Names.JobsTable}, {awsenv.EnvAccountsTable, &c.Names.AccountsTable},
+		{awsenv.EnvRecordsTable, &c.Names.RecordsTable}, {awsenv.EnvJobsQueue, &c.Names.JobsQueue},
+		{awsenv.EnvJobsQueueURL, &c.Names.JobsQueueURL}, {awsenv.EnvJobsDLQ, &c.Names.JobsDLQ},
+		{awsenv.EnvMediaBucket, &c.Names.MediaBucket}, {awsenv.EnvWebhooksQueue, &c.Names.WebhooksQueue},
+		{awsenv.EnvWebhooksQueueURL, &c.Names.WebhooksQueueURL}, {awsenv.EnvWebhooksDLQ, &c.Names.WebhooksDLQ},
+		{"GENWAY_ADMIN_TOKEN_PARAMETER", &c.AdminTokenParameter}, {"GENWAY_CONSOLE_SECRET_PARAMETER", &c.ConsoleSecretParameter},
+		{"GOOGLE_VERTEX_PROJECT", &c.Vertex.Project}, {"GOOGLE_VERTEX_REGION", &c.Vertex.Region},
+		{"GOOGLE_VERTEX_STORAGE_URI", &c.Vertex.StorageURI},
+	} {
+		if v := getenv(s.name); v != "" {
+			*s.dst = v
 		}
 	}
-	if v := getenv("GENWAY_TEST_CLOCK_OFFSET"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			bad("GENWAY_TEST_CLOCK_OFFSET (tests only) must be a duration such as 744h, got %q", v)
-		} else {
-			c.ClockOffset = d
-		}
+	if c.DevKey != "" && !auth.ValidKey(c.DevKey) {
+		// The key is a secret: the error does not quote it.
+		errs = append(errs, errors.New("GENWAY_DEV_KEY must be "+auth.Prefix+" followed by at least 32 letters and digits"))
 	}
-	positive("GENWAY_USAGE_FLUSH", "1s or 500ms", &c.UsageFlush)
-	switch v := getenv("GENWAY_BACKEND"); v {
-	case "", "embedded", "aws":
-		str("GENWAY_BACKEND", &c.Backend)
-	default:
-		bad("GENWAY_BACKEND must be embedded or aws, got %q", v)
-	}
-	str("GENWAY_ADMIN_TOKEN", &c.AdminToken)
-	str("GENWAY_URL", &c.URL)
-	str("GENWAY_API_KEY", &c.APIKey)
 
-	str("GENWAY_CATALOG", &c.CatalogPath)
+	// The variables parsed into numbers and durations: one row each.
+	const most = math.MaxInt64
+	settings := [...]setting{
+		{"GENWAY_DEV_CREDITS", amount, 0, 0, most, "a non-negative number of credits (to 6 decimal places)", &c.DevCredits},
+		{"GENWAY_WORKERS", integer, 0, 1, 64, "1-64", &c.Workers},
+		{"GENWAY_MEDIA_RETENTION", positive, 0, 0, 0, "a positive duration such as 720h", &c.MediaRetention},
+		{"GENWAY_IDLE_TIMEOUT", positive, 0, 0, 0, "a positive duration such as 30s", &c.IdleTimeout},
+		{"GENWAY_MAX_CONNS", integer, 0, 1, most, "a positive integer", &c.MaxConns},
+		{"GENWAY_MAX_CONNS_PER_ADDR", integer, 0, 1, most, "a positive integer", &c.MaxConnsPerAddr},
+		{"GENWAY_TEST_CLOCK_OFFSET", duration, 0, 0, 0, "a duration such as 744h (tests only)", &c.ClockOffset},
+		{"GENWAY_USAGE_FLUSH", positive, 0, 0, 0, "a positive duration such as 1s or 500ms", &c.UsageFlush},
+		{"GENWAY_RATE_LIMIT", integer, orNone, 1, most, "requests per minute per key (or -1 for none)", &c.RateLimit},
+		{"GENWAY_MAX_IN_FLIGHT_PER_KEY", integer, orNone, 1, most, "a number of requests in progress at once (or -1 for none)", &c.InFlightPerKey},
+		{"GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT", integer, orNone, 1, most, "a number of requests in progress at once (or -1 for none)", &c.InFlightPerAccount},
+		// maxBodyWords states httpapi.MaxBodyBytes (a test checks it).
+		{"GENWAY_MAX_TEXT_BODY", size, 0, 1, httpapi.MaxBodyBytes, "a size from 1 byte to " + maxBodyWords + ", such as 2MiB", &c.MaxTextBody},
+		{"GENWAY_BODY_MEMORY", size, orNone, 1, most, "a size such as 256MiB (or -1 for no bound)", &c.BodyMemory},
+		{"GENWAY_RECORD_DAYS", days, 0, 1, 3650, "a whole number of days from 1 to 3650", &c.RecordRetention},
+		{"GENWAY_MEDIA_POLL", positive, 0, 0, 0, "a positive duration such as 10s", &c.MediaPoll},
+		{"GENWAY_SWEEP_AFTER", positive, 0, 0, 0, "a positive duration such as 2m", &c.SweepAfter},
+		// GENWAY_ROUTE_RETRIES=0 is none: route.Policy's -1.
+		{"GENWAY_ROUTE_RETRIES", integer, trim | zeroNone, 0, 10, "a count from 0 to 10", &c.Route.Retries},
+		{"GENWAY_ROUTE_BUDGET", positive, 0, 0, 0, "a positive Go duration such as 30s", &c.Route.Budget},
+		{"GENWAY_ROUTE_BACKOFF", positive, 0, 0, 0, "a positive Go duration such as 30s", &c.Route.Backoff},
+		{"GENWAY_ROUTE_FIRST_TOKEN", positive, 0, 0, 0, "a positive Go duration such as 30s", &c.Route.FirstToken},
+		{"GENWAY_ROUTE_MAX_WAIT", positive, 0, 0, 0, "a positive Go duration such as 30s", &c.Route.MaxWait},
+		{"GENWAY_ROUTE_BREAKER_OPEN", positive, 0, 0, 0, "a positive Go duration such as 30s", &c.Route.BreakerOpen},
+		{"GENWAY_JOB_RETENTION_DAYS", days, 0, 1, most, "a positive number of days", &c.JobRetention},
+		{"GENWAY_RECONCILE_DAYS", integer, 0, 1, most, "a positive number of days", &c.ReconcileDays},
+		{"GENWAY_CHAT_KEEPALIVE", positive, 0, 0, 0, "a positive duration such as 10s", &c.ChatKeepAlive},
+		{"GENWAY_IMAGES_KEEPALIVE", positive, 0, 0, 0, "a positive duration such as 10s", &c.ImagesKeepAlive},
+	}
+	for i := range settings {
+		s := &settings[i]
+		if v := getenv(s.name); v != "" && !s.parse(v) {
+			errs = append(errs, &badValue{s.name, s.must, v})
+		}
+	}
+
+	// The variables of a few words.
+	switch v := getenv("GENWAY_BACKEND"); v {
+	case "":
+	case "embedded", "aws":
+		c.Backend = v
+	default:
+		errs = append(errs, &badValue{"GENWAY_BACKEND", "embedded or aws", v})
+	}
+	switch v := getenv("GENWAY_ROUTE_BREAKERS"); v {
+	case "", "on":
+	case "off":
+		c.Route.NoBreakers = true
+	default:
+		errs = append(errs, &badValue{"GENWAY_ROUTE_BREAKERS", "on or off", v})
+	}
 	pricing, err := catalog.ParsePricing(getenv("GENWAY_CREDIT_USD"), getenv("GENWAY_PRICE_MARKUP"))
 	if err != nil {
-		bad("GENWAY_CREDIT_USD / GENWAY_PRICE_MARKUP: %w", err)
+		errs = append(errs, fmt.Errorf("GENWAY_CREDIT_USD / GENWAY_PRICE_MARKUP: %w", err))
 	} else {
 		c.Pricing = pricing
 	}
-	if v := getenv("GENWAY_RATE_LIMIT"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n == 0 || n < -1 {
-			bad("GENWAY_RATE_LIMIT must be requests per minute per key (or -1 for none), got %q", v)
-		} else {
-			c.RateLimit = n
-		}
-	}
-	for _, v := range []struct {
-		name string
-		n    *int
-	}{{"GENWAY_MAX_IN_FLIGHT_PER_KEY", &c.InFlightPerKey}, {"GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT", &c.InFlightPerAccount}} {
-		if s := getenv(v.name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n == 0 || n < -1 {
-				bad("%s must be a number of requests in progress at once (or -1 for none), got %q", v.name, s)
-			} else {
-				*v.n = n
-			}
-		}
-	}
-	if v := getenv("GENWAY_MAX_TEXT_BODY"); v != "" {
-		n, ok := parseBytes(v)
-		if !ok || n < 1 || n > httpapi.MaxBodyBytes {
-			bad("GENWAY_MAX_TEXT_BODY must be a size from 1 byte to 6MiB (%d bytes), such as 2MiB, got %q", httpapi.MaxBodyBytes, v)
-		} else {
-			c.MaxTextBody = n
-		}
-	}
-	if v := getenv("GENWAY_BODY_MEMORY"); v != "" {
-		n, ok := parseBytes(v)
-		switch {
-		case v == "-1":
-			c.BodyMemory = -1
-		case !ok || n < 1:
-			bad("GENWAY_BODY_MEMORY must be a size such as 256MiB (or -1 for no bound), got %q", v)
-		default:
-			c.BodyMemory = n
-		}
-	}
-	if v := getenv("GENWAY_RECORD_DAYS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 3650 {
-			bad("GENWAY_RECORD_DAYS must be a whole number of days from 1 to 3650, got %q", v)
-		} else {
-			c.RecordRetention = time.Duration(n) * 24 * time.Hour
-		}
-	}
-	if d, err := jobs.ParsePollInterval(getenv("GENWAY_MEDIA_POLL")); err != nil {
-		bad("GENWAY_MEDIA_POLL: %w", err)
-	} else {
-		c.MediaPoll = d
-	}
-	if d, err := jobs.ParseSweepAfter(getenv("GENWAY_SWEEP_AFTER")); err != nil {
-		bad("GENWAY_SWEEP_AFTER: %w", err)
-	} else {
-		c.SweepAfter = d
-	}
-	errs = append(errs, loadPolicy(getenv, &c.Route)...)
 	c.WebhookAllowPrivate = getenv("GENWAY_WEBHOOK_ALLOW_PRIVATE") == "1"
 	c.MediaAllowPrivate = getenv("GENWAY_MEDIA_ALLOW_PRIVATE") == "1"
-
-	c.AWS = awsenv.Settings{Region: getenv("AWS_REGION"), Endpoint: getenv("AWS_ENDPOINT_URL"), EndpointDynamoDB: getenv("AWS_ENDPOINT_URL_DYNAMODB")}
-	str(awsenv.EnvJobsTable, &c.Names.JobsTable)
-	str(awsenv.EnvAccountsTable, &c.Names.AccountsTable)
-	str(awsenv.EnvRecordsTable, &c.Names.RecordsTable)
-	str(awsenv.EnvJobsQueue, &c.Names.JobsQueue)
-	str(awsenv.EnvJobsQueueURL, &c.Names.JobsQueueURL)
-	str(awsenv.EnvJobsDLQ, &c.Names.JobsDLQ)
-	str(awsenv.EnvMediaBucket, &c.Names.MediaBucket)
-	str(awsenv.EnvWebhooksQueue, &c.Names.WebhooksQueue)
-	str(awsenv.EnvWebhooksQueueURL, &c.Names.WebhooksQueueURL)
-	str(awsenv.EnvWebhooksDLQ, &c.Names.WebhooksDLQ)
-
-	if v := getenv("GENWAY_JOB_RETENTION_DAYS"); v != "" {
-		days, err := strconv.Atoi(v)
-		if err != nil || days <= 0 {
-			bad("GENWAY_JOB_RETENTION_DAYS must be a positive number of days, got %q", v)
-		} else {
-			c.JobRetention = time.Duration(days) * 24 * time.Hour
-		}
-	}
-	if v := getenv("GENWAY_RECONCILE_DAYS"); v != "" {
-		days, err := strconv.Atoi(v)
-		if err != nil || days < 1 {
-			bad("GENWAY_RECONCILE_DAYS must be a positive number of days, got %q", v)
-		} else {
-			c.ReconcileDays = days
-		}
-	}
-	positive("GENWAY_CHAT_KEEPALIVE", "10s", &c.ChatKeepAlive)
-	positive("GENWAY_IMAGES_KEEPALIVE", "10s", &c.ImagesKeepAlive)
-	str("GENWAY_ADMIN_TOKEN_PARAMETER", &c.AdminTokenParameter)
-	str("GENWAY_CONSOLE_SECRET_PARAMETER", &c.ConsoleSecretParameter)
 
 	// The providers: the switches, then the variables the catalog names.
 	for _, n := range strings.Split(getenv("GENWAY_CONFIGURED"), ",") {
@@ -358,8 +270,101 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 	c.Providers.NoSynthetic = getenv("GENWAY_SYNTHETIC") == "off"
 	c.Providers.Bedrock = getenv("GENWAY_BEDROCK") == "on"
 	c.Providers.NoNative = getenv("GENWAY_NATIVE") == "off"
-	c.Vertex = Vertex{Project: getenv(vertexVars[0]), Region: getenv(vertexVars[1]), StorageURI: getenv(vertexVars[2])}
 	return c, errors.Join(errs...)
+}
+
+// badValue is the error of a variable whose value LoadConfig cannot read:
+// one format for every variable, written once.
+type badValue struct {
+	name  string // the variable
+	must  string // what its value must be: "a positive duration such as 10s"
+	value string
+}
+
+func (e *badValue) Error() string {
+	return e.name + " must be " + e.must + ", got " + strconv.Quote(e.value)
+}
+
+// maxBodyWords is httpapi.MaxBodyBytes in words, for an error.
+const maxBodyWords = "6MiB (6291456 bytes)"
+
+// A setting is a row of LoadConfig's table: a variable, how its text is
+// read into the field dst points to, the bounds of its number, and what a
+// value must be (the words of its error).
+type setting struct {
+	name     string
+	kind     kind
+	opts     opts
+	min, max int64  // a number's bounds (integer, days, size)
+	must     string // "<name> must be <must>, got <value>"
+	dst      any    // *time.Duration, *int, *int64 or *credits.Amount, as kind says
+}
+
+// kind is how a setting's text is read.
+type kind uint8
+
+const (
+	positive kind = iota // a Go duration above 0 (*time.Duration)
+	duration             // any Go duration (*time.Duration)
+	integer              // a whole number in min..max (*int)
+	days                 // a whole number of days in min..max (*time.Duration)
+	size                 // bytes, or KiB, MiB or GiB, in min..max (*int64)
+	amount               // a non-negative amount of credits (*credits.Amount)
+)
+
+// opts are a setting's exceptions to its kind.
+type opts uint8
+
+const (
+	orNone   opts = 1 << iota // "-1" (no bound) is accepted besides min..max
+	trim                      // spaces around the number are ignored
+	zeroNone                  // 0 is stored as -1 (none)
+)
+
+// parse reads v into s.dst; it reports false, storing nothing, if v is
+// not a value of s.
+func (s *setting) parse(v string) bool {
+	switch s.kind {
+	case positive, duration:
+		d, err := time.ParseDuration(v)
+		if err != nil || (d <= 0 && s.kind == positive) {
+			return false
+		}
+		*s.dst.(*time.Duration) = d
+	case amount:
+		n, err := credits.ParseAmount(v)
+		if err != nil || n < 0 {
+			return false
+		}
+		*s.dst.(*credits.Amount) = n
+	case size:
+		if s.opts&orNone != 0 && v == "-1" {
+			*s.dst.(*int64) = -1
+			return true
+		}
+		n, ok := parseBytes(v)
+		if !ok || n < s.min || n > s.max {
+			return false
+		}
+		*s.dst.(*int64) = n
+	default: // integer, days
+		if s.opts&trim != 0 {
+			v = strings.TrimSpace(v)
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || (int64(n) < s.min || int64(n) > s.max) && !(n == -1 && s.opts&orNone != 0) {
+			return false
+		}
+		switch {
+		case s.kind == days:
+			*s.dst.(*time.Duration) = time.Duration(n) * 24 * time.Hour
+		case n == 0 && s.opts&zeroNone != 0:
+			*s.dst.(*int) = -1
+		default:
+			*s.dst.(*int) = n
+		}
+	}
+	return true
 }
 
 // LoadCatalog loads the catalog c names (CatalogPath, priced with
@@ -384,52 +389,6 @@ func LoadCatalog(c *Config, getenv func(string) string) error {
 		}
 	}
 	return nil
-}
-
-// loadPolicy applies the GENWAY_ROUTE_* variables of getenv to p:
-// GENWAY_ROUTE_RETRIES (a count; 0 for none), GENWAY_ROUTE_BUDGET,
-// GENWAY_ROUTE_FIRST_TOKEN, GENWAY_ROUTE_BACKOFF, GENWAY_ROUTE_MAX_WAIT and
-// GENWAY_ROUTE_BREAKER_OPEN (Go durations), and GENWAY_ROUTE_BREAKERS (on,
-// the default, or off). It returns an error per malformed value.
-func loadPolicy(getenv func(string) string, p *route.Policy) []error {
-	var errs []error
-	switch v := getenv("GENWAY_ROUTE_BREAKERS"); v {
-	case "", "on":
-	case "off":
-		p.NoBreakers = true
-	default:
-		errs = append(errs, fmt.Errorf("GENWAY_ROUTE_BREAKERS=%q: want on or off", v))
-	}
-	if v := getenv("GENWAY_ROUTE_RETRIES"); v != "" {
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err != nil || n < 0 || n > 10 {
-			errs = append(errs, fmt.Errorf("GENWAY_ROUTE_RETRIES=%q: want a count from 0 to 10", v))
-		} else {
-			p.Retries = n
-			if n == 0 {
-				p.Retries = -1
-			}
-		}
-	}
-	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{
-		{"GENWAY_ROUTE_BUDGET", &p.Budget},
-		{"GENWAY_ROUTE_BACKOFF", &p.Backoff},
-		{"GENWAY_ROUTE_FIRST_TOKEN", &p.FirstToken},
-		{"GENWAY_ROUTE_MAX_WAIT", &p.MaxWait},
-		{"GENWAY_ROUTE_BREAKER_OPEN", &p.BreakerOpen},
-	} {
-		if v := getenv(d.name); v != "" {
-			x, err := time.ParseDuration(v)
-			if err != nil || x <= 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a positive Go duration such as 30s", d.name, v))
-				continue
-			}
-			*d.dst = x
-		}
-	}
-	return errs
 }
 
 // parseBytes parses a count of bytes, optionally ending in KiB, MiB or

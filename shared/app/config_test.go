@@ -1,6 +1,7 @@
 package app
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,91 @@ func TestLoadConfigErrors(t *testing.T) {
 			if n := strings.Count(err.Error(), "\n") + 1; n != len(tt.wantErr) {
 				t.Errorf("LoadConfig(%v) = %d errors (%v); want %d", tt.env, n, err, len(tt.wantErr))
 			}
+		}
+	}
+}
+
+// TestLoadConfigBadValues: every variable LoadConfig parses, set to a
+// bad value, is an error of its own that names it, says what it must be
+// and quotes the value; all of them set at once are all reported.
+func TestLoadConfigBadValues(t *testing.T) {
+	tests := []struct{ name, value, must string }{
+		{"GENWAY_DEV_CREDITS", "-1", "a non-negative number of credits (to 6 decimal places)"},
+		{"GENWAY_WORKERS", "65", "1-64"},
+		{"GENWAY_MEDIA_RETENTION", "30d", "a positive duration such as 720h"},
+		{"GENWAY_IDLE_TIMEOUT", "0s", "a positive duration such as 30s"},
+		{"GENWAY_MAX_CONNS", "0", "a positive integer"},
+		{"GENWAY_MAX_CONNS_PER_ADDR", "-1", "a positive integer"},
+		{"GENWAY_TEST_CLOCK_OFFSET", "31d", "a duration such as 744h (tests only)"},
+		{"GENWAY_USAGE_FLUSH", "-1s", "a positive duration such as 1s or 500ms"},
+		{"GENWAY_RATE_LIMIT", "-2", "requests per minute per key (or -1 for none)"},
+		{"GENWAY_MAX_IN_FLIGHT_PER_KEY", "0", "a number of requests in progress at once (or -1 for none)"},
+		{"GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT", "1.5", "a number of requests in progress at once (or -1 for none)"},
+		{"GENWAY_MAX_TEXT_BODY", "6291457", "a size from 1 byte to 6MiB (" + strconv.Itoa(httpapi.MaxBodyBytes) + " bytes), such as 2MiB"},
+		{"GENWAY_BODY_MEMORY", "-01", "a size such as 256MiB (or -1 for no bound)"},
+		{"GENWAY_RECORD_DAYS", "3651", "a whole number of days from 1 to 3650"},
+		{"GENWAY_MEDIA_POLL", "10", "a positive duration such as 10s"},
+		{"GENWAY_SWEEP_AFTER", "0s", "a positive duration such as 2m"},
+		{"GENWAY_ROUTE_RETRIES", "11", "a count from 0 to 10"},
+		{"GENWAY_ROUTE_BUDGET", "-5s", "a positive Go duration such as 30s"},
+		{"GENWAY_ROUTE_BACKOFF", "soon", "a positive Go duration such as 30s"},
+		{"GENWAY_ROUTE_FIRST_TOKEN", "0", "a positive Go duration such as 30s"},
+		{"GENWAY_ROUTE_MAX_WAIT", "1 minute", "a positive Go duration such as 30s"},
+		{"GENWAY_ROUTE_BREAKER_OPEN", "0ms", "a positive Go duration such as 30s"},
+		{"GENWAY_ROUTE_BREAKERS", "no", "on or off"},
+		{"GENWAY_JOB_RETENTION_DAYS", "0", "a positive number of days"},
+		{"GENWAY_RECONCILE_DAYS", "7d", "a positive number of days"},
+		{"GENWAY_CHAT_KEEPALIVE", "0s", "a positive duration such as 10s"},
+		{"GENWAY_IMAGES_KEEPALIVE", "10", "a positive duration such as 10s"},
+		{"GENWAY_BACKEND", "cloud", "embedded or aws"},
+	}
+	all := map[string]string{}
+	for _, tt := range tests {
+		all[tt.name] = tt.value
+		want := tt.name + " must be " + tt.must + ", got " + strconv.Quote(tt.value)
+		_, err := LoadConfig(Serve, func(k string) string { return map[string]string{tt.name: tt.value}[k] })
+		if err == nil || err.Error() != want {
+			t.Errorf("LoadConfig(%s=%q) = %v; want %q", tt.name, tt.value, err, want)
+		}
+	}
+	_, err := LoadConfig(Lambda, func(k string) string { return all[k] })
+	if err == nil {
+		t.Fatalf("LoadConfig(every variable bad) = nil; want %d errors", len(tests))
+	}
+	if got := strings.Split(err.Error(), "\n"); len(got) != len(tests) {
+		t.Errorf("LoadConfig(every variable bad) = %d errors (%v); want %d", len(got), err, len(tests))
+	}
+}
+
+// TestLoadConfigEdges: the values at the edges of what a variable takes.
+func TestLoadConfigEdges(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		got  func(Config) any
+		want any
+	}{
+		{map[string]string{"GENWAY_ROUTE_RETRIES": " 3 "}, func(c Config) any { return c.Route.Retries }, 3},
+		{map[string]string{"GENWAY_ROUTE_RETRIES": "10"}, func(c Config) any { return c.Route.Retries }, 10},
+		{map[string]string{"GENWAY_RATE_LIMIT": "-01"}, func(c Config) any { return c.RateLimit }, -1},
+		{map[string]string{"GENWAY_WORKERS": "64"}, func(c Config) any { return c.Workers }, 64},
+		{map[string]string{"GENWAY_MAX_TEXT_BODY": "6MiB"}, func(c Config) any { return c.MaxTextBody }, int64(httpapi.MaxBodyBytes)},
+		{map[string]string{"GENWAY_TEST_CLOCK_OFFSET": "-744h"}, func(c Config) any { return c.ClockOffset }, -744 * time.Hour},
+		{map[string]string{"GENWAY_DEV_CREDITS": "0"}, func(c Config) any { return c.DevCredits }, credits.Amount(0)},
+		{map[string]string{"GENWAY_DEV_CREDITS": "2.5"}, func(c Config) any { return c.DevCredits }, 5 * credits.Credit / 2},
+		{map[string]string{"GENWAY_SWEEP_AFTER": "90s"}, func(c Config) any { return c.SweepAfter }, 90 * time.Second},
+		{map[string]string{"GENWAY_MEDIA_POLL": "500ms"}, func(c Config) any { return c.MediaPoll }, 500 * time.Millisecond},
+		{map[string]string{"GENWAY_RECONCILE_DAYS": "30"}, func(c Config) any { return c.ReconcileDays }, 30},
+		{map[string]string{"GENWAY_BACKEND": "aws"}, func(c Config) any { return c.Backend }, "aws"},
+		{map[string]string{"GENWAY_ROUTE_BREAKERS": "on"}, func(c Config) any { return c.Route.NoBreakers }, false},
+	}
+	for _, tt := range tests {
+		c, err := LoadConfig(Serve, func(k string) string { return tt.env[k] })
+		if err != nil {
+			t.Errorf("LoadConfig(%v) = %v", tt.env, err)
+			continue
+		}
+		if got := tt.got(c); got != tt.want {
+			t.Errorf("LoadConfig(%v): %v; want %v", tt.env, got, tt.want)
 		}
 	}
 }
