@@ -58,7 +58,10 @@ var (
 )
 
 // stateTable is the job's state table, in the order the docs show it.
-var stateTable = []Transition{tCreate, tStart, tHandle, tPoll, tRetry, tNext, tComplete, tFail, tCancel, tGiveUp}
+// Its rows are pointers so that the linker lays it out (a table of
+// values would be copied at start-up, in every program that imports
+// jobs).
+var stateTable = [...]*Transition{&tCreate, &tStart, &tHandle, &tPoll, &tRetry, &tNext, &tComplete, &tFail, &tCancel, &tGiveUp}
 
 // CanTransition reports whether a job may move from one status to
 // another: whether a row of the state table does. Processing ->
