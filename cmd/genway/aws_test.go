@@ -94,7 +94,8 @@ func TestAWSBackend(t *testing.T) {
 		}
 		if i == 1 {
 			sqsClient := sqs.NewFromConfig(cfg)
-			url, err := app.DefaultConfig(app.Serve).Names.QueueURL(ctx, sqsClient)
+			names := app.DefaultConfig(app.Serve).Names
+			url, err := sqsqueue.LookupURL(ctx, sqsClient, names.JobsQueueURL, names.JobsQueue)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,9 @@ import (
 	"github.com/genway/genway/shared/admin"
 	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdahttp"
+	"github.com/genway/genway/shared/aws/s3media"
 	"github.com/genway/genway/shared/aws/secrets"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/transport/console"
 	"github.com/genway/genway/shared/transport/httpapi"
@@ -66,7 +68,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	}
 	op := &admin.Service{Store: b.Store, Jobs: b.Store, Log: b.Log}
 	configured := cat.ConfiguredFunc(b.Config.Providers)
-	queue, err := b.Queue(ctx)
+	queue, err := sqsqueue.Open(ctx, b.AWS, b.Names.JobsQueueURL, b.Names.JobsQueue)
 	if err != nil {
 		return err
 	}
@@ -75,14 +77,15 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// the vendor needs none (the API's cancel route, in jobs-create, has
 	// them). No chat providers either: this function is buffered, so the
 	// playground's chat is for genway serve; on AWS chat is the API's.
-	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: configured, Balances: b.Store,
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: s3media.Open(b.AWS, b.Names.MediaBucket), Catalog: cat, Log: b.Log, Configured: configured, Balances: b.Store,
 		CheckWebhookURL: app.WebhookURLCheck(b.Config)}
 	// Webhooks: account configs, the deliveries pages and resends (which
 	// queue on the webhooks queue); no delivery is sent from here.
-	hooks, err := b.Webhooks(ctx, nil)
+	hookQueue, err := sqsqueue.Open(ctx, b.AWS, b.Names.WebhooksQueueURL, b.Names.WebhooksQueue)
 	if err != nil {
 		return err
 	}
+	hooks := app.Webhooks(b.Config, b.Store, b.Store, hookQueue, nil, b.Log)
 	cons, err := console.New(console.Config{Operator: op, Verifier: verifier, SessionKeys: sessionKeys, Sessions: b.Store,
 		Catalog: cat, Configured: configured, Log: b.Log, JobService: svc, Webhooks: hooks})
 	if err != nil {

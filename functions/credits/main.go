@@ -16,6 +16,7 @@ import (
 	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/aws/lambdaevents"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 )
 
 func main() {
@@ -31,10 +32,13 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	hooks, err := b.Webhooks(ctx, nil)
+	// The webhooks service only queues deliveries here: the webhooks
+	// function sends them.
+	hookQueue, err := sqsqueue.Open(ctx, b.AWS, b.Names.WebhooksQueueURL, b.Names.WebhooksQueue)
 	if err != nil {
 		return err
 	}
+	hooks := app.Webhooks(b.Config, b.Store, b.Store, hookQueue, nil, b.Log)
 	lambda.StartWithOptions(lambdaevents.Changes(dynamostore.ChangeFromImages, app.Settle(b.Store, hooks), b.Log), lambda.WithContext(ctx))
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdahttp"
+	"github.com/genway/genway/shared/aws/s3media"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/transport/httpapi"
@@ -40,7 +42,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	queue, err := b.Queue(ctx)
+	queue, err := sqsqueue.Open(ctx, b.AWS, b.Names.JobsQueueURL, b.Names.JobsQueue)
 	if err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// (Deletes): see jobs.Service.Delete.
 	// webhook_url is checked here (CheckWebhookURL); the credits
 	// function queues the delivery when the job ends.
-	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: b.Media(), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(b.Config.Providers), Balances: b.Store,
+	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: s3media.Open(b.AWS, b.Names.MediaBucket), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(b.Config.Providers), Balances: b.Store,
 		Providers: providers.Providers(), Credits: b.Store, Deletes: b.Store, Retention: b.Retention, CheckWebhookURL: app.WebhookURLCheck(b.Config)}
 	h := b.API(
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/aws/lambdahttp"
+	"github.com/genway/genway/shared/aws/s3media"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/transport/httpapi"
 )
@@ -36,7 +37,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log, Retention: b.Retention}
+	svc := &jobs.Service{Store: b.Store, Media: s3media.Open(b.AWS, b.Names.MediaBucket), Catalog: cat, Log: b.Log, Retention: b.Retention}
 	h := b.API(
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: httpapi.GetJob(svc, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs", Handler: httpapi.ListJobs(svc, b.Log)},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/admin"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/jobs"
 )
 
@@ -36,7 +37,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	queue, err := b.Queue(ctx)
+	queue, err := sqsqueue.Open(ctx, b.AWS, b.Names.JobsQueueURL, b.Names.JobsQueue)
 	if err != nil {
 		return err
 	}

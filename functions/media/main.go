@@ -21,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/app/vendors"
 	"github.com/genway/genway/shared/aws/lambdahttp"
+	"github.com/genway/genway/shared/aws/s3media"
 	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/transport/httpapi"
 )
@@ -57,7 +58,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// The router's breakers and key rests are this container's
 	// (GENWAY_ROUTE_* tune its policy).
 	router := app.Router(b.Config, b.Log)
-	imgs := vendors.Images(b.Config, imageProviders.Providers(), router, b.Store, b.Media(), b.Log)
+	imgs := vendors.Images(b.Config, imageProviders.Providers(), router, b.Store, s3media.Open(b.AWS, b.Names.MediaBucket), b.Log)
 	voices := vendors.Speech(b.Config, speechProviders.Providers(), router, b.Store, b.Log)
 	// An image answer is kept alive with spaces before its JSON, so that
 	// API Gateway does not cut a vendor that takes a minute

@@ -15,7 +15,10 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/genway/genway/functions/internal/wire"
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdaevents"
+	"github.com/genway/genway/shared/aws/s3media"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/transport/httpapi"
 )
@@ -39,11 +42,12 @@ func run(ctx context.Context, getenv func(string) string) error {
 	}
 	// The event's data is the job as GET /v1/jobs/{id} shows it, with an
 	// output link presigned at each attempt.
-	svc := &jobs.Service{Store: b.Store, Media: b.Media(), Catalog: cat, Log: b.Log}
-	hooks, err := b.Webhooks(ctx, httpapi.JobObject(svc))
+	svc := &jobs.Service{Store: b.Store, Media: s3media.Open(b.AWS, b.Names.MediaBucket), Catalog: cat, Log: b.Log}
+	hookQueue, err := sqsqueue.Open(ctx, b.AWS, b.Names.WebhooksQueueURL, b.Names.WebhooksQueue)
 	if err != nil {
 		return err
 	}
+	hooks := app.Webhooks(b.Config, b.Store, b.Store, hookQueue, httpapi.JobObject(svc), b.Log)
 	lambda.StartWithOptions(lambdaevents.SQS(hooks.Process, b.Log), lambda.WithContext(ctx))
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdaevents"
+	"github.com/genway/genway/shared/aws/s3media"
+	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/providers/upstreams"
 )
 
@@ -39,7 +41,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
-	queue, err := b.Queue(ctx)
+	queue, err := sqsqueue.Open(ctx, b.AWS, b.Names.JobsQueueURL, b.Names.JobsQueue)
 	if err != nil {
 		return err
 	}
@@ -53,7 +55,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// router's key rests and breakers are this container's.
 	// Lease: the function's timeout (template.yaml), so that an SQS duplicate
 	// never starts a job that a live invocation is still starting.
-	w := app.Worker(b.Config, b.Store, queue, b.Media(), providers.Providers(), app.Router(b.Config, b.Log), WorkerTimeout, b.Log)
+	w := app.Worker(b.Config, b.Store, queue, s3media.Open(b.AWS, b.Names.MediaBucket), providers.Providers(), app.Router(b.Config, b.Log), WorkerTimeout, b.Log)
 	lambda.StartWithOptions(lambdaevents.SQS(w.Process, b.Log), lambda.WithContext(ctx))
 	return nil
 }

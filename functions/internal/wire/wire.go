@@ -1,9 +1,10 @@
-// Package wire builds what only the deployed functions share, once per
+// Package wire builds what every deployed function shares, once per
 // container, from the configuration package app reads: the JSON logger,
-// the AWS config, the DynamoDB store, the S3 media adapter, and for the
-// API functions the
+// the AWS config, the DynamoDB store, and for the API functions the
 // authentication and rate limiting in front of their routes. The domain
-// and adapters never import it.
+// and adapters never import it. The queues and the media bucket are
+// opened by the functions that use them (sqsqueue.Open, s3media.Open),
+// so that the others do not link the SQS and S3 clients.
 package wire
 
 import (
@@ -15,17 +16,12 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/awsenv"
 	"github.com/genway/genway/shared/aws/dynamostore"
-	"github.com/genway/genway/shared/aws/s3media"
-	"github.com/genway/genway/shared/aws/sqsqueue"
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/transport/httpapi"
-	"github.com/genway/genway/shared/webhooks"
 )
 
 // Base is what every function starts from.
@@ -80,35 +76,6 @@ func Catalog(b *Base) (*catalog.Catalog, error) {
 		}
 	}
 	return b.Config.Catalog, nil
-}
-
-// Queue returns the jobs queue (its URL from the environment, or looked up
-// by name).
-func (b *Base) Queue(ctx context.Context) (*sqsqueue.Queue, error) {
-	c := sqs.NewFromConfig(b.AWS)
-	url, err := b.Names.QueueURL(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return sqsqueue.New(c, url), nil
-}
-
-// Webhooks returns the webhooks service on the store and the webhooks
-// queue (GENWAY_WEBHOOKS_QUEUE_URL, else looked up by name), with
-// GENWAY_WEBHOOK_ALLOW_PRIVATE; render makes an event's data (nil where
-// this function sends no delivery).
-func (b *Base) Webhooks(ctx context.Context, render func(context.Context, *jobs.Job) (any, error)) (*webhooks.Service, error) {
-	c := sqs.NewFromConfig(b.AWS)
-	url, err := b.Names.WebhooksQueueURLOf(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	return app.Webhooks(b.Config, b.Store, b.Store, sqsqueue.New(c, url), render, b.Log), nil
-}
-
-// Media returns the S3 adapter for job outputs.
-func (b *Base) Media() *s3media.Media {
-	return s3media.New(s3media.NewClient(b.AWS), nil, b.Names.MediaBucket)
 }
 
 // API mounts routes on one mux, each behind key authentication (with the

@@ -122,14 +122,14 @@ func openAWS(ctx context.Context, conf app.Config, log *slog.Logger, events Even
 	b.media = s3media.New(s3Client, s3.NewPresignClient(s3Client), names.MediaBucket)
 	b.store = app.DynamoStore(conf, b.ddb)
 	b.jobsQueue = &lazyQueue{resolve: func(ctx context.Context) (*sqsqueue.Queue, error) {
-		url, err := names.QueueURL(ctx, b.sqs)
+		url, err := sqsqueue.LookupURL(ctx, b.sqs, names.JobsQueueURL, names.JobsQueue)
 		if err != nil {
 			return nil, err
 		}
 		return b.newQueue(url), nil
 	}}
 	b.hookQueue = &lazyQueue{resolve: func(ctx context.Context) (*sqsqueue.Queue, error) {
-		url, err := names.WebhooksQueueURLOf(ctx, b.sqs)
+		url, err := sqsqueue.LookupURL(ctx, b.sqs, names.WebhooksQueueURL, names.WebhooksQueue)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,7 @@ func (b *awsBackend) consume(ctx context.Context, process func(context.Context, 
 	if b.events.SQS == nil {
 		return errors.New("no Lambda event source for the jobs queue (localserver.WithEvents)")
 	}
-	url, err := b.conf.Names.QueueURL(ctx, b.sqs)
+	url, err := sqsqueue.LookupURL(ctx, b.sqs, b.conf.Names.JobsQueueURL, b.conf.Names.JobsQueue)
 	if err != nil {
 		return fmt.Errorf("jobs queue (run genway aws init?): %w", err)
 	}

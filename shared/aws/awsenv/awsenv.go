@@ -17,7 +17,6 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 // The variables and their defaults.
@@ -51,7 +50,7 @@ type Names struct {
 	AccountsTable string
 	RecordsTable  string
 	JobsQueue     string // queue name
-	JobsQueueURL  string // if set, used as is (no GetQueueUrl)
+	JobsQueueURL  string // if set, used as is (no GetQueueUrl: sqsqueue.LookupURL)
 	JobsDLQ       string // dead-letter queue name
 	MediaBucket   string
 	// WebhooksQueue (its URL WebhooksQueueURL if set) carries webhook
@@ -68,35 +67,6 @@ type Settings struct {
 	Region           string
 	Endpoint         string // every client's (moto, LocalStack)
 	EndpointDynamoDB string // DynamoDB's, over Endpoint
-}
-
-// QueueURLGetter is the SQS call QueueURL needs; *sqs.Client implements it.
-type QueueURLGetter interface {
-	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
-}
-
-// QueueURL returns n.JobsQueueURL if set, else the URL of the queue named
-// n.JobsQueue (one GetQueueUrl call: do it once, at start-up).
-func (n Names) QueueURL(ctx context.Context, client QueueURLGetter) (string, error) {
-	return queueURL(ctx, client, n.JobsQueueURL, n.JobsQueue)
-}
-
-// WebhooksQueueURLOf returns n.WebhooksQueueURL if set, else the URL of the
-// queue named n.WebhooksQueue (one GetQueueUrl call).
-func (n Names) WebhooksQueueURLOf(ctx context.Context, client QueueURLGetter) (string, error) {
-	return queueURL(ctx, client, n.WebhooksQueueURL, n.WebhooksQueue)
-}
-
-// queueURL returns url if set, else the URL of the queue named name.
-func queueURL(ctx context.Context, client QueueURLGetter, url, name string) (string, error) {
-	if url != "" {
-		return url, nil
-	}
-	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
-	if err != nil {
-		return "", fmt.Errorf("get URL of queue %s: %w", name, err)
-	}
-	return aws.ToString(out.QueueUrl), nil
 }
 
 // LoadConfig returns the SDK's default configuration (environment, shared

@@ -31,7 +31,7 @@ func isolate(t *testing.T) {
 	}
 }
 
-func TestLoadConfigAndQueueURL(t *testing.T) {
+func TestLoadConfig(t *testing.T) {
 	isolate(t)
 	ctx := context.Background()
 	if _, err := LoadConfig(ctx, Settings{}); err == nil {
@@ -45,41 +45,9 @@ func TestLoadConfigAndQueueURL(t *testing.T) {
 	if cfg.Region != "eu-west-1" || aws.ToString(cfg.BaseEndpoint) != endpoint {
 		t.Errorf("LoadConfig = region %q endpoint %q; want eu-west-1, %s", cfg.Region, aws.ToString(cfg.BaseEndpoint), endpoint)
 	}
-	client := sqs.NewFromConfig(cfg)
-	created, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("genway-jobs")})
-	if err != nil {
-		t.Fatalf("CreateQueue = %v", err)
-	}
-	hooks, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String("genway-webhooks")})
-	if err != nil {
-		t.Fatalf("CreateQueue = %v", err)
-	}
-	tests := []struct {
-		name     string
-		webhooks bool // WebhooksQueueURLOf, not QueueURL
-		names    Names
-		want     string
-		ok       bool
-	}{
-		{"by name", false, Names{JobsQueue: DefaultJobsQueue}, aws.ToString(created.QueueUrl), true},
-		{"URL wins", false, Names{JobsQueueURL: "http://127.0.0.1:1/q", JobsQueue: "nope"}, "http://127.0.0.1:1/q", true},
-		{"unknown name", false, Names{JobsQueue: "nope"}, "", false},
-		{"webhooks by name", true, Names{WebhooksQueue: DefaultWebhooksQueue}, aws.ToString(hooks.QueueUrl), true},
-		{"webhooks URL wins", true, Names{WebhooksQueueURL: "http://127.0.0.1:1/w", WebhooksQueue: "nope"}, "http://127.0.0.1:1/w", true},
-		{"webhooks unknown name", true, Names{WebhooksQueue: "nope"}, "", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			names := tt.names
-			get := names.QueueURL
-			if tt.webhooks {
-				get = names.WebhooksQueueURLOf
-			}
-			got, err := get(ctx, client)
-			if got != tt.want || (err == nil) != tt.ok {
-				t.Errorf("queue URL (webhooks %v, %+v) = %q, %v; want %q, ok %v", tt.webhooks, tt.names, got, err, tt.want, tt.ok)
-			}
-		})
+	// The configuration reaches moto: a call with it succeeds.
+	if _, err := sqs.NewFromConfig(cfg).ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
+		t.Errorf("ListQueues with LoadConfig's configuration = %v", err)
 	}
 }
 

@@ -46,6 +46,11 @@ func New(client *s3.Client, presign *s3.PresignClient, bucket string) *Media {
 	return &Media{client: client, presign: presign, bucket: bucket}
 }
 
+// Open returns the Media on bucket with a client of cfg (NewClient).
+func Open(cfg aws.Config, bucket string) *Media {
+	return New(NewClient(cfg), nil, bucket)
+}
+
 // NewClient returns an S3 client for cfg. With a custom endpoint
 // (cfg.BaseEndpoint, e.g. AWS_ENDPOINT_URL pointing at moto or MinIO) it
 // addresses buckets by path, since "<bucket>.127.0.0.1" does not resolve.

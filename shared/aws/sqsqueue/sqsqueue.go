@@ -69,6 +69,36 @@ func New(api API, queueURL string) *Queue {
 	return &Queue{api: api, url: queueURL}
 }
 
+// Open returns the Queue at url on a client of cfg; if url is empty, the
+// queue named name, whose URL it looks up (LookupURL): do it once, at
+// start-up.
+func Open(ctx context.Context, cfg aws.Config, url, name string) (*Queue, error) {
+	client := sqs.NewFromConfig(cfg)
+	url, err := LookupURL(ctx, client, url, name)
+	if err != nil {
+		return nil, err
+	}
+	return New(client, url), nil
+}
+
+// URLGetter is the SQS call LookupURL needs; *sqs.Client implements it.
+type URLGetter interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
+}
+
+// LookupURL returns url if set, else the URL of the queue named name (one
+// GetQueueUrl call).
+func LookupURL(ctx context.Context, client URLGetter, url, name string) (string, error) {
+	if url != "" {
+		return url, nil
+	}
+	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", fmt.Errorf("get URL of queue %s: %w", name, err)
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
 // URL returns the queue's URL.
 func (q *Queue) URL() string { return q.url }
 

@@ -236,3 +236,43 @@ func TestQueue(t *testing.T) {
 		}
 	})
 }
+
+// TestLookupURL: a queue's URL when set wins, else its name is looked up
+// (an unknown name is an error); Open is the Queue at that URL.
+func TestLookupURL(t *testing.T) {
+	endpoint := mototest.Start(t)
+	cfg := mototest.Config(endpoint)
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	var urls []string
+	for _, name := range []string{"genway-jobs", "genway-webhooks"} {
+		out, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name)})
+		if err != nil {
+			t.Fatalf("CreateQueue(%s) = %v", name, err)
+		}
+		urls = append(urls, aws.ToString(out.QueueUrl))
+	}
+	tests := []struct {
+		name, url, queue string
+		want             string
+		ok               bool
+	}{
+		{"by name", "", "genway-jobs", urls[0], true},
+		{"URL wins", "http://127.0.0.1:1/q", "nope", "http://127.0.0.1:1/q", true},
+		{"unknown name", "", "nope", "", false},
+		{"webhooks by name", "", "genway-webhooks", urls[1], true},
+		{"webhooks URL wins", "http://127.0.0.1:1/w", "nope", "http://127.0.0.1:1/w", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := LookupURL(ctx, client, tt.url, tt.queue)
+			if got != tt.want || (err == nil) != tt.ok {
+				t.Errorf("LookupURL(%q, %q) = %q, %v; want %q, ok %v", tt.url, tt.queue, got, err, tt.want, tt.ok)
+			}
+			q, err := Open(ctx, cfg, tt.url, tt.queue)
+			if (err == nil) != tt.ok || (err == nil && q.URL() != tt.want) {
+				t.Errorf("Open(%q, %q) = %v, %v; want the queue at %q, ok %v", tt.url, tt.queue, q, err, tt.want, tt.ok)
+			}
+		})
+	}
+}
