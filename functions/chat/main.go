@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/genway/genway/functions/internal/api"
 	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/app"
@@ -57,7 +58,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// Gateway does not cut a silent reasoning model (GENWAY_CHAT_KEEPALIVE,
 	// default 10 s, the stream heartbeat's interval).
 	opt := httpapi.ChatKeepAlive(b.Config.ChatKeepAlive)
-	h := b.API(
+	h := api.Handler(b,
 		httpapi.Route{Method: "POST", Pattern: "/v1/chat/completions", Handler: httpapi.ChatCompletions(gw, b.Log, opt)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/responses", Handler: httpapi.Responses(gw, b.Log, opt)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/messages", Handler: httpapi.Messages(gw, b.Log, opt)},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/genway/genway/functions/internal/api"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/lambdahttp"
@@ -31,7 +32,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	hooks := app.Webhooks(b.Config, b.Store, nil, nil, nil, b.Log) // secrets only: it sends nothing
-	h := b.API(
+	h := api.Handler(b,
 		httpapi.Route{Method: "GET", Pattern: "/v1/credits", Handler: httpapi.GetCredits(b.Store, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/generations/{id}", Handler: httpapi.GetGeneration(b.Store, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/webhooks/secret", Handler: httpapi.GetWebhookSecret(hooks, b.Log)})

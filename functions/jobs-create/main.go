@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/genway/genway/functions/internal/api"
 	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/app"
@@ -66,7 +67,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// function queues the delivery when the job ends.
 	svc := &jobs.Service{Store: b.Store, Queue: queue, Media: s3media.Open(b.AWS, b.Names.MediaBucket), Catalog: cat, Log: b.Log, Configured: cat.ConfiguredFunc(b.Config.Providers), Balances: b.Store,
 		Providers: providers.Providers(), Credits: b.Store, Deletes: b.Store, Retention: b.Retention, CheckWebhookURL: app.WebhookURLCheck(b.Config)}
-	h := b.API(
+	h := api.Handler(b,
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs", Handler: httpapi.CreateJob(svc, b.Log)},
 		httpapi.Route{Method: "POST", Pattern: "/v1/jobs/{id}/cancel", Handler: httpapi.CancelJob(svc, b.Log)},
 		// OpenAI's Videos API over the same video jobs.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/genway/genway/functions/internal/api"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/aws/lambdahttp"
 	"github.com/genway/genway/shared/aws/s3media"
@@ -38,7 +39,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 		return err
 	}
 	svc := &jobs.Service{Store: b.Store, Media: s3media.Open(b.AWS, b.Names.MediaBucket), Catalog: cat, Log: b.Log, Retention: b.Retention}
-	h := b.API(
+	h := api.Handler(b,
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs/{id}", Handler: httpapi.GetJob(svc, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/jobs", Handler: httpapi.ListJobs(svc, b.Log)},
 		// OpenAI's Videos API: the same video jobs, read in its shape.

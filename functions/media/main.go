@@ -16,6 +16,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/genway/genway/functions/internal/api"
 	"github.com/genway/genway/functions/internal/keys"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/app"
@@ -64,7 +65,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// API Gateway does not cut a vendor that takes a minute
 	// (GENWAY_IMAGES_KEEPALIVE, default 10 s).
 	keepAlive := b.Config.ImagesKeepAlive
-	h := b.API(
+	h := api.Handler(b,
 		httpapi.Route{Method: "POST", Pattern: "/v1/images/generations", Handler: httpapi.GenerateImages(imgs, b.Log, httpapi.ImagesKeepAlive(keepAlive))},
 		httpapi.Route{Method: "POST", Pattern: "/v1/audio/speech", Handler: httpapi.Speech(voices, b.Log)})
 	lambda.StartWithOptions(lambdahttp.Stream(h), lambda.WithContext(ctx))

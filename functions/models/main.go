@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/genway/genway/functions/internal/api"
 	"github.com/genway/genway/functions/internal/wire"
 	"github.com/genway/genway/shared/aws/lambdahttp"
 	"github.com/genway/genway/shared/transport/httpapi"
@@ -34,7 +35,7 @@ func run(ctx context.Context, getenv func(string) string) error {
 	// This function reads no secret (it has no SSM client): it learns
 	// which vendors are configured from GENWAY_CONFIGURED, names only.
 	configured := cat.ConfiguredFunc(b.Config.Providers)
-	h := b.API(
+	h := api.Handler(b,
 		httpapi.Route{Method: "GET", Pattern: "/v1/models", Handler: httpapi.ListModels(cat, configured, b.Log)},
 		httpapi.Route{Method: "GET", Pattern: "/v1/models/{id...}", Handler: httpapi.GetModel(cat, configured, b.Log)})
 	lambda.StartWithOptions(lambdahttp.Proxy(h), lambda.WithContext(ctx))

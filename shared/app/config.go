@@ -17,7 +17,6 @@ import (
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/ratelimit"
 	"github.com/genway/genway/shared/route"
-	"github.com/genway/genway/shared/transport/httpapi"
 )
 
 // Mode is how the process runs: it chooses the defaults of the settings
@@ -125,14 +124,14 @@ func DefaultConfig(mode Mode) Config {
 		UsageFlush: chat.DefaultUsageFlush, MediaRetention: DefaultMediaRetention, IdleTimeout: DefaultIdleTimeout,
 		MaxConns: DefaultMaxConns, MaxConnsPerAddr: DefaultMaxConnsPerAddr, Backend: "embedded",
 		RateLimit: ratelimit.DefaultPerMinute, InFlightPerKey: ratelimit.DefaultInFlightPerKey, InFlightPerAccount: ratelimit.DefaultInFlightPerAccount,
-		MaxTextBody: httpapi.DefaultTextBodyBytes, BodyMemory: httpapi.DefaultBodyMemory, RecordRetention: credits.DefaultRecordRetention,
+		MaxTextBody: defaultTextBody, BodyMemory: defaultBodyMemory, RecordRetention: credits.DefaultRecordRetention,
 		MediaPoll: jobs.DefaultPollInterval, SweepAfter: jobs.DefaultSweepAfter, Route: route.DefaultPolicy,
 		Names: awsenv.Names{JobsTable: awsenv.DefaultJobsTable, AccountsTable: awsenv.DefaultAccountsTable, RecordsTable: awsenv.DefaultRecordsTable,
 			JobsQueue: awsenv.DefaultJobsQueue, JobsDLQ: awsenv.DefaultJobsDLQ, MediaBucket: awsenv.DefaultMediaBucket,
 			WebhooksQueue: awsenv.DefaultWebhooksQueue, WebhooksDLQ: awsenv.DefaultWebhooksDLQ},
 		AuthCacheTTL: 5 * time.Second, SecretsTTL: secretsTTL,
 		JobRetention: dynamostore.DefaultJobRetention, ReconcileDays: 7,
-		ChatKeepAlive: httpapi.DefaultChatHeartbeat, ImagesKeepAlive: httpapi.DefaultChatHeartbeat,
+		ChatKeepAlive: defaultHeartbeat, ImagesKeepAlive: defaultHeartbeat,
 	}
 	if mode == Lambda {
 		c.AuthCacheTTL = auth.DefaultCacheTTL
@@ -159,6 +158,19 @@ const DefaultMediaRetention = 30 * 24 * time.Hour
 const (
 	parameterSuffix = "_PARAMETER"
 	secretsTTL      = 5 * time.Minute
+)
+
+// The HTTP edge's bounds and heartbeat: httpapi.DefaultTextBodyBytes,
+// DefaultBodyMemory, MaxBodyBytes (maxBodyWords in words, for an error)
+// and DefaultChatHeartbeat (a test checks them), written here so that the
+// configuration does not link the HTTP edge into the functions that serve
+// no routes (credits, jobs-sweeper, worker).
+const (
+	defaultTextBody   = 2 << 20
+	defaultBodyMemory = 256 << 20
+	maxBody           = 6 << 20
+	maxBodyWords      = "6MiB (6291456 bytes)"
+	defaultHeartbeat  = 10 * time.Second
 )
 
 // LoadConfig reads the configuration of mode through getenv: each
@@ -212,8 +224,7 @@ func LoadConfig(mode Mode, getenv func(string) string) (Config, error) {
 		{"GENWAY_RATE_LIMIT", integer, orNone, 1, most, "requests per minute per key (or -1 for none)", &c.RateLimit},
 		{"GENWAY_MAX_IN_FLIGHT_PER_KEY", integer, orNone, 1, most, "a number of requests in progress at once (or -1 for none)", &c.InFlightPerKey},
 		{"GENWAY_MAX_IN_FLIGHT_PER_ACCOUNT", integer, orNone, 1, most, "a number of requests in progress at once (or -1 for none)", &c.InFlightPerAccount},
-		// maxBodyWords states httpapi.MaxBodyBytes (a test checks it).
-		{"GENWAY_MAX_TEXT_BODY", size, 0, 1, httpapi.MaxBodyBytes, "a size from 1 byte to " + maxBodyWords + ", such as 2MiB", &c.MaxTextBody},
+		{"GENWAY_MAX_TEXT_BODY", size, 0, 1, maxBody, "a size from 1 byte to " + maxBodyWords + ", such as 2MiB", &c.MaxTextBody},
 		{"GENWAY_BODY_MEMORY", size, orNone, 1, most, "a size such as 256MiB (or -1 for no bound)", &c.BodyMemory},
 		{"GENWAY_RECORD_DAYS", days, 0, 1, 3650, "a whole number of days from 1 to 3650", &c.RecordRetention},
 		{"GENWAY_MEDIA_POLL", positive, 0, 0, 0, "a positive duration such as 10s", &c.MediaPoll},
@@ -284,9 +295,6 @@ type badValue struct {
 func (e *badValue) Error() string {
 	return e.name + " must be " + e.must + ", got " + strconv.Quote(e.value)
 }
-
-// maxBodyWords is httpapi.MaxBodyBytes in words, for an error.
-const maxBodyWords = "6MiB (6291456 bytes)"
 
 // A setting is a row of LoadConfig's table: a variable, how its text is
 // read into the field dst points to, the bounds of its number, and what a

@@ -237,6 +237,20 @@ func TestSecretsConstants(t *testing.T) {
 	}
 }
 
+// TestHTTPConstants: the configuration's copies of package httpapi's
+// constants agree with them.
+func TestHTTPConstants(t *testing.T) {
+	if defaultTextBody != httpapi.DefaultTextBodyBytes || defaultBodyMemory != httpapi.DefaultBodyMemory || maxBody != httpapi.MaxBodyBytes ||
+		defaultHeartbeat != httpapi.DefaultChatHeartbeat {
+		t.Errorf("defaultTextBody, defaultBodyMemory, maxBody, defaultHeartbeat = %d, %d, %d, %v; want httpapi's %d, %d, %d, %v",
+			defaultTextBody, defaultBodyMemory, maxBody, defaultHeartbeat,
+			httpapi.DefaultTextBodyBytes, httpapi.DefaultBodyMemory, httpapi.MaxBodyBytes, httpapi.DefaultChatHeartbeat)
+	}
+	if want := "6MiB (" + strconv.Itoa(httpapi.MaxBodyBytes) + " bytes)"; maxBodyWords != want || maxBody != 6<<20 {
+		t.Errorf("maxBodyWords = %q; want %q", maxBodyWords, want)
+	}
+}
+
 // TestCatalogPricing: the catalog is loaded with the stack's credit value
 // and markup; a bad value is an error naming the variables.
 func TestCatalogPricing(t *testing.T) {

@@ -1,16 +1,16 @@
 // Package wire builds what every deployed function shares, once per
 // container, from the configuration package app reads: the JSON logger,
-// the AWS config, the DynamoDB store, and for the API functions the
-// authentication and rate limiting in front of their routes. The domain
-// and adapters never import it. The queues and the media bucket are
-// opened by the functions that use them (sqsqueue.Open, s3media.Open),
-// so that the others do not link the SQS and S3 clients.
+// the AWS config, the DynamoDB store, and the catalog for those that use
+// it. The domain and adapters never import it. What only some functions
+// use is built apart, so that the others do not link it: the queues and
+// the media bucket by the functions that use them (sqsqueue.Open,
+// s3media.Open), the API's routes by package api, the vendor keys'
+// rotation by package keys.
 package wire
 
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"os"
 	"time"
 
@@ -21,7 +21,6 @@ import (
 	"github.com/genway/genway/shared/aws/awsenv"
 	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/catalog"
-	"github.com/genway/genway/shared/transport/httpapi"
 )
 
 // Base is what every function starts from.
@@ -76,20 +75,4 @@ func Catalog(b *Base) (*catalog.Catalog, error) {
 		}
 	}
 	return b.Config.Catalog, nil
-}
-
-// API mounts routes on one mux, each behind key authentication (with the
-// per-container key cache) and the per-key rate limit (GENWAY_RATE_LIMIT
-// default, account overrides), with the body limit of a request without
-// images (GENWAY_MAX_TEXT_BODY), as `genway serve` mounts them. The bounds
-// on requests in progress and on the memory of bodies are not applied: a
-// Lambda instance serves one request at a time, whose body is already in
-// its event (docs/aws.md).
-func (b *Base) API(routes ...httpapi.Route) http.Handler {
-	authn := app.Authenticator(b.Config, b.Store)
-	limits := app.Limiter(b.Config, b.Store, b.Store)
-	for i := range routes {
-		routes[i].Handler = httpapi.Authenticated(authn, limits, b.Log, routes[i].Handler)
-	}
-	return httpapi.LimitBodies(httpapi.NewBodies(b.Config.MaxTextBody, 0), httpapi.NewMux(b.Log, routes...))
 }
