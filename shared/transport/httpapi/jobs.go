@@ -270,20 +270,35 @@ func CancelJob(svc *jobs.Service, log *slog.Logger) http.Handler {
 	})
 }
 
-// jobFields are the fields of a create request, each with where it goes.
-var jobFields = map[string]func(*jobs.CreateRequest) any{
-	"type":       func(r *jobs.CreateRequest) any { return &r.Type },
-	"model":      func(r *jobs.CreateRequest) any { return &r.Model },
-	"prompt":     func(r *jobs.CreateRequest) any { return &r.Prompt },
-	"duration":   func(r *jobs.CreateRequest) any { return &r.Duration },
-	"format":     func(r *jobs.CreateRequest) any { return &r.Format },
-	"mode":       func(r *jobs.CreateRequest) any { return &r.Mode },
-	"lyrics":     func(r *jobs.CreateRequest) any { return &r.Lyrics },
-	"category":   func(r *jobs.CreateRequest) any { return &r.Category },
-	"size":       func(r *jobs.CreateRequest) any { return &r.Size },
-	"resolution": func(r *jobs.CreateRequest) any { return &r.Resolution },
-	// Where to POST the job's end (see package webhooks).
-	"webhook_url": func(r *jobs.CreateRequest) any { return &r.WebhookURL },
+// jobField returns where field name of a create request goes in r, or
+// nil if a create request has no such field. (A switch, not a map: a
+// map would be built at start-up in every program that links httpapi.)
+func jobField(r *jobs.CreateRequest, name string) any {
+	switch name {
+	case "type":
+		return &r.Type
+	case "model":
+		return &r.Model
+	case "prompt":
+		return &r.Prompt
+	case "duration":
+		return &r.Duration
+	case "format":
+		return &r.Format
+	case "mode":
+		return &r.Mode
+	case "lyrics":
+		return &r.Lyrics
+	case "category":
+		return &r.Category
+	case "size":
+		return &r.Size
+	case "resolution":
+		return &r.Resolution
+	case "webhook_url": // where to POST the job's end (see package webhooks)
+		return &r.WebhookURL
+	}
+	return nil
 }
 
 // DecodeCreateJob decodes a POST /v1/jobs body. Unknown fields are refused
@@ -309,8 +324,8 @@ func DecodeCreateJob(body []byte) (*jobs.CreateRequest, error) {
 	req := &jobs.CreateRequest{}
 	for _, k := range names {
 		v := raw[k]
-		dst, ok := jobFields[k]
-		if !ok {
+		dst := jobField(req, k)
+		if dst == nil {
 			return nil, apierr.Invalidf(k, "unknown_parameter", "Unrecognized request argument: %s.", k)
 		}
 		if string(v) == "null" {
@@ -322,7 +337,7 @@ func DecodeCreateJob(body []byte) (*jobs.CreateRequest, error) {
 			}
 			continue
 		}
-		if err := json.Unmarshal(v, dst(req)); err != nil {
+		if err := json.Unmarshal(v, dst); err != nil {
 			return nil, apierr.Invalidf(k, "invalid_type", "%s must be a string.", k)
 		}
 	}

@@ -174,33 +174,31 @@ func (v *videoRequest) jobRequest() (*jobs.CreateRequest, error) {
 	return req, nil
 }
 
-// videoFields are the fields of POST /v1/videos; input_reference is
-// known and refused.
-var videoFields = map[string]func(*videoRequest) **string{
-	"model":   func(v *videoRequest) **string { return &v.Model },
-	"prompt":  func(v *videoRequest) **string { return &v.Prompt },
-	"seconds": func(v *videoRequest) **string { return &v.Seconds },
-	"size":    func(v *videoRequest) **string { return &v.Size },
-	// webhook_url is Genway's own (see package webhooks).
-	"webhook_url": func(v *videoRequest) **string { return &v.WebhookURL },
-}
-
 // errInputReference refuses OpenAI's input_reference (an image to start
 // the video from), whatever its form: a file, a URL or a file id.
 var errInputReference = apierr.Invalidf("input_reference", "unsupported_parameter",
 	"input_reference is not supported: the video models here generate from the prompt alone.")
 
-// videoField returns the setter of a request field name, or the error for a
-// field that is refused.
-func videoField(name string) (func(*videoRequest) **string, error) {
+// videoField returns field name of v (a field of POST /v1/videos), or
+// the error for a field that is unknown or refused (input_reference is
+// known and refused).
+func videoField(v *videoRequest, name string) (**string, error) {
+	switch name {
+	case "model":
+		return &v.Model, nil
+	case "prompt":
+		return &v.Prompt, nil
+	case "seconds":
+		return &v.Seconds, nil
+	case "size":
+		return &v.Size, nil
+	case "webhook_url": // Genway's own (see package webhooks)
+		return &v.WebhookURL, nil
+	}
 	if name == "input_reference" || strings.HasPrefix(name, "input_reference[") {
 		return nil, errInputReference
 	}
-	f, ok := videoFields[name]
-	if !ok {
-		return nil, apierr.Invalidf(name, "unknown_parameter", "Unrecognized request argument: %s.", name)
-	}
-	return f, nil
+	return nil, apierr.Invalidf(name, "unknown_parameter", "Unrecognized request argument: %s.", name)
 }
 
 // decodeCreateVideo decodes a POST /v1/videos body of media type
@@ -245,11 +243,10 @@ func decodeCreateVideo(contentType string, body []byte) (*videoRequest, error) {
 
 // setVideoField sets text field name of v to s, once.
 func setVideoField(v *videoRequest, name, s string) error {
-	f, err := videoField(name)
+	dst, err := videoField(v, name)
 	if err != nil {
 		return err
 	}
-	dst := f(v)
 	if *dst != nil {
 		return apierr.Invalidf(name, "invalid_value", "%s must be given once.", name)
 	}
@@ -279,7 +276,7 @@ func decodeVideoMultipart(boundary string, body []byte) (*videoRequest, error) {
 			return nil, apierr.Invalidf("", "invalid_body", "Every part of the multipart body needs a form-data name.")
 		}
 		if p.FileName() != "" {
-			if _, err := videoField(name); err != nil {
+			if _, err := videoField(v, name); err != nil {
 				return nil, err
 			}
 			return nil, apierr.Invalidf(name, "invalid_type", "%s must be a text field, not a file.", name)
@@ -307,7 +304,7 @@ func decodeVideoJSON(body []byte) (*videoRequest, error) {
 	}
 	v := &videoRequest{}
 	for _, k := range slices.Sorted(maps.Keys(raw)) {
-		f, err := videoField(k)
+		dst, err := videoField(v, k)
 		if err != nil {
 			return nil, err
 		}
@@ -323,7 +320,7 @@ func decodeVideoJSON(body []byte) (*videoRequest, error) {
 			}
 			s = strconv.Itoa(*n)
 		}
-		*f(v) = &s
+		*dst = &s
 	}
 	return v, nil
 }
