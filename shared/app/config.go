@@ -375,13 +375,13 @@ func (s *setting) parse(v string) bool {
 	return true
 }
 
-// LoadCatalog loads the catalog c names (CatalogPath, priced with
-// Pricing) into c.Catalog and reads, through getenv, the vendors'
-// variables it names (their keys and base URLs, and the SSM parameters
-// of the keys). Only the processes that serve models call it: the
-// others (the credits functions, the sweeper) need no catalog.
+// LoadCatalog loads the catalog c names (OpenCatalog) into c.Catalog and
+// reads, through getenv, the vendors' variables it names (their keys and
+// base URLs, and the SSM parameters of the keys). Only the processes that
+// serve models call it: the others (the credits functions, the sweeper)
+// need no catalog.
 func LoadCatalog(c *Config, getenv func(string) string) error {
-	cat, err := catalog.Load(c.CatalogPath, c.Pricing)
+	cat, err := OpenCatalog(c)
 	if err != nil {
 		return err
 	}
@@ -397,6 +397,14 @@ func LoadCatalog(c *Config, getenv func(string) string) error {
 		}
 	}
 	return nil
+}
+
+// OpenCatalog returns the catalog c names (CatalogPath, else the embedded
+// one), its list prices converted into credits with c.Pricing, without
+// reading the vendors' variables (LoadCatalog does): for a process that
+// calls no vendor and shows none as configured.
+func OpenCatalog(c *Config) (*catalog.Catalog, error) {
+	return catalog.Load(c.CatalogPath, c.Pricing)
 }
 
 // parseBytes parses a count of bytes, optionally ending in KiB, MiB or

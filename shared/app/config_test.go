@@ -282,3 +282,24 @@ func TestCatalogPricing(t *testing.T) {
 		}
 	}
 }
+
+// TestOpenCatalog: the catalog alone is LoadCatalog's, priced alike.
+func TestOpenCatalog(t *testing.T) {
+	env := map[string]string{"GENWAY_CREDIT_USD": "0.003", "GENWAY_PRICE_MARKUP": "12.5"}
+	c, err := load(t, Lambda, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := OpenCatalog(&c)
+	if err != nil {
+		t.Fatalf("OpenCatalog = %v", err)
+	}
+	for _, id := range []string{"openai/gpt-4o-mini", "synthetic-video"} {
+		got, ok1 := cat.Model(id)
+		want, ok2 := c.Catalog.Model(id)
+		if !ok1 || !ok2 || got.Price.CreditsPerMillionInput != want.Price.CreditsPerMillionInput || got.Price.CreditsPerSecond != want.Price.CreditsPerSecond {
+			t.Errorf("OpenCatalog: %s found %v, priced %s, %s; want LoadCatalog's (found %v) %s, %s", id, ok1,
+				got.Price.CreditsPerMillionInput, got.Price.CreditsPerSecond, ok2, want.Price.CreditsPerMillionInput, want.Price.CreditsPerSecond)
+		}
+	}
+}

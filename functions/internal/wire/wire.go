@@ -76,3 +76,11 @@ func Catalog(b *Base) (*catalog.Catalog, error) {
 	}
 	return b.Config.Catalog, nil
 }
+
+// JobsCatalog returns the catalog as Catalog loads it, without reading
+// the vendors' variables (app.OpenCatalog), for the functions that show
+// jobs and call no vendor (jobs-get, webhooks), which then do not link
+// that reading. It leaves b.Config.Catalog as it is.
+func JobsCatalog(b *Base) (*catalog.Catalog, error) {
+	return app.OpenCatalog(&b.Config)
+}
