@@ -10,26 +10,52 @@ import (
 	"github.com/genway/genway/shared/catalog"
 )
 
-// The media types Genway stores and serves, by kind of output: a job type
-// (music, sfx, video) or catalog.TypeImage. A vendor's file of any other
-// type (HTML, SVG, a script, XML, a type the vendor made up) fails its job
-// or its image request (upstream_error, no charge) and is never stored:
-// the file links of genway serve are on the console's own origin, where
-// an HTML or SVG file would run as the console. Speech is not stored; its
-// answer's type follows the requested format (speech.ContentType).
-var mediaTypes = map[string][]string{
-	TypeMusic:         audioTypes,
-	TypeSFX:           audioTypes,
-	TypeVideo:         {"video/mp4", "video/webm", "video/quicktime"},
-	catalog.TypeImage: {"image/png", "image/jpeg", "image/webp"},
+// mediaTypes returns the media types Genway stores and serves for a kind
+// of output: a job type (music, sfx, video) or catalog.TypeImage. A
+// vendor's file of any other type (HTML, SVG, a script, XML, a type the
+// vendor made up) fails its job or its image request (upstream_error, no
+// charge) and is never stored: the file links of genway serve are on the
+// console's own origin, where an HTML or SVG file would run as the
+// console. Speech is not stored; its answer's type follows the requested
+// format (speech.ContentType). (Switches, not maps: a map would be built
+// at start-up in every program that links jobs.)
+func mediaTypes(kind string) []string {
+	switch kind {
+	case TypeMusic, TypeSFX:
+		return audioTypes
+	case TypeVideo:
+		return videoTypes
+	case catalog.TypeImage:
+		return imageTypes
+	}
+	return nil
 }
 
-var audioTypes = []string{"audio/mpeg", "audio/wav", "audio/flac", "audio/ogg", "audio/mp4", "audio/aac"}
+var (
+	audioTypes = []string{"audio/mpeg", "audio/wav", "audio/flac", "audio/ogg", "audio/mp4", "audio/aac"}
+	videoTypes = []string{"video/mp4", "video/webm", "video/quicktime"}
+	imageTypes = []string{"image/png", "image/jpeg", "image/webp"}
+)
 
-// mediaAliases are other names vendors give the allowed types.
-var mediaAliases = map[string]string{
-	"audio/mp3": "audio/mpeg", "audio/x-wav": "audio/wav", "audio/wave": "audio/wav", "audio/vnd.wave": "audio/wav",
-	"audio/x-flac": "audio/flac", "audio/x-m4a": "audio/mp4", "image/jpg": "image/jpeg",
+// mediaKinds are the kinds of output mediaTypes knows.
+var mediaKinds = [...]string{TypeMusic, TypeSFX, TypeVideo, catalog.TypeImage}
+
+// mediaAlias returns the allowed type that another name vendors give it
+// stands for (audio/x-wav is audio/wav), or mt itself.
+func mediaAlias(mt string) string {
+	switch mt {
+	case "audio/mp3":
+		return "audio/mpeg"
+	case "audio/x-wav", "audio/wave", "audio/vnd.wave":
+		return "audio/wav"
+	case "audio/x-flac":
+		return "audio/flac"
+	case "audio/x-m4a":
+		return "audio/mp4"
+	case "image/jpg":
+		return "image/jpeg"
+	}
+	return mt
 }
 
 // MediaType returns the media type an output of kind (a job type, or
@@ -44,10 +70,8 @@ func MediaType(kind, contentType string) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	if a, ok := mediaAliases[mt]; ok {
-		mt = a
-	}
-	for _, t := range mediaTypes[kind] {
+	mt = mediaAlias(mt)
+	for _, t := range mediaTypes(kind) {
 		if t == mt {
 			return mt, true
 		}
@@ -78,7 +102,7 @@ func MediaTypeError(kind, contentType string) *ProviderError {
 // else application/octet-stream (a file stored before the allow-list, or
 // with no type), which FileDisposition then makes a download.
 func ServedType(contentType string) string {
-	for kind := range mediaTypes {
+	for _, kind := range mediaKinds {
 		if mt, ok := MediaType(kind, contentType); ok {
 			return mt
 		}
