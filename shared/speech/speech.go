@@ -130,16 +130,29 @@ func ContentPolicy(msg string, cause error) error {
 	return &apierr.Error{Kind: apierr.Invalid, Code: "content_policy", Param: "input", Message: msg, Err: cause}
 }
 
-// contentTypes are the media types of the response formats.
-var contentTypes = map[string]string{
-	"mp3": "audio/mpeg", "opus": "audio/ogg", "aac": "audio/aac", "flac": "audio/flac", "wav": "audio/wav", "pcm": "audio/pcm",
-}
-
 // ContentType returns the media type a response in format is answered
 // with: audio/mpeg (mp3), audio/ogg (opus, in an Ogg container), audio/aac,
 // audio/flac, audio/wav, audio/pcm (raw 16-bit little-endian mono samples
-// at 24 kHz, as OpenAI's pcm).
-func ContentType(format string) string { return contentTypes[format] }
+// at 24 kHz, as OpenAI's pcm); "" for another format. (A switch, not a
+// map: a map would be built at start-up in every program that links
+// speech.)
+func ContentType(format string) string {
+	switch format {
+	case "mp3":
+		return "audio/mpeg"
+	case "opus":
+		return "audio/ogg"
+	case "aac":
+		return "audio/aac"
+	case "flac":
+		return "audio/flac"
+	case "wav":
+		return "audio/wav"
+	case "pcm":
+		return "audio/pcm"
+	}
+	return ""
+}
 
 // Prepare validates r against speech model m and returns the call m
 // would make. Errors are *apierr.Error naming the parameter (see the
