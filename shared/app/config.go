@@ -324,7 +324,7 @@ const (
 type opts uint8
 
 const (
-	orNone   opts = 1 << iota // "-1" (no bound) is accepted besides min..max
+	orNone   opts = 1 << iota // -1 (none) is accepted besides min..max (a size: "-1" as written)
 	trim                      // spaces around the number are ignored
 	zeroNone                  // 0 is stored as -1 (none)
 )
