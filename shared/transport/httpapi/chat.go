@@ -7,11 +7,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/rawjson"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -682,23 +684,27 @@ type chunkEncoder struct {
 	chunk chunk
 	calls [1]chunkToolCall // the tool call piece of a chunk, reused
 	usage usageJSON        // the final chunk's
+	// prefix is every event's start, up to the delta's members:
+	// "data: " and the chunk's id, created, model, object and choice index.
+	prefix []byte
 }
 
 func (c *chunkEncoder) model(id string) {
 	c.meta.Model = id
 	c.chunk.Model = id
+	c.prefix = nil
 }
 
 func (c *chunkEncoder) start(b []byte) []byte {
-	return c.appendEvent(b, chunkDelta{Role: chat.RoleAssistant, Content: new(string)}, nil, nil)
+	return c.appendEvent(b, chunkDelta{Role: chat.RoleAssistant, Content: new(string)}, nil)
 }
 
 func (c *chunkEncoder) delta(b []byte, d chat.Delta) []byte {
 	if d.Reasoning != "" {
-		b = c.appendEvent(b, chunkDelta{ReasoningContent: d.Reasoning}, nil, nil)
+		b = c.appendEvent(b, chunkDelta{ReasoningContent: d.Reasoning}, nil)
 	}
 	if d.Content != "" {
-		b = c.appendEvent(b, chunkDelta{Content: &d.Content}, nil, nil)
+		b = c.appendEvent(b, chunkDelta{Content: &d.Content}, nil)
 	}
 	if tc := d.ToolCall; tc != nil {
 		// The first piece of a call names it, as OpenAI streams them.
@@ -707,14 +713,14 @@ func (c *chunkEncoder) delta(b []byte, d chat.Delta) []byte {
 			call.Type = "function"
 		}
 		c.calls[0] = call
-		b = c.appendEvent(b, chunkDelta{ToolCalls: c.calls[:]}, nil, nil)
+		b = c.appendEvent(b, chunkDelta{ToolCalls: c.calls[:]}, nil)
 	}
 	return b
 }
 
 func (c *chunkEncoder) end(b []byte, resp *chat.Response) []byte {
 	c.usage = chatUsage(&resp.Usage)
-	b = c.appendEvent(b, chunkDelta{}, &resp.FinishReason, &c.usage)
+	b = c.appendEventJSON(b, chunkDelta{}, &resp.FinishReason, &c.usage)
 	return append(b, "data: [DONE]\n\n"...)
 }
 
@@ -725,9 +731,80 @@ func (c *chunkEncoder) fail(b []byte, env envelope) []byte {
 	return append(b, '\n', '\n')
 }
 
-// appendEvent appends one chunk event, "data: <chunk JSON>\n\n", to b.
-// One encoder and one chunk are reused across the stream's events.
-func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string, u *usageJSON) []byte {
+// appendEvent appends one chunk event, "data: <chunk JSON>\n\n", to b:
+// the bytes encoding/json makes of the chunk (appendEventJSON, which
+// FuzzChunkEvent compares it with), written directly, without reflection.
+// The final chunk, which carries usage, goes through appendEventJSON.
+func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string) []byte {
+	if c.prefix == nil {
+		p := append(make([]byte, 0, 128), `data: {"id":`...)
+		p = rawjson.AppendString(p, c.meta.ID, false)
+		p = append(p, `,"created":`...)
+		p = strconv.AppendInt(p, c.meta.Created, 10)
+		p = append(p, `,"model":`...)
+		p = rawjson.AppendString(p, c.meta.Model, false)
+		c.prefix = append(p, `,"object":"chat.completion.chunk","choices":[{"index":0,"delta":{`...)
+	}
+	b = append(b, c.prefix...)
+	n := len(b)
+	field := func(name string) {
+		if len(b) > n {
+			b = append(b, ',')
+		}
+		b = append(b, name...)
+	}
+	if d.Role != "" {
+		field(`"role":`)
+		b = rawjson.AppendString(b, d.Role, false)
+	}
+	if d.Content != nil {
+		field(`"content":`)
+		b = rawjson.AppendString(b, *d.Content, false)
+	}
+	if d.ReasoningContent != "" {
+		field(`"reasoning_content":`)
+		b = rawjson.AppendString(b, d.ReasoningContent, false)
+	}
+	if len(d.ToolCalls) > 0 {
+		field(`"tool_calls":[`)
+		for i, tc := range d.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(tc.Index), 10)
+			if tc.ID != "" {
+				b = append(b, `,"id":`...)
+				b = rawjson.AppendString(b, tc.ID, false)
+			}
+			if tc.Type != "" {
+				b = append(b, `,"type":`...)
+				b = rawjson.AppendString(b, tc.Type, false)
+			}
+			b = append(b, `,"function":{`...)
+			if tc.Function.Name != "" {
+				b = append(b, `"name":`...)
+				b = rawjson.AppendString(b, tc.Function.Name, false)
+				b = append(b, ',')
+			}
+			b = append(b, `"arguments":`...)
+			b = rawjson.AppendString(b, tc.Function.Arguments, false)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"finish_reason":`...)
+	if finish == nil {
+		b = append(b, "null"...)
+	} else {
+		b = rawjson.AppendString(b, *finish, false)
+	}
+	return append(b, "}]}\n\n"...)
+}
+
+// appendEventJSON is appendEvent through encoding/json: one encoder and
+// one chunk are reused across the stream's events.
+func (c *chunkEncoder) appendEventJSON(b []byte, d chunkDelta, finish *string, u *usageJSON) []byte {
 	if c.enc == nil {
 		c.enc = json.NewEncoder(&c.jbuf)
 		c.enc.SetEscapeHTML(false)
