@@ -64,6 +64,55 @@ func scanChunk(data []byte, c *wireChunk) bool {
 	return ok && s.i == len(s.data)
 }
 
+// scanResponse is scanChunk for a whole (non-streamed) chat completion:
+// it decodes data into r, which must be zero, as json.Unmarshal would, or
+// returns false for what it does not take (FuzzScanResponse).
+func scanResponse(data []byte, r *wireResponse) bool {
+	s := scanner{data: data}
+	seenChoices := false
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "choices":
+			if seenChoices {
+				return false
+			}
+			seenChoices = true
+			return s.array(func() bool {
+				if s.peek() != '{' {
+					return false
+				}
+				r.Choices = append(r.Choices, wireResponseChoice{})
+				ch := &r.Choices[len(r.Choices)-1]
+				return s.object(func(key []byte) bool {
+					switch string(key) {
+					case "message":
+						return s.null() || s.message(&ch.Message)
+					case "finish_reason":
+						return s.stringInto(&ch.FinishReason)
+					}
+					return !foldsTo(key, "message", "finish_reason") && s.skip(0)
+				})
+			})
+		case "usage":
+			if s.null() {
+				r.Usage = nil
+				return true
+			}
+			if r.Usage == nil {
+				r.Usage = new(wireUsage)
+			}
+			return s.usage(r.Usage)
+		case "service_tier":
+			return s.stringInto(&r.ServiceTier)
+		case "error", "error_type":
+			return false
+		}
+		return !foldsTo(key, "choices", "usage", "service_tier", "error", "error_type") && s.skip(0)
+	})
+	s.space()
+	return ok && s.i == len(s.data)
+}
+
 // maxScanDepth bounds the nesting scanChunk skips (encoding/json allows
 // 10000; deeper chunks go to it).
 const maxScanDepth = 64
@@ -209,7 +258,7 @@ func (s *scanner) choices(c *wireChunk) bool {
 			case "index":
 				return s.intInto(&ch.Index)
 			case "delta":
-				return s.null() || s.delta(&ch.Delta)
+				return s.null() || s.message(&ch.Delta)
 			case "finish_reason":
 				if s.null() {
 					ch.FinishReason = nil
@@ -224,8 +273,8 @@ func (s *scanner) choices(c *wireChunk) bool {
 	})
 }
 
-// delta reads a choice's delta into m.
-func (s *scanner) delta(m *wireMessageOut) bool {
+// message reads a choice's message, or a chunk's delta, into m.
+func (s *scanner) message(m *wireMessageOut) bool {
 	return s.object(func(key []byte) bool {
 		switch string(key) {
 		case "content":

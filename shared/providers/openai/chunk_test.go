@@ -163,3 +163,80 @@ func FuzzScanChunk(f *testing.F) {
 	}
 	f.Fuzz(checkChunk)
 }
+
+// responseSeeds are whole completions: testdata's, the chunk seeds (as
+// bodies), and the edges of a message.
+func responseSeeds(t testing.TB) [][]byte {
+	seeds := [][]byte{
+		[]byte(`{"id":"chatcmpl-b","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"w1 w2 w3 w4 w5","refusal":null,"annotations":[]},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":5,"total_tokens":10},"service_tier":"default","system_fingerprint":"fp"}`),
+		[]byte(`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"f","arguments":"{\"a\":\"\\u00e9\"}"}},{"id":"call_2","type":"function","function":{"name":"g","arguments":"{}"}}]},"finish_reason":"tool_calls"}]}`),
+		[]byte(`{"choices":[{"message":null,"finish_reason":null}]}`),
+		[]byte(`{"choices":[{"Message":{"content":"x"}}]}`),
+		[]byte(`{"choices":[{"finish_reason":1}]}`),
+		[]byte(`{"choices":[],"error":{"message":"boom"}}`),
+	}
+	files, err := filepath.Glob("testdata/complete_*.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds = append(seeds, b)
+	}
+	return append(seeds, chunkSeeds(t)...)
+}
+
+// checkResponse fails if scanResponse takes data that json.Unmarshal
+// refuses, or decodes it differently.
+func checkResponse(t *testing.T, data []byte) {
+	t.Helper()
+	var fast, slow wireResponse
+	scanned := scanResponse(data, &fast)
+	err := json.Unmarshal(data, &slow)
+	if !scanned {
+		return
+	}
+	if err != nil {
+		t.Fatalf("scanResponse took %q, which encoding/json refuses: %v", data, err)
+	}
+	if len(fast.Choices) == 0 && len(slow.Choices) == 0 {
+		fast.Choices, slow.Choices = nil, nil
+	}
+	for _, r := range []*wireResponse{&fast, &slow} {
+		for i := range r.Choices {
+			if len(r.Choices[i].Message.ToolCalls) == 0 {
+				r.Choices[i].Message.ToolCalls = nil
+			}
+		}
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		t.Fatalf("%q:\nfast %+v\njson %+v", data, fast, slow)
+	}
+}
+
+// TestScanResponse checks the seeds, and that a plain completion takes
+// the fast path.
+func TestScanResponse(t *testing.T) {
+	seeds := responseSeeds(t)
+	for _, data := range seeds {
+		checkResponse(t, data)
+	}
+	var r wireResponse
+	if !scanResponse(seeds[0], &r) || r.Choices[0].Message.Content != "w1 w2 w3 w4 w5" || r.Usage.TotalTokens != 10 {
+		t.Errorf("scanResponse declined or misread a plain completion: %+v", r)
+	}
+}
+
+// FuzzScanResponse: scanResponse's result is json.Unmarshal's wherever it
+// takes a body.
+//
+//	go test ./shared/providers/openai -run '^$' -fuzz FuzzScanResponse -fuzztime 60s
+func FuzzScanResponse(f *testing.F) {
+	for _, s := range responseSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(checkResponse)
+}

@@ -112,8 +112,11 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 		return nil, chat.TransportError(ctx, p.name, "read response", err)
 	}
 	var wr wireResponse
-	if err := json.Unmarshal(b, &wr); err != nil {
-		return nil, p.garbage(fmt.Errorf("decode response: %w", err))
+	if !scanResponse(b, &wr) {
+		wr = wireResponse{}
+		if err := json.Unmarshal(b, &wr); err != nil {
+			return nil, p.garbage(fmt.Errorf("decode response: %w", err))
+		}
 	}
 	if isError(wr.Error) {
 		return nil, p.inband(wr.Error, wr.ErrorType)
