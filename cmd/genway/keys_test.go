@@ -21,7 +21,7 @@ func cliKey(t *testing.T, dir string, args ...string) string {
 }
 
 // cliKeyEnv is cliKey with more environment (GENWAY_BACKEND=aws's).
-func cliKeyEnv(t *testing.T, dir string, env map[string]string, args ...string) string {
+func cliKeyEnv(t testing.TB, dir string, env map[string]string, args ...string) string {
 	t.Helper()
 	var out bytes.Buffer
 	if err := run(t.Context(), append([]string{"keys", "create"}, args...), testEnv(dir, env), &out, io.Discard); err != nil {

@@ -103,6 +103,9 @@ func (a Amount) appendText(b []byte) []byte {
 // a string.
 func (a Amount) MarshalJSON() ([]byte, error) { return a.appendText(nil), nil }
 
+// AppendJSON appends what MarshalJSON returns to b.
+func (a Amount) AppendJSON(b []byte) []byte { return a.appendText(b) }
+
 // UnmarshalJSON reads a JSON number of credits exactly (see ParseAmount);
 // null leaves a as it is. A JSON string, or a number ParseAmount refuses,
 // is a *json.UnmarshalTypeError, which encoding/json completes with the

@@ -2,7 +2,8 @@ package credits
 
 import (
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/genway/genway/shared/rawjson"
 )
 
 // AppendJSON appends r's JSON to b: the very bytes encoding/json makes of
@@ -13,22 +14,22 @@ import (
 // costs more than it saves.)
 func (r Record) AppendJSON(b []byte) []byte {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, r.ID)
+	b = rawjson.AppendString(b, r.ID, true)
 	b = append(b, `,"kind":`...)
-	b = appendJSONString(b, r.Kind)
+	b = rawjson.AppendString(b, r.Kind, true)
 	b = append(b, `,"account":`...)
-	b = appendJSONString(b, r.Account)
+	b = rawjson.AppendString(b, r.Account, true)
 	if r.Key != "" {
 		b = append(b, `,"key":`...)
-		b = appendJSONString(b, r.Key)
+		b = rawjson.AppendString(b, r.Key, true)
 	}
 	b = append(b, `,"model_asked":`...)
-	b = appendJSONString(b, r.ModelAsked)
+	b = rawjson.AppendString(b, r.ModelAsked, true)
 	for _, f := range [...]struct{ name, v string }{{`,"model":`, r.Model}, {`,"provider":`, r.Provider},
 		{`,"attempts":`, r.Attempts}, {`,"service_tier":`, r.ServiceTier}} {
 		if f.v != "" {
 			b = append(b, f.name...)
-			b = appendJSONString(b, f.v)
+			b = rawjson.AppendString(b, f.v, true)
 		}
 	}
 	t := r.Tokens
@@ -72,10 +73,10 @@ func (r Record) AppendJSON(b []byte) []byte {
 	b = append(b, `,"cost":`...)
 	b = r.Cost.appendText(b)
 	b = append(b, `,"status":`...)
-	b = appendJSONString(b, r.Status)
+	b = rawjson.AppendString(b, r.Status, true)
 	if r.FinishReason != "" {
 		b = append(b, `,"finish_reason":`...)
-		b = appendJSONString(b, r.FinishReason)
+		b = rawjson.AppendString(b, r.FinishReason, true)
 	}
 	b = append(b, `,"partial":`...)
 	b = strconv.AppendBool(b, r.Partial)
@@ -97,61 +98,4 @@ func (r Record) AppendJSON(b []byte) []byte {
 		b = strconv.AppendInt(b, r.Expires, 10)
 	}
 	return append(b, '}')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string, escaped as encoding/json
-// escapes it by default: ", \ and control characters, <, > and & (safe in
-// HTML), U+2028 and U+2029, and invalid UTF-8 as U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -81,14 +81,21 @@ func (r *Registry) get(name, help string, k kind, labels []string, buckets []flo
 }
 
 func (f *family) at(values []string) *series {
-	key := strings.Join(values, "\xff")
-	s := f.series[key]
+	var buf [128]byte
+	key := buf[:0] // the values joined by 0xff, looked up without a copy
+	for i, v := range values {
+		if i > 0 {
+			key = append(key, 0xff)
+		}
+		key = append(key, v...)
+	}
+	s := f.series[string(key)]
 	if s == nil {
 		s = &series{values: append([]string(nil), values...)}
 		if f.kind == histogram {
 			s.bucket = make([]uint64, len(f.buckets))
 		}
-		f.series[key] = s
+		f.series[string(key)] = s
 	}
 	return s
 }

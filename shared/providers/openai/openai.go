@@ -112,8 +112,11 @@ func (p *Provider) Complete(ctx context.Context, req *chat.Request) (*chat.Respo
 		return nil, chat.TransportError(ctx, p.name, "read response", err)
 	}
 	var wr wireResponse
-	if err := json.Unmarshal(b, &wr); err != nil {
-		return nil, p.garbage(fmt.Errorf("decode response: %w", err))
+	if !scanResponse(b, &wr) {
+		wr = wireResponse{}
+		if err := json.Unmarshal(b, &wr); err != nil {
+			return nil, p.garbage(fmt.Errorf("decode response: %w", err))
+		}
 	}
 	if isError(wr.Error) {
 		return nil, p.inband(wr.Error, wr.ErrorType)
@@ -419,21 +422,8 @@ func decodeEvents(sr *sse.Reader, emit func(chat.Delta) error) (*chat.Response, 
 			}
 			return nil, inbandError(ev.Error, ev.ErrorType)
 		}
-		// Reuse the choices' array, zeroed (Unmarshal leaves absent
-		// fields as they are), and the first choice's tool calls' array,
-		// emptied: a tool call streams one piece per chunk.
-		var calls []wireToolCall
-		if cap(c.Choices) > 0 {
-			calls = c.Choices[:1][0].Delta.ToolCalls
-			clear(calls[:cap(calls)])
-			calls = calls[:0]
-		}
-		clear(c.Choices[:cap(c.Choices)])
-		c.Choices, c.Usage, c.Error, c.ErrorType, c.ServiceTier = c.Choices[:0], nil, nil, "", ""
-		if cap(c.Choices) > 0 {
-			c.Choices[:1][0].Delta.ToolCalls = calls
-		}
-		if err := json.Unmarshal(data, &c); err != nil {
+		c.reset()
+		if err := decodeChunk(data, &c); err != nil {
 			return nil, &chat.UpstreamError{Kind: chat.UpstreamFailed, Reason: chat.ReasonMalformed,
 				Message: "malformed stream chunk", Err: fmt.Errorf("decode chunk: %w", err)}
 		}
@@ -510,6 +500,24 @@ type wireChunk struct {
 	ServiceTier string          `json:"service_tier"` // on every chunk of OpenAI's
 	Error       json.RawMessage `json:"error"`
 	ErrorType   string          `json:"error_type"` // TGI's, beside a string error
+}
+
+// reset makes c ready for the next chunk: empty, keeping the choices'
+// array, zeroed (json.Unmarshal leaves absent fields as they are), and the
+// first choice's tool calls' array, emptied (a tool call streams one piece
+// per chunk).
+func (c *wireChunk) reset() {
+	var calls []wireToolCall
+	if cap(c.Choices) > 0 {
+		calls = c.Choices[:1][0].Delta.ToolCalls
+		clear(calls[:cap(calls)])
+		calls = calls[:0]
+	}
+	clear(c.Choices[:cap(c.Choices)])
+	c.Choices, c.Usage, c.Error, c.ErrorType, c.ServiceTier = c.Choices[:0], nil, nil, "", ""
+	if cap(c.Choices) > 0 {
+		c.Choices[:1][0].Delta.ToolCalls = calls
+	}
 }
 
 // wireChoice is one choice of a streamed chunk.

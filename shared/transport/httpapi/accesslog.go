@@ -186,18 +186,26 @@ func record(route string, sw *statusWriter, note *reqLog, d time.Duration, start
 		route = "unmatched"
 	}
 	m := metrics.Default
-	m.Add("genway_http_requests_total", "HTTP requests by route and status.", []string{"route", "status"},
-		[]string{route, strconv.Itoa(sw.status)}, 1)
-	m.Observe("genway_http_request_seconds", "HTTP request duration (to the end of the answer), by route.", []string{"route"}, []string{route}, d.Seconds())
+	var status [3]byte
+	m.Add("genway_http_requests_total", "HTTP requests by route and status.", routeStatusLabels,
+		[]string{route, string(strconv.AppendInt(status[:0], int64(sw.status), 10))}, 1)
+	m.Observe("genway_http_request_seconds", "HTTP request duration (to the end of the answer), by route.", routeLabels, []string{route}, d.Seconds())
 	if !sw.first.IsZero() {
 		m.Observe("genway_http_first_byte_seconds", "Time to the first byte of the answer, by route (a stream's first event).",
-			[]string{"route"}, []string{route}, sw.first.Sub(start).Seconds())
+			routeLabels, []string{route}, sw.first.Sub(start).Seconds())
 	}
 	if model := cmp.Or(note.served, note.model); model != "" && note.prompt+note.completion > 0 {
-		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", []string{"model", "kind"}, []string{model, "prompt"}, float64(note.prompt))
-		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", []string{"model", "kind"}, []string{model, "completion"}, float64(note.completion))
+		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", modelKindLabels, []string{model, "prompt"}, float64(note.prompt))
+		m.Add("genway_chat_tokens_total", "Chat tokens, by model and kind (prompt, completion).", modelKindLabels, []string{model, "completion"}, float64(note.completion))
 	}
 }
+
+// The label names of record's metrics.
+var (
+	routeStatusLabels = []string{"route", "status"}
+	routeLabels       = []string{"route"}
+	modelKindLabels   = []string{"model", "kind"}
+)
 
 // onLambda is set in a Lambda function: its access log lines are then in
 // CloudWatch Embedded Metric Format too, so the same metrics reach

@@ -1,17 +1,17 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/rawjson"
 	"github.com/genway/genway/shared/route"
 )
 
@@ -287,9 +287,28 @@ func (j *jsonSink) fail(env envelope) {
 	j.writeBody(env)
 }
 
-// writeBody writes v: as the whole response (status 200, its length), or
-// after the keep-alive spaces already sent.
+// writeBody writes v's JSON (marshal): as the whole response (status
+// 200, its length), or after the keep-alive spaces already sent.
 func (j *jsonSink) writeBody(v any) error {
+	b, err := marshal(v)
+	if err != nil {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		if !j.started {
+			j.stopped = true
+			if j.timer != nil {
+				j.timer.Stop()
+			}
+			return writeJSON(j.w, http.StatusOK, v) // its error answer
+		}
+		return err
+	}
+	return j.writeBytes(b)
+}
+
+// writeBytes is writeBody of a body already encoded, b (which it may
+// extend).
+func (j *jsonSink) writeBytes(b []byte) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.stopped = true
@@ -297,21 +316,21 @@ func (j *jsonSink) writeBody(v any) error {
 		j.timer.Stop()
 	}
 	if !j.started {
-		return writeJSON(j.w, http.StatusOK, v)
+		return writeJSONBytes(j.w, http.StatusOK, b)
 	}
 	if j.err != nil {
 		return j.err
 	}
-	b, err := marshal(v)
-	if err != nil {
-		return err
-	}
-	_, err = j.w.Write(append(b, '\n'))
+	_, err := j.w.Write(append(b, '\n'))
 	return err
 }
 
-// End writes the completion.
 func (j *jsonSink) End(resp *chat.Response) error {
+	return j.writeBytes(j.completion(resp).appendJSON(make([]byte, 0, 512+len(resp.Content)+len(resp.Reasoning))))
+}
+
+// completion is the chat.completion object of resp.
+func (j *jsonSink) completion(resp *chat.Response) *completion {
 	msg := completionMessage{Role: chat.RoleAssistant, Content: &resp.Content, ReasoningContent: resp.Reasoning}
 	for _, tc := range resp.ToolCalls {
 		msg.ToolCalls = append(msg.ToolCalls, toolCall{ID: tc.ID, Type: "function", Function: toolFunction{Name: tc.Name, Arguments: tc.Arguments}})
@@ -319,12 +338,11 @@ func (j *jsonSink) End(resp *chat.Response) error {
 	if resp.Content == "" && len(resp.ToolCalls) > 0 {
 		msg.Content = nil // as OpenAI answers a turn that only calls tools
 	}
-	c := completion{
+	return &completion{
 		ID: j.meta.ID, Object: "chat.completion", Created: j.meta.Created, Model: j.meta.Model,
 		Choices: []completionChoice{{Message: msg, FinishReason: resp.FinishReason}},
 		Usage:   chatUsage(&resp.Usage),
 	}
-	return j.writeBody(&c)
 }
 
 // streamEncoder is one wire format of a stream: the events that commit
@@ -658,6 +676,95 @@ type completion struct {
 	Usage   usageJSON          `json:"usage"`
 }
 
+// appendJSON appends c's JSON to b: the bytes marshal makes of it
+// (FuzzCompletionJSON), written without reflection.
+func (c *completion) appendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = rawjson.AppendString(b, c.ID, false)
+	b = append(b, `,"object":`...)
+	b = rawjson.AppendString(b, c.Object, false)
+	b = append(b, `,"created":`...)
+	b = strconv.AppendInt(b, c.Created, 10)
+	b = append(b, `,"model":`...)
+	b = rawjson.AppendString(b, c.Model, false)
+	b = append(b, `,"choices":`...)
+	if c.Choices == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, ch := range c.Choices {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(ch.Index), 10)
+			b = append(b, `,"message":{"role":`...)
+			m := &ch.Message
+			b = rawjson.AppendString(b, m.Role, false)
+			b = append(b, `,"content":`...)
+			if m.Content == nil {
+				b = append(b, "null"...)
+			} else {
+				b = rawjson.AppendString(b, *m.Content, false)
+			}
+			if m.ReasoningContent != "" {
+				b = append(b, `,"reasoning_content":`...)
+				b = rawjson.AppendString(b, m.ReasoningContent, false)
+			}
+			if len(m.ToolCalls) > 0 {
+				b = append(b, `,"tool_calls":[`...)
+				for k, tc := range m.ToolCalls {
+					if k > 0 {
+						b = append(b, ',')
+					}
+					b = append(b, `{"id":`...)
+					b = rawjson.AppendString(b, tc.ID, false)
+					b = append(b, `,"type":`...)
+					b = rawjson.AppendString(b, tc.Type, false)
+					b = append(b, `,"function":{`...)
+					if tc.Function.Name != "" {
+						b = append(b, `"name":`...)
+						b = rawjson.AppendString(b, tc.Function.Name, false)
+						b = append(b, ',')
+					}
+					b = append(b, `"arguments":`...)
+					b = rawjson.AppendString(b, tc.Function.Arguments, false)
+					b = append(b, "}}"...)
+				}
+				b = append(b, ']')
+			}
+			b = append(b, `},"finish_reason":`...)
+			b = rawjson.AppendString(b, ch.FinishReason, false)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"usage":`...)
+	b = c.Usage.appendJSON(b)
+	return append(b, '}')
+}
+
+// appendJSON appends u's JSON to b: the bytes marshal makes of it.
+func (u *usageJSON) appendJSON(b []byte) []byte {
+	b = append(b, `{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokensDetails.CachedTokens), 10)
+	b = append(b, `,"cache_write_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokensDetails.CacheWriteTokens), 10)
+	b = append(b, `,"cache_write_1h_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.PromptTokensDetails.CacheWrite1hTokens), 10)
+	b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
+	b = strconv.AppendInt(b, int64(u.CompletionTokensDetails.ReasoningTokens), 10)
+	b = append(b, `},"cost":`...)
+	b = u.Cost.AppendJSON(b)
+	return append(b, '}')
+}
+
 type completionChoice struct {
 	Index        int               `json:"index"`
 	Message      completionMessage `json:"message"`
@@ -676,17 +783,17 @@ type completionMessage struct {
 // with the finish reason and usage, and "data: [DONE]"; an error is
 // `data: {"error": ...}` and the stream ends without [DONE].
 type chunkEncoder struct {
-	meta  chunkMeta // what every chunk repeats
-	enc   *json.Encoder
-	jbuf  bytes.Buffer
-	chunk chunk
+	meta  chunkMeta        // what every chunk repeats
 	calls [1]chunkToolCall // the tool call piece of a chunk, reused
 	usage usageJSON        // the final chunk's
+	// prefix is every event's start, up to the delta's members:
+	// "data: " and the chunk's id, created, model, object and choice index.
+	prefix []byte
 }
 
 func (c *chunkEncoder) model(id string) {
 	c.meta.Model = id
-	c.chunk.Model = id
+	c.prefix = nil
 }
 
 func (c *chunkEncoder) start(b []byte) []byte {
@@ -725,21 +832,78 @@ func (c *chunkEncoder) fail(b []byte, env envelope) []byte {
 	return append(b, '\n', '\n')
 }
 
-// appendEvent appends one chunk event, "data: <chunk JSON>\n\n", to b.
-// One encoder and one chunk are reused across the stream's events.
+// appendEvent appends one chunk event, "data: <chunk JSON>\n\n", to b:
+// the bytes encoding/json makes of the chunk (appendEventJSON, which
+// FuzzChunkEvent compares it with), written directly, without reflection.
+// u is the final chunk's usage (nil on the others).
 func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string, u *usageJSON) []byte {
-	if c.enc == nil {
-		c.enc = json.NewEncoder(&c.jbuf)
-		c.enc.SetEscapeHTML(false)
-		c.chunk = chunk{chunkMeta: c.meta, Object: "chat.completion.chunk", Choices: make([]chunkChoice, 1)}
+	if c.prefix == nil {
+		p := append(make([]byte, 0, 128), `data: {"id":`...)
+		p = rawjson.AppendString(p, c.meta.ID, false)
+		p = append(p, `,"created":`...)
+		p = strconv.AppendInt(p, c.meta.Created, 10)
+		p = append(p, `,"model":`...)
+		p = rawjson.AppendString(p, c.meta.Model, false)
+		c.prefix = append(p, `,"object":"chat.completion.chunk","choices":[{"index":0,"delta":{`...)
 	}
-	c.chunk.Choices[0] = chunkChoice{Delta: d, FinishReason: finish}
-	c.chunk.Usage = u
-	c.jbuf.Reset()
-	// Encode cannot fail here: a chunk holds only strings, integers and
-	// an Amount.
-	c.enc.Encode(&c.chunk) // ends with a newline
-	b = append(b, "data: "...)
-	b = append(b, c.jbuf.Bytes()...)
-	return append(b, '\n')
+	b = append(b, c.prefix...)
+	n := len(b)
+	field := func(name string) {
+		if len(b) > n {
+			b = append(b, ',')
+		}
+		b = append(b, name...)
+	}
+	if d.Role != "" {
+		field(`"role":`)
+		b = rawjson.AppendString(b, d.Role, false)
+	}
+	if d.Content != nil {
+		field(`"content":`)
+		b = rawjson.AppendString(b, *d.Content, false)
+	}
+	if d.ReasoningContent != "" {
+		field(`"reasoning_content":`)
+		b = rawjson.AppendString(b, d.ReasoningContent, false)
+	}
+	if len(d.ToolCalls) > 0 {
+		field(`"tool_calls":[`)
+		for i, tc := range d.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"index":`...)
+			b = strconv.AppendInt(b, int64(tc.Index), 10)
+			if tc.ID != "" {
+				b = append(b, `,"id":`...)
+				b = rawjson.AppendString(b, tc.ID, false)
+			}
+			if tc.Type != "" {
+				b = append(b, `,"type":`...)
+				b = rawjson.AppendString(b, tc.Type, false)
+			}
+			b = append(b, `,"function":{`...)
+			if tc.Function.Name != "" {
+				b = append(b, `"name":`...)
+				b = rawjson.AppendString(b, tc.Function.Name, false)
+				b = append(b, ',')
+			}
+			b = append(b, `"arguments":`...)
+			b = rawjson.AppendString(b, tc.Function.Arguments, false)
+			b = append(b, "}}"...)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `},"finish_reason":`...)
+	if finish == nil {
+		b = append(b, "null"...)
+	} else {
+		b = rawjson.AppendString(b, *finish, false)
+	}
+	b = append(b, "}]"...)
+	if u != nil {
+		b = append(b, `,"usage":`...)
+		b = u.appendJSON(b)
+	}
+	return append(b, "}\n\n"...)
 }

@@ -303,10 +303,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"Internal error encoding the response.","type":"api_error","param":null,"code":"internal_error"}}`)
 	}
+	return writeJSONBytes(w, status, b)
+}
+
+// writeJSONBytes is writeJSON of a body already encoded, b (which it may
+// extend).
+func writeJSONBytes(w http.ResponseWriter, status int, b []byte) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
-	_, err = w.Write(append(b, '\n'))
+	_, err := w.Write(append(b, '\n'))
 	return err
 }
 
