@@ -19,9 +19,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/credits"
-	"github.com/genway/genway/shared/jobs"
 )
 
 // repoRoot is where template.yaml is, relative to this package.
@@ -534,8 +534,13 @@ func checkSweeper(tpl map[string]any, fn, table, queue string, bad func(string, 
 	vars := mapAt(props, "Environment", "Variables")
 	if v, ok := vars["GENWAY_SWEEP_AFTER"].(string); !ok {
 		bad("%s: GENWAY_SWEEP_AFTER is not set", fn)
-	} else if _, err := jobs.ParseSweepAfter(v); err != nil {
-		bad("%s: GENWAY_SWEEP_AFTER: %v", fn, err)
+	} else if _, err := app.LoadConfig(app.Lambda, func(k string) string {
+		if k == "GENWAY_SWEEP_AFTER" {
+			return v
+		}
+		return ""
+	}); err != nil {
+		bad("%s: %v", fn, err)
 	}
 	ps, _ := props["Policies"].([]any)
 	for _, p := range ps {

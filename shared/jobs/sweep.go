@@ -52,19 +52,6 @@ type SweepResult struct {
 	Skipped  int `json:"skipped"`  // jobs that had left queued in the meantime
 }
 
-// ParseSweepAfter parses a sweep threshold such as GENWAY_SWEEP_AFTER: a
-// positive Go duration ("90s", "2m"); "" is DefaultSweepAfter.
-func ParseSweepAfter(s string) (time.Duration, error) {
-	if s == "" {
-		return DefaultSweepAfter, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("sweep threshold must be a positive duration such as 2m, got %q", s)
-	}
-	return d, nil
-}
-
 // Sweep sends the message of every job that has been queued for longer
 // than olderThan since its last message again (up to SweepLimit jobs per
 // call), so that a job whose creator died between storing it and enqueueing

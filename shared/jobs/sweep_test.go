@@ -327,23 +327,6 @@ func TestSweepErrors(t *testing.T) {
 	}
 }
 
-func TestParseSweepAfter(t *testing.T) {
-	tests := []struct {
-		in   string
-		want time.Duration
-		ok   bool
-	}{
-		{"", DefaultSweepAfter, true}, {"90s", 90 * time.Second, true}, {"5m", 5 * time.Minute, true},
-		{"0s", 0, false}, {"-1m", 0, false}, {"2", 0, false}, {"soon", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := ParseSweepAfter(tt.in)
-		if got != tt.want || (err == nil) != tt.ok {
-			t.Errorf("ParseSweepAfter(%q) = %v, %v; want %v, ok %v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
 // TestSweepIdempotentReplay: a replay of a create (same Idempotency-Key)
 // never sends a message of its own, whether the first call's message went
 // out or not; the only second path is Sweep, once the job is old.

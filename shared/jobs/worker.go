@@ -105,19 +105,6 @@ func (w *Worker) pollInterval() time.Duration {
 	return DefaultPollInterval
 }
 
-// ParsePollInterval parses GENWAY_MEDIA_POLL: a positive Go duration; ""
-// is DefaultPollInterval.
-func ParsePollInterval(s string) (time.Duration, error) {
-	if s == "" {
-		return DefaultPollInterval, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("poll interval must be a positive duration such as 10s, got %q", s)
-	}
-	return d, nil
-}
-
 // run is one delivery of a job's message: what the steps of one Process
 // share.
 type run struct {
