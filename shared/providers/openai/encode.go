@@ -213,7 +213,11 @@ func dataURI(mediaType string, data []byte) string {
 // encodeRequest returns the JSON body for req. A NaN or infinite
 // temperature or top_p has no JSON encoding: an error, and nothing is sent.
 func encodeRequest(req *chat.Request, stream bool) ([]byte, error) {
-	b, err := json.Marshal(wireRequestFor(req, stream))
+	w := wireRequestFor(req, stream)
+	if b, ok := w.appendJSON(make([]byte, 0, w.sizeHint())); ok {
+		return b, nil
+	}
+	b, err := json.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("encode request: %w", err)
 	}

@@ -192,3 +192,61 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		})
 	}
 }
+
+// FuzzRequestJSON: a request body written directly (wireRequest.appendJSON)
+// is byte for byte what json.Marshal makes of it, wherever appendJSON
+// takes it.
+//
+//	go test ./shared/providers/openai -run '^$' -fuzz FuzzRequestJSON -fuzztime 60s
+func FuzzRequestJSON(f *testing.F) {
+	f.Add("gpt-4o-mini", "user", "hello there", "", "", "", 16, 0.7, true, 1e-7, false, int64(42), true, "", 3)
+	f.Add("m<&>", "assistant", "", "call_1", "lookup", `{"q":"<x>"}`, 0, 1e21, false, -0.0, true, int64(-1), false, "high", 0)
+	f.Add("m", "tool", "\u2028\xff\n", "", "", "", -5, math.NaN(), true, 0.5, true, int64(0), true, "", 1)
+	f.Add("m", "user", "x", "", "", "", 1, 1e-7, true, 1e21, true, int64(7), false, "", 0)
+	f.Add("m", "user", "x", "", "", "", 1, 123456.789, true, -2.5e-300, true, int64(7), false, "", 2)
+	f.Fuzz(func(t *testing.T, model, role, content, callID, name, args string, maxTokens int, temp float64, hasTemp bool,
+		topP float64, hasTopP bool, seed int64, stream bool, effort string, shape int) {
+		w := &wireRequest{Model: model, MaxCompletionTokens: maxTokens, ReasoningEffort: effort, User: name, ServiceTier: effort,
+			Verbosity: role, PromptCacheKey: callID, SafetyIdentifier: args}
+		if hasTemp {
+			w.Temperature = &temp
+		}
+		if hasTopP {
+			w.TopP, w.PresencePenalty, w.FrequencyPenalty = &topP, &temp, &topP
+		}
+		if shape%2 == 0 {
+			w.Seed = &seed
+			w.Stop = []string{content, name}
+			w.ParallelToolCalls = &stream
+		}
+		if stream {
+			w.Stream, w.StreamOptions = true, &streamOptions{IncludeUsage: true}
+		}
+		m := wireMessage{Role: role, Content: content, Name: name, ToolCallID: callID}
+		switch shape % 4 {
+		case 1:
+			m.Content = nil
+			tc := wireToolCall{Index: maxTokens % 3, ID: callID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = name, args
+			m.ToolCalls = []wireToolCall{tc, {Type: "function"}}
+		case 2:
+			m.Content = []wirePart{{Type: "text", Text: &content}}
+		case 3:
+			w.Messages = nil
+		}
+		if shape%4 != 3 {
+			w.Messages = []wireMessage{m, {Role: "user", Content: args}}
+		}
+		want, err := json.Marshal(w)
+		got, ok := w.appendJSON(nil)
+		if !ok {
+			return
+		}
+		if err != nil {
+			t.Fatalf("appendJSON took a request json.Marshal refuses (%v): %s", err, got)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("appendJSON:\n%s\njson.Marshal:\n%s", got, want)
+		}
+	})
+}
