@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -44,8 +45,10 @@ func buildBifrostLike(tb testing.TB, budget time.Duration, env ...string) string
 	cmd := exec.CommandContext(ctx, "go", "build", "-buildvcs=false", "-o", bin, ".")
 	cmd.Dir = bifrostLikeDir
 	cmd.Env = append(os.Environ(), append([]string{"GOWORK=off"}, env...)...)
-	// Interrupted, the go command stops the compilers it started.
-	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	// Stopped, the go command and the compilers it started go together:
+	// they are a process group of their own.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 10 * time.Second
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
