@@ -96,6 +96,8 @@ func startBifrostLike(tb testing.TB, bin, upstream string) *bifrostLike {
 	case l, ok := <-line:
 		base, found := strings.CutPrefix(l, "listening on ")
 		if !ok || !found {
+			cmd.Process.Kill()
+			cmd.Wait() // stderr is complete after it
 			tb.Fatalf("bifrostlike did not start: %q %s", l, stderr.String())
 		}
 		return &bifrostLike{base: base, pid: cmd.Process.Pid}
