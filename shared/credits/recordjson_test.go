@@ -76,3 +76,25 @@ func BenchmarkRecordJSON(b *testing.B) {
 		}
 	})
 }
+
+// FuzzEntryJSON: Entry.AppendJSON writes exactly what encoding/json
+// writes for any entry.
+//
+//	go test ./shared/credits -run '^$' -fuzz FuzzEntryJSON -fuzztime 30s
+func FuzzEntryJSON(f *testing.F) {
+	f.Add("chat:chatcmpl-x", "acct", credits.Capture, int64(143), int64(0), "", "", "openai/gpt-4o-mini", "key_1", int64(1_800_000_000))
+	f.Add("res:job_1", "<a&b>", credits.Release, int64(-5), int64(7_000_001), "job_1", "video", "m\u2028", "", int64(-1))
+	f.Add("", "", "", int64(0), int64(0), "", "", "", "", int64(0))
+	f.Add("a\"b\\c\n\xff", "caf\u00e9", credits.Capture, int64(1<<62), int64(-1<<62), "j", "t", "m", "k", int64(1))
+	f.Fuzz(func(t *testing.T, id, account, kind string, amount, hold int64, jobID, jobType, model, key string, at int64) {
+		e := credits.Entry{ID: id, Account: account, Kind: kind, Amount: credits.Amount(amount), Hold: credits.Amount(hold),
+			JobID: jobID, JobType: jobType, Model: model, Key: key, At: at}
+		want, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.AppendJSON([]byte("x"))[1:]; string(got) != string(want) {
+			t.Fatalf("AppendJSON(%+v) =\n%s\nwant (encoding/json)\n%s", e, got, want)
+		}
+	})
+}

@@ -35,7 +35,7 @@ func putEntry(tx *bolt.Tx, e credits.Entry) error {
 	if err := sb.Put(append(ledgerPrefix(e.Account), u64(seq)...), []byte(e.ID)); err != nil {
 		return err
 	}
-	return putJSON(tx.Bucket([]byte(bucketLedger)), []byte(e.ID), e)
+	return tx.Bucket([]byte(bucketLedger)).Put([]byte(e.ID), e.AppendJSON(make([]byte, 0, 256)))
 }
 
 func validAccount(id string) error {
