@@ -146,14 +146,17 @@ func accessLog(log *slog.Logger, next http.Handler) http.Handler {
 func logRequest(log *slog.Logger, r *http.Request, sw *statusWriter, note *reqLog, start time.Time, aborted bool) {
 	note.mu.Lock()
 	defer note.mu.Unlock()
-	attrs := []slog.Attr{
+	// At most 15 attributes (20 on Lambda, with the EMF ones), in an
+	// array that stays on the stack: LogAttrs copies them into its record.
+	var buf [20]slog.Attr
+	attrs := append(buf[:0],
 		slog.String("request_id", RequestID(r.Context())),
 		slog.String("method", r.Method),
 		slog.String("route", r.Pattern),
 		slog.Int("status", sw.status),
 		slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
 		slog.Int64("bytes", sw.bytes),
-	}
+	)
 	if note.account != "" {
 		attrs = append(attrs, slog.String("account", note.account), slog.String("key_id", note.keyID))
 	}
