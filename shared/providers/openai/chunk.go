@@ -34,6 +34,22 @@ func decodeChunk(data []byte, c *wireChunk) error {
 // maxScanDepth. The caller then decodes data with encoding/json, which
 // also makes the error of a malformed chunk.
 func scanChunk(data []byte, c *wireChunk) bool {
+	return scanTop(data, c, nil)
+}
+
+// scanTop reads the object of a chunk (into c) or of a whole completion
+// (into r; c nil) in data: its choices (once: a repeated member is
+// declined), usage and service_tier, any other member skipped; it
+// declines an error member and a name json.Unmarshal would fold onto a
+// field.
+func scanTop(data []byte, c *wireChunk, r *wireResponse) bool {
+	var usage **wireUsage
+	var tier *string
+	if c != nil {
+		usage, tier = &c.Usage, &c.ServiceTier
+	} else {
+		usage, tier = &r.Usage, &r.ServiceTier
+	}
 	s := scanner{data: data}
 	seenChoices := false
 	ok := s.object(func(key []byte) bool {
@@ -43,18 +59,21 @@ func scanChunk(data []byte, c *wireChunk) bool {
 				return false
 			}
 			seenChoices = true
-			return s.choices(c)
+			if c != nil {
+				return s.choices(c)
+			}
+			return s.responseChoices(r)
 		case "usage":
 			if s.null() {
-				c.Usage = nil
+				*usage = nil
 				return true
 			}
-			if c.Usage == nil {
-				c.Usage = new(wireUsage)
+			if *usage == nil {
+				*usage = new(wireUsage)
 			}
-			return s.usage(c.Usage)
+			return s.usage(*usage)
 		case "service_tier":
-			return s.stringInto(&c.ServiceTier)
+			return s.stringInto(tier)
 		case "error", "error_type":
 			return false
 		}
@@ -68,49 +87,27 @@ func scanChunk(data []byte, c *wireChunk) bool {
 // it decodes data into r, which must be zero, as json.Unmarshal would, or
 // returns false for what it does not take (FuzzScanResponse).
 func scanResponse(data []byte, r *wireResponse) bool {
-	s := scanner{data: data}
-	seenChoices := false
-	ok := s.object(func(key []byte) bool {
-		switch string(key) {
-		case "choices":
-			if seenChoices {
-				return false
-			}
-			seenChoices = true
-			return s.array(func() bool {
-				if s.peek() != '{' {
-					return false
-				}
-				r.Choices = append(r.Choices, wireResponseChoice{})
-				ch := &r.Choices[len(r.Choices)-1]
-				return s.object(func(key []byte) bool {
-					switch string(key) {
-					case "message":
-						return s.null() || s.message(&ch.Message)
-					case "finish_reason":
-						return s.stringInto(&ch.FinishReason)
-					}
-					return !foldsTo(key, "message", "finish_reason") && s.skip(0)
-				})
-			})
-		case "usage":
-			if s.null() {
-				r.Usage = nil
-				return true
-			}
-			if r.Usage == nil {
-				r.Usage = new(wireUsage)
-			}
-			return s.usage(r.Usage)
-		case "service_tier":
-			return s.stringInto(&r.ServiceTier)
-		case "error", "error_type":
+	return scanTop(data, nil, r)
+}
+
+// responseChoices reads a whole completion's choices into r.Choices.
+func (s *scanner) responseChoices(r *wireResponse) bool {
+	return s.array(func() bool {
+		if s.peek() != '{' {
 			return false
 		}
-		return !foldsTo(key, "choices", "usage", "service_tier", "error", "error_type") && s.skip(0)
+		r.Choices = append(r.Choices, wireResponseChoice{})
+		ch := &r.Choices[len(r.Choices)-1]
+		return s.object(func(key []byte) bool {
+			switch string(key) {
+			case "message":
+				return s.null() || s.message(&ch.Message)
+			case "finish_reason":
+				return s.stringInto(&ch.FinishReason)
+			}
+			return !foldsTo(key, "message", "finish_reason") && s.skip(0)
+		})
 	})
-	s.space()
-	return ok && s.i == len(s.data)
 }
 
 // maxScanDepth bounds the nesting scanChunk skips (encoding/json allows

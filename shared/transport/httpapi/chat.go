@@ -667,6 +667,19 @@ type toolFunction struct {
 	Arguments string `json:"arguments"`
 }
 
+// appendJSON appends f's JSON to b: the bytes marshal makes of it.
+func (f *toolFunction) appendJSON(b []byte) []byte {
+	b = append(b, '{')
+	if f.Name != "" {
+		b = append(b, `"name":`...)
+		b = rawjson.AppendString(b, f.Name, false)
+		b = append(b, ',')
+	}
+	b = append(b, `"arguments":`...)
+	b = rawjson.AppendString(b, f.Arguments, false)
+	return append(b, '}')
+}
+
 type completion struct {
 	ID      string             `json:"id"`
 	Object  string             `json:"object"`
@@ -721,15 +734,9 @@ func (c *completion) appendJSON(b []byte) []byte {
 					b = rawjson.AppendString(b, tc.ID, false)
 					b = append(b, `,"type":`...)
 					b = rawjson.AppendString(b, tc.Type, false)
-					b = append(b, `,"function":{`...)
-					if tc.Function.Name != "" {
-						b = append(b, `"name":`...)
-						b = rawjson.AppendString(b, tc.Function.Name, false)
-						b = append(b, ',')
-					}
-					b = append(b, `"arguments":`...)
-					b = rawjson.AppendString(b, tc.Function.Arguments, false)
-					b = append(b, "}}"...)
+					b = append(b, `,"function":`...)
+					b = tc.Function.appendJSON(b)
+					b = append(b, '}')
 				}
 				b = append(b, ']')
 			}
@@ -882,15 +889,9 @@ func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string, u *us
 				b = append(b, `,"type":`...)
 				b = rawjson.AppendString(b, tc.Type, false)
 			}
-			b = append(b, `,"function":{`...)
-			if tc.Function.Name != "" {
-				b = append(b, `"name":`...)
-				b = rawjson.AppendString(b, tc.Function.Name, false)
-				b = append(b, ',')
-			}
-			b = append(b, `"arguments":`...)
-			b = rawjson.AppendString(b, tc.Function.Arguments, false)
-			b = append(b, "}}"...)
+			b = append(b, `,"function":`...)
+			b = tc.Function.appendJSON(b)
+			b = append(b, '}')
 		}
 		b = append(b, ']')
 	}
