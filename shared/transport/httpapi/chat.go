@@ -294,11 +294,11 @@ func (j *jsonSink) writeBody(v any) error {
 	if err != nil {
 		j.mu.Lock()
 		defer j.mu.Unlock()
+		j.stopped = true
+		if j.timer != nil {
+			j.timer.Stop()
+		}
 		if !j.started {
-			j.stopped = true
-			if j.timer != nil {
-				j.timer.Stop()
-			}
 			return writeJSON(j.w, http.StatusOK, v) // its error answer
 		}
 		return err
