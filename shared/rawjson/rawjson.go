@@ -1,9 +1,12 @@
 // Package rawjson reads and edits the members of JSON objects as bytes,
 // without decoding them: the native path's way (see chat.NativeProvider)
 // to change only what it must of a body or an event it relays, at the
-// cost of a scan, and to leave every other byte as it came.
+// cost of a scan, and to leave every other byte as it came. It also holds
+// the pieces of the hot path's own JSON: Scanner, which reads the few
+// fields a decoder keeps, and AppendString, which writes a string as
+// encoding/json does.
 //
-// The functions take a JSON object, possibly surrounded by whitespace.
+// Member, Set and Delete take a JSON object, possibly surrounded by whitespace.
 // Keys are compared as they are written, between their quotes: a key
 // written with escapes is not found by its unescaped name. They scan only
 // as far as they need: a malformed object may be reported as one, or, past

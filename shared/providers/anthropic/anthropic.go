@@ -294,7 +294,7 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 	r.OnWait(batch.Flush)
 	emit := batch.Emit
 	for {
-		ev, err := r.Next()
+		name, data, err := r.NextBytes()
 		if err == io.EOF {
 			return nil, &chat.UpstreamError{Provider: p.name, Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped,
 				Message: "stream ended before message_stop", Err: io.ErrUnexpectedEOF}
@@ -303,12 +303,12 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			return nil, chat.TransportError(ctx, p.name, "read stream", err)
 		}
 		var se streamEvent
-		if err := json.Unmarshal([]byte(ev.Data), &se); err != nil {
-			return nil, chat.TransportError(ctx, p.name, "decode event "+ev.Name, err)
+		if err := decodeEvent(data, &se); err != nil {
+			return nil, chat.TransportError(ctx, p.name, "decode event "+name, err)
 		}
 		typ := se.Type
 		if typ == "" {
-			typ = ev.Name
+			typ = name
 		}
 		var d chat.Delta
 		switch typ {

@@ -1,0 +1,440 @@
+package rawjson
+
+import (
+	"bytes"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Scanner reads a JSON value from its data, member by member, for a
+// decoder that keeps a few fields of a known shape and leaves everything
+// else to encoding/json: each method reads one thing and returns false
+// for what it does not take (malformed JSON among it), and the decoder
+// then declines the whole value. What it takes it reads as encoding/json
+// would; each decoder built on it has a fuzz test comparing the two
+// (openai.FuzzScanChunk, anthropic.FuzzScanEvent). It reads each byte once
+// and allocates only the strings it returns.
+//
+// Member names are compared as written: Object declines a name with
+// escapes or non-ASCII bytes, and a decoder declines one that FoldsTo a
+// field's name, which encoding/json would match case-insensitively.
+type Scanner struct {
+	data []byte
+	i    int
+}
+
+// NewScanner returns a Scanner at the start of data.
+func NewScanner(data []byte) Scanner { return Scanner{data: data} }
+
+// Skip reads any value, checking it, and keeps nothing.
+func (s *Scanner) Skip() bool { return s.skip(0) }
+
+// End reports whether only whitespace is left: the value was the whole
+// data.
+func (s *Scanner) End() bool {
+	s.space()
+	return s.i == len(s.data)
+}
+
+// maxScanDepth bounds the nesting Skip reads (encoding/json allows
+// 10000; a deeper value is declined).
+const maxScanDepth = 64
+
+// Null consumes a null if it comes next.
+func (s *Scanner) Null() bool { return s.literal("null") }
+
+// space skips JSON whitespace.
+func (s *Scanner) space() {
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// Peek returns the next byte after whitespace, 0 at the end.
+func (s *Scanner) Peek() byte {
+	s.space()
+	if s.i < len(s.data) {
+		return s.data[s.i]
+	}
+	return 0
+}
+
+// literal consumes lit if it comes next.
+func (s *Scanner) literal(lit string) bool {
+	if s.Peek() == lit[0] && bytes.HasPrefix(s.data[s.i:], []byte(lit)) {
+		s.i += len(lit)
+		return true
+	}
+	return false
+}
+
+// Object reads an object, calling member for each member's name (ASCII,
+// without escapes) with the scanner at its value, which member must
+// consume.
+func (s *Scanner) Object(member func(key []byte) bool) bool {
+	if s.Peek() != '{' {
+		return false
+	}
+	s.i++
+	if s.Peek() == '}' {
+		s.i++
+		return true
+	}
+	for {
+		if s.Peek() != '"' {
+			return false
+		}
+		start := s.i + 1
+		end := start
+		for end < len(s.data) && s.data[end] != '"' {
+			if b := s.data[end]; b == '\\' || b < 0x20 || b >= utf8.RuneSelf {
+				return false
+			}
+			end++
+		}
+		if end == len(s.data) {
+			return false
+		}
+		s.i = end + 1
+		if s.Peek() != ':' {
+			return false
+		}
+		s.i++
+		if !member(s.data[start:end]) {
+			return false
+		}
+		switch s.Peek() {
+		case ',':
+			s.i++
+		case '}':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// Array reads an array, calling elem with the scanner at each element.
+func (s *Scanner) Array(elem func() bool) bool {
+	if s.Peek() != '[' {
+		return false
+	}
+	s.i++
+	if s.Peek() == ']' {
+		s.i++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch s.Peek() {
+		case ',':
+			s.i++
+		case ']':
+			s.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// Int reads an integer (of at most 18 digits) into dst, or a null,
+// which leaves dst as it is.
+func (s *Scanner) Int(dst *int) bool {
+	if s.Null() {
+		return true
+	}
+	start := s.i
+	if !s.number() {
+		return false
+	}
+	tok := s.data[start:s.i]
+	neg := tok[0] == '-'
+	if neg {
+		tok = tok[1:]
+	}
+	if len(tok) > 18 {
+		return false
+	}
+	n := 0
+	for _, b := range tok {
+		if b < '0' || b > '9' {
+			return false // a fraction or an exponent: encoding/json refuses it for an int
+		}
+		n = n*10 + int(b-'0')
+	}
+	if neg {
+		n = -n
+	}
+	*dst = n
+	return true
+}
+
+// StringInto reads a string into dst, or a null, which leaves dst as it
+// is.
+func (s *Scanner) StringInto(dst *string) bool {
+	if s.Null() {
+		return true
+	}
+	v, ok := s.ReadString()
+	if ok {
+		*dst = v
+	}
+	return ok
+}
+
+// ReadString reads a string. It takes the escapes of JSON except a \u escape of
+// half a surrogate pair without its other half, and only valid UTF-8
+// (encoding/json replaces what is not with U+FFFD).
+func (s *Scanner) ReadString() (string, bool) {
+	if s.Peek() != '"' {
+		return "", false
+	}
+	start := s.i + 1
+	ascii := true
+	for i := start; i < len(s.data); i++ {
+		switch b := s.data[i]; {
+		case b == '"':
+			raw := s.data[start:i]
+			if !ascii && !utf8.Valid(raw) {
+				return "", false
+			}
+			s.i = i + 1
+			return string(raw), true
+		case b == '\\':
+			return s.unquote(start)
+		case b < 0x20:
+			return "", false
+		case b >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return "", false
+}
+
+// unquote reads the string starting at start (after its quote) that has
+// escapes.
+func (s *Scanner) unquote(start int) (string, bool) {
+	out := make([]byte, 0, 64)
+	i := start
+	for i < len(s.data) {
+		b := s.data[i]
+		switch {
+		case b == '"':
+			if !utf8.Valid(out) {
+				return "", false
+			}
+			s.i = i + 1
+			return string(out), true
+		case b < 0x20:
+			return "", false
+		case b != '\\':
+			out = append(out, b)
+			i++
+			continue
+		}
+		if i+1 >= len(s.data) {
+			return "", false
+		}
+		switch e := s.data[i+1]; e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := hex4(s.data[i+2:])
+			if !ok {
+				return "", false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				// Only a whole pair: a lone half becomes U+FFFD in
+				// encoding/json, which decodes those.
+				if i+1 >= len(s.data) || s.data[i] != '\\' || s.data[i+1] != 'u' {
+					return "", false
+				}
+				r2, ok := hex4(s.data[i+2:])
+				if !ok {
+					return "", false
+				}
+				if r = utf16.DecodeRune(r, r2); r == utf8.RuneError {
+					return "", false
+				}
+				i += 6
+			}
+			out = utf8.AppendRune(out, r)
+			continue
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return "", false
+}
+
+// number reads a JSON number.
+func (s *Scanner) number() bool {
+	d, i := s.data, s.i
+	if i < len(d) && d[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(d) && d[i] == '0':
+		i++
+	case i < len(d) && '1' <= d[i] && d[i] <= '9':
+		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(d) && d[i] == '.' {
+		i++
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			return false
+		}
+		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
+		i++
+		if i < len(d) && (d[i] == '+' || d[i] == '-') {
+			i++
+		}
+		if i >= len(d) || d[i] < '0' || d[i] > '9' {
+			return false
+		}
+		for i < len(d) && '0' <= d[i] && d[i] <= '9' {
+			i++
+		}
+	}
+	s.i = i
+	return true
+}
+
+// skip is Skip at depth. Unlike skipValue, which trusts JSON a decoder
+// accepted, it checks every byte: what it takes, encoding/json takes.
+func (s *Scanner) skip(depth int) bool {
+	if depth > maxScanDepth {
+		return false
+	}
+	switch s.Peek() {
+	case '{':
+		s.i++
+		if s.Peek() == '}' {
+			s.i++
+			return true
+		}
+		for {
+			if s.Peek() != '"' || !s.skipString() || s.Peek() != ':' {
+				return false
+			}
+			s.i++
+			if !s.skip(depth + 1) {
+				return false
+			}
+			switch s.Peek() {
+			case ',':
+				s.i++
+			case '}':
+				s.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case '[':
+		return s.Array(func() bool { return s.skip(depth + 1) })
+	case '"':
+		return s.skipString()
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.Null()
+	}
+	return s.number()
+}
+
+// skipString reads a string, checking its escapes, keeping nothing.
+func (s *Scanner) skipString() bool {
+	i := s.i + 1
+	for i < len(s.data) {
+		switch b := s.data[i]; {
+		case b == '"':
+			s.i = i + 1
+			return true
+		case b < 0x20:
+			return false
+		case b == '\\':
+			if i+1 >= len(s.data) {
+				return false
+			}
+			switch s.data[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if _, ok := hex4(s.data[i+2:]); !ok {
+					return false
+				}
+				i += 6
+			default:
+				return false
+			}
+		default:
+			i++
+		}
+	}
+	return false
+}
+
+// FoldsTo reports whether key equals one of names in ASCII case but not
+// exactly: encoding/json would decode it into that field.
+func FoldsTo(key []byte, names ...string) bool {
+	for _, n := range names {
+		if len(key) == len(n) && string(key) != n && bytes.EqualFold(key, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+// hex4 decodes the four hex digits at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}

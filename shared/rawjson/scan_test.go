@@ -1,0 +1,53 @@
+package rawjson
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzScannerSkip: Skip followed by End takes exactly the JSON
+// encoding/json takes (json.Valid), but for nesting deeper than
+// maxScanDepth, which it declines.
+//
+//	go test ./shared/rawjson -run '^$' -fuzz FuzzScannerSkip -fuzztime 30s
+func FuzzScannerSkip(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, ` {"a":[1,-2.5e+3,true,false,null,"x\u00e9\n"],"b":{}} `, `"\ud800"`, `0`, `-0.0`,
+		`01`, `1.`, `.5`, `1e`, `tru`, `{"a" 1}`, `{"a":1,}`, `[1,]`, `"a` + "\x01" + `"`, "\"\xff\"", `{"\u0063":1}`,
+		`"\x"`, `"\u12"`, ``, ` `, `{} {}`, strings.Repeat("[", 64) + strings.Repeat("]", 64)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		s := NewScanner([]byte(data))
+		took := s.Skip() && s.End()
+		valid := json.Valid([]byte(data))
+		if took && !valid {
+			t.Fatalf("Skip took %q, which encoding/json refuses", data)
+		}
+		if valid && !took && depth(data) <= maxScanDepth {
+			t.Fatalf("Skip declined %q, valid JSON nested %d deep", data, depth(data))
+		}
+	})
+}
+
+// depth is how deep brackets nest in data, strings aside.
+func depth(data string) int {
+	d, most, in, esc := 0, 0, false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		switch {
+		case in && esc:
+			esc = false
+		case in && c == '\\':
+			esc = true
+		case c == '"':
+			in = !in
+		case !in && (c == '[' || c == '{'):
+			d++
+			most = max(most, d)
+		case !in && (c == ']' || c == '}'):
+			d--
+		}
+	}
+	return most
+}
