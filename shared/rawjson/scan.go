@@ -194,7 +194,25 @@ func (s *Scanner) StringInto(dst *string) bool {
 // ReadString reads a string. It takes the escapes of JSON except a \u escape of
 // half a surrogate pair without its other half, and only valid UTF-8
 // (encoding/json replaces what is not with U+FFFD).
-func (s *Scanner) ReadString() (string, bool) {
+func (s *Scanner) ReadString() (string, bool) { return s.readString(nil) }
+
+// StringIntoKnown is StringInto for a member whose value is mostly one
+// of known (an event's type, a service tier): such a value is set to the
+// known string, without allocating a copy.
+func (s *Scanner) StringIntoKnown(dst *string, known ...string) bool {
+	if s.Null() {
+		return true
+	}
+	v, ok := s.readString(known)
+	if ok {
+		*dst = v
+	}
+	return ok
+}
+
+// readString is ReadString, returning the element of known that equals
+// a string written without escapes instead of a copy of it.
+func (s *Scanner) readString(known []string) (string, bool) {
 	if s.Peek() != '"' {
 		return "", false
 	}
@@ -208,6 +226,11 @@ func (s *Scanner) ReadString() (string, bool) {
 				return "", false
 			}
 			s.i = i + 1
+			for _, k := range known {
+				if string(raw) == k {
+					return k, true
+				}
+			}
 			return string(raw), true
 		case b == '\\':
 			return s.unquote(start)

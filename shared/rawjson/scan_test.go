@@ -51,3 +51,24 @@ func depth(data string) int {
 	}
 	return most
 }
+
+// TestStringIntoKnown: a known value is set without a copy, any other as
+// StringInto sets it, and null leaves the destination as it is.
+func TestStringIntoKnown(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`"stop"`, "stop"}, {`"length"`, "length"}, {`"st\u006fp"`, "stop"}, {`"other"`, "other"}, {`null`, "kept"},
+	} {
+		s, got := NewScanner([]byte(tt.in)), "kept"
+		if !s.StringIntoKnown(&got, "stop", "length") || !s.End() || got != tt.want {
+			t.Errorf("StringIntoKnown(%s) = %q; want %q", tt.in, got, tt.want)
+		}
+	}
+	data := []byte(`"length"`)
+	var v string
+	if n := testing.AllocsPerRun(100, func() {
+		s := NewScanner(data)
+		s.StringIntoKnown(&v, "stop", "length")
+	}); n != 0 {
+		t.Errorf("StringIntoKnown of a known value allocates %v times; want 0", n)
+	}
+}

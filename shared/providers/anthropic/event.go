@@ -31,7 +31,7 @@ func scanEvent(data []byte, se *streamEvent) bool {
 	ok := s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "type":
-			return s.StringInto(&se.Type)
+			return s.StringIntoKnown(&se.Type, "content_block_delta", "content_block_stop", "ping", "message_stop")
 		case "index":
 			return s.Int(&se.Index)
 		case "delta":
@@ -56,7 +56,7 @@ func scanDelta(s *rawjson.Scanner, d *streamDelta) bool {
 	return s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "type":
-			return s.StringInto(&d.Type)
+			return s.StringIntoKnown(&d.Type, "text_delta", "thinking_delta", "input_json_delta", "signature_delta")
 		case "text":
 			return s.StringInto(&d.Text)
 		case "thinking":
@@ -66,7 +66,7 @@ func scanDelta(s *rawjson.Scanner, d *streamDelta) bool {
 		case "partial_json":
 			return s.StringInto(&d.PartialJSON)
 		case "stop_reason":
-			return s.StringInto(&d.StopReason)
+			return s.StringIntoKnown(&d.StopReason, "end_turn", "max_tokens", "tool_use", "stop_sequence")
 		}
 		return !rawjson.FoldsTo(key, "type", "text", "thinking", "signature", "partial_json", "stop_reason") && s.Skip()
 	})

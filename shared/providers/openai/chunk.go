@@ -72,7 +72,7 @@ func scanTop(data []byte, c *wireChunk, r *wireResponse) bool {
 			}
 			return scanUsage(&s, *usage)
 		case "service_tier":
-			return s.StringInto(tier)
+			return s.StringIntoKnown(tier, "default", "flex", "priority", "auto", "scale")
 		case "error", "error_type":
 			return false
 		}
@@ -132,7 +132,8 @@ func scanChoices(s *rawjson.Scanner, c *wireChunk) bool {
 					ch.FinishReason = nil
 					return true
 				}
-				v, ok := s.ReadString()
+				var v string
+				ok := s.StringIntoKnown(&v, "stop", "length", "tool_calls", "content_filter")
 				ch.FinishReason = &v
 				return ok
 			}
@@ -184,7 +185,7 @@ func scanToolCall(s *rawjson.Scanner, tc *wireToolCall) bool {
 		case "id":
 			return s.StringInto(&tc.ID)
 		case "type":
-			return s.StringInto(&tc.Type)
+			return s.StringIntoKnown(&tc.Type, "function")
 		case "function":
 			if s.Null() {
 				return true
