@@ -26,6 +26,20 @@ type Scanner struct {
 // NewScanner returns a Scanner at the start of data.
 func NewScanner(data []byte) Scanner { return Scanner{data: data} }
 
+// Bool reads true or false into dst, or a null, which leaves dst as it
+// is.
+func (s *Scanner) Bool(dst *bool) bool {
+	switch {
+	case s.literal("true"):
+		*dst = true
+	case s.literal("false"):
+		*dst = false
+	default:
+		return s.Null()
+	}
+	return true
+}
+
 // Skip reads any value, checking it, and keeps nothing.
 func (s *Scanner) Skip() bool { return s.skip(0) }
 

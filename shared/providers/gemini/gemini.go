@@ -226,7 +226,7 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 	r.OnWait(batch.Flush)
 	emit := batch.Emit
 	for {
-		ev, err := r.Next()
+		_, data, err := r.NextBytes()
 		if err == io.EOF {
 			// Gemini may write an error as raw JSON after its last
 			// event, outside the event stream.
@@ -240,7 +240,7 @@ func (p *Provider) readStream(ctx context.Context, body io.Reader, w chat.Writer
 			return nil, chat.TransportError(ctx, p.name, "read stream", err)
 		}
 		var g generateResponse
-		if err := json.Unmarshal([]byte(ev.Data), &g); err != nil {
+		if err := decodeEvent(data, &g); err != nil {
 			return nil, chat.TransportError(ctx, p.name, "decode event", err)
 		}
 		if g.Error != nil { // an error in the middle of the stream
