@@ -12,7 +12,7 @@ import (
 // for what it does not take (malformed JSON among it), and the decoder
 // then declines the whole value. What it takes it reads as encoding/json
 // would; each decoder built on it has a fuzz test comparing the two
-// (openai.FuzzScanChunk, anthropic.FuzzScanEvent). It reads each byte once
+// (openai.FuzzScanChunk, anthropic.FuzzScanEvent, gemini.FuzzScanEvent). It reads each byte once
 // and allocates only the strings it returns.
 //
 // Member names are compared as written: Object declines a name with
