@@ -58,16 +58,7 @@ const maxScanDepth = 64
 func (s *Scanner) Null() bool { return s.literal("null") }
 
 // space skips JSON whitespace.
-func (s *Scanner) space() {
-	for s.i < len(s.data) {
-		switch s.data[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *Scanner) space() { s.i = skipSpace(s.data, s.i) }
 
 // Peek returns the next byte after whitespace, 0 at the end.
 func (s *Scanner) Peek() byte {

@@ -1,17 +1,14 @@
 package gemini
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/providers/sse"
 )
 
 // eventSeeds are the data of every event in testdata's streams and the
@@ -39,23 +36,11 @@ func eventSeeds(t testing.TB) []string {
 		`{"error":{"code":429,"message":"exhausted","status":"RESOURCE_EXHAUSTED"}}`,
 		`null`, `[]`, `{}`, ``, `{"candidates":[]} x`,
 	}
-	files, err := filepath.Glob("testdata/*.sse")
+	data, err := sse.ReadFiles("testdata/*.sse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				seeds = append(seeds, strings.TrimSpace(d))
-			}
-		}
-	}
-	return seeds
+	return append(seeds, data...)
 }
 
 // checkEvent fails if scanEvent takes data that json.Unmarshal refuses,

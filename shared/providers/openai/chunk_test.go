@@ -1,14 +1,13 @@
 package openai
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/genway/genway/shared/providers/sse"
 )
 
 // chunkSeeds are chunks the scanner must take, decline, or get right:
@@ -68,21 +67,12 @@ func chunkSeeds(t testing.TB) [][]byte {
 		[]byte(`{"service_tier":null,"choices":[]}`),
 		[]byte(`{"service_tier":1}`),
 	}
-	files, err := filepath.Glob("testdata/*.sse")
+	data, err := sse.ReadFiles("testdata/*.sse")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				seeds = append(seeds, []byte(strings.TrimSpace(d)))
-			}
-		}
+	for _, d := range data {
+		seeds = append(seeds, []byte(d))
 	}
 	return seeds
 }

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 )
 
 // DefaultMaxEventSize is the largest event (the sum of its field lines) a
@@ -265,4 +267,34 @@ func lineEnd(buf []byte) int {
 		return j
 	}
 	return i
+}
+
+// ReadFiles returns the data of every event in the files that pattern
+// (filepath.Glob) names, in order: the recorded streams a decoder's tests
+// take their cases from.
+func ReadFiles(pattern string) ([]string, error) {
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, err
+	}
+	var data []string
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		r := NewReader(f)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				f.Close()
+				if err != io.EOF {
+					return nil, fmt.Errorf("%s: %w", name, err)
+				}
+				break
+			}
+			data = append(data, ev.Data)
+		}
+	}
+	return data, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -360,5 +361,24 @@ func TestStray(t *testing.T) {
 	r.Next()
 	if n := len(r.Stray()); n == 0 || n > maxStray {
 		t.Errorf("len(Stray()) = %d after 130 KB of garbage; want 0 < n <= %d", n, maxStray)
+	}
+}
+
+// TestReadFiles: the data of every event of every file the pattern
+// names, files in order, comments and ids left out.
+func TestReadFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"a.sse": "event: x\ndata: one\n\n: comment\nid: 7\ndata: two\ndata: lines\n\n",
+		"b.sse": "data: three",
+		"c.txt": "data: not a stream\n\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ReadFiles(filepath.Join(dir, "*.sse"))
+	if want := []string{"one", "two\nlines", "three"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ReadFiles = %q, %v; want %q", got, err, want)
 	}
 }
