@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,8 +19,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/genway/genway/shared/providers/upstreams"
 )
 
 // bifrostLikeDir is the bifrost-like gateway's module, relative to this
@@ -309,20 +305,9 @@ func BenchmarkChatGatewayBifrostLike(b *testing.B) {
 	bin := buildBifrostLike(b, 0)
 	up := benchUpstream(b)
 	defer up.Close()
-	srv := startServer(b, b.TempDir(), map[string]string{
-		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
-		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_DEV_CREDITS": "1000000000",
-	})
+	srv := startServer(b, b.TempDir(), benchServerEnv(up.URL))
 	bl := startBifrostLike(b, bin, up.URL+"/v1")
-	u, err := url.Parse(up.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.Transport = upstreams.NewHTTPClient().Transport
-	rp.FlushInterval = -1 // flush each write, as a streaming proxy must
-	proxy := httptest.NewServer(rp)
-	defer proxy.Close()
+	proxy := startBareProxy(b, up.URL)
 	for _, mode := range []struct {
 		name   string
 		stream bool

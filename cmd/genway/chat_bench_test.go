@@ -263,6 +263,32 @@ const benchRounds = 5
 // and gateway; latencies are medians over them.
 const pacedRounds = 3
 
+// benchServerEnv is the environment of the genway serve the chat
+// benchmarks measure: OpenAI at upURL, no synthetic models, a rate limit
+// and credits that refuse no request.
+func benchServerEnv(upURL string) map[string]string {
+	return map[string]string{
+		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": upURL + "/v1", "GENWAY_SYNTHETIC": "off",
+		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_DEV_CREDITS": "1000000000",
+	}
+}
+
+// startBareProxy starts the floor the chat benchmarks compare with: an
+// httputil.ReverseProxy to upURL over the upstreams' transport, flushing
+// each write as a streaming proxy must; closed when b ends.
+func startBareProxy(b *testing.B, upURL string) *httptest.Server {
+	u, err := url.Parse(upURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.Transport = upstreams.NewHTTPClient().Transport
+	rp.FlushInterval = -1
+	proxy := httptest.NewServer(rp)
+	b.Cleanup(proxy.Close)
+	return proxy
+}
+
 // BenchmarkChatGateway measures, in one run, a fake OpenAI upstream on
 // loopback alone ("direct"), the same upstream through `genway serve`
 // ("gateway": the real serve, started in-process by startServer on the
@@ -312,25 +338,14 @@ const pacedRounds = 3
 func BenchmarkChatGateway(b *testing.B) {
 	up := benchUpstream(b)
 	defer up.Close()
-	srvDir, srvEnv := b.TempDir(), map[string]string{
-		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
-		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_DEV_CREDITS": "1000000000",
-	}
+	srvDir, srvEnv := b.TempDir(), benchServerEnv(up.URL)
 	srv := startServer(b, srvDir, srvEnv)
 	free := startServer(b, b.TempDir(), map[string]string{
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
 		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_CATALOG": freeCatalog(b, "openai/gpt-4o-mini"),
 	})
 	limitedKey := cliKeyEnv(b, srvDir, srvEnv, "--account", "dev", "--name", "limited", "--credit-limit", "1000000000")
-	u, err := url.Parse(up.URL)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rp := httputil.NewSingleHostReverseProxy(u)
-	rp.Transport = upstreams.NewHTTPClient().Transport
-	rp.FlushInterval = -1 // flush each write, as a streaming proxy must
-	proxy := httptest.NewServer(rp)
-	defer proxy.Close()
+	proxy := startBareProxy(b, up.URL)
 	for _, mode := range []struct {
 		name      string
 		stream    bool
