@@ -323,7 +323,8 @@ func startBareProxy(b *testing.B, upURL string) *httptest.Server {
 // A key with a credit limit ("limited", made with `genway keys create
 // --credit-limit`) takes its turn too: each of its requests holds credits
 // against the key's limit before it is sent and settles the hold after,
-// what a limited key costs over the account's own key.
+// what a limited key costs over the account's own key; limited-rate-of-proxy
+// and limited-cpu-of-proxy are its shares of the bare proxy's, as below.
 //
 // For a stream, latency is the time to the first content delta. CPU time
 // per request of the whole process (load generator, gateway and fake
@@ -378,7 +379,7 @@ func BenchmarkChatGateway(b *testing.B) {
 			}
 			b.ResetTimer()
 			var dRPS, gRPS, fRPS, pRPS, share, priced, dCPU, gCPU, fCPU, pCPU []float64
-			var lRPS, lCPU, ofProxy, cpuOfProxy, dAllocs, gAllocs, pAllocs, lAllocs []float64
+			var lRPS, lCPU, ofProxy, cpuOfProxy, lOfProxy, lCPUOfProxy, dAllocs, gAllocs, pAllocs, lAllocs []float64
 			var dSat, gSat benchResult
 			for range benchRounds {
 				d := direct.run(b, n, benchConcurrency, 0)
@@ -388,6 +389,7 @@ func BenchmarkChatGateway(b *testing.B) {
 				l := limited.run(b, n, benchConcurrency, 0)
 				lRPS, lCPU = append(lRPS, l.rps), append(lCPU, float64(l.cpu.Microseconds()))
 				ofProxy, cpuOfProxy = append(ofProxy, g.rps/p.rps), append(cpuOfProxy, float64(g.cpu)/float64(p.cpu))
+				lOfProxy, lCPUOfProxy = append(lOfProxy, l.rps/p.rps), append(lCPUOfProxy, float64(l.cpu)/float64(p.cpu))
 				dAllocs, gAllocs, pAllocs, lAllocs = append(dAllocs, d.allocs), append(gAllocs, g.allocs), append(pAllocs, p.allocs), append(lAllocs, l.allocs)
 				dRPS, gRPS, fRPS, pRPS = append(dRPS, d.rps), append(gRPS, g.rps), append(fRPS, f.rps), append(pRPS, p.rps)
 				share, priced = append(share, 100*g.rps/d.rps), append(priced, 100*g.rps/f.rps)
@@ -421,6 +423,8 @@ func BenchmarkChatGateway(b *testing.B) {
 			b.ReportMetric(median(cpuOfProxy), "gateway-cpu-of-proxy")
 			b.ReportMetric(median(lRPS), "limited-req/s")
 			b.ReportMetric(median(lCPU), "limited-cpu-µs/req")
+			b.ReportMetric(median(lOfProxy), "limited-rate-of-proxy")
+			b.ReportMetric(median(lCPUOfProxy), "limited-cpu-of-proxy")
 			b.ReportMetric(median(dAllocs), "direct-allocs/req")
 			b.ReportMetric(median(gAllocs), "gateway-allocs/req")
 			b.ReportMetric(median(pAllocs), "proxy-allocs/req")

@@ -16,10 +16,11 @@ import (
 // Holds: a priced completion asked for with an API key that has a credit
 // limit is held like an image or a speech. Before any upstream call, Run
 // reserves the most the completion can cost on the account and on the
-// key, in one conditional write (credits.Reserver), so that parallel
-// requests cannot take the key past its limit; the answer's record is then
-// written with its charge as usual, to the store at once, and the hold
-// released, before the answer's end reaches the client.
+// key, in one atomic check (Holds.Reserve), so that parallel requests
+// cannot take the key past its limit; the answer's record is then given
+// to the store with its charge (Holds.AddRecords: the key's spend shows it
+// at once), and the hold released, before the answer's end reaches the
+// client.
 // Without a limited key nothing is held, and Admit's rule applies.
 //
 // The most a completion can cost is its candidates' highest
@@ -51,11 +52,19 @@ const (
 )
 
 // Holds is what a held completion needs of the credits store, beside
-// Balances: reservations, their settlement, and records written at once.
-// localstore.Store and dynamostore.Store implement it; a Gateway with
-// Holds in its Config holds the priced completions of limited keys.
+// Balances: its reservation (credits.Reserver's Reserve, within the
+// account's available credits and the key's limit), the account for a
+// 402's message, the reservation's release (Settle), and the record with
+// its charge (AddRecords), which counts in the key's spend before the
+// release does. A Gateway with Holds in its Config holds the priced
+// completions of limited keys. dynamostore.Store implements it with
+// conditional writes, each record written before AddRecords returns;
+// localstore.Store too, and localstore.MemoryHolds (what `genway serve`
+// uses) without waiting for a commit: its holds are in memory, its records
+// written behind (see localstore's gate).
 type Holds interface {
-	credits.Reservations
+	credits.Reserving
+	Settle(ctx context.Context, e credits.Entry) error
 	RecordStore
 }
 
@@ -159,7 +168,7 @@ func (h *hold) limit(c *Call) {
 	}
 }
 
-// record writes r, the record of the completion's answer, with its charge,
+// record gives r, the record of the completion's answer, with its charge,
 // to the store before it returns (so that the key's spend shows it before
 // the hold goes); a charge above the hold (a provider counting more
 // tokens than the bound) is charged all the same and logged.

@@ -41,6 +41,17 @@ func holdStore(t *testing.T, balance, limit credits.Amount) (*localstore.Store, 
 	return s, auth.Principal{Account: "acct", KeyID: r.ID, Limited: true}
 }
 
+// holdKinds are the Holds a gateway may have on the embedded store: the
+// store itself (a commit per hold, release and record, as DynamoDB's
+// conditional writes) and its MemoryHolds (what genway serve uses).
+var holdKinds = []struct {
+	name  string
+	holds func(s *localstore.Store) chat.Holds
+}{
+	{"store", func(s *localstore.Store) chat.Holds { return s }},
+	{"memory", func(s *localstore.Store) chat.Holds { return s.MemoryHolds() }},
+}
+
 // keyState returns the key's spent and held credits and the account's
 // available ones.
 func keyState(t *testing.T, s *localstore.Store, key string) (spent, held, available credits.Amount) {
@@ -95,62 +106,65 @@ func TestHoldLimitedKey(t *testing.T) {
 		{"max_tokens does not fit", 10 * cr, hi("4000"), nil, chat.Usage{}, -1, credits.ErrKeyLimit, 0},
 		{"upstream fails", 10 * cr, hi("1000"), &chat.UpstreamError{Kind: chat.UpstreamBadRequest, Status: 400, Message: "no"}, chat.Usage{}, 1000, &chat.UpstreamError{}, 0},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, pr := holdStore(t, 1000*cr, tt.limit)
-			prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: tt.usage}, err: tt.upstreamErr}
-			gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov},
-				Balances: s, Holds: s, Usage: failingRecorder{t}})
-			p := tt.params
-			p.ID = "chatcmpl-held-" + strings.ReplaceAll(tt.name, " ", "-")
-			err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &sink{})
-			switch want := tt.wantErr.(type) {
-			case nil:
-				if err != nil {
-					t.Fatalf("Run = %v; want nil", err)
+	for _, kind := range holdKinds {
+		for _, tt := range tests {
+			t.Run(kind.name+"/"+tt.name, func(t *testing.T) {
+				s, pr := holdStore(t, 1000*cr, tt.limit)
+				prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: tt.usage}, err: tt.upstreamErr}
+				gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov},
+					Balances: s, Holds: kind.holds(s), Usage: failingRecorder{t}})
+				pp := *tt.params
+				p := &pp
+				p.ID = "chatcmpl-held-" + strings.ReplaceAll(tt.name, " ", "-")
+				err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &sink{})
+				switch want := tt.wantErr.(type) {
+				case nil:
+					if err != nil {
+						t.Fatalf("Run = %v; want nil", err)
+					}
+				case *chat.UpstreamError:
+					if !errors.As(err, &want) {
+						t.Fatalf("Run = %v; want the upstream's error", err)
+					}
+				default:
+					e := apierr.As(err)
+					if !errors.Is(err, want) || e == nil || e.Kind != apierr.InsufficientQuota || !strings.Contains(e.Message, "max_tokens") {
+						t.Fatalf("Run = %v; want a 402 matching %v that names max_tokens", err, want)
+					}
 				}
-			case *chat.UpstreamError:
-				if !errors.As(err, &want) {
-					t.Fatalf("Run = %v; want the upstream's error", err)
+				prov.mu.Lock()
+				got := prov.got
+				prov.mu.Unlock()
+				switch {
+				case tt.wantMaxTokens < 0 && len(got) != 0:
+					t.Errorf("the provider was called %d times; want none", len(got))
+				case tt.wantMaxTokens >= 0 && (len(got) != 1 || got[0].MaxTokens != tt.wantMaxTokens):
+					t.Errorf("the provider got %d requests; want one with max_tokens %d", len(got), tt.wantMaxTokens)
 				}
-			default:
-				e := apierr.As(err)
-				if !errors.Is(err, want) || e == nil || e.Kind != apierr.InsufficientQuota || !strings.Contains(e.Message, "max_tokens") {
-					t.Fatalf("Run = %v; want a 402 matching %v that names max_tokens", err, want)
+				spent, held, avail := keyState(t, s, pr.KeyID)
+				if spent != tt.wantSpent || held != 0 || avail != 1000*cr-tt.wantSpent {
+					t.Errorf("key spent %s held %s, account available %s; want %s, 0, %s", spent, held, avail, tt.wantSpent, 1000*cr-tt.wantSpent)
 				}
-			}
-			prov.mu.Lock()
-			got := prov.got
-			prov.mu.Unlock()
-			switch {
-			case tt.wantMaxTokens < 0 && len(got) != 0:
-				t.Errorf("the provider was called %d times; want none", len(got))
-			case tt.wantMaxTokens >= 0 && (len(got) != 1 || got[0].MaxTokens != tt.wantMaxTokens):
-				t.Errorf("the provider got %d requests; want one with max_tokens %d", len(got), tt.wantMaxTokens)
-			}
-			spent, held, avail := keyState(t, s, pr.KeyID)
-			if spent != tt.wantSpent || held != 0 || avail != 1000*cr-tt.wantSpent {
-				t.Errorf("key spent %s held %s, account available %s; want %s, 0, %s", spent, held, avail, tt.wantSpent, 1000*cr-tt.wantSpent)
-			}
-			if open, err := s.OpenReservations(context.Background(), time.Now().Unix()+1, 10); err != nil || len(open) != 0 {
-				t.Errorf("open reservations %v, %v; want none", open, err)
-			}
-			// The record is written at once, with the charge: answered,
-			// failed at the upstream, or none for a refusal before any call.
-			r, err := s.Record(context.Background(), p.ID)
-			switch {
-			case tt.wantMaxTokens < 0:
-				if !errors.Is(err, credits.ErrRecordNotFound) {
-					t.Errorf("Record(%q) = %+v, %v; want none for a refusal", p.ID, r, err)
+				if open, err := s.OpenReservations(context.Background(), time.Now().Unix()+1, 10); err != nil || len(open) != 0 {
+					t.Errorf("open reservations %v, %v; want none", open, err)
 				}
-			case tt.upstreamErr != nil:
-				if err != nil || r.Status != credits.StatusFailed || r.Cost != 0 || r.Key != pr.KeyID {
-					t.Errorf("Record(%q) = %+v, %v; want a failed record of the key, no cost", p.ID, r, err)
+				// The record is written at once, with the charge: answered,
+				// failed at the upstream, or none for a refusal before any call.
+				r, err := s.Record(context.Background(), p.ID)
+				switch {
+				case tt.wantMaxTokens < 0:
+					if !errors.Is(err, credits.ErrRecordNotFound) {
+						t.Errorf("Record(%q) = %+v, %v; want none for a refusal", p.ID, r, err)
+					}
+				case tt.upstreamErr != nil:
+					if err != nil || r.Status != credits.StatusFailed || r.Cost != 0 || r.Key != pr.KeyID {
+						t.Errorf("Record(%q) = %+v, %v; want a failed record of the key, no cost", p.ID, r, err)
+					}
+				case err != nil || r.Cost != tt.wantSpent || r.Key != pr.KeyID || r.Status != credits.StatusCompleted:
+					t.Errorf("Record(%q) = %+v, %v; want a completed record of the key costing %s", p.ID, r, err, tt.wantSpent)
 				}
-			case err != nil || r.Cost != tt.wantSpent || r.Key != pr.KeyID || r.Status != credits.StatusCompleted:
-				t.Errorf("Record(%q) = %+v, %v; want a completed record of the key costing %s", p.ID, r, err, tt.wantSpent)
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -159,11 +173,17 @@ func TestHoldLimitedKey(t *testing.T) {
 // never take it past its limit: the successes are charged, the others
 // refused with the key's 402, and nothing stays held.
 func TestHoldParallel(t *testing.T) {
+	for _, kind := range holdKinds {
+		t.Run(kind.name, func(t *testing.T) { testHoldParallel(t, kind.holds) })
+	}
+}
+
+func testHoldParallel(t *testing.T, holds func(*localstore.Store) chat.Holds) {
 	s, pr := holdStore(t, 1000*credits.Credit, 10*credits.Credit)
 	// 20 input and 1000 output tokens hold 3.02; the provider reports 10
 	// and 900: 0.01 + 2.7 = 2.71 credits charged.
 	prov := &fakeProvider{resp: chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 900}}}
-	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s, Holds: s})
+	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov}, Balances: s, Holds: holds(s)})
 	ctx := auth.WithPrincipal(context.Background(), pr)
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -16,6 +16,7 @@ import (
 	"github.com/genway/genway/shared/catalog"
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/credits"
+	"github.com/genway/genway/shared/local/localstore"
 	"github.com/genway/genway/shared/metrics"
 )
 
@@ -374,6 +375,12 @@ func (s *endSink) End(r *chat.Response) error {
 // charged what it produced, written at once (the key's spend shows it),
 // and its hold released.
 func TestHoldCut(t *testing.T) {
+	for _, kind := range holdKinds {
+		t.Run(kind.name, func(t *testing.T) { testHoldCut(t, kind.holds) })
+	}
+}
+
+func testHoldCut(t *testing.T, holds func(*localstore.Store) chat.Holds) {
 	const cr = credits.Credit
 	s, pr := holdStore(t, 1000*cr, 10*cr)
 	// synthetic/priced: 1,000 credits per million input tokens, 3,000
@@ -382,7 +389,7 @@ func TestHoldCut(t *testing.T) {
 	prov := &cutProvider{deltas: []chat.Delta{{Content: "Hello"}, {Content: " world"}}, cut: &chat.Response{Usage: chat.Usage{PromptTokens: 20}},
 		err: &chat.UpstreamError{Provider: "synthetic", Kind: chat.UpstreamFailed, Reason: chat.ReasonDropped}}
 	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(t), Providers: map[string]chat.Provider{"synthetic": prov},
-		Balances: s, Holds: s, Usage: failingRecorder{t}})
+		Balances: s, Holds: holds(s), Usage: failingRecorder{t}})
 	p := hi("1000")
 	p.Stream = true
 	err := gw.Run(auth.WithPrincipal(context.Background(), pr), "acct", p, &sink{})

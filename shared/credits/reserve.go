@@ -149,6 +149,13 @@ type AccountReader interface {
 	Account(ctx context.Context, id string) (Account, error)
 }
 
+// Reserving is what ReserveFor needs: a reservation, and the account for
+// the message of a 402.
+type Reserving interface {
+	Reserve(ctx context.Context, e Entry) error
+	AccountReader
+}
+
 // ReserveFor reserves e (a Reservation) in rs for a synchronous request
 // that what names ("This speech"), and turns a refusal into the client's
 // 402: the key's (ErrKeyLimit, whose message says what the key has
@@ -156,7 +163,7 @@ type AccountReader interface {
 // among the models that may serve it). An account the store does not
 // know has no credits. Any other error is wrapped. Images, speech and
 // held chat completions reserve through it.
-func ReserveFor(ctx context.Context, rs Reservations, e Entry, what string, upTo bool) error {
+func ReserveFor(ctx context.Context, rs Reserving, e Entry, what string, upTo bool) error {
 	err := rs.Reserve(ctx, e)
 	switch {
 	case err == nil, errors.Is(err, ErrKeyLimit):

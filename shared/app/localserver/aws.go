@@ -157,7 +157,7 @@ func (b *awsBackend) newQueue(url string) *sqsqueue.Queue {
 }
 
 func (b *awsBackend) parts() Parts {
-	return Parts{Store: b.store, Jobs: b.store, Queue: b.jobsQueue, Media: b.media,
+	return Parts{Store: b.store, Holds: b.store, Jobs: b.store, Queue: b.jobsQueue, Media: b.media,
 		Hooks: b.store, HookQueue: b.hookQueue, Counter: b.store, Lease: WorkerTimeout,
 		Retention: s3media.ExpiryDays * 24 * time.Hour}
 }

@@ -73,7 +73,7 @@ func openEmbedded(dir, baseURL string, workers int, records time.Duration) (*emb
 }
 
 func (e *embedded) parts() Parts {
-	return Parts{Store: e.st, Jobs: e.st, Queue: e.st, Media: e.media, Files: e.media.Handler(),
+	return Parts{Store: e.st, Holds: e.st.MemoryHolds(), Jobs: e.st, Queue: e.st, Media: e.media, Files: e.media.Handler(),
 		Hooks: e.st, HookQueue: e.st, Counter: e.counter, AdminSocket: e.socket}
 }
 

@@ -45,11 +45,12 @@ import (
 
 // Store is a backend's store of accounts, keys, credits, records and
 // reservations: both stores hold the credits of synchronous generations
-// (images, speech, the chat completions of keys with a credit limit)
-// before their vendor is called (chat.Holds).
+// (images, speech) before their vendor is called
+// (credits.Reservations).
 type Store interface {
 	admin.Store
-	chat.Holds
+	credits.Reservations
+	chat.RecordStore
 }
 
 // JobStore is a backend's jobs store; it also marks a deleted video.
@@ -60,7 +61,11 @@ type JobStore interface {
 
 // Parts are the state a backend keeps and the queues it runs.
 type Parts struct {
-	Store     Store
+	Store Store
+	// Holds holds the chat completions of keys with a credit limit: the
+	// embedded store's MemoryHolds (no commit on the request path), the
+	// AWS store itself.
+	Holds     chat.Holds
 	Jobs      JobStore
 	Queue     jobs.Queue
 	Media     jobs.Media
@@ -244,7 +249,7 @@ func New(ctx context.Context, cfg app.Config, opts ...Option) (_ *Main, err erro
 	// rests are this process's (GENWAY_ROUTE_* tune its policy).
 	router := app.Router(cfg, log)
 	configured := cat.ConfiguredFunc(cfg.Providers)
-	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: m.usage, Balances: p.Store, Holds: p.Store, Router: router})
+	gw := chat.NewGateway(chat.Config{Catalog: cat, Providers: providers, Log: log, Usage: m.usage, Balances: p.Store, Holds: p.Holds, Router: router})
 	retention := cfg.MediaRetention // expires_at of a video
 	if p.Retention != 0 {
 		retention = p.Retention

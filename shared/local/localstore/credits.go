@@ -145,13 +145,17 @@ func (s *Store) settle(e credits.Entry, r *credits.Record) error {
 	return nil
 }
 
-// Account returns the account id, or credits.ErrAccountNotFound.
+// Account returns the account id, or credits.ErrAccountNotFound. Its
+// position counts the holds in memory and the charges written behind (see
+// gate).
 func (s *Store) Account(ctx context.Context, id string) (credits.Account, error) {
 	var a credits.Account
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.viewGated(func(tx *bolt.Tx, g *gate) error {
 		var err error
-		ok, err = getJSON(tx.Bucket([]byte(bucketAccounts)), []byte(id), &a)
+		if ok, err = getJSON(tx.Bucket([]byte(bucketAccounts)), []byte(id), &a); ok {
+			g.showAccount(tx, &a)
+		}
 		return err
 	})
 	if err != nil {
@@ -211,6 +215,7 @@ func (s *Store) Grant(ctx context.Context, id string, amount credits.Amount, at 
 // Ledger returns account's entries, oldest first (none for an unknown
 // account).
 func (s *Store) Ledger(ctx context.Context, account string) ([]credits.Entry, error) {
+	s.awaitWrites(ctx)
 	var out []credits.Entry
 	err := s.db.View(func(tx *bolt.Tx) error {
 		lb := tx.Bucket([]byte(bucketLedger))
@@ -258,16 +263,17 @@ func (s *Store) SetRateLimit(ctx context.Context, account string, rpm int) error
 	return nil
 }
 
-// Accounts returns every account, by id.
+// Accounts returns every account, by id, each position as Account has it.
 func (s *Store) Accounts(ctx context.Context) ([]credits.Account, error) {
 	var out []credits.Account
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.viewGated(func(tx *bolt.Tx, g *gate) error {
 		ab := tx.Bucket([]byte(bucketAccounts))
 		return ab.ForEach(func(k, _ []byte) error {
 			var a credits.Account
 			if _, err := getJSON(ab, k, &a); err != nil {
 				return err
 			}
+			g.showAccount(tx, &a)
 			out = append(out, a)
 			return nil
 		})
@@ -282,6 +288,7 @@ func (s *Store) Accounts(ctx context.Context) ([]credits.Account, error) {
 // LedgerEntry reports whether the ledger has the entry id (of account:
 // entry ids are unique across accounts here).
 func (s *Store) LedgerEntry(ctx context.Context, account, id string) (bool, error) {
+	s.awaitWrites(ctx)
 	var found bool
 	err := s.db.View(func(tx *bolt.Tx) error {
 		var e credits.Entry

@@ -35,6 +35,7 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 	}
 	nj.History = []jobs.StatusChange{{Status: jobs.Queued, At: queuedAt}}
 	var got *jobs.Job
+	var pending *pendingHold
 	err := s.update(func(tx *bolt.Tx) error {
 		got = nil
 		jb := tx.Bucket([]byte(bucketJobs))
@@ -70,8 +71,13 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 		if err != nil {
 			return err
 		}
-		if !ok || a.Available < nj.Price {
+		if !ok {
 			return refuse(jobs.ErrInsufficientCredits)
+		}
+		if err := s.gate.hold(tx, &pending, a, nj.Key, nj.Price, bucketJobs, nj.ID); errors.Is(err, credits.ErrInsufficient) {
+			return refuse(jobs.ErrInsufficientCredits)
+		} else if err != nil {
+			return err
 		}
 		if nj.Key != "" {
 			if err := holdOnKey(tx, nj.Key, nj.Price); err != nil {
@@ -105,6 +111,7 @@ func (s *Store) Create(ctx context.Context, j *jobs.Job, idem *jobs.Idempotency)
 		got = &nj
 		return nil
 	})
+	s.gate.release(pending)
 	if err != nil {
 		return nil, fmt.Errorf("create job %s: %w", j.ID, err)
 	}

@@ -37,13 +37,17 @@ func (s *Store) PutKey(ctx context.Context, r auth.Record) error {
 	return nil
 }
 
-// KeyByHash returns the record with hash, or auth.ErrKeyNotFound.
+// KeyByHash returns the record with hash, or auth.ErrKeyNotFound. Its
+// Spent and Held, like those of KeyByID and Keys, count the holds in
+// memory and the charges written behind (see gate).
 func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Record, error) {
 	var r auth.Record
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.viewGated(func(tx *bolt.Tx, g *gate) error {
 		var err error
-		ok, err = getJSON(tx.Bucket([]byte(bucketKeys)), []byte(hash), &r)
+		if ok, err = getJSON(tx.Bucket([]byte(bucketKeys)), []byte(hash), &r); ok {
+			g.showKey(tx, &r)
+		}
 		return err
 	})
 	if err != nil {
@@ -58,7 +62,7 @@ func (s *Store) KeyByHash(ctx context.Context, hash string) (auth.Record, error)
 // Keys returns the key records of account ("" for all), oldest first.
 func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error) {
 	var out []auth.Record
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.viewGated(func(tx *bolt.Tx, g *gate) error {
 		kb := tx.Bucket([]byte(bucketKeys))
 		return kb.ForEach(func(k, _ []byte) error {
 			var r auth.Record
@@ -66,6 +70,7 @@ func (s *Store) Keys(ctx context.Context, account string) ([]auth.Record, error)
 				return err
 			}
 			if account == "" || r.Account == account {
+				g.showKey(tx, &r)
 				out = append(out, r)
 			}
 			return nil
@@ -183,9 +188,11 @@ func settleOnKey(tx *bolt.Tx, id string, spent, held credits.Amount) error {
 func (s *Store) KeyByID(ctx context.Context, id string) (auth.Record, error) {
 	var r auth.Record
 	var ok bool
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.viewGated(func(tx *bolt.Tx, g *gate) error {
 		var err error
-		_, r, ok, err = keyByID(tx, id)
+		if _, r, ok, err = keyByID(tx, id); ok {
+			g.showKey(tx, &r)
+		}
 		return err
 	})
 	if err != nil {
@@ -227,6 +234,7 @@ func (s *Store) RollKeyPeriod(ctx context.Context, id, period string) (bool, err
 	if _, ok := auth.PeriodStart(period); !ok {
 		return false, auth.ErrBadPeriod
 	}
+	s.awaitWrites(ctx) // what was charged before the roll counts in the old period
 	rolled := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		hash, r, ok, err := keyByID(tx, id)

@@ -223,6 +223,12 @@ func (t *recordTx) flush() error {
 // refused (credits.ErrInvalidRecord, credits.ErrAccountNotFound) changes
 // nothing and the others are written; a failed commit fails them all.
 func (s *Store) AddRecords(ctx context.Context, rs []credits.Record) []error {
+	return s.addRecords(rs, 0)
+}
+
+// addRecords is AddRecords; a seq above 0 is also written, in the same
+// transaction, as the last write behind to commit (chargesWrittenKey).
+func (s *Store) addRecords(rs []credits.Record, seq uint64) []error {
 	errs := make([]error, len(rs))
 	ok := make([]bool, len(rs))
 	any := false
@@ -231,7 +237,7 @@ func (s *Store) AddRecords(ctx context.Context, rs []credits.Record) []error {
 			ok[i], any = true, true
 		}
 	}
-	if !any {
+	if !any && seq == 0 {
 		return errs
 	}
 	retention := s.records
@@ -244,6 +250,11 @@ func (s *Store) AddRecords(ctx context.Context, rs []credits.Record) []error {
 			errs[i] = t.add(r, retention)
 			if errs[i] != nil && !errors.Is(errs[i], credits.ErrInvalidRecord) && !errors.Is(errs[i], credits.ErrAccountNotFound) {
 				return errs[i] // a store failure: the transaction fails, every record with it
+			}
+		}
+		if seq > 0 {
+			if err := tx.Bucket([]byte(bucketMeta)).Put([]byte(chargesWrittenKey), u64(seq)); err != nil {
+				return err
 			}
 		}
 		return t.flush()
@@ -262,6 +273,7 @@ func (s *Store) AddRecords(ctx context.Context, rs []credits.Record) []error {
 
 // Record implements credits.RecordReader.
 func (s *Store) Record(ctx context.Context, id string) (credits.Record, error) {
+	s.awaitWrites(ctx)
 	var r credits.Record
 	var ok bool
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -292,6 +304,7 @@ func (s *Store) Records(ctx context.Context, q credits.RecordQuery) ([]credits.R
 		return nil, "", err
 	}
 	cur, _ := credits.DecodeRecordCursor(q.Cursor) // checked by Normalize
+	s.awaitWrites(ctx)
 	var out []credits.Record
 	var next string
 	now := s.now().Unix()

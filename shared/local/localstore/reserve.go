@@ -24,12 +24,14 @@ func openResKey(r credits.Entry) []byte {
 // from available to held, writes e to the ledger and adds it to the index
 // of open reservations; with e.Key it holds e.Amount on the key too, within
 // its credit limit (else an error matching credits.ErrKeyLimit).
-// Transactions are serial, so parallel reservations never overdraw the
-// account or pass the key's limit.
+// Transactions are serial and check under the gate (with the holds in
+// memory and the charges written behind), so parallel reservations never
+// overdraw the account or pass the key's limit.
 func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 	if err := credits.CheckReservation(e); err != nil {
 		return err
 	}
+	var pending *pendingHold
 	err := s.update(func(tx *bolt.Tx) error {
 		if tx.Bucket([]byte(bucketLedger)).Get([]byte(e.ID)) != nil {
 			return refuse(credits.ErrAlreadySettled)
@@ -43,8 +45,8 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 		if !ok {
 			return refuse(credits.ErrAccountNotFound)
 		}
-		if a.Available < e.Amount {
-			return refuse(fmt.Errorf("%s credits, %s available: %w", e.Amount, a.Available, credits.ErrInsufficient))
+		if err := s.gate.hold(tx, &pending, a, e.Key, e.Amount, bucketLedger, e.ID); err != nil {
+			return err
 		}
 		if e.Key != "" {
 			if err := holdOnKey(tx, e.Key, e.Amount); err != nil {
@@ -61,6 +63,7 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 		}
 		return putEntry(tx, e)
 	})
+	s.gate.release(pending)
 	if err != nil {
 		return fmt.Errorf("reserve %s on %s: %w", e.ID, e.Account, err)
 	}

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -103,6 +104,8 @@ type Store struct {
 	records time.Duration // record retention
 
 	writers atomic.Int32 // update calls in flight
+	gate    *gate        // what the file does not show yet (gate.go)
+	closing sync.Once
 
 	queueWake chan struct{} // signalled after a commit that may make a message visible
 	feedWake  chan struct{} // signalled after a commit that appends a change
@@ -162,6 +165,7 @@ func OpenWith(path string, o Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	go s.writeLoop()
 	return s, nil
 }
 
@@ -179,13 +183,22 @@ func (s *Store) init() error {
 		if err := initWebhooks(tx, s.now()); err != nil {
 			return err
 		}
+		s.gate = newGate(chargesWritten(tx))
 		return jobQueue.expireLeases(tx, s.now())
 	})
 }
 
-// Close closes the file. It waits for running transactions; Consume and
-// Feed must have returned.
+// Close writes the records written behind (MemoryHolds) and closes the
+// file. It waits for running transactions; Consume and Feed must have
+// returned.
 func (s *Store) Close() error {
+	s.closing.Do(func() {
+		s.gate.mu.Lock()
+		s.gate.closed = true
+		s.gate.mu.Unlock()
+		close(s.gate.stop)
+		<-s.gate.done
+	})
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close store: %w", err)
 	}

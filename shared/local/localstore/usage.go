@@ -19,6 +19,7 @@ func usageKey(account, day, model string) []byte {
 
 // Usage implements credits.UsageStore.
 func (s *Store) Usage(ctx context.Context, account, fromDay, toDay string) ([]credits.Usage, error) {
+	s.awaitWrites(ctx)
 	out, err := readDays[credits.Usage](s, bucketUsage, account, fromDay, toDay)
 	if err != nil {
 		return nil, fmt.Errorf("usage of %s: %w", account, err)
