@@ -55,7 +55,11 @@ func validAccount(id string) error {
 // it returns credits.ErrNoReservation unless the reservation is e.Account's
 // and holds e.HeldAmount(). It returns credits.ErrAccountNotFound for an
 // unknown account.
+// A reservation held in memory (MemoryHolds) is released in memory.
 func (s *Store) Settle(ctx context.Context, e credits.Entry) error {
+	if held, err := s.gate.settle(e); held {
+		return err
+	}
 	return s.settle(e, nil)
 }
 

@@ -544,8 +544,10 @@ func (s *Store) dropUnwritten() {
 // reservation held in memory, within the account's available credits and
 // the key's limit as the gate counts them, settled (released) in memory,
 // and records written behind (see gate). Nothing it does waits for a
-// commit. Its reservations are not in the ledger nor in
-// OpenReservations: they last as long as their request (or the process).
+// commit. Its reservations are not in the ledger (nor their releases);
+// Store.OpenReservations lists them with the file's, and Store.Settle
+// releases them (the reconciler's release of one its request left): they
+// last as long as their request, or the process.
 // Make one with Store.MemoryHolds; it is safe for concurrent use.
 type MemoryHolds struct{ s *Store }
 
@@ -597,16 +599,30 @@ func (h *MemoryHolds) Reserve(ctx context.Context, e credits.Entry) error {
 // else an error matching credits.ErrNoReservation. A hold's charge is
 // its request's record (AddRecords), so MemoryHolds settles no Capture.
 func (h *MemoryHolds) Settle(ctx context.Context, e credits.Entry) error {
-	rid, ok := credits.ReservationOf(e.ID)
-	if !ok || e.Kind != credits.Release {
-		return fmt.Errorf("settle %s: memory holds are settled only by the release of a reservation", e.ID)
+	if held, err := h.s.gate.settle(e); held {
+		return err
 	}
-	g := h.s.gate
+	return fmt.Errorf("%w: %s of %s holding %s is not held in memory", credits.ErrNoReservation, e.ID, e.Account, e.HeldAmount())
+}
+
+// settle settles e if it settles a reservation held in memory (held):
+// its release, else an error; Store.Settle comes here first, so that the
+// reconciler releases a hold in memory as it does one in the file.
+func (g *gate) settle(e credits.Entry) (held bool, err error) {
+	rid, ok := credits.ReservationOf(e.ID)
+	if !ok {
+		return false, nil
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	r, ok := g.holds[rid]
-	if !ok || r.Account != e.Account || r.Amount != e.HeldAmount() {
-		return fmt.Errorf("%w: %s of %s holding %s is not held in memory", credits.ErrNoReservation, rid, e.Account, e.HeldAmount())
+	switch {
+	case !ok:
+		return false, nil
+	case e.Kind != credits.Release:
+		return true, fmt.Errorf("settle %s: a hold in memory is settled only by its release (its charge is its request's record)", e.ID)
+	case r.Account != e.Account || r.Amount != e.HeldAmount():
+		return true, fmt.Errorf("%w: %s of %s holding %s", credits.ErrNoReservation, rid, e.Account, e.HeldAmount())
 	}
 	delete(g.holds, rid)
 	of(g.accounts, r.Account).held -= r.Amount
@@ -615,7 +631,21 @@ func (h *MemoryHolds) Settle(ctx context.Context, e credits.Entry) error {
 		of(g.keys, r.Key).held -= r.Amount
 		tidy(g.keys, r.Key)
 	}
-	return nil
+	return true, nil
+}
+
+// openHolds returns the holds in memory reserved before at (Unix
+// seconds).
+func (g *gate) openHolds(before int64) []credits.Entry {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []credits.Entry
+	for _, e := range g.holds {
+		if e.At < before {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Account implements credits.AccountReader: Store.Account, which counts

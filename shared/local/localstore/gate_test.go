@@ -106,6 +106,9 @@ func TestMemoryHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	want("a hold of 6 in memory", creditPos{0, 6 * cr, 100 * cr, 6 * cr, 94 * cr})
+	if open, err := s.OpenReservations(ctx, time.Now().Unix()+1, 10); err != nil || len(open) != 1 || open[0].ID != six.ID {
+		t.Errorf("OpenReservations = %v, %v; want the hold in memory", open, err)
+	}
 	if err := h.Reserve(ctx, six); !errors.Is(err, credits.ErrAlreadySettled) {
 		t.Errorf("Reserve(the same id again) = %v; want ErrAlreadySettled", err)
 	}
@@ -137,7 +140,7 @@ func TestMemoryHolds(t *testing.T) {
 		t.Errorf("Settle(released before) = %v; want ErrNoReservation", err)
 	}
 	capture := releaseOf(six)
-	capture.Kind = credits.Capture
+	capture.Kind, capture.Hold = credits.Capture, six.Amount
 	if err := h.Settle(ctx, capture); err == nil {
 		t.Errorf("Settle(a capture) = nil; want an error: a hold's charge is its record")
 	}
@@ -158,8 +161,14 @@ func TestMemoryHolds(t *testing.T) {
 	if _, err := s.Create(ctx, &jobs.Job{ID: "job_gate2", Account: "acct", Type: jobs.TypeMusic, Model: "m", Price: 3 * cr, Created: time.Now().Unix()}, nil); !errors.Is(err, jobs.ErrInsufficientCredits) {
 		t.Errorf("Create(a job of 3 with 2 available) = %v; want ErrInsufficientCredits", err)
 	}
-	if err := h.Settle(ctx, releaseOf(big)); err != nil {
-		t.Fatal(err)
+	capBig := releaseOf(big)
+	capBig.Kind, capBig.Amount, capBig.Hold = credits.Capture, cr, big.Amount
+	if err := s.Settle(ctx, capBig); err == nil || !strings.Contains(err.Error(), "only by its release") {
+		t.Errorf("Store.Settle(a capture of a hold in memory) = %v; want refused: its charge is its record", err)
+	}
+	// The reconciler releases a hold in memory as one in the file.
+	if ok, err := credits.ReleaseReservation(ctx, s, big, time.Now().Unix()); !ok || err != nil {
+		t.Fatalf("ReleaseReservation(a hold in memory) = %v, %v; want it released", ok, err)
 	}
 	if err := h.Reserve(ctx, memHold(key, 1*cr)); err != nil {
 		t.Errorf("Reserve(1 of the 2 left) = %v", err)

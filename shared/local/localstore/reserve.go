@@ -1,9 +1,11 @@
 package localstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -72,13 +74,15 @@ func (s *Store) Reserve(ctx context.Context, e credits.Entry) error {
 
 // OpenReservations implements credits.Reserver: one cursor walk of the
 // index of open reservations, oldest first, reading each one's ledger
-// entry.
+// entry, with the reservations held in memory (MemoryHolds) among them.
 func (s *Store) OpenReservations(ctx context.Context, before int64, limit int) ([]credits.Entry, error) {
-	var out []credits.Entry
+	out := s.gate.openHolds(before)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		lb := tx.Bucket([]byte(bucketLedger))
 		c := tx.Bucket([]byte(bucketOpenRes)).Cursor()
-		for k, _ := c.First(); k != nil && len(out) < limit; k, _ = c.Next() {
+		n := 0 // of the file's
+		for k, _ := c.First(); k != nil && n < limit; k, _ = c.Next() {
+			n++
 			if len(k) <= 8 {
 				return fmt.Errorf("malformed open reservation key %q", k)
 			}
@@ -100,5 +104,6 @@ func (s *Store) OpenReservations(ctx context.Context, before int64, limit int) (
 	if err != nil {
 		return nil, fmt.Errorf("open reservations before %d: %w", before, err)
 	}
-	return out, nil
+	slices.SortStableFunc(out, func(a, b credits.Entry) int { return cmp.Compare(a.At, b.At) })
+	return out[:min(len(out), limit)], nil
 }
