@@ -378,13 +378,14 @@ func (s *Store) writeBehind(r credits.Record) bool {
 	return true
 }
 
-// writeRetry is the first pause after a write behind failed; it doubles
-// up to writeRetryMax.
+// The pace of the writes behind.
 const (
 	// writeEvery is the least time from one write behind to the next:
 	// under load a write carries what came in writeEvery (each commit's
 	// fsync costs CPU too), and a crash loses at most about that much more.
 	writeEvery = 10 * time.Millisecond
+	// writeRetry is the first pause after a write behind failed; it
+	// doubles up to writeRetryMax.
 	writeRetry    = 100 * time.Millisecond
 	writeRetryMax = 5 * time.Second
 	// closeWrites is how many times Close tries to write what is left
