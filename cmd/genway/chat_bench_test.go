@@ -270,8 +270,16 @@ func benchServerEnv(upURL string) map[string]string {
 	return map[string]string{
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": upURL + "/v1", "GENWAY_SYNTHETIC": "off",
 		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_DEV_CREDITS": "1000000000",
+		"GENWAY_USAGE_FLUSH": benchUsageFlush,
 	}
 }
+
+// benchUsageFlush is the measured servers' GENWAY_USAGE_FLUSH: a round of
+// one target lasts a few hundred milliseconds, so at the default second
+// a server's flush of its records (and that flush's CPU and allocations)
+// lands in whichever target's round is running then; at this interval
+// nearly all of a round's records are written within it.
+const benchUsageFlush = "100ms"
 
 // startBareProxy starts the floor the chat benchmarks compare with: an
 // httputil.ReverseProxy to upURL over the upstreams' transport, flushing
@@ -343,7 +351,7 @@ func BenchmarkChatGateway(b *testing.B) {
 	srv := startServer(b, srvDir, srvEnv)
 	free := startServer(b, b.TempDir(), map[string]string{
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
-		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_CATALOG": freeCatalog(b, "openai/gpt-4o-mini"),
+		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_CATALOG": freeCatalog(b, "openai/gpt-4o-mini"), "GENWAY_USAGE_FLUSH": benchUsageFlush,
 	})
 	limitedKey := cliKeyEnv(b, srvDir, srvEnv, "--account", "dev", "--name", "limited", "--credit-limit", "1000000000")
 	proxy := startBareProxy(b, up.URL)
