@@ -105,7 +105,7 @@ func (g *Gateway) hold(ctx context.Context, account string, p *Params, ids []str
 	}
 	in := inputBound(p)
 	var amount credits.Amount
-	out := map[string]int{}
+	var out map[string]int // made for the first model without max_tokens
 	for _, id := range ids {
 		m, ok := g.cat.Model(id)
 		if !ok || !charges(m.Price) {
@@ -117,6 +117,9 @@ func (g *Gateway) hold(ctx context.Context, account string, p *Params, ids []str
 		}
 		if n == 0 {
 			n = heldOutput(m)
+			if out == nil {
+				out = map[string]int{}
+			}
 			out[id] = n
 		}
 		in := in

@@ -46,7 +46,7 @@ import (
 // What a crash costs: the holds in memory go with the process (there is
 // nothing to release), and the records written behind and not yet
 // committed are lost with their charges: those of the last writeEvery and
-// its commit, about 15 milliseconds of completions (the usage recorder of
+// its commit, about 30 milliseconds of completions (the usage recorder of
 // the other keys keeps up to a second's). Nothing is charged twice.
 type gate struct {
 	mu       sync.Mutex
@@ -61,6 +61,7 @@ type gate struct {
 
 	queue   []credits.Record // records written behind, waiting
 	writing []credits.Record // the write in flight
+	spare   []credits.Record // the last write's array, cleared: the next queue's
 	seq     uint64           // the write in flight's, 0 when none
 	lastSeq uint64           // the last write's (the file's chargesWrittenKey at open)
 	in, out uint64           // records queued; records queued before the last complete write
@@ -90,6 +91,9 @@ type keyRow struct {
 	r    auth.Record
 	ok   bool
 }
+
+// maxSpare bounds the array a write keeps for the next queue.
+const maxSpare = 4096
 
 // maxRows bounds each map of decoded rows: past it, it starts afresh.
 const maxRows = 4096
@@ -383,7 +387,7 @@ const (
 	// writeEvery is the least time from one write behind to the next:
 	// under load a write carries what came in writeEvery (each commit's
 	// fsync costs CPU too), and a crash loses at most about that much more.
-	writeEvery = 10 * time.Millisecond
+	writeEvery = 25 * time.Millisecond
 	// writeRetry is the first pause after a write behind failed; it
 	// doubles up to writeRetryMax.
 	writeRetry    = 100 * time.Millisecond
@@ -471,7 +475,7 @@ func (s *Store) writeRound() int {
 		return roundEmpty
 	}
 	batch := g.queue
-	g.queue = nil
+	g.queue, g.spare = g.spare, nil
 	for _, r := range batch {
 		if c, ok := credits.ChargeOf(r); ok {
 			g.charge(r, -c.Amount, queuedOf)
@@ -505,7 +509,12 @@ func (s *Store) writeRound() int {
 		}
 	}
 	g.seq, g.writing = 0, nil
-	g.queue = append(failed, g.queue...)
+	if len(failed) > 0 {
+		g.queue = append(failed, g.queue...)
+	} else if g.spare == nil && cap(batch) <= maxSpare {
+		clear(batch)
+		g.spare = batch[:0]
+	}
 	if len(failed) == 0 {
 		g.out = target
 	}

@@ -339,3 +339,50 @@ func TestWriteBehindClose(t *testing.T) {
 		t.Errorf("Account = %+v, %v; want balance 0 (1000 less 500 charges of 2)", a, err)
 	}
 }
+
+// BenchmarkMemoryHolds: what a held completion of a limited key costs the
+// embedded store, per completion: its hold in memory, its record written
+// behind (the writes' commits included, in the background) and its
+// release, from 32 goroutines as the chat benchmark's connections.
+//
+//	go test ./shared/local/localstore -run '^$' -bench MemoryHolds -benchmem
+func BenchmarkMemoryHolds(b *testing.B) {
+	const cr = credits.Credit
+	s := openTemp(b)
+	ctx := context.Background()
+	if _, err := s.Grant(ctx, "acct", 1_000_000_000*cr, time.Now().Unix()); err != nil {
+		b.Fatal(err)
+	}
+	k, err := auth.NewKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := auth.NewRecord(k, "acct", time.Now())
+	limit := credits.Amount(1_000_000_000 * cr)
+	r.CreditLimit = &limit
+	if err := s.PutKey(ctx, r); err != nil {
+		b.Fatal(err)
+	}
+	h := s.MemoryHolds()
+	b.SetParallelism(16) // 32 goroutines on 2 cores
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			e := memHold(r.ID, 2*cr)
+			if err := h.Reserve(ctx, e); err != nil {
+				b.Error(err)
+				return
+			}
+			if errs := h.AddRecords(ctx, []credits.Record{chatRecord(r.ID, cr)}); errs[0] != nil {
+				b.Error(errs[0])
+				return
+			}
+			if err := h.Settle(ctx, releaseOf(e)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	s.awaitWrites(ctx)
+}

@@ -17,7 +17,7 @@
 // request's record together with its usage and its charge (or with its
 // reservation's settlement). MemoryHolds is the exception, for the chat
 // completions of keys with a credit limit: their holds live in memory and
-// their records are written behind, within about 10 ms (gate.go says what
+// their records are written behind, within about 25 ms (gate.go says what
 // a crash then loses: never a double charge).
 //
 // The file is opened by one process at a time (bbolt takes an exclusive
