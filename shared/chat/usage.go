@@ -87,6 +87,8 @@ const (
 	writeTimeout = 30 * time.Second
 	// maxListed is how many unwritten records Close's error names.
 	maxListed = 10
+	// maxSpare bounds the array a flush keeps for the records after it.
+	maxSpare = 1 << 14
 )
 
 // BufferedRecorder is the UsageRecorder for a long-running server: it
@@ -114,6 +116,7 @@ type BufferedRecorder struct {
 
 	mu      sync.Mutex
 	buf     []credits.Record          // since the last flush
+	spare   []credits.Record          // the last flush's array, cleared: the next buf's
 	pending map[string]credits.Amount // costs recorded and not yet written, by account
 	closed  bool                      // Record writes through
 
@@ -208,9 +211,12 @@ func (r *BufferedRecorder) flush(ctx context.Context, timeout time.Duration) {
 	defer r.flushMu.Unlock()
 	r.mu.Lock()
 	batch := r.buf
-	r.buf = make([]credits.Record, 0, len(batch))
+	r.buf, r.spare = r.spare, nil
 	r.mu.Unlock()
-	all := append(r.failed, batch...)
+	all := batch
+	if len(r.failed) > 0 {
+		all = append(r.failed, batch...)
+	}
 	r.failed = nil
 	var failures int
 	var first error
@@ -247,6 +253,13 @@ func (r *BufferedRecorder) flush(ctx context.Context, timeout time.Duration) {
 	}
 	if failures > 0 {
 		r.log.WarnContext(ctx, "usage flush: records not written; written again at the next flush", "failed", failures, "err", first)
+	}
+	if cap(batch) <= maxSpare {
+		// r.failed holds copies: the array is free for the next records.
+		clear(batch[:cap(batch)])
+		r.mu.Lock()
+		r.spare = batch[:0]
+		r.mu.Unlock()
 	}
 }
 
