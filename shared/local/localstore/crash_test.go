@@ -13,12 +13,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/genway/genway/shared/auth"
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 )
 
-// crashEnv names the store file the helper process works on.
-const crashEnv = "GENWAY_LOCALSTORE_CRASH_DB"
+// crashEnv names the store file the helper process works on;
+// crashModeEnv, set to "holds", makes it run crashHoldsChild.
+const (
+	crashEnv     = "GENWAY_LOCALSTORE_CRASH_DB"
+	crashModeEnv = "GENWAY_LOCALSTORE_CRASH_MODE"
+)
 
 const (
 	crashAccount = "acct-crash"
@@ -58,7 +63,11 @@ func TestHelperProcess(t *testing.T) {
 	if path == "" {
 		t.Skip("helper process for TestCrash")
 	}
-	if err := crashChild(path); err != nil {
+	child := crashChild
+	if os.Getenv(crashModeEnv) == "holds" {
+		child = crashHoldsChild
+	}
+	if err := child(path); err != nil {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
 		os.Exit(2)
 	}
@@ -297,5 +306,187 @@ func checkConsistent(t *testing.T, s *Store, settled bool) {
 	}
 	if a.Available < 0 {
 		t.Errorf("Account %s overdrawn: %+v", crashAccount, a)
+	}
+}
+
+// crashHoldsChild makes held completions of a limited key as the chat
+// gateway does through MemoryHolds (a hold in memory, the record written
+// behind, the release), from 8 goroutines, printing each record given to
+// the store, until killed.
+func crashHoldsChild(path string) error {
+	ctx := context.Background()
+	s, key, err := openCrashHolds(path)
+	if err != nil {
+		return err
+	}
+	h := s.MemoryHolds()
+	var mu sync.Mutex
+	n := 0
+	errs := make(chan error, 8)
+	for w := range 8 {
+		go func() {
+			for i := range crashJobs / 8 {
+				e := memHold(key, 5*credits.Credit)
+				if err := h.Reserve(ctx, e); err != nil {
+					errs <- err
+					return
+				}
+				r := chatRecord(key, credits.Amount(w*1000+i%997+1))
+				if added := h.AddRecords(ctx, []credits.Record{r}); added[0] != nil {
+					errs <- fmt.Errorf("add record: %w", added[0])
+					return
+				}
+				if err := h.Settle(ctx, releaseOf(e)); err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				n++
+				fmt.Printf("created %d\n", n)
+				if n == crashHoldsBurst {
+					// The burst's records are committed long before the
+					// kill, which comes among the completions after it.
+					time.Sleep(300 * time.Millisecond)
+				}
+				mu.Unlock()
+			}
+			errs <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// crashHoldsBurst is how many completions crashHoldsChild makes before it
+// pauses.
+const crashHoldsBurst = 3000
+
+// openCrashHolds opens the store at path with account "acct" granted
+// crashGrant and a key limited to it, made once.
+func openCrashHolds(path string) (*Store, string, error) {
+	s, err := Open(path)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx := context.Background()
+	if ks, err := s.Keys(ctx, "acct"); err != nil || len(ks) > 0 {
+		if err != nil {
+			return nil, "", err
+		}
+		return s, ks[0].ID, nil
+	}
+	if _, err := s.Grant(ctx, "acct", crashGrant, 1); err != nil {
+		return nil, "", err
+	}
+	k, err := auth.NewKey()
+	if err != nil {
+		return nil, "", err
+	}
+	r := auth.NewRecord(k, "acct", time.Now())
+	limit := credits.Amount(crashGrant)
+	r.CreditLimit = &limit
+	return s, r.ID, s.PutKey(ctx, r)
+}
+
+// TestCrashMemoryHolds SIGKILLs a process making held completions through
+// MemoryHolds, and checks what it leaves: nothing held (the holds were in
+// memory), every record in the file charged once, to the account and to
+// the key, and none charged that is not in the file; the records lost are
+// at most the last writes' (the child printed each when AddRecords
+// returned, before its commit): all but those of its last moments.
+func TestCrashMemoryHolds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process")
+	}
+	path := filepath.Join(t.TempDir(), "crash.db")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path, crashModeEnv+"=holds")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	given := 0
+	for given < crashHoldsBurst+100 && sc.Scan() {
+		fmt.Sscanf(sc.Text(), "created %d", &given)
+	}
+	time.Sleep(time.Duration(rand.IntN(30000)) * time.Microsecond)
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	for sc.Scan() { // what it printed before it died
+		fmt.Sscanf(sc.Text(), "created %d", &given)
+	}
+	werr := cmd.Wait()
+	if given < crashHoldsBurst+100 {
+		t.Fatalf("child stopped after %d completions (%v): %s", given, werr, stderr.String())
+	}
+
+	s, key, err := openCrashHolds(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	var recorded credits.Amount
+	n := 0
+	ids := map[string]bool{}
+	for cursor := ""; ; {
+		rs, next, err := s.Records(ctx, credits.RecordQuery{Account: "acct", Limit: 200, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rs {
+			recorded += r.Cost
+			ids[credits.ChatEntryID(r.ID)] = true
+			n++
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	ledger, err := s.Ledger(ctx, "acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var charged credits.Amount
+	for _, e := range ledger {
+		switch {
+		case e.Kind == credits.Grant:
+		case e.Kind == credits.Chat && ids[e.ID]:
+			charged += e.Amount
+			delete(ids, e.ID)
+		default:
+			t.Errorf("ledger entry %+v: want a grant or the charge of a record, once", e)
+		}
+	}
+	r, err := s.KeyByID(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Account(ctx, "acct")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("killed after %d completions given to the store: %d records in the file (%d lost with the last writes)", given, n, given-n)
+	switch {
+	case len(ids) > 0:
+		t.Errorf("%d records without their charge in the ledger", len(ids))
+	case charged != recorded || r.Spent != recorded || r.Held != 0:
+		t.Errorf("key spent %s held %s, ledger %s; want the records' %s, nothing held", r.Spent, r.Held, charged, recorded)
+	case a.Balance != crashGrant-recorded || a.Held != 0:
+		t.Errorf("account %+v; want balance %s less the records' %s, nothing held", a, credits.Amount(crashGrant), recorded)
+	case n < crashHoldsBurst || n > given+8:
+		t.Errorf("%d records for %d completions printed; want at least the %d made 300 ms before the kill, at most those printed and 8 in flight", n, given, crashHoldsBurst)
 	}
 }
