@@ -483,11 +483,12 @@ func (s *Store) writeRound() int {
 		}
 	}
 	g.lastSeq++
-	g.seq, g.writing = g.lastSeq, batch
+	seq := g.lastSeq
+	g.seq, g.writing = seq, batch
 	target := g.in
 	g.mu.Unlock()
 
-	errs := s.addRecords(batch, g.seq)
+	errs := s.addRecords(batch, seq)
 
 	g.mu.Lock()
 	var failed []credits.Record
