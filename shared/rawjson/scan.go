@@ -43,6 +43,20 @@ func (s *Scanner) Bool(dst *bool) bool {
 // Skip reads any value, checking it, and keeps nothing.
 func (s *Scanner) Skip() bool { return s.skip(0) }
 
+// Raw reads any value, checking it as Skip does, and returns it as
+// written, without the whitespace around it: the bytes a json.RawMessage
+// keeps. The result is a slice of the scanner's data whose capacity ends
+// with it, so that an append to it copies instead of writing over what
+// follows.
+func (s *Scanner) Raw() ([]byte, bool) {
+	s.space()
+	start := s.i
+	if !s.skip(0) {
+		return nil, false
+	}
+	return s.data[start:s.i:s.i], true
+}
+
 // End reports whether only whitespace is left: the value was the whole
 // data.
 func (s *Scanner) End() bool {

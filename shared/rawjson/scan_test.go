@@ -8,7 +8,8 @@ import (
 
 // FuzzScannerSkip: Skip followed by End takes exactly the JSON
 // encoding/json takes (json.Valid), but for nesting deeper than
-// maxScanDepth, which it declines.
+// maxScanDepth, which it declines; Raw takes what Skip takes and returns
+// what a json.RawMessage keeps of it.
 //
 //	go test ./shared/rawjson -run '^$' -fuzz FuzzScannerSkip -fuzztime 30s
 func FuzzScannerSkip(f *testing.F) {
@@ -23,6 +24,15 @@ func FuzzScannerSkip(f *testing.F) {
 		valid := json.Valid([]byte(data))
 		if took && !valid {
 			t.Fatalf("Skip took %q, which encoding/json refuses", data)
+		}
+		s = NewScanner([]byte(data))
+		raw, ok := s.Raw()
+		if ok = ok && s.End(); ok != took {
+			t.Fatalf("Raw(%q) took it: %v; Skip: %v", data, ok, took)
+		}
+		var kept json.RawMessage
+		if took && (json.Unmarshal([]byte(data), &kept) != nil || string(raw) != string(kept) || cap(raw) != len(raw)) {
+			t.Fatalf("Raw(%q) = %q (cap %d); want %q, what json.RawMessage keeps", data, raw, cap(raw), kept)
 		}
 		if valid && !took && depth(data) <= maxScanDepth {
 			t.Fatalf("Skip declined %q, valid JSON nested %d deep", data, depth(data))

@@ -118,9 +118,10 @@ func ChatCompletions(gw *chat.Gateway, log *slog.Logger, opts ...ChatOption) htt
 	})
 }
 
-// serveChat decodes the request and runs it through the gateway into the
-// sink of its wire format: SSE chunks or one chat.completion object
-// (*sink is set to it, for chatError).
+// serveChat decodes the request (chat.ScanParams, else encoding/json) and
+// runs it through the gateway into the sink of its wire format: SSE
+// chunks or one chat.completion object (*sink is set to it, for
+// chatError).
 func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg chatConfig, sink *committer) error {
 	var p chat.Params
 	body, err := readBodyUpTo(r, MaxBodyBytes)
@@ -130,8 +131,12 @@ func serveChat(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cfg cha
 	if err := checkTextBody(r, body); err != nil {
 		return err
 	}
-	if err := unmarshal(body, &p); err != nil {
-		return err
+	// The scanned fast path, else encoding/json and its errors; the body
+	// is not changed after (p's raw members are slices of it).
+	if !chat.ScanParams(body, &p) {
+		if err := unmarshal(body, &p); err != nil {
+			return err
+		}
 	}
 	// The model in every answer is the one that answers (chat.Answer); the
 	// id the client asked for until then.

@@ -604,6 +604,10 @@ func TestChatRequestErrors(t *testing.T) {
 		{"effort", `{"model":"synthetic/thinker","reasoning_effort":"max","messages":[{"role":"user","content":"x"}]}`, 400, "reasoning_effort"},
 		{"image param", `{"model":"synthetic/thinker","messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"image_url","image_url":{"url":"data:image/png;base64,@@"}}]}]}`, 400, "messages[0].content[1].image_url.url"},
 		{"unknown fields ignored, stream error still JSON", `{"model":"nope/nope","stream":true,"n":1,"user":"u","messages":[{"role":"user","content":"x"}]}`, 404, "model"},
+		// What chat.ScanParams declines, encoding/json decodes as before.
+		{"wrong type", `{"model":"synthetic/echo","temperature":"hot","messages":[{"role":"user","content":"x"}]}`, 400, "temperature"},
+		{"fractional seed", `{"model":"synthetic/echo","seed":1.5,"messages":[{"role":"user","content":"x"}]}`, 400, "seed"},
+		{"name in another case", `{"MODEL":"nope/nope","messages":[{"role":"user","content":"x"}]}`, 404, "model"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
