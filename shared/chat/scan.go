@@ -222,12 +222,7 @@ func scanToolCalls(s *rawjson.Scanner, m *ParamsMessage) bool {
 		return true
 	}
 	m.ToolCalls = []ParamsToolCall{}
-	return s.Array(func() bool {
-		if s.Peek() != '{' {
-			return false
-		}
-		m.ToolCalls = append(m.ToolCalls, ParamsToolCall{})
-		tc := &m.ToolCalls[len(m.ToolCalls)-1]
+	return rawjson.Objects(s, &m.ToolCalls, func(tc *ParamsToolCall) bool {
 		return s.Object(func(key []byte) bool {
 			switch string(key) {
 			case "id":
@@ -263,12 +258,7 @@ func scanTools(s *rawjson.Scanner, p *Params) bool {
 		return true
 	}
 	p.Tools = []ParamsTool{}
-	return s.Array(func() bool {
-		if s.Peek() != '{' {
-			return false
-		}
-		p.Tools = append(p.Tools, ParamsTool{})
-		t := &p.Tools[len(p.Tools)-1]
+	return rawjson.Objects(s, &p.Tools, func(t *ParamsTool) bool {
 		return s.Object(func(key []byte) bool {
 			switch string(key) {
 			case "type":

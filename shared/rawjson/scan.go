@@ -165,6 +165,29 @@ func (s *Scanner) Array(elem func() bool) bool {
 	}
 }
 
+// Objects reads an array of objects onto the end of *list, as
+// json.Unmarshal reads an array's elements into a slice: each element is
+// the next of the slice's backing array while it lasts (its old value
+// left for the element's members to decode over) and a zero T appended
+// after; elem reads the element's object (s is at its '{'). It reports
+// false for an element that is not an object, null included (encoding/json
+// zeroes those: a caller's fallback), or when elem does. Resetting *list
+// before, as json.Unmarshal does, is the caller's.
+func Objects[T any](s *Scanner, list *[]T, elem func(e *T) bool) bool {
+	return s.Array(func() bool {
+		if s.Peek() != '{' {
+			return false
+		}
+		if l := *list; len(l) < cap(l) {
+			*list = l[:len(l)+1]
+		} else {
+			var zero T
+			*list = append(l, zero)
+		}
+		return elem(&(*list)[len(*list)-1])
+	})
+}
+
 // Int reads an integer (of at most 18 digits) into dst, or a null,
 // which leaves dst as it is.
 func (s *Scanner) Int(dst *int) bool {

@@ -2,6 +2,7 @@ package rawjson
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,5 +81,54 @@ func TestStringIntoKnown(t *testing.T) {
 		s.StringIntoKnown(&v, "stop", "length")
 	}); n != 0 {
 		t.Errorf("StringIntoKnown of a known value allocates %v times; want 0", n)
+	}
+}
+
+// TestObjects: an array of objects read onto a slice as json.Unmarshal
+// reads it: the backing array's old elements decoded over, zero ones
+// appended after; anything but an object refused.
+func TestObjects(t *testing.T) {
+	type elem struct{ A, B int }
+	tests := []struct {
+		name string
+		in   string
+		old  []elem // *list before, reset to [:0] as a caller does
+		want []elem
+		ok   bool
+	}{
+		{"appended", `[{"a":1},{"b":2}]`, nil, []elem{{A: 1}, {B: 2}}, true},
+		{"over the old ones", `[{"a":1},{"b":2}]`, []elem{{A: 7, B: 7}, {A: 8, B: 8}}, []elem{{A: 1, B: 7}, {A: 8, B: 2}}, true},
+		{"past the old ones", `[{"a":1},{"b":2}]`, []elem{{A: 7, B: 7}}, []elem{{A: 1, B: 7}, {B: 2}}, true},
+		{"empty", `[]`, nil, nil, true},
+		{"a null element", `[{"a":1},null]`, nil, nil, false},
+		{"a number", `[1]`, nil, nil, false},
+		{"not an array", `{"a":1}`, nil, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			list := tt.old[:0]
+			s := NewScanner([]byte(tt.in))
+			ok := Objects(&s, &list, func(e *elem) bool {
+				return s.Object(func(key []byte) bool {
+					switch string(key) {
+					case "a":
+						return s.Int(&e.A)
+					case "b":
+						return s.Int(&e.B)
+					}
+					return s.Skip()
+				})
+			})
+			if ok != tt.ok || (ok && !slices.Equal(list, tt.want)) {
+				t.Errorf("Objects(%s) = %v, %+v; want %v, %+v", tt.in, ok, list, tt.ok, tt.want)
+			}
+			if !tt.ok {
+				return
+			}
+			var viaJSON []elem = tt.old[:0]
+			if err := json.Unmarshal([]byte(tt.in), &viaJSON); err != nil || !slices.Equal(viaJSON, list) {
+				t.Errorf("json.Unmarshal(%s) over the same array = %+v, %v; want what Objects read, %+v", tt.in, viaJSON, err, list)
+			}
+		})
 	}
 }

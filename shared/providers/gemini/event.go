@@ -38,13 +38,7 @@ func scanEvent(data []byte, g *generateResponse) bool {
 			if s.Peek() == '[' && g.Candidates == nil {
 				g.Candidates = []candidate{} // [] is empty, not nil, as encoding/json makes it
 			}
-			return s.Array(func() bool {
-				if s.Peek() != '{' {
-					return false
-				}
-				g.Candidates = append(g.Candidates, candidate{})
-				return scanCandidate(&s, &g.Candidates[len(g.Candidates)-1])
-			})
+			return rawjson.Objects(&s, &g.Candidates, func(c *candidate) bool { return scanCandidate(&s, c) })
 		case "usageMetadata":
 			if s.Null() {
 				g.UsageMetadata = nil
@@ -105,12 +99,7 @@ func scanContent(s *rawjson.Scanner, c *content) bool {
 			if s.Peek() == '[' && c.Parts == nil {
 				c.Parts = []part{}
 			}
-			return s.Array(func() bool {
-				if s.Peek() != '{' {
-					return false
-				}
-				c.Parts = append(c.Parts, part{})
-				p := &c.Parts[len(c.Parts)-1]
+			return rawjson.Objects(s, &c.Parts, func(p *part) bool {
 				return s.Object(func(key []byte) bool {
 					switch string(key) {
 					case "text":

@@ -90,12 +90,7 @@ func scanResponse(data []byte, r *wireResponse) bool {
 
 // responseChoices reads a whole completion's choices into r.Choices.
 func scanResponseChoices(s *rawjson.Scanner, r *wireResponse) bool {
-	return s.Array(func() bool {
-		if s.Peek() != '{' {
-			return false
-		}
-		r.Choices = append(r.Choices, wireResponseChoice{})
-		ch := &r.Choices[len(r.Choices)-1]
+	return rawjson.Objects(s, &r.Choices, func(ch *wireResponseChoice) bool {
 		return s.Object(func(key []byte) bool {
 			switch string(key) {
 			case "message":
@@ -111,16 +106,8 @@ func scanResponseChoices(s *rawjson.Scanner, r *wireResponse) bool {
 // choices reads the choices array into c.Choices, reusing its backing
 // array as json.Unmarshal does.
 func scanChoices(s *rawjson.Scanner, c *wireChunk) bool {
-	return s.Array(func() bool {
-		if s.Peek() != '{' {
-			return false // null elements and the wrong types go to encoding/json
-		}
-		if len(c.Choices) < cap(c.Choices) {
-			c.Choices = c.Choices[:len(c.Choices)+1]
-		} else {
-			c.Choices = append(c.Choices, wireChoice{})
-		}
-		ch := &c.Choices[len(c.Choices)-1]
+	// Null elements and the wrong types go to encoding/json.
+	return rawjson.Objects(s, &c.Choices, func(ch *wireChoice) bool {
 		return s.Object(func(key []byte) bool {
 			switch string(key) {
 			case "index":
@@ -160,17 +147,7 @@ func scanMessage(s *rawjson.Scanner, m *wireMessageOut) bool {
 				return true
 			}
 			m.ToolCalls = m.ToolCalls[:0]
-			return s.Array(func() bool {
-				if s.Peek() != '{' {
-					return false
-				}
-				if len(m.ToolCalls) < cap(m.ToolCalls) {
-					m.ToolCalls = m.ToolCalls[:len(m.ToolCalls)+1]
-				} else {
-					m.ToolCalls = append(m.ToolCalls, wireToolCall{})
-				}
-				return scanToolCall(s, &m.ToolCalls[len(m.ToolCalls)-1])
-			})
+			return rawjson.Objects(s, &m.ToolCalls, func(tc *wireToolCall) bool { return scanToolCall(s, tc) })
 		}
 		return !rawjson.FoldsTo(key, "content", "refusal", "reasoning_content", "reasoning", "tool_calls") && s.Skip()
 	})
