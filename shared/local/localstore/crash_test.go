@@ -133,31 +133,7 @@ func TestCrash(t *testing.T) {
 		t.Skip("starts a child process")
 	}
 	path := filepath.Join(t.TempDir(), "crash.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	created := 0
-	for created < crashKillAt && sc.Scan() {
-		fmt.Sscanf(sc.Text(), "created %d", &created)
-	}
-	// A random extra moment, so the kill lands anywhere in an operation.
-	time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	werr := cmd.Wait()
-	if created < crashKillAt {
-		t.Fatalf("child stopped after %d jobs (%v): %s", created, werr, stderr.String())
-	}
+	created := killChild(t, path, "", crashKillAt, 3*time.Millisecond)
 
 	s := openAt(t, path)
 	ctx := context.Background()
@@ -207,6 +183,43 @@ func TestCrash(t *testing.T) {
 	if a, err := s.Account(ctx, crashAccount); err != nil || a.Held != 0 {
 		t.Errorf("Account after recovery = %+v, %v; want nothing held", a, err)
 	}
+}
+
+// killChild starts TestHelperProcess on the store at path in mode
+// (crashModeEnv), reads its "created N" lines until N reaches atLeast,
+// SIGKILLs it a random moment within within later (so that the kill lands
+// anywhere in an operation), and returns the last N it printed before it
+// died.
+func killChild(t *testing.T, path, mode string, atLeast int, within time.Duration) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path, crashModeEnv+"="+mode)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	n := 0
+	for n < atLeast && sc.Scan() {
+		fmt.Sscanf(sc.Text(), "created %d", &n)
+	}
+	time.Sleep(time.Duration(rand.Int64N(int64(within))))
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	for sc.Scan() { // what it printed before it died
+		fmt.Sscanf(sc.Text(), "created %d", &n)
+	}
+	werr := cmd.Wait()
+	if n < atLeast {
+		t.Fatalf("child stopped after %d (%v): %s", n, werr, stderr.String())
+	}
+	return n
 }
 
 // runUntil runs the feed (and with work, the consumer) until done reports
@@ -403,33 +416,7 @@ func TestCrashMemoryHolds(t *testing.T) {
 		t.Skip("starts a child process")
 	}
 	path := filepath.Join(t.TempDir(), "crash.db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path, crashModeEnv+"=holds")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	given := 0
-	for given < crashHoldsBurst+100 && sc.Scan() {
-		fmt.Sscanf(sc.Text(), "created %d", &given)
-	}
-	time.Sleep(time.Duration(rand.IntN(30000)) * time.Microsecond)
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL
-		t.Fatal(err)
-	}
-	for sc.Scan() { // what it printed before it died
-		fmt.Sscanf(sc.Text(), "created %d", &given)
-	}
-	werr := cmd.Wait()
-	if given < crashHoldsBurst+100 {
-		t.Fatalf("child stopped after %d completions (%v): %s", given, werr, stderr.String())
-	}
+	given := killChild(t, path, "holds", crashHoldsBurst+100, 30*time.Millisecond)
 
 	s, key, err := openCrashHolds(path)
 	if err != nil {
