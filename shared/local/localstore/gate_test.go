@@ -233,17 +233,22 @@ func TestGateExact(t *testing.T) {
 			for range rounds {
 				amount := credits.Amount(1+rng.IntN(5)) * cr
 				cost := amount - credits.Amount(rng.IntN(int(amount/cr)))*cr
-				if w%4 == 3 { // the file's own: a reservation, then its capture
-					e := memHold(key, amount)
-					err := s.Reserve(ctx, e)
-					if errors.Is(err, credits.ErrKeyLimit) {
-						refused.Add(1)
-						continue
-					}
-					if err != nil {
-						t.Error(err)
-						return
-					}
+				inFile := w%4 == 3 // the file's own: a reservation, then its capture
+				reserve := h.Reserve
+				if inFile {
+					reserve = s.Reserve
+				}
+				e := memHold(key, amount)
+				err := reserve(ctx, e)
+				if errors.Is(err, credits.ErrKeyLimit) {
+					refused.Add(1)
+					continue
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if inFile {
 					c := releaseOf(e)
 					c.Kind, c.Amount, c.Hold = credits.Capture, cost, amount
 					if err := s.Settle(ctx, c); err != nil {
@@ -252,16 +257,6 @@ func TestGateExact(t *testing.T) {
 					}
 					charged.Add(int64(cost))
 					continue
-				}
-				e := memHold(key, amount)
-				err := h.Reserve(ctx, e)
-				if errors.Is(err, credits.ErrKeyLimit) {
-					refused.Add(1)
-					continue
-				}
-				if err != nil {
-					t.Error(err)
-					return
 				}
 				if errs := h.AddRecords(ctx, []credits.Record{chatRecord(key, cost)}); errs[0] != nil {
 					t.Error(errs[0])
