@@ -18,7 +18,7 @@ import (
 
 // holdStore is an embedded store with account "acct" (balance credits)
 // and a key of it limited to limit credits, as principal.
-func holdStore(t *testing.T, balance, limit credits.Amount) (*localstore.Store, auth.Principal) {
+func holdStore(t testing.TB, balance, limit credits.Amount) (*localstore.Store, auth.Principal) {
 	t.Helper()
 	s, err := localstore.Open(filepath.Join(t.TempDir(), "genway.db"))
 	if err != nil {
@@ -310,4 +310,52 @@ func (c *countingRecorder) Record(context.Context, credits.Record) error {
 	c.n++
 	c.mu.Unlock()
 	return nil
+}
+
+// answering is a provider that answers every request with resp.
+type answering struct{ resp chat.Response }
+
+func (a answering) Complete(context.Context, *chat.Request) (*chat.Response, error) {
+	r := a.resp
+	return &r, nil
+}
+
+func (a answering) Stream(ctx context.Context, req *chat.Request, w chat.Writer) (*chat.Response, error) {
+	return nil, errors.New("answering: no streams")
+}
+
+// BenchmarkRunHeld: what a key's credit limit adds to a priced completion
+// in the gateway, as genway serve runs it (records kept by a
+// BufferedRecorder; the limited key's held in the embedded store's
+// MemoryHolds and written behind), against the same completion by a key
+// without a limit.
+//
+//	go test ./shared/chat -run '^$' -bench RunHeld -benchmem
+func BenchmarkRunHeld(b *testing.B) {
+	s, limited := holdStore(b, 1_000_000_000*credits.Credit, 1_000_000_000*credits.Credit)
+	rec := chat.NewBufferedRecorder(s, 100*time.Millisecond, nil)
+	defer rec.Close(context.Background())
+	prov := answering{chat.Response{Content: "ok", Usage: chat.Usage{PromptTokens: 10, CompletionTokens: 20}}}
+	gw := chat.NewGateway(chat.Config{Catalog: admitCatalog(b), Providers: map[string]chat.Provider{"synthetic": prov},
+		Balances: s, Holds: s.MemoryHolds(), Usage: rec})
+	unlimited := limited
+	unlimited.Limited = false
+	for _, k := range []struct {
+		name string
+		pr   auth.Principal
+	}{{"account-key", unlimited}, {"limited-key", limited}} {
+		b.Run(k.name, func(b *testing.B) {
+			ctx := auth.WithPrincipal(context.Background(), k.pr)
+			b.ReportAllocs()
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := gw.Run(ctx, "acct", hi("16"), &sink{}); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }

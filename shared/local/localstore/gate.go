@@ -58,6 +58,10 @@ type gate struct {
 	// one snapshot (between two commits) decode an account or a key once.
 	accountRows map[string]accountRow
 	keyRows     map[string]keyRow
+	marker      struct {
+		txid int
+		seq  uint64
+	} // chargesWritten of the snapshot txid
 
 	queue   []credits.Record // records written behind, waiting
 	writing []credits.Record // the write in flight
@@ -184,7 +188,7 @@ func (g *gate) unseen(tx *bolt.Tx, o *owed) (held, charged credits.Amount) {
 		return 0, 0
 	}
 	held, charged = o.held, o.queued
-	if o.writing != 0 && chargesWritten(tx) < g.seq {
+	if o.writing != 0 && g.written(tx) < g.seq {
 		charged += o.writing
 	}
 	for _, p := range o.pending {
@@ -193,6 +197,18 @@ func (g *gate) unseen(tx *bolt.Tx, o *owed) (held, charged credits.Amount) {
 		}
 	}
 	return held, charged
+}
+
+// written is chargesWritten(tx), read once per snapshot for read
+// transactions. Call with g.mu held.
+func (g *gate) written(tx *bolt.Tx) uint64 {
+	if tx.Writable() {
+		return chargesWritten(tx)
+	}
+	if g.marker.txid != tx.ID() {
+		g.marker.txid, g.marker.seq = tx.ID(), chargesWritten(tx)
+	}
+	return g.marker.seq
 }
 
 // showAccount adds to a what the gate has of it that tx does not show.
