@@ -58,13 +58,13 @@ type gate struct {
 	// one snapshot (between two commits) decode an account or a key once.
 	accountRows map[string]accountRow
 	keyRows     map[string]keyRow
-	marker      struct {
+	// marker is chargesWritten of the snapshot txid.
+	marker struct {
 		txid int
 		seq  uint64
-	} // chargesWritten of the snapshot txid
+	}
 
 	queue   []credits.Record // records written behind, waiting
-	writing []credits.Record // the write in flight
 	spare   []credits.Record // the last write's array, cleared: the next queue's
 	seq     uint64           // the write in flight's, 0 when none
 	lastSeq uint64           // the last write's (the file's chargesWrittenKey at open)
@@ -500,7 +500,7 @@ func (s *Store) writeRound() int {
 	}
 	g.lastSeq++
 	seq := g.lastSeq
-	g.seq, g.writing = seq, batch
+	g.seq = seq
 	target := g.in
 	g.mu.Unlock()
 
@@ -525,7 +525,7 @@ func (s *Store) writeRound() int {
 			}
 		}
 	}
-	g.seq, g.writing = 0, nil
+	g.seq = 0
 	if len(failed) > 0 {
 		g.queue = append(failed, g.queue...)
 	} else if g.spare == nil && cap(batch) <= maxSpare {
