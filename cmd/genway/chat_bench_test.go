@@ -274,11 +274,13 @@ func benchServerEnv(upURL string) map[string]string {
 	}
 }
 
-// benchUsageFlush is the measured servers' GENWAY_USAGE_FLUSH: a round of
-// one target lasts a few hundred milliseconds, so at the default second
-// a server's flush of its records (and that flush's CPU and allocations)
-// lands in whichever target's round is running then; at this interval
-// nearly all of a round's records are written within it.
+// benchUsageFlush is the GENWAY_USAGE_FLUSH of the servers the benchmarks
+// that alternate targets measure (the chat gateway's, the wire formats',
+// the Messages and native streams'): a round of one target lasts a few
+// hundred milliseconds, so at the default second a server's flush of its
+// records (and that flush's CPU and allocations) lands in whichever
+// target's round is running then; at this interval nearly all of a
+// round's records are written within it.
 const benchUsageFlush = "100ms"
 
 // startBareProxy starts the floor the chat benchmarks compare with: an
@@ -476,7 +478,7 @@ func BenchmarkChatWireFormats(b *testing.B) {
 	// natively: BenchmarkNativeStream).
 	srv := startServer(b, b.TempDir(), map[string]string{
 		"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": up.URL + "/v1", "GENWAY_SYNTHETIC": "off",
-		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_NATIVE": "off",
+		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_NATIVE": "off", "GENWAY_USAGE_FLUSH": benchUsageFlush,
 	})
 	for _, size := range []struct {
 		name      string

@@ -68,6 +68,7 @@ func BenchmarkMessagesStream(b *testing.B) {
 	srv := startServer(b, b.TempDir(), map[string]string{
 		"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": up.URL, "GENWAY_SYNTHETIC": "off",
 		"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_CATALOG": agentsCatalog(b), "GENWAY_DEV_CREDITS": "1000000000",
+		"GENWAY_USAGE_FLUSH": benchUsageFlush,
 	})
 	for _, size := range []struct {
 		name      string

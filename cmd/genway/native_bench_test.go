@@ -65,7 +65,8 @@ func BenchmarkNativeStream(b *testing.B) {
 			defer up.Close()
 			env := func(native string) map[string]string {
 				return map[string]string{"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": up.URL, "GENWAY_SYNTHETIC": "off",
-					"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_DEV_CREDITS": "1000000000", "GENWAY_NATIVE": native}
+					"GENWAY_RATE_LIMIT": "1000000000", "GENWAY_DEV_CREDITS": "1000000000", "GENWAY_NATIVE": native,
+					"GENWAY_USAGE_FLUSH": benchUsageFlush}
 			}
 			native, translated := startServer(b, b.TempDir(), env("on")), startServer(b, b.TempDir(), env("off"))
 			msgs := `"max_tokens":500,"stream":true,"messages":[{"role":"user","content":"hello there"}]}`
