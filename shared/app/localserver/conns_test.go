@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -21,8 +22,11 @@ const guardWait = 30 * time.Second
 type gateHarness struct {
 	g        *connGate
 	accepted chan net.Conn
-	now      time.Time
+	now      atomic.Int64 // the gate's clock, Unix nanoseconds: the test moves it while the gate accepts
 }
+
+// advance moves the gate's clock by d.
+func (h *gateHarness) advance(d time.Duration) { h.now.Add(int64(d)) }
 
 func newGateHarness(t *testing.T, max, perAddr int) *gateHarness {
 	t.Helper()
@@ -30,8 +34,9 @@ func newGateHarness(t *testing.T, max, perAddr int) *gateHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &gateHarness{g: newConnGate(ln, max, perAddr), accepted: make(chan net.Conn, 64), now: time.Unix(1_700_000_000, 0)}
-	h.g.now = func() time.Time { return h.now }
+	h := &gateHarness{g: newConnGate(ln, max, perAddr), accepted: make(chan net.Conn, 64)}
+	h.now.Store(time.Unix(1_700_000_000, 0).UnixNano())
+	h.g.now = func() time.Time { return time.Unix(0, h.now.Load()) }
 	go func() {
 		for {
 			c, err := h.g.Accept()
@@ -132,9 +137,9 @@ func TestConnGatePerAddress(t *testing.T) {
 				var srv net.Conn
 				clients[i], srv = h.open(t, "127.0.0.2")
 				h.g.state(srv, tt.states[i])
-				h.now = h.now.Add(time.Millisecond)
+				h.advance(time.Millisecond)
 			}
-			h.now = h.now.Add(tt.ago)
+			h.advance(tt.ago)
 			third := dialFrom(t, h.g.Addr(), "127.0.0.2")
 			if tt.evicted < 0 {
 				closed, got := closedByServer(third)
@@ -174,7 +179,7 @@ func TestConnGatePressure(t *testing.T) {
 		for i := range 6 {
 			c, s := h.open(t, fmt.Sprintf("127.0.0.%d", 2+i))
 			h.g.state(s, http.StateIdle)
-			h.now = h.now.Add(time.Millisecond)
+			h.advance(time.Millisecond)
 			clients = append(clients, c)
 		}
 		if !stillOpen(clients[0]) {
