@@ -67,9 +67,11 @@ func TestVertexSDKContract(t *testing.T) {
 		{"veo-3.1-generate-001", "broken scene", "16:9", "720p", 6, "", "1280x720"},
 	}
 	fake := vertextest.NewServer(t)
-	fake.DonePolls = 2
-	fake.ExtraTokens = []string{"sdk-fixed-token"}
-	fake.Video = bytes.Repeat([]byte("\x00\x00\x00\x18ftypmp42"), 4000)
+	fake.Configure(func(s *vertextest.Server) { // the SDK is another process
+		s.DonePolls = 2
+		s.ExtraTokens = []string{"sdk-fixed-token"}
+		s.Video = bytes.Repeat([]byte("\x00\x00\x00\x18ftypmp42"), 4000)
+	})
 
 	// The SDK, all cases; then the adapter, all cases.
 	casesJSON, _ := json.Marshal(cases)

@@ -134,6 +134,16 @@ func NewServer(t testing.TB) *Server {
 	return s
 }
 
+// Configure runs f, which sets the server's settings (DonePolls, Video,
+// ExtraTokens, ...), under the lock every request takes when it arrives:
+// what f sets happens before every later request, even one from another
+// process (an SDK), which the race detector cannot otherwise order.
+func (s *Server) Configure(f func(s *Server)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f(s)
+}
+
 // Credentials returns the service-account key file (JSON) for this
 // server, as "gcloud iam service-accounts keys create" writes one.
 func (s *Server) Credentials() string {
