@@ -1,0 +1,339 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/genway/genway/shared/rawjson"
+)
+
+// scanMessagesRequest decodes b, a Messages request body, into mr, which
+// must be the zero messagesRequest, as json.Unmarshal(b, mr) would,
+// without reflection: decodeMessages' fast path (FuzzScanMessagesRequest
+// compares the two). It takes every member messagesRequest has a field
+// for, and skips the others (context_management, a turn's output_config,
+// ...), as json.Unmarshal does.
+//
+// It reports false, and leaves mr zero, for anything it does not take,
+// by chat.ScanParams' rules: malformed JSON, a body that is not an
+// object, a member whose name is written with escapes or non-ASCII bytes
+// or differs only in case from a field's, a repeated array member
+// (models, messages, stop_sequences, tools), a null or non-object turn
+// or tool, a value of the wrong type, an integer that is not a plain int,
+// a number out of float64's range, a decoded string with invalid UTF-8
+// or half a surrogate pair, nesting deeper than rawjson's Scanner reads.
+// The caller then decodes b with encoding/json, which also makes the
+// error of a request it refuses.
+//
+// The raw members of mr (system, each turn's content, a tool's
+// input_schema, ...) are slices of b, not copies: b must not change
+// while mr is in use. Each slice's capacity ends with it.
+func scanMessagesRequest(b []byte, mr *messagesRequest) bool {
+	if scanMessagesBody(b, mr) {
+		return true
+	}
+	*mr = messagesRequest{}
+	return false
+}
+
+// messagesNames are the JSON names of messagesRequest's fields.
+var messagesNames = []string{"model", "models", "max_tokens", "system", "messages", "stream", "stop_sequences",
+	"temperature", "top_p", "top_k", "metadata", "thinking", "output_config", "tools", "tool_choice",
+	"cache_control", "container", "mcp_servers"}
+
+// scanMessagesBody is scanMessagesRequest, leaving mr partly filled when
+// it declines.
+func scanMessagesBody(b []byte, mr *messagesRequest) bool {
+	s := rawjson.NewScanner(b)
+	var seen struct{ models, messages, stops, tools bool }
+	ok := s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "model":
+			return s.StringInto(&mr.Model)
+		case "models":
+			return scanOnce(&seen.models) && scanStringList(&s, &mr.Models)
+		case "max_tokens":
+			return scanRawInto(&s, &mr.MaxTokens)
+		case "system":
+			return scanRawInto(&s, &mr.System)
+		case "messages":
+			return scanOnce(&seen.messages) && scanTurns(&s, mr)
+		case "stream":
+			return s.Bool(&mr.Stream)
+		case "stop_sequences":
+			return scanOnce(&seen.stops) && scanStringList(&s, &mr.StopSequences)
+		case "temperature":
+			return scanOptFloat(&s, &mr.Temperature)
+		case "top_p":
+			return scanOptFloat(&s, &mr.TopP)
+		case "top_k":
+			return scanOptInt(&s, &mr.TopK)
+		case "metadata":
+			if s.Null() {
+				mr.Metadata = nil
+				return true
+			}
+			if mr.Metadata == nil {
+				mr.Metadata = &struct {
+					UserID string `json:"user_id"`
+				}{}
+			}
+			md := mr.Metadata
+			return s.Object(func(key []byte) bool {
+				if string(key) == "user_id" {
+					return s.StringInto(&md.UserID)
+				}
+				return !rawjson.FoldsTo(key, "user_id") && s.Skip()
+			})
+		case "thinking":
+			return scanThinking(&s, mr)
+		case "output_config":
+			return scanOutputConfig(&s, mr)
+		case "tools":
+			return scanOnce(&seen.tools) && scanMessagesTools(&s, mr)
+		case "tool_choice":
+			return scanToolChoice(&s, mr)
+		case "cache_control":
+			return scanRawInto(&s, &mr.CacheControl)
+		case "container":
+			return scanRawInto(&s, &mr.Container)
+		case "mcp_servers":
+			return scanRawInto(&s, &mr.MCPServers)
+		}
+		return !rawjson.FoldsTo(key, messagesNames...) && s.Skip()
+	})
+	return ok && s.End()
+}
+
+// scanTurns reads messages into mr.Messages: null leaves it nil, an empty
+// array makes it empty, not nil, as json.Unmarshal does. A turn's members
+// other than role and content (Claude Code's output_config) are skipped.
+func scanTurns(s *rawjson.Scanner, mr *messagesRequest) bool {
+	if s.Null() {
+		return true
+	}
+	mr.Messages = []messagesTurn{}
+	return rawjson.Objects(s, &mr.Messages, func(t *messagesTurn) bool {
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "role":
+				return s.StringIntoKnown(&t.Role, "user", "assistant", "system")
+			case "content":
+				return scanRawInto(s, &t.Content)
+			}
+			return !rawjson.FoldsTo(key, "role", "content") && s.Skip()
+		})
+	})
+}
+
+// thinkingNames are the JSON names of messagesThinking's fields.
+var thinkingNames = []string{"type", "budget_tokens", "display"}
+
+// scanThinking reads thinking into mr.Thinking. A repeated member decodes
+// into the first's, as json.Unmarshal decodes a pointer that is set.
+func scanThinking(s *rawjson.Scanner, mr *messagesRequest) bool {
+	if s.Null() {
+		mr.Thinking = nil
+		return true
+	}
+	if mr.Thinking == nil {
+		mr.Thinking = new(messagesThinking)
+	}
+	th := mr.Thinking
+	return s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "type":
+			return s.StringIntoKnown(&th.Type, "enabled", "adaptive", "disabled")
+		case "budget_tokens":
+			return scanOptInt(s, &th.BudgetTokens)
+		case "display":
+			return s.StringIntoKnown(&th.Display, "summarized", "omitted")
+		}
+		return !rawjson.FoldsTo(key, thinkingNames...) && s.Skip()
+	})
+}
+
+// scanOutputConfig reads output_config into mr.OutputConfig, as
+// scanThinking reads thinking.
+func scanOutputConfig(s *rawjson.Scanner, mr *messagesRequest) bool {
+	if s.Null() {
+		mr.OutputConfig = nil
+		return true
+	}
+	if mr.OutputConfig == nil {
+		mr.OutputConfig = new(messagesOutput)
+	}
+	oc := mr.OutputConfig
+	return s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "effort":
+			return s.StringIntoKnown(&oc.Effort, "low", "medium", "high", "xhigh", "max")
+		case "format":
+			if s.Null() {
+				oc.Format = nil
+				return true
+			}
+			if oc.Format == nil {
+				oc.Format = &struct {
+					Type   string          `json:"type"`
+					Schema json.RawMessage `json:"schema"`
+				}{}
+			}
+			f := oc.Format
+			return s.Object(func(key []byte) bool {
+				switch string(key) {
+				case "type":
+					return s.StringIntoKnown(&f.Type, "json_schema")
+				case "schema":
+					return scanRawInto(s, &f.Schema)
+				}
+				return !rawjson.FoldsTo(key, "type", "schema") && s.Skip()
+			})
+		}
+		return !rawjson.FoldsTo(key, "effort", "format") && s.Skip()
+	})
+}
+
+// toolNames are the JSON names of messagesTool's fields.
+var toolNames = []string{"type", "name", "description", "input_schema", "strict", "defer_loading", "cache_control"}
+
+// scanMessagesTools reads tools into mr.Tools.
+func scanMessagesTools(s *rawjson.Scanner, mr *messagesRequest) bool {
+	if s.Null() {
+		return true
+	}
+	mr.Tools = []messagesTool{}
+	return rawjson.Objects(s, &mr.Tools, func(t *messagesTool) bool {
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "type":
+				return s.StringIntoKnown(&t.Type, "custom")
+			case "name":
+				return s.StringInto(&t.Name)
+			case "description":
+				return s.StringInto(&t.Description)
+			case "input_schema":
+				return scanRawInto(s, &t.InputSchema)
+			case "strict":
+				if s.Null() {
+					t.Strict = nil
+					return true
+				}
+				v := new(bool)
+				t.Strict = v
+				return s.Bool(v)
+			case "defer_loading":
+				return s.Bool(&t.DeferLoading)
+			case "cache_control":
+				return scanRawInto(s, &t.CacheControl)
+			}
+			return !rawjson.FoldsTo(key, toolNames...) && s.Skip()
+		})
+	})
+}
+
+// toolPickNames are the JSON names of messagesToolPick's fields.
+var toolPickNames = []string{"type", "name", "disable_parallel_tool_use"}
+
+// scanToolChoice reads tool_choice into mr.ToolChoice, as scanThinking
+// reads thinking.
+func scanToolChoice(s *rawjson.Scanner, mr *messagesRequest) bool {
+	if s.Null() {
+		mr.ToolChoice = nil
+		return true
+	}
+	if mr.ToolChoice == nil {
+		mr.ToolChoice = new(messagesToolPick)
+	}
+	tc := mr.ToolChoice
+	return s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "type":
+			return s.StringIntoKnown(&tc.Type, "auto", "any", "tool", "none")
+		case "name":
+			return s.StringInto(&tc.Name)
+		case "disable_parallel_tool_use":
+			return s.Bool(&tc.DisableParallelToolUse)
+		}
+		return !rawjson.FoldsTo(key, toolPickNames...) && s.Skip()
+	})
+}
+
+// scanOnce reports whether *seen was false, setting it: an array member
+// met a second time is declined (json.Unmarshal decodes it into the
+// first's elements).
+func scanOnce(seen *bool) bool {
+	if *seen {
+		return false
+	}
+	*seen = true
+	return true
+}
+
+// scanStringList reads an array of strings into *dst: null leaves it nil,
+// a null element is "".
+func scanStringList(s *rawjson.Scanner, dst *[]string) bool {
+	if s.Null() {
+		return true
+	}
+	v := []string{}
+	ok := s.Array(func() bool {
+		v = append(v, "")
+		return s.StringInto(&v[len(v)-1])
+	})
+	*dst = v
+	return ok
+}
+
+// scanRawInto reads any value into *dst as json.RawMessage keeps it (null
+// as the bytes null), a slice of the scanner's data.
+func scanRawInto(s *rawjson.Scanner, dst *json.RawMessage) bool {
+	v, ok := s.Raw()
+	*dst = v
+	return ok
+}
+
+// scanNumber reads a number, or a null (nil), and returns it as written.
+func scanNumber(s *rawjson.Scanner) (lit []byte, ok bool) {
+	if s.Null() {
+		return nil, true
+	}
+	if c := s.Peek(); c != '-' && (c < '0' || c > '9') {
+		return nil, false
+	}
+	return s.Raw()
+}
+
+// scanOptFloat reads a number into a new *dst, parsed as json.Unmarshal
+// parses it (strconv.ParseFloat), or a null, which sets *dst to nil.
+func scanOptFloat(s *rawjson.Scanner, dst **float64) bool {
+	lit, ok := scanNumber(s)
+	if !ok || lit == nil {
+		*dst = nil
+		return ok
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil {
+		return false // out of range: json.Unmarshal's error
+	}
+	*dst = &f
+	return true
+}
+
+// scanOptInt reads an integer into a new *dst, or a null, which sets *dst
+// to nil. A fraction, an exponent or a value out of range is declined, as
+// json.Unmarshal refuses it.
+func scanOptInt(s *rawjson.Scanner, dst **int) bool {
+	lit, ok := scanNumber(s)
+	if !ok || lit == nil {
+		*dst = nil
+		return ok
+	}
+	n, err := strconv.ParseInt(string(lit), 10, strconv.IntSize)
+	if err != nil {
+		return false
+	}
+	v := int(n)
+	*dst = &v
+	return true
+}
