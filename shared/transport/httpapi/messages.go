@@ -135,7 +135,8 @@ func countMessageTokens(r *http.Request, gw *chat.Gateway, tr **messagesTranslat
 	return gw.CountTokens(r.Context(), p)
 }
 
-// decodeMessages reads and decodes a Messages request body.
+// decodeMessages reads and decodes a Messages request body
+// (scanMessagesRequest, else encoding/json).
 func decodeMessages(r *http.Request) (*messagesRequest, error) {
 	body, err := readBodyUpTo(r, MaxBodyBytes)
 	if err != nil {
@@ -144,9 +145,13 @@ func decodeMessages(r *http.Request) (*messagesRequest, error) {
 	if err := checkTextBody(r, body); err != nil {
 		return nil, err
 	}
+	// The scanned fast path, else encoding/json and its errors; the body
+	// is not changed after (mr's raw members are slices of it).
 	var mr messagesRequest
-	if err := unmarshal(body, &mr); err != nil {
-		return nil, err
+	if !scanMessagesRequest(body, &mr) {
+		if err := unmarshal(body, &mr); err != nil {
+			return nil, err
+		}
 	}
 	mr.body = body
 	return &mr, nil
