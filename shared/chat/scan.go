@@ -1,9 +1,6 @@
 package chat
 
 import (
-	"encoding/json"
-	"strconv"
-
 	"github.com/genway/genway/shared/rawjson"
 )
 
@@ -56,9 +53,9 @@ func scanParams(b []byte, p *Params) bool {
 		case "model":
 			return s.StringInto(&p.Model)
 		case "models":
-			return once(&seen.models) && scanStrings(&s, &p.Models)
+			return rawjson.Once(&seen.models) && s.Strings(&p.Models)
 		case "messages":
-			return once(&seen.messages) && scanMessages(&s, p)
+			return rawjson.Once(&seen.messages) && scanMessages(&s, p)
 		case "stream":
 			return s.Bool(&p.Stream)
 		case "stream_options":
@@ -77,33 +74,33 @@ func scanParams(b []byte, p *Params) bool {
 				return !rawjson.FoldsTo(key, "include_usage") && s.Skip()
 			})
 		case "max_tokens":
-			return scanRaw(&s, &p.MaxTokens)
+			return rawjson.RawInto(&s, &p.MaxTokens)
 		case "max_completion_tokens":
-			return scanRaw(&s, &p.MaxCompletionTokens)
+			return rawjson.RawInto(&s, &p.MaxCompletionTokens)
 		case "reasoning_effort":
-			return scanOptString(&s, &p.ReasoningEffort, "none", "minimal", "low", "medium", "high", "xhigh")
+			return s.OptString(&p.ReasoningEffort, "none", "minimal", "low", "medium", "high", "xhigh")
 		case "temperature":
-			return scanFloat(&s, &p.Temperature)
+			return s.OptFloat(&p.Temperature)
 		case "top_p":
-			return scanFloat(&s, &p.TopP)
+			return s.OptFloat(&p.TopP)
 		case "stop":
-			return scanRaw(&s, &p.Stop)
+			return rawjson.RawInto(&s, &p.Stop)
 		case "seed":
-			return scanInt64(&s, &p.Seed)
+			return s.OptInt64(&p.Seed)
 		case "presence_penalty":
-			return scanFloat(&s, &p.PresencePenalty)
+			return s.OptFloat(&p.PresencePenalty)
 		case "frequency_penalty":
-			return scanFloat(&s, &p.FrequencyPenalty)
+			return s.OptFloat(&p.FrequencyPenalty)
 		case "user":
 			return s.StringInto(&p.User)
 		case "n":
-			return scanInt(&s, &p.N)
+			return s.OptInt(&p.N)
 		case "tools":
-			return once(&seen.tools) && scanTools(&s, p)
+			return rawjson.Once(&seen.tools) && scanTools(&s, p)
 		case "tool_choice":
-			return scanRaw(&s, &p.ToolChoice)
+			return rawjson.RawInto(&s, &p.ToolChoice)
 		case "parallel_tool_calls":
-			return scanOptBool(&s, &p.ParallelToolCalls)
+			return s.OptBool(&p.ParallelToolCalls)
 		case "response_format":
 			return scanResponseFormat(&s, p)
 		case "service_tier":
@@ -115,39 +112,29 @@ func scanParams(b []byte, p *Params) bool {
 		case "safety_identifier":
 			return s.StringInto(&p.SafetyIdentifier)
 		case "functions":
-			return scanRaw(&s, &p.Functions)
+			return rawjson.RawInto(&s, &p.Functions)
 		case "function_call":
-			return scanRaw(&s, &p.FunctionCall)
+			return rawjson.RawInto(&s, &p.FunctionCall)
 		case "logprobs":
-			return scanOptBool(&s, &p.Logprobs)
+			return s.OptBool(&p.Logprobs)
 		case "top_logprobs":
-			return scanInt(&s, &p.TopLogprobs)
+			return s.OptInt(&p.TopLogprobs)
 		case "store":
-			return scanOptBool(&s, &p.Store)
+			return s.OptBool(&p.Store)
 		case "modalities":
-			return once(&seen.modalities) && scanStrings(&s, &p.Modalities)
+			return rawjson.Once(&seen.modalities) && s.Strings(&p.Modalities)
 		case "audio":
-			return scanRaw(&s, &p.Audio)
+			return rawjson.RawInto(&s, &p.Audio)
 		case "prediction":
-			return scanRaw(&s, &p.Prediction)
+			return rawjson.RawInto(&s, &p.Prediction)
 		case "web_search_options":
-			return scanRaw(&s, &p.WebSearchOptions)
+			return rawjson.RawInto(&s, &p.WebSearchOptions)
 		case "logit_bias", "metadata":
 			return false
 		}
 		return !rawjson.FoldsTo(key, paramsNames...) && s.Skip()
 	})
 	return ok && s.End()
-}
-
-// once reports whether *seen was false, setting it: an array member met
-// a second time is declined.
-func once(seen *bool) bool {
-	if *seen {
-		return false
-	}
-	*seen = true
-	return true
 }
 
 // messageNames are the JSON names of ParamsMessage's decoded fields.
@@ -200,17 +187,17 @@ func scanMessage(s *rawjson.Scanner, m *ParamsMessage) bool {
 		case "role":
 			return s.StringIntoKnown(&m.Role, RoleSystem, RoleUser, RoleAssistant, RoleTool, "developer")
 		case "content":
-			return scanRaw(s, &m.Content)
+			return rawjson.RawInto(s, &m.Content)
 		case "name":
 			return s.StringInto(&m.Name)
 		case "tool_calls":
-			return once(&seenCalls) && scanToolCalls(s, m)
+			return rawjson.Once(&seenCalls) && scanToolCalls(s, m)
 		case "tool_call_id":
 			return s.StringInto(&m.ToolCallID)
 		case "refusal":
-			return scanOptString(s, &m.Refusal)
+			return s.OptString(&m.Refusal)
 		case "cache_control":
-			return scanRaw(s, &m.CacheControl)
+			return rawjson.RawInto(s, &m.CacheControl)
 		}
 		return !rawjson.FoldsTo(key, messageNames...) && s.Skip()
 	})
@@ -279,16 +266,16 @@ func scanTools(s *rawjson.Scanner, p *Params) bool {
 					case "description":
 						return s.StringInto(&f.Description)
 					case "parameters":
-						return scanRaw(s, &f.Parameters)
+						return rawjson.RawInto(s, &f.Parameters)
 					case "strict":
-						return scanOptBool(s, &f.Strict)
+						return s.OptBool(&f.Strict)
 					case "cache_control":
-						return scanRaw(s, &f.CacheControl)
+						return rawjson.RawInto(s, &f.CacheControl)
 					}
 					return !rawjson.FoldsTo(key, functionNames...) && s.Skip()
 				})
 			case "cache_control":
-				return scanRaw(s, &t.CacheControl)
+				return rawjson.RawInto(s, &t.CacheControl)
 			}
 			return !rawjson.FoldsTo(key, "type", "function", "cache_control") && s.Skip()
 		})
@@ -327,120 +314,13 @@ func scanResponseFormat(s *rawjson.Scanner, p *Params) bool {
 				case "description":
 					return s.StringInto(&js.Description)
 				case "schema":
-					return scanRaw(s, &js.Schema)
+					return rawjson.RawInto(s, &js.Schema)
 				case "strict":
-					return scanOptBool(s, &js.Strict)
+					return s.OptBool(&js.Strict)
 				}
 				return !rawjson.FoldsTo(key, "name", "description", "schema", "strict") && s.Skip()
 			})
 		}
 		return !rawjson.FoldsTo(key, "type", "json_schema") && s.Skip()
 	})
-}
-
-// scanStrings reads an array of strings into *dst: null leaves it nil, a
-// null element is "".
-func scanStrings(s *rawjson.Scanner, dst *[]string) bool {
-	if s.Null() {
-		return true
-	}
-	v := []string{}
-	ok := s.Array(func() bool {
-		v = append(v, "")
-		return s.StringInto(&v[len(v)-1])
-	})
-	*dst = v
-	return ok
-}
-
-// scanRaw reads any value into *dst as json.RawMessage keeps it (null as
-// the bytes null), a slice of the scanner's data.
-func scanRaw(s *rawjson.Scanner, dst *json.RawMessage) bool {
-	v, ok := s.Raw()
-	*dst = v
-	return ok
-}
-
-// scanOptString reads a string into a new *dst, or a null, which sets
-// *dst to nil. A value among known is not copied.
-func scanOptString(s *rawjson.Scanner, dst **string, known ...string) bool {
-	if s.Null() {
-		*dst = nil
-		return true
-	}
-	v := new(string)
-	*dst = v
-	return s.StringIntoKnown(v, known...)
-}
-
-// scanOptBool reads a boolean into a new *dst, or a null, which sets *dst
-// to nil.
-func scanOptBool(s *rawjson.Scanner, dst **bool) bool {
-	if s.Null() {
-		*dst = nil
-		return true
-	}
-	v := new(bool)
-	*dst = v
-	return s.Bool(v)
-}
-
-// number reads a number, or a null (nil), and returns it as written.
-func number(s *rawjson.Scanner) (lit []byte, ok bool) {
-	if s.Null() {
-		return nil, true
-	}
-	if c := s.Peek(); c != '-' && (c < '0' || c > '9') {
-		return nil, false
-	}
-	return s.Raw()
-}
-
-// scanFloat reads a number into a new *dst, parsed as json.Unmarshal
-// parses it (strconv.ParseFloat), or a null, which sets *dst to nil.
-func scanFloat(s *rawjson.Scanner, dst **float64) bool {
-	lit, ok := number(s)
-	if !ok || lit == nil {
-		*dst = nil
-		return ok
-	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil {
-		return false // out of range: json.Unmarshal's error
-	}
-	*dst = &f
-	return true
-}
-
-// scanInt64 reads an integer into a new *dst, or a null, which sets *dst
-// to nil. A fraction, an exponent or a value out of range is declined, as
-// json.Unmarshal refuses it.
-func scanInt64(s *rawjson.Scanner, dst **int64) bool {
-	lit, ok := number(s)
-	if !ok || lit == nil {
-		*dst = nil
-		return ok
-	}
-	n, err := strconv.ParseInt(string(lit), 10, 64)
-	if err != nil {
-		return false
-	}
-	*dst = &n
-	return true
-}
-
-// scanInt is scanInt64 for an *int.
-func scanInt(s *rawjson.Scanner, dst **int) bool {
-	lit, ok := number(s)
-	if !ok || lit == nil {
-		*dst = nil
-		return ok
-	}
-	n, err := strconv.ParseInt(string(lit), 10, strconv.IntSize)
-	if err != nil {
-		return false
-	}
-	v := int(n)
-	*dst = &v
-	return true
 }

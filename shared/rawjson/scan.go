@@ -2,6 +2,7 @@ package rawjson
 
 import (
 	"bytes"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -502,4 +503,128 @@ func hex4(b []byte) (rune, bool) {
 		r = r<<4 | rune(c)
 	}
 	return r, true
+}
+
+// Decoders built on the Scanner read a member the way json.Unmarshal
+// reads it into a field of each kind below (each is fuzzed against
+// encoding/json through the decoders that use it: chat.ScanParams, the
+// Messages request's).
+
+// Once reports whether *seen was false, and sets it: a decoder's guard
+// for an array member met a second time, which it declines
+// (json.Unmarshal decodes the second array into the first's elements).
+func Once(seen *bool) bool {
+	if *seen {
+		return false
+	}
+	*seen = true
+	return true
+}
+
+// Strings reads an array of strings into *dst: null leaves it as it is,
+// a null element is "".
+func (s *Scanner) Strings(dst *[]string) bool {
+	if s.Null() {
+		return true
+	}
+	v := []string{}
+	ok := s.Array(func() bool {
+		v = append(v, "")
+		return s.StringInto(&v[len(v)-1])
+	})
+	*dst = v
+	return ok
+}
+
+// RawInto reads any value into *dst as json.RawMessage keeps it (null as
+// the bytes null): a slice of the scanner's data (Raw).
+func RawInto[T ~[]byte](s *Scanner, dst *T) bool {
+	v, ok := s.Raw()
+	*dst = v
+	return ok
+}
+
+// OptString reads a string into a new *dst, or a null, which sets *dst to
+// nil. A value among known is not copied (StringIntoKnown).
+func (s *Scanner) OptString(dst **string, known ...string) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	v := new(string)
+	*dst = v
+	return s.StringIntoKnown(v, known...)
+}
+
+// OptBool reads a boolean into a new *dst, or a null, which sets *dst to
+// nil.
+func (s *Scanner) OptBool(dst **bool) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	v := new(bool)
+	*dst = v
+	return s.Bool(v)
+}
+
+// Number reads a number, or a null (nil), and returns it as written.
+func (s *Scanner) Number() (lit []byte, ok bool) {
+	if s.Null() {
+		return nil, true
+	}
+	if c := s.Peek(); c != '-' && (c < '0' || c > '9') {
+		return nil, false
+	}
+	return s.Raw()
+}
+
+// OptFloat reads a number into a new *dst, parsed as json.Unmarshal
+// parses it (strconv.ParseFloat), or a null, which sets *dst to nil; one
+// out of float64's range is declined.
+func (s *Scanner) OptFloat(dst **float64) bool {
+	lit, ok := s.Number()
+	if !ok || lit == nil {
+		*dst = nil
+		return ok
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil {
+		return false
+	}
+	*dst = &f
+	return true
+}
+
+// OptInt64 reads an integer into a new *dst, or a null, which sets *dst
+// to nil. A fraction, an exponent or a value out of range is declined, as
+// json.Unmarshal refuses it.
+func (s *Scanner) OptInt64(dst **int64) bool {
+	lit, ok := s.Number()
+	if !ok || lit == nil {
+		*dst = nil
+		return ok
+	}
+	n, err := strconv.ParseInt(string(lit), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = &n
+	return true
+}
+
+// OptInt is OptInt64 for an *int.
+func (s *Scanner) OptInt(dst **int) bool {
+	lit, ok := s.Number()
+	if !ok || lit == nil {
+		*dst = nil
+		return ok
+	}
+	n, err := strconv.ParseInt(string(lit), 10, strconv.IntSize)
+	if err != nil {
+		return false
+	}
+	v := int(n)
+	*dst = &v
+	return true
 }

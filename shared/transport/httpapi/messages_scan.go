@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"strconv"
 
 	"github.com/genway/genway/shared/rawjson"
 )
@@ -51,23 +50,23 @@ func scanMessagesBody(b []byte, mr *messagesRequest) bool {
 		case "model":
 			return s.StringInto(&mr.Model)
 		case "models":
-			return scanOnce(&seen.models) && scanStringList(&s, &mr.Models)
+			return rawjson.Once(&seen.models) && s.Strings(&mr.Models)
 		case "max_tokens":
-			return scanRawInto(&s, &mr.MaxTokens)
+			return rawjson.RawInto(&s, &mr.MaxTokens)
 		case "system":
-			return scanRawInto(&s, &mr.System)
+			return rawjson.RawInto(&s, &mr.System)
 		case "messages":
-			return scanOnce(&seen.messages) && scanTurns(&s, mr)
+			return rawjson.Once(&seen.messages) && scanTurns(&s, mr)
 		case "stream":
 			return s.Bool(&mr.Stream)
 		case "stop_sequences":
-			return scanOnce(&seen.stops) && scanStringList(&s, &mr.StopSequences)
+			return rawjson.Once(&seen.stops) && s.Strings(&mr.StopSequences)
 		case "temperature":
-			return scanOptFloat(&s, &mr.Temperature)
+			return s.OptFloat(&mr.Temperature)
 		case "top_p":
-			return scanOptFloat(&s, &mr.TopP)
+			return s.OptFloat(&mr.TopP)
 		case "top_k":
-			return scanOptInt(&s, &mr.TopK)
+			return s.OptInt(&mr.TopK)
 		case "metadata":
 			if s.Null() {
 				mr.Metadata = nil
@@ -90,15 +89,15 @@ func scanMessagesBody(b []byte, mr *messagesRequest) bool {
 		case "output_config":
 			return scanOutputConfig(&s, mr)
 		case "tools":
-			return scanOnce(&seen.tools) && scanMessagesTools(&s, mr)
+			return rawjson.Once(&seen.tools) && scanMessagesTools(&s, mr)
 		case "tool_choice":
 			return scanToolChoice(&s, mr)
 		case "cache_control":
-			return scanRawInto(&s, &mr.CacheControl)
+			return rawjson.RawInto(&s, &mr.CacheControl)
 		case "container":
-			return scanRawInto(&s, &mr.Container)
+			return rawjson.RawInto(&s, &mr.Container)
 		case "mcp_servers":
-			return scanRawInto(&s, &mr.MCPServers)
+			return rawjson.RawInto(&s, &mr.MCPServers)
 		}
 		return !rawjson.FoldsTo(key, messagesNames...) && s.Skip()
 	})
@@ -119,7 +118,7 @@ func scanTurns(s *rawjson.Scanner, mr *messagesRequest) bool {
 			case "role":
 				return s.StringIntoKnown(&t.Role, "user", "assistant", "system")
 			case "content":
-				return scanRawInto(s, &t.Content)
+				return rawjson.RawInto(s, &t.Content)
 			}
 			return !rawjson.FoldsTo(key, "role", "content") && s.Skip()
 		})
@@ -145,7 +144,7 @@ func scanThinking(s *rawjson.Scanner, mr *messagesRequest) bool {
 		case "type":
 			return s.StringIntoKnown(&th.Type, "enabled", "adaptive", "disabled")
 		case "budget_tokens":
-			return scanOptInt(s, &th.BudgetTokens)
+			return s.OptInt(&th.BudgetTokens)
 		case "display":
 			return s.StringIntoKnown(&th.Display, "summarized", "omitted")
 		}
@@ -185,7 +184,7 @@ func scanOutputConfig(s *rawjson.Scanner, mr *messagesRequest) bool {
 				case "type":
 					return s.StringIntoKnown(&f.Type, "json_schema")
 				case "schema":
-					return scanRawInto(s, &f.Schema)
+					return rawjson.RawInto(s, &f.Schema)
 				}
 				return !rawjson.FoldsTo(key, "type", "schema") && s.Skip()
 			})
@@ -213,7 +212,7 @@ func scanMessagesTools(s *rawjson.Scanner, mr *messagesRequest) bool {
 			case "description":
 				return s.StringInto(&t.Description)
 			case "input_schema":
-				return scanRawInto(s, &t.InputSchema)
+				return rawjson.RawInto(s, &t.InputSchema)
 			case "strict":
 				if s.Null() {
 					t.Strict = nil
@@ -225,7 +224,7 @@ func scanMessagesTools(s *rawjson.Scanner, mr *messagesRequest) bool {
 			case "defer_loading":
 				return s.Bool(&t.DeferLoading)
 			case "cache_control":
-				return scanRawInto(s, &t.CacheControl)
+				return rawjson.RawInto(s, &t.CacheControl)
 			}
 			return !rawjson.FoldsTo(key, toolNames...) && s.Skip()
 		})
@@ -257,83 +256,4 @@ func scanToolChoice(s *rawjson.Scanner, mr *messagesRequest) bool {
 		}
 		return !rawjson.FoldsTo(key, toolPickNames...) && s.Skip()
 	})
-}
-
-// scanOnce reports whether *seen was false, setting it: an array member
-// met a second time is declined (json.Unmarshal decodes it into the
-// first's elements).
-func scanOnce(seen *bool) bool {
-	if *seen {
-		return false
-	}
-	*seen = true
-	return true
-}
-
-// scanStringList reads an array of strings into *dst: null leaves it nil,
-// a null element is "".
-func scanStringList(s *rawjson.Scanner, dst *[]string) bool {
-	if s.Null() {
-		return true
-	}
-	v := []string{}
-	ok := s.Array(func() bool {
-		v = append(v, "")
-		return s.StringInto(&v[len(v)-1])
-	})
-	*dst = v
-	return ok
-}
-
-// scanRawInto reads any value into *dst as json.RawMessage keeps it (null
-// as the bytes null), a slice of the scanner's data.
-func scanRawInto(s *rawjson.Scanner, dst *json.RawMessage) bool {
-	v, ok := s.Raw()
-	*dst = v
-	return ok
-}
-
-// scanNumber reads a number, or a null (nil), and returns it as written.
-func scanNumber(s *rawjson.Scanner) (lit []byte, ok bool) {
-	if s.Null() {
-		return nil, true
-	}
-	if c := s.Peek(); c != '-' && (c < '0' || c > '9') {
-		return nil, false
-	}
-	return s.Raw()
-}
-
-// scanOptFloat reads a number into a new *dst, parsed as json.Unmarshal
-// parses it (strconv.ParseFloat), or a null, which sets *dst to nil.
-func scanOptFloat(s *rawjson.Scanner, dst **float64) bool {
-	lit, ok := scanNumber(s)
-	if !ok || lit == nil {
-		*dst = nil
-		return ok
-	}
-	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil {
-		return false // out of range: json.Unmarshal's error
-	}
-	*dst = &f
-	return true
-}
-
-// scanOptInt reads an integer into a new *dst, or a null, which sets *dst
-// to nil. A fraction, an exponent or a value out of range is declined, as
-// json.Unmarshal refuses it.
-func scanOptInt(s *rawjson.Scanner, dst **int) bool {
-	lit, ok := scanNumber(s)
-	if !ok || lit == nil {
-		*dst = nil
-		return ok
-	}
-	n, err := strconv.ParseInt(string(lit), 10, strconv.IntSize)
-	if err != nil {
-		return false
-	}
-	v := int(n)
-	*dst = &v
-	return true
 }
