@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/rawjson/rawjsontest"
 )
 
 // Request bodies of BenchmarkDecodeParams, and common shapes that
@@ -174,69 +175,11 @@ func TestScanParamsDeclines(t *testing.T) {
 // skipped, and lost. The maps are left to encoding/json.
 func TestScanParamsFields(t *testing.T) {
 	declined := map[string]bool{`{"logit_bias":{"k":1.5}}`: true, `{"metadata":{"k":"x"}}`: true}
-	for _, body := range fieldBodies(reflect.TypeFor[chat.Params](), func(member string) string { return member }) {
+	for _, body := range rawjsontest.FieldBodies(reflect.TypeFor[chat.Params](), func(member string) string { return member }) {
 		if checkParams(t, []byte(body)) == declined[body] {
 			t.Errorf("ScanParams(%s) took it: %v; want %v", body, !declined[body], !declined[body])
 		}
 	}
-}
-
-// fieldBodies returns, for each field json.Unmarshal decodes into a
-// struct of type typ, and each of its struct types' fields, a body that
-// sets it alone: wrap puts an object with the one member where typ is.
-func fieldBodies(typ reflect.Type, wrap func(string) string) []string {
-	var bodies []string
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		member := func(v string) string { return wrap(`{"` + name + `":` + v + `}`) }
-		bodies = append(bodies, member(sampleJSON(f.Type)))
-		elem, inArray := f.Type, false
-		for elem.Kind() == reflect.Pointer || (elem.Kind() == reflect.Slice && elem != reflect.TypeFor[json.RawMessage]()) {
-			inArray = inArray || elem.Kind() == reflect.Slice
-			elem = elem.Elem()
-		}
-		if elem.Kind() == reflect.Struct {
-			bodies = append(bodies, fieldBodies(elem, func(v string) string {
-				if inArray {
-					v = "[" + v + "]"
-				}
-				return member(v)
-			})...)
-		}
-	}
-	return bodies
-}
-
-// sampleJSON is a value of type typ, other than its zero value.
-func sampleJSON(typ reflect.Type) string {
-	switch {
-	case typ == reflect.TypeFor[json.RawMessage]():
-		return `{"a":[1]}`
-	case typ.Kind() == reflect.String:
-		return `"x"`
-	case typ.Kind() == reflect.Bool:
-		return `true`
-	case typ.Kind() == reflect.Float64:
-		return `1.5`
-	case typ.Kind() == reflect.Int || typ.Kind() == reflect.Int64:
-		return `2`
-	case typ.Kind() == reflect.Pointer:
-		return sampleJSON(typ.Elem())
-	case typ.Kind() == reflect.Slice:
-		return "[" + sampleJSON(typ.Elem()) + "]"
-	case typ.Kind() == reflect.Map:
-		return `{"k":` + sampleJSON(typ.Elem()) + `}`
-	case typ.Kind() == reflect.Struct:
-		return `{}`
-	}
-	panic("sampleJSON: no sample of " + typ.String())
 }
 
 // FuzzScanParams: whatever ScanParams takes, json.Unmarshal takes and

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/genway/genway/shared/rawjson/rawjsontest"
 )
 
 // Request bodies of BenchmarkDecodeMessages, and common shapes that
@@ -165,68 +167,11 @@ func TestScanMessagesRequestDeclines(t *testing.T) {
 // scanMessagesRequest to take it and decode it as json.Unmarshal does: a
 // field the fast path does not know would be skipped, and lost.
 func TestScanMessagesRequestFields(t *testing.T) {
-	for _, body := range messagesFieldBodies(reflect.TypeFor[messagesRequest](), func(member string) string { return member }) {
+	for _, body := range rawjsontest.FieldBodies(reflect.TypeFor[messagesRequest](), func(member string) string { return member }) {
 		if !checkMessagesScan(t, []byte(body)) {
 			t.Errorf("scanMessagesRequest(%s) declined it; want it taken", body)
 		}
 	}
-}
-
-// messagesFieldBodies returns, for each field json.Unmarshal decodes
-// into a struct of type typ, and each of its struct types' fields, a body
-// that sets it alone: wrap puts an object with the one member where typ
-// is.
-func messagesFieldBodies(typ reflect.Type, wrap func(string) string) []string {
-	var bodies []string
-	for i := range typ.NumField() {
-		f := typ.Field(i)
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		member := func(v string) string { return wrap(`{"` + name + `":` + v + `}`) }
-		bodies = append(bodies, member(messagesSampleJSON(f.Type)))
-		elem, inArray := f.Type, false
-		for elem.Kind() == reflect.Pointer || (elem.Kind() == reflect.Slice && elem != reflect.TypeFor[json.RawMessage]()) {
-			inArray = inArray || elem.Kind() == reflect.Slice
-			elem = elem.Elem()
-		}
-		if elem.Kind() == reflect.Struct {
-			bodies = append(bodies, messagesFieldBodies(elem, func(v string) string {
-				if inArray {
-					v = "[" + v + "]"
-				}
-				return member(v)
-			})...)
-		}
-	}
-	return bodies
-}
-
-// messagesSampleJSON is a value of type typ, other than its zero value.
-func messagesSampleJSON(typ reflect.Type) string {
-	switch {
-	case typ == reflect.TypeFor[json.RawMessage]():
-		return `{"a":[1]}`
-	case typ.Kind() == reflect.String:
-		return `"x"`
-	case typ.Kind() == reflect.Bool:
-		return `true`
-	case typ.Kind() == reflect.Float64:
-		return `1.5`
-	case typ.Kind() == reflect.Int || typ.Kind() == reflect.Int64:
-		return `2`
-	case typ.Kind() == reflect.Pointer:
-		return messagesSampleJSON(typ.Elem())
-	case typ.Kind() == reflect.Slice:
-		return "[" + messagesSampleJSON(typ.Elem()) + "]"
-	case typ.Kind() == reflect.Struct:
-		return `{}`
-	}
-	panic("messagesSampleJSON: no sample of " + typ.String())
 }
 
 // FuzzScanMessagesRequest: whatever scanMessagesRequest takes,
