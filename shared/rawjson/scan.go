@@ -599,32 +599,23 @@ func (s *Scanner) OptFloat(dst **float64) bool {
 // OptInt64 reads an integer into a new *dst, or a null, which sets *dst
 // to nil. A fraction, an exponent or a value out of range is declined, as
 // json.Unmarshal refuses it.
-func (s *Scanner) OptInt64(dst **int64) bool {
-	lit, ok := s.Number()
-	if !ok || lit == nil {
-		*dst = nil
-		return ok
-	}
-	n, err := strconv.ParseInt(string(lit), 10, 64)
-	if err != nil {
-		return false
-	}
-	*dst = &n
-	return true
-}
+func (s *Scanner) OptInt64(dst **int64) bool { return optInt(s, dst, 64) }
 
 // OptInt is OptInt64 for an *int.
-func (s *Scanner) OptInt(dst **int) bool {
+func (s *Scanner) OptInt(dst **int) bool { return optInt(s, dst, strconv.IntSize) }
+
+// optInt reads an integer of bits bits into a new *dst, or a null (nil).
+func optInt[T int | int64](s *Scanner, dst **T, bits int) bool {
 	lit, ok := s.Number()
 	if !ok || lit == nil {
 		*dst = nil
 		return ok
 	}
-	n, err := strconv.ParseInt(string(lit), 10, strconv.IntSize)
+	n, err := strconv.ParseInt(string(lit), 10, bits)
 	if err != nil {
 		return false
 	}
-	v := int(n)
+	v := T(n)
 	*dst = &v
 	return true
 }
