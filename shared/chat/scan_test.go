@@ -49,24 +49,7 @@ var commonBodies = []string{
 // or decodes differently, or declines it without leaving p zero.
 func checkParams(t *testing.T, data []byte) (scanned bool) {
 	t.Helper()
-	var fast, slow chat.Params
-	scanned = chat.ScanParams(data, &fast)
-	err := json.Unmarshal(data, &slow)
-	if !scanned {
-		if !reflect.DeepEqual(fast, chat.Params{}) {
-			t.Fatalf("ScanParams declined %q, leaving %+v; want the zero Params", data, fast)
-		}
-		return false
-	}
-	if err != nil {
-		t.Fatalf("ScanParams took %q, which encoding/json refuses: %v", data, err)
-	}
-	if !reflect.DeepEqual(fast, slow) {
-		f, _ := json.Marshal(fast)
-		s, _ := json.Marshal(slow)
-		t.Fatalf("ScanParams(%q):\nfast %s\njson %s", data, f, s)
-	}
-	return true
+	return rawjsontest.Compare(t, "ScanParams", chat.ScanParams, data)
 }
 
 // paramsSeeds are the common bodies, odd cases around each rule

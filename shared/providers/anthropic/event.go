@@ -14,7 +14,6 @@ func decodeEvent(data []byte, se *streamEvent) error {
 	if scanEvent(data, se) {
 		return nil
 	}
-	*se = streamEvent{} // the scan may have filled part of se
 	return json.Unmarshal(data, se)
 }
 
@@ -22,11 +21,20 @@ func decodeEvent(data []byte, se *streamEvent) error {
 // that make up most of a stream: an object of a type, an index and a
 // delta of strings (content_block_delta: text, thinking, a signature, a
 // tool's partial JSON; content_block_stop; ping), any other member
-// skipped. It returns false, with se partly filled, for an event that
+// skipped. It returns false, leaving se zero, for an event that
 // carries a message, a content block, usage or an error (message_start,
 // content_block_start, message_delta, error: one each in a stream), and
 // for anything rawjson.Scanner does not take.
 func scanEvent(data []byte, se *streamEvent) bool {
+	if scanEventMembers(data, se) {
+		return true
+	}
+	*se = streamEvent{} // the scan may have filled part of se
+	return false
+}
+
+// scanEventMembers is scanEvent, leaving se partly filled when it declines.
+func scanEventMembers(data []byte, se *streamEvent) bool {
 	s := rawjson.NewScanner(data)
 	ok := s.Object(func(key []byte) bool {
 		switch string(key) {

@@ -1,13 +1,12 @@
 package anthropic
 
 import (
-	"encoding/json"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/providers/sse"
+	"github.com/genway/genway/shared/rawjson/rawjsontest"
 )
 
 // eventSeeds are the data of every event in testdata's streams and the
@@ -42,22 +41,11 @@ func eventSeeds(t testing.TB) []string {
 	return append(seeds, data...)
 }
 
-// checkEvent fails if scanEvent takes data that json.Unmarshal refuses,
-// or decodes it differently.
+// checkEvent fails if scanEvent takes data that json.Unmarshal refuses or
+// decodes differently, or declines it without leaving the event zero.
 func checkEvent(t *testing.T, data string) {
 	t.Helper()
-	var fast, slow streamEvent
-	scanned := scanEvent([]byte(data), &fast)
-	err := json.Unmarshal([]byte(data), &slow)
-	if !scanned {
-		return
-	}
-	if err != nil {
-		t.Fatalf("scanEvent took %q, which encoding/json refuses: %v", data, err)
-	}
-	if !reflect.DeepEqual(fast, slow) {
-		t.Fatalf("%q:\nfast %+v %+v\njson %+v %+v", data, fast, fast.Delta, slow, slow.Delta)
-	}
+	rawjsontest.Compare(t, "scanEvent", scanEvent, []byte(data))
 }
 
 // TestScanEvent checks the seeds, and that the deltas of a stream take

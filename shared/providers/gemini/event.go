@@ -14,18 +14,26 @@ func decodeEvent(data []byte, g *generateResponse) error {
 	if scanEvent(data, g) {
 		return nil
 	}
-	*g = generateResponse{} // the scan may have filled part of g
 	return json.Unmarshal(data, g)
 }
 
 // scanEvent decodes data into g as json.Unmarshal would, for the events
 // of a streamed answer: candidates whose content has text parts (thoughts
 // among them, with their signatures) and a finish reason, usage metadata
-// and the response id, any other member skipped. It returns false, with g
-// partly filled, for an event with a function call, inline data, a
+// and the response id, any other member skipped. It returns false,
+// leaving g zero, for an event with a function call, inline data, a
 // prompt feedback or an error, and for anything rawjson.Scanner does not
 // take.
 func scanEvent(data []byte, g *generateResponse) bool {
+	if scanEventMembers(data, g) {
+		return true
+	}
+	*g = generateResponse{} // the scan may have filled part of g
+	return false
+}
+
+// scanEventMembers is scanEvent, leaving g partly filled when it declines.
+func scanEventMembers(data []byte, g *generateResponse) bool {
 	s := rawjson.NewScanner(data)
 	seenCandidates := false
 	ok := s.Object(func(key []byte) bool {

@@ -1,14 +1,13 @@
 package gemini
 
 import (
-	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/genway/genway/shared/chat"
 	"github.com/genway/genway/shared/providers/sse"
+	"github.com/genway/genway/shared/rawjson/rawjsontest"
 )
 
 // eventSeeds are the data of every event in testdata's streams and the
@@ -43,24 +42,11 @@ func eventSeeds(t testing.TB) []string {
 	return append(seeds, data...)
 }
 
-// checkEvent fails if scanEvent takes data that json.Unmarshal refuses,
-// or decodes it differently.
+// checkEvent fails if scanEvent takes data that json.Unmarshal refuses or
+// decodes differently, or declines it without leaving the event zero.
 func checkEvent(t *testing.T, data string) {
 	t.Helper()
-	var fast, slow generateResponse
-	scanned := scanEvent([]byte(data), &fast)
-	err := json.Unmarshal([]byte(data), &slow)
-	if !scanned {
-		return
-	}
-	if err != nil {
-		t.Fatalf("scanEvent took %q, which encoding/json refuses: %v", data, err)
-	}
-	if !reflect.DeepEqual(fast, slow) {
-		a, _ := json.Marshal(fast)
-		b, _ := json.Marshal(slow)
-		t.Fatalf("%q:\nfast %s\njson %s", data, a, b)
-	}
+	rawjsontest.Compare(t, "scanEvent", scanEvent, []byte(data))
 }
 
 // TestScanEvent checks the seeds, and that a text event takes the fast

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"testing"
 )
 
 // FieldBodies returns, for each field json.Unmarshal decodes into a
@@ -68,4 +69,31 @@ func SampleJSON(typ reflect.Type) string {
 		return `{}`
 	}
 	panic("rawjsontest.SampleJSON: no sample of " + typ.String())
+}
+
+// Compare fails t unless scan, a decoder's fast path (named name in the
+// messages), agrees with json.Unmarshal on data: what it takes, it
+// decodes to a value reflect.DeepEqual to json.Unmarshal's (which must
+// take it too); what it declines, it leaves zero (its caller then decodes
+// with encoding/json). It reports whether scan took data.
+func Compare[T any](t testing.TB, name string, scan func([]byte, *T) bool, data []byte) (scanned bool) {
+	t.Helper()
+	var fast, slow, zero T
+	scanned = scan(data, &fast)
+	err := json.Unmarshal(data, &slow)
+	if !scanned {
+		if !reflect.DeepEqual(fast, zero) {
+			t.Fatalf("%s declined %q, leaving %+v; want the zero value", name, data, fast)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatalf("%s took %q, which encoding/json refuses: %v", name, data, err)
+	}
+	if !reflect.DeepEqual(fast, slow) {
+		f, _ := json.Marshal(fast)
+		s, _ := json.Marshal(slow)
+		t.Fatalf("%s(%q):\nfast %s\njson %s", name, data, f, s)
+	}
+	return true
 }
