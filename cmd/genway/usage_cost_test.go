@@ -387,7 +387,8 @@ func balanceOf(t *testing.T, s *server) credits.Amount {
 
 // limitedKeyCost runs requests with key, a key with a credit limit: a
 // held completion is charged as it ends, before the answer's end, by
-// exactly its usage.cost, to the account and to the key's spend.
+// exactly its usage.cost, to the account and to the key's spend; its
+// record (written behind on the embedded store) costs the same.
 func limitedKeyCost(t *testing.T, s *server, key string) {
 	ks := &server{base: s.base, key: key}
 	var spent credits.Amount
@@ -395,7 +396,7 @@ func limitedKeyCost(t *testing.T, s *server, key string) {
 		for _, stream := range []bool{false, true} {
 			name := fmt.Sprintf("limited key, anthropic %s stream=%v", api, stream)
 			before := balanceOf(t, ks)
-			got, err := askUsage(ks, api, "anthropic/claude-sonnet-4-5", "", stream)
+			got, id, err := askUsageID(ks, api, "anthropic/claude-sonnet-4-5", "", stream)
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 				continue
@@ -413,6 +414,9 @@ func limitedKeyCost(t *testing.T, s *server, key string) {
 			ks.do(t, "GET", "/v1/credits", nil, nil, &cr)
 			if moved := before - cr.Balance; moved != got.Cost || cr.Key.Spent != spent {
 				t.Errorf("%s: the balance moved by %s and the key spent %s; want usage.cost %s, %s in all", name, moved, cr.Key.Spent, got.Cost, spent)
+			}
+			if r := s.waitGeneration(t, id); r.Cost != got.Cost || r.Key == "" {
+				t.Errorf("%s: record %s costs %s, of key %q; want usage.cost %s, of the limited key", name, id, r.Cost, r.Key, got.Cost)
 			}
 		}
 	}
