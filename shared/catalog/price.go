@@ -169,18 +169,18 @@ func (p *Price) MaxChatCost(prompt, completion int64) credits.Amount {
 	if p == nil {
 		return 0
 	}
-	sets := []TokenPrices{p.TokenPrices}
-	for _, tp := range p.ServiceTiers {
-		sets = append(sets, tp)
-	}
-	if p.LongContext != nil {
-		sets = append(sets, p.LongContext.TokenPrices)
-	}
 	var in, out credits.Amount
-	for _, tp := range sets {
+	highest := func(tp TokenPrices) {
 		r := tp.Rates()
 		in = max(in, r.Input, r.CachedInput, r.CacheWrite, r.CacheWrite1h)
 		out = max(out, r.Output)
+	}
+	highest(p.TokenPrices)
+	for _, tp := range p.ServiceTiers {
+		highest(tp)
+	}
+	if p.LongContext != nil {
+		highest(p.LongContext.TokenPrices)
 	}
 	return perMillion(tokens{prompt, in}, tokens{completion, out})
 }

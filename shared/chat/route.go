@@ -422,19 +422,29 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	if c.native {
 		f.native = rt.sink.(NativeSink) // Run checked it
 	}
-	base := ctx
-	if !c.Stream {
+	var actx context.Context
+	var cancel context.CancelCauseFunc
+	switch dl, ok := ctx.Deadline(); {
+	case !c.Stream && ok && try.FirstToken.IsZero():
 		// A whole answer runs on when its client goes away, within the
 		// gateway's timeout, so that the tokens it makes are charged
 		// exactly; the router makes no new attempt for a client gone.
-		base = context.WithoutCancel(ctx)
-		if dl, ok := ctx.Deadline(); ok {
+		// Nothing cancels it with a cause (no first-token deadline):
+		// the deadline's context is the attempt's.
+		var stop context.CancelFunc
+		actx, stop = context.WithDeadline(context.WithoutCancel(ctx), dl)
+		cancel = func(error) { stop() }
+	case !c.Stream:
+		base := context.WithoutCancel(ctx) // as above, under a first-token deadline
+		if ok {
 			var stop context.CancelFunc
 			base, stop = context.WithDeadline(base, dl)
 			defer stop()
 		}
+		actx, cancel = context.WithCancelCause(base)
+	default:
+		actx, cancel = context.WithCancelCause(ctx)
 	}
-	actx, cancel := context.WithCancelCause(base)
 	defer cancel(nil)
 	if !try.FirstToken.IsZero() {
 		t := time.AfterFunc(time.Until(try.FirstToken), func() {

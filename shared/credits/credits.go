@@ -213,7 +213,7 @@ func Apply(ctx context.Context, s Store, c Change) error {
 	// A change without a usable type and model (a record from before they
 	// were sent) is settled all the same, and counted in no job usage: a
 	// label must never hold up a settlement.
-	if c.JobType != "" && c.Model != "" && !strings.ContainsRune(c.JobType+c.Model, 0) {
+	if c.JobType != "" && c.Model != "" && !hasNUL(c.JobType, c.Model) {
 		e.JobType, e.Model = c.JobType, c.Model
 	}
 	err := s.Settle(ctx, e)
@@ -241,8 +241,19 @@ func CheckSettlement(e Entry) error {
 		return fmt.Errorf("settle %s: amount %s, hold %s: need 0 <= amount <= hold", e.ID, e.Amount, e.Hold)
 	case (e.JobType == "") != (e.Model == ""):
 		return fmt.Errorf("settle %s: job type %q and model %q: give both or neither", e.ID, e.JobType, e.Model)
-	case strings.ContainsRune(e.JobType+e.Model+e.Account+e.Key, 0):
+	case hasNUL(e.JobType, e.Model, e.Account, e.Key):
 		return fmt.Errorf("settle %s: NUL byte in account, job type, model or key", e.ID)
 	}
 	return nil
+}
+
+// hasNUL reports whether any of ss has a NUL byte (which no store key
+// may hold).
+func hasNUL(ss ...string) bool {
+	for _, s := range ss {
+		if strings.IndexByte(s, 0) >= 0 {
+			return true
+		}
+	}
+	return false
 }

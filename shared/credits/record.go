@@ -262,12 +262,21 @@ func UsageOf(r Record) (Usage, bool) {
 		CacheWrite1hTokens: t.CacheWrite1h, ReasoningTokens: t.Reasoning, Credits: r.Cost}, true
 }
 
+// Charge returns what r charges its account, the Amount of ChargeOf(r)
+// without building its entry; ok is false when r charges nothing.
+func (r Record) Charge() (Amount, bool) {
+	if !r.Chat() || r.Cost <= 0 {
+		return 0, false
+	}
+	return r.Cost, true
+}
+
 // ChargeOf returns the ledger entry of chat record r's charge: ID
 // ChatEntryID(r.ID), Kind Chat, Amount r.Cost, r's key, At the second of
 // r.At; ok is false when r charges nothing (not a chat record, or no
 // cost).
 func ChargeOf(r Record) (Entry, bool) {
-	if !r.Chat() || r.Cost <= 0 {
+	if _, ok := r.Charge(); !ok {
 		return Entry{}, false
 	}
 	return Entry{ID: ChatEntryID(r.ID), Account: r.Account, Kind: Chat, Amount: r.Cost, Key: r.Key, At: r.At / 1000}, true

@@ -76,7 +76,7 @@ func CheckReservation(e Entry) error {
 		return fmt.Errorf("reserve %s: amount %s, hold %s: need amount > 0 and no hold", e.ID, e.Amount, e.Hold)
 	case e.JobType == "" || e.Model == "":
 		return fmt.Errorf("reserve %s: job type %q and model %q: need both", e.ID, e.JobType, e.Model)
-	case strings.ContainsRune(e.ID+e.Account+e.JobType+e.Model+e.Key, 0):
+	case hasNUL(e.ID, e.Account, e.JobType, e.Model, e.Key):
 		return fmt.Errorf("reserve %s: NUL byte in id, account, job type, model or key", e.ID)
 	case e.At <= 0:
 		return fmt.Errorf("reserve %s: at %d: need the Unix time of the reservation", e.ID, e.At)

@@ -388,8 +388,8 @@ func (s *Store) writeBehind(r credits.Record) bool {
 		g.mu.Unlock()
 		return false
 	}
-	if c, ok := credits.ChargeOf(r); ok {
-		g.charge(r, c.Amount, queuedOf)
+	if c, ok := r.Charge(); ok {
+		g.charge(r, c, queuedOf)
 	}
 	g.queue = append(g.queue, r)
 	g.in++
@@ -493,9 +493,9 @@ func (s *Store) writeRound() int {
 	batch := g.queue
 	g.queue, g.spare = g.spare, nil
 	for _, r := range batch {
-		if c, ok := credits.ChargeOf(r); ok {
-			g.charge(r, -c.Amount, queuedOf)
-			g.charge(r, c.Amount, writingOf)
+		if c, ok := r.Charge(); ok {
+			g.charge(r, -c, queuedOf)
+			g.charge(r, c, writingOf)
 		}
 	}
 	g.lastSeq++
@@ -518,10 +518,10 @@ func (s *Store) writeRound() int {
 		} else if errs[i] != nil {
 			refused = append(refused, i)
 		}
-		if c, charged := credits.ChargeOf(r); charged {
-			g.charge(r, -c.Amount, writingOf)
+		if c, charged := r.Charge(); charged {
+			g.charge(r, -c, writingOf)
 			if !ok {
-				g.charge(r, c.Amount, queuedOf)
+				g.charge(r, c, queuedOf)
 			}
 		}
 	}
@@ -557,8 +557,8 @@ func (s *Store) dropUnwritten() {
 	lost := g.queue
 	g.queue = nil
 	for _, r := range lost {
-		if c, ok := credits.ChargeOf(r); ok {
-			g.charge(r, -c.Amount, queuedOf)
+		if c, ok := r.Charge(); ok {
+			g.charge(r, -c, queuedOf)
 		}
 	}
 	g.mu.Unlock()
