@@ -51,13 +51,15 @@ type embedded struct {
 
 // openEmbedded opens the embedded backend in dir, creating it, for workers
 // concurrent job workers; its records are kept for records
-// (GENWAY_RECORD_DAYS), and its media links start with baseURL.
-func openEmbedded(dir, baseURL string, workers int, records time.Duration) (*embedded, error) {
+// (GENWAY_RECORD_DAYS), the limited keys' ones written behind at the pace
+// of the other keys' usage, flush (GENWAY_USAGE_FLUSH), and its media
+// links start with baseURL.
+func openEmbedded(dir, baseURL string, workers int, records, flush time.Duration) (*embedded, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	dbPath, mediaDir, secretPath, sock := EmbeddedPaths(dir)
-	st, err := localstore.OpenWith(dbPath, localstore.Options{LockTimeout: 500 * time.Millisecond, RecordRetention: records})
+	st, err := localstore.OpenWith(dbPath, localstore.Options{LockTimeout: 500 * time.Millisecond, RecordRetention: records, WriteBehind: flush})
 	if errors.Is(err, localstore.ErrLocked) {
 		return nil, fmt.Errorf("%s is in use by another genway serve; stop it or use another GENWAY_DATA_DIR", dbPath)
 	}

@@ -196,7 +196,7 @@ func New(ctx context.Context, cfg app.Config, opts ...Option) (_ *Main, err erro
 	if cfg.Backend == "aws" {
 		m.be, err = openAWS(ctx, cfg, log, o.events, true)
 	} else {
-		m.be, err = openEmbedded(cfg.DataDir, m.BaseURL, cfg.Workers, cfg.RecordRetention)
+		m.be, err = openEmbedded(cfg.DataDir, m.BaseURL, cfg.Workers, cfg.RecordRetention, cfg.UsageFlush)
 	}
 	if err != nil {
 		return nil, err

@@ -45,9 +45,10 @@ import (
 //
 // What a crash costs: the holds in memory go with the process (there is
 // nothing to release), and the records written behind and not yet
-// committed are lost with their charges: those of the last writeEvery and
-// its commit, about 30 milliseconds of completions (the usage recorder of
-// the other keys keeps up to a second's). Nothing is charged twice.
+// committed are lost with their charges: those of the last pace
+// (Options.WriteBehind: DefaultWriteBehind, or GENWAY_USAGE_FLUSH under
+// genway serve, the interval at which the usage recorder writes the other
+// keys' records) and its commit. Nothing is charged twice.
 type gate struct {
 	mu       sync.Mutex
 	accounts map[string]*owed
@@ -71,6 +72,8 @@ type gate struct {
 	in, out uint64           // records queued; records queued before the last complete write
 	round   chan struct{}    // closed after each write
 	closed  bool             // records are written through
+	every   time.Duration    // the pace: the least time from one write to the next
+	hurry   chan struct{}    // signalled by a read that waits for the writes (awaitWrites)
 
 	wake chan struct{}
 	stop chan struct{}
@@ -155,8 +158,8 @@ func chargesWritten(tx *bolt.Tx) uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-func newGate(lastSeq uint64) *gate {
-	return &gate{
+func newGate(lastSeq uint64, every time.Duration) *gate {
+	return &gate{every: every, hurry: make(chan struct{}, 1),
 		accounts: map[string]*owed{}, keys: map[string]*owed{}, holds: map[string]credits.Entry{},
 		accountRows: map[string]accountRow{}, keyRows: map[string]keyRow{},
 		lastSeq: lastSeq, round: make(chan struct{}),
@@ -358,6 +361,7 @@ func (s *Store) awaitWrites(ctx context.Context) {
 		g.mu.Unlock()
 		return
 	}
+	signal(g.hurry) // the writer gathering for its pace writes now
 	t := time.NewTimer(awaitLimit)
 	defer t.Stop()
 	for g.out < target {
@@ -398,12 +402,14 @@ func (s *Store) writeBehind(r credits.Record) bool {
 	return true
 }
 
-// The pace of the writes behind.
+// DefaultWriteBehind is the pace of the writes behind when
+// Options.WriteBehind is 0: the least time from one write to the next.
+// Under load a write carries what came in that time (each commit's fsync
+// costs CPU too), and a crash loses at most about that much more.
+const DefaultWriteBehind = 25 * time.Millisecond
+
+// The retries of the writes behind.
 const (
-	// writeEvery is the least time from one write behind to the next:
-	// under load a write carries what came in writeEvery (each commit's
-	// fsync costs CPU too), and a crash loses at most about that much more.
-	writeEvery = 25 * time.Millisecond
 	// writeRetry is the first pause after a write behind failed; it
 	// doubles up to writeRetryMax.
 	writeRetry    = 100 * time.Millisecond
@@ -414,9 +420,9 @@ const (
 )
 
 // writeLoop writes the records written behind: all that are queued, in
-// one AddRecords transaction with the write's seq, at most every
-// writeEvery (so a write gathers what came since the one before: group
-// commit). A write that fails is tried again after a pause; Close stops the
+// one AddRecords transaction with the write's seq, at most once a pace
+// (so a write gathers what came since the one before: group commit),
+// sooner when a read waits for it (awaitWrites). A write that fails is tried again after a pause; Close stops the
 // loop after the writes of what is left.
 func (s *Store) writeLoop() {
 	g := s.gate
@@ -448,10 +454,12 @@ func (s *Store) writeLoop() {
 			pause = min(max(2*pause, writeRetry), writeRetryMax)
 		case roundWritten:
 			pause = 0
-			// Gather for writeEvery: fewer, larger commits.
-			t := time.NewTimer(writeEvery - time.Since(start))
+			// Gather for the pace: fewer, larger commits.
+			t := time.NewTimer(g.every - time.Since(start))
 			select {
 			case <-t.C:
+			case <-g.hurry:
+				t.Stop()
 			case <-g.stop:
 				t.Stop()
 			}

@@ -22,6 +22,13 @@ import (
 func gateStore(t *testing.T, path string, balance, limit credits.Amount) (*Store, string) {
 	t.Helper()
 	s := openAt(t, path)
+	return s, gateAccount(t, s, balance, limit)
+}
+
+// gateAccount grants account "acct" of s balance and makes it a key,
+// limited to limit (0: no limit); it returns the key's id.
+func gateAccount(t *testing.T, s *Store, balance, limit credits.Amount) string {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := s.Grant(ctx, "acct", balance, time.Now().Unix()); err != nil {
 		t.Fatal(err)
@@ -37,7 +44,7 @@ func gateStore(t *testing.T, path string, balance, limit credits.Amount) (*Store
 	if err := s.PutKey(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	return s, r.ID
+	return r.ID
 }
 
 var gateIDs atomic.Int64
@@ -312,6 +319,48 @@ func TestGateExact(t *testing.T) {
 // TestWriteBehindClose: records written behind just before Close are in
 // the file after it; one the store refuses (an unknown account) is
 // dropped, and its charge no longer counts.
+// TestWriteBehindPace: under load the writes behind wait for their pace
+// (Options.WriteBehind), and a read of what they write has them written
+// at once instead of waiting for it.
+func TestWriteBehindPace(t *testing.T) {
+	ctx := context.Background()
+	s, err := OpenWith(filepath.Join(t.TempDir(), "genway.db"), Options{WriteBehind: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	key := gateAccount(t, s, 100*credits.Credit, 0)
+	h := s.MemoryHolds()
+	written := func() bool {
+		s.gate.mu.Lock()
+		defer s.gate.mu.Unlock()
+		return s.gate.out == s.gate.in
+	}
+	first, second := chatRecord(key, credits.Credit), chatRecord(key, credits.Credit)
+	if errs := h.AddRecords(ctx, []credits.Record{first}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	for i := 0; !written(); i++ { // an idle writer writes the first at once
+		if i == 500 {
+			t.Fatal("the first record written behind was not written within 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if errs := h.AddRecords(ctx, []credits.Record{second}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	time.Sleep(50 * time.Millisecond)
+	if written() {
+		t.Fatal("the second record was written before the writer's pace (an hour) was up")
+	}
+	if r, err := s.Record(ctx, second.ID); err != nil || r.ID != second.ID {
+		t.Fatalf("Record(%s) = %+v, %v; want it written for the read, at once", second.ID, r, err)
+	}
+	if a, err := s.Account(ctx, "acct"); err != nil || a.Balance != 98*credits.Credit {
+		t.Fatalf("Account = %+v, %v; want balance 98 credits", a, err)
+	}
+}
+
 func TestWriteBehindClose(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "genway.db")

@@ -96,6 +96,10 @@ type Options struct {
 	// RecordRetention is how long a record is kept (its Expires, unless
 	// it has one); 0: credits.DefaultRecordRetention.
 	RecordRetention time.Duration
+	// WriteBehind is the pace of the records MemoryHolds writes behind:
+	// under load they are committed at most once in it, and a crash loses
+	// at most about that much of them (see gate); 0: DefaultWriteBehind.
+	WriteBehind time.Duration
 }
 
 // Store is the embedded store. It is safe for concurrent use. Consume and
@@ -105,6 +109,7 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 	records time.Duration // record retention
+	pace    time.Duration // the gate's pace (Options.WriteBehind)
 
 	writers atomic.Int32 // update calls in flight
 	gate    *gate        // what the file does not show yet (gate.go)
@@ -157,8 +162,12 @@ func OpenWith(path string, o Options) (*Store, error) {
 	if records <= 0 {
 		records = credits.DefaultRecordRetention
 	}
+	every := o.WriteBehind
+	if every <= 0 {
+		every = DefaultWriteBehind
+	}
 	s := &Store{
-		db: db, log: log, now: now, records: records,
+		db: db, log: log, now: now, records: records, pace: every,
 		queueWake: make(chan struct{}, 1),
 		feedWake:  make(chan struct{}, 1),
 		hookWake:  make(chan struct{}, 1),
@@ -186,7 +195,7 @@ func (s *Store) init() error {
 		if err := initWebhooks(tx, s.now()); err != nil {
 			return err
 		}
-		s.gate = newGate(chargesWritten(tx))
+		s.gate = newGate(chargesWritten(tx), s.pace)
 		return jobQueue.expireLeases(tx, s.now())
 	})
 }
