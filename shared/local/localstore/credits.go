@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"sort"
@@ -24,18 +25,26 @@ func add(what string, a, delta credits.Amount) (credits.Amount, error) {
 	return sum, nil
 }
 
-func ledgerPrefix(account string) []byte { return []byte(account + "\x00") }
+func ledgerPrefix(account string) []byte { return appendLedgerPrefix(nil, account) }
 
-func putEntry(tx *bolt.Tx, e credits.Entry) error {
+// appendLedgerPrefix appends ledgerPrefix(account) to b.
+func appendLedgerPrefix(b []byte, account string) []byte { return append(append(b, account...), 0) }
+
+func putEntry(tx *bolt.Tx, e credits.Entry) error { return putEntryIn(tx, e, nil) }
+
+// putEntryIn is putEntry with its keys and values from a.
+func putEntryIn(tx *bolt.Tx, e credits.Entry, a *arena) error {
 	sb := tx.Bucket([]byte(bucketLedgerSeq))
 	seq, err := sb.NextSequence()
 	if err != nil {
 		return err
 	}
-	if err := sb.Put(append(ledgerPrefix(e.Account), u64(seq)...), []byte(e.ID)); err != nil {
+	k := a.keep(binary.BigEndian.AppendUint64(appendLedgerPrefix(a.buf(len(e.Account)+1+8), e.Account), seq))
+	id := a.bytes(e.ID)
+	if err := sb.Put(k, id); err != nil {
 		return err
 	}
-	return tx.Bucket([]byte(bucketLedger)).Put([]byte(e.ID), e.AppendJSON(make([]byte, 0, 256)))
+	return tx.Bucket([]byte(bucketLedger)).Put(id, a.keep(e.AppendJSON(a.buf(256))))
 }
 
 func validAccount(id string) error {

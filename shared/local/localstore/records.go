@@ -27,16 +27,22 @@ var _ credits.RecordStore = (*Store)(nil)
 
 // recordTimeKey is r's key in bucketRecordsTime.
 func recordTimeKey(at int64, id string) []byte {
-	return append(u64(uint64(at)), id...)
+	return appendRecordTimeKey(make([]byte, 0, 8+len(id)), at, id)
+}
+
+// appendRecordTimeKey appends recordTimeKey(at, id) to b.
+func appendRecordTimeKey(b []byte, at int64, id string) []byte {
+	return append(binary.BigEndian.AppendUint64(b, uint64(at)), id...)
 }
 
 // recordAcctKey is r's key in bucketRecordsAcct.
 func recordAcctKey(account string, at int64, id string) []byte {
-	k := make([]byte, 0, len(account)+1+8+len(id))
-	k = append(k, account...)
-	k = append(k, 0)
-	k = append(k, u64(uint64(at))...)
-	return append(k, id...)
+	return appendRecordAcctKey(make([]byte, 0, len(account)+1+8+len(id)), account, at, id)
+}
+
+// appendRecordAcctKey appends recordAcctKey(account, at, id) to b.
+func appendRecordAcctKey(b []byte, account string, at int64, id string) []byte {
+	return appendRecordTimeKey(append(append(b, account...), 0), at, id)
 }
 
 // recordsFill is the fill percent of the record buckets' pages: their
@@ -48,16 +54,21 @@ const recordsFill = 0.9
 // putRecord writes r (its Expires set from retention if 0) and its index
 // entries in tx.
 func putRecord(tx *bolt.Tx, r credits.Record, retention time.Duration) error {
+	return putRecordIn(tx, r, retention, nil)
+}
+
+// putRecordIn is putRecord with its keys and values from a.
+func putRecordIn(tx *bolt.Tx, r credits.Record, retention time.Duration, a *arena) error {
 	r.Expires = r.ExpiresAfter(retention)
 	rb, tb, ab := tx.Bucket([]byte(bucketRecords)), tx.Bucket([]byte(bucketRecordsTime)), tx.Bucket([]byte(bucketRecordsAcct))
 	rb.FillPercent, tb.FillPercent, ab.FillPercent = recordsFill, recordsFill, recordsFill
-	if err := rb.Put([]byte(r.ID), r.AppendJSON(make([]byte, 0, 640))); err != nil {
+	if err := rb.Put(a.bytes(r.ID), a.keep(r.AppendJSON(a.buf(640)))); err != nil {
 		return err
 	}
-	if err := tb.Put(recordTimeKey(r.At, r.ID), nil); err != nil {
+	if err := tb.Put(a.keep(appendRecordTimeKey(a.buf(8+len(r.ID)), r.At, r.ID)), nil); err != nil {
 		return err
 	}
-	return ab.Put(recordAcctKey(r.Account, r.At, r.ID), nil)
+	return ab.Put(a.keep(appendRecordAcctKey(a.buf(len(r.Account)+1+8+len(r.ID)), r.Account, r.At, r.ID)), nil)
 }
 
 // recordTx is what one AddRecords transaction has read and changed, so
@@ -65,6 +76,7 @@ func putRecord(tx *bolt.Tx, r credits.Record, retention time.Duration) error {
 // and encode it once.
 type recordTx struct {
 	tx       *bolt.Tx
+	arena    arena                       // the puts' keys and values
 	accounts map[string]*credits.Account // nil: no such account
 	usage    map[string]*credits.Usage   // by usageKey
 	keys     map[string]*txKey           // by key id; nil: no such key
@@ -174,7 +186,7 @@ func (t *recordTx) add(r credits.Record, retention time.Duration) error {
 		}
 	}
 	if charged {
-		if err := putEntry(t.tx, charge); err != nil {
+		if err := putEntryIn(t.tx, charge, &t.arena); err != nil {
 			return err
 		}
 		a.Balance, a.Available = balance, balance-a.Held
@@ -185,7 +197,7 @@ func (t *recordTx) add(r credits.Record, retention time.Duration) error {
 	if counted {
 		*row = newRow
 	}
-	return putRecord(t.tx, r, retention)
+	return putRecordIn(t.tx, r, retention, &t.arena)
 }
 
 // flush writes the rows the transaction changed.

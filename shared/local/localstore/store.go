@@ -272,6 +272,56 @@ func signal(c chan struct{}) {
 	}
 }
 
+// arena hands out the keys and values of one transaction's puts from a
+// few large blocks instead of an allocation each: bbolt keeps them until
+// the commit, and a batch of records puts six of them a record. A nil
+// arena allocates each one on its own. A buffer from buf is given to keep
+// before the next buf (which would hand out the same space): buf panics
+// otherwise.
+type arena struct {
+	b    []byte
+	open bool // a buffer from buf is not kept yet
+}
+
+// arenaBlock is the size of an arena's blocks.
+const arenaBlock = 64 << 10
+
+// buf returns an empty buffer with room for at least room bytes, to
+// append a key or a value to and then give to keep: the arena's free
+// space, a new block when that is short.
+func (a *arena) buf(room int) []byte {
+	if a == nil {
+		return make([]byte, 0, room)
+	}
+	if a.open {
+		panic("localstore: arena.buf before the last buffer was kept")
+	}
+	a.open = true
+	if cap(a.b)-len(a.b) < room {
+		a.b = make([]byte, 0, max(arenaBlock, room))
+	}
+	return a.b[len(a.b):len(a.b)]
+}
+
+// keep returns b, a buffer from buf with what was appended to it, its
+// capacity clipped, and takes its bytes from the arena's free space (an
+// append that outgrew it made b an allocation of its own, and leaves the
+// arena as it was).
+func (a *arena) keep(b []byte) []byte {
+	b = b[:len(b):len(b)]
+	if a == nil {
+		return b
+	}
+	a.open = false
+	if free := a.b[len(a.b):cap(a.b)]; len(b) > 0 && len(free) > 0 && &free[0] == &b[0] {
+		a.b = a.b[:len(a.b)+len(b)]
+	}
+	return b
+}
+
+// bytes returns s's bytes, kept in the arena.
+func (a *arena) bytes(s string) []byte { return a.keep(append(a.buf(len(s)), s...)) }
+
 func u64(n uint64) []byte {
 	b := make([]byte, 8)
 	binary.BigEndian.PutUint64(b, n)
