@@ -459,7 +459,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	} else {
 		hr.Header.Set("accept", "application/json")
 	}
-	resp, err := p.client.Do(hr)
+	resp, err := chat.Send(p.client, hr)
 	if err != nil {
 		return nil, chat.TransportError(ctx, p.name, "send request", err)
 	}
@@ -512,7 +512,7 @@ func (p *Provider) CountTokens(ctx context.Context, req *chat.Request) (int, err
 	}
 	p.headers(ctx, hr, req, body.cache1h)
 	hr.Header.Set("accept", "application/json")
-	resp, err := p.client.Do(hr)
+	resp, err := chat.Send(p.client, hr)
 	if err != nil {
 		return 0, chat.TransportError(ctx, p.name, "send request", err)
 	}

@@ -126,7 +126,7 @@ func (p *Provider) nativeDo(ctx context.Context, req *chat.Request, stream bool)
 	} else {
 		hr.Header.Set("accept", "application/json")
 	}
-	resp, err := p.client.Do(hr)
+	resp, err := chat.Send(p.client, hr)
 	if err != nil {
 		return nil, chat.TransportError(ctx, p.name, "send request", err)
 	}

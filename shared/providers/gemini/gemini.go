@@ -478,7 +478,7 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	}
 	hr.Header.Set("x-goog-api-key", p.keys.Key(ctx))
 	hr.Header.Set("Content-Type", "application/json")
-	resp, err := p.client.Do(hr)
+	resp, err := chat.Send(p.client, hr)
 	if err != nil {
 		return nil, chat.TransportError(ctx, p.name, "send request", err)
 	}

@@ -212,7 +212,7 @@ func (p *Provider) post(ctx context.Context, url, accept string, body []byte) (*
 	if key := p.keys.Key(ctx); key != "" {
 		hr.Header.Set("Authorization", "Bearer "+key)
 	}
-	resp, err := p.client.Do(hr)
+	resp, err := chat.Send(p.client, hr)
 	if err != nil {
 		return nil, nil, chat.TransportError(ctx, p.name, "send request", err)
 	}
