@@ -72,12 +72,25 @@ func FuzzScanEvent(f *testing.F) {
 	f.Fuzz(checkEvent)
 }
 
-// BenchmarkReadStream measures reading a translated stream of 100 text
-// deltas (the events an Anthropic answer streams): the per-stream decoding
-// cost of a Claude model behind the chat or Responses API.
+// BenchmarkRelayMessages measures relaying (the native Messages path:
+// each event read as far as its type and output, and passed on as it
+// came) the stream BenchmarkReadStream translates.
 //
-//	go test ./shared/providers/anthropic -run '^$' -bench ReadStream -benchmem
-func BenchmarkReadStream(b *testing.B) {
+//	go test ./shared/providers/anthropic -run '^$' -bench RelayMessages -benchmem
+func BenchmarkRelayMessages(b *testing.B) {
+	body := benchStream()
+	p := &Provider{name: "anthropic"}
+	emit := func(chat.NativeEvent) error { return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.relayMessages(b.Context(), sse.NewReader(strings.NewReader(body)), emit); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchStream is an Anthropic stream of 100 text deltas.
+func benchStream() string {
 	var sb strings.Builder
 	sb.WriteString("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-sonnet-4-5\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":25,\"output_tokens\":1}}}\n\n")
 	sb.WriteString("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
@@ -87,7 +100,16 @@ func BenchmarkReadStream(b *testing.B) {
 	sb.WriteString("event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n")
 	sb.WriteString("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":100}}\n\n")
 	sb.WriteString("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
-	body := sb.String()
+	return sb.String()
+}
+
+// BenchmarkReadStream measures reading a translated stream of 100 text
+// deltas (the events an Anthropic answer streams): the per-stream decoding
+// cost of a Claude model behind the chat or Responses API.
+//
+//	go test ./shared/providers/anthropic -run '^$' -bench ReadStream -benchmem
+func BenchmarkReadStream(b *testing.B) {
+	body := benchStream()
 	p := &Provider{name: "anthropic"}
 	w := chat.WriterFunc(func(chat.Delta) error { return nil })
 	b.ReportAllocs()
