@@ -252,7 +252,7 @@ func (p *Provider) relayMessages(ctx context.Context, r *sse.Reader, emit func(c
 		}
 		typ := name
 		if raw, ok := rawjson.Member(data, "type"); ok {
-			readType(raw, &typ) // the data's type names the event
+			typ = readType(raw, typ) // the data's type names the event
 		} else if err := json.Unmarshal(data, new(json.RawMessage)); err != nil {
 			return nil, chat.TransportError(ctx, p.name, "decode event "+name, err)
 		}
@@ -292,7 +292,7 @@ func (p *Provider) relayMessages(ctx context.Context, r *sse.Reader, emit func(c
 			block, _ := rawjson.Member(data, "content_block")
 			var bt string
 			raw, _ := rawjson.Member(block, "type")
-			readType(raw, &bt)
+			bt = readType(raw, bt)
 			switch bt {
 			case "text", "thinking", "redacted_thinking":
 			default:
@@ -327,18 +327,24 @@ func (p *Provider) relayMessages(ctx context.Context, r *sse.Reader, emit func(c
 var eventTypes = []string{"content_block_delta", "content_block_start", "content_block_stop", "message_start", "message_delta",
 	"message_stop", "ping", "error", "text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"}
 
-// readType sets *typ to the JSON string raw (an event's or a block's
-// type member) as json.Unmarshal(raw, typ) would, errors ignored (a value
-// that is not a string leaves *typ as it was), without encoding/json for
-// the strings it mostly is.
-func readType(raw []byte, typ *string) {
+// readType returns typ set to the JSON string raw (an event's or a
+// block's type member) as json.Unmarshal(raw, &typ) sets it, errors
+// ignored (a value that is not a string leaves typ as it was), without
+// encoding/json for the strings it mostly is.
+func readType(raw []byte, typ string) string {
 	sc := rawjson.NewScanner(raw)
-	v := *typ // null leaves it as it was
+	v := typ // null leaves it as it was
 	if sc.StringIntoKnown(&v, eventTypes...) && sc.End() {
-		*typ = v
-		return
+		return v
 	}
-	_ = json.Unmarshal(raw, typ)
+	return unmarshalType(raw, typ)
+}
+
+// unmarshalType is readType's json.Unmarshal, in a function of its own
+// so that only its calls put typ on the heap.
+func unmarshalType(raw []byte, typ string) string {
+	_ = json.Unmarshal(raw, &typ)
+	return typ
 }
 
 // stringBytes is about the length of the string member key of the JSON

@@ -39,14 +39,15 @@ type Reader struct {
 	br  *bufio.Reader
 	max int
 
-	line   []byte // the current line, reused
-	data   []byte // the data buffer of the event being built
-	name   string
-	hasDat bool // a data field was seen for the event being built
-	skipLF bool // the previous line ended in CR: a following LF is part of it
-	err    error
-	onWait func() // called before a read that may block; nil: none
-	stray  []byte // lines that are no SSE field, up to maxStray bytes (Stray)
+	line     []byte // the current line, reused
+	data     []byte // the data buffer of the event being built
+	name     string
+	lastName string // the last event name read, reused when the next repeats it
+	hasDat   bool   // a data field was seen for the event being built
+	skipLF   bool   // the previous line ended in CR: a following LF is part of it
+	err      error
+	onWait   func() // called before a read that may block; nil: none
+	stray    []byte // lines that are no SSE field, up to maxStray bytes (Stray)
 }
 
 // maxStray bounds what a Reader keeps of a stream's stray lines.
@@ -172,7 +173,10 @@ func (r *Reader) field(line []byte) {
 	}
 	switch string(name) {
 	case "event":
-		r.name = string(value)
+		if string(value) != r.lastName { // a stream's events mostly repeat a name: kept without a copy
+			r.lastName = string(value)
+		}
+		r.name = r.lastName
 	case "data":
 		if r.hasDat {
 			r.data = append(r.data, '\n')
