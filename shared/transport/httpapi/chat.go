@@ -23,8 +23,12 @@ import (
 const AttemptsHeader = "X-Genway-Attempts"
 
 // StreamWriteTimeout is how long one write of a stream may wait for a
-// client that does not read.
+// client that does not read (a stream's up to deadlineRenew less).
 const StreamWriteTimeout = time.Minute
+
+// deadlineRenew is how old a stream's write deadline gets before a write
+// sets it again (StreamWriteTimeout from then).
+const deadlineRenew = time.Second
 
 // DefaultChatHeartbeat is how long a stream may stay silent before the
 // handler sends an SSE comment (": keep-alive"), so that proxies and API
@@ -377,6 +381,7 @@ type sseStream struct {
 	started   bool          // the headers are written (status 200 committed)
 	began     bool          // the start events are written (the role chunk)
 	last      time.Time     // of the last write (or the start of the request)
+	deadline  time.Time     // the write deadline set last (zero: none yet)
 	err       error         // the first write error: the client is gone
 	buf       []byte        // the event being written, reused
 	heartbeat time.Duration // 0: no heartbeats
@@ -561,11 +566,16 @@ func (s *sseStream) raw(b []byte) {
 	if s.err != nil {
 		return
 	}
-	// A client that stops reading is dropped after StreamWriteTimeout;
-	// the deadline moves on with every write, so a stream that flows runs
-	// as long as it flows (ErrNotSupported where there are no deadlines).
+	// A client that stops reading is dropped after StreamWriteTimeout
+	// (up to deadlineRenew sooner); the deadline moves on with the writes,
+	// so a stream that flows runs as long as it flows (ErrNotSupported
+	// where there are no deadlines). It is set again only once it is
+	// deadlineRenew old: a fast stream's writes do not each pay for it.
 	now := time.Now()
-	s.rc.SetWriteDeadline(now.Add(StreamWriteTimeout))
+	if now.After(s.deadline.Add(deadlineRenew - StreamWriteTimeout)) {
+		s.deadline = now.Add(StreamWriteTimeout)
+		s.rc.SetWriteDeadline(s.deadline)
+	}
 	if _, err := s.w.Write(b); err != nil {
 		s.err = err
 	}
