@@ -944,5 +944,9 @@ func observeUpstream(provider string, d time.Duration, err error) {
 		outcome = "error"
 	}
 	metrics.Default.Observe("genway_upstream_seconds", "Chat upstream calls: duration (whole answer), by provider and outcome.",
-		[]string{"provider", "outcome"}, []string{provider, outcome}, d.Seconds())
+		upstreamLabels, []string{provider, outcome}, d.Seconds())
 }
+
+// upstreamLabels are genway_upstream_seconds' label names (a metric's
+// family keeps them: one slice for every call).
+var upstreamLabels = []string{"provider", "outcome"}
