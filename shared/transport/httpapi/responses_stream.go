@@ -3,9 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/rawjson"
 )
 
 // responsesEncoder is the Responses API stream format: named events, each
@@ -31,6 +33,10 @@ type responsesEncoder struct {
 	seq   int
 	jbuf  bytes.Buffer
 	enc   *json.Encoder
+
+	// viaJSON sends every event through encoding/json: the reference
+	// that FuzzResponsesEvents compares the direct writing with.
+	viaJSON bool
 
 	open    string // the open item's type: "", "reasoning" or "message"
 	openID  string
@@ -94,25 +100,89 @@ func (e *responsesEncoder) event(b []byte, ev responseEvent) []byte {
 	return e.append(b, ev.Type, &ev)
 }
 
-// deltaEv appends one delta event to b.
+// deltaEv appends one delta event to b: the bytes encoding/json makes of
+// it, written directly.
 func (e *responsesEncoder) deltaEv(b []byte, ev deltaEvent) []byte {
 	ev.SequenceNumber = e.seq
-	return e.append(b, ev.Type, &ev)
+	if e.viaJSON {
+		return e.append(b, ev.Type, &ev)
+	}
+	e.seq++
+	b = e.eventHead(b, ev.Type)
+	b = append(b, `,"item_id":`...)
+	b = rawjson.AppendString(b, ev.ItemID, false)
+	b = appendIntField(b, `,"output_index":`, &ev.OutputIndex)
+	b = appendIntField(b, `,"content_index":`, ev.ContentIndex)
+	b = appendIntField(b, `,"summary_index":`, ev.SummaryIndex)
+	b = append(b, `,"delta":`...)
+	b = rawjson.AppendString(b, ev.Delta, false)
+	if ev.Logprobs != nil {
+		b = append(b, `,"logprobs":`...)
+		b = e.appendAnys(b, *ev.Logprobs)
+	}
+	return append(b, "}\n\n"...)
 }
 
-// append appends the SSE event typ with data v, and counts it.
-func (e *responsesEncoder) append(b []byte, typ string, v any) []byte {
+// eventHead begins the SSE event typ, numbered e.seq-1 (counted already):
+// its event line and its data up to the sequence number.
+func (e *responsesEncoder) eventHead(b []byte, typ string) []byte {
+	b = append(b, "event: "...)
+	b = append(b, typ...)
+	b = append(b, "\ndata: {\"type\":"...)
+	b = rawjson.AppendString(b, typ, false)
+	b = append(b, `,"sequence_number":`...)
+	return strconv.AppendInt(b, int64(e.seq-1), 10)
+}
+
+// appendIntField appends the member name (with its comma) and *n, unless
+// n is nil (omitempty).
+func appendIntField(b []byte, name string, n *int) []byte {
+	if n == nil {
+		return b
+	}
+	b = append(b, name...)
+	return strconv.AppendInt(b, int64(*n), 10)
+}
+
+// appendAnys appends a []any: the empty one directly (logprobs and
+// annotations are always empty), others through encoding/json.
+func (e *responsesEncoder) appendAnys(b []byte, v []any) []byte {
+	switch {
+	case v == nil:
+		return append(b, "null"...)
+	case len(v) == 0:
+		return append(b, "[]"...)
+	}
+	return e.appendValue(b, v)
+}
+
+// appendValue appends the JSON encoding/json makes of v (as a member of
+// an event: without Encode's newline) to b.
+func (e *responsesEncoder) appendValue(b []byte, v any) []byte {
+	return append(b, e.encode(v)...)
+}
+
+// encode returns the JSON encoding/json makes of v, without Encode's
+// newline, in e.jbuf: valid until the next encoding.
+func (e *responsesEncoder) encode(v any) []byte {
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.jbuf)
 		e.enc.SetEscapeHTML(false)
 	}
-	e.seq++
 	e.jbuf.Reset()
 	e.enc.Encode(v) // cannot fail: strings, numbers and raw JSON the request held
+	return bytes.TrimSuffix(e.jbuf.Bytes(), []byte{'\n'})
+}
+
+// append appends the SSE event typ with data v through encoding/json,
+// and counts it.
+func (e *responsesEncoder) append(b []byte, typ string, v any) []byte {
+	e.seq++
+	e.encode(v)
 	b = append(b, "event: "...)
 	b = append(b, typ...)
 	b = append(b, "\ndata: "...)
-	b = append(b, e.jbuf.Bytes()...)
+	b = append(b, e.jbuf.Bytes()...) // with Encode's newline
 	return append(b, '\n')
 }
 
