@@ -94,10 +94,160 @@ type deltaEvent struct {
 
 var zero = 0
 
-// event appends one event to b.
+// event appends one event to b: the bytes encoding/json makes of it,
+// written directly but for its response object and the items of tools
+// whose calls carry raw JSON (see appendItem).
 func (e *responsesEncoder) event(b []byte, ev responseEvent) []byte {
 	ev.SequenceNumber = e.seq
-	return e.append(b, ev.Type, &ev)
+	if e.viaJSON {
+		return e.append(b, ev.Type, &ev)
+	}
+	e.seq++
+	b = e.eventHead(b, ev.Type)
+	if ev.Response != nil {
+		b = append(b, `,"response":`...)
+		b = e.appendValue(b, ev.Response)
+	}
+	b = appendIntField(b, `,"output_index":`, ev.OutputIndex)
+	if ev.ItemID != "" {
+		b = append(b, `,"item_id":`...)
+		b = rawjson.AppendString(b, ev.ItemID, false)
+	}
+	b = appendIntField(b, `,"content_index":`, ev.ContentIndex)
+	b = appendIntField(b, `,"summary_index":`, ev.SummaryIndex)
+	if ev.Item != nil {
+		b = append(b, `,"item":`...)
+		b = e.appendItem(b, ev.Item)
+	}
+	if ev.Part != nil {
+		b = append(b, `,"part":`...)
+		b = e.appendPart(b, ev.Part)
+	}
+	b = appendStringField(b, `,"delta":`, ev.Delta)
+	b = appendStringField(b, `,"text":`, ev.Text)
+	b = appendStringField(b, `,"arguments":`, ev.Arguments)
+	b = appendStringField(b, `,"input":`, ev.Input)
+	if ev.Name != "" {
+		b = append(b, `,"name":`...)
+		b = rawjson.AppendString(b, ev.Name, false)
+	}
+	if ev.Logprobs != nil {
+		b = append(b, `,"logprobs":`...)
+		b = e.appendAnys(b, *ev.Logprobs)
+	}
+	if ev.Code != "" {
+		b = append(b, `,"code":`...)
+		b = rawjson.AppendString(b, ev.Code, false)
+	}
+	if ev.Message != "" {
+		b = append(b, `,"message":`...)
+		b = rawjson.AppendString(b, ev.Message, false)
+	}
+	b = appendStringField(b, `,"param":`, ev.Param)
+	return append(b, "}\n\n"...)
+}
+
+// appendItem appends the JSON of it to b: a message's, a reasoning
+// item's and a function or custom tool call's written directly, the other
+// calls' (their arguments, action or operation raw JSON that
+// encoding/json compacts) through encoding/json.
+func (e *responsesEncoder) appendItem(b []byte, it *outputItem) []byte {
+	args, isString := it.Arguments.(*string)
+	if (it.Arguments != nil && !isString) || len(it.Action) > 0 || len(it.Operation) > 0 {
+		return e.appendValue(b, it)
+	}
+	b = append(b, `{"type":`...)
+	b = rawjson.AppendString(b, it.Type, false)
+	b = append(b, `,"id":`...)
+	b = rawjson.AppendString(b, it.ID, false)
+	if it.Status != "" {
+		b = append(b, `,"status":`...)
+		b = rawjson.AppendString(b, it.Status, false)
+	}
+	if it.Role != "" {
+		b = append(b, `,"role":`...)
+		b = rawjson.AppendString(b, it.Role, false)
+	}
+	if it.Content != nil {
+		b = append(b, `,"content":`...)
+		b = e.appendParts(b, *it.Content)
+	}
+	if it.Summary != nil {
+		b = append(b, `,"summary":`...)
+		b = e.appendParts(b, *it.Summary)
+	}
+	if it.EncryptedContent != "" {
+		b = append(b, `,"encrypted_content":`...)
+		b = rawjson.AppendString(b, it.EncryptedContent, false)
+	}
+	if it.CallID != "" {
+		b = append(b, `,"call_id":`...)
+		b = rawjson.AppendString(b, it.CallID, false)
+	}
+	if it.Namespace != "" {
+		b = append(b, `,"namespace":`...)
+		b = rawjson.AppendString(b, it.Namespace, false)
+	}
+	if it.Name != "" {
+		b = append(b, `,"name":`...)
+		b = rawjson.AppendString(b, it.Name, false)
+	}
+	if it.Arguments != nil { // a *string, maybe nil: encoding/json's null
+		b = append(b, `,"arguments":`...)
+		if args == nil {
+			b = append(b, "null"...)
+		} else {
+			b = rawjson.AppendString(b, *args, false)
+		}
+	}
+	b = appendStringField(b, `,"input":`, it.Input)
+	if it.Execution != "" {
+		b = append(b, `,"execution":`...)
+		b = rawjson.AppendString(b, it.Execution, false)
+	}
+	return append(b, '}')
+}
+
+// appendParts appends the JSON of parts (null if nil) to b.
+func (e *responsesEncoder) appendParts(b []byte, parts []contentPart) []byte {
+	if parts == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = e.appendPart(b, &parts[i])
+	}
+	return append(b, ']')
+}
+
+// appendPart appends p's JSON to b.
+func (e *responsesEncoder) appendPart(b []byte, p *contentPart) []byte {
+	b = append(b, `{"type":`...)
+	b = rawjson.AppendString(b, p.Type, false)
+	b = append(b, `,"text":`...)
+	b = rawjson.AppendString(b, p.Text, false)
+	if p.Annotations != nil {
+		b = append(b, `,"annotations":`...)
+		b = e.appendAnys(b, *p.Annotations)
+	}
+	if p.Logprobs != nil {
+		b = append(b, `,"logprobs":`...)
+		b = e.appendAnys(b, *p.Logprobs)
+	}
+	return append(b, '}')
+}
+
+// appendStringField appends the member name (with its comma) and *s,
+// unless s is nil (omitempty).
+func appendStringField(b []byte, name string, s *string) []byte {
+	if s == nil {
+		return b
+	}
+	b = append(b, name...)
+	return rawjson.AppendString(b, *s, false)
 }
 
 // deltaEv appends one delta event to b: the bytes encoding/json makes of

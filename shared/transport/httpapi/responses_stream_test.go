@@ -153,12 +153,15 @@ func FuzzResponsesEvents(f *testing.F) {
 			{ToolCall: &chat.ToolCallDelta{ID: "c5", Name: "tool_search", Arguments: `{"query":"spawn agent", "limit":2}`}},
 			{ToolCall: &chat.ToolCallDelta{ID: "c6", Name: "local_shell", Arguments: `{"command":"ls"`}}, {ToolCall: &chat.ToolCallDelta{Arguments: `,"env":{"A":"<&>"}}`}}},
 		{{Reasoning: "q\"\\\x00\x1f\xff<>&\u2028\u2029", Content: "\t\n\r\b\f\x7f\xc3"}, {Content: ""}},
+		{{Content: "<p>"}, {ToolCall: &chat.ToolCallDelta{ID: "c<1>", Name: "get_weather", Arguments: `{"city":"<Paris & Lyon>"}`}},
+			{ToolCall: &chat.ToolCallDelta{ID: "c&2", Name: "multi_agent_v1__note", Arguments: `{"input":"a<b>"}`}}},
 		{},
 	} {
 		ops, data := s.script(f, ds...)
 		for end := range byte(5) {
 			f.Add(ops, "model-x|"+data, end)
 		}
+		f.Add(ops, "m<&>\u2028|"+data, byte(4))
 	}
 	f.Fuzz(func(t *testing.T, ops []byte, data string, end byte) {
 		model, data, _ := strings.Cut(data, "|")
@@ -188,4 +191,37 @@ func FuzzResponsesEvents(f *testing.F) {
 			t.Fatalf("written directly:\n%s\nencoding/json:\n%s", got, want)
 		}
 	})
+}
+
+// TestResponsesItemJSON: items and parts the stream does not make (yet)
+// are written as encoding/json writes them too: a nil part list or
+// arguments, logprobs that are not empty, raw JSON arguments and actions.
+func TestResponsesItemJSON(t *testing.T) {
+	var nilArgs *string
+	args := `{"a":"<b>"}`
+	var nilParts []contentPart
+	logprobs := []any{map[string]any{"token": "<a>", "logprob": -0.5}}
+	tests := []outputItem{
+		{Type: "message", ID: "msg_1", Content: &nilParts, Summary: &[]contentPart{}},
+		{Type: "message", ID: "msg_2", Status: "completed", Role: "assistant",
+			Content: &[]contentPart{{Type: "output_text", Text: "x&y", Logprobs: &logprobs}, {Type: "output_text", Annotations: &[]any{}}}},
+		{Type: "function_call", ID: "fc_1", CallID: "c1", Name: "f", Arguments: nilArgs},
+		{Type: "function_call", ID: "fc_2", CallID: "c2", Namespace: "n", Name: "f", Arguments: &args, Execution: "client"},
+		{Type: "custom_tool_call", ID: "ctc_1", Input: &args},
+		{Type: "tool_search_call", ID: "tsc_1", Arguments: json.RawMessage(`{"q": "<x>"}`), Execution: "client"},
+		{Type: "local_shell_call", ID: "lsc_1", Action: json.RawMessage(`{"command": ["ls"]}`)},
+		{Type: "apply_patch_call", ID: "apc_1", Operation: json.RawMessage(`{"type":"update_file"}`)},
+	}
+	for _, it := range tests {
+		var want strings.Builder
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(&it); err != nil {
+			t.Fatal(err)
+		}
+		var e responsesEncoder
+		if got := e.appendItem(nil, &it); string(got)+"\n" != want.String() {
+			t.Errorf("appendItem(%s) =\n%s\nwant\n%s", it.ID, got, want.String())
+		}
+	}
 }
