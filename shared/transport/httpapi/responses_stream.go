@@ -338,9 +338,22 @@ func (e *responsesEncoder) append(b []byte, typ string, v any) []byte {
 
 func (e *responsesEncoder) model(id string) { e.meta.Model = id }
 
+// start appends response.created and response.in_progress, which carry
+// the same response object: encoded once.
 func (e *responsesEncoder) start(b []byte) []byte {
-	b = e.event(b, responseEvent{Type: "response.created", Response: e.meta})
-	return e.event(b, responseEvent{Type: "response.in_progress", Response: e.meta})
+	if e.viaJSON {
+		b = e.event(b, responseEvent{Type: "response.created", Response: e.meta})
+		return e.event(b, responseEvent{Type: "response.in_progress", Response: e.meta})
+	}
+	obj := e.encode(e.meta)
+	for _, typ := range [...]string{"response.created", "response.in_progress"} {
+		e.seq++
+		b = e.eventHead(b, typ)
+		b = append(b, `,"response":`...)
+		b = append(b, obj...)
+		b = append(b, "}\n\n"...)
+	}
+	return b
 }
 
 func (e *responsesEncoder) delta(b []byte, d chat.Delta) []byte {
