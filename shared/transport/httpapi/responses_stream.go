@@ -100,7 +100,8 @@ var zero = 0
 func (e *responsesEncoder) event(b []byte, ev responseEvent) []byte {
 	ev.SequenceNumber = e.seq
 	if e.viaJSON {
-		return e.append(b, ev.Type, &ev)
+		ref := ev // on the heap in this branch only
+		return e.append(b, ref.Type, &ref)
 	}
 	e.seq++
 	b = e.eventHead(b, ev.Type)
@@ -255,7 +256,8 @@ func appendStringField(b []byte, name string, s *string) []byte {
 func (e *responsesEncoder) deltaEv(b []byte, ev deltaEvent) []byte {
 	ev.SequenceNumber = e.seq
 	if e.viaJSON {
-		return e.append(b, ev.Type, &ev)
+		ref := ev // on the heap in this branch only
+		return e.append(b, ref.Type, &ref)
 	}
 	e.seq++
 	b = e.eventHead(b, ev.Type)
