@@ -38,6 +38,10 @@ type responsesEncoder struct {
 	// that FuzzResponsesEvents compares the direct writing with.
 	viaJSON bool
 
+	// deltas is the last delta event's bytes but for its sequence number
+	// and delta: the next ones of the same item reuse them.
+	deltas deltaPrefix
+
 	open    string // the open item's type: "", "reasoning" or "message"
 	openID  string
 	openIdx int
@@ -260,19 +264,59 @@ func (e *responsesEncoder) deltaEv(b []byte, ev deltaEvent) []byte {
 		return e.append(b, ref.Type, &ref)
 	}
 	e.seq++
-	b = e.eventHead(b, ev.Type)
-	b = append(b, `,"item_id":`...)
-	b = rawjson.AppendString(b, ev.ItemID, false)
-	b = appendIntField(b, `,"output_index":`, &ev.OutputIndex)
-	b = appendIntField(b, `,"content_index":`, ev.ContentIndex)
-	b = appendIntField(b, `,"summary_index":`, ev.SummaryIndex)
-	b = append(b, `,"delta":`...)
+	p := &e.deltas
+	if !p.of(&ev) {
+		p.typ, p.itemID, p.outputIndex = ev.Type, ev.ItemID, ev.OutputIndex
+		p.contentIndex, p.summaryIndex = ev.ContentIndex, ev.SummaryIndex
+		if p.buf == nil {
+			p.buf = make([]byte, 0, 192) // a message's or a reasoning item's, in one allocation
+		}
+		p.buf = append(p.buf[:0], "event: "...)
+		p.buf = append(p.buf, ev.Type...)
+		p.buf = append(p.buf, "\ndata: {\"type\":"...)
+		p.buf = rawjson.AppendString(p.buf, ev.Type, false)
+		p.buf = append(p.buf, `,"sequence_number":`...)
+		p.seqAt = len(p.buf)
+		p.buf = append(p.buf, `,"item_id":`...)
+		p.buf = rawjson.AppendString(p.buf, ev.ItemID, false)
+		p.buf = appendIntField(p.buf, `,"output_index":`, &ev.OutputIndex)
+		p.buf = appendIntField(p.buf, `,"content_index":`, ev.ContentIndex)
+		p.buf = appendIntField(p.buf, `,"summary_index":`, ev.SummaryIndex)
+		p.buf = append(p.buf, `,"delta":`...)
+	}
+	b = append(b, p.buf[:p.seqAt]...)
+	b = strconv.AppendInt(b, int64(ev.SequenceNumber), 10)
+	b = append(b, p.buf[p.seqAt:]...)
 	b = rawjson.AppendString(b, ev.Delta, false)
 	if ev.Logprobs != nil {
 		b = append(b, `,"logprobs":`...)
 		b = e.appendAnys(b, *ev.Logprobs)
 	}
 	return append(b, "}\n\n"...)
+}
+
+// deltaPrefix is a delta event's bytes before its delta, the sequence
+// number left out (at seqAt), and the fields they were written from.
+type deltaPrefix struct {
+	typ, itemID                string
+	outputIndex                int
+	contentIndex, summaryIndex *int
+	buf                        []byte
+	seqAt                      int
+}
+
+// of reports whether p is ev's (its sequence number aside).
+func (p *deltaPrefix) of(ev *deltaEvent) bool {
+	return p.buf != nil && p.typ == ev.Type && p.itemID == ev.ItemID && p.outputIndex == ev.OutputIndex &&
+		sameInt(p.contentIndex, ev.ContentIndex) && sameInt(p.summaryIndex, ev.SummaryIndex)
+}
+
+// sameInt reports whether a and b are both nil or point to equal ints.
+func sameInt(a, b *int) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // eventHead begins the SSE event typ, numbered e.seq-1 (counted already):
