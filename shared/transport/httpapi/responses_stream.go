@@ -3,9 +3,11 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/genway/genway/shared/chat"
+	"github.com/genway/genway/shared/rawjson"
 )
 
 // responsesEncoder is the Responses API stream format: named events, each
@@ -31,6 +33,14 @@ type responsesEncoder struct {
 	seq   int
 	jbuf  bytes.Buffer
 	enc   *json.Encoder
+
+	// viaJSON sends every event through encoding/json: the reference
+	// that FuzzResponsesEvents compares the direct writing with.
+	viaJSON bool
+
+	// deltas is the last delta event's bytes but for its sequence number
+	// and delta: the next ones of the same item reuse them.
+	deltas deltaPrefix
 
 	open    string // the open item's type: "", "reasoning" or "message"
 	openID  string
@@ -88,39 +98,308 @@ type deltaEvent struct {
 
 var zero = 0
 
-// event appends one event to b.
+// event appends one event to b: the bytes encoding/json makes of it,
+// written directly but for its response object and the items of tools
+// whose calls carry raw JSON (see appendItem).
 func (e *responsesEncoder) event(b []byte, ev responseEvent) []byte {
 	ev.SequenceNumber = e.seq
-	return e.append(b, ev.Type, &ev)
+	if e.viaJSON {
+		ref := ev // on the heap in this branch only
+		return e.append(b, ref.Type, &ref)
+	}
+	e.seq++
+	b = e.eventHead(b, ev.Type)
+	if ev.Response != nil {
+		b = append(b, `,"response":`...)
+		b = e.appendValue(b, ev.Response)
+	}
+	b = appendIntField(b, `,"output_index":`, ev.OutputIndex)
+	if ev.ItemID != "" {
+		b = append(b, `,"item_id":`...)
+		b = rawjson.AppendString(b, ev.ItemID, false)
+	}
+	b = appendIntField(b, `,"content_index":`, ev.ContentIndex)
+	b = appendIntField(b, `,"summary_index":`, ev.SummaryIndex)
+	if ev.Item != nil {
+		b = append(b, `,"item":`...)
+		b = e.appendItem(b, ev.Item)
+	}
+	if ev.Part != nil {
+		b = append(b, `,"part":`...)
+		b = e.appendPart(b, ev.Part)
+	}
+	b = appendStringField(b, `,"delta":`, ev.Delta)
+	b = appendStringField(b, `,"text":`, ev.Text)
+	b = appendStringField(b, `,"arguments":`, ev.Arguments)
+	b = appendStringField(b, `,"input":`, ev.Input)
+	if ev.Name != "" {
+		b = append(b, `,"name":`...)
+		b = rawjson.AppendString(b, ev.Name, false)
+	}
+	if ev.Logprobs != nil {
+		b = append(b, `,"logprobs":`...)
+		b = e.appendAnys(b, *ev.Logprobs)
+	}
+	if ev.Code != "" {
+		b = append(b, `,"code":`...)
+		b = rawjson.AppendString(b, ev.Code, false)
+	}
+	if ev.Message != "" {
+		b = append(b, `,"message":`...)
+		b = rawjson.AppendString(b, ev.Message, false)
+	}
+	b = appendStringField(b, `,"param":`, ev.Param)
+	return append(b, "}\n\n"...)
 }
 
-// deltaEv appends one delta event to b.
+// appendItem appends the JSON of it to b: a message's, a reasoning
+// item's and a function or custom tool call's written directly, the other
+// calls' (their arguments, action or operation raw JSON that
+// encoding/json compacts) through encoding/json.
+func (e *responsesEncoder) appendItem(b []byte, it *outputItem) []byte {
+	args, isString := it.Arguments.(*string)
+	if (it.Arguments != nil && !isString) || len(it.Action) > 0 || len(it.Operation) > 0 {
+		return e.appendValue(b, it)
+	}
+	b = append(b, `{"type":`...)
+	b = rawjson.AppendString(b, it.Type, false)
+	b = append(b, `,"id":`...)
+	b = rawjson.AppendString(b, it.ID, false)
+	if it.Status != "" {
+		b = append(b, `,"status":`...)
+		b = rawjson.AppendString(b, it.Status, false)
+	}
+	if it.Role != "" {
+		b = append(b, `,"role":`...)
+		b = rawjson.AppendString(b, it.Role, false)
+	}
+	if it.Content != nil {
+		b = append(b, `,"content":`...)
+		b = e.appendParts(b, *it.Content)
+	}
+	if it.Summary != nil {
+		b = append(b, `,"summary":`...)
+		b = e.appendParts(b, *it.Summary)
+	}
+	if it.EncryptedContent != "" {
+		b = append(b, `,"encrypted_content":`...)
+		b = rawjson.AppendString(b, it.EncryptedContent, false)
+	}
+	if it.CallID != "" {
+		b = append(b, `,"call_id":`...)
+		b = rawjson.AppendString(b, it.CallID, false)
+	}
+	if it.Namespace != "" {
+		b = append(b, `,"namespace":`...)
+		b = rawjson.AppendString(b, it.Namespace, false)
+	}
+	if it.Name != "" {
+		b = append(b, `,"name":`...)
+		b = rawjson.AppendString(b, it.Name, false)
+	}
+	if it.Arguments != nil { // a *string, maybe nil: encoding/json's null
+		b = append(b, `,"arguments":`...)
+		if args == nil {
+			b = append(b, "null"...)
+		} else {
+			b = rawjson.AppendString(b, *args, false)
+		}
+	}
+	b = appendStringField(b, `,"input":`, it.Input)
+	if it.Execution != "" {
+		b = append(b, `,"execution":`...)
+		b = rawjson.AppendString(b, it.Execution, false)
+	}
+	return append(b, '}')
+}
+
+// appendParts appends the JSON of parts (null if nil) to b.
+func (e *responsesEncoder) appendParts(b []byte, parts []contentPart) []byte {
+	if parts == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '[')
+	for i := range parts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = e.appendPart(b, &parts[i])
+	}
+	return append(b, ']')
+}
+
+// appendPart appends p's JSON to b.
+func (e *responsesEncoder) appendPart(b []byte, p *contentPart) []byte {
+	b = append(b, `{"type":`...)
+	b = rawjson.AppendString(b, p.Type, false)
+	b = append(b, `,"text":`...)
+	b = rawjson.AppendString(b, p.Text, false)
+	if p.Annotations != nil {
+		b = append(b, `,"annotations":`...)
+		b = e.appendAnys(b, *p.Annotations)
+	}
+	if p.Logprobs != nil {
+		b = append(b, `,"logprobs":`...)
+		b = e.appendAnys(b, *p.Logprobs)
+	}
+	return append(b, '}')
+}
+
+// appendStringField appends the member name (with its comma) and *s,
+// unless s is nil (omitempty).
+func appendStringField(b []byte, name string, s *string) []byte {
+	if s == nil {
+		return b
+	}
+	b = append(b, name...)
+	return rawjson.AppendString(b, *s, false)
+}
+
+// deltaEv appends one delta event to b: the bytes encoding/json makes of
+// it, written directly.
 func (e *responsesEncoder) deltaEv(b []byte, ev deltaEvent) []byte {
 	ev.SequenceNumber = e.seq
-	return e.append(b, ev.Type, &ev)
+	if e.viaJSON {
+		ref := ev // on the heap in this branch only
+		return e.append(b, ref.Type, &ref)
+	}
+	e.seq++
+	p := &e.deltas
+	if !p.of(&ev) {
+		p.typ, p.itemID, p.outputIndex = ev.Type, ev.ItemID, ev.OutputIndex
+		p.contentIndex, p.summaryIndex = ev.ContentIndex, ev.SummaryIndex
+		if p.buf == nil {
+			p.buf = make([]byte, 0, 192) // a message's or a reasoning item's, in one allocation
+		}
+		p.buf = append(p.buf[:0], "event: "...)
+		p.buf = append(p.buf, ev.Type...)
+		p.buf = append(p.buf, "\ndata: {\"type\":"...)
+		p.buf = rawjson.AppendString(p.buf, ev.Type, false)
+		p.buf = append(p.buf, `,"sequence_number":`...)
+		p.seqAt = len(p.buf)
+		p.buf = append(p.buf, `,"item_id":`...)
+		p.buf = rawjson.AppendString(p.buf, ev.ItemID, false)
+		p.buf = appendIntField(p.buf, `,"output_index":`, &ev.OutputIndex)
+		p.buf = appendIntField(p.buf, `,"content_index":`, ev.ContentIndex)
+		p.buf = appendIntField(p.buf, `,"summary_index":`, ev.SummaryIndex)
+		p.buf = append(p.buf, `,"delta":`...)
+	}
+	b = append(b, p.buf[:p.seqAt]...)
+	b = strconv.AppendInt(b, int64(ev.SequenceNumber), 10)
+	b = append(b, p.buf[p.seqAt:]...)
+	b = rawjson.AppendString(b, ev.Delta, false)
+	if ev.Logprobs != nil {
+		b = append(b, `,"logprobs":`...)
+		b = e.appendAnys(b, *ev.Logprobs)
+	}
+	return append(b, "}\n\n"...)
 }
 
-// append appends the SSE event typ with data v, and counts it.
-func (e *responsesEncoder) append(b []byte, typ string, v any) []byte {
+// deltaPrefix is a delta event's bytes before its delta, the sequence
+// number left out (at seqAt), and the fields they were written from.
+type deltaPrefix struct {
+	typ, itemID                string
+	outputIndex                int
+	contentIndex, summaryIndex *int
+	buf                        []byte
+	seqAt                      int
+}
+
+// of reports whether p is ev's (its sequence number aside).
+func (p *deltaPrefix) of(ev *deltaEvent) bool {
+	return p.buf != nil && p.typ == ev.Type && p.itemID == ev.ItemID && p.outputIndex == ev.OutputIndex &&
+		sameInt(p.contentIndex, ev.ContentIndex) && sameInt(p.summaryIndex, ev.SummaryIndex)
+}
+
+// sameInt reports whether a and b are both nil or point to equal ints.
+func sameInt(a, b *int) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// eventHead begins the SSE event typ, numbered e.seq-1 (counted already):
+// its event line and its data up to the sequence number.
+func (e *responsesEncoder) eventHead(b []byte, typ string) []byte {
+	b = append(b, "event: "...)
+	b = append(b, typ...)
+	b = append(b, "\ndata: {\"type\":"...)
+	b = rawjson.AppendString(b, typ, false)
+	b = append(b, `,"sequence_number":`...)
+	return strconv.AppendInt(b, int64(e.seq-1), 10)
+}
+
+// appendIntField appends the member name (with its comma) and *n, unless
+// n is nil (omitempty).
+func appendIntField(b []byte, name string, n *int) []byte {
+	if n == nil {
+		return b
+	}
+	b = append(b, name...)
+	return strconv.AppendInt(b, int64(*n), 10)
+}
+
+// appendAnys appends a []any: the empty one directly (logprobs and
+// annotations are always empty), others through encoding/json.
+func (e *responsesEncoder) appendAnys(b []byte, v []any) []byte {
+	switch {
+	case v == nil:
+		return append(b, "null"...)
+	case len(v) == 0:
+		return append(b, "[]"...)
+	}
+	return e.appendValue(b, v)
+}
+
+// appendValue appends the JSON encoding/json makes of v (as a member of
+// an event: without Encode's newline) to b.
+func (e *responsesEncoder) appendValue(b []byte, v any) []byte {
+	return append(b, e.encode(v)...)
+}
+
+// encode returns the JSON encoding/json makes of v, without Encode's
+// newline, in e.jbuf: valid until the next encoding.
+func (e *responsesEncoder) encode(v any) []byte {
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.jbuf)
 		e.enc.SetEscapeHTML(false)
 	}
-	e.seq++
 	e.jbuf.Reset()
 	e.enc.Encode(v) // cannot fail: strings, numbers and raw JSON the request held
+	return bytes.TrimSuffix(e.jbuf.Bytes(), []byte{'\n'})
+}
+
+// append appends the SSE event typ with data v through encoding/json,
+// and counts it.
+func (e *responsesEncoder) append(b []byte, typ string, v any) []byte {
+	e.seq++
+	e.encode(v)
 	b = append(b, "event: "...)
 	b = append(b, typ...)
 	b = append(b, "\ndata: "...)
-	b = append(b, e.jbuf.Bytes()...)
+	b = append(b, e.jbuf.Bytes()...) // with Encode's newline
 	return append(b, '\n')
 }
 
 func (e *responsesEncoder) model(id string) { e.meta.Model = id }
 
+// start appends response.created and response.in_progress, which carry
+// the same response object: encoded once.
 func (e *responsesEncoder) start(b []byte) []byte {
-	b = e.event(b, responseEvent{Type: "response.created", Response: e.meta})
-	return e.event(b, responseEvent{Type: "response.in_progress", Response: e.meta})
+	if e.viaJSON {
+		b = e.event(b, responseEvent{Type: "response.created", Response: e.meta})
+		return e.event(b, responseEvent{Type: "response.in_progress", Response: e.meta})
+	}
+	obj := e.encode(e.meta)
+	for _, typ := range [...]string{"response.created", "response.in_progress"} {
+		e.seq++
+		b = e.eventHead(b, typ)
+		b = append(b, `,"response":`...)
+		b = append(b, obj...)
+		b = append(b, "}\n\n"...)
+	}
+	return b
 }
 
 func (e *responsesEncoder) delta(b []byte, d chat.Delta) []byte {
