@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -238,4 +239,92 @@ func TestResponsesItemJSON(t *testing.T) {
 			t.Errorf("appendItem(%s) =\n%s\nwant\n%s", it.ID, got, want.String())
 		}
 	}
+}
+
+// TestResponsesDirectFields sets every field of the structs the stream
+// writes directly (an item, a part, an event, a delta event) and compares
+// the direct bytes with encoding/json's: a field added to one of them and
+// not to its writer fails it, as does a field of a type this test does
+// not know how to set (then teach it, and the writer).
+func TestResponsesDirectFields(t *testing.T) {
+	args, input := `{"a":"<b>"}`, "in&put"
+	fill := func(t *testing.T, v reflect.Value) {
+		t.Helper()
+		for i := range v.NumField() {
+			f, name := v.Field(i), v.Type().Field(i).Name
+			n := i + 1
+			switch f.Type() {
+			case reflect.TypeFor[string]():
+				f.SetString(name + " <&>\u2028")
+			case reflect.TypeFor[int]():
+				f.SetInt(int64(n))
+			case reflect.TypeFor[*int]():
+				f.Set(reflect.ValueOf(&n))
+			case reflect.TypeFor[*string]():
+				s := name + ` "q"`
+				f.Set(reflect.ValueOf(&s))
+			case reflect.TypeFor[*[]contentPart]():
+				f.Set(reflect.ValueOf(&[]contentPart{{Type: "output_text", Text: "t"}}))
+			case reflect.TypeFor[*[]any]():
+				f.Set(reflect.ValueOf(&[]any{}))
+			case reflect.TypeFor[any]():
+				if name != "Arguments" {
+					t.Fatalf("%s.%s: set it here, and write it directly", v.Type().Name(), name)
+				}
+				f.Set(reflect.ValueOf(&args)) // a function_call's
+			case reflect.TypeFor[json.RawMessage](), reflect.TypeFor[*responseObject]():
+				// Written through encoding/json (TestResponsesItemJSON, the fuzz test).
+			case reflect.TypeFor[*outputItem]():
+				f.Set(reflect.ValueOf(&outputItem{Type: "function_call", ID: "fc_1", CallID: "c", Name: "f", Arguments: &args, Input: &input}))
+			case reflect.TypeFor[*contentPart]():
+				f.Set(reflect.ValueOf(&contentPart{Type: "output_text", Text: "x", Annotations: &[]any{}}))
+			default:
+				t.Fatalf("%s.%s: a %s this test does not set; set it here, and write it directly", v.Type().Name(), name, f.Type())
+			}
+		}
+	}
+	jsonOf := func(v any) string {
+		var sb strings.Builder
+		enc := json.NewEncoder(&sb)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+
+	t.Run("item", func(t *testing.T) {
+		var it outputItem
+		fill(t, reflect.ValueOf(&it).Elem())
+		var e responsesEncoder
+		if got, want := string(e.appendItem(nil, &it))+"\n", jsonOf(&it); got != want {
+			t.Errorf("appendItem =\n%s\nwant\n%s", got, want)
+		}
+	})
+	t.Run("part", func(t *testing.T) {
+		var p contentPart
+		fill(t, reflect.ValueOf(&p).Elem())
+		var e responsesEncoder
+		if got, want := string(e.appendPart(nil, &p))+"\n", jsonOf(&p); got != want {
+			t.Errorf("appendPart =\n%s\nwant\n%s", got, want)
+		}
+	})
+	t.Run("event", func(t *testing.T) {
+		var ev responseEvent
+		fill(t, reflect.ValueOf(&ev).Elem())
+		direct, ref := responsesEncoder{seq: 7}, responsesEncoder{seq: 7, viaJSON: true}
+		if got, want := string(direct.event(nil, ev)), string(ref.event(nil, ev)); got != want {
+			t.Errorf("event =\n%s\nwant\n%s", got, want)
+		}
+	})
+	t.Run("delta event", func(t *testing.T) {
+		var ev deltaEvent
+		fill(t, reflect.ValueOf(&ev).Elem())
+		direct, ref := responsesEncoder{seq: 7}, responsesEncoder{seq: 7, viaJSON: true}
+		for range 2 { // the second reuses the first's prefix
+			if got, want := string(direct.deltaEv(nil, ev)), string(ref.deltaEv(nil, ev)); got != want {
+				t.Errorf("deltaEv =\n%s\nwant\n%s", got, want)
+			}
+		}
+	})
 }
