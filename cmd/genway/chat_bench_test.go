@@ -370,10 +370,11 @@ func startBareProxy(b *testing.B, upURL string) *httptest.Server {
 // targets: at least 0.95 non-stream and 0.85 stream; at most 1.15).
 //
 // Each round settles before and after (benchSettle). Rounds of a few
-// thousand requests (a fifth of a second) measure the proxy below its
-// steady rate, the gateway less so, which flatters the gateway's shares
-// by several points; at 15,000 requests a round (about a second) both
-// run at their steady rates. A run takes about three minutes.
+// thousand requests (a fifth of a second) are too short for steady
+// rates: a round's share moves by several points from run to run (the
+// proxy alone measured 9% below its steady rate at 3,000 a round); at
+// 15,000 a round (about a second) three runs agree within about 2
+// points. A run takes about three and a half minutes.
 //
 //	go test ./cmd/genway -run '^$' -bench '^BenchmarkChatGateway$' -benchtime 15000x
 func BenchmarkChatGateway(b *testing.B) {
