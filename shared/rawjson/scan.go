@@ -508,7 +508,7 @@ func hex4(b []byte) (rune, bool) {
 // Decoders built on the Scanner read a member the way json.Unmarshal
 // reads it into a field of each kind below (each is fuzzed against
 // encoding/json through the decoders that use it: chat.ScanParams, the
-// Messages request's).
+// Messages request's, the Responses request's).
 
 // Once reports whether *seen was false, and sets it: a decoder's guard
 // for an array member met a second time, which it declines

@@ -65,9 +65,13 @@ func serveResponses(w http.ResponseWriter, r *http.Request, gw *chat.Gateway, cf
 	if err := checkTextBody(r, body); err != nil {
 		return err
 	}
+	// The scanned fast path, else encoding/json and its errors; the body
+	// is not changed after (rp's raw members are slices of it).
 	var rp responsesRequest
-	if err := unmarshal(body, &rp); err != nil {
-		return err
+	if !scanResponsesRequest(body, &rp) {
+		if err := unmarshal(body, &rp); err != nil {
+			return err
+		}
 	}
 	rp.body = body
 	p, err := rp.chatParams(tr)

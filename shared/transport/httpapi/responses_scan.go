@@ -1,0 +1,224 @@
+package httpapi
+
+import (
+	"encoding/json"
+
+	"github.com/genway/genway/shared/rawjson"
+)
+
+// scanResponsesRequest decodes b, a Responses request body, into rp,
+// which must be the zero responsesRequest, as json.Unmarshal(b, rp)
+// would, without reflection: serveResponses' fast path
+// (FuzzScanResponsesRequest compares the two). It takes every member
+// responsesRequest has a field for, and skips the others, as
+// json.Unmarshal does. The input stays raw: rp.items decodes it.
+//
+// It reports false, and leaves rp zero, for anything it does not take,
+// by chat.ScanParams' rules: malformed JSON, a body that is not an
+// object, a member whose name is written with escapes or non-ASCII bytes
+// or differs only in case from a field's, a repeated array or map member
+// (models, tools, include, metadata, client_metadata: json.Unmarshal
+// decodes the second into the first), a map member whose keys are
+// written with escapes or non-ASCII bytes or whose values are not
+// strings or null, a value of the wrong type, an integer that is not a
+// plain int, a number out of float64's range, a decoded string with
+// invalid UTF-8 or half a surrogate pair, nesting deeper than rawjson's
+// Scanner reads. The caller then decodes b with encoding/json, which
+// also makes the error of a request it refuses.
+//
+// The raw members of rp (input, each tool, tool_choice, ...) are slices
+// of b, not copies: b must not change while rp is in use. Each slice's
+// capacity ends with it.
+func scanResponsesRequest(b []byte, rp *responsesRequest) bool {
+	if scanResponsesBody(b, rp) {
+		return true
+	}
+	*rp = responsesRequest{}
+	return false
+}
+
+// responsesNames are the JSON names of responsesRequest's fields.
+var responsesNames = []string{"model", "models", "input", "instructions", "max_output_tokens", "reasoning", "tools",
+	"tool_choice", "parallel_tool_calls", "text", "stream", "stream_options", "store", "previous_response_id",
+	"temperature", "top_p", "user", "metadata", "truncation", "include", "service_tier", "prompt_cache_key",
+	"safety_identifier", "max_tool_calls", "background", "conversation", "prompt", "top_logprobs", "seed",
+	"client_metadata"}
+
+// scanResponsesBody is scanResponsesRequest, leaving rp partly filled
+// when it declines.
+func scanResponsesBody(b []byte, rp *responsesRequest) bool {
+	s := rawjson.NewScanner(b)
+	var seen struct{ models, tools, include, metadata, clientMetadata bool }
+	ok := s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "model":
+			return s.StringInto(&rp.Model)
+		case "models":
+			return rawjson.Once(&seen.models) && s.Strings(&rp.Models)
+		case "input":
+			return rawjson.RawInto(&s, &rp.Input)
+		case "instructions":
+			return s.OptString(&rp.Instructions)
+		case "max_output_tokens":
+			return rawjson.RawInto(&s, &rp.MaxOutputTokens)
+		case "reasoning":
+			return scanResponsesReasoning(&s, rp)
+		case "tools":
+			return rawjson.Once(&seen.tools) && scanRawList(&s, &rp.Tools)
+		case "tool_choice":
+			return rawjson.RawInto(&s, &rp.ToolChoice)
+		case "parallel_tool_calls":
+			return s.OptBool(&rp.ParallelToolCalls)
+		case "text":
+			return scanResponsesText(&s, rp)
+		case "stream":
+			return s.Bool(&rp.Stream)
+		case "stream_options":
+			return rawjson.RawInto(&s, &rp.StreamOptions)
+		case "store":
+			return s.OptBool(&rp.Store)
+		case "previous_response_id":
+			return s.OptString(&rp.PreviousResponseID)
+		case "temperature":
+			return s.OptFloat(&rp.Temperature)
+		case "top_p":
+			return s.OptFloat(&rp.TopP)
+		case "user":
+			return s.StringInto(&rp.User)
+		case "metadata":
+			return rawjson.Once(&seen.metadata) && scanStringMap(&s, &rp.Metadata)
+		case "truncation":
+			return s.StringIntoKnown(&rp.Truncation, "auto", "disabled")
+		case "include":
+			return rawjson.Once(&seen.include) && s.Strings(&rp.Include)
+		case "service_tier":
+			return s.StringIntoKnown(&rp.ServiceTier, "auto", "default", "flex", "priority", "scale")
+		case "prompt_cache_key":
+			return s.StringInto(&rp.PromptCacheKey)
+		case "safety_identifier":
+			return s.StringInto(&rp.SafetyIdentifier)
+		case "max_tool_calls":
+			return s.OptInt(&rp.MaxToolCalls)
+		case "background":
+			return s.OptBool(&rp.Background)
+		case "conversation":
+			return rawjson.RawInto(&s, &rp.Conversation)
+		case "prompt":
+			return rawjson.RawInto(&s, &rp.Prompt)
+		case "top_logprobs":
+			return s.OptInt(&rp.TopLogprobs)
+		case "seed":
+			return s.OptInt64(&rp.Seed)
+		case "client_metadata":
+			return rawjson.Once(&seen.clientMetadata) && scanStringMap(&s, &rp.ClientMetadata)
+		}
+		return !rawjson.FoldsTo(key, responsesNames...) && s.Skip()
+	})
+	return ok && s.End()
+}
+
+// scanRawList reads an array into *dst, each element as json.RawMessage
+// keeps it (a null element as null): null leaves *dst as it is, an empty
+// array makes it empty, not nil.
+func scanRawList(s *rawjson.Scanner, dst *[]json.RawMessage) bool {
+	if s.Null() {
+		return true
+	}
+	*dst = []json.RawMessage{}
+	return s.Array(func() bool {
+		*dst = append(*dst, nil)
+		return rawjson.RawInto(s, &(*dst)[len(*dst)-1])
+	})
+}
+
+// scanStringMap reads an object of strings into a new *dst, as
+// json.Unmarshal reads it into a nil map[string]string (a null value is
+// "", a repeated key's last value wins), or a null, which sets *dst to
+// nil. A key the Scanner's Object does not take (escapes, non-ASCII
+// bytes) declines it.
+func scanStringMap(s *rawjson.Scanner, dst *map[string]string) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	m := map[string]string{}
+	*dst = m
+	return s.Object(func(key []byte) bool {
+		var v string
+		if !s.StringInto(&v) {
+			return false
+		}
+		m[string(key)] = v
+		return true
+	})
+}
+
+// scanResponsesReasoning reads reasoning into rp.Reasoning. A repeated
+// member decodes into the first's, as json.Unmarshal decodes a pointer
+// that is set.
+func scanResponsesReasoning(s *rawjson.Scanner, rp *responsesRequest) bool {
+	if s.Null() {
+		rp.Reasoning = nil
+		return true
+	}
+	if rp.Reasoning == nil {
+		rp.Reasoning = new(responsesReasoning)
+	}
+	r := rp.Reasoning
+	return s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "effort":
+			return s.OptString(&r.Effort, "none", "minimal", "low", "medium", "high", "xhigh")
+		case "summary":
+			return s.OptString(&r.Summary, "auto", "concise", "detailed")
+		}
+		return !rawjson.FoldsTo(key, "effort", "summary") && s.Skip()
+	})
+}
+
+// formatNames are the JSON names of responsesFormat's fields.
+var formatNames = []string{"type", "name", "description", "schema", "strict"}
+
+// scanResponsesText reads text into rp.Text, as scanResponsesReasoning
+// reads reasoning.
+func scanResponsesText(s *rawjson.Scanner, rp *responsesRequest) bool {
+	if s.Null() {
+		rp.Text = nil
+		return true
+	}
+	if rp.Text == nil {
+		rp.Text = new(responsesText)
+	}
+	t := rp.Text
+	return s.Object(func(key []byte) bool {
+		switch string(key) {
+		case "verbosity":
+			return s.StringIntoKnown(&t.Verbosity, "low", "medium", "high")
+		case "format":
+			if s.Null() {
+				t.Format = nil
+				return true
+			}
+			if t.Format == nil {
+				t.Format = new(responsesFormat)
+			}
+			f := t.Format
+			return s.Object(func(key []byte) bool {
+				switch string(key) {
+				case "type":
+					return s.StringIntoKnown(&f.Type, "text", "json_object", "json_schema")
+				case "name":
+					return s.StringInto(&f.Name)
+				case "description":
+					return s.StringInto(&f.Description)
+				case "schema":
+					return rawjson.RawInto(s, &f.Schema)
+				case "strict":
+					return s.OptBool(&f.Strict)
+				}
+				return !rawjson.FoldsTo(key, formatNames...) && s.Skip()
+			})
+		}
+		return !rawjson.FoldsTo(key, "format", "verbosity") && s.Skip()
+	})
+}
