@@ -354,8 +354,10 @@ func (rp *responsesRequest) items() ([]responsesItem, error) {
 		return nil, apierr.Invalidf("input", "invalid_value", "input must be a string or an array of items")
 	}
 	var items []responsesItem
-	if err := json.Unmarshal(in, &items); err != nil {
-		return nil, apierr.Invalidf("input", "invalid_value", "input must be a string or an array of items: %v", err)
+	if !scanResponsesItems(in, &items) { // the fast path, else encoding/json
+		if err := json.Unmarshal(in, &items); err != nil {
+			return nil, apierr.Invalidf("input", "invalid_value", "input must be a string or an array of items: %v", err)
+		}
 	}
 	if items == nil {
 		items = []responsesItem{}

@@ -222,3 +222,84 @@ func scanResponsesText(s *rawjson.Scanner, rp *responsesRequest) bool {
 		return !rawjson.FoldsTo(key, "format", "verbosity") && s.Skip()
 	})
 }
+
+// scanResponsesItems decodes b, a Responses request's input array, into
+// items, which must be nil, as json.Unmarshal(b, items) would, without
+// reflection: rp.items' fast path (FuzzScanResponsesItems compares the
+// two). Every item shape is one flat responsesItem (a message's content,
+// a call's arguments, an output... stay raw), so it takes each item
+// Codex sends (message, reasoning, function_call, custom_tool_call,
+// their outputs, tool_search_call...) and the others alike, skipping the
+// members responsesItem has no field for.
+//
+// It reports false, and leaves items nil, by scanResponsesRequest's
+// rules, and for a null or non-object item (json.Unmarshal leaves a
+// null item zero) or a repeated tools member in an item. The caller then
+// decodes b with encoding/json.
+//
+// The raw members of the items are slices of b, as scanResponsesRequest's
+// are.
+func scanResponsesItems(b []byte, items *[]responsesItem) bool {
+	if scanItems(b, items) {
+		return true
+	}
+	*items = nil
+	return false
+}
+
+// itemNames are the JSON names of responsesItem's fields.
+var itemNames = []string{"type", "role", "content", "id", "call_id", "namespace", "name", "arguments", "input",
+	"action", "operation", "output", "status", "tools", "encrypted_content", "cache_control"}
+
+// scanItems is scanResponsesItems, leaving items partly filled when it
+// declines.
+func scanItems(b []byte, items *[]responsesItem) bool {
+	s := rawjson.NewScanner(b)
+	if s.Null() {
+		return s.End()
+	}
+	*items = []responsesItem{}
+	ok := rawjson.Objects(&s, items, func(it *responsesItem) bool {
+		seenTools := false
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "type":
+				return s.StringIntoKnown(&it.Type, "message", "reasoning", "function_call", "function_call_output",
+					"custom_tool_call", "custom_tool_call_output", "tool_search_call", "tool_search_output",
+					"local_shell_call", "local_shell_call_output", "item_reference")
+			case "role":
+				return s.StringIntoKnown(&it.Role, "user", "assistant", "system", "developer")
+			case "content":
+				return rawjson.RawInto(&s, &it.Content)
+			case "id":
+				return s.StringInto(&it.ID)
+			case "call_id":
+				return s.StringInto(&it.CallID)
+			case "namespace":
+				return s.StringInto(&it.Namespace)
+			case "name":
+				return s.StringInto(&it.Name)
+			case "arguments":
+				return rawjson.RawInto(&s, &it.Arguments)
+			case "input":
+				return s.OptString(&it.Input)
+			case "action":
+				return rawjson.RawInto(&s, &it.Action)
+			case "operation":
+				return rawjson.RawInto(&s, &it.Operation)
+			case "output":
+				return rawjson.RawInto(&s, &it.Output)
+			case "status":
+				return s.StringIntoKnown(&it.Status, "completed", "in_progress", "incomplete")
+			case "tools":
+				return rawjson.Once(&seenTools) && scanRawList(&s, &it.Tools)
+			case "encrypted_content":
+				return s.StringInto(&it.EncryptedContent)
+			case "cache_control":
+				return rawjson.RawInto(&s, &it.CacheControl)
+			}
+			return !rawjson.FoldsTo(key, itemNames...) && s.Skip()
+		})
+	})
+	return ok && s.End()
+}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -236,4 +237,149 @@ func BenchmarkDecodeResponses(b *testing.B) {
 			}
 		})
 	}
+}
+
+// checkItemsScan is checkResponsesScan for scanResponsesItems.
+func checkItemsScan(t *testing.T, data []byte) (scanned bool) {
+	t.Helper()
+	return rawjsontest.Compare(t, "scanResponsesItems", scanResponsesItems, data)
+}
+
+// codexInputs returns the input arrays of testdata/codex, by file name.
+func codexInputs(t testing.TB) map[string][]byte {
+	inputs := map[string][]byte{}
+	for name, b := range codexBodies(t) {
+		var rp responsesRequest
+		if err := json.Unmarshal(b, &rp); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		inputs[name] = rp.Input
+	}
+	return inputs
+}
+
+// itemsSeeds are the input arrays of the Responses tests and of
+// testdata/codex, and odd cases around each rule json.Unmarshal follows.
+func itemsSeeds(t testing.TB) [][]byte {
+	var seeds [][]byte
+	for _, data := range responsesSeeds(t) {
+		var rp responsesRequest
+		if json.Unmarshal(data, &rp) == nil && len(rp.Input) > 0 && rp.Input[0] == '[' {
+			seeds = append(seeds, rp.Input)
+		}
+	}
+	for _, s := range []string{
+		`[]`, `null`, `[null]`, `[1]`, `["x"]`, `[[]]`, `{}`, `[{}]`, `[{},]`, `[{}`, `[{}] [`, ``,
+		`[{"type":"message","type":null,"role":"user","role":"assistant","content":"a","content":null}]`,
+		`[{"type":"custom_tool_call","input":"x","input":null},{"input":null,"input":"y"},{"input":1}]`,
+		`[{"type":"tool_search_output","tools":[{"type":"function"},null]},{"tools":null},{"tools":[],"tools":[]},{"tools":{}}]`,
+		`[{"type":"reasoning","summary":[],"content":null,"encrypted_content":"e","encrypted_content":null}]`,
+		`[{"Type":"message"}]`, `[{"CALL_ID":"c"}]`, `[{"call_Id":"c"}]`, `[{"typ\u0065":"x"}]`, `[{"týpe":"x"}]`,
+		`[{"type":"\ud800"}]`, "[{\"name\":\"\xff\"}]", "[{\"output\":\"\xff\"}]", `[{"name":"\u00e9\ud83d\ude00"}]`,
+		`[{"status":"completed","id":"fc_1","namespace":"ns","action":{"type":"exec"},"operation":null,"cache_control":{"type":"ephemeral"}}]`,
+		`[{"arguments":{"query":"q"}},{"arguments":"{}"},{"arguments":null}]`, `[{"type":1}]`, `[{"status":true}]`,
+		" [ { \"type\" : \"message\" , \"content\" : [ ] } ] ",
+		`[{"content":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}]`,
+	} {
+		seeds = append(seeds, []byte(s))
+	}
+	for _, b := range codexInputs(t) {
+		seeds = append(seeds, b)
+	}
+	return seeds
+}
+
+// TestScanResponsesItems checks the seeds, and that every captured Codex
+// input takes the fast path, with raw members that an append copies.
+func TestScanResponsesItems(t *testing.T) {
+	for _, data := range itemsSeeds(t) {
+		checkItemsScan(t, data)
+	}
+	for name, in := range codexInputs(t) {
+		t.Run(name, func(t *testing.T) {
+			if !checkItemsScan(t, in) {
+				t.Fatalf("scanResponsesItems declined the input of %s", name)
+			}
+			var items []responsesItem
+			scanResponsesItems(in, &items)
+			for _, it := range items {
+				for _, r := range append([][]byte{it.Content, it.Arguments, it.Output}, toBytes(it.Tools)...) {
+					if cap(r) != len(r) {
+						t.Errorf("scanResponsesItems: %.40s has capacity %d; want its length %d", r, cap(r), len(r))
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestScanResponsesItemsDeclines: what scanResponsesItems leaves to
+// encoding/json.
+func TestScanResponsesItemsDeclines(t *testing.T) {
+	for _, body := range []string{
+		`[null]`, `[1]`, `[{"Type":"message"}]`, `[{"typ\u0065":"x"}]`, `[{"tools":[],"tools":[]}]`,
+		`[{"type":"\ud800"}]`, "[{\"name\":\"\xff\"}]", `[{}`, `{}`, ``,
+	} {
+		var items []responsesItem
+		if scanResponsesItems([]byte(body), &items) {
+			t.Errorf("scanResponsesItems(%s) = true; want false", body)
+		}
+	}
+}
+
+// TestScanResponsesItemsFields is TestScanResponsesRequestFields for
+// responsesItem: each field set alone, in a one-item input.
+func TestScanResponsesItemsFields(t *testing.T) {
+	for _, body := range rawjsontest.FieldBodies(reflect.TypeFor[responsesItem](), func(member string) string { return "[" + member + "]" }) {
+		if !checkItemsScan(t, []byte(body)) {
+			t.Errorf("scanResponsesItems(%s) declined it; want it taken", body)
+		}
+	}
+}
+
+// FuzzScanResponsesItems: whatever scanResponsesItems takes,
+// json.Unmarshal takes and decodes to the same items; what it declines,
+// it leaves nil.
+//
+//	go test ./shared/transport/httpapi -run '^$' -fuzz FuzzScanResponsesItems -fuzztime 60s
+func FuzzScanResponsesItems(f *testing.F) {
+	for _, s := range itemsSeeds(f) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) { checkItemsScan(t, data) })
+}
+
+// benchItems keeps the benchmark's items on the heap, as rp.items' are.
+var benchItems []responsesItem
+
+// BenchmarkDecodeResponsesItems decodes the input of a captured Codex
+// follow-up (messages, reasoning, a call and its output), with
+// scanResponsesItems (scan) and with json.Unmarshal (json), as rp.items
+// did before the fast path.
+//
+//	go test ./shared/transport/httpapi -run '^$' -bench BenchmarkDecodeResponsesItems -benchmem
+func BenchmarkDecodeResponsesItems(b *testing.B) {
+	in := codexInputs(b)["shell-2.json"]
+	b.Run("codex/scan", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(in)))
+		for b.Loop() {
+			var items []responsesItem
+			if !scanResponsesItems(in, &items) {
+				b.Fatal("declined")
+			}
+			benchItems = items
+		}
+	})
+	b.Run("codex/json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(in)))
+		for b.Loop() {
+			var items []responsesItem
+			if err := json.Unmarshal(in, &items); err != nil {
+				b.Fatal(err)
+			}
+			benchItems = items
+		}
+	})
 }
