@@ -9,6 +9,7 @@ import (
 
 	"github.com/genway/genway/shared/app"
 	"github.com/genway/genway/shared/app/localserver"
+	"github.com/genway/genway/shared/logjson"
 )
 
 // The data directory's files and the AWS mode's restart timing, as
@@ -35,7 +36,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	m, err := localserver.New(ctx, cfg, localserver.WithLogger(slog.New(slog.NewJSONHandler(stderr, nil))), localserver.WithEvents(lambdaEvents()))
+	m, err := localserver.New(ctx, cfg, localserver.WithLogger(slog.New(logjson.New(stderr))), localserver.WithEvents(lambdaEvents()))
 	if err != nil {
 		return err
 	}

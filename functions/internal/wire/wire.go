@@ -21,6 +21,7 @@ import (
 	"github.com/genway/genway/shared/aws/awsenv"
 	"github.com/genway/genway/shared/aws/dynamostore"
 	"github.com/genway/genway/shared/catalog"
+	"github.com/genway/genway/shared/logjson"
 )
 
 // Base is what every function starts from.
@@ -55,7 +56,7 @@ func Load(ctx context.Context, getenv func(string) string) (*Base, error) {
 	return &Base{
 		getenv:    getenv,
 		Config:    conf,
-		Log:       slog.New(slog.NewJSONHandler(os.Stderr, nil)),
+		Log:       slog.New(logjson.New(os.Stderr)),
 		AWS:       cfg,
 		Names:     names,
 		Store:     store,

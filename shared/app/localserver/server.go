@@ -35,6 +35,7 @@ import (
 	"github.com/genway/genway/shared/credits"
 	"github.com/genway/genway/shared/jobs"
 	"github.com/genway/genway/shared/local/localmedia"
+	"github.com/genway/genway/shared/logjson"
 	"github.com/genway/genway/shared/metrics"
 	"github.com/genway/genway/shared/providers/upstreams"
 	"github.com/genway/genway/shared/ratelimit"
@@ -169,7 +170,7 @@ func New(ctx context.Context, cfg app.Config, opts ...Option) (_ *Main, err erro
 		opt(&o)
 	}
 	if o.log == nil {
-		o.log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+		o.log = slog.New(logjson.New(os.Stderr))
 	}
 	if cfg.Catalog == nil {
 		return nil, errors.New("server: the catalog is not loaded (app.LoadCatalog)")
