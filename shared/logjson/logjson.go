@@ -14,7 +14,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/genway/genway/shared/rawjson"
 )
 
 // Handler is a slog.Handler whose lines are slog.JSONHandler's (with no
@@ -104,16 +105,16 @@ func appendFlat(b []byte, r slog.Record) ([]byte, bool) {
 		b = append(b, `",`...)
 	}
 	b = append(b, `"level":`...)
-	b = appendString(b, r.Level.String())
+	b = rawjson.AppendLogString(b, r.Level.String())
 	b = append(b, `,"msg":`...)
-	b = appendString(b, r.Message)
+	b = rawjson.AppendLogString(b, r.Message)
 	ok := true
 	r.Attrs(func(a slog.Attr) bool {
 		v := a.Value
 		switch v.Kind() {
 		case slog.KindString:
 			b = appendKey(b, a.Key)
-			b = appendString(b, v.String())
+			b = rawjson.AppendLogString(b, v.String())
 		case slog.KindInt64:
 			b = appendKey(b, a.Key)
 			b = strconv.AppendInt(b, v.Int64(), 10)
@@ -146,7 +147,7 @@ func appendFlat(b []byte, r slog.Record) ([]byte, bool) {
 // appendKey appends ,"key": to b.
 func appendKey(b []byte, key string) []byte {
 	b = append(b, ',')
-	b = appendString(b, key)
+	b = rawjson.AppendLogString(b, key)
 	return append(b, ':')
 }
 
@@ -167,56 +168,4 @@ func appendFloat(b []byte, f float64) []byte {
 		}
 	}
 	return b
-}
-
-// appendString appends s quoted as JSONHandler quotes it: \", \\, \n,
-// \r and \t, other control bytes as \u00xx, invalid UTF-8 as \ufffd,
-// U+2028 and U+2029 escaped, and nothing else (no HTML escaping).
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

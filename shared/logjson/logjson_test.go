@@ -63,6 +63,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add(int64(-62135596800000000), 8, "", []byte{3}, "", int64(math.MinInt64), 1e-7, byte(2))
 	f.Add(int64(1), -4, "m", []byte{3, 3}, "x", int64(3), math.Inf(1), byte(3))
 	f.Add(int64(1), 2, "m", []byte{3}, "x", int64(3), -0.0, byte(0))
+	f.Add(int64(5), 0, "\b\f", []byte{0, 0}, "back\bfeed\f", int64(1), 0.5, byte(0))
 	f.Fuzz(func(t *testing.T, nanos int64, level int, msg string, kinds []byte, s string, n int64, fl float64, with byte) {
 		if len(kinds) > 32 {
 			kinds = kinds[:32]

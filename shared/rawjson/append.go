@@ -10,6 +10,16 @@ const hexDigits = "0123456789abcdef"
 // of invalid UTF-8 as U+FFFD; with escapeHTML also <, > and & (encoding/json's
 // default; a json.Encoder with SetEscapeHTML(false) leaves them).
 func AppendString(b []byte, s string, escapeHTML bool) []byte {
+	return appendString(b, s, escapeHTML, true)
+}
+
+// AppendLogString appends s to b as log/slog's JSONHandler writes a
+// string: as AppendString without HTML escaping, but with \b and \f as
+// \u0008 and \u000c (slog names only \n, \r and \t).
+func AppendLogString(b []byte, s string) []byte { return appendString(b, s, false, false) }
+
+// appendString is AppendString, \b and \f by name or not.
+func appendString(b []byte, s string, escapeHTML, namedBF bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -30,8 +40,16 @@ func AppendString(b []byte, s string, escapeHTML bool) []byte {
 			case '\t':
 				b = append(b, '\\', 't')
 			case '\b':
+				if !namedBF {
+					b = append(b, '\\', 'u', '0', '0', '0', '8')
+					break
+				}
 				b = append(b, '\\', 'b')
 			case '\f':
+				if !namedBF {
+					b = append(b, '\\', 'u', '0', '0', '0', 'c')
+					break
+				}
 				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
