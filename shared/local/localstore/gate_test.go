@@ -206,9 +206,13 @@ func TestGateExact(t *testing.T) {
 	var records atomic.Int64
 	// A completion's charge counts from its record on, its hold until its
 	// release, after: in between, the key's spent and held count both
-	// (never too little). windowIn and windowOut add up those charges as
-	// they enter and leave that window, so that a read may pass the limit
-	// by what is in it.
+	// (never too little). And a capture of the file's reservation frees
+	// the part of its hold it does not charge for a reservation that the
+	// same batched transaction makes after it: until that transaction
+	// commits, a read of an older snapshot counts the freed hold and the
+	// new one (pending in the gate) both. windowIn and windowOut add up
+	// those amounts as they enter and leave their windows, so that a read
+	// may pass the limit by what is in them (too much, never too little).
 	var windowIn, windowOut atomic.Int64
 	stop := make(chan struct{})
 	sampled := make(chan error, 1)
@@ -266,10 +270,12 @@ func TestGateExact(t *testing.T) {
 				if inFile {
 					c := releaseOf(e)
 					c.Kind, c.Amount, c.Hold = credits.Capture, cost, amount
+					windowIn.Add(int64(amount - cost))
 					if err := s.Settle(ctx, c); err != nil {
 						t.Error(err)
 						return
 					}
+					windowOut.Add(int64(amount - cost))
 					charged.Add(int64(cost))
 					continue
 				}
