@@ -422,28 +422,24 @@ func (rt *routed) attempt(ctx context.Context, try route.Try) error {
 	if c.native {
 		f.native = rt.sink.(NativeSink) // Run checked it
 	}
-	var actx context.Context
-	var cancel context.CancelCauseFunc
-	switch dl, ok := ctx.Deadline(); {
-	case !c.Stream && ok && try.FirstToken.IsZero():
+	base, own := ctx, false // own: base is the attempt's, ended with it
+	if !c.Stream {
 		// A whole answer runs on when its client goes away, within the
 		// gateway's timeout, so that the tokens it makes are charged
 		// exactly; the router makes no new attempt for a client gone.
-		// Nothing cancels it with a cause (no first-token deadline):
-		// the deadline's context is the attempt's.
-		var stop context.CancelFunc
-		actx, stop = context.WithDeadline(context.WithoutCancel(ctx), dl)
-		cancel = func(error) { stop() }
-	case !c.Stream:
-		base := context.WithoutCancel(ctx) // as above, under a first-token deadline
-		if ok {
+		base = context.WithoutCancel(ctx)
+		if dl, ok := ctx.Deadline(); ok {
 			var stop context.CancelFunc
 			base, stop = context.WithDeadline(base, dl)
 			defer stop()
+			own = true
 		}
+	}
+	// A context of the attempt's own needs no other, unless a first-token
+	// deadline is to cancel it with its cause.
+	actx, cancel := base, context.CancelCauseFunc(func(error) {})
+	if !own || !try.FirstToken.IsZero() {
 		actx, cancel = context.WithCancelCause(base)
-	default:
-		actx, cancel = context.WithCancelCause(ctx)
 	}
 	defer cancel(nil)
 	if !try.FirstToken.IsZero() {

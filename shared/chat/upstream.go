@@ -40,7 +40,7 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 	}
 	resp, err := client.Transport.RoundTrip(req)
 	if err != nil {
-		return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.String(), Err: err}
+		return nil, sendError(req, err)
 	}
 	switch resp.StatusCode {
 	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
@@ -51,12 +51,17 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 		again := req.Clone(req.Context())
 		if req.GetBody != nil {
 			if again.Body, err = req.GetBody(); err != nil {
-				return nil, &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.String(), Err: err}
+				return nil, sendError(req, err)
 			}
 		}
 		return client.Do(again)
 	}
 	return resp, nil
+}
+
+// sendError is err as client.Do returns it for req.
+func sendError(req *http.Request, err error) error {
+	return &url.Error{Op: req.Method[:1] + strings.ToLower(req.Method[1:]), URL: req.URL.String(), Err: err}
 }
 
 // TransportError classifies a failure to talk to provider's upstream or

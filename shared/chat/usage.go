@@ -188,8 +188,8 @@ func (r *BufferedRecorder) Record(ctx context.Context, rec credits.Record) error
 		return StoreRecorder{Store: r.store}.Record(ctx, rec)
 	}
 	r.buf = append(r.buf, rec)
-	if rec.Cost > 0 && rec.Chat() {
-		r.pending[rec.Account] += rec.Cost
+	if c, ok := rec.Charge(); ok {
+		r.pending[rec.Account] += c
 	}
 	r.mu.Unlock()
 	return nil
@@ -229,9 +229,9 @@ func (r *BufferedRecorder) flush(ctx context.Context, timeout time.Duration) {
 		cancel()
 		r.mu.Lock()
 		for i, rec := range chunk {
-			if (errs[i] == nil || permanent(errs[i])) && rec.Cost > 0 && rec.Chat() {
+			if c, ok := rec.Charge(); ok && (errs[i] == nil || permanent(errs[i])) {
 				// Written (the store's balance shows it now) or never will be.
-				if r.pending[rec.Account] -= rec.Cost; r.pending[rec.Account] <= 0 {
+				if r.pending[rec.Account] -= c; r.pending[rec.Account] <= 0 {
 					delete(r.pending, rec.Account)
 				}
 			}
