@@ -422,8 +422,9 @@ const (
 // writeLoop writes the records written behind: all that are queued, in
 // one AddRecords transaction with the write's seq, at most once a pace
 // (so a write gathers what came since the one before: group commit),
-// sooner when a read waits for it (awaitWrites). A write that fails is tried again after a pause; Close stops the
-// loop after the writes of what is left.
+// sooner when a read waits for it (awaitWrites). A write that fails is
+// tried again after a pause; Close stops the loop after the writes of
+// what is left.
 func (s *Store) writeLoop() {
 	g := s.gate
 	defer close(g.done)

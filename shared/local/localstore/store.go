@@ -109,7 +109,6 @@ type Store struct {
 	log     *slog.Logger
 	now     func() time.Time
 	records time.Duration // record retention
-	pace    time.Duration // the gate's pace (Options.WriteBehind)
 
 	writers atomic.Int32 // update calls in flight
 	gate    *gate        // what the file does not show yet (gate.go)
@@ -167,13 +166,13 @@ func OpenWith(path string, o Options) (*Store, error) {
 		every = DefaultWriteBehind
 	}
 	s := &Store{
-		db: db, log: log, now: now, records: records, pace: every,
+		db: db, log: log, now: now, records: records,
 		queueWake: make(chan struct{}, 1),
 		feedWake:  make(chan struct{}, 1),
 		hookWake:  make(chan struct{}, 1),
 	}
 	db.MaxBatchDelay = batchDelay
-	if err := s.init(); err != nil {
+	if err := s.init(every); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
@@ -181,7 +180,9 @@ func OpenWith(path string, o Options) (*Store, error) {
 	return s, nil
 }
 
-func (s *Store) init() error {
+// init makes the buckets, the webhooks' state and the gate (whose writes
+// behind keep the pace every), and expires the queue's leases.
+func (s *Store) init(every time.Duration) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		for _, name := range []string{
 			bucketJobs, bucketIdem, bucketAccounts, bucketLedger, bucketLedgerSeq,
@@ -195,7 +196,7 @@ func (s *Store) init() error {
 		if err := initWebhooks(tx, s.now()); err != nil {
 			return err
 		}
-		s.gate = newGate(chargesWritten(tx), s.pace)
+		s.gate = newGate(chargesWritten(tx), every)
 		return jobQueue.expireLeases(tx, s.now())
 	})
 }
