@@ -214,13 +214,7 @@ func scanMessagesTools(s *rawjson.Scanner, mr *messagesRequest) bool {
 			case "input_schema":
 				return rawjson.RawInto(s, &t.InputSchema)
 			case "strict":
-				if s.Null() {
-					t.Strict = nil
-					return true
-				}
-				v := new(bool)
-				t.Strict = v
-				return s.Bool(v)
+				return s.OptBool(&t.Strict)
 			case "defer_loading":
 				return s.Bool(&t.DeferLoading)
 			case "cache_control":
