@@ -17,6 +17,12 @@ func decodeEvent(data []byte, se *streamEvent) error {
 	return json.Unmarshal(data, se)
 }
 
+// eventTypes are the types of a Messages stream's events, and of its
+// content blocks, that the scanners read without a copy (most frequent
+// first).
+var eventTypes = []string{"content_block_delta", "content_block_start", "content_block_stop", "ping", "message_start",
+	"message_delta", "message_stop", "error", "text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"}
+
 // scanEvent decodes data into se as json.Unmarshal would, for the events
 // that make up most of a stream: an object of a type, an index and a
 // delta of strings (content_block_delta: text, thinking, a signature, a
@@ -39,7 +45,7 @@ func scanEventMembers(data []byte, se *streamEvent) bool {
 	ok := s.Object(func(key []byte) bool {
 		switch string(key) {
 		case "type":
-			return s.StringIntoKnown(&se.Type, "content_block_delta", "content_block_stop", "ping", "message_stop")
+			return s.StringIntoKnown(&se.Type, eventTypes...)
 		case "index":
 			return s.Int(&se.Index)
 		case "delta":

@@ -322,11 +322,6 @@ func (p *Provider) relayMessages(ctx context.Context, r *sse.Reader, emit func(c
 	}
 }
 
-// eventTypes are the types of the Messages stream's events and content
-// blocks that readType reads without a copy.
-var eventTypes = []string{"content_block_delta", "content_block_start", "content_block_stop", "message_start", "message_delta",
-	"message_stop", "ping", "error", "text", "thinking", "redacted_thinking", "tool_use", "server_tool_use"}
-
 // readType returns typ set to the JSON string raw (an event's or a
 // block's type member) as json.Unmarshal(raw, &typ) sets it, errors
 // ignored (a value that is not a string leaves typ as it was), without
