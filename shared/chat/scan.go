@@ -30,11 +30,7 @@ import (
 // ...) are slices of b, not copies: b must not change while p is in use.
 // Each slice's capacity ends with it, so that appending to one copies it.
 func ScanParams(b []byte, p *Params) bool {
-	if scanParams(b, p) {
-		return true
-	}
-	*p = Params{}
-	return false
+	return rawjson.Taken(p, scanParams(b, p))
 }
 
 // paramsNames are the JSON names of Params' decoded fields.

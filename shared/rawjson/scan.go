@@ -521,6 +521,17 @@ func Once(seen *bool) bool {
 	return true
 }
 
+// Taken returns ok, first setting *v to its zero value when ok is false:
+// a scanned decode that declines may have filled part of *v, and its
+// caller's fallback (encoding/json) starts from zero.
+func Taken[T any](v *T, ok bool) bool {
+	if !ok {
+		var zero T
+		*v = zero
+	}
+	return ok
+}
+
 // Strings reads an array of strings into *dst: null leaves it as it is,
 // a null element is "".
 func (s *Scanner) Strings(dst *[]string) bool {

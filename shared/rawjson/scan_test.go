@@ -132,3 +132,17 @@ func TestObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestTaken: a declined decode's result is zeroed, a taken one kept.
+func TestTaken(t *testing.T) {
+	type result struct {
+		s []int
+		n int
+	}
+	for _, ok := range []bool{true, false} {
+		v := result{s: []int{1}, n: 2}
+		if got := Taken(&v, ok); got != ok || (ok && (v.n != 2 || len(v.s) != 1)) || (!ok && (v.n != 0 || v.s != nil)) {
+			t.Errorf("Taken(%v) = %v, left %+v", ok, got, v)
+		}
+	}
+}

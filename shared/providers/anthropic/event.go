@@ -32,11 +32,7 @@ var eventTypes = []string{"content_block_delta", "content_block_start", "content
 // content_block_start, message_delta, error: one each in a stream), and
 // for anything rawjson.Scanner does not take.
 func scanEvent(data []byte, se *streamEvent) bool {
-	if scanEventMembers(data, se) {
-		return true
-	}
-	*se = streamEvent{} // the scan may have filled part of se
-	return false
+	return rawjson.Taken(se, scanEventMembers(data, se))
 }
 
 // scanEventMembers is scanEvent, leaving se partly filled when it declines.

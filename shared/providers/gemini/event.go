@@ -25,11 +25,7 @@ func decodeEvent(data []byte, g *generateResponse) error {
 // prompt feedback or an error, and for anything rawjson.Scanner does not
 // take.
 func scanEvent(data []byte, g *generateResponse) bool {
-	if scanEventMembers(data, g) {
-		return true
-	}
-	*g = generateResponse{} // the scan may have filled part of g
-	return false
+	return rawjson.Taken(g, scanEventMembers(data, g))
 }
 
 // scanEventMembers is scanEvent, leaving g partly filled when it declines.

@@ -28,11 +28,7 @@ import (
 // input_schema, ...) are slices of b, not copies: b must not change
 // while mr is in use. Each slice's capacity ends with it.
 func scanMessagesRequest(b []byte, mr *messagesRequest) bool {
-	if scanMessagesBody(b, mr) {
-		return true
-	}
-	*mr = messagesRequest{}
-	return false
+	return rawjson.Taken(mr, scanMessagesBody(b, mr))
 }
 
 // messagesNames are the JSON names of messagesRequest's fields.

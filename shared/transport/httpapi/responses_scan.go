@@ -30,11 +30,7 @@ import (
 // of b, not copies: b must not change while rp is in use. Each slice's
 // capacity ends with it.
 func scanResponsesRequest(b []byte, rp *responsesRequest) bool {
-	if scanResponsesBody(b, rp) {
-		return true
-	}
-	*rp = responsesRequest{}
-	return false
+	return rawjson.Taken(rp, scanResponsesBody(b, rp))
 }
 
 // responsesNames are the JSON names of responsesRequest's fields.
@@ -240,11 +236,7 @@ func scanResponsesText(s *rawjson.Scanner, rp *responsesRequest) bool {
 // The raw members of the items are slices of b, as scanResponsesRequest's
 // are.
 func scanResponsesItems(b []byte, items *[]responsesItem) bool {
-	if scanItems(b, items) {
-		return true
-	}
-	*items = nil
-	return false
+	return rawjson.Taken(items, scanItems(b, items))
 }
 
 // itemNames are the JSON names of responsesItem's fields.
