@@ -555,6 +555,43 @@ func RawInto[T ~[]byte](s *Scanner, dst *T) bool {
 	return ok
 }
 
+// RawsInto reads an array into *dst, each element as RawInto keeps it
+// (a null element as null): null leaves *dst as it is, an empty array
+// makes it empty, not nil.
+func RawsInto[T ~[]byte](s *Scanner, dst *[]T) bool {
+	if s.Null() {
+		return true
+	}
+	v := []T{}
+	ok := s.Array(func() bool {
+		v = append(v, nil)
+		return RawInto(s, &v[len(v)-1])
+	})
+	*dst = v
+	return ok
+}
+
+// StringMap reads an object of strings into a new *dst, as
+// json.Unmarshal reads it into a nil map[string]string (a null value is
+// "", a repeated key's last value wins), or a null, which sets *dst to
+// nil. A key Object does not take (escapes, non-ASCII bytes) declines it.
+func (s *Scanner) StringMap(dst *map[string]string) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	m := map[string]string{}
+	*dst = m
+	return s.Object(func(key []byte) bool {
+		var v string
+		if !s.StringInto(&v) {
+			return false
+		}
+		m[string(key)] = v
+		return true
+	})
+}
+
 // OptString reads a string into a new *dst, or a null, which sets *dst to
 // nil. A value among known is not copied (StringIntoKnown).
 func (s *Scanner) OptString(dst **string, known ...string) bool {

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
-
 	"github.com/genway/genway/shared/rawjson"
 )
 
@@ -60,7 +58,7 @@ func scanResponsesBody(b []byte, rp *responsesRequest) bool {
 		case "reasoning":
 			return scanResponsesReasoning(&s, rp)
 		case "tools":
-			return rawjson.Once(&seen.tools) && scanRawList(&s, &rp.Tools)
+			return rawjson.Once(&seen.tools) && rawjson.RawsInto(&s, &rp.Tools)
 		case "tool_choice":
 			return rawjson.RawInto(&s, &rp.ToolChoice)
 		case "parallel_tool_calls":
@@ -82,7 +80,7 @@ func scanResponsesBody(b []byte, rp *responsesRequest) bool {
 		case "user":
 			return s.StringInto(&rp.User)
 		case "metadata":
-			return rawjson.Once(&seen.metadata) && scanStringMap(&s, &rp.Metadata)
+			return rawjson.Once(&seen.metadata) && s.StringMap(&rp.Metadata)
 		case "truncation":
 			return s.StringIntoKnown(&rp.Truncation, "auto", "disabled")
 		case "include":
@@ -106,47 +104,11 @@ func scanResponsesBody(b []byte, rp *responsesRequest) bool {
 		case "seed":
 			return s.OptInt64(&rp.Seed)
 		case "client_metadata":
-			return rawjson.Once(&seen.clientMetadata) && scanStringMap(&s, &rp.ClientMetadata)
+			return rawjson.Once(&seen.clientMetadata) && s.StringMap(&rp.ClientMetadata)
 		}
 		return !rawjson.FoldsTo(key, responsesNames...) && s.Skip()
 	})
 	return ok && s.End()
-}
-
-// scanRawList reads an array into *dst, each element as json.RawMessage
-// keeps it (a null element as null): null leaves *dst as it is, an empty
-// array makes it empty, not nil.
-func scanRawList(s *rawjson.Scanner, dst *[]json.RawMessage) bool {
-	if s.Null() {
-		return true
-	}
-	*dst = []json.RawMessage{}
-	return s.Array(func() bool {
-		*dst = append(*dst, nil)
-		return rawjson.RawInto(s, &(*dst)[len(*dst)-1])
-	})
-}
-
-// scanStringMap reads an object of strings into a new *dst, as
-// json.Unmarshal reads it into a nil map[string]string (a null value is
-// "", a repeated key's last value wins), or a null, which sets *dst to
-// nil. A key the Scanner's Object does not take (escapes, non-ASCII
-// bytes) declines it.
-func scanStringMap(s *rawjson.Scanner, dst *map[string]string) bool {
-	if s.Null() {
-		*dst = nil
-		return true
-	}
-	m := map[string]string{}
-	*dst = m
-	return s.Object(func(key []byte) bool {
-		var v string
-		if !s.StringInto(&v) {
-			return false
-		}
-		m[string(key)] = v
-		return true
-	})
 }
 
 // scanResponsesReasoning reads reasoning into rp.Reasoning. A repeated
@@ -284,7 +246,7 @@ func scanItems(b []byte, items *[]responsesItem) bool {
 			case "status":
 				return s.StringIntoKnown(&it.Status, "completed", "in_progress", "incomplete")
 			case "tools":
-				return rawjson.Once(&seenTools) && scanRawList(&s, &it.Tools)
+				return rawjson.Once(&seenTools) && rawjson.RawsInto(&s, &it.Tools)
 			case "encrypted_content":
 				return s.StringInto(&it.EncryptedContent)
 			case "cache_control":
