@@ -246,8 +246,7 @@ const (
 // after the start is an error event.
 type messagesEncoder struct {
 	meta messageMeta
-	jbuf bytes.Buffer
-	enc  *json.Encoder
+	json jsonEvents
 
 	next    int   // the index of the next block
 	open    int   // the open block's kind (blockNone: none)
@@ -303,17 +302,7 @@ type (
 // append appends the SSE event typ with data v: every event is named, as
 // the Anthropic SDK skips the unnamed.
 func (e *messagesEncoder) append(b []byte, typ string, v any) []byte {
-	if e.enc == nil {
-		e.enc = json.NewEncoder(&e.jbuf)
-		e.enc.SetEscapeHTML(false)
-	}
-	e.jbuf.Reset()
-	e.enc.Encode(v) // cannot fail: strings, numbers and JSON objects the answer holds
-	b = append(b, "event: "...)
-	b = append(b, typ...)
-	b = append(b, "\ndata: "...)
-	b = append(b, e.jbuf.Bytes()...)
-	return append(b, '\n')
+	return e.json.event(b, typ, v)
 }
 
 func (e *messagesEncoder) model(id string) { e.meta.model = id }

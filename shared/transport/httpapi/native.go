@@ -63,6 +63,35 @@ func (n notingSink) Event(e chat.NativeEvent) error {
 	return ns.Event(e)
 }
 
+// jsonEvents writes the events of a stream whose data encoding/json
+// makes (HTML left unescaped), in one buffer that each event reuses.
+type jsonEvents struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// encode returns the JSON encoding/json makes of v, without Encode's
+// newline: valid until the next call. It cannot fail for the strings,
+// numbers and raw JSON the events hold.
+func (j *jsonEvents) encode(v any) []byte {
+	if j.enc == nil {
+		j.enc = json.NewEncoder(&j.buf)
+		j.enc.SetEscapeHTML(false)
+	}
+	j.buf.Reset()
+	j.enc.Encode(v)
+	return bytes.TrimSuffix(j.buf.Bytes(), []byte{'\n'})
+}
+
+// event appends the SSE event named typ with v's JSON as its data.
+func (j *jsonEvents) event(b []byte, typ string, v any) []byte {
+	b = append(b, "event: "...)
+	b = append(b, typ...)
+	b = append(b, "\ndata: "...)
+	b = append(b, j.encode(v)...)
+	return append(b, "\n\n"...)
+}
+
 // appendSSE appends an event named name (none if "") with data, a line
 // per line of data.
 func appendSSE(b []byte, name string, data []byte) []byte {

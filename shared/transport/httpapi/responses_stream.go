@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"strings"
 
@@ -31,8 +29,7 @@ type responsesEncoder struct {
 	meta  *responseObject
 	tools *toolSet
 	seq   int
-	jbuf  bytes.Buffer
-	enc   *json.Encoder
+	json  jsonEvents // the events, or their parts, that encoding/json writes
 
 	// viaJSON sends every event through encoding/json: the reference
 	// that FuzzResponsesEvents compares the direct writing with.
@@ -355,31 +352,14 @@ func (e *responsesEncoder) appendAnys(b []byte, v []any) []byte {
 // appendValue appends the JSON encoding/json makes of v (as a member of
 // an event: without Encode's newline) to b.
 func (e *responsesEncoder) appendValue(b []byte, v any) []byte {
-	return append(b, e.encode(v)...)
-}
-
-// encode returns the JSON encoding/json makes of v, without Encode's
-// newline, in e.jbuf: valid until the next encoding.
-func (e *responsesEncoder) encode(v any) []byte {
-	if e.enc == nil {
-		e.enc = json.NewEncoder(&e.jbuf)
-		e.enc.SetEscapeHTML(false)
-	}
-	e.jbuf.Reset()
-	e.enc.Encode(v) // cannot fail: strings, numbers and raw JSON the request held
-	return bytes.TrimSuffix(e.jbuf.Bytes(), []byte{'\n'})
+	return append(b, e.json.encode(v)...)
 }
 
 // append appends the SSE event typ with data v through encoding/json,
 // and counts it.
 func (e *responsesEncoder) append(b []byte, typ string, v any) []byte {
 	e.seq++
-	e.encode(v)
-	b = append(b, "event: "...)
-	b = append(b, typ...)
-	b = append(b, "\ndata: "...)
-	b = append(b, e.jbuf.Bytes()...) // with Encode's newline
-	return append(b, '\n')
+	return e.json.event(b, typ, v)
 }
 
 func (e *responsesEncoder) model(id string) { e.meta.Model = id }
@@ -391,7 +371,7 @@ func (e *responsesEncoder) start(b []byte) []byte {
 		b = e.event(b, responseEvent{Type: "response.created", Response: e.meta})
 		return e.event(b, responseEvent{Type: "response.in_progress", Response: e.meta})
 	}
-	obj := e.encode(e.meta)
+	obj := e.json.encode(e.meta)
 	for _, typ := range [...]string{"response.created", "response.in_progress"} {
 		e.seq++
 		b = e.eventHead(b, typ)
