@@ -203,10 +203,27 @@ func Shortfall(ctx context.Context, accounts AccountReader, account, what string
 // times, each within 10 seconds; a settlement written before counts as
 // done. An error means it could not be written: the reservation stays
 // held until the reconciler releases it (nothing is charged).
+// A store whose settlements are made in memory (InMemorySettler) is
+// called once, as it is: nothing it does can fail for a while or hang.
 func SettleDetached(ctx context.Context, s interface {
 	Settle(ctx context.Context, e Entry) error
 }, e Entry) error {
+	if m, ok := s.(InMemorySettler); ok && m.SettlesInMemory() {
+		err := s.Settle(ctx, e)
+		if errors.Is(err, ErrAlreadySettled) {
+			return nil
+		}
+		return err
+	}
 	return detached(ctx, func(ctx context.Context) error { return s.Settle(ctx, e) })
+}
+
+// InMemorySettler is a store that says whether its Settle only changes
+// memory: it makes no I/O, waits for nothing and ignores its context
+// (localstore.MemoryHolds), so that SettleDetached needs no detached
+// context, timeout or retry for it.
+type InMemorySettler interface {
+	SettlesInMemory() bool
 }
 
 // SettleRecordDetached is SettleDetached of e with the request's record

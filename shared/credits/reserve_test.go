@@ -172,3 +172,71 @@ func errMessage(err error) string {
 	}
 	return ""
 }
+
+// settleStore is a Settle that fails with errs in turn (nil once they
+// are used up), counting its calls and whether each came with a deadline;
+// inMemory makes it an InMemorySettler.
+type settleStore struct {
+	errs      []error
+	calls     int
+	deadlines int
+	inMemory  bool
+}
+
+func (s *settleStore) Settle(ctx context.Context, e Entry) error {
+	s.calls++
+	if _, ok := ctx.Deadline(); ok {
+		s.deadlines++
+	}
+	if len(s.errs) == 0 {
+		return nil
+	}
+	err := s.errs[0]
+	s.errs = s.errs[1:]
+	return err
+}
+
+// memorySettleStore is a settleStore that settles in memory.
+type memorySettleStore struct{ settleStore }
+
+func (*memorySettleStore) SettlesInMemory() bool { return true }
+
+func TestSettleDetached(t *testing.T) {
+	transient := errors.New("throttled")
+	tests := []struct {
+		name          string
+		inMemory      bool
+		errs          []error
+		want          error
+		calls, timers int
+	}{
+		{"written", false, nil, nil, 1, 1},
+		{"retried after a fault", false, []error{transient}, nil, 2, 2},
+		{"settled before", false, []error{ErrAlreadySettled}, nil, 1, 1},
+		{"no such account: not retried", false, []error{ErrAccountNotFound}, ErrAccountNotFound, 1, 1},
+		{"in memory: once, as it is", true, nil, nil, 1, 0},
+		{"in memory: settled before", true, []error{ErrAlreadySettled}, nil, 1, 0},
+		{"in memory: its error, not retried", true, []error{ErrNoReservation}, ErrNoReservation, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel() // the client has gone: the settlement is written all the same
+			st := &settleStore{errs: tt.errs}
+			var s interface {
+				Settle(context.Context, Entry) error
+			} = st
+			if tt.inMemory {
+				m := &memorySettleStore{settleStore{errs: tt.errs}}
+				st, s = &m.settleStore, m
+			}
+			err := SettleDetached(ctx, s, Entry{ID: SettlementID("chat_1"), Account: "a", Kind: Release, Amount: 5})
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Errorf("SettleDetached = %v, want %v", err, tt.want)
+			}
+			if st.calls != tt.calls || st.deadlines != tt.timers {
+				t.Errorf("Settle called %d times, %d with a deadline; want %d and %d", st.calls, st.deadlines, tt.calls, tt.timers)
+			}
+		})
+	}
+}

@@ -587,6 +587,8 @@ func (s *Store) dropUnwritten() {
 // Make one with Store.MemoryHolds; it is safe for concurrent use.
 type MemoryHolds struct{ s *Store }
 
+var _ credits.InMemorySettler = (*MemoryHolds)(nil)
+
 // MemoryHolds returns the store's MemoryHolds.
 func (s *Store) MemoryHolds() *MemoryHolds { return &MemoryHolds{s: s} }
 
@@ -640,6 +642,11 @@ func (h *MemoryHolds) Settle(ctx context.Context, e credits.Entry) error {
 	}
 	return fmt.Errorf("%w: %s of %s holding %s is not held in memory", credits.ErrNoReservation, e.ID, e.Account, e.HeldAmount())
 }
+
+// SettlesInMemory reports that Settle only changes memory
+// (credits.InMemorySettler): SettleDetached calls it once, without a
+// detached context and its timer.
+func (h *MemoryHolds) SettlesInMemory() bool { return true }
 
 // settle settles e if it settles a reservation held in memory (held):
 // its release, else an error; Store.Settle comes here first, so that the
