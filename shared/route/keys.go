@@ -14,8 +14,9 @@ import (
 // attempt, else the first. The zero KeySet has no key. A KeySet is
 // immutable and safe for concurrent use.
 type KeySet struct {
-	keys []string
-	ids  []string
+	keys   []string
+	ids    []string
+	bearer [][]string // by key: its Authorization header value (BearerHeader)
 }
 
 // NewKeySet returns the keys of list, split at commas, with spaces
@@ -26,6 +27,7 @@ func NewKeySet(list string) KeySet {
 		if s = strings.TrimSpace(s); s != "" {
 			k.keys = append(k.keys, s)
 			k.ids = append(k.ids, KeyID(s))
+			k.bearer = append(k.bearer, []string{"Bearer " + s})
 		}
 	}
 	return k
@@ -42,17 +44,37 @@ func KeyID(key string) string {
 // ctx carries (WithKey), or the first key if ctx names none, or one this
 // set does not hold (rotated away); "" for an empty set.
 func (k KeySet) Key(ctx context.Context) string {
+	if i := k.index(ctx); i >= 0 {
+		return k.keys[i]
+	}
+	return ""
+}
+
+// BearerHeader returns the Authorization header value of Key(ctx),
+// "Bearer " and the key, as an http.Header holds it: one slice per key,
+// made once and shared by every request that sends it (net/http reads a
+// request's headers and never writes them: set it, do not change it in
+// place). nil for an empty set.
+func (k KeySet) BearerHeader(ctx context.Context) []string {
+	if i := k.index(ctx); i >= 0 {
+		return k.bearer[i][:1:1]
+	}
+	return nil
+}
+
+// index is the index of Key(ctx) in k.keys, -1 for an empty set.
+func (k KeySet) index(ctx context.Context) int {
 	if len(k.keys) == 0 {
-		return ""
+		return -1
 	}
 	if id, _ := ctx.Value(keyCtx{}).(string); id != "" {
 		for i, v := range k.ids {
 			if v == id {
-				return k.keys[i]
+				return i
 			}
 		}
 	}
-	return k.keys[0]
+	return 0
 }
 
 // KeyIDs returns the KeyIDs of the keys, in order. The router reads them

@@ -479,17 +479,37 @@ func TestKeySet(t *testing.T) {
 		t.Errorf("KeyIDs = %v", ids)
 	}
 	ctx := context.Background()
-	if got := k.Key(ctx); got != "sk-a" {
-		t.Errorf("Key() = %q; want the first", got)
+	tests := []struct {
+		name string
+		set  KeySet
+		ctx  context.Context
+		want string
+	}{
+		{"none named: the first", k, ctx, "sk-a"},
+		{"named", k, WithKey(ctx, KeyID("sk-b")), "sk-b"},
+		{"unknown id: the first", k, WithKey(ctx, "gone"), "sk-a"},
+		{"empty set", KeySet{}, ctx, ""},
 	}
-	if got := k.Key(WithKey(ctx, KeyID("sk-b"))); got != "sk-b" {
-		t.Errorf("Key(sk-b's id) = %q", got)
-	}
-	if got := k.Key(WithKey(ctx, "gone")); got != "sk-a" {
-		t.Errorf("Key(unknown id) = %q; want the first", got)
-	}
-	if got := (KeySet{}).Key(ctx); got != "" {
-		t.Errorf("empty set's key = %q", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.set.Key(tt.ctx); got != tt.want {
+				t.Errorf("Key = %q; want %q", got, tt.want)
+			}
+			h := tt.set.BearerHeader(tt.ctx)
+			switch {
+			case tt.want == "" && h != nil:
+				t.Errorf("BearerHeader = %q; want nil", h)
+			case tt.want != "" && (len(h) != 1 || h[0] != "Bearer "+tt.want || cap(h) != 1):
+				t.Errorf("BearerHeader = %q (cap %d); want [Bearer %s] of capacity 1", h, cap(h), tt.want)
+			}
+			// An append (http.Header.Add) copies the shared slice.
+			if h != nil {
+				_ = append(h, "x")
+				if again := tt.set.BearerHeader(tt.ctx); len(again) != 1 {
+					t.Errorf("BearerHeader after an append = %q", again)
+				}
+			}
+		})
 	}
 }
 

@@ -191,26 +191,36 @@ func (p *Provider) do(ctx context.Context, req *chat.Request, stream bool) (*htt
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.name, err)
 	}
-	accept := "application/json"
+	accept := jsonHeader
 	if stream {
-		accept = "text/event-stream"
+		accept = streamHeader
 	}
 	resp, _, err := p.post(ctx, p.endpoint, accept, body)
 	return resp, err
 }
 
-// post sends the JSON body to url, with the key ctx names (route.WithKey),
-// and returns a 200 response; any other status is an *chat.UpstreamError,
+// Header values of the upstream requests, shared by all of them (none
+// is made per request): net/http only reads a request's headers, and a
+// slice of capacity 1 is copied, not changed, by an append.
+var (
+	jsonHeader   = []string{"application/json"}
+	streamHeader = []string{"text/event-stream"}
+	audioHeader  = []string{"application/octet-stream"}
+)
+
+// post sends the JSON body to url, with the key ctx names (route.WithKey)
+// and accept (one of the shared header values) as its Accept header, and
+// returns a 200 response; any other status is an *chat.UpstreamError,
 // returned with the error body it was read from.
-func (p *Provider) post(ctx context.Context, url, accept string, body []byte) (*http.Response, []byte, error) {
+func (p *Provider) post(ctx context.Context, url string, accept []string, body []byte) (*http.Response, []byte, error) {
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: new request: %w", p.name, err)
 	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", accept)
-	if key := p.keys.Key(ctx); key != "" {
-		hr.Header.Set("Authorization", "Bearer "+key)
+	hr.Header["Content-Type"] = jsonHeader
+	hr.Header["Accept"] = accept
+	if bearer := p.keys.BearerHeader(ctx); bearer != nil {
+		hr.Header["Authorization"] = bearer
 	}
 	resp, err := chat.Send(p.client, hr)
 	if err != nil {

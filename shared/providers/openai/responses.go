@@ -59,7 +59,7 @@ func (p *Provider) NativeStream(ctx context.Context, req *chat.Request, w chat.N
 	if err != nil {
 		return nil, p.unreadable(err)
 	}
-	resp, _, err := p.post(ctx, p.responses, "text/event-stream", body)
+	resp, _, err := p.post(ctx, p.responses, streamHeader, body)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func (p *Provider) NativeComplete(ctx context.Context, req *chat.Request) (*chat
 	if err != nil {
 		return nil, p.unreadable(err)
 	}
-	resp, _, err := p.post(ctx, p.responses, "application/json", body)
+	resp, _, err := p.post(ctx, p.responses, jsonHeader, body)
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func (p *Provider) Speak(ctx context.Context, c *speech.Call) (io.ReadCloser, er
 	if err != nil {
 		return nil, fmt.Errorf("%s: encode speech request: %w", p.name, err)
 	}
-	resp, errBody, err := p.post(ctx, p.speech, "application/octet-stream", body)
+	resp, errBody, err := p.post(ctx, p.speech, audioHeader, body)
 	if ue := (*chat.UpstreamError)(nil); errors.As(err, &ue) && ue.Status == http.StatusBadRequest && refusedContent(errBody) {
 		return nil, speech.ContentPolicy(errorMessage(errBody), ue)
 	}

@@ -309,12 +309,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // writeJSONBytes is writeJSON of a body already encoded, b (which it may
 // extend).
 func writeJSONBytes(w http.ResponseWriter, status int, b []byte) error {
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = jsonContentType
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
 	w.WriteHeader(status)
 	_, err := w.Write(append(b, '\n'))
 	return err
 }
+
+// jsonContentType is the Content-Type of the JSON answers, one slice
+// shared by all of them (net/http reads it; of capacity 1, an append
+// copies it).
+var jsonContentType = []string{"application/json"}
 
 // marshal is json.Marshal without HTML escaping: a link's "&" stays "&"
 // (not "\u0026"), so that what a client prints can be pasted as it is.
