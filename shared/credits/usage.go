@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -93,8 +94,32 @@ type UsageStore interface {
 	JobUsage(ctx context.Context, account, fromDay, toDay string) ([]JobUsage, error)
 }
 
-// Day returns the usage day of t: its UTC date as YYYY-MM-DD.
-func Day(t time.Time) string { return t.UTC().Format(DayLayout) }
+// Day returns the usage day of t: its UTC date as YYYY-MM-DD. The
+// string of the day it made last is kept and returned again for a t in
+// that day (the records of a moment share their day), so that one is
+// made per day rather than per call.
+func Day(t time.Time) string {
+	sec := t.Unix()
+	if d := lastDay.Load(); d != nil && sec >= d.start && sec < d.start+secondsPerDay {
+		return d.s
+	}
+	d := &dayString{start: sec - (sec%secondsPerDay+secondsPerDay)%secondsPerDay, s: t.UTC().Format(DayLayout)}
+	lastDay.Store(d)
+	return d.s
+}
+
+// secondsPerDay is a UTC day's length in Unix time (which has no leap
+// seconds).
+const secondsPerDay = 24 * 60 * 60
+
+// dayString is the day string of the Unix seconds [start, start+secondsPerDay).
+type dayString struct {
+	start int64
+	s     string
+}
+
+// lastDay is the day Day made last.
+var lastDay atomic.Pointer[dayString]
 
 // ErrBadDay is wrapped by CheckDay and CheckDayRange for a malformed day.
 var ErrBadDay = errors.New("a day must be YYYY-MM-DD")

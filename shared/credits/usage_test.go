@@ -23,6 +23,35 @@ func TestDay(t *testing.T) {
 			t.Errorf("Day(%v) = %q; want %q", tt.t, got, tt.want)
 		}
 	}
+	// Day keeps the day it made last: the seconds on either side of a
+	// midnight, in turn, and before 1970, are each their own day.
+	midnight := time.Date(2025, 3, 2, 0, 0, 0, 0, time.UTC)
+	for _, at := range []time.Time{midnight.Add(-time.Nanosecond), midnight, midnight.Add(-time.Second), midnight.Add(24*time.Hour - 1),
+		midnight.Add(24 * time.Hour), time.Unix(-1, 0), time.Unix(0, 0), time.Unix(-86400, 0), time.Unix(-86401, 999)} {
+		if got, want := credits.Day(at), at.UTC().Format(credits.DayLayout); got != want {
+			t.Errorf("Day(%v) = %q; want %q", at, got, want)
+		}
+	}
+}
+
+// FuzzDay: Day of two times in turn (the second may hit the day kept from
+// the first) is their UTC date, as Format makes it.
+func FuzzDay(f *testing.F) {
+	f.Add(int64(1740873599), int64(1740873600), int64(0))
+	f.Add(int64(-1), int64(0), int64(999999999))
+	f.Add(int64(1740873600), int64(1740959999), int64(1))
+	f.Fuzz(func(t *testing.T, a, b, nsec int64) {
+		const bound = 1 << 40 // about 35,000 years either side of 1970
+		if a > bound || a < -bound || b > bound || b < -bound {
+			return
+		}
+		for _, sec := range []int64{a, b} {
+			at := time.Unix(sec, nsec%1e9)
+			if got, want := credits.Day(at), at.UTC().Format(credits.DayLayout); got != want {
+				t.Fatalf("Day(%v) = %q; want %q", at, got, want)
+			}
+		}
+	})
 }
 
 func TestCheckDay(t *testing.T) {

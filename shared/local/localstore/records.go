@@ -106,10 +106,12 @@ func (t *recordTx) account(id string) (*credits.Account, error) {
 }
 
 func (t *recordTx) usageRow(u credits.Usage) (*credits.Usage, error) {
-	k := string(usageKey(u.Account, u.Day, u.Model))
-	if p, ok := t.usage[k]; ok {
+	var buf [128]byte
+	kb := appendUsageKey(buf[:0], u.Account, u.Day, u.Model)
+	if p, ok := t.usage[string(kb)]; ok { // the lookup makes no string
 		return p, nil
 	}
+	k := string(kb)
 	var sum credits.Usage
 	if _, err := getJSON(t.tx.Bucket([]byte(bucketUsage)), []byte(k), &sum); err != nil {
 		return nil, err

@@ -11,10 +11,11 @@ import (
 	"github.com/genway/genway/shared/credits"
 )
 
-// usageKey is account \x00 day \x00 model: an account's usage sorts by day,
-// then model, so a day range is one cursor walk.
-func usageKey(account, day, model string) []byte {
-	return []byte(account + "\x00" + day + "\x00" + model)
+// appendUsageKey appends the key of a usage row to b: account \x00 day
+// \x00 model, so that an account's usage sorts by day, then model, and a
+// day range is one cursor walk.
+func appendUsageKey(b []byte, account, day, model string) []byte {
+	return append(append(append(append(append(b, account...), 0), day...), 0), model...)
 }
 
 // Usage implements credits.UsageStore.
