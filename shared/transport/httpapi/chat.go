@@ -735,10 +735,7 @@ func (c *completion) appendJSON(b []byte) []byte {
 			} else {
 				b = rawjson.AppendString(b, *m.Content, false)
 			}
-			if m.ReasoningContent != "" {
-				b = append(b, `,"reasoning_content":`...)
-				b = rawjson.AppendString(b, m.ReasoningContent, false)
-			}
+			b = appendNonEmpty(b, `,"reasoning_content":`, m.ReasoningContent)
 			if len(m.ToolCalls) > 0 {
 				b = append(b, `,"tool_calls":[`...)
 				for k, tc := range m.ToolCalls {
@@ -896,14 +893,8 @@ func (c *chunkEncoder) appendEvent(b []byte, d chunkDelta, finish *string, u *us
 			}
 			b = append(b, `{"index":`...)
 			b = strconv.AppendInt(b, int64(tc.Index), 10)
-			if tc.ID != "" {
-				b = append(b, `,"id":`...)
-				b = rawjson.AppendString(b, tc.ID, false)
-			}
-			if tc.Type != "" {
-				b = append(b, `,"type":`...)
-				b = rawjson.AppendString(b, tc.Type, false)
-			}
+			b = appendNonEmpty(b, `,"id":`, tc.ID)
+			b = appendNonEmpty(b, `,"type":`, tc.Type)
 			b = append(b, `,"function":`...)
 			b = tc.Function.appendJSON(b)
 			b = append(b, '}')

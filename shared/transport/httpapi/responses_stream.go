@@ -111,10 +111,7 @@ func (e *responsesEncoder) event(b []byte, ev responseEvent) []byte {
 		b = e.appendValue(b, ev.Response)
 	}
 	b = appendIntField(b, `,"output_index":`, ev.OutputIndex)
-	if ev.ItemID != "" {
-		b = append(b, `,"item_id":`...)
-		b = rawjson.AppendString(b, ev.ItemID, false)
-	}
+	b = appendNonEmpty(b, `,"item_id":`, ev.ItemID)
 	b = appendIntField(b, `,"content_index":`, ev.ContentIndex)
 	b = appendIntField(b, `,"summary_index":`, ev.SummaryIndex)
 	if ev.Item != nil {
@@ -129,22 +126,13 @@ func (e *responsesEncoder) event(b []byte, ev responseEvent) []byte {
 	b = appendStringField(b, `,"text":`, ev.Text)
 	b = appendStringField(b, `,"arguments":`, ev.Arguments)
 	b = appendStringField(b, `,"input":`, ev.Input)
-	if ev.Name != "" {
-		b = append(b, `,"name":`...)
-		b = rawjson.AppendString(b, ev.Name, false)
-	}
+	b = appendNonEmpty(b, `,"name":`, ev.Name)
 	if ev.Logprobs != nil {
 		b = append(b, `,"logprobs":`...)
 		b = e.appendAnys(b, *ev.Logprobs)
 	}
-	if ev.Code != "" {
-		b = append(b, `,"code":`...)
-		b = rawjson.AppendString(b, ev.Code, false)
-	}
-	if ev.Message != "" {
-		b = append(b, `,"message":`...)
-		b = rawjson.AppendString(b, ev.Message, false)
-	}
+	b = appendNonEmpty(b, `,"code":`, ev.Code)
+	b = appendNonEmpty(b, `,"message":`, ev.Message)
 	b = appendStringField(b, `,"param":`, ev.Param)
 	return append(b, "}\n\n"...)
 }
@@ -162,14 +150,8 @@ func (e *responsesEncoder) appendItem(b []byte, it *outputItem) []byte {
 	b = rawjson.AppendString(b, it.Type, false)
 	b = append(b, `,"id":`...)
 	b = rawjson.AppendString(b, it.ID, false)
-	if it.Status != "" {
-		b = append(b, `,"status":`...)
-		b = rawjson.AppendString(b, it.Status, false)
-	}
-	if it.Role != "" {
-		b = append(b, `,"role":`...)
-		b = rawjson.AppendString(b, it.Role, false)
-	}
+	b = appendNonEmpty(b, `,"status":`, it.Status)
+	b = appendNonEmpty(b, `,"role":`, it.Role)
 	if it.Content != nil {
 		b = append(b, `,"content":`...)
 		b = e.appendParts(b, *it.Content)
@@ -178,22 +160,10 @@ func (e *responsesEncoder) appendItem(b []byte, it *outputItem) []byte {
 		b = append(b, `,"summary":`...)
 		b = e.appendParts(b, *it.Summary)
 	}
-	if it.EncryptedContent != "" {
-		b = append(b, `,"encrypted_content":`...)
-		b = rawjson.AppendString(b, it.EncryptedContent, false)
-	}
-	if it.CallID != "" {
-		b = append(b, `,"call_id":`...)
-		b = rawjson.AppendString(b, it.CallID, false)
-	}
-	if it.Namespace != "" {
-		b = append(b, `,"namespace":`...)
-		b = rawjson.AppendString(b, it.Namespace, false)
-	}
-	if it.Name != "" {
-		b = append(b, `,"name":`...)
-		b = rawjson.AppendString(b, it.Name, false)
-	}
+	b = appendNonEmpty(b, `,"encrypted_content":`, it.EncryptedContent)
+	b = appendNonEmpty(b, `,"call_id":`, it.CallID)
+	b = appendNonEmpty(b, `,"namespace":`, it.Namespace)
+	b = appendNonEmpty(b, `,"name":`, it.Name)
 	if it.Arguments != nil { // a *string, maybe nil: encoding/json's null
 		b = append(b, `,"arguments":`...)
 		if args == nil {
@@ -203,10 +173,7 @@ func (e *responsesEncoder) appendItem(b []byte, it *outputItem) []byte {
 		}
 	}
 	b = appendStringField(b, `,"input":`, it.Input)
-	if it.Execution != "" {
-		b = append(b, `,"execution":`...)
-		b = rawjson.AppendString(b, it.Execution, false)
-	}
+	b = appendNonEmpty(b, `,"execution":`, it.Execution)
 	return append(b, '}')
 }
 
@@ -240,6 +207,16 @@ func (e *responsesEncoder) appendPart(b []byte, p *contentPart) []byte {
 		b = e.appendAnys(b, *p.Logprobs)
 	}
 	return append(b, '}')
+}
+
+// appendNonEmpty appends name (`,"key":`) and s as a JSON string when s
+// is not empty: a string field with omitempty, as encoding/json writes it.
+func appendNonEmpty(b []byte, name, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = append(b, name...)
+	return rawjson.AppendString(b, s, false)
 }
 
 // appendStringField appends the member name (with its comma) and *s,
