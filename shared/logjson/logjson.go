@@ -128,7 +128,7 @@ func appendFlat(b []byte, r slog.Record) ([]byte, bool) {
 				return false
 			}
 			b = appendKey(b, a.Key)
-			b = appendFloat(b, f)
+			b = rawjson.AppendFloat(b, f) // as encoding/json, which JSONHandler calls for it
 		case slog.KindBool:
 			b = appendKey(b, a.Key)
 			b = strconv.AppendBool(b, v.Bool())
@@ -149,23 +149,4 @@ func appendKey(b []byte, key string) []byte {
 	b = append(b, ',')
 	b = rawjson.AppendLogString(b, key)
 	return append(b, ':')
-}
-
-// appendFloat appends f as encoding/json writes a float64 (which
-// JSONHandler calls for it): %f between 1e-6 and 1e21, else %e with a
-// two-digit exponent at least.
-func appendFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
 }

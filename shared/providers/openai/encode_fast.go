@@ -179,18 +179,5 @@ func optFloat(b []byte, name string, f *float64) ([]byte, bool) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return b, false
 	}
-	b = append(b, name...)
-	format := byte('f')
-	if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, v, format, -1, 64)
-	if format == 'e' {
-		// e-09 to e-9, as encoding/json writes it.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b, true
+	return rawjson.AppendFloat(append(b, name...), v), true
 }
