@@ -274,8 +274,9 @@ func signal(c chan struct{}) {
 }
 
 // arena hands out the keys and values of one transaction's puts from a
-// few large blocks instead of an allocation each: bbolt keeps them until
-// the commit, and a batch of records puts six of them a record. A nil
+// few large blocks instead of an allocation each: bbolt keeps a put's
+// value until the commit (it copies the key, which the arena saves only
+// its own allocation), and a batch of records puts six of them a record. A nil
 // arena allocates each one on its own. A buffer from buf is given to keep
 // before the next buf (which would hand out the same space): buf panics
 // otherwise.
