@@ -55,19 +55,13 @@ func scanParams(b []byte, p *Params) bool {
 		case "stream":
 			return s.Bool(&p.Stream)
 		case "stream_options":
-			if s.Null() {
-				p.StreamOptions = nil
-				return true
-			}
-			if p.StreamOptions == nil {
-				p.StreamOptions = new(StreamOptions)
-			}
-			o := p.StreamOptions
-			return s.Object(func(key []byte) bool {
-				if string(key) == "include_usage" {
-					return s.Bool(&o.IncludeUsage)
-				}
-				return !rawjson.FoldsTo(key, "include_usage") && s.Skip()
+			return rawjson.Ptr(&s, &p.StreamOptions, func(o *StreamOptions) bool {
+				return s.Object(func(key []byte) bool {
+					if string(key) == "include_usage" {
+						return s.Bool(&o.IncludeUsage)
+					}
+					return !rawjson.FoldsTo(key, "include_usage") && s.Skip()
+				})
 			})
 		case "max_tokens":
 			return rawjson.RawInto(&s, &p.MaxTokens)
@@ -247,28 +241,22 @@ func scanTools(s *rawjson.Scanner, p *Params) bool {
 			case "type":
 				return s.StringIntoKnown(&t.Type, "function")
 			case "function":
-				if s.Null() {
-					t.Function = nil
-					return true
-				}
-				if t.Function == nil {
-					t.Function = new(ParamsFunction)
-				}
-				f := t.Function
-				return s.Object(func(key []byte) bool {
-					switch string(key) {
-					case "name":
-						return s.StringInto(&f.Name)
-					case "description":
-						return s.StringInto(&f.Description)
-					case "parameters":
-						return rawjson.RawInto(s, &f.Parameters)
-					case "strict":
-						return s.OptBool(&f.Strict)
-					case "cache_control":
-						return rawjson.RawInto(s, &f.CacheControl)
-					}
-					return !rawjson.FoldsTo(key, functionNames...) && s.Skip()
+				return rawjson.Ptr(s, &t.Function, func(f *ParamsFunction) bool {
+					return s.Object(func(key []byte) bool {
+						switch string(key) {
+						case "name":
+							return s.StringInto(&f.Name)
+						case "description":
+							return s.StringInto(&f.Description)
+						case "parameters":
+							return rawjson.RawInto(s, &f.Parameters)
+						case "strict":
+							return s.OptBool(&f.Strict)
+						case "cache_control":
+							return rawjson.RawInto(s, &f.CacheControl)
+						}
+						return !rawjson.FoldsTo(key, functionNames...) && s.Skip()
+					})
 				})
 			case "cache_control":
 				return rawjson.RawInto(s, &t.CacheControl)
@@ -282,41 +270,29 @@ func scanTools(s *rawjson.Scanner, p *Params) bool {
 // repeated member decodes into the first's, as json.Unmarshal decodes a
 // pointer that is set.
 func scanResponseFormat(s *rawjson.Scanner, p *Params) bool {
-	if s.Null() {
-		p.ResponseFormat = nil
-		return true
-	}
-	if p.ResponseFormat == nil {
-		p.ResponseFormat = new(ParamsResponseFormat)
-	}
-	rf := p.ResponseFormat
-	return s.Object(func(key []byte) bool {
-		switch string(key) {
-		case "type":
-			return s.StringIntoKnown(&rf.Type, "text", FormatJSONObject, FormatJSONSchema)
-		case "json_schema":
-			if s.Null() {
-				rf.JSONSchema = nil
-				return true
+	return rawjson.Ptr(s, &p.ResponseFormat, func(rf *ParamsResponseFormat) bool {
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "type":
+				return s.StringIntoKnown(&rf.Type, "text", FormatJSONObject, FormatJSONSchema)
+			case "json_schema":
+				return rawjson.Ptr(s, &rf.JSONSchema, func(js *ParamsJSONSchema) bool {
+					return s.Object(func(key []byte) bool {
+						switch string(key) {
+						case "name":
+							return s.StringInto(&js.Name)
+						case "description":
+							return s.StringInto(&js.Description)
+						case "schema":
+							return rawjson.RawInto(s, &js.Schema)
+						case "strict":
+							return s.OptBool(&js.Strict)
+						}
+						return !rawjson.FoldsTo(key, "name", "description", "schema", "strict") && s.Skip()
+					})
+				})
 			}
-			if rf.JSONSchema == nil {
-				rf.JSONSchema = new(ParamsJSONSchema)
-			}
-			js := rf.JSONSchema
-			return s.Object(func(key []byte) bool {
-				switch string(key) {
-				case "name":
-					return s.StringInto(&js.Name)
-				case "description":
-					return s.StringInto(&js.Description)
-				case "schema":
-					return rawjson.RawInto(s, &js.Schema)
-				case "strict":
-					return s.OptBool(&js.Strict)
-				}
-				return !rawjson.FoldsTo(key, "name", "description", "schema", "strict") && s.Skip()
-			})
-		}
-		return !rawjson.FoldsTo(key, "type", "json_schema") && s.Skip()
+			return !rawjson.FoldsTo(key, "type", "json_schema") && s.Skip()
+		})
 	})
 }

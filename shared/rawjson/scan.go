@@ -189,6 +189,21 @@ func Objects[T any](s *Scanner, list *[]T, elem func(e *T) bool) bool {
 	})
 }
 
+// Ptr reads a value into *dst as json.Unmarshal reads one into a
+// pointer: null sets *dst to nil; anything else is read by read into
+// *dst, made first when nil (a pointer already set, by a repeated
+// member, is read into again, not replaced).
+func Ptr[T any](s *Scanner, dst **T, read func(v *T) bool) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	if *dst == nil {
+		*dst = new(T)
+	}
+	return read(*dst)
+}
+
 // Int reads an integer (of at most 18 digits) into dst, or a null,
 // which leaves dst as it is.
 func (s *Scanner) Int(dst *int) bool {

@@ -2,6 +2,7 @@ package rawjson
 
 import (
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -144,5 +145,58 @@ func TestTaken(t *testing.T) {
 		if got := Taken(&v, ok); got != ok || (ok && (v.n != 2 || len(v.s) != 1)) || (!ok && (v.n != 0 || v.s != nil)) {
 			t.Errorf("Taken(%v) = %v, left %+v", ok, got, v)
 		}
+	}
+}
+
+// TestPtr: Ptr reads into a pointer as json.Unmarshal does: null makes it
+// nil, a value is read into a new T, or into the one already there.
+func TestPtr(t *testing.T) {
+	type pair struct{ A, B int }
+	read := func(s *Scanner) func(p *pair) bool {
+		return func(p *pair) bool {
+			return s.Object(func(key []byte) bool {
+				switch string(key) {
+				case "a":
+					return s.Int(&p.A)
+				case "b":
+					return s.Int(&p.B)
+				}
+				return false
+			})
+		}
+	}
+	set := &pair{A: 1, B: 2}
+	tests := []struct {
+		name   string
+		data   string
+		before *pair
+		want   *pair
+		ok     bool
+		same   bool // read into before, not a new one
+	}{
+		{"null", `null`, set, nil, true, false},
+		{"into a new one", `{"a":5}`, nil, &pair{A: 5}, true, false},
+		{"into the one there", `{"a":5}`, &pair{A: 1, B: 2}, &pair{A: 5, B: 2}, true, true},
+		{"declined", `{"c":1}`, nil, &pair{}, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, before := tt.before, tt.before
+			s := NewScanner([]byte(tt.data))
+			ok := Ptr(&s, &p, read(&s))
+			if ok != tt.ok || !reflect.DeepEqual(p, tt.want) || (tt.same && p != before) {
+				t.Errorf("Ptr(%s) = %v, %+v; want %v, %+v", tt.data, ok, p, tt.ok, tt.want)
+			}
+			if ok {
+				var want *pair
+				if before != nil {
+					c := *before
+					want = &c
+				}
+				if err := json.Unmarshal([]byte(tt.data), &want); err != nil || !reflect.DeepEqual(want, p) {
+					t.Errorf("json.Unmarshal(%s) = %+v, %v; Ptr gave %+v", tt.data, want, err, p)
+				}
+			}
+		})
 	}
 }

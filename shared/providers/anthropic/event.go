@@ -45,14 +45,7 @@ func scanEventMembers(data []byte, se *streamEvent) bool {
 		case "index":
 			return s.Int(&se.Index)
 		case "delta":
-			if s.Null() {
-				se.Delta = nil
-				return true
-			}
-			if se.Delta == nil {
-				se.Delta = new(streamDelta)
-			}
-			return scanDelta(&s, se.Delta)
+			return rawjson.Ptr(&s, &se.Delta, func(v *streamDelta) bool { return scanDelta(&s, v) })
 		case "message", "content_block", "usage", "error":
 			return false
 		}

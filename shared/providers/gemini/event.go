@@ -44,14 +44,7 @@ func scanEventMembers(data []byte, g *generateResponse) bool {
 			}
 			return rawjson.Objects(&s, &g.Candidates, func(c *candidate) bool { return scanCandidate(&s, c) })
 		case "usageMetadata":
-			if s.Null() {
-				g.UsageMetadata = nil
-				return true
-			}
-			if g.UsageMetadata == nil {
-				g.UsageMetadata = new(usageMetadata)
-			}
-			return scanUsage(&s, g.UsageMetadata)
+			return rawjson.Ptr(&s, &g.UsageMetadata, func(v *usageMetadata) bool { return scanUsage(&s, v) })
 		case "responseId":
 			return s.StringInto(&g.ResponseID)
 		case "promptFeedback", "error":

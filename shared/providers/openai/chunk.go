@@ -63,14 +63,7 @@ func scanTop(data []byte, c *wireChunk, r *wireResponse) bool {
 			}
 			return scanResponseChoices(&s, r)
 		case "usage":
-			if s.Null() {
-				*usage = nil
-				return true
-			}
-			if *usage == nil {
-				*usage = new(wireUsage)
-			}
-			return scanUsage(&s, *usage)
+			return rawjson.Ptr(&s, usage, func(v *wireUsage) bool { return scanUsage(&s, v) })
 		case "service_tier":
 			return s.StringIntoKnown(tier, "default", "flex", "priority", "auto", "scale")
 		case "error", "error_type":

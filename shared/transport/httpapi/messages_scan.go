@@ -127,65 +127,53 @@ var thinkingNames = []string{"type", "budget_tokens", "display"}
 // scanThinking reads thinking into mr.Thinking. A repeated member decodes
 // into the first's, as json.Unmarshal decodes a pointer that is set.
 func scanThinking(s *rawjson.Scanner, mr *messagesRequest) bool {
-	if s.Null() {
-		mr.Thinking = nil
-		return true
-	}
-	if mr.Thinking == nil {
-		mr.Thinking = new(messagesThinking)
-	}
-	th := mr.Thinking
-	return s.Object(func(key []byte) bool {
-		switch string(key) {
-		case "type":
-			return s.StringIntoKnown(&th.Type, "enabled", "adaptive", "disabled")
-		case "budget_tokens":
-			return s.OptInt(&th.BudgetTokens)
-		case "display":
-			return s.StringIntoKnown(&th.Display, "summarized", "omitted")
-		}
-		return !rawjson.FoldsTo(key, thinkingNames...) && s.Skip()
+	return rawjson.Ptr(s, &mr.Thinking, func(th *messagesThinking) bool {
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "type":
+				return s.StringIntoKnown(&th.Type, "enabled", "adaptive", "disabled")
+			case "budget_tokens":
+				return s.OptInt(&th.BudgetTokens)
+			case "display":
+				return s.StringIntoKnown(&th.Display, "summarized", "omitted")
+			}
+			return !rawjson.FoldsTo(key, thinkingNames...) && s.Skip()
+		})
 	})
 }
 
 // scanOutputConfig reads output_config into mr.OutputConfig, as
 // scanThinking reads thinking.
 func scanOutputConfig(s *rawjson.Scanner, mr *messagesRequest) bool {
-	if s.Null() {
-		mr.OutputConfig = nil
-		return true
-	}
-	if mr.OutputConfig == nil {
-		mr.OutputConfig = new(messagesOutput)
-	}
-	oc := mr.OutputConfig
-	return s.Object(func(key []byte) bool {
-		switch string(key) {
-		case "effort":
-			return s.StringIntoKnown(&oc.Effort, "low", "medium", "high", "xhigh", "max")
-		case "format":
-			if s.Null() {
-				oc.Format = nil
-				return true
-			}
-			if oc.Format == nil {
-				oc.Format = &struct {
-					Type   string          `json:"type"`
-					Schema json.RawMessage `json:"schema"`
-				}{}
-			}
-			f := oc.Format
-			return s.Object(func(key []byte) bool {
-				switch string(key) {
-				case "type":
-					return s.StringIntoKnown(&f.Type, "json_schema")
-				case "schema":
-					return rawjson.RawInto(s, &f.Schema)
+	return rawjson.Ptr(s, &mr.OutputConfig, func(oc *messagesOutput) bool {
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "effort":
+				return s.StringIntoKnown(&oc.Effort, "low", "medium", "high", "xhigh", "max")
+			case "format":
+				if s.Null() {
+					oc.Format = nil
+					return true
 				}
-				return !rawjson.FoldsTo(key, "type", "schema") && s.Skip()
-			})
-		}
-		return !rawjson.FoldsTo(key, "effort", "format") && s.Skip()
+				if oc.Format == nil {
+					oc.Format = &struct {
+						Type   string          `json:"type"`
+						Schema json.RawMessage `json:"schema"`
+					}{}
+				}
+				f := oc.Format
+				return s.Object(func(key []byte) bool {
+					switch string(key) {
+					case "type":
+						return s.StringIntoKnown(&f.Type, "json_schema")
+					case "schema":
+						return rawjson.RawInto(s, &f.Schema)
+					}
+					return !rawjson.FoldsTo(key, "type", "schema") && s.Skip()
+				})
+			}
+			return !rawjson.FoldsTo(key, "effort", "format") && s.Skip()
+		})
 	})
 }
 
@@ -227,23 +215,17 @@ var toolPickNames = []string{"type", "name", "disable_parallel_tool_use"}
 // scanToolChoice reads tool_choice into mr.ToolChoice, as scanThinking
 // reads thinking.
 func scanToolChoice(s *rawjson.Scanner, mr *messagesRequest) bool {
-	if s.Null() {
-		mr.ToolChoice = nil
-		return true
-	}
-	if mr.ToolChoice == nil {
-		mr.ToolChoice = new(messagesToolPick)
-	}
-	tc := mr.ToolChoice
-	return s.Object(func(key []byte) bool {
-		switch string(key) {
-		case "type":
-			return s.StringIntoKnown(&tc.Type, "auto", "any", "tool", "none")
-		case "name":
-			return s.StringInto(&tc.Name)
-		case "disable_parallel_tool_use":
-			return s.Bool(&tc.DisableParallelToolUse)
-		}
-		return !rawjson.FoldsTo(key, toolPickNames...) && s.Skip()
+	return rawjson.Ptr(s, &mr.ToolChoice, func(tc *messagesToolPick) bool {
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "type":
+				return s.StringIntoKnown(&tc.Type, "auto", "any", "tool", "none")
+			case "name":
+				return s.StringInto(&tc.Name)
+			case "disable_parallel_tool_use":
+				return s.Bool(&tc.DisableParallelToolUse)
+			}
+			return !rawjson.FoldsTo(key, toolPickNames...) && s.Skip()
+		})
 	})
 }

@@ -115,22 +115,16 @@ func scanResponsesBody(b []byte, rp *responsesRequest) bool {
 // member decodes into the first's, as json.Unmarshal decodes a pointer
 // that is set.
 func scanResponsesReasoning(s *rawjson.Scanner, rp *responsesRequest) bool {
-	if s.Null() {
-		rp.Reasoning = nil
-		return true
-	}
-	if rp.Reasoning == nil {
-		rp.Reasoning = new(responsesReasoning)
-	}
-	r := rp.Reasoning
-	return s.Object(func(key []byte) bool {
-		switch string(key) {
-		case "effort":
-			return s.OptString(&r.Effort, "none", "minimal", "low", "medium", "high", "xhigh")
-		case "summary":
-			return s.OptString(&r.Summary, "auto", "concise", "detailed")
-		}
-		return !rawjson.FoldsTo(key, "effort", "summary") && s.Skip()
+	return rawjson.Ptr(s, &rp.Reasoning, func(r *responsesReasoning) bool {
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "effort":
+				return s.OptString(&r.Effort, "none", "minimal", "low", "medium", "high", "xhigh")
+			case "summary":
+				return s.OptString(&r.Summary, "auto", "concise", "detailed")
+			}
+			return !rawjson.FoldsTo(key, "effort", "summary") && s.Skip()
+		})
 	})
 }
 
@@ -140,44 +134,32 @@ var formatNames = []string{"type", "name", "description", "schema", "strict"}
 // scanResponsesText reads text into rp.Text, as scanResponsesReasoning
 // reads reasoning.
 func scanResponsesText(s *rawjson.Scanner, rp *responsesRequest) bool {
-	if s.Null() {
-		rp.Text = nil
-		return true
-	}
-	if rp.Text == nil {
-		rp.Text = new(responsesText)
-	}
-	t := rp.Text
-	return s.Object(func(key []byte) bool {
-		switch string(key) {
-		case "verbosity":
-			return s.StringIntoKnown(&t.Verbosity, "low", "medium", "high")
-		case "format":
-			if s.Null() {
-				t.Format = nil
-				return true
+	return rawjson.Ptr(s, &rp.Text, func(t *responsesText) bool {
+		return s.Object(func(key []byte) bool {
+			switch string(key) {
+			case "verbosity":
+				return s.StringIntoKnown(&t.Verbosity, "low", "medium", "high")
+			case "format":
+				return rawjson.Ptr(s, &t.Format, func(f *responsesFormat) bool {
+					return s.Object(func(key []byte) bool {
+						switch string(key) {
+						case "type":
+							return s.StringIntoKnown(&f.Type, "text", "json_object", "json_schema")
+						case "name":
+							return s.StringInto(&f.Name)
+						case "description":
+							return s.StringInto(&f.Description)
+						case "schema":
+							return rawjson.RawInto(s, &f.Schema)
+						case "strict":
+							return s.OptBool(&f.Strict)
+						}
+						return !rawjson.FoldsTo(key, formatNames...) && s.Skip()
+					})
+				})
 			}
-			if t.Format == nil {
-				t.Format = new(responsesFormat)
-			}
-			f := t.Format
-			return s.Object(func(key []byte) bool {
-				switch string(key) {
-				case "type":
-					return s.StringIntoKnown(&f.Type, "text", "json_object", "json_schema")
-				case "name":
-					return s.StringInto(&f.Name)
-				case "description":
-					return s.StringInto(&f.Description)
-				case "schema":
-					return rawjson.RawInto(s, &f.Schema)
-				case "strict":
-					return s.OptBool(&f.Strict)
-				}
-				return !rawjson.FoldsTo(key, formatNames...) && s.Skip()
-			})
-		}
-		return !rawjson.FoldsTo(key, "format", "verbosity") && s.Skip()
+			return !rawjson.FoldsTo(key, "format", "verbosity") && s.Skip()
+		})
 	})
 }
 
