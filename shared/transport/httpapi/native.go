@@ -83,13 +83,10 @@ func (j *jsonEvents) encode(v any) []byte {
 	return bytes.TrimSuffix(j.buf.Bytes(), []byte{'\n'})
 }
 
-// event appends the SSE event named typ with v's JSON as its data.
+// event appends the SSE event named typ with v's JSON as its data (one
+// line: encoding/json escapes newlines in strings).
 func (j *jsonEvents) event(b []byte, typ string, v any) []byte {
-	b = append(b, "event: "...)
-	b = append(b, typ...)
-	b = append(b, "\ndata: "...)
-	b = append(b, j.encode(v)...)
-	return append(b, "\n\n"...)
+	return appendSSE(b, typ, j.encode(v))
 }
 
 // appendSSE appends an event named name (none if "") with data, a line
