@@ -275,9 +275,10 @@ func signal(c chan struct{}) {
 
 // arena hands out the keys and values of one transaction's puts from a
 // few large blocks instead of an allocation each: bbolt keeps a put's
-// value until the commit (it copies the key, which the arena saves only
-// its own allocation), and a batch of records puts six of them a record. A nil
-// arena allocates each one on its own. A buffer from buf is given to keep
+// value until the commit (a key it copies, so for a key the arena saves
+// only the key's own allocation), and a batch of records makes five puts
+// a record (the record, its two index keys, its ledger entry and that
+// entry's ledger_seq key). A nil arena allocates each one on its own. A buffer from buf is given to keep
 // before the next buf (which would hand out the same space): buf panics
 // otherwise.
 type arena struct {
